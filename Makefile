@@ -1,0 +1,45 @@
+# agentstate — see README.md. `make run` starts a node; `make test` runs the suite.
+GO       ?= go
+DATA     ?= ./data/agentstate.db
+PROTOS   := $(shell find messages -name '*.proto' | sort)
+# The race detector needs cgo (which go-sqlite3 needs anyway) and a 64-bit host.
+RACE     ?= -race
+TESTFLAGS ?=
+
+.PHONY: build run test race bench lint proto proto-check clean
+
+build:
+	$(GO) build -o bin/node ./cmd/node
+
+run: build
+	./bin/node serve --data $(DATA)
+
+test:
+	$(GO) vet ./...
+	$(GO) test $(RACE) -count=1 -timeout 15m $(TESTFLAGS) ./...
+	$(GO) test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 10m ./...
+
+race:
+	$(GO) test -race -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+
+proto:
+	protoc -I . \
+	  --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
+	  --plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
+	  --go_out=. --go_opt=paths=source_relative \
+	  --go-grpc_out=. --go-grpc_opt=paths=source_relative \
+	  $(PROTOS)
+
+# Fails when the committed generated code differs from what `make proto` makes.
+proto-check: proto
+	git diff --exit-code -- messages
+
+clean:
+	rm -rf bin

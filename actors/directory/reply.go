@@ -1,0 +1,66 @@
+package directory
+
+import (
+	"context"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+)
+
+// Replier delivers the one reply to a request.
+type Replier interface {
+	// Reply delivers resp, or err when the request failed. It must be
+	// called exactly once and must not block.
+	Reply(resp proto.Message, err error)
+}
+
+// Call is a request together with where its reply goes.
+type Call struct {
+	Msg     proto.Message
+	Replier Replier
+}
+
+// Reply is what a channel replier delivers.
+type Reply struct {
+	Msg proto.Message
+	Err error
+}
+
+// ChanReplier delivers into a buffered channel of capacity 1.
+type ChanReplier chan Reply
+
+func (c ChanReplier) Reply(resp proto.Message, err error) { c <- Reply{Msg: resp, Err: err} }
+
+// PIDReplier answers a PID (a remote sender or a future) with the reply or
+// a *commonv1.Error, then runs Done (if set) exactly once.
+type PIDReplier struct {
+	Root *actor.RootContext
+	To   *actor.PID
+	Done func()
+}
+
+func (p *PIDReplier) Reply(resp proto.Message, err error) {
+	if err != nil {
+		p.Root.Send(p.To, errs.ToProto(err))
+	} else {
+		p.Root.Send(p.To, resp)
+	}
+	if p.Done != nil {
+		p.Done()
+	}
+}
+
+// Ask sends msg to pid (a directory or an owner) as a *Call and waits for
+// the reply or for ctx. When ctx ends first the request may still be
+// carried out; the caller only stops waiting (as with any network call).
+func Ask(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg proto.Message) (proto.Message, error) {
+	ch := make(ChanReplier, 1)
+	root.Send(pid, &Call{Msg: msg, Replier: ch})
+	select {
+	case r := <-ch:
+		return r.Msg, r.Err
+	case <-ctx.Done():
+		return nil, errs.Unavailable("no reply before the deadline: %v", ctx.Err())
+	}
+}

@@ -1,0 +1,249 @@
+package persistence
+
+import (
+	"context"
+	"time"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+)
+
+// Store is one database.
+type Store interface {
+	// Writer hands out the store's sole writer. While a Writer is held
+	// (until its Release), further calls fail with FAILED_PRECONDITION
+	// (ErrWriterTaken): there is never a second writer, and a reader can
+	// never obtain the writer's connection.
+	Writer() (Writer, error)
+	// Reader returns the read side. It is safe for concurrent use, runs on
+	// read-only connections, and sees every transaction committed before
+	// the call started.
+	Reader() Reader
+	// Close releases this handle. Implementations that share one database
+	// among handles close it when the last handle is closed.
+	Close() error
+}
+
+// Writer applies write commands. It is not safe for concurrent use: its
+// owner (the audit actor) calls Apply from one goroutine at a time.
+type Writer interface {
+	// Apply applies batch, in order, in one transaction, and returns one
+	// Result per command (results[i] belongs to batch[i]).
+	//
+	// A non-nil error means the transaction rolled back: nothing of the
+	// batch is stored, and results is nil. Otherwise each command either
+	// committed (Result.Err == nil) or was rolled back on its own
+	// (Result.Err != nil) while the others committed.
+	//
+	// Apply fills in the fields that are assigned at commit: the Position,
+	// PrevHash and Hash of every audit entry (in batch order, chaining on
+	// the last committed entry), and the Sequence and CreatedAt of stored
+	// messages are returned in TurnResult.
+	Apply(ctx context.Context, batch []Command) ([]Result, error)
+	// Release gives the writer back to its Store. The Writer must not be
+	// used afterwards.
+	Release()
+}
+
+// Command is one write. The concrete types below are the only commands.
+type Command interface {
+	// Size estimates the bytes the command writes, to bound batches.
+	Size() int
+	isCommand()
+}
+
+// CreateSession inserts a session, its initial messages (an import brings
+// them; sequences 0..n-1 in order) and its audit entries.
+// Result.Err is ALREADY_EXISTS when the session id is taken.
+type CreateSession struct {
+	Session  *sessionv1.Session
+	Messages []*sessionv1.Message
+	Audit    []*auditv1.AuditEntry
+}
+
+// AppendMessages appends turns to one session. The session actor, which
+// holds the session's next sequence, passes it as NextSequence; Apply
+// assigns NextSequence, NextSequence+1, ... to the new messages in turn
+// order, skipping duplicate turns, and reports the next sequence after the
+// command in Result.NextSequence.
+//
+// Per turn (TurnResult):
+//   - every message id already stored in the session: Duplicate = true,
+//     Messages are the stored originals, nothing is written (not even the
+//     turn's audit entries);
+//   - some but not all stored: Err is FAILED_PRECONDITION, nothing written;
+//   - none stored: the turn's messages and audit entries are inserted.
+//
+// A sequence that is already taken (a stale NextSequence) fails the whole
+// command with FAILED_PRECONDITION: the UNIQUE(session_id, sequence)
+// constraint is the backstop. A missing session is NOT_FOUND.
+type AppendMessages struct {
+	SessionID    string
+	NextSequence int64
+	Turns        []Turn
+	// UpdatedAt becomes the session's updated_at when a turn is stored.
+	UpdatedAt time.Time
+}
+
+// Turn is one atomic group of messages. Message.Sequence is ignored on
+// input; SessionID is taken from the command; MessageId and CreatedAt must
+// be set.
+type Turn struct {
+	Messages []*sessionv1.Message
+	Audit    []*auditv1.AuditEntry
+}
+
+// UpdateSession changes a session's mutable fields. Zero fields are left
+// alone. Result.Err is NOT_FOUND when the session does not exist.
+type UpdateSession struct {
+	SessionID string
+	// SESSION_STATE_UNSPECIFIED leaves the state alone.
+	State    sessionv1.SessionState
+	ClosedAt time.Time
+	// Added to the stored totals.
+	TokenDelta *sessionv1.TokenUsage
+	// Inserted, or replaced when a link with its plan_id exists.
+	LinkPlan  *sessionv1.LinkedPlan
+	UpdatedAt time.Time
+	Audit     []*auditv1.AuditEntry
+}
+
+// DeleteSession removes a session and its messages; plan links go, plans
+// stay. Result.MessagesRemoved and Result.PlansOrphaned report what went.
+// Result.Err is NOT_FOUND when the session does not exist.
+type DeleteSession struct {
+	SessionID string
+	Audit     []*auditv1.AuditEntry
+}
+
+// PlanWrite stores a plan actor's changes; the plan row is created on the
+// first write (with max_retries 3 unless MaxRetries is set).
+type PlanWrite struct {
+	PlanID string
+	// nil leaves the policy alone.
+	MaxRetries *int32
+	// Sequences are assigned by the plan actor and must continue the
+	// plan's dense sequence; a taken sequence fails the command with
+	// FAILED_PRECONDITION.
+	Records []*planv1.ErrorRecord
+	// Upserted step counters.
+	StepRetries []StepRetry
+	// The whole merged error_details object; "" leaves it alone.
+	ErrorDetailsJSON string
+	Audit            []*auditv1.AuditEntry
+}
+
+// StepRetry is the retry counter of one plan step.
+type StepRetry struct {
+	Phase  planv1.Phase
+	StepID string
+	Count  int32
+}
+
+// RecordAudit appends audit entries on their own.
+type RecordAudit struct {
+	Entries []*auditv1.AuditEntry
+}
+
+// PruneAudit deletes at most Limit of the oldest entries created before
+// OlderThan, in commit order, and keeps the remaining chain verifiable
+// (it records the last removed entry's hash as the chain's anchor).
+// Result.Removed says how many went; fewer than Limit means done.
+type PruneAudit struct {
+	OlderThan time.Time
+	Limit     int
+	Audit     []*auditv1.AuditEntry
+}
+
+// Result is the outcome of one command.
+type Result struct {
+	// Non-nil when this command was rolled back on its own.
+	Err error
+	// AppendMessages: one per turn, and the next sequence after the command.
+	Turns        []TurnResult
+	NextSequence int64
+	// DeleteSession.
+	MessagesRemoved int64
+	PlansOrphaned   []string
+	// PruneAudit.
+	Removed int64
+}
+
+// TurnResult is the outcome of one turn of an AppendMessages.
+type TurnResult struct {
+	Err       error
+	Duplicate bool
+	// The stored messages, with their sequence and created_at.
+	Messages []*sessionv1.Message
+}
+
+// Reader runs queries on read-only connections. Every method is safe for
+// concurrent use. Limits are clamped to 1..1000 (0 means 100).
+type Reader interface {
+	// GetSession returns the session with token usage, linked plans and
+	// message_count. NOT_FOUND when missing.
+	GetSession(ctx context.Context, sessionID string) (*sessionv1.Session, error)
+	// ListSessions returns sessions ordered by session_id, after
+	// f.AfterID.
+	ListSessions(ctx context.Context, f SessionFilter) ([]*sessionv1.Session, error)
+	// ListMessages returns messages with sequence >= from, in sequence
+	// order. An unknown session gives an empty list.
+	ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error)
+	// GetPlan returns the plan's stored state. NOT_FOUND when nothing was
+	// ever written for it.
+	GetPlan(ctx context.Context, planID string) (*PlanState, error)
+	// PlanHistory returns error records in sequence order.
+	PlanHistory(ctx context.Context, f PlanFilter) ([]*planv1.ErrorRecord, error)
+	// ListAudit returns entries in commit order, after the entry
+	// afterEventID ("" = from the first). NOT_FOUND when afterEventID is
+	// not stored (pruned or never existed).
+	ListAudit(ctx context.Context, f *auditv1.Filter, afterEventID string, limit int) ([]*auditv1.AuditEntry, error)
+	CountAudit(ctx context.Context, f *auditv1.Filter) (int64, error)
+	// GetAudit returns one entry. NOT_FOUND when missing.
+	GetAudit(ctx context.Context, eventID string) (*auditv1.AuditEntry, error)
+	// ScanAudit returns entries with Position > afterPosition in commit
+	// order, for chain verification.
+	ScanAudit(ctx context.Context, afterPosition int64, limit int) ([]*auditv1.AuditEntry, error)
+	// AuditAnchor returns the hash the first remaining entry must chain
+	// on: "" before any prune, else the last pruned entry's hash.
+	AuditAnchor(ctx context.Context) (string, error)
+}
+
+// SessionFilter selects sessions; empty fields match everything.
+type SessionFilter struct {
+	ActorName string
+	Namespace string
+	State     sessionv1.SessionState
+	AfterID   string
+	Limit     int
+}
+
+// PlanFilter selects a plan's error records.
+type PlanFilter struct {
+	PlanID       string
+	Phase        planv1.Phase
+	Category     planv1.ErrorCategory
+	FromSequence int64
+	Limit        int
+}
+
+// PlanState is what a plan actor reloads on activation.
+type PlanState struct {
+	PlanID           string
+	MaxRetries       int32
+	NextSequence     int64
+	ErrorDetailsJSON string
+	StepRetries      []StepRetry
+}
+
+// DefaultMaxRetries is the retry limit of a plan with no policy.
+const DefaultMaxRetries = 3
+
+func (*CreateSession) isCommand()  {}
+func (*AppendMessages) isCommand() {}
+func (*UpdateSession) isCommand()  {}
+func (*DeleteSession) isCommand()  {}
+func (*PlanWrite) isCommand()      {}
+func (*RecordAudit) isCommand()    {}
+func (*PruneAudit) isCommand()     {}
