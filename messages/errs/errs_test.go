@@ -1,0 +1,59 @@
+package errs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestCodesRoundTrip(t *testing.T) {
+	cases := []struct {
+		err      *errs.Error
+		sentinel error
+		grpc     codes.Code
+	}{
+		{errs.InvalidArgument("role %q", "x"), errs.ErrInvalidArgument, codes.InvalidArgument},
+		{errs.NotFound("session"), errs.ErrNotFound, codes.NotFound},
+		{errs.AlreadyExists("session"), errs.ErrAlreadyExists, codes.AlreadyExists},
+		{errs.FailedPrecondition("closed"), errs.ErrFailedPrecondition, codes.FailedPrecondition},
+		{errs.ResourceExhausted("full"), errs.ErrResourceExhausted, codes.ResourceExhausted},
+		{errs.Unavailable("stopping"), errs.ErrUnavailable, codes.Unavailable},
+		{errs.Internal("bug"), errs.ErrInternal, codes.Internal},
+		{errs.Unauthenticated("token"), errs.ErrUnauthenticated, codes.Unauthenticated},
+	}
+	for _, c := range cases {
+		wrapped := fmt.Errorf("ctx: %w", c.err)
+		if !errors.Is(wrapped, c.sentinel) {
+			t.Errorf("%v does not match its sentinel", c.err)
+		}
+		if errors.Is(c.err, errs.ErrNotFound) != (c.sentinel == errs.ErrNotFound) {
+			t.Errorf("%v matches the wrong sentinel", c.err)
+		}
+		st, _ := status.FromError(c.err)
+		if st.Code() != c.grpc || st.Message() != c.err.Msg {
+			t.Errorf("%v -> grpc %v %q", c.err, st.Code(), st.Message())
+		}
+		back := errs.From(st.Err())
+		if back.Code != c.err.Code || back.Msg != c.err.Msg {
+			t.Errorf("grpc round trip %v -> %v", c.err, back)
+		}
+		wire := errs.FromProto(errs.ToProto(c.err))
+		if !errors.Is(wire, c.sentinel) {
+			t.Errorf("proto round trip lost the code: %v", wire)
+		}
+	}
+	if errs.CodeOf(context.DeadlineExceeded) != errs.UnavailableCode {
+		t.Error("deadline should be unavailable")
+	}
+	if errs.CodeOf(errors.New("boom")) != errs.InternalCode {
+		t.Error("plain errors should be internal")
+	}
+	if errs.From(nil) != nil || errs.ToProto(nil) != nil || errs.FromProto(nil) != nil {
+		t.Error("nil must stay nil")
+	}
+}
