@@ -1,0 +1,81 @@
+// Package audit owns agentstate's only database writer and its audit trail.
+//
+// # Ownership
+//
+// Start takes the store's sole persistence.Writer and gives it to one
+// actor, the writer. Every state change in agentstate reaches the database
+// through it: session actors and plan actors send it *Submit (create,
+// append, close, delete, token usage, plan error records), Record adds
+// stand-alone audit entries, Prune removes old ones. Nothing else can
+// write: the store hands out one Writer, and readers (List, Count, Get,
+// Verify and the other actors' reads) use the store's read-only
+// connections, never the writer's. This removes the original service's
+// race by construction: its background writer thread and its readers
+// shared one database session.
+//
+// # Group commit
+//
+// The actor keeps a queue. When no transaction runs, it takes everything
+// queued, in arrival order, up to Config.MaxBatchCommands commands and
+// Config.MaxBatchBytes bytes, and applies it with one Writer.Apply — one
+// transaction — on a goroutine of its own, so it keeps receiving while the
+// transaction runs and the next batch forms meanwhile. At most one Apply
+// runs at a time. When it returns, every sender in the batch is answered
+// with its own result: a *Submit's sender gets *Applied, in-process callers
+// their return value. With synchronous=FULL, answered means durable.
+// Commands of one sender commit in the order it sent them.
+//
+// A transaction that rolls back (I/O error, disk full, read-only file) is
+// answered with a typed error to every command in it: nothing of it is
+// stored. The actor pauses (Config.RetryBackoff, doubling to
+// MaxRetryBackoff), then goes on serving; it succeeds again once the cause
+// is gone. Nothing answered as committed is ever lost.
+//
+// # Records: async and sync
+//
+// Record (and NewEntry, which session and plan actors use for the entries
+// they commit with their own state changes) checks event_type against the
+// registry (EventTypes; unknown is INVALID_ARGUMENT), normalizes
+// details_json to a JSON object and masks every secret in it (IsSecretKey:
+// password, secret, token, api_key, authorization, ... at any depth,
+// case-insensitive) before anything is stored, and assigns a ULID event_id
+// and created_at when the entry is accepted.
+//
+//   - sync (RecordRequest.Sync): answered after the entry's transaction
+//     committed; durable=true. A failed transaction is the caller's error.
+//   - async: answered at acceptance with durable=false; the entry commits
+//     in the next transaction. Guarantee: an accepted async entry is stored
+//     exactly once unless the process dies before that commit, or Stop's
+//     deadline abandons the drain (Stop then reports how many were lost).
+//     When its transaction rolls back, it is not dropped: it goes back to
+//     the front of the queue and rides in the next transaction, however
+//     many attempts that takes (Observer.AsyncRetried counts these).
+//     Flush returns once everything accepted before it committed.
+//
+// # Back-pressure
+//
+// At most Config.Backlog (default 10,000) commands are pending. Senders
+// take a Backlog slot before handing a command over and give it back once
+// it is answered (an async record: once it committed). With every slot
+// taken, in-process senders wait in Acquire (until their context ends:
+// UNAVAILABLE), and network senders — contexts marked with NoWait, which
+// the gRPC server and the remote endpoint set — get RESOURCE_EXHAUSTED at
+// once.
+//
+// # Tamper evidence, verify and prune
+//
+// The store chains every entry at commit: hash = SHA-256(previous hash ‖
+// canonical entry) (persistence.AuditHash). Verify walks the chain from
+// its anchor and reports the first broken link. There is no update path;
+// Prune is the only delete: it removes the oldest entries in chunks of
+// Config.PruneChunk, each its own transaction through the same queue (so
+// other writes interleave), each committed with an audit_pruned entry, and
+// the store keeps the last removed hash as the anchor, so what remains
+// verifies from its first entry.
+//
+// # Stopping
+//
+// Stop refuses new work with UNAVAILABLE, drains everything accepted
+// before it, and releases the Writer. Afterwards the actor answers every
+// request with UNAVAILABLE.
+package audit

@@ -1,0 +1,80 @@
+package audit
+
+import (
+	"time"
+	"unicode/utf8"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/messages/jsonobj"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Limits on what one entry may carry; larger input is INVALID_ARGUMENT.
+const (
+	MaxFieldBytes   = 1024    // each of plan_id ... user_identity
+	MaxDetailsBytes = 1 << 20 // details_json as given
+)
+
+// NewEntry builds the entry req describes, ready to be committed: the event
+// type is checked against the registry, details_json is normalized to a
+// compact JSON object ("{}" when empty) with every secret masked, and the
+// entry gets a fresh ULID event_id and created_at = now. Position, Hash and
+// PrevHash stay zero; the writer sets them at commit.
+//
+// Session and plan actors call it to build the entries they commit with
+// their state changes; Record calls it for stand-alone entries. It is safe
+// for concurrent use and runs in the caller's goroutine.
+func NewEntry(req *auditv1.RecordRequest, now time.Time) (*auditv1.AuditEntry, error) {
+	if req == nil {
+		return nil, errs.InvalidArgument("record request is missing")
+	}
+	if req.GetEventType() == "" {
+		return nil, errs.InvalidArgument("event_type is empty")
+	}
+	if !registry[req.GetEventType()] {
+		return nil, errs.InvalidArgument("event_type %q is not a known audit event type", clip(req.GetEventType()))
+	}
+	fields := [...]struct{ name, v string }{
+		{"plan_id", req.GetPlanId()}, {"session_id", req.GetSessionId()},
+		{"project_name", req.GetProjectName()}, {"actor_name", req.GetActorName()},
+		{"user_identity", req.GetUserIdentity()},
+	}
+	for _, f := range fields {
+		if len(f.v) > MaxFieldBytes {
+			return nil, errs.InvalidArgument("%s is %d bytes; at most %d", f.name, len(f.v), MaxFieldBytes)
+		}
+		if !utf8.ValidString(f.v) {
+			return nil, errs.InvalidArgument("%s is not valid UTF-8", f.name)
+		}
+	}
+	if n := len(req.GetDetailsJson()); n > MaxDetailsBytes {
+		return nil, errs.InvalidArgument("details_json is %d bytes; at most %d", n, MaxDetailsBytes)
+	}
+	details, err := jsonobj.Normalize("details_json", req.GetDetailsJson())
+	if err != nil {
+		return nil, err
+	}
+	if details, err = maskSecrets(details); err != nil {
+		return nil, errs.InvalidArgument("details_json: %v", err)
+	}
+	return &auditv1.AuditEntry{
+		EventId:      ids.New(),
+		EventType:    req.GetEventType(),
+		PlanId:       req.GetPlanId(),
+		SessionId:    req.GetSessionId(),
+		ProjectName:  req.GetProjectName(),
+		ActorName:    req.GetActorName(),
+		UserIdentity: req.GetUserIdentity(),
+		DetailsJson:  details,
+		CreatedAt:    timestamppb.New(now),
+	}, nil
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}

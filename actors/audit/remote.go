@@ -1,0 +1,55 @@
+package audit
+
+import (
+	"context"
+
+	"github.com/agentstate/agentstate/actors/directory"
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+)
+
+// serveRemote answers a bare auditv1 request from a Proto.Actor sender (a
+// remote node or a future) with the response or a *commonv1.Error. It runs
+// the request through the same in-process methods, marked NoWait (a full
+// backlog refuses it with RESOURCE_EXHAUSTED), on its own goroutine so the
+// writer actor keeps receiving. A request sent without a sender has nobody
+// to answer and is dropped.
+func (s *Service) serveRemote(sender *actor.PID, msg proto.Message) {
+	if sender == nil {
+		return
+	}
+	r := &directory.PIDReplier{Root: s.sys.Root, To: sender}
+	go func() {
+		resp, err := s.dispatch(NoWait(context.Background()), msg)
+		r.Reply(resp, err)
+	}()
+}
+
+func (s *Service) dispatch(ctx context.Context, msg proto.Message) (proto.Message, error) {
+	switch m := msg.(type) {
+	case *auditv1.RecordRequest:
+		return nilIfErr(s.Record(ctx, m))
+	case *auditv1.ListRequest:
+		return nilIfErr(s.List(ctx, m))
+	case *auditv1.CountRequest:
+		return nilIfErr(s.Count(ctx, m))
+	case *auditv1.GetRequest:
+		return nilIfErr(s.Get(ctx, m))
+	case *auditv1.VerifyRequest:
+		return nilIfErr(s.Verify(ctx, m))
+	case *auditv1.PruneRequest:
+		return nilIfErr(s.Prune(ctx, m))
+	case *auditv1.FlushRequest:
+		return nilIfErr(s.Flush(ctx, m))
+	}
+	return nil, nil
+}
+
+// nilIfErr turns a typed nil response into an untyped nil.
+func nilIfErr[T proto.Message](resp T, err error) (proto.Message, error) {
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}

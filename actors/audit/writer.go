@@ -1,0 +1,293 @@
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+)
+
+// item is one unit of pending work at the writer: a command, or a flush
+// marker (cmd == nil) that is answered once everything queued before it
+// has been answered.
+//
+// Invariant: every item is answered exactly once, with the outcome of the
+// transaction that carried it or UNAVAILABLE when the writer closed first.
+// The one exception is an async record whose transaction rolled back: it
+// was answered on acceptance, so it goes back to the front of the queue
+// and rides in the next transaction instead.
+type item struct {
+	cmd  persistence.Command
+	size int
+	// Where the answer goes: a Submit's sender, a local waiter, or
+	// nobody (async).
+	sender *actor.PID
+	tag    uint64
+	done   chan persistence.Result // capacity 1, so answering never blocks
+	async  bool
+	// record marks a stand-alone RecordAudit of one entry made by
+	// Record; all records of one batch are merged into one command.
+	record bool
+	// slot is the backlog slot the item holds until it is answered.
+	slot *Backlog
+}
+
+// Messages the writer actor receives besides *Submit and the bare
+// auditv1 requests of remote senders.
+type (
+	local   struct{ it *item }
+	resume  struct{}
+	drain   struct{}
+	abandon struct{}
+	applied struct {
+		batch    []*item
+		idx      []int // idx[i]: the command of batch[i] in results; -1 for a marker
+		results  []persistence.Result
+		err      error
+		dur      time.Duration
+		commands int
+		bytes    int
+	}
+)
+
+// writer is the audit actor. It alone holds the persistence.Writer.
+//
+// Invariants: at most one Apply runs at a time (inflight), on a goroutine
+// the actor starts, so the actor keeps receiving and the next batch forms
+// while a transaction runs; queue is in acceptance order, except that
+// rolled-back async records are put back in front, ahead of everything
+// accepted after them; once closed, the Writer has been released and is
+// never used again.
+type writer struct {
+	svc *Service
+	w   persistence.Writer
+	cfg Config
+	log *slog.Logger
+
+	queue     []*item
+	inflight  bool
+	pausing   bool // a backoff timer will send resume
+	backoff   time.Duration
+	draining  bool
+	abandoned bool
+	closed    bool
+	lost      int // async records given up on at close or by a command-level error
+}
+
+func (w *writer) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *Submit:
+		it := &item{cmd: m.Cmd, tag: m.Tag, sender: ctx.Sender()}
+		if m.Cmd == nil {
+			w.answer(ctx, it, persistence.Result{Err: errs.InvalidArgument("audit.Submit without a command")})
+			return
+		}
+		it.size = m.Cmd.Size()
+		w.accept(ctx, it)
+	case *local:
+		w.accept(ctx, m.it)
+	case *applied:
+		w.finish(ctx, m)
+	case *resume:
+		w.pausing = false
+		w.kick(ctx)
+	case *drain:
+		w.draining = true
+		w.kick(ctx)
+	case *abandon:
+		w.abandoned = true
+		w.kick(ctx)
+	case *auditv1.RecordRequest, *auditv1.ListRequest, *auditv1.CountRequest, *auditv1.GetRequest,
+		*auditv1.VerifyRequest, *auditv1.PruneRequest, *auditv1.FlushRequest:
+		w.svc.serveRemote(ctx.Sender(), m.(proto.Message))
+	}
+}
+
+func (w *writer) accept(ctx actor.Context, it *item) {
+	// The Service hands over nothing after it marked itself closed, and
+	// drain is sent only after that mark, so only Submits of other actors
+	// can arrive here once draining began: they are refused.
+	if w.draining || w.closed {
+		w.answer(ctx, it, persistence.Result{Err: errs.Unavailable("audit writer is stopping")})
+		return
+	}
+	w.queue = append(w.queue, it)
+	w.kick(ctx)
+}
+
+// kick starts the next batch when none runs, or closes the writer once a
+// drain has emptied the queue (or was abandoned).
+func (w *writer) kick(ctx actor.Context) {
+	if w.inflight || w.closed {
+		return
+	}
+	if w.abandoned {
+		w.close(ctx)
+		return
+	}
+	if w.pausing {
+		return
+	}
+	for len(w.queue) > 0 && !w.inflight {
+		w.start(ctx)
+	}
+	if !w.inflight && len(w.queue) == 0 && w.draining {
+		w.close(ctx)
+	}
+}
+
+// start takes the pending items in order, up to the batch bounds, and
+// applies their commands in one transaction on a goroutine of its own.
+func (w *writer) start(ctx actor.Context) {
+	n, bytes := 0, 0
+	var batch []*item
+	for len(w.queue) > 0 {
+		it := w.queue[0]
+		if it.cmd != nil {
+			if n > 0 && (n >= w.cfg.MaxBatchCommands || bytes+it.size > w.cfg.MaxBatchBytes) {
+				break
+			}
+			n++
+			bytes += it.size
+		}
+		batch = append(batch, it)
+		w.queue[0] = nil
+		w.queue = w.queue[1:]
+	}
+	if n == 0 { // only flush markers, with nothing left before them
+		for _, it := range batch {
+			w.answer(ctx, it, persistence.Result{})
+		}
+		return
+	}
+	cmds, idx := commands(batch)
+	w.inflight = true
+	self, root, pw := ctx.Self(), ctx.ActorSystem().Root, w.w
+	go func() {
+		t := time.Now()
+		res, err := pw.Apply(context.Background(), cmds)
+		root.Send(self, &applied{batch: batch, idx: idx, results: res, err: err,
+			dur: time.Since(t), commands: n, bytes: bytes})
+	}()
+}
+
+// commands turns a batch into the commands of one transaction. The
+// stand-alone records are merged into one RecordAudit at the place of the
+// first, which saves a savepoint per entry; they are independent and
+// already validated, so none can fail on its own.
+func commands(batch []*item) ([]persistence.Command, []int) {
+	cmds := make([]persistence.Command, 0, len(batch))
+	idx := make([]int, len(batch))
+	var merged *persistence.RecordAudit
+	at := -1
+	for i, it := range batch {
+		switch {
+		case it.cmd == nil:
+			idx[i] = -1
+		case it.record:
+			if merged == nil {
+				merged = &persistence.RecordAudit{}
+				at = len(cmds)
+				cmds = append(cmds, merged)
+			}
+			merged.Entries = append(merged.Entries, it.cmd.(*persistence.RecordAudit).Entries...)
+			idx[i] = at
+		default:
+			idx[i] = len(cmds)
+			cmds = append(cmds, it.cmd)
+		}
+	}
+	return cmds, idx
+}
+
+func (w *writer) finish(ctx actor.Context, m *applied) {
+	w.inflight = false
+	if o := w.cfg.Observer; o != nil {
+		o.BatchCommitted(m.commands, m.bytes, m.dur, m.err)
+	}
+	if m.err == nil {
+		w.backoff = w.cfg.RetryBackoff
+		for i, it := range m.batch {
+			var r persistence.Result
+			switch {
+			case m.idx[i] < 0:
+			case m.idx[i] < len(m.results):
+				r = m.results[m.idx[i]]
+			default: // the store broke its contract; the batch did commit
+				r.Err = errs.Internal("store returned %d results for %d commands", len(m.results), m.idx[i]+1)
+			}
+			w.answer(ctx, it, r)
+		}
+		w.kick(ctx)
+		return
+	}
+	err := txError(m.err)
+	var retry []*item
+	for _, it := range m.batch {
+		if it.async {
+			retry = append(retry, it)
+			continue
+		}
+		w.answer(ctx, it, persistence.Result{Err: err})
+	}
+	if len(retry) > 0 {
+		w.queue = append(retry, w.queue...)
+		if o := w.cfg.Observer; o != nil {
+			o.AsyncRetried(len(retry), err)
+		}
+	}
+	w.log.Warn("audit transaction rolled back", "commands", m.commands, "async_requeued", len(retry),
+		"retry_in", w.backoff, "err", err)
+	w.pausing = true
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(w.backoff, func() { root.Send(self, &resume{}) })
+	w.backoff = min(2*w.backoff, MaxRetryBackoff)
+	w.kick(ctx)
+}
+
+// answer delivers it's outcome and frees its backlog slot.
+func (w *writer) answer(ctx actor.Context, it *item, r persistence.Result) {
+	switch {
+	case it.async:
+		if r.Err != nil {
+			w.lost++
+			w.log.Error("accepted async audit record was not stored", "err", r.Err)
+			if o := w.cfg.Observer; o != nil {
+				o.AsyncLost(1, r.Err)
+			}
+		}
+	case it.sender != nil:
+		ctx.Send(it.sender, &Applied{Tag: it.tag, Result: r})
+	case it.done != nil:
+		it.done <- r
+	}
+	if it.slot != nil {
+		it.slot.Release()
+	}
+}
+
+// close answers what is still queued with UNAVAILABLE (losing the async
+// records among it, which only an abandoned drain leaves), releases the
+// Writer and tells Stop.
+func (w *writer) close(ctx actor.Context) {
+	gone := errs.Unavailable("audit writer stopped before this command was committed")
+	for _, it := range w.queue {
+		w.answer(ctx, it, persistence.Result{Err: gone})
+	}
+	w.queue = nil
+	w.closed = true
+	w.w.Release()
+	w.svc.closed(w.lost)
+}
+
+// txError types a transaction-level failure; the store's own *errs.Error
+// (RESOURCE_EXHAUSTED, UNAVAILABLE, INTERNAL) keeps its code.
+func txError(err error) error {
+	e := errs.From(err)
+	return &errs.Error{Code: e.Code, Msg: "audit transaction rolled back, nothing of it stored: " + e.Msg}
+}
