@@ -1,0 +1,219 @@
+package directory_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentstate/agentstate/actors/directory"
+	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+)
+
+// counterStore is the "database" of the test owners: a counter per key that
+// an owner loads on start and saves on every call.
+type counterStore struct {
+	mu     sync.Mutex
+	counts map[string]int64
+	alive  map[string]int // live owners per key; must never exceed 1
+	maxAl  int
+	spawns atomic.Int64
+}
+
+func (s *counterStore) start(key string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.alive[key]++
+	if s.alive[key] > s.maxAl {
+		s.maxAl = s.alive[key]
+	}
+	s.spawns.Add(1)
+	return s.counts[key]
+}
+
+func (s *counterStore) stop(key string) {
+	s.mu.Lock()
+	s.alive[key]--
+	s.mu.Unlock()
+}
+
+func (s *counterStore) save(key string, n int64) {
+	s.mu.Lock()
+	s.counts[key] = n
+	s.mu.Unlock()
+}
+
+// owner counts calls for its key; its count survives passivation only
+// through the store, so a second live owner would lose increments.
+type owner struct {
+	key   string
+	store *counterStore
+	n     int64
+}
+
+type workDone struct{ c *directory.Call }
+
+func (o *owner) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		o.n = o.store.start(o.key)
+	case *actor.Stopped:
+		o.store.stop(o.key)
+	case *directory.Call:
+		o.n++
+		o.store.save(o.key, o.n)
+		m.Replier.Reply(&sessionv1.GetSessionResponse{Session: &sessionv1.Session{SessionId: o.key, MessageCount: o.n}}, nil)
+	case *directory.Passivate:
+		ctx.Stop(ctx.Self())
+	}
+}
+
+func newSystem(t *testing.T) *actor.ActorSystem {
+	t.Helper()
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	t.Cleanup(sys.Shutdown)
+	return sys
+}
+
+func newDirectory(t *testing.T, sys *actor.ActorSystem, store *counterStore, admit func() error) *actor.PID {
+	cfg := directory.Config{
+		Kind: "test",
+		Key: func(m proto.Message) (string, bool, error) {
+			switch r := m.(type) {
+			case *sessionv1.GetSessionRequest:
+				if r.GetSessionId() == "" {
+					return "", false, errs.InvalidArgument("session_id is empty")
+				}
+				return r.GetSessionId(), true, nil
+			}
+			return "", false, nil
+		},
+		Owner: func(key string) *actor.Props {
+			return actor.PropsFromProducer(func() actor.Actor { return &owner{key: key, store: store} })
+		},
+		Unkeyed: func(c *directory.Call) {
+			c.Replier.Reply(&sessionv1.ListSessionsResponse{NextCursor: "unkeyed"}, nil)
+		},
+		Admit: admit,
+	}
+	return sys.Root.Spawn(directory.Props(cfg))
+}
+
+func ask(t *testing.T, sys *actor.ActorSystem, pid *actor.PID, key string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := directory.Ask(ctx, sys.Root, pid, &sessionv1.GetSessionRequest{SessionId: key})
+	if err != nil {
+		t.Fatalf("ask %s: %v", key, err)
+	}
+	return resp.(*sessionv1.GetSessionResponse).GetSession().GetMessageCount()
+}
+
+// Many goroutines call few keys while every owner is passivated over and
+// over: no increment may be lost and no key may ever have two live owners.
+func TestOneOwnerPerKeyAcrossPassivation(t *testing.T) {
+	sys := newSystem(t)
+	store := &counterStore{counts: map[string]int64{}, alive: map[string]int{}}
+	pid := newDirectory(t, sys, store, nil)
+	keys := []string{"a", "b", "c", "d"}
+	const goroutines, calls = 32, 200
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				ask(t, sys, pid, keys[(g+i)%len(keys)])
+				if i%10 == g%10 {
+					// Passivate everything while other calls are queued.
+					sys.Root.Send(pid, &directory.PassivateAll{})
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	var total int64
+	for _, k := range keys {
+		total += ask(t, sys, pid, k) - 1 // minus this final call
+	}
+	if total != goroutines*calls {
+		t.Fatalf("calls counted %d, want %d (an owner lost state)", total, goroutines*calls)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if store.maxAl != 1 {
+		t.Fatalf("a key had %d live owners at once", store.maxAl)
+	}
+	if store.spawns.Load() <= int64(len(keys)) {
+		t.Fatalf("passivation never happened (spawns %d); the test proves nothing", store.spawns.Load())
+	}
+}
+
+func TestIdleOwnerPassivatesOnRequest(t *testing.T) {
+	sys := newSystem(t)
+	store := &counterStore{counts: map[string]int64{}, alive: map[string]int{}}
+	pid := newDirectory(t, sys, store, nil)
+	ask(t, sys, pid, "k")
+	n, err := sys.Root.RequestFuture(pid, &directory.CountOwners{}, 5*time.Second).Result()
+	if err != nil || n.(int) != 1 {
+		t.Fatalf("owners = %v, %v; want 1", n, err)
+	}
+	if got := ask(t, sys, pid, "k"); got != 2 {
+		t.Fatalf("count = %d, want 2", got)
+	}
+}
+
+func TestBareProtoRequestsFromFutures(t *testing.T) {
+	sys := newSystem(t)
+	store := &counterStore{counts: map[string]int64{}, alive: map[string]int{}}
+	var admitted, full atomic.Bool
+	pid := newDirectory(t, sys, store, func() error {
+		if full.Load() {
+			return errs.ResourceExhausted("backlog full")
+		}
+		admitted.Store(true)
+		return nil
+	})
+	res, err := sys.Root.RequestFuture(pid, &sessionv1.GetSessionRequest{SessionId: "x"}, 5*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := res.(*sessionv1.GetSessionResponse); !ok || r.GetSession().GetSessionId() != "x" || !admitted.Load() {
+		t.Fatalf("reply %T %v, admitted %v", res, res, admitted.Load())
+	}
+	res, _ = sys.Root.RequestFuture(pid, &sessionv1.GetSessionRequest{}, 5*time.Second).Result()
+	if e, ok := res.(*commonv1.Error); !ok || e.GetCode() != errs.InvalidArgumentCode {
+		t.Fatalf("empty key: reply %v, want invalid argument", res)
+	}
+	res, _ = sys.Root.RequestFuture(pid, &sessionv1.ListSessionsRequest{}, 5*time.Second).Result()
+	if r, ok := res.(*sessionv1.ListSessionsResponse); !ok || r.GetNextCursor() != "unkeyed" {
+		t.Fatalf("unkeyed reply %v", res)
+	}
+	full.Store(true)
+	res, _ = sys.Root.RequestFuture(pid, &sessionv1.GetSessionRequest{SessionId: "x"}, 5*time.Second).Result()
+	if e, ok := res.(*commonv1.Error); !ok || e.GetCode() != errs.ResourceExhaustedCode {
+		t.Fatalf("full backlog: reply %v, want resource exhausted", res)
+	}
+}
+
+func TestAskHonoursContext(t *testing.T) {
+	sys := newSystem(t)
+	silent := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := directory.Ask(ctx, sys.Root, silent, &sessionv1.GetSessionRequest{SessionId: "x"})
+	if !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("err = %v, want unavailable", err)
+	}
+}
