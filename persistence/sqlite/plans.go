@@ -1,0 +1,84 @@
+package sqlite
+
+import (
+	"strings"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	sqlite3 "github.com/mattn/go-sqlite3"
+)
+
+const (
+	upsertPlanSQL = `INSERT INTO plans (plan_id, max_retries, error_details_json)
+	VALUES (?1, COALESCE(?2, ?4), CASE WHEN ?3 = '' THEN '{}' ELSE ?3 END)
+	ON CONFLICT (plan_id) DO UPDATE SET
+		max_retries = COALESCE(?2, max_retries),
+		error_details_json = CASE WHEN ?3 = '' THEN error_details_json ELSE ?3 END`
+	insertErrorSQL = `INSERT INTO plan_errors (record_id, plan_id, sequence, phase, step_id, error_type,
+	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
+	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	upsertStepSQL = `INSERT INTO plan_step_retries (plan_id, phase, step_id, count) VALUES (?, ?, ?, ?)
+	ON CONFLICT (plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
+)
+
+// planWrite upserts the plan row first (so records and step counters have
+// their parent), then appends records, which must continue the plan's
+// dense sequence exactly.
+func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error) {
+	if c.PlanID == "" {
+		return persistence.Result{}, errs.InvalidArgument("plan write: no plan id")
+	}
+	var maxRetries any
+	if c.MaxRetries != nil {
+		if *c.MaxRetries < 0 {
+			return persistence.Result{}, errs.InvalidArgument("plan %s: max_retries %d is negative", c.PlanID, *c.MaxRetries)
+		}
+		maxRetries = int64(*c.MaxRetries)
+	}
+	if _, err := a.exec(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, persistence.DefaultMaxRetries); err != nil {
+		return persistence.Result{}, err
+	}
+	if len(c.Records) > 0 {
+		var next int64
+		if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE plan_id = ?`, c.PlanID).Scan(&next); err != nil {
+			return persistence.Result{}, err
+		}
+		for _, r := range c.Records {
+			switch {
+			case r == nil:
+				return persistence.Result{}, errs.InvalidArgument("plan %s: nil error record", c.PlanID)
+			case r.GetRecordId() == "":
+				return persistence.Result{}, errs.InvalidArgument("plan %s: error record has no record_id", c.PlanID)
+			case r.GetPlanId() != "" && r.GetPlanId() != c.PlanID:
+				return persistence.Result{}, errs.InvalidArgument("plan %s: error record %s belongs to plan %s", c.PlanID, r.RecordId, r.PlanId)
+			case r.GetSequence() != next:
+				return persistence.Result{}, errs.FailedPrecondition("plan %s: error record %s has sequence %d, but the next sequence is %d",
+					c.PlanID, r.RecordId, r.Sequence, next)
+			}
+			_, err := a.exec(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
+				r.Message, r.Tool, r.ActorName, r.StackSummary, orEmptyObject(r.AttributesJson), int64(r.Category),
+				boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
+				r.RecoveryHint, r.RecoveryCommand, tsNanos(r.RecordedAt))
+			if err != nil {
+				if constraint(err) == sqlite3.ErrConstraintUnique {
+					if strings.Contains(err.Error(), "record_id") {
+						return persistence.Result{}, errs.AlreadyExists("plan %s: error record %s exists", c.PlanID, r.RecordId)
+					}
+					return persistence.Result{}, errs.FailedPrecondition("plan %s: sequence %d is taken", c.PlanID, r.Sequence)
+				}
+				return persistence.Result{}, err
+			}
+			next++
+		}
+	}
+	for _, sr := range c.StepRetries {
+		if _, err := a.exec(upsertStepSQL, c.PlanID, int64(sr.Phase), sr.StepID, int64(sr.Count)); err != nil {
+			return persistence.Result{}, err
+		}
+	}
+	if err := a.audit(c.Audit); err != nil {
+		return persistence.Result{}, err
+	}
+	return persistence.Result{}, nil
+}

@@ -1,0 +1,167 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations are applied in order; migrations[i] brings the database from
+// user_version i to i+1. Append only: a released migration never changes.
+//
+// Times are unix nanoseconds (INTEGER), so that range filters are integer
+// comparisons; 0 means unset. Enums are their protobuf numbers.
+var migrations = []string{
+	// 1: the initial schema.
+	`
+CREATE TABLE sessions (
+	session_id    TEXT PRIMARY KEY,
+	actor_name    TEXT NOT NULL,
+	namespace     TEXT NOT NULL,
+	automation    TEXT NOT NULL,
+	metadata_json TEXT NOT NULL,
+	state         INTEGER NOT NULL,
+	input_tokens  INTEGER NOT NULL DEFAULT 0,
+	output_tokens INTEGER NOT NULL DEFAULT 0,
+	cost          REAL NOT NULL DEFAULT 0,
+	created_at    INTEGER NOT NULL,
+	updated_at    INTEGER NOT NULL,
+	closed_at     INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_by_actor ON sessions(actor_name, session_id);
+CREATE INDEX sessions_by_namespace ON sessions(namespace, session_id);
+CREATE INDEX sessions_by_state ON sessions(state, session_id);
+
+-- Message order is (session_id, sequence); a session's message_count is
+-- max(sequence)+1 because sequences are dense from 0.
+CREATE TABLE session_messages (
+	id            INTEGER PRIMARY KEY,
+	session_id    TEXT NOT NULL REFERENCES sessions(session_id),
+	sequence      INTEGER NOT NULL,
+	message_id    TEXT NOT NULL,
+	role          INTEGER NOT NULL,
+	content       TEXT NOT NULL,
+	metadata_json TEXT NOT NULL,
+	created_at    INTEGER NOT NULL,
+	UNIQUE (session_id, sequence),
+	UNIQUE (session_id, message_id)
+);
+
+-- Links keep their insertion order (rowid) across upserts.
+CREATE TABLE session_links (
+	id         INTEGER PRIMARY KEY,
+	session_id TEXT NOT NULL REFERENCES sessions(session_id),
+	plan_id    TEXT NOT NULL,
+	phase      TEXT NOT NULL,
+	state      TEXT NOT NULL,
+	UNIQUE (session_id, plan_id)
+);
+
+CREATE TABLE plans (
+	plan_id            TEXT PRIMARY KEY,
+	max_retries        INTEGER NOT NULL,
+	error_details_json TEXT NOT NULL
+);
+
+CREATE TABLE plan_step_retries (
+	plan_id TEXT NOT NULL REFERENCES plans(plan_id),
+	phase   INTEGER NOT NULL,
+	step_id TEXT NOT NULL,
+	count   INTEGER NOT NULL,
+	PRIMARY KEY (plan_id, phase, step_id)
+) WITHOUT ROWID;
+
+CREATE TABLE plan_errors (
+	id               INTEGER PRIMARY KEY,
+	record_id        TEXT NOT NULL UNIQUE,
+	plan_id          TEXT NOT NULL REFERENCES plans(plan_id),
+	sequence         INTEGER NOT NULL,
+	phase            INTEGER NOT NULL,
+	step_id          TEXT NOT NULL,
+	error_type       TEXT NOT NULL,
+	message          TEXT NOT NULL,
+	tool             TEXT NOT NULL,
+	actor_name       TEXT NOT NULL,
+	stack_summary    TEXT NOT NULL,
+	attributes_json  TEXT NOT NULL,
+	category         INTEGER NOT NULL,
+	is_retriable     INTEGER NOT NULL,
+	retry_count      INTEGER NOT NULL,
+	max_retries      INTEGER NOT NULL,
+	recovery_action  INTEGER NOT NULL,
+	recovery_hint    TEXT NOT NULL,
+	recovery_command TEXT NOT NULL,
+	recorded_at      INTEGER NOT NULL,
+	UNIQUE (plan_id, sequence)
+);
+CREATE INDEX plan_errors_by_phase ON plan_errors(plan_id, phase, sequence);
+CREATE INDEX plan_errors_by_category ON plan_errors(plan_id, category, sequence);
+
+-- position is the commit order, assigned by the writer (never reused, also
+-- after a prune: the writer continues from audit_meta's anchor position).
+-- An index on one column is ordered by (column, position) because SQLite
+-- appends the rowid, so each filter index also yields commit order. The
+-- optional columns are indexed only where set; queries repeat the index's
+-- WHERE so the planner may use it.
+CREATE TABLE audit_log (
+	position      INTEGER PRIMARY KEY,
+	event_id      TEXT NOT NULL UNIQUE,
+	event_type    TEXT NOT NULL,
+	plan_id       TEXT NOT NULL,
+	session_id    TEXT NOT NULL,
+	project_name  TEXT NOT NULL,
+	actor_name    TEXT NOT NULL,
+	user_identity TEXT NOT NULL,
+	details_json  TEXT NOT NULL,
+	created_at    INTEGER NOT NULL,
+	prev_hash     TEXT NOT NULL,
+	hash          TEXT NOT NULL
+);
+CREATE INDEX audit_by_type ON audit_log(event_type);
+CREATE INDEX audit_by_plan ON audit_log(plan_id) WHERE plan_id != '';
+CREATE INDEX audit_by_session ON audit_log(session_id) WHERE session_id != '';
+CREATE INDEX audit_by_actor ON audit_log(actor_name) WHERE actor_name != '';
+CREATE INDEX audit_by_time ON audit_log(created_at);
+
+-- The chain's anchor: the hash and position of the last pruned entry.
+CREATE TABLE audit_meta (
+	id              INTEGER PRIMARY KEY CHECK (id = 1),
+	anchor_hash     TEXT NOT NULL,
+	anchor_position INTEGER NOT NULL
+);
+`,
+}
+
+// migrate brings the database to the latest schema version inside one
+// IMMEDIATE transaction, so concurrent processes serialize on the write
+// lock and each version is applied exactly once per database. It returns
+// how many migrations it applied.
+func migrate(ctx context.Context, conn *sql.Conn) (int, error) {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return 0, err
+	}
+	if version > len(migrations) {
+		return 0, fmt.Errorf("database schema version %d is newer than this build knows (%d)", version, len(migrations))
+	}
+	applied := 0
+	for v := version; v < len(migrations); v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return 0, fmt.Errorf("migration %d: %w", v+1, err)
+		}
+		applied++
+	}
+	if applied == 0 {
+		return 0, nil
+	}
+	// PRAGMA takes no bound parameters; the value is our own integer.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return 0, err
+	}
+	return applied, tx.Commit()
+}

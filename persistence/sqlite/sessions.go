@@ -1,0 +1,290 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence"
+	sqlite3 "github.com/mattn/go-sqlite3"
+)
+
+const (
+	insertSessionSQL = `INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json,
+	state, input_tokens, output_tokens, cost, created_at, updated_at, closed_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertMessageSQL = `INSERT INTO session_messages (session_id, sequence, message_id, role, content,
+	metadata_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	// A stored message id is skipped, not an error: that is how duplicate
+	// turns are found without a lookup per message. A taken sequence still
+	// fails.
+	appendMessageSQL = insertMessageSQL + ` ON CONFLICT (session_id, message_id) DO NOTHING`
+	upsertLinkSQL    = `INSERT INTO session_links (session_id, plan_id, phase, state) VALUES (?, ?, ?, ?)
+	ON CONFLICT (session_id, plan_id) DO UPDATE SET phase = excluded.phase, state = excluded.state`
+)
+
+func orEmptyObject(s string) string {
+	if s == "" {
+		return "{}"
+	}
+	return s
+}
+
+func (a *applier) createSession(c *persistence.CreateSession) (persistence.Result, error) {
+	s := c.Session
+	if s == nil || s.GetSessionId() == "" {
+		return persistence.Result{}, errs.InvalidArgument("create session: no session id")
+	}
+	state := s.GetState()
+	if state == sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {
+		state = sessionv1.SessionState_SESSION_STATE_ACTIVE
+	}
+	tu := s.GetTokenUsage()
+	_, err := a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
+		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
+		tsNanos(s.CreatedAt), tsNanos(s.UpdatedAt), tsNanos(s.ClosedAt))
+	if err != nil {
+		if constraint(err) == sqlite3.ErrConstraintPrimaryKey || constraint(err) == sqlite3.ErrConstraintUnique {
+			return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
+		}
+		return persistence.Result{}, err
+	}
+	for i, m := range c.Messages {
+		if err := checkMessage(m); err != nil {
+			return persistence.Result{}, err
+		}
+		_, err := a.exec(insertMessageSQL, s.SessionId, int64(i), m.MessageId, int64(m.Role), m.Content,
+			orEmptyObject(m.MetadataJson), tsNanos(m.CreatedAt))
+		if err != nil {
+			if constraint(err) == sqlite3.ErrConstraintUnique {
+				return persistence.Result{}, errs.InvalidArgument("create session %s: message id %s appears twice", s.SessionId, m.MessageId)
+			}
+			return persistence.Result{}, err
+		}
+	}
+	for _, l := range s.LinkedPlans {
+		if err := a.link(s.SessionId, l); err != nil {
+			return persistence.Result{}, err
+		}
+	}
+	if err := a.audit(c.Audit); err != nil {
+		return persistence.Result{}, err
+	}
+	return persistence.Result{NextSequence: int64(len(c.Messages))}, nil
+}
+
+func checkMessage(m *sessionv1.Message) error {
+	switch {
+	case m == nil:
+		return errs.InvalidArgument("message is nil")
+	case m.GetMessageId() == "":
+		return errs.InvalidArgument("message has no message_id")
+	case m.GetCreatedAt() == nil:
+		return errs.InvalidArgument("message %s has no created_at", m.GetMessageId())
+	}
+	return nil
+}
+
+func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
+	if l.GetPlanId() == "" {
+		return errs.InvalidArgument("session %s: linked plan has no plan_id", sessionID)
+	}
+	_, err := a.exec(upsertLinkSQL, sessionID, l.PlanId, l.Phase, l.State)
+	return err
+}
+
+// appendMessages checks NextSequence against the stored next sequence
+// (max+1), then stores turn by turn. The UNIQUE(session_id, sequence)
+// constraint backs the check up.
+func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
+	var next int64
+	err := a.queryRow(`SELECT (SELECT COALESCE(MAX(sequence) + 1, 0) FROM session_messages WHERE session_id = ?1)
+		FROM sessions WHERE session_id = ?1`, c.SessionID).Scan(&next)
+	if errors.Is(err, sql.ErrNoRows) {
+		return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
+	}
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	if c.NextSequence != next {
+		return persistence.Result{}, errs.FailedPrecondition("session %s: append at sequence %d, but the next sequence is %d",
+			c.SessionID, c.NextSequence, next)
+	}
+	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
+	stored := false
+	for i := range c.Turns {
+		tr, n, err := a.turn(c.SessionID, &c.Turns[i], next)
+		if err != nil {
+			return persistence.Result{}, err
+		}
+		res.Turns[i] = tr
+		next += n
+		stored = stored || n > 0
+	}
+	if stored && !c.UpdatedAt.IsZero() {
+		if _, err := a.exec(`UPDATE sessions SET updated_at = ? WHERE session_id = ?`, c.UpdatedAt.UnixNano(), c.SessionID); err != nil {
+			return persistence.Result{}, err
+		}
+	}
+	res.NextSequence = next
+	return res, nil
+}
+
+// turn stores one turn at sequences seq, seq+1, ... and returns how many
+// messages it stored. Its error is a command-level or transaction-level
+// failure; turn-level outcomes are in the TurnResult.
+func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persistence.TurnResult, int64, error) {
+	if len(t.Messages) == 0 {
+		return persistence.TurnResult{Err: errs.InvalidArgument("session %s: empty turn", sessionID)}, 0, nil
+	}
+	for i, m := range t.Messages {
+		if err := checkMessage(m); err != nil {
+			return persistence.TurnResult{Err: err}, 0, nil
+		}
+		for _, o := range t.Messages[:i] {
+			if o.MessageId == m.MessageId {
+				return persistence.TurnResult{Err: errs.InvalidArgument("session %s: message id %s appears twice in one turn",
+					sessionID, m.MessageId)}, 0, nil
+			}
+		}
+	}
+	out := make([]*sessionv1.Message, len(t.Messages))
+	var inserted int64
+	skipped := 0
+	for i, m := range t.Messages {
+		created := tsNanos(m.CreatedAt)
+		meta := orEmptyObject(m.MetadataJson)
+		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created)
+		if err != nil {
+			if c := constraint(err); c == sqlite3.ErrConstraintUnique {
+				return persistence.TurnResult{}, 0, errs.FailedPrecondition("session %s: sequence %d is taken", sessionID, seq+inserted)
+			}
+			return persistence.TurnResult{}, 0, err
+		}
+		n, err := rowsAffected(res)
+		if err != nil {
+			return persistence.TurnResult{}, 0, err
+		}
+		if n == 0 {
+			skipped++
+			continue
+		}
+		out[i] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: seq + inserted,
+			Role: m.Role, Content: m.Content, MetadataJson: meta, CreatedAt: stamp(created)}
+		inserted++
+	}
+	switch {
+	case skipped == 0:
+		if err := a.audit(t.Audit); err != nil {
+			return persistence.TurnResult{}, 0, err
+		}
+		return persistence.TurnResult{Messages: out}, inserted, nil
+	case inserted > 0:
+		// Some ids were stored before, some not: undo this turn's rows.
+		if _, err := a.exec(`DELETE FROM session_messages WHERE session_id = ? AND sequence >= ? AND sequence < ?`,
+			sessionID, seq, seq+inserted); err != nil {
+			return persistence.TurnResult{}, 0, err
+		}
+		return persistence.TurnResult{Err: errs.FailedPrecondition("session %s: turn mixes stored and new message ids", sessionID)}, 0, nil
+	}
+	for i, m := range t.Messages {
+		stored, err := a.storedMessage(sessionID, m.MessageId)
+		if err != nil {
+			return persistence.TurnResult{}, 0, err
+		}
+		out[i] = stored
+	}
+	return persistence.TurnResult{Duplicate: true, Messages: out}, 0, nil
+}
+
+func (a *applier) storedMessage(sessionID, messageID string) (*sessionv1.Message, error) {
+	m := &sessionv1.Message{SessionId: sessionID, MessageId: messageID}
+	var role, created int64
+	err := a.queryRow(`SELECT sequence, role, content, metadata_json, created_at FROM session_messages
+		WHERE session_id = ? AND message_id = ?`, sessionID, messageID).Scan(&m.Sequence, &role, &m.Content, &m.MetadataJson, &created)
+	if err != nil {
+		return nil, err
+	}
+	m.Role = sessionv1.Role(role)
+	m.CreatedAt = stamp(created)
+	return m, nil
+}
+
+func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Result, error) {
+	tu := c.TokenDelta
+	res, err := a.exec(`UPDATE sessions SET
+		state = CASE WHEN ?1 != 0 THEN ?1 ELSE state END,
+		closed_at = CASE WHEN ?2 != 0 THEN ?2 ELSE closed_at END,
+		input_tokens = input_tokens + ?3,
+		output_tokens = output_tokens + ?4,
+		cost = cost + ?5,
+		updated_at = CASE WHEN ?6 != 0 THEN ?6 ELSE updated_at END
+		WHERE session_id = ?7`,
+		int64(c.State), timeNanos(c.ClosedAt), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
+		timeNanos(c.UpdatedAt), c.SessionID)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	if n, err := rowsAffected(res); err != nil {
+		return persistence.Result{}, err
+	} else if n == 0 {
+		return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
+	}
+	if c.LinkPlan != nil {
+		if err := a.link(c.SessionID, c.LinkPlan); err != nil {
+			return persistence.Result{}, err
+		}
+	}
+	if err := a.audit(c.Audit); err != nil {
+		return persistence.Result{}, err
+	}
+	return persistence.Result{}, nil
+}
+
+func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Result, error) {
+	var one int
+	err := a.queryRow(`SELECT 1 FROM sessions WHERE session_id = ?`, c.SessionID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
+	}
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	var res persistence.Result
+	rows, err := a.tx.QueryContext(a.ctx, `SELECT plan_id FROM session_links WHERE session_id = ? ORDER BY id`, c.SessionID)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return persistence.Result{}, err
+		}
+		res.PlansOrphaned = append(res.PlansOrphaned, id)
+	}
+	if err := rows.Close(); err != nil {
+		return persistence.Result{}, err
+	}
+	if err := rows.Err(); err != nil {
+		return persistence.Result{}, err
+	}
+	if _, err := a.exec(`DELETE FROM session_links WHERE session_id = ?`, c.SessionID); err != nil {
+		return persistence.Result{}, err
+	}
+	del, err := a.exec(`DELETE FROM session_messages WHERE session_id = ?`, c.SessionID)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	if res.MessagesRemoved, err = rowsAffected(del); err != nil {
+		return persistence.Result{}, err
+	}
+	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = ?`, c.SessionID); err != nil {
+		return persistence.Result{}, err
+	}
+	if err := a.audit(c.Audit); err != nil {
+		return persistence.Result{}, err
+	}
+	return res, nil
+}

@@ -1,0 +1,215 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+)
+
+const (
+	// readerConns bounds the read-only pool.
+	readerConns = 8
+	// walCheckpointBytes is the WAL size above which the writer forces a
+	// TRUNCATE checkpoint after a commit; journalSizeLimit is what SQLite
+	// truncates the WAL to when it resets it on its own.
+	walCheckpointBytes = 64 << 20
+	journalSizeLimit   = 32 << 20
+)
+
+// Store is one open SQLite database, shared by every Open of its URL in
+// the process. It implements persistence.Store.
+//
+// Invariants: the writer connection (wconn, the only connection of wdb) is
+// the only connection that writes, and it is never in the read pool (rdb),
+// whose connections are query_only; at most one Writer is held at a time.
+type Store struct {
+	loc location
+
+	// Guarded by registry.mu.
+	refs int
+	// ready is closed once open has finished; openErr is set before.
+	ready   chan struct{}
+	openErr error
+	// done is closed once the database is closed (or failed to open).
+	done chan struct{}
+
+	// Set by open, read-only afterwards.
+	wdb           *sql.DB
+	wconn         *sql.Conn
+	rdb           *sql.DB
+	reader        *reader
+	migrationRuns int
+	walPath       string
+
+	// wmu serializes everything that uses wconn: Apply, Writer, the test
+	// hooks and checkpoints. It guards the fields below.
+	wmu        sync.Mutex
+	closed     bool
+	writerHeld bool
+	// The chain's tail: the last committed audit entry's position and hash.
+	lastPos  int64
+	lastHash string
+	walLimit int64
+
+	checkpoints atomic.Int64
+}
+
+var _ persistence.Store = (*Store)(nil)
+
+func newStore(loc location) *Store {
+	return &Store{
+		loc:      loc,
+		refs:     1,
+		ready:    make(chan struct{}),
+		done:     make(chan struct{}),
+		walLimit: walCheckpointBytes,
+	}
+}
+
+// open connects the writer, migrates, and connects the read pool.
+func (s *Store) open() (err error) {
+	ctx := context.Background()
+	if s.loc.path != "" {
+		if err := os.MkdirAll(filepath.Dir(s.loc.path), 0o755); err != nil {
+			return errs.Unavailable("create directory of %s: %v", s.loc.path, err)
+		}
+		s.walPath = s.loc.path + "-wal"
+	}
+	defer func() {
+		if err != nil {
+			s.closeConns()
+		}
+	}()
+	s.wdb, err = sql.Open("sqlite3", s.loc.writerDSN())
+	if err != nil {
+		return storeErr("open "+s.loc.key, err)
+	}
+	// One connection, pinned for the Store's life: it is the writer, and
+	// for a memory database it keeps the database alive.
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	s.wconn, err = s.wdb.Conn(ctx)
+	if err != nil {
+		return storeErr("open "+s.loc.key, err)
+	}
+	if s.loc.path != "" {
+		var mode string
+		if err := s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			return storeErr("open "+s.loc.key, err)
+		}
+		if !strings.EqualFold(mode, "wal") {
+			return errs.Unavailable("open %s: journal_mode is %q, want wal (is the file system local?)", s.loc.key, mode)
+		}
+		if _, err := s.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA journal_size_limit = %d", journalSizeLimit)); err != nil {
+			return storeErr("open "+s.loc.key, err)
+		}
+	}
+	if s.migrationRuns, err = migrate(ctx, s.wconn); err != nil {
+		return storeErr("migrate "+s.loc.key, err)
+	}
+	s.rdb, err = sql.Open("sqlite3", s.loc.readerDSN())
+	if err != nil {
+		return storeErr("open "+s.loc.key, err)
+	}
+	s.rdb.SetMaxOpenConns(readerConns)
+	s.rdb.SetMaxIdleConns(readerConns)
+	s.rdb.SetConnMaxIdleTime(0)
+	s.rdb.SetConnMaxLifetime(0)
+	if err := s.rdb.PingContext(ctx); err != nil {
+		return storeErr("open "+s.loc.key, err)
+	}
+	s.reader = &reader{db: s.rdb}
+	return nil
+}
+
+func (s *Store) closeConns() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if s.rdb != nil {
+		keep(s.rdb.Close())
+	}
+	if s.wconn != nil {
+		keep(s.wconn.Close())
+	}
+	if s.wdb != nil {
+		keep(s.wdb.Close())
+	}
+	return first
+}
+
+// shutdown closes the database once the last handle is gone. A Writer still
+// held afterwards fails with UNAVAILABLE.
+func (s *Store) shutdown() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.closed = true
+	return storeErr("close "+s.loc.key, s.closeConns())
+}
+
+// Reader returns the read side, on the read-only pool.
+func (s *Store) Reader() persistence.Reader { return s.reader }
+
+// Writer hands out the sole writer. It loads the audit chain's tail, so
+// Apply chains new entries on the last committed one.
+func (s *Store) Writer() (persistence.Writer, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed {
+		return nil, errs.Unavailable("store %s is closed", s.loc.key)
+	}
+	if s.writerHeld {
+		return nil, ErrWriterTaken
+	}
+	pos, hash, err := loadChainTail(context.Background(), s.wconn)
+	if err != nil {
+		return nil, storeErr("load audit chain", err)
+	}
+	s.lastPos, s.lastHash = pos, hash
+	s.writerHeld = true
+	return &writer{s: s}, nil
+}
+
+// loadChainTail returns the position and hash the next audit entry chains
+// on: the last stored entry's, else the prune anchor's, else (0, "").
+func loadChainTail(ctx context.Context, conn *sql.Conn) (int64, string, error) {
+	var pos int64
+	var hash string
+	err := conn.QueryRowContext(ctx, `SELECT position, hash FROM audit_log ORDER BY position DESC LIMIT 1`).Scan(&pos, &hash)
+	if err == nil {
+		return pos, hash, nil
+	}
+	if err != sql.ErrNoRows {
+		return 0, "", err
+	}
+	err = conn.QueryRowContext(ctx, `SELECT anchor_position, anchor_hash FROM audit_meta WHERE id = 1`).Scan(&pos, &hash)
+	if err == sql.ErrNoRows {
+		return 0, "", nil
+	}
+	return pos, hash, err
+}
+
+// URL returns the normalized registry key ("file:/abs/path" or
+// "memory:NAME").
+func (s *Store) URL() string { return s.loc.key }
+
+// MigrationRuns returns how many schema migrations this Store applied when
+// it opened the database: len(migrations) for a new database, 0 for one
+// that was current.
+func (s *Store) MigrationRuns() int { return s.migrationRuns }
+
+// Checkpoints returns how many forced WAL checkpoints completed.
+func (s *Store) Checkpoints() int64 { return s.checkpoints.Load() }
