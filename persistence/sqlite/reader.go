@@ -202,7 +202,7 @@ const auditColumns = `position, event_id, event_type, plan_id, session_id, proje
 	user_identity, details_json, created_at, prev_hash, hash`
 
 // auditWhere turns a filter into conditions. The optional columns repeat
-// their partial index's "!= ''" so the planner can use it.
+// their partial index's "!= ”" so the planner can use it.
 func auditWhere(f *auditv1.Filter) ([]string, []any) {
 	var where []string
 	var args []any
