@@ -1,0 +1,50 @@
+package seeds_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Stress sizes shared by both implementations of every test.
+const (
+	workers = 64 // goroutines hammering one key, as in each seed's race
+)
+
+// together runs fn(0..n-1) on n goroutines released at once by a barrier
+// (every goroutine is parked on the start channel before it is closed), and
+// waits for all of them.
+func together(n int, fn func(i int)) {
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(n)
+	done.Add(n)
+	for i := range n {
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// newActorSystem returns a quiet actor system that is shut down when the
+// test ends (after every cleanup registered later has run).
+func newActorSystem(t *testing.T) *actor.ActorSystem {
+	t.Helper()
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quietLogger() }))
+	t.Cleanup(sys.Shutdown)
+	return sys
+}
+
+var bg = context.Background()
