@@ -1,0 +1,41 @@
+package plan
+
+import (
+	"time"
+
+	"github.com/agentstate/agentstate/actors/directory"
+)
+
+// DefaultAskTimeout bounds how long façade calls wait for an answer.
+const DefaultAskTimeout = 30 * time.Second
+
+// Config tunes the plans service. The zero value is usable.
+type Config struct {
+	// IdleTimeout passivates a plan actor that received nothing for this
+	// long (default directory.DefaultIdleTimeout). Negative: never.
+	IdleTimeout time.Duration
+	// AskTimeout is how long façade calls wait for an answer when their
+	// context has no earlier deadline, and how long a plan actor waits
+	// for its state to load (default DefaultAskTimeout).
+	AskTimeout time.Duration
+	// MaxMessageBytes bounds a record's message, stack_summary and
+	// attributes_json, and a MergeErrorDetails payload (default
+	// DefaultMaxMessageBytes). The other writers' keys of one plan's
+	// error_details may take four times as much in total.
+	MaxMessageBytes int
+}
+
+func (c Config) withDefaults() Config {
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = directory.DefaultIdleTimeout
+	}
+	if c.AskTimeout <= 0 {
+		c.AskTimeout = DefaultAskTimeout
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	return c
+}
+
+func (c Config) maxDetailsBytes() int { return 4 * c.MaxMessageBytes }

@@ -1,0 +1,155 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/jsonobj"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+)
+
+// The keys of error_details that belong to the plan actor: it writes them
+// on every recorded error and nothing else may. Every other top-level key
+// belongs to other writers (MergeErrorDetails) and the plan actor never
+// touches it, so neither side can clobber the other.
+var recoveryKeys = []string{
+	"error_category", "error_phase", "retry_count", "max_retries",
+	"is_retriable", "recovery_action", "recovery_hint", "recovery_command",
+}
+
+func isRecoveryKey(k string) bool {
+	for _, r := range recoveryKeys {
+		if k == r {
+			return true
+		}
+	}
+	return false
+}
+
+// recoveryJSON is the stored form of the recovery keys.
+type recoveryJSON struct {
+	ErrorCategory   string `json:"error_category"`
+	ErrorPhase      string `json:"error_phase"`
+	RetryCount      int32  `json:"retry_count"`
+	MaxRetries      int32  `json:"max_retries"`
+	IsRetriable     bool   `json:"is_retriable"`
+	RecoveryAction  string `json:"recovery_action"`
+	RecoveryHint    string `json:"recovery_hint"`
+	RecoveryCommand string `json:"recovery_command"`
+}
+
+// CategoryName is the lower-case name of c used in error_details and
+// audit entries ("transient", "merge_conflict").
+func CategoryName(c planv1.ErrorCategory) string {
+	return enumName(c.String(), "ERROR_CATEGORY_")
+}
+
+// PhaseName is the lower-case name of p ("execute").
+func PhaseName(p planv1.Phase) string { return enumName(p.String(), "PHASE_") }
+
+// ActionName is the lower-case name of a ("revert_to_strategize").
+func ActionName(a planv1.RecoveryAction) string { return enumName(a.String(), "RECOVERY_ACTION_") }
+
+func enumName(s, prefix string) string { return strings.ToLower(strings.TrimPrefix(s, prefix)) }
+
+func enumValue(values map[string]int32, prefix, name string) int32 {
+	return values[prefix+strings.ToUpper(name)] // unknown names give 0, UNSPECIFIED
+}
+
+// splitDetails separates a stored error_details object into the other
+// writers' keys (raw values) and the recovery summary (nil when the object
+// has no recovery keys).
+func splitDetails(s string) (map[string]json.RawMessage, *planv1.ErrorDetails, error) {
+	foreign := map[string]json.RawMessage{}
+	if s == "" {
+		return foreign, nil, nil
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &all); err != nil {
+		return nil, nil, errs.Internal("stored error_details is not a JSON object: %v", err)
+	}
+	rec := map[string]json.RawMessage{}
+	for k, v := range all {
+		if isRecoveryKey(k) {
+			rec[k] = v
+		} else {
+			foreign[k] = v
+		}
+	}
+	if len(rec) == 0 {
+		return foreign, nil, nil
+	}
+	raw, _ := json.Marshal(rec)
+	var r recoveryJSON
+	// Lenient: a value of the wrong type is left at its zero value, so
+	// one odd key cannot make the plan unloadable.
+	_ = json.Unmarshal(raw, &r)
+	return foreign, &planv1.ErrorDetails{
+		ErrorCategory:   planv1.ErrorCategory(enumValue(planv1.ErrorCategory_value, "ERROR_CATEGORY_", r.ErrorCategory)),
+		ErrorPhase:      planv1.Phase(enumValue(planv1.Phase_value, "PHASE_", r.ErrorPhase)),
+		RetryCount:      r.RetryCount,
+		MaxRetries:      r.MaxRetries,
+		IsRetriable:     r.IsRetriable,
+		RecoveryAction:  planv1.RecoveryAction(enumValue(planv1.RecoveryAction_value, "RECOVERY_ACTION_", r.RecoveryAction)),
+		RecoveryHint:    r.RecoveryHint,
+		RecoveryCommand: r.RecoveryCommand,
+	}, nil
+}
+
+// joinDetails renders the whole error_details object: the other writers'
+// keys and, when set, the recovery keys. Keys are sorted, so equal states
+// give equal strings.
+func joinDetails(foreign map[string]json.RawMessage, rec *planv1.ErrorDetails) string {
+	all := make(map[string]json.RawMessage, len(foreign)+len(recoveryKeys))
+	for k, v := range foreign {
+		all[k] = v
+	}
+	if rec != nil {
+		raw, _ := json.Marshal(recoveryJSON{
+			ErrorCategory:   CategoryName(rec.GetErrorCategory()),
+			ErrorPhase:      PhaseName(rec.GetErrorPhase()),
+			RetryCount:      rec.GetRetryCount(),
+			MaxRetries:      rec.GetMaxRetries(),
+			IsRetriable:     rec.GetIsRetriable(),
+			RecoveryAction:  ActionName(rec.GetRecoveryAction()),
+			RecoveryHint:    rec.GetRecoveryHint(),
+			RecoveryCommand: rec.GetRecoveryCommand(),
+		})
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &m)
+		for k, v := range m {
+			all[k] = v
+		}
+	}
+	out, err := json.Marshal(all)
+	if err != nil {
+		// Every value came from a parsed JSON object or from Marshal.
+		panic("plan: error_details does not encode: " + err.Error())
+	}
+	return string(out)
+}
+
+// parseForeign validates a MergeErrorDetails payload: a JSON object of at
+// most maxBytes without recovery keys. It returns the top-level keys.
+func parseForeign(s string, maxBytes int) (map[string]json.RawMessage, error) {
+	if err := checkText("details_json", s, maxBytes); err != nil {
+		return nil, err
+	}
+	norm, err := jsonobj.Normalize("details_json", s)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader([]byte(norm)))
+	if err := dec.Decode(&m); err != nil {
+		return nil, errs.InvalidArgument("details_json is not a JSON object: %v", err)
+	}
+	for k := range m {
+		if isRecoveryKey(k) {
+			return nil, errs.InvalidArgument("details_json key %q belongs to the plan's error recovery and cannot be merged", k)
+		}
+	}
+	return m, nil
+}

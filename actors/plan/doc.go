@@ -1,0 +1,104 @@
+// Package plan owns plans' error histories: one actor per plan records the
+// plan's errors, counts retries per step, classifies each error and advises
+// a recovery, and persists all of it through the audit actor.
+//
+// # Use
+//
+//	svc, err := plan.Start(sys, auditSvc, store.Reader(), plan.Config{})
+//	rec, err := svc.RecordError(ctx, &planv1.RecordErrorRequest{PlanId: id,
+//		Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s1", ErrorType: "TimeoutError"})
+//	// rec.Record.RecoveryAction == RETRY, rec.Record.Sequence == 0
+//
+// *Service implements planv1.PlanServiceServer. Remote senders send the
+// bare planv1 requests to svc.PID(), the "plans" directory.
+//
+// # Ownership and invariants
+//
+// The original service kept each plan's history in a dict filled by an
+// unsynchronized get-or-create, so two concurrent first errors of a plan
+// could each create a history and one record was lost; and the history
+// lived only in memory. Here the directory (actors/directory) is the only
+// get-or-create: it spawns at most one actor per plan id. That actor alone
+// assigns the plan's sequences and changes its retry counters, policy and
+// error_details, so:
+//
+//   - sequences are 0-based and dense per plan, in arrival order, and no
+//     record is lost: each is assigned when the request is processed, and a
+//     failed write gives its sequences back (see below);
+//   - a request is answered only after the transaction carrying it
+//     committed (durable with synchronous=FULL), so every acknowledged
+//     record is in History, which reads the store, and survives
+//     passivation: a new actor reloads the plan (persistence.Reader.GetPlan;
+//     NOT_FOUND is a fresh plan with max_retries 3);
+//   - at most one PlanWrite per plan is in flight; requests arriving
+//     meanwhile are coalesced into the next one, each record with its
+//     plan_error_recorded audit entry, the step counters it changed and the
+//     merged error_details, all in one transaction;
+//   - when a write fails (disk full, I/O), exactly the requests it carried
+//     fail with its error, nothing of them is stored, and the actor rolls
+//     back to its last committed state and recomputes the queued requests,
+//     so the next record gets the next dense sequence.
+//
+// Back-pressure: every write request holds an audit Backlog slot until it
+// is answered (in-process callers wait, audit.NoWait contexts and remote
+// senders get RESOURCE_EXHAUSTED); a plan actor's Submits are covered by the
+// slots of the requests they carry.
+//
+// # Classification
+//
+// Classify maps (error_type, message) to a category: the normalized
+// error_type (NormalizeErrorType: last component of a qualified name,
+// lower-case, letters and digits only, "Error"/"Exception" suffix dropped)
+// is looked up in the table; if absent, the first row (in the order below)
+// with a pattern contained in the lower-cased message wins; otherwise
+// UNKNOWN. Table() returns every row with its types and patterns.
+//
+//	category             retriable  default action         command
+//	transient            yes        retry                  agents plan execute <plan_id>
+//	auth                 no         prompt                 agents plan prompt <plan_id>
+//	merge_conflict       no         revert_to_strategize   agents plan revert <plan_id> --to-phase strategize
+//	resource             no         revert_to_strategize   agents plan revert <plan_id> --to-phase strategize
+//	strategy_constraint  no         revert_to_strategize   agents plan revert <plan_id> --to-phase strategize
+//	validation           no         prompt                 agents plan prompt <plan_id>
+//	internal             no         abort                  agents plan errors <plan_id>
+//	tool                 yes        retry                  agents plan execute <plan_id>
+//	unknown              no         escalate               agents plan errors <plan_id>
+//
+// Transient errors (timeout, rate_limit, network, unavailable) and tool
+// failures are retried; the rest need a changed strategy (revert), a human
+// input (prompt), or a human decision (escalate, abort). Hints and commands
+// are fixed per category and name the plan.
+//
+// # Decision rule
+//
+// retry_count is the number of errors recorded for (plan, phase, step)
+// since the step's last RecordSuccess, this one included, whatever their
+// category. With max_retries the plan's policy (0..100, default 3):
+//
+//	retriable and retry_count <= max_retries  → retry
+//	retriable and retry_count >  max_retries  → escalate ("retries exhausted")
+//	not retriable                             → the category's default action
+//
+// So max_retries 0 escalates the first retriable error, and max_retries 3
+// allows three retries and escalates the fourth error of a step. The record's
+// is_retriable is the category's, whether or not it is retried this time.
+//
+// # error_details
+//
+// A plan's error_details object has two owners. The plan actor owns eight
+// keys (error_category, error_phase, retry_count, max_retries,
+// is_retriable, recovery_action, recovery_hint, recovery_command), which
+// every recorded error rewrites; MergeErrorDetails adds or replaces any
+// other top-level key and refuses the eight. Neither ever removes the
+// other's keys.
+//
+// # Input
+//
+// plan_id: 1..128 bytes of [A-Za-z0-9._:-] (plans are created by another
+// system, so a ULID is accepted but not required). phase: one of the four.
+// step_id (may be empty: the phase itself), error_type (required), tool,
+// actor_name: at most 256 bytes of UTF-8 without control characters.
+// message, stack_summary, attributes_json (a JSON object): at most
+// Config.MaxMessageBytes. max_retries: 0..100. Anything else is
+// INVALID_ARGUMENT, and nothing of the request is stored.
+package plan

@@ -1,0 +1,273 @@
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// owner is the plan actor: the only code that assigns the plan's sequences
+// and changes its retry counters, policy and error_details.
+//
+// Invariants:
+//   - at most one PlanWrite is in flight (inflight != nil); requests that
+//     arrive meanwhile wait in queue and ride in the next write;
+//   - working == committed advanced by inflight's ops, then queue's ops;
+//   - a request is answered only after the write carrying it committed, or
+//     with the error that rolled it back; so replies, like sequences, are in
+//     arrival order, and an acknowledged record is durable.
+type owner struct {
+	planID string
+	env    *env
+
+	committed *state
+	working   *state
+	inflight  *batch
+	queue     []*op
+	tag       uint64
+
+	passivating bool
+	// broken is set when the plan could not be loaded; every request is
+	// answered with it until the directory has stopped this actor.
+	broken error
+}
+
+// batch is the write in flight.
+type batch struct {
+	tag uint64
+	ops []*op
+}
+
+// env is what every owner of one Service shares; read-only after Start.
+type env struct {
+	reader   persistence.Reader
+	auditPID *actor.PID
+	cfg      Config
+	live     *liveSet
+}
+
+func newOwner(planID string, e *env) actor.Actor { return &owner{planID: planID, env: e} }
+
+func (o *owner) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		o.env.live.add()
+		o.load(ctx)
+		if o.env.cfg.IdleTimeout > 0 {
+			ctx.SetReceiveTimeout(o.env.cfg.IdleTimeout)
+		}
+	case *directory.Call:
+		o.accept(ctx, m)
+	case *audit.Applied:
+		o.applied(ctx, m)
+	case *actor.ReceiveTimeout:
+		if o.idle() {
+			ctx.Send(ctx.Parent(), &directory.Idle{})
+		}
+	case *directory.Passivate:
+		o.passivating = true
+		o.stopIfDone(ctx)
+	case *actor.Stopped:
+		o.failAll(errs.Unavailable("plan %s stopped before its write was answered", o.planID))
+		o.env.live.done()
+	}
+}
+
+func (o *owner) load(ctx actor.Context) {
+	lctx, cancel := context.WithTimeout(context.Background(), o.env.cfg.AskTimeout)
+	defer cancel()
+	ps, err := o.env.reader.GetPlan(lctx, o.planID)
+	switch {
+	case errors.Is(err, errs.ErrNotFound):
+		o.committed = freshState()
+	case err == nil:
+		o.committed, err = loadedState(ps)
+	}
+	if err != nil {
+		// The plan's state is unknown, so nothing may be decided on it.
+		// Ask to be stopped; the next request spawns a fresh owner that
+		// loads again.
+		o.broken = errs.Unavailable("plan %s could not be loaded: %v", o.planID, err)
+		ctx.Send(ctx.Parent(), &directory.Idle{})
+		return
+	}
+	o.working = o.committed.clone()
+}
+
+func (o *owner) idle() bool { return o.inflight == nil && len(o.queue) == 0 }
+
+func (o *owner) stopIfDone(ctx actor.Context) {
+	if o.passivating && o.idle() {
+		ctx.Stop(ctx.Self())
+	}
+}
+
+// accept validates one request, computes its outcome against the working
+// state (so its sequence is assigned now, in arrival order), queues it and
+// starts a write if none is in flight.
+func (o *owner) accept(ctx actor.Context, c *directory.Call) {
+	if o.broken != nil {
+		c.Replier.Reply(nil, o.broken)
+		return
+	}
+	op, err := o.opOf(c)
+	if err != nil {
+		c.Replier.Reply(nil, err)
+		return
+	}
+	o.working.apply(op)
+	o.queue = append(o.queue, op)
+	o.flush(ctx)
+}
+
+func (o *owner) opOf(c *directory.Call) (*op, error) {
+	maxBytes := o.env.cfg.MaxMessageBytes
+	switch m := c.Msg.(type) {
+	case *planv1.RecordErrorRequest:
+		r, err := validateRecordError(m, maxBytes)
+		if err != nil {
+			return nil, err
+		}
+		return &op{
+			kind: opRecordError, planID: o.planID, recordErr: r, replier: c.Replier,
+			step: stepKey{r.GetPhase(), r.GetStepId()}, recordID: ids.New(), recordedAt: time.Now(),
+		}, nil
+	case *planv1.SetPolicyRequest:
+		if err := validateSetPolicy(m); err != nil {
+			return nil, err
+		}
+		return &op{kind: opSetPolicy, planID: o.planID, policy: m.GetMaxRetries(), replier: c.Replier}, nil
+	case *planv1.RecordSuccessRequest:
+		if err := validateRecordSuccess(m); err != nil {
+			return nil, err
+		}
+		return &op{kind: opRecordSuccess, planID: o.planID, step: stepKey{m.GetPhase(), m.GetStepId()}, replier: c.Replier}, nil
+	case *planv1.MergeErrorDetailsRequest:
+		if err := CheckPlanID(m.GetPlanId()); err != nil {
+			return nil, err
+		}
+		add, err := parseForeign(m.GetDetailsJson(), maxBytes)
+		if err != nil {
+			return nil, err
+		}
+		if err := o.checkDetailsSize(add); err != nil {
+			return nil, err
+		}
+		return &op{kind: opMergeDetails, planID: o.planID, merge: add, replier: c.Replier}, nil
+	default:
+		return nil, errs.InvalidArgument("a plan actor cannot serve %T", c.Msg)
+	}
+}
+
+// checkDetailsSize refuses a merge that would grow the other writers' part
+// of error_details beyond Config.MaxMessageBytes times four.
+func (o *owner) checkDetailsSize(add map[string]json.RawMessage) error {
+	size := 2
+	for k, v := range o.working.foreign {
+		if _, replaced := add[k]; !replaced {
+			size += len(k) + len(v) + 4
+		}
+	}
+	for k, v := range add {
+		size += len(k) + len(v) + 4
+	}
+	if max := o.env.cfg.maxDetailsBytes(); size > max {
+		return errs.InvalidArgument("error_details of plan %s would be about %d bytes after the merge; at most %d allowed", o.planID, size, max)
+	}
+	return nil
+}
+
+// flush starts the next write when none is in flight.
+func (o *owner) flush(ctx actor.Context) {
+	if o.inflight != nil || len(o.queue) == 0 {
+		return
+	}
+	n := cut(o.queue)
+	ops := o.queue[:n:n]
+	w, err := writeOf(o.planID, o.committed, ops, time.Now())
+	if err != nil {
+		// Only a bug gets here; fail the batch and recompute the rest.
+		o.queue = o.queue[n:]
+		o.fail(ops, err)
+		o.rollback()
+		o.flush(ctx)
+		return
+	}
+	o.queue = o.queue[n:]
+	o.tag++
+	o.inflight = &batch{tag: o.tag, ops: ops}
+	ctx.Request(o.env.auditPID, &audit.Submit{Cmd: w, Tag: o.tag})
+}
+
+// applied ends the write in flight: on commit, committed advances by its
+// ops and they are answered; on failure, exactly its ops fail and the
+// queued ones are recomputed from the last committed state.
+func (o *owner) applied(ctx actor.Context, a *audit.Applied) {
+	b := o.inflight
+	if b == nil || a.Tag != b.tag {
+		return // not the write in flight: a stale answer
+	}
+	o.inflight = nil
+	if err := a.Result.Err; err != nil {
+		o.fail(b.ops, err)
+		if errors.Is(err, errs.ErrFailedPrecondition) {
+			// The store disagrees with committed (a sequence is taken):
+			// committed is not what the store holds, so reload it.
+			o.reload(ctx)
+		} else {
+			o.rollback()
+		}
+	} else {
+		for _, op := range b.ops {
+			o.committed.advance(op)
+			op.replier.Reply(op.response(), nil)
+		}
+	}
+	o.flush(ctx)
+	o.stopIfDone(ctx)
+}
+
+func (o *owner) fail(ops []*op, err error) {
+	for _, op := range ops {
+		op.replier.Reply(nil, err)
+	}
+}
+
+// rollback rebuilds working from committed and recomputes the outcome of
+// every queued (unanswered, unsent) request against it.
+func (o *owner) rollback() {
+	o.working = o.committed.clone()
+	for _, op := range o.queue {
+		o.working.apply(op)
+	}
+}
+
+func (o *owner) reload(ctx actor.Context) {
+	o.load(ctx)
+	if o.broken != nil {
+		o.fail(o.queue, o.broken)
+		o.queue = nil
+		return
+	}
+	o.rollback()
+}
+
+// failAll answers every request still waiting, so none is left without a
+// reply when the actor stops.
+func (o *owner) failAll(err error) {
+	if o.inflight != nil {
+		o.fail(o.inflight.ops, err)
+		o.inflight = nil
+	}
+	o.fail(o.queue, err)
+	o.queue = nil
+}

@@ -1,0 +1,309 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/messages/errs"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+)
+
+// DirectoryName is the name the plans directory is spawned under.
+const DirectoryName = "plans"
+
+// Service is the plans façade: the plans directory actor and the Go and
+// gRPC API in front of it. Its methods are safe for concurrent use.
+type Service struct {
+	planv1.UnimplementedPlanServiceServer
+
+	root    *actor.RootContext
+	pid     *actor.PID
+	env     *env
+	backlog *audit.Backlog
+
+	stopped  atomic.Bool
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start spawns the plans directory (named DirectoryName) in sys. Plan
+// actors hand their writes to auditSvc's actor and load their state, and
+// the Service answers History and ErrorDetails, from reader.
+func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.Reader, cfg Config) (*Service, error) {
+	if sys == nil || auditSvc == nil || reader == nil {
+		return nil, errs.InvalidArgument("plan.Start needs an actor system, the audit service and a reader")
+	}
+	e := &env{reader: reader, auditPID: auditSvc.PID(), cfg: cfg.withDefaults(), live: newLiveSet()}
+	s := &Service{root: sys.Root, env: e, backlog: auditSvc.Backlog()}
+	props := directory.Props(directory.Config{
+		Kind: "plan",
+		Key:  planKey,
+		Owner: func(key string) *actor.Props {
+			return actor.PropsFromProducer(func() actor.Actor { return newOwner(key, e) })
+		},
+		Unkeyed: s.serveRead,
+		Admit:   s.backlog.TryAcquire,
+		Release: s.backlog.Release,
+	})
+	pid, err := sys.Root.SpawnNamed(props, DirectoryName)
+	if err != nil {
+		return nil, errs.FailedPrecondition("spawning the plans directory: %v", err)
+	}
+	s.pid = pid
+	return s, nil
+}
+
+// planKey routes writes to the plan's owner. Reads are unkeyed: they need
+// no owner, because the reader sees every acknowledged write.
+func planKey(msg proto.Message) (string, bool, error) {
+	var id string
+	switch m := msg.(type) {
+	case *planv1.RecordErrorRequest:
+		id = m.GetPlanId()
+	case *planv1.SetPolicyRequest:
+		id = m.GetPlanId()
+	case *planv1.RecordSuccessRequest:
+		id = m.GetPlanId()
+	case *planv1.MergeErrorDetailsRequest:
+		id = m.GetPlanId()
+	case *planv1.HistoryRequest, *planv1.ErrorDetailsRequest:
+		return "", false, nil
+	default:
+		return "", false, errs.InvalidArgument("the plans service cannot serve %T", msg)
+	}
+	if err := CheckPlanID(id); err != nil {
+		return "", false, err
+	}
+	return id, true, nil
+}
+
+// PID is the plans directory. Remote and future senders send it bare
+// planv1 requests and get the response or a *commonv1.Error back.
+func (s *Service) PID() *actor.PID { return s.pid }
+
+// PassivateAll stops every live plan actor once its in-flight write is
+// answered, and returns when none is live or after Config.AskTimeout. The
+// next request for a plan activates a new actor that reloads it.
+func (s *Service) PassivateAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
+	defer cancel()
+	s.root.Send(s.pid, &directory.PassivateAll{})
+	_ = s.env.live.wait(ctx)
+}
+
+// ActiveActors returns the number of live plan actors.
+func (s *Service) ActiveActors() int { return s.env.live.count() }
+
+// Stop refuses further façade calls, passivates every plan actor (letting
+// in-flight writes finish) and stops the directory. Requests still waiting
+// when ctx ends are answered UNAVAILABLE. Calling Stop again returns the
+// first call's result.
+func (s *Service) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.stopped.Store(true)
+		s.root.Send(s.pid, &directory.PassivateAll{})
+		if err := s.env.live.wait(ctx); err != nil {
+			s.stopErr = errs.Unavailable("plan actors still busy at shutdown: %v", err)
+		}
+		if err := s.root.StopFuture(s.pid).Wait(); err != nil && s.stopErr == nil {
+			s.stopErr = errs.Unavailable("stopping the plans directory: %v", err)
+		}
+	})
+	return s.stopErr
+}
+
+// call asks the plan's owner through the directory. Writes hold a backlog
+// slot until answered: in-process callers wait for one, callers whose ctx
+// is marked audit.NoWait are refused with RESOURCE_EXHAUSTED.
+func (s *Service) call(ctx context.Context, msg proto.Message) (proto.Message, error) {
+	if s.stopped.Load() {
+		return nil, errs.Unavailable("the plans service is stopped")
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.backlog.Admit(ctx); err != nil {
+		return nil, err
+	}
+	defer s.backlog.Release()
+	return directory.Ask(ctx, s.root, s.pid, msg)
+}
+
+func (s *Service) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.env.cfg.AskTimeout)
+}
+
+// RecordError records one error of a plan and returns it with its
+// sequence, classification, retry count and recovery advice.
+func (s *Service) RecordError(ctx context.Context, req *planv1.RecordErrorRequest) (*planv1.RecordErrorResponse, error) {
+	return ask[*planv1.RecordErrorResponse](s, ctx, req)
+}
+
+// SetPolicy sets a plan's max_retries (0..100) for errors recorded after it.
+func (s *Service) SetPolicy(ctx context.Context, req *planv1.SetPolicyRequest) (*planv1.SetPolicyResponse, error) {
+	return ask[*planv1.SetPolicyResponse](s, ctx, req)
+}
+
+// RecordSuccess resets the retry count of one step of a plan.
+func (s *Service) RecordSuccess(ctx context.Context, req *planv1.RecordSuccessRequest) (*planv1.RecordSuccessResponse, error) {
+	return ask[*planv1.RecordSuccessResponse](s, ctx, req)
+}
+
+// MergeErrorDetails merges other writers' keys into a plan's error_details.
+func (s *Service) MergeErrorDetails(ctx context.Context, req *planv1.MergeErrorDetailsRequest) (*planv1.MergeErrorDetailsResponse, error) {
+	return ask[*planv1.MergeErrorDetailsResponse](s, ctx, req)
+}
+
+// History returns a page of a plan's error records in sequence order.
+func (s *Service) History(ctx context.Context, req *planv1.HistoryRequest) (*planv1.HistoryResponse, error) {
+	if s.stopped.Load() {
+		return nil, errs.Unavailable("the plans service is stopped")
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.history(ctx, req)
+}
+
+// ErrorDetails returns a plan's recovery summary and whole error_details.
+func (s *Service) ErrorDetails(ctx context.Context, req *planv1.ErrorDetailsRequest) (*planv1.ErrorDetailsResponse, error) {
+	if s.stopped.Load() {
+		return nil, errs.Unavailable("the plans service is stopped")
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.errorDetails(ctx, req)
+}
+
+func ask[R proto.Message](s *Service, ctx context.Context, req proto.Message) (R, error) {
+	var zero R
+	resp, err := s.call(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	r, ok := resp.(R)
+	if !ok {
+		return zero, errs.Internal("plan actor answered %T to %T", resp, req)
+	}
+	return r, nil
+}
+
+// serveRead answers reads that reached the directory (remote senders).
+func (s *Service) serveRead(c *directory.Call) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
+	defer cancel()
+	switch m := c.Msg.(type) {
+	case *planv1.HistoryRequest:
+		c.Replier.Reply(s.history(ctx, m))
+	case *planv1.ErrorDetailsRequest:
+		c.Replier.Reply(s.errorDetails(ctx, m))
+	default:
+		c.Replier.Reply(nil, errs.InvalidArgument("the plans service cannot serve %T", c.Msg))
+	}
+}
+
+func (s *Service) history(ctx context.Context, r *planv1.HistoryRequest) (*planv1.HistoryResponse, error) {
+	f, err := historyQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := s.env.reader.PlanHistory(ctx, f)
+	if err != nil {
+		return nil, errs.From(err)
+	}
+	next := int64(-1)
+	if len(recs) == f.Limit {
+		// A full page: there may be more (a full last page is followed
+		// by an empty one).
+		next = recs[len(recs)-1].GetSequence() + 1
+	}
+	return &planv1.HistoryResponse{Records: recs, NextSequence: next}, nil
+}
+
+// errorDetails reads a plan's committed error_details. A plan nothing was
+// ever recorded for has the empty summary and the default policy: plans
+// are created elsewhere, so an unknown id is not an error here.
+func (s *Service) errorDetails(ctx context.Context, r *planv1.ErrorDetailsRequest) (*planv1.ErrorDetailsResponse, error) {
+	if err := CheckPlanID(r.GetPlanId()); err != nil {
+		return nil, err
+	}
+	ps, err := s.env.reader.GetPlan(ctx, r.GetPlanId())
+	if errors.Is(err, errs.ErrNotFound) {
+		return &planv1.ErrorDetailsResponse{
+			Details: &planv1.ErrorDetails{}, DetailsJson: "{}", MaxRetries: persistence.DefaultMaxRetries,
+		}, nil
+	}
+	if err != nil {
+		return nil, errs.From(err)
+	}
+	_, rec, err := splitDetails(ps.ErrorDetailsJSON)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		rec = &planv1.ErrorDetails{}
+	}
+	doc := ps.ErrorDetailsJSON
+	if doc == "" {
+		doc = "{}"
+	}
+	return &planv1.ErrorDetailsResponse{Details: rec, DetailsJson: doc, MaxRetries: ps.MaxRetries}, nil
+}
+
+// liveSet counts live plan actors and lets callers wait for none.
+type liveSet struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed while n == 0
+}
+
+func newLiveSet() *liveSet {
+	z := make(chan struct{})
+	close(z)
+	return &liveSet{zero: z}
+}
+
+func (l *liveSet) add() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == 0 {
+		l.zero = make(chan struct{})
+	}
+	l.n++
+}
+
+func (l *liveSet) done() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n--
+	if l.n == 0 {
+		close(l.zero)
+	}
+}
+
+func (l *liveSet) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// wait returns nil once no actor is live, or ctx's error.
+func (l *liveSet) wait(ctx context.Context) error {
+	l.mu.Lock()
+	z := l.zero
+	l.mu.Unlock()
+	select {
+	case <-z:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
