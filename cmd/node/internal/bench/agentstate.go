@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// sessionAPI is the part of the sessions service the workload uses. The
+// in-process *session.Service has it as is; grpcSessions adapts a client.
+type sessionAPI interface {
+	Create(context.Context, *sessionv1.CreateSessionRequest) (*sessionv1.CreateSessionResponse, error)
+	Append(context.Context, *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error)
+	ListMessages(context.Context, *sessionv1.ListMessagesRequest) (*sessionv1.ListMessagesResponse, error)
+}
+
+// grpcSessions spreads calls over a few connections: one HTTP/2
+// connection serializes its frames on one socket, which would measure the
+// client's connection rather than the node.
+type grpcSessions struct {
+	clients []sessionv1.SessionServiceClient
+	next    atomic.Uint64
+}
+
+func newGRPCSessions(conns []*grpc.ClientConn) *grpcSessions {
+	g := &grpcSessions{}
+	for _, c := range conns {
+		g.clients = append(g.clients, sessionv1.NewSessionServiceClient(c))
+	}
+	return g
+}
+
+func (g *grpcSessions) pick() sessionv1.SessionServiceClient {
+	return g.clients[g.next.Add(1)%uint64(len(g.clients))]
+}
+
+func (g *grpcSessions) Create(ctx context.Context, r *sessionv1.CreateSessionRequest) (*sessionv1.CreateSessionResponse, error) {
+	return g.pick().Create(ctx, r)
+}
+
+func (g *grpcSessions) Append(ctx context.Context, r *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
+	return g.pick().Append(ctx, r)
+}
+
+func (g *grpcSessions) ListMessages(ctx context.Context, r *sessionv1.ListMessagesRequest) (*sessionv1.ListMessagesResponse, error) {
+	return g.pick().ListMessages(ctx, r)
+}
+
+// Retries of a refused append. A network sender is refused with
+// RESOURCE_EXHAUSTED when the node's backlog is full, and may see
+// UNAVAILABLE; it retries with the same message id, which the node answers
+// with the original sequence if the first attempt was stored after all.
+const (
+	maxAttempts  = 200
+	firstBackoff = time.Millisecond
+	maxBackoff   = 50 * time.Millisecond
+)
+
+// agentstate is the sessions service as a Target.
+type agentstate struct {
+	api     sessionAPI
+	commits func() int64 // nil when the node is not in this process
+}
+
+func (a *agentstate) Commits() int64 {
+	if a.commits == nil {
+		return 0
+	}
+	return a.commits()
+}
+
+func (a *agentstate) CreateSessions(ctx context.Context, n int) ([]string, error) {
+	out := make([]string, n)
+	for i := range out {
+		r, err := a.api.Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "bench"})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r.GetSession().GetSessionId()
+	}
+	return out, nil
+}
+
+func (a *agentstate) Append(ctx context.Context, sessionID string, m Message) (Ack, error) {
+	role := sessionv1.Role_ROLE_USER
+	if m.Assistant {
+		role = sessionv1.Role_ROLE_ASSISTANT
+	}
+	req := &sessionv1.AppendRequest{SessionId: sessionID, Messages: []*sessionv1.NewMessage{
+		{Role: role, Content: m.Content, MessageId: m.ID},
+	}}
+	ack := Ack{Seq: -1}
+	backoff := firstBackoff
+	for {
+		ack.Attempts++
+		r, err := a.api.Append(ctx, req)
+		if err == nil {
+			if len(r.GetMessages()) != 1 {
+				return ack, fmt.Errorf("append answered %d messages for 1", len(r.GetMessages()))
+			}
+			ack.Seq = r.GetMessages()[0].GetSequence()
+			return ack, nil
+		}
+		if c := status.Code(err); (c != codes.ResourceExhausted && c != codes.Unavailable) || ack.Attempts >= maxAttempts {
+			return ack, err
+		}
+		// Client backoff before a retry, not synchronization.
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return ack, ctx.Err()
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+func (a *agentstate) ReadBack(ctx context.Context, sessionID string) ([]Stored, error) {
+	var out []Stored
+	from := int64(0)
+	for {
+		r, err := a.api.ListMessages(ctx, &sessionv1.ListMessagesRequest{SessionId: sessionID, FromSequence: from, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range r.GetMessages() {
+			out = append(out, Stored{ID: m.GetMessageId(), Seq: m.GetSequence()})
+		}
+		if len(r.GetMessages()) == 0 || r.GetNextSequence() <= from {
+			return out, nil
+		}
+		from = r.GetNextSequence()
+	}
+}

@@ -1,0 +1,225 @@
+package bench
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// tiny is the smallest workload that still has concurrent clients per
+// session.
+func tiny(mode Mode) Config {
+	return Config{Mode: mode, Sessions: 2, Clients: 2, Appends: 50, MessageBytes: 64, DataDir: ""}
+}
+
+func TestRunEachMode(t *testing.T) {
+	for _, mode := range []Mode{ModeInProcess, ModeGRPC, ModeRaw} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := tiny(mode)
+			cfg.DataDir = t.TempDir()
+			var last, total atomic.Int64
+			cfg.Progress = func(done, all int) { last.Store(int64(done)); total.Store(int64(all)) }
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertComplete(t, res, 50)
+			if last.Load() != 50 || total.Load() != 50 {
+				t.Errorf("last progress %d/%d, want 50/50", last.Load(), total.Load())
+			}
+			if res.MeanBatch <= 0 {
+				t.Errorf("mean batch %v: the in-process node's commits were not counted", res.MeanBatch)
+			}
+		})
+	}
+}
+
+// The baseline is only race-free with one client per session; with more
+// its duplicates are the point, so there only the accounting is checked.
+func TestRunBaseline(t *testing.T) {
+	cfg := tiny(ModeBaseline)
+	cfg.Clients = 1
+	cfg.DataDir = t.TempDir()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertComplete(t, res, 50)
+
+	cfg = tiny(ModeBaseline)
+	cfg.DataDir = t.TempDir()
+	res, err = Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Appends+res.Errors != 50 || res.Stored != res.Appends-res.Missing+res.Unacked {
+		t.Errorf("baseline accounting: appends %d errors %d stored %d missing %d unacked %d",
+			res.Appends, res.Errors, res.Stored, res.Missing, res.Unacked)
+	}
+	if res.Complete != (res.Duplicates == 0 && res.Gaps == 0 && res.Missing == 0 && res.OutOfOrder == 0 && res.Misplaced == 0) {
+		t.Errorf("Complete=%v disagrees with its counters: %+v", res.Complete, res)
+	}
+}
+
+func TestRunGRPCAgainstAddr(t *testing.T) {
+	n, err := startNode(t.TempDir()+"/remote.db", "normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, addr, err := loopbackServer(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := tiny(ModeGRPC)
+	cfg.Addr = addr
+	res, err := Run(context.Background(), cfg)
+	srv.GracefulStop()
+	if stopErr := stopNode(n); stopErr != nil {
+		t.Error(stopErr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertComplete(t, res, 50)
+	if res.MeanBatch != 0 {
+		t.Errorf("mean batch %v for a node in no known process", res.MeanBatch)
+	}
+}
+
+func assertComplete(t *testing.T, res Result, appends int) {
+	t.Helper()
+	if !res.Complete || res.Appends != appends || res.Stored != appends || res.Errors != 0 || res.Unacked != 0 {
+		t.Fatalf("%s: want %d complete appends, got %+v", res.Mode, appends, res)
+	}
+	if res.AppendsPerSec <= 0 || res.Duration <= 0 {
+		t.Errorf("%s: no rate: %+v", res.Mode, res)
+	}
+	if res.Mode != ModeRaw && (res.P50 <= 0 || res.P50 > res.P99 || res.P99 > res.P999) {
+		t.Errorf("%s: percentiles not ordered: p50 %v p99 %v p99.9 %v", res.Mode, res.P50, res.P99, res.P999)
+	}
+}
+
+func TestConfigRejects(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"negative sessions": {Mode: ModeRaw, Sessions: -1},
+		"too many clients":  {Mode: ModeRaw, Sessions: 1024, Clients: 1024},
+		"huge message":      {Mode: ModeRaw, MessageBytes: 2 << 20},
+		"bad synchronous":   {Mode: ModeRaw, Synchronous: "off"},
+		"unknown mode":      {Mode: "nope"},
+	} {
+		if _, err := Run(context.Background(), cfg); err == nil {
+			t.Errorf("%s: Run accepted %+v", name, cfg)
+		}
+	}
+}
+
+func TestParseModes(t *testing.T) {
+	got, err := ParseModes(" inprocess, RAW,,grpc")
+	if err != nil || len(got) != 3 || got[0] != ModeInProcess || got[1] != ModeRaw || got[2] != ModeGRPC {
+		t.Fatalf("ParseModes = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", ",", "inprocess,adk"} {
+		if _, err := ParseModes(bad); err == nil {
+			t.Errorf("ParseModes(%q) accepted", bad)
+		}
+	}
+}
+
+// fake is an in-memory Target whose read-back can be corrupted, to prove
+// the verifier notices each kind of fault.
+type fake struct {
+	mu     sync.Mutex
+	stored map[string][]Stored
+	// corrupt rewrites a session's read-back.
+	corrupt func([]Stored) []Stored
+}
+
+func (f *fake) CreateSessions(_ context.Context, n int) ([]string, error) {
+	f.stored = map[string][]Stored{}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = string(rune('a' + i))
+	}
+	return out, nil
+}
+
+func (f *fake) Append(_ context.Context, sid string, m Message) (Ack, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seq := int64(len(f.stored[sid]))
+	f.stored[sid] = append(f.stored[sid], Stored{ID: m.ID, Seq: seq})
+	return Ack{Seq: seq, Attempts: 1}, nil
+}
+
+func (f *fake) ReadBack(_ context.Context, sid string) ([]Stored, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := append([]Stored(nil), f.stored[sid]...)
+	if f.corrupt != nil && len(out) > 3 {
+		out = f.corrupt(out)
+	}
+	return out, nil
+}
+
+func TestVerifierFindsEachFault(t *testing.T) {
+	cfg := Config{Mode: "fake", Sessions: 1, Clients: 1, Appends: 10, MessageBytes: 1}
+	cases := map[string]struct {
+		corrupt func([]Stored) []Stored
+		field   func(Result) int
+	}{
+		"honest": {nil, func(r Result) int { return 0 }},
+		"missing": {func(s []Stored) []Stored { return append(s[:2], s[3:]...) },
+			func(r Result) int { return r.Missing }},
+		"duplicate sequence": {func(s []Stored) []Stored { s[3].Seq = 2; return s },
+			func(r Result) int { return r.Duplicates }},
+		"gap": {func(s []Stored) []Stored { s[len(s)-1].Seq += 5; return s },
+			func(r Result) int { return r.Gaps }},
+		"out of order": {func(s []Stored) []Stored { s[1].Seq, s[2].Seq = s[2].Seq, s[1].Seq; return s },
+			func(r Result) int { return r.OutOfOrder }},
+		"unacked extra": {func(s []Stored) []Stored { return append(s, Stored{ID: "ghost", Seq: int64(len(s))}) },
+			func(r Result) int { return r.Unacked }},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			res, err := Drive(context.Background(), cfg, &fake{corrupt: tc.corrupt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := tc.field(res)
+			switch {
+			case name == "honest" && !res.Complete:
+				t.Fatalf("an honest target is not complete: %+v", res)
+			case name != "honest" && n == 0:
+				t.Fatalf("fault not counted: %+v", res)
+			case name != "honest" && name != "unacked extra" && res.Complete:
+				t.Fatalf("fault counted but still Complete: %+v", res)
+			}
+		})
+	}
+}
+
+func TestChecks(t *testing.T) {
+	rs := []Result{
+		{Mode: ModeInProcess, Sessions: 64, Clients: 64, AppendsPerSec: 80, P99: 10},
+		{Mode: ModeRaw, Sessions: 64, Clients: 64, AppendsPerSec: 100},
+		{Mode: ModeBaseline, Sessions: 64, Clients: 64, AppendsPerSec: 5, P99: 90},
+		{Mode: ModeGRPC, Sessions: 64, Clients: 64, AppendsPerSec: 30},
+		{Mode: ModeInProcess, Sessions: 1, Clients: 16, AppendsPerSec: 10},
+	}
+	cs := Checks(rs)
+	want := map[string]bool{
+		"inprocess / raw appends/s":      true,  // 0.8 ≥ 0.7
+		"inprocess / baseline appends/s": false, // 16 < 20
+		"inprocess p99 / baseline p99":   false, // 0.11 > 0.1
+		"grpc / inprocess appends/s":     false, // 0.375 < 0.4
+	}
+	if len(cs) != len(want) {
+		t.Fatalf("got %d checks, want %d (S=1×C=16 has nothing to compare): %+v", len(cs), len(want), cs)
+	}
+	for _, c := range cs {
+		if c.Pass != want[c.Name] || c.Workload != "S=64×C=64" {
+			t.Errorf("%s: %+v, want pass=%v", c.Name, c, want[c.Name])
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentstate/agentstate/messages/ids"
+)
+
+// ProgressInterval is how often Config.Progress is called during a run.
+const ProgressInterval = 200 * time.Millisecond
+
+// Target is a system the workload drives. Its methods are called
+// concurrently (Append from every client at once).
+type Target interface {
+	// CreateSessions creates n empty sessions and returns their ids.
+	CreateSessions(ctx context.Context, n int) ([]string, error)
+	// Append stores one message in a session and returns once it is
+	// acknowledged (durable, as far as the target promises). A nil error
+	// means acknowledged; any retrying is the target's, reported in
+	// Ack.Attempts.
+	Append(ctx context.Context, sessionID string, m Message) (Ack, error)
+	// ReadBack returns everything stored in the session, in the session's
+	// order.
+	ReadBack(ctx context.Context, sessionID string) ([]Stored, error)
+}
+
+// Committer is implemented by targets that can count their committed
+// write transactions; Drive then reports Result.MeanBatch.
+type Committer interface {
+	Commits() int64
+}
+
+// Message is one append.
+type Message struct {
+	// ID is a ULID made by the client; unique over the run.
+	ID string
+	// Assistant alternates per client, so turns look like a conversation.
+	Assistant bool
+	Content   string
+}
+
+// Ack is an acknowledged append.
+type Ack struct {
+	// Seq is the position the target assigned, or -1 when it assigns
+	// none (then only the read-back order is checked).
+	Seq int64
+	// Attempts is how many tries the target needed (≥ 1).
+	Attempts int
+}
+
+// Stored is one stored message as read back.
+type Stored struct {
+	ID string
+	// Seq is the stored position: the sequence, or for targets without
+	// one the index in read-back order.
+	Seq int64
+}
+
+// client is one writer: its session, its messages, and what it observed.
+type client struct {
+	session int
+	msgs    []Message
+	lat     []time.Duration
+	acked   []ackedMsg
+	errors  int
+	retries int
+	first   error
+}
+
+type ackedMsg struct {
+	id  string
+	seq int64
+}
+
+// Drive runs the workload of cfg (its Mode is only a label here) against t
+// and verifies the result.
+func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return Result{}, err
+	}
+	res := Result{Mode: cfg.Mode, Sessions: cfg.Sessions, Clients: cfg.Clients,
+		MessageBytes: cfg.MessageBytes, Synchronous: cfg.Synchronous}
+
+	sessions, err := t.CreateSessions(ctx, cfg.Sessions)
+	if err != nil {
+		return res, fmt.Errorf("bench %s: create sessions: %w", cfg.Mode, err)
+	}
+	clients := plan(cfg)
+
+	var commits0 int64
+	committer, _ := t.(Committer)
+	if committer != nil {
+		commits0 = committer.Commits()
+	}
+	var done atomic.Int64
+	stopProgress := progress(cfg, &done)
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			c.run(ctx, t, sessions[c.session], &done)
+		}()
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	res.Duration = time.Since(t0)
+	stopProgress()
+
+	var lat []time.Duration
+	for _, c := range clients {
+		lat = append(lat, c.lat...)
+		res.Appends += len(c.acked)
+		res.Errors += c.errors
+		res.Retries += c.retries
+		if c.first != nil && res.FirstError == "" {
+			res.FirstError = c.first.Error()
+		}
+	}
+	res.percentiles(lat)
+	res.rate()
+	if committer != nil {
+		if n := committer.Commits() - commits0; n > 0 {
+			res.MeanBatch = float64(res.Appends) / float64(n)
+		}
+	}
+	if err := verify(ctx, t, sessions, clients, &res); err != nil {
+		return res, fmt.Errorf("bench %s: read back: %w", cfg.Mode, err)
+	}
+	return res, nil
+}
+
+// plan spreads cfg.Appends over the clients and makes every message up
+// front, so that id generation and content building are not timed.
+func plan(cfg Config) []*client {
+	n := cfg.Sessions * cfg.Clients
+	content := strings.Repeat("x", cfg.MessageBytes)
+	clients := make([]*client, n)
+	for i := range clients {
+		k := cfg.Appends / n
+		if i < cfg.Appends%n {
+			k++
+		}
+		c := &client{session: i % cfg.Sessions, msgs: make([]Message, k),
+			lat: make([]time.Duration, 0, k), acked: make([]ackedMsg, 0, k)}
+		for j := range c.msgs {
+			c.msgs[j] = Message{ID: ids.New(), Assistant: j%2 == 1, Content: content}
+		}
+		clients[i] = c
+	}
+	return clients
+}
+
+func (c *client) run(ctx context.Context, t Target, sessionID string, done *atomic.Int64) {
+	for _, m := range c.msgs {
+		t0 := time.Now()
+		ack, err := t.Append(ctx, sessionID, m)
+		done.Add(1)
+		if ack.Attempts > 1 {
+			c.retries += ack.Attempts - 1
+		}
+		if err != nil {
+			c.errors++
+			if c.first == nil {
+				c.first = err
+			}
+			continue
+		}
+		c.lat = append(c.lat, time.Since(t0))
+		c.acked = append(c.acked, ackedMsg{id: m.ID, seq: ack.Seq})
+	}
+}
+
+// progress calls cfg.Progress until the returned stop is called, which
+// reports the final count once more and waits for the reporter to end.
+func progress(cfg Config, done *atomic.Int64) (stop func()) {
+	if cfg.Progress == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(ProgressInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				cfg.Progress(int(done.Load()), cfg.Appends)
+			case <-quit:
+				cfg.Progress(int(done.Load()), cfg.Appends)
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-ended }
+}

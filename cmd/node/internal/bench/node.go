@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentstate/agentstate/actors"
+	"github.com/agentstate/agentstate/actors/audit"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence/sqlite"
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// commitCounter is the audit observer of a measured node: it counts the
+// transactions that committed, for Result.MeanBatch.
+type commitCounter struct{ n atomic.Int64 }
+
+func (c *commitCounter) BatchCommitted(_, _ int, _ time.Duration, err error) {
+	if err == nil {
+		c.n.Add(1)
+	}
+}
+
+func (c *commitCounter) AsyncRetried(int, error) {}
+func (c *commitCounter) AsyncLost(int, error)    {}
+
+// localNode is an agentstate node in this process, on its own actor system
+// and its own database file.
+type localNode struct {
+	store   *sqlite.Store
+	sys     *actor.ActorSystem
+	node    *actors.Node
+	commits commitCounter
+}
+
+func startNode(path, synchronous string) (*localNode, error) {
+	store, err := sqlite.Open("file:" + path + "?synchronous=" + synchronous)
+	if err != nil {
+		return nil, err
+	}
+	n := &localNode{store: store}
+	// protoactor's default logger prints every actor start at INFO.
+	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	n.node, err = actors.Start(n.sys, store, actors.Config{Audit: audit.Config{Observer: &n.commits}})
+	if err != nil {
+		n.sys.Shutdown()
+		return nil, errors.Join(err, store.Close())
+	}
+	return n, nil
+}
+
+func (n *localNode) target() *agentstate {
+	return &agentstate{api: n.node.Sessions(), commits: n.commits.n.Load}
+}
+
+// stop drains the node, then closes the system and the store, each once.
+func (n *localNode) stop(ctx context.Context) error {
+	err := n.node.Stop(ctx)
+	n.sys.Shutdown()
+	return errors.Join(err, n.store.Close())
+}
+
+// grpcConns is how many client connections a gRPC run spreads its calls
+// over (see grpcSessions).
+const grpcConns = 8
+
+// loopbackServer serves n's sessions service on 127.0.0.1 for a gRPC run.
+// Every request is marked audit.NoWait, as a node's own gRPC server marks
+// them: a full backlog refuses network senders instead of holding them.
+func loopbackServer(n *localNode) (*grpc.Server, string, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any,
+		_ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		return h(audit.NoWait(ctx), req)
+	}))
+	sessionv1.RegisterSessionServiceServer(srv, n.node.Sessions())
+	go srv.Serve(lis) //nolint:errcheck // returns when stopped
+	return srv, lis.Addr().String(), nil
+}
+
+// dial opens grpcConns connections to addr.
+func dial(addr string) ([]*grpc.ClientConn, error) {
+	var conns []*grpc.ClientConn
+	for range grpcConns {
+		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			closeConns(conns)
+			return nil, err
+		}
+		conns = append(conns, c)
+	}
+	return conns, nil
+}
+
+func closeConns(conns []*grpc.ClientConn) {
+	for _, c := range conns {
+		c.Close()
+	}
+}

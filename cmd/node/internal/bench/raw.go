@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentstate/agentstate/messages/ids"
+)
+
+// The raw ceiling: the rows agentstate stores for the workload — the
+// session_messages table of persistence/sqlite, same columns, same UNIQUE
+// indexes, same sessions parent — inserted by one goroutine through one
+// prepared statement, RawBatch rows per transaction, on the same pragmas as
+// agentstate's writer. No actors, no validation, no per-append answer: the
+// most this disk and SQLite give for these rows, measured in the same run.
+const rawSchema = `
+CREATE TABLE sessions (
+	session_id TEXT PRIMARY KEY,
+	updated_at INTEGER NOT NULL
+);
+CREATE TABLE session_messages (
+	id            INTEGER PRIMARY KEY,
+	session_id    TEXT NOT NULL REFERENCES sessions(session_id),
+	sequence      INTEGER NOT NULL,
+	message_id    TEXT NOT NULL,
+	role          INTEGER NOT NULL,
+	content       TEXT NOT NULL,
+	metadata_json TEXT NOT NULL,
+	created_at    INTEGER NOT NULL,
+	UNIQUE (session_id, sequence),
+	UNIQUE (session_id, message_id)
+);
+`
+
+// runRaw measures the ceiling for cfg's sessions and appends. Rows go to
+// the sessions round-robin, so sequences are dense per session.
+func runRaw(ctx context.Context, cfg Config, path string) (Result, error) {
+	res := Result{Mode: ModeRaw, Sessions: cfg.Sessions, Clients: cfg.Clients,
+		MessageBytes: cfg.MessageBytes, Synchronous: cfg.Synchronous}
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", strings.ToUpper(cfg.Synchronous))
+	q.Set("_txlock", "immediate")
+	q.Set("_foreign_keys", "1")
+	db, err := sql.Open("sqlite3", (&url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}).String())
+	if err != nil {
+		return res, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, rawSchema); err != nil {
+		return res, fmt.Errorf("raw schema: %w", err)
+	}
+	sessions := make([]string, cfg.Sessions)
+	for i := range sessions {
+		sessions[i] = ids.New()
+		if _, err := db.ExecContext(ctx, `INSERT INTO sessions VALUES (?, 0)`, sessions[i]); err != nil {
+			return res, err
+		}
+	}
+	msgIDs := make([]string, cfg.Appends)
+	for i := range msgIDs {
+		msgIDs[i] = ids.New()
+	}
+	content := strings.Repeat("x", cfg.MessageBytes)
+
+	var done atomic.Int64
+	stopProgress := progress(cfg, &done)
+	t0 := time.Now()
+	commits := 0
+	for lo := 0; lo < cfg.Appends; lo += RawBatch {
+		hi := min(lo+RawBatch, cfg.Appends)
+		if err := rawBatch(ctx, db, sessions, msgIDs, content, lo, hi); err != nil {
+			stopProgress()
+			return res, fmt.Errorf("raw insert: %w", err)
+		}
+		commits++
+		done.Store(int64(hi))
+	}
+	res.Duration = time.Since(t0)
+	stopProgress()
+	res.Appends = cfg.Appends
+	res.MeanBatch = float64(cfg.Appends) / float64(commits)
+	res.rate()
+
+	if err := verifyRaw(ctx, db, cfg, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func rawBatch(ctx context.Context, db *sql.DB, sessions, msgIDs []string, content string, lo, hi int) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO session_messages(session_id, sequence, message_id, role,
+		content, metadata_json, created_at) VALUES (?, ?, ?, ?, ?, '{}', ?)`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	now := time.Now().UnixNano()
+	s := len(sessions)
+	for i := lo; i < hi; i++ {
+		if _, err := ins.ExecContext(ctx, sessions[i%s], i/s, msgIDs[i], 1+i%2, content, now); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// verifyRaw checks every session holds a dense run of sequences and that
+// every row is there.
+func verifyRaw(ctx context.Context, db *sql.DB, cfg Config, res *Result) error {
+	rows, err := db.QueryContext(ctx, `SELECT COUNT(*), COALESCE(MAX(sequence), -1), COUNT(DISTINCT sequence)
+		FROM session_messages GROUP BY session_id`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n, top, distinct int
+		if err := rows.Scan(&n, &top, &distinct); err != nil {
+			return err
+		}
+		res.Stored += n
+		res.Duplicates += n - distinct
+		res.Gaps += top + 1 - distinct
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	res.Missing = max(0, cfg.Appends-res.Stored)
+	res.Complete = res.Missing == 0 && res.Duplicates == 0 && res.Gaps == 0
+	return nil
+}

@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Result is one measurement. Durations are nanoseconds in JSON.
+//
+// Invariant: Complete is true exactly when Missing, Duplicates, Gaps,
+// OutOfOrder and Misplaced are all zero — every acknowledged message is
+// stored, at the position it was acknowledged with, each session's
+// positions are 0..n-1 without a repeat or hole, and every client's
+// messages are stored in the order the client had them acknowledged.
+type Result struct {
+	Mode         Mode   `json:"mode"`
+	Sessions     int    `json:"sessions"`
+	Clients      int    `json:"clients"`
+	MessageBytes int    `json:"message_bytes"`
+	Synchronous  string `json:"synchronous"`
+
+	// Appends is the number of acknowledged appends; Errors the appends
+	// that failed for good, Retries the extra attempts made on the way.
+	Appends int `json:"appends"`
+	Errors  int `json:"errors"`
+	Retries int `json:"retries"`
+	// FirstError is the first failure's text, for the report.
+	FirstError string `json:"first_error,omitempty"`
+
+	Duration      time.Duration `json:"duration_ns"`
+	AppendsPerSec float64       `json:"appends_per_sec"`
+	// Latency of one acknowledged append, attempts included; zero for raw
+	// (which has no per-append answer).
+	P50  time.Duration `json:"p50_ns"`
+	P99  time.Duration `json:"p99_ns"`
+	P999 time.Duration `json:"p999_ns"`
+	// MeanBatch is appends per committed transaction, when the system
+	// reports its commits; 0 when unknown.
+	MeanBatch float64 `json:"mean_batch,omitempty"`
+
+	// Verification after the run.
+	Stored     int  `json:"stored"`
+	Missing    int  `json:"missing"`
+	Duplicates int  `json:"duplicates"`
+	Gaps       int  `json:"gaps"`
+	OutOfOrder int  `json:"out_of_order"`
+	Misplaced  int  `json:"misplaced"`
+	Unacked    int  `json:"unacked"`
+	Complete   bool `json:"complete"`
+}
+
+// Workload names a result's shape, e.g. "S=64×C=64".
+func (r Result) Workload() string { return workload(r.Sessions, r.Clients) }
+
+// percentiles fills P50, P99 and P999 (nearest rank) and sorts lat.
+func (r *Result) percentiles(lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	rank := func(q float64) time.Duration {
+		i := int(math.Ceil(q*float64(len(lat)))) - 1
+		return lat[max(0, min(i, len(lat)-1))]
+	}
+	r.P50, r.P99, r.P999 = rank(0.50), rank(0.99), rank(0.999)
+}
+
+func (r *Result) rate() {
+	if r.Duration > 0 {
+		r.AppendsPerSec = float64(r.Appends) / r.Duration.Seconds()
+	}
+}

@@ -1,0 +1,149 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func workload(sessions, clients int) string { return fmt.Sprintf("S=%d×C=%d", sessions, clients) }
+
+// WriteTable prints results as an aligned text table, one row each.
+func WriteTable(w io.Writer, rs []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tworkload\tbytes\tsync\tappends\terrors\tretries\tappends/s\tp50\tp99\tp99.9\tmean batch\tcomplete\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Mode, r.Workload(), r.MessageBytes, r.Synchronous, r.Appends, r.Errors, r.Retries,
+			r.AppendsPerSec, latency(r.P50), latency(r.P99), latency(r.P999), batch(r.MeanBatch), completeness(r))
+	}
+	return tw.Flush()
+}
+
+func latency(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+func batch(b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", b)
+}
+
+// completeness says "yes", or what the verifier found wrong.
+func completeness(r Result) string {
+	var bad []string
+	for _, f := range []struct {
+		n    int
+		what string
+	}{{r.Missing, "missing"}, {r.Duplicates, "dup"}, {r.Gaps, "gaps"}, {r.OutOfOrder, "order"},
+		{r.Misplaced, "misplaced"}, {r.Unacked, "unacked"}} {
+		if f.n > 0 {
+			bad = append(bad, fmt.Sprintf("%s %d", f.what, f.n))
+		}
+	}
+	switch {
+	case r.Complete && len(bad) == 0:
+		return "yes"
+	case r.Complete:
+		return "yes (" + strings.Join(bad, ", ") + ")"
+	}
+	return "NO (" + strings.Join(bad, ", ") + ")"
+}
+
+// WriteJSON writes results as one indented JSON array.
+func WriteJSON(w io.Writer, rs []Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rs)
+}
+
+// ReadJSON reads what WriteJSON wrote.
+func ReadJSON(r io.Reader) ([]Result, error) {
+	var rs []Result
+	err := json.NewDecoder(r).Decode(&rs)
+	return rs, err
+}
+
+// Check is one of the targets, evaluated on one run's results.
+type Check struct {
+	Workload string
+	Name     string
+	// Ratio is the measured value; Want the bound it is held to.
+	Ratio, Want float64
+	// AtMost is true when Ratio must not exceed Want (else: at least).
+	AtMost bool
+	Pass   bool
+}
+
+// Checks evaluates the targets for every workload in rs that has the modes
+// a target compares: in-process ≥ 70% of the raw ceiling and ≥ 20× the
+// seed baseline, its p99 ≤ 1/10 of the baseline's, and gRPC ≥ 40% of
+// in-process.
+func Checks(rs []Result) []Check {
+	type key struct{ s, c int }
+	by := map[key]map[Mode]Result{}
+	var order []key
+	for _, r := range rs {
+		k := key{r.Sessions, r.Clients}
+		if by[k] == nil {
+			by[k] = map[Mode]Result{}
+			order = append(order, k)
+		}
+		by[k][r.Mode] = r
+	}
+	var out []Check
+	for _, k := range order {
+		m := by[k]
+		in, okIn := m[ModeInProcess]
+		add := func(ok bool, name string, num, den, want float64, atMost bool) {
+			if !ok || den == 0 {
+				return
+			}
+			c := Check{Workload: workload(k.s, k.c), Name: name, Ratio: num / den, Want: want, AtMost: atMost}
+			c.Pass = c.Ratio >= want
+			if atMost {
+				c.Pass = c.Ratio <= want
+			}
+			out = append(out, c)
+		}
+		raw, ok := m[ModeRaw]
+		add(okIn && ok, "inprocess / raw appends/s", in.AppendsPerSec, raw.AppendsPerSec, 0.70, false)
+		base, ok := m[ModeBaseline]
+		add(okIn && ok, "inprocess / baseline appends/s", in.AppendsPerSec, base.AppendsPerSec, 20, false)
+		add(okIn && ok, "inprocess p99 / baseline p99", float64(in.P99), float64(base.P99), 0.10, true)
+		g, ok := m[ModeGRPC]
+		add(okIn && ok, "grpc / inprocess appends/s", g.AppendsPerSec, in.AppendsPerSec, 0.40, false)
+	}
+	return out
+}
+
+// WriteChecks prints checks as a table.
+func WriteChecks(w io.Writer, cs []Check) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\ttarget\tmeasured\twant\tmet")
+	for _, c := range cs {
+		op := "≥"
+		if c.AtMost {
+			op = "≤"
+		}
+		met := "yes"
+		if !c.Pass {
+			met = "NO"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.3g\t%s %.3g\t%s\n", c.Workload, c.Name, c.Ratio, op, c.Want, met)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"context"
+	"slices"
+)
+
+// verify reads every session back and fills the verification fields of
+// res (see Result's invariant).
+func verify(ctx context.Context, t Target, sessions []string, clients []*client, res *Result) error {
+	bySession := make([][]*client, len(sessions))
+	for _, c := range clients {
+		bySession[c.session] = append(bySession[c.session], c)
+	}
+	for i, sid := range sessions {
+		stored, err := t.ReadBack(ctx, sid)
+		if err != nil {
+			return err
+		}
+		checkSession(stored, bySession[i], res)
+	}
+	res.Complete = res.Missing == 0 && res.Duplicates == 0 && res.Gaps == 0 &&
+		res.OutOfOrder == 0 && res.Misplaced == 0
+	return nil
+}
+
+// checkSession compares one session's stored messages with what its
+// clients had acknowledged.
+func checkSession(stored []Stored, clients []*client, res *Result) {
+	res.Stored += len(stored)
+	where := make(map[string]int64, len(stored))
+	seqs := make([]int64, 0, len(stored))
+	for _, s := range stored {
+		if _, seen := where[s.ID]; seen {
+			// The same message stored twice is a duplicate as well.
+			res.Duplicates++
+			continue
+		}
+		where[s.ID] = s.Seq
+		seqs = append(seqs, s.Seq)
+	}
+
+	// Dense and unique: the distinct positions must be exactly 0..n-1.
+	// Holes below the highest position, and positions below 0, are gaps.
+	slices.Sort(seqs)
+	distinct, top := 0, int64(-1)
+	for i, q := range seqs {
+		switch {
+		case i > 0 && q == seqs[i-1]:
+			res.Duplicates++
+		case q < 0:
+			res.Gaps++
+		default:
+			distinct++
+			top = q
+		}
+	}
+	res.Gaps += int(top+1) - distinct
+
+	present := 0
+	for _, c := range clients {
+		last := int64(-1)
+		for _, a := range c.acked {
+			q, ok := where[a.id]
+			if !ok {
+				res.Missing++
+				continue
+			}
+			present++
+			if a.seq >= 0 && a.seq != q {
+				res.Misplaced++
+			}
+			// A client waits for each answer before its next append, so
+			// its messages must be stored in its acknowledgement order.
+			if q <= last {
+				res.OutOfOrder++
+			}
+			last = q
+		}
+	}
+	// Stored messages nobody had acknowledged: failed appends that were
+	// stored anyway (the baseline's insert-then-update can do that).
+	res.Unacked += len(where) - present
+}
