@@ -1,0 +1,183 @@
+package checker
+
+import (
+	"slices"
+	"sync"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+)
+
+// Msg is one message of a turn as the client sent it. ID is the client's
+// message id, which makes a retry idempotent.
+type Msg struct {
+	ID      string
+	Role    sessionv1.Role
+	Content string
+}
+
+// Turn is one Append request: its messages are stored together, with
+// consecutive sequences, or not at all.
+type Turn struct {
+	Session  string
+	Messages []Msg
+}
+
+// Request is the Append request that carries t.
+func (t Turn) Request() *sessionv1.AppendRequest {
+	req := &sessionv1.AppendRequest{SessionId: t.Session}
+	for _, m := range t.Messages {
+		req.Messages = append(req.Messages, &sessionv1.NewMessage{MessageId: m.ID, Role: m.Role, Content: m.Content})
+	}
+	return req
+}
+
+// AppendAck is one acknowledged Append exactly as the node answered it.
+// Nothing is validated when it is recorded: Check judges it.
+type AppendAck struct {
+	Client int
+	Turn   Turn
+	// Replay is true when the client re-sent a turn it had already seen
+	// acknowledged, to test that the retry is answered with the original
+	// sequences.
+	Replay    bool
+	Duplicate bool
+	// Got holds the answered (message_id, sequence) pairs, in answer order.
+	Got []MsgSeq
+}
+
+// MsgSeq is an acknowledged (message_id, sequence) pair.
+type MsgSeq struct {
+	ID  string
+	Seq int64
+}
+
+// PlanAck is one acknowledged RecordError.
+type PlanAck struct {
+	Req    *planv1.RecordErrorRequest
+	Record *planv1.ErrorRecord
+}
+
+// AuditAck is one acknowledged synchronous audit Record.
+type AuditAck struct {
+	Req  *auditv1.RecordRequest
+	Resp *auditv1.RecordResponse
+}
+
+// Ledger is the clients' memory of what the node promised: every session
+// created, every message sent, every acknowledgement. It is safe for
+// concurrent use.
+//
+// Invariant: a message id is recorded as sent (AppendSent) before any
+// acknowledgement of it, so any stored message the ledger never saw sent
+// is a phantom.
+type Ledger struct {
+	mu           sync.Mutex
+	sessions     []string
+	sessionSet   map[string]bool
+	sent         map[string]map[string]Msg // session → message id → message
+	appends      []AppendAck
+	planAttempts map[string]int // plan → RecordError attempts sent (acked or not)
+	plans        []PlanAck
+	audit        []AuditAck
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger {
+	return &Ledger{
+		sessionSet:   make(map[string]bool),
+		sent:         make(map[string]map[string]Msg),
+		planAttempts: make(map[string]int),
+	}
+}
+
+// SessionCreated records that the node acknowledged creating id.
+func (l *Ledger) SessionCreated(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sessionSet[id] {
+		return
+	}
+	l.sessionSet[id] = true
+	l.sessions = append(l.sessions, id)
+}
+
+// AppendSent records that t is about to be sent (again). Call it before
+// every attempt whose outcome may be unknown.
+func (l *Ledger) AppendSent(t Turn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.sent[t.Session]
+	if m == nil {
+		m = make(map[string]Msg)
+		l.sent[t.Session] = m
+	}
+	for _, msg := range t.Messages {
+		m[msg.ID] = msg
+	}
+}
+
+// AppendAcked records the node's OK answer to t.
+func (l *Ledger) AppendAcked(client int, t Turn, replay bool, resp *sessionv1.AppendResponse) {
+	a := AppendAck{Client: client, Turn: t, Replay: replay, Duplicate: resp.GetDuplicate()}
+	for _, m := range resp.GetMessages() {
+		a.Got = append(a.Got, MsgSeq{ID: m.GetMessageId(), Seq: m.GetSequence()})
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.appends = append(l.appends, a)
+}
+
+// PlanErrorSent records one RecordError attempt for plan. A RecordError
+// carries no client id, so an attempt whose answer was lost may still have
+// stored a record: attempts bound how many records a plan may hold.
+func (l *Ledger) PlanErrorSent(plan string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.planAttempts[plan]++
+}
+
+// PlanErrorAcked records the node's OK answer to req.
+func (l *Ledger) PlanErrorAcked(req *planv1.RecordErrorRequest, resp *planv1.RecordErrorResponse) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.plans = append(l.plans, PlanAck{Req: req, Record: resp.GetRecord()})
+}
+
+// AuditAcked records the node's OK answer to a synchronous audit Record.
+func (l *Ledger) AuditAcked(req *auditv1.RecordRequest, resp *auditv1.RecordResponse) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.audit = append(l.audit, AuditAck{Req: req, Resp: resp})
+}
+
+// Sessions returns the acknowledged session ids, in creation order.
+func (l *Ledger) Sessions() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.sessions)
+}
+
+// Plans returns every plan a RecordError was sent for, sorted.
+func (l *Ledger) Plans() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for p := range l.planAttempts {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// AuditEventIDs returns the event ids of the acknowledged audit entries.
+func (l *Ledger) AuditEventIDs() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, a := range l.audit {
+		out = append(out, a.Resp.GetEntry().GetEventId())
+	}
+	return out
+}

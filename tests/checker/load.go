@@ -1,0 +1,364 @@
+package checker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/ids"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// LoadConfig sizes the load. Zero fields take the defaults in brackets.
+type LoadConfig struct {
+	Sessions int // sessions created up front [16]
+	Clients  int // concurrent clients, each sending one request at a time [8]
+	Plans    int // plans the clients record errors for [4]
+	MaxTurn  int // messages per Append: 1..MaxTurn [3]
+	// Every n-th operation of a client is a plan error, a synchronous
+	// audit entry, or a replay of a turn it saw acknowledged; the rest are
+	// appends. Negative means never. [7, 11, 13]
+	PlanErrorEvery, AuditEvery, ReplayEvery int
+	// RPCTimeout bounds one attempt; an attempt that times out is retried
+	// like any other unavailability. [15s]
+	RPCTimeout time.Duration
+	Seed       uint64
+}
+
+func (c LoadConfig) withDefaults() LoadConfig {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Sessions, 16)
+	def(&c.Clients, 8)
+	def(&c.Plans, 4)
+	def(&c.MaxTurn, 3)
+	def(&c.PlanErrorEvery, 7)
+	def(&c.AuditEvery, 11)
+	def(&c.ReplayEvery, 13)
+	if c.RPCTimeout == 0 {
+		c.RPCTimeout = 15 * time.Second
+	}
+	return c
+}
+
+// Load drives a node with sessions, plan errors and audit entries, and
+// records every acknowledgement in a Ledger. Each client retries a request
+// that failed with a retriable code — with the same message ids — until it
+// is acknowledged, so when Run returns every request sent was answered OK
+// or refused for good (Rejected).
+type Load struct {
+	cfg      LoadConfig
+	ledger   *Ledger
+	sessions sessionv1.SessionServiceClient
+	plans    planv1.PlanServiceClient
+	audit    auditv1.AuditServiceClient
+
+	sessionIDs []string // set by Setup, read-only after
+	planIDs    []string
+
+	acked    atomic.Int64 // operations acknowledged
+	attempts atomic.Int64
+	mu       sync.Mutex
+	failures map[codes.Code]int64
+	rejected []string
+}
+
+// NewLoad returns a load for the node at conn that records into l.
+func NewLoad(conn grpc.ClientConnInterface, l *Ledger, cfg LoadConfig) *Load {
+	cfg = cfg.withDefaults()
+	ld := &Load{
+		cfg:      cfg,
+		ledger:   l,
+		sessions: sessionv1.NewSessionServiceClient(conn),
+		plans:    planv1.NewPlanServiceClient(conn),
+		audit:    auditv1.NewAuditServiceClient(conn),
+		failures: make(map[codes.Code]int64),
+	}
+	for range cfg.Plans {
+		ld.planIDs = append(ld.planIDs, ids.New())
+	}
+	return ld
+}
+
+// Setup creates the sessions, each with a client-chosen id so that a
+// retried Create is idempotent.
+func (ld *Load) Setup(ctx context.Context) error {
+	for i := range ld.cfg.Sessions {
+		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker", Namespace: "checker",
+			MetadataJson: fmt.Sprintf(`{"index":%d}`, i)}
+		err := ld.call(ctx, "create session", func(ctx context.Context) error {
+			_, err := ld.sessions.Create(ctx, req, grpc.WaitForReady(true))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		ld.ledger.SessionCreated(req.SessionId)
+		ld.sessionIDs = append(ld.sessionIDs, req.SessionId)
+	}
+	return nil
+}
+
+// Run starts the clients and returns when stop is closed and each client
+// has finished its current request (retrying it until answered), or when
+// ctx ends (with ctx's error). Call Setup first.
+func (ld *Load) Run(ctx context.Context, stop <-chan struct{}) error {
+	if len(ld.sessionIDs) == 0 {
+		return errors.New("checker: Load.Run before Setup")
+	}
+	errc := make(chan error, ld.cfg.Clients)
+	for i := range ld.cfg.Clients {
+		go func() { errc <- ld.client(ctx, i, stop) }()
+	}
+	var err error
+	for range ld.cfg.Clients {
+		err = errors.Join(err, <-errc)
+	}
+	return err
+}
+
+// Acked is the number of operations acknowledged so far.
+func (ld *Load) Acked() int64 { return ld.acked.Load() }
+
+// WaitAcked polls until at least n operations were acknowledged or ctx ends.
+func (ld *Load) WaitAcked(ctx context.Context, n int64) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for ld.Acked() < n {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("checker: %d of %d operations acknowledged: %w", ld.Acked(), n, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Failures returns how many attempts failed, by gRPC code.
+func (ld *Load) Failures() map[codes.Code]int64 {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	out := make(map[codes.Code]int64, len(ld.failures))
+	for c, n := range ld.failures {
+		out[c] = n
+	}
+	return out
+}
+
+// Fill adds the load's figures to r: attempts, failed attempts, and the
+// requests refused for good (which count as violations).
+func (ld *Load) Fill(r *Report) {
+	r.Attempts = ld.attempts.Load()
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	for _, n := range ld.failures {
+		r.Failed += n
+	}
+	for _, p := range ld.rejected {
+		r.problem(&r.Rejected, "%s", p)
+	}
+}
+
+// FormatFailures prints failure counts by code, e.g. "Unavailable=12".
+func FormatFailures(m map[codes.Code]int64) string {
+	var parts []string
+	for c := range codes.Code(17) {
+		if m[c] > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", c, m[c]))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
+// retriable codes are those a crash, a restart or a full database cause;
+// a retry with the same request is correct for each.
+func retriable(c codes.Code) bool {
+	switch c {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
+		return true
+	}
+	return false
+}
+
+// errRejected marks a request refused with a code retrying cannot cure.
+var errRejected = errors.New("rejected")
+
+// call runs f until it succeeds, fails with a code that is not retriable
+// (errRejected, recorded), or ctx ends. Backoff between attempts keeps a
+// down node from being hammered; it is not synchronization.
+func (ld *Load) call(ctx context.Context, what string, f func(context.Context) error) error {
+	backoff := 5 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, ld.cfg.RPCTimeout)
+		err := f(actx)
+		cancel()
+		ld.attempts.Add(1)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		code := status.Code(err)
+		ld.mu.Lock()
+		ld.failures[code]++
+		if !retriable(code) {
+			ld.rejected = append(ld.rejected, fmt.Sprintf("%s: %v", what, err))
+			ld.mu.Unlock()
+			return fmt.Errorf("%w: %s: %v", errRejected, what, err)
+		}
+		ld.mu.Unlock()
+		t := time.NewTimer(backoff/2 + rand.N(backoff))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+}
+
+// client is one sequential caller: it sends a request, waits for its
+// answer (retrying), records it, and only then sends the next.
+func (ld *Load) client(ctx context.Context, i int, stop <-chan struct{}) error {
+	c := &client{ld: ld, id: i, rng: rand.New(rand.NewPCG(ld.cfg.Seed, uint64(i)))}
+	for n := 1; ; n++ {
+		select {
+		case <-stop:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		var err error
+		every := func(k int) bool { return k > 0 && n%k == 0 }
+		switch {
+		case every(ld.cfg.AuditEvery):
+			err = c.recordAudit(ctx, n)
+		case every(ld.cfg.PlanErrorEvery):
+			err = c.recordPlanError(ctx, n)
+		case every(ld.cfg.ReplayEvery) && len(c.done) > 0:
+			err = c.replay(ctx)
+		default:
+			err = c.append(ctx, n)
+		}
+		if err != nil && !errors.Is(err, errRejected) {
+			return err
+		}
+		if err == nil {
+			ld.acked.Add(1)
+		}
+	}
+}
+
+// client is the state of one load client; only its goroutine touches it.
+type client struct {
+	ld   *Load
+	id   int
+	rng  *rand.Rand
+	done []Turn // recently acknowledged turns, for replays
+}
+
+var roles = []sessionv1.Role{sessionv1.Role_ROLE_USER, sessionv1.Role_ROLE_ASSISTANT, sessionv1.Role_ROLE_TOOL, sessionv1.Role_ROLE_SYSTEM}
+
+func (c *client) append(ctx context.Context, n int) error {
+	t := Turn{Session: c.ld.sessionIDs[c.rng.IntN(len(c.ld.sessionIDs))]}
+	for k := range 1 + c.rng.IntN(c.ld.cfg.MaxTurn) {
+		t.Messages = append(t.Messages, Msg{
+			ID:      ids.New(),
+			Role:    roles[c.rng.IntN(len(roles))],
+			Content: fmt.Sprintf("client %d op %d msg %d %s", c.id, n, k, strings.Repeat("x", c.rng.IntN(256))),
+		})
+	}
+	if err := c.send(ctx, t, false); err != nil {
+		return err
+	}
+	const keep = 32
+	if len(c.done) == keep {
+		c.done = c.done[1:]
+	}
+	c.done = append(c.done, t)
+	return nil
+}
+
+// replay re-sends a turn that was acknowledged before, perhaps before a
+// crash: the answer must be the original sequences, marked duplicate.
+func (c *client) replay(ctx context.Context) error {
+	return c.send(ctx, c.done[c.rng.IntN(len(c.done))], true)
+}
+
+func (c *client) send(ctx context.Context, t Turn, replay bool) error {
+	req := t.Request()
+	var resp *sessionv1.AppendResponse
+	err := c.ld.call(ctx, "append to "+t.Session, func(ctx context.Context) error {
+		c.ld.ledger.AppendSent(t)
+		var err error
+		resp, err = c.ld.sessions.Append(ctx, req, grpc.WaitForReady(true))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c.ld.ledger.AppendAcked(c.id, t, replay, resp)
+	return nil
+}
+
+func (c *client) recordPlanError(ctx context.Context, n int) error {
+	req := &planv1.RecordErrorRequest{
+		PlanId:    c.ld.planIDs[c.rng.IntN(len(c.ld.planIDs))],
+		Phase:     planv1.Phase_PHASE_EXECUTE,
+		StepId:    fmt.Sprintf("step-%d", c.rng.IntN(4)),
+		ErrorType: "TimeoutError",
+		Message:   fmt.Sprintf("client %d op %d: timed out", c.id, n),
+		ActorName: "checker",
+	}
+	var resp *planv1.RecordErrorResponse
+	err := c.ld.call(ctx, "record error for "+req.PlanId, func(ctx context.Context) error {
+		c.ld.ledger.PlanErrorSent(req.PlanId)
+		var err error
+		resp, err = c.ld.plans.RecordError(ctx, req, grpc.WaitForReady(true))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c.ld.ledger.PlanErrorAcked(req, resp)
+	return nil
+}
+
+func (c *client) recordAudit(ctx context.Context, n int) error {
+	req := &auditv1.RecordRequest{
+		EventType:   "checker_probe",
+		ActorName:   fmt.Sprintf("client-%d", c.id),
+		DetailsJson: fmt.Sprintf(`{"client":%d,"op":%d}`, c.id, n),
+		Sync:        true,
+	}
+	var resp *auditv1.RecordResponse
+	err := c.ld.call(ctx, "audit record", func(ctx context.Context) error {
+		var err error
+		resp, err = c.ld.audit.Record(ctx, req, grpc.WaitForReady(true))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c.ld.ledger.AuditAcked(req, resp)
+	return nil
+}

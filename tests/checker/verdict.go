@@ -1,0 +1,359 @@
+package checker
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+)
+
+// Observed is what the database holds, as read back through the node after
+// the load: everything Check compares the ledger against.
+type Observed struct {
+	// Sessions maps each ledger session to what was read; a missing key
+	// or a nil view means Get answered NOT_FOUND.
+	Sessions map[string]*SessionView
+	// Plans maps each ledger plan to its History, in read order.
+	Plans map[string][]*planv1.ErrorRecord
+	// Audit maps each acknowledged event id to the stored entry; nil or
+	// missing means Get answered NOT_FOUND.
+	Audit map[string]*auditv1.AuditEntry
+	// Chain is the answer of audit Verify.
+	Chain *auditv1.VerifyResponse
+}
+
+// SessionView is one session as read: Get, then ListMessages paged from 0.
+type SessionView struct {
+	Session  *sessionv1.Session
+	Messages []*sessionv1.Message
+}
+
+// Report holds the checker's figures. The fields from Lost on are
+// violations: a correct node leaves every one of them at zero.
+type Report struct {
+	Sessions        int
+	AppendsAcked    int // turns acknowledged (first acknowledgements, not replays)
+	MessagesAcked   int // distinct messages acknowledged
+	Replays         int // acknowledged re-sends of already acknowledged turns
+	MessagesStored  int
+	PlanErrorsAcked int
+	PlanRecords     int // records stored (retries may legitimately add some)
+	AuditAcked      int
+	AuditChecked    int64 // entries Verify walked
+	Kills           int   // SIGKILLs delivered to the node
+	Attempts        int64 // RPC attempts by the load
+	Failed          int64 // attempts that failed and were retried
+
+	Lost        int // acknowledged, not found (a message, a plan record, an audit entry, a session)
+	Duplicated  int // a message id, a sequence or a record id stored twice
+	Gaps        int // sequence numbers missing from 0..n-1, or a message_count that disagrees
+	Changed     int // found, but not as acknowledged (sequence, content, hash, ...)
+	Reordered   int // read order ≠ sequence order, or a client's later ack got an earlier sequence
+	Phantom     int // stored but never sent, or more plan records than attempts
+	BadAcks     int // an answer inconsistent in itself (ids, consecutive sequences, durable flag)
+	ChainBroken int // 1 when the audit chain does not verify
+	Rejected    int // requests refused with a code that retrying can never cure
+
+	// Problems describes the first violations found.
+	Problems []string
+}
+
+// maxProblems bounds Report.Problems: the first few say what is wrong.
+const maxProblems = 20
+
+// Violations is the number of things a correct node never does.
+func (r *Report) Violations() int {
+	return r.Lost + r.Duplicated + r.Gaps + r.Changed + r.Reordered + r.Phantom + r.BadAcks + r.ChainBroken + r.Rejected
+}
+
+// ErrViolations is returned (wrapped) by Report.Err when the node broke
+// a promise.
+var ErrViolations = errors.New("checker: violations found")
+
+// Err is nil when there are no violations, else ErrViolations wrapped with
+// the figures and the first problems.
+func (r *Report) Err() error {
+	if r.Violations() == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s\n%s", ErrViolations, r.String(), strings.Join(r.Problems, "\n"))
+}
+
+// String prints the figures on one line each group.
+func (r *Report) String() string {
+	return fmt.Sprintf("sessions=%d appends_acked=%d messages_acked=%d replays=%d messages_stored=%d "+
+		"plan_errors_acked=%d plan_records=%d audit_acked=%d audit_verified=%d kills=%d attempts=%d failed_attempts=%d | "+
+		"lost=%d duplicated=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d rejected=%d",
+		r.Sessions, r.AppendsAcked, r.MessagesAcked, r.Replays, r.MessagesStored,
+		r.PlanErrorsAcked, r.PlanRecords, r.AuditAcked, r.AuditChecked, r.Kills, r.Attempts, r.Failed,
+		r.Lost, r.Duplicated, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.Rejected)
+}
+
+func (r *Report) problem(counter *int, format string, args ...any) {
+	r.problemN(counter, 1, format, args...)
+}
+
+// problemN counts n violations under one description.
+func (r *Report) problemN(counter *int, n int, format string, args ...any) {
+	*counter += n
+	if len(r.Problems) < maxProblems {
+		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// Check compares the ledger with what the database holds and returns the
+// figures. It only reads l and o.
+func Check(l *Ledger, o *Observed) Report {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var r Report
+	r.Sessions = len(l.sessions)
+	acked := checkAppendAcks(l, &r)
+	for _, sid := range l.sessions {
+		checkSession(l, o, sid, acked[sid], &r)
+	}
+	checkPlans(l, o, &r)
+	checkAudit(l, o, &r)
+	return r
+}
+
+// ackedMsg is what the node promised about one message.
+type ackedMsg struct {
+	msg Msg
+	seq int64
+}
+
+// checkAppendAcks judges each answer on its own and against the other
+// answers for the same messages, and returns the promised messages per
+// session.
+func checkAppendAcks(l *Ledger, r *Report) map[string]map[string]ackedMsg {
+	acked := make(map[string]map[string]ackedMsg)
+	type clientSession struct {
+		client  int
+		session string
+	}
+	lastSeq := make(map[clientSession]int64)
+	for _, a := range l.appends {
+		sid := a.Turn.Session
+		if a.Replay {
+			r.Replays++
+			if !a.Duplicate {
+				r.problem(&r.BadAcks, "session %s: a replay of acknowledged turn %v was not answered as a duplicate", sid, a.Got)
+			}
+		}
+		if len(a.Got) != len(a.Turn.Messages) {
+			r.problem(&r.BadAcks, "session %s: %d messages sent, %d acknowledged", sid, len(a.Turn.Messages), len(a.Got))
+			continue
+		}
+		if acked[sid] == nil {
+			acked[sid] = make(map[string]ackedMsg)
+		}
+		fresh := 0
+		for i, g := range a.Got {
+			sent := a.Turn.Messages[i]
+			if g.ID != sent.ID {
+				r.problem(&r.BadAcks, "session %s: message %d sent as %s, acknowledged as %s", sid, i, sent.ID, g.ID)
+				continue
+			}
+			if i > 0 && g.Seq != a.Got[i-1].Seq+1 {
+				r.problem(&r.BadAcks, "session %s: turn acknowledged with non-consecutive sequences %v", sid, a.Got)
+			}
+			prev, seen := acked[sid][g.ID]
+			switch {
+			case !seen:
+				acked[sid][g.ID] = ackedMsg{msg: sent, seq: g.Seq}
+				fresh++
+			case prev.seq != g.Seq:
+				r.problem(&r.Changed, "session %s: message %s acknowledged as sequence %d, later as %d", sid, g.ID, prev.seq, g.Seq)
+			}
+		}
+		r.MessagesAcked += fresh
+		if a.Replay || len(a.Got) == 0 {
+			continue
+		}
+		r.AppendsAcked++
+		// A client waits for each answer before sending its next turn, so
+		// its later turns in a session must get later sequences.
+		k := clientSession{a.Client, sid}
+		if last, ok := lastSeq[k]; ok && a.Got[0].Seq <= last {
+			r.problem(&r.Reordered, "session %s: client %d was acknowledged sequence %d after %d", sid, a.Client, a.Got[0].Seq, last)
+		}
+		lastSeq[k] = a.Got[len(a.Got)-1].Seq
+	}
+	return acked
+}
+
+// checkSession compares one session as read with its promises: sequences
+// exactly 0..n-1 in read order, no id twice, every acknowledged message
+// present unchanged, nothing that was never sent.
+func checkSession(l *Ledger, o *Observed, sid string, acked map[string]ackedMsg, r *Report) {
+	v := o.Sessions[sid]
+	if v == nil || v.Session == nil {
+		r.problemN(&r.Lost, 1+len(acked), "session %s: acknowledged as created, not found (%d acknowledged messages with it)", sid, len(acked))
+		return
+	}
+	r.MessagesStored += len(v.Messages)
+	byID := make(map[string]*sessionv1.Message, len(v.Messages))
+	seqs := make(map[int64]bool, len(v.Messages))
+	prev := int64(-1)
+	for _, m := range v.Messages {
+		if m.GetSessionId() != sid {
+			r.problem(&r.Phantom, "session %s: read a message of session %q", sid, m.GetSessionId())
+		}
+		if _, dup := byID[m.GetMessageId()]; dup {
+			r.problem(&r.Duplicated, "session %s: message id %s stored twice", sid, m.GetMessageId())
+		}
+		byID[m.GetMessageId()] = m
+		if seqs[m.GetSequence()] {
+			r.problem(&r.Duplicated, "session %s: sequence %d stored twice", sid, m.GetSequence())
+		}
+		seqs[m.GetSequence()] = true
+		if m.GetSequence() < prev {
+			r.problem(&r.Reordered, "session %s: sequence %d read after %d", sid, m.GetSequence(), prev)
+		}
+		prev = max(prev, m.GetSequence())
+		if _, ok := l.sent[sid][m.GetMessageId()]; !ok {
+			r.problem(&r.Phantom, "session %s: message %s (sequence %d) was never sent", sid, m.GetMessageId(), m.GetSequence())
+		}
+	}
+	for s := range seqs {
+		if s < 0 {
+			r.problem(&r.Gaps, "session %s: negative sequence %d", sid, s)
+		}
+	}
+	for s := int64(0); s <= prev; s++ {
+		if !seqs[s] {
+			r.problem(&r.Gaps, "session %s: sequence %d missing (highest %d)", sid, s, prev)
+		}
+	}
+	if got := v.Session.GetMessageCount(); got != int64(len(v.Messages)) {
+		r.problem(&r.Gaps, "session %s: message_count %d, but %d messages read", sid, got, len(v.Messages))
+	}
+	ids := make([]string, 0, len(acked))
+	for id := range acked {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // deterministic problem order
+	for _, id := range ids {
+		a := acked[id]
+		m := byID[id]
+		switch {
+		case m == nil:
+			r.problem(&r.Lost, "session %s: acknowledged message %s (sequence %d) not found", sid, id, a.seq)
+		case m.GetSequence() != a.seq:
+			r.problem(&r.Changed, "session %s: message %s acknowledged as sequence %d, stored as %d", sid, id, a.seq, m.GetSequence())
+		case m.GetContent() != a.msg.Content || m.GetRole() != a.msg.Role:
+			r.problem(&r.Changed, "session %s: message %s stored with other content or role", sid, id)
+		}
+	}
+}
+
+// checkPlans: per plan, records dense 0..n-1 in read order, record ids
+// unique, no more records than attempts; every acknowledged record present
+// as acknowledged.
+func checkPlans(l *Ledger, o *Observed, r *Report) {
+	stored := make(map[string]*planv1.ErrorRecord)
+	for _, plan := range sortedKeys(l.planAttempts) {
+		recs := o.Plans[plan]
+		r.PlanRecords += len(recs)
+		for i, rec := range recs {
+			if rec.GetSequence() != int64(i) {
+				r.problem(&r.Gaps, "plan %s: record %d read with sequence %d", plan, i, rec.GetSequence())
+			}
+			if _, dup := stored[rec.GetRecordId()]; dup {
+				r.problem(&r.Duplicated, "plan %s: record id %s stored twice", plan, rec.GetRecordId())
+			}
+			stored[rec.GetRecordId()] = rec
+		}
+		if n, attempts := len(recs), l.planAttempts[plan]; n > attempts {
+			r.problemN(&r.Phantom, n-attempts, "plan %s: %d records stored, only %d RecordError attempts made", plan, n, attempts)
+		}
+	}
+	ackedIDs := make(map[string]bool)
+	for _, a := range l.plans {
+		r.PlanErrorsAcked++
+		rec := a.Record
+		id := rec.GetRecordId()
+		if ackedIDs[id] {
+			r.problem(&r.BadAcks, "plan %s: record id %s acknowledged for two attempts", a.Req.GetPlanId(), id)
+		}
+		ackedIDs[id] = true
+		if rec.GetPlanId() != a.Req.GetPlanId() || rec.GetMessage() != a.Req.GetMessage() {
+			r.problem(&r.BadAcks, "plan %s: acknowledged record %s belongs to plan %q with message %q", a.Req.GetPlanId(), id, rec.GetPlanId(), rec.GetMessage())
+			continue
+		}
+		s := stored[id]
+		switch {
+		case s == nil:
+			r.problem(&r.Lost, "plan %s: acknowledged record %s (sequence %d) not found", rec.GetPlanId(), id, rec.GetSequence())
+		case s.GetPlanId() != rec.GetPlanId() || s.GetSequence() != rec.GetSequence() || s.GetMessage() != rec.GetMessage() ||
+			s.GetStepId() != rec.GetStepId() || s.GetPhase() != rec.GetPhase():
+			r.problem(&r.Changed, "plan %s: record %s acknowledged as sequence %d, stored as %d in plan %s", rec.GetPlanId(), id, rec.GetSequence(), s.GetSequence(), s.GetPlanId())
+		}
+	}
+}
+
+// checkAudit: every acknowledged synchronous entry was durable when
+// answered and is stored as answered (position and hash included); the
+// chain verifies.
+func checkAudit(l *Ledger, o *Observed, r *Report) {
+	seen := make(map[string]bool)
+	for _, a := range l.audit {
+		r.AuditAcked++
+		want := a.Resp.GetEntry()
+		id := want.GetEventId()
+		if seen[id] {
+			r.problem(&r.Duplicated, "audit: event id %s acknowledged twice", id)
+		}
+		seen[id] = true
+		if a.Req.GetSync() && !a.Resp.GetDurable() {
+			r.problem(&r.BadAcks, "audit: synchronous entry %s answered before it was durable", id)
+		}
+		if want.GetEventType() != a.Req.GetEventType() || want.GetActorName() != a.Req.GetActorName() {
+			r.problem(&r.BadAcks, "audit: entry %s answered with type %q actor %q", id, want.GetEventType(), want.GetActorName())
+		}
+		got := o.Audit[id]
+		switch {
+		case got == nil:
+			r.problem(&r.Lost, "audit: acknowledged entry %s (position %d) not found", id, want.GetPosition())
+		case !sameAuditEntry(got, want):
+			r.problem(&r.Changed, "audit: entry %s stored as position %d hash %.12s, acknowledged as position %d hash %.12s",
+				id, got.GetPosition(), got.GetHash(), want.GetPosition(), want.GetHash())
+		}
+	}
+	c := o.Chain
+	if c == nil {
+		r.problem(&r.ChainBroken, "audit: chain not verified")
+		return
+	}
+	r.AuditChecked = c.GetEntriesChecked()
+	if !c.GetOk() {
+		r.problem(&r.ChainBroken, "audit: chain broken at %s: %s", c.GetFirstBrokenEventId(), c.GetReason())
+	} else if c.GetEntriesChecked() < int64(len(l.audit)) {
+		r.problem(&r.ChainBroken, "audit: chain verified %d entries, fewer than the %d acknowledged", c.GetEntriesChecked(), len(l.audit))
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sameAuditEntry compares what an entry's hash covers and the chain
+// fields. created_at is left to the hash: a store may keep it at a coarser
+// precision than the answer carried.
+func sameAuditEntry(a, b *auditv1.AuditEntry) bool {
+	return a.GetEventId() == b.GetEventId() && a.GetEventType() == b.GetEventType() &&
+		a.GetPlanId() == b.GetPlanId() && a.GetSessionId() == b.GetSessionId() &&
+		a.GetProjectName() == b.GetProjectName() && a.GetActorName() == b.GetActorName() &&
+		a.GetUserIdentity() == b.GetUserIdentity() && a.GetDetailsJson() == b.GetDetailsJson() &&
+		a.GetPosition() == b.GetPosition() && a.GetHash() == b.GetHash() && a.GetPrevHash() == b.GetPrevHash()
+}
