@@ -1,0 +1,64 @@
+package session
+
+import (
+	"time"
+
+	"github.com/agentstate/agentstate/actors/directory"
+)
+
+// Defaults for the zero Config fields.
+const (
+	DefaultMaxContentBytes = 1 << 20
+	DefaultMaxTurnMessages = 1000
+	DefaultAskTimeout      = 30 * time.Second
+)
+
+// Limits on the short text fields of a session and a plan link. They are
+// not configurable: they bound index keys, not payload.
+const (
+	maxNameBytes  = 256
+	maxLabelBytes = 64
+)
+
+// Bounds on one coalesced write: a session actor carries at most this many
+// queued appends, or roughly this many bytes, in one AppendMessages, so that
+// one busy session cannot make a transaction arbitrarily large.
+const (
+	maxTurnsPerWrite = 1024
+	maxBytesPerWrite = 8 << 20
+)
+
+// Config tunes the sessions service. The zero value is usable.
+type Config struct {
+	// IdleTimeout passivates a session actor that received nothing for
+	// this long (default directory.DefaultIdleTimeout). Negative: never.
+	IdleTimeout time.Duration
+	// MaxContentBytes bounds one message's content and any metadata_json
+	// (default 1 MiB).
+	MaxContentBytes int
+	// MaxTurnMessages bounds the messages of one append (default 1000).
+	MaxTurnMessages int
+	// AuditMessages adds a message_appended audit entry per stored
+	// message, in the same transaction (default off: lifecycle events
+	// only).
+	AuditMessages bool
+	// AskTimeout is how long façade calls wait for a session actor's
+	// answer, and for the audit actor on imports (default 30s).
+	AskTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = directory.DefaultIdleTimeout
+	}
+	if c.MaxContentBytes <= 0 {
+		c.MaxContentBytes = DefaultMaxContentBytes
+	}
+	if c.MaxTurnMessages <= 0 {
+		c.MaxTurnMessages = DefaultMaxTurnMessages
+	}
+	if c.AskTimeout <= 0 {
+		c.AskTimeout = DefaultAskTimeout
+	}
+	return c
+}

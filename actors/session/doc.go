@@ -1,0 +1,79 @@
+// Package session owns conversation sessions: one actor per session, which
+// alone assigns that session's message sequences.
+//
+// # Embedding
+//
+//	store, _ := sqlite.Open("file:./data/agentstate.db")
+//	auditSvc, _ := audit.Start(sys, store, audit.Config{})
+//	sessions, _ := session.Start(sys, auditSvc, store.Reader(), session.Config{})
+//	defer sessions.Stop(ctx) // before auditSvc.Stop: its writes drain first
+//	resp, err := sessions.Append(ctx, &sessionv1.AppendRequest{...})
+//
+// *Service implements sessionv1.SessionServiceServer, so the gRPC server
+// registers it as is. Remote Proto.Actor senders send the same bare
+// sessionv1 requests to PID() (the directory, named "sessions") and get the
+// response message or a *commonv1.Error.
+//
+// Start spawns a sessions directory (actors/directory). It spawns the actor
+// of a session on the first request for its id and routes every write for
+// that id to it. An actor that received nothing for Config.IdleTimeout
+// (default 5 minutes) asks to passivate; it stops once its writes in flight
+// are answered, and the directory spawns a fresh one for the next request,
+// which reloads the session from the store (next sequence = stored maximum
+// + 1). PassivateAll forces that for every actor. The actor takes its
+// identity only from the key it was spawned with, so the same code can run
+// as a Proto.Actor cluster kind keyed by the grain identity.
+//
+// # The path of one append
+//
+//  1. Service.Append (caller's goroutine): validate the session id, each
+//     message's role, content size and UTF-8, metadata (a JSON object,
+//     compacted) and message id (a ULID; a new one when absent); refuse a
+//     message id given twice. Nothing invalid gets further.
+//  2. Take an audit backlog slot: in-process callers wait for one, network
+//     callers (audit.NoWait contexts) get RESOURCE_EXHAUSTED when full.
+//  3. The directory forwards the request to the session's actor.
+//  4. The actor queues it. With no write in flight it takes the leading run
+//     of queued appends (one Turn each) into one persistence.AppendMessages
+//     at its next sequence and submits it to the audit actor, which group
+//     commits it with other sessions' writes.
+//  5. On *audit.Applied (after COMMIT; with synchronous=FULL: durable) the
+//     actor answers each request with its message ids, sequences and
+//     timestamps, in sequence order, moves its next sequence to
+//     Result.NextSequence and starts the next write.
+//
+// Reads (Get, List, ListMessages, Export) go to the store's read-only
+// connections, not through the actor: a write is answered only after it
+// committed, so reads see every acknowledged write.
+//
+// # Invariants and who keeps them
+//
+//   - Sequences are 0-based, dense, unique per session and in
+//     acknowledgement order: only the session's actor assigns them, with at
+//     most one write in flight, and it advances its next sequence only on a
+//     committed result. A failed write fails exactly the requests it
+//     carried and leaves the next sequence at last committed + 1. The
+//     store's UNIQUE(session_id, sequence) is a backstop: a conflict makes
+//     the actor reload rather than guess.
+//   - A turn (the messages of one append) is stored whole or not at all:
+//     it is one Turn inside one transaction.
+//   - Idempotent retry: a turn whose message ids are all stored in the
+//     session is answered with the stored sequences and timestamps
+//     (duplicate = true) and stores nothing. The store checks this inside
+//     the writer's transaction, so it holds for a retry queued behind, or
+//     coalesced with, its original, and after passivation.
+//   - Requests to one session are decided in arrival order: appends queued
+//     behind a close are refused; non-append writes (create, close, token
+//     usage, link, delete) go one at a time.
+//   - At most one actor per session is alive (the directory's invariant),
+//     so a reactivated actor's reload sees every write of its predecessor.
+//
+// # Export and import
+//
+// Export is canonical JSON (SchemaVersion, the session, its messages in
+// sequence order, its plan links) plus checksum "sha256:<hex>" over the
+// canonical form without the checksum. Import verifies version and
+// checksum (prefixed or bare hex), validates every field as the live calls
+// would, and creates a new, active session with the same messages (ids,
+// order, timestamps), token totals and plan links, in one transaction.
+package session

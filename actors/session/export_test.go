@@ -1,0 +1,26 @@
+package session
+
+import "context"
+
+// Test access to the service's internals.
+
+// Activations counts session actors started since Start.
+func Activations(s *Service) int64 { return s.env.activations.Load() }
+
+// WaitNoActors returns once no session actor is alive, or ctx ended.
+func WaitNoActors(ctx context.Context, s *Service) error {
+	for {
+		ch := s.env.live.changed()
+		if s.env.live.count() == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// OnAccept installs the afterAccept hook; call it before the first request.
+func OnAccept(s *Service, f func(sessionID string, queued int, inFlight bool)) { s.env.afterAccept = f }

@@ -1,0 +1,141 @@
+package session
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/agentstate/agentstate/actors/audit"
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// importSession verifies an export and stores it as a new session, with
+// its messages (sequences 0..n-1 in export order, original ids and
+// timestamps) and plan links, in one transaction. The new session is
+// active; its token totals are the exported ones.
+func (s *Service) importSession(ctx context.Context, req *sessionv1.ImportSessionRequest) (*sessionv1.ImportSessionResponse, error) {
+	d, err := openExport(req.GetData())
+	if err != nil {
+		return nil, err
+	}
+	cmd, err := importCommand(d, ids.New(), time.Now().UTC(), s.env.cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Apply takes its own backlog slot, waiting or not as ctx says.
+	res, err := s.auditSvc.Apply(ctx, cmd)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &sessionv1.ImportSessionResponse{Session: cmd.Session, MessagesImported: int64(len(cmd.Messages))}, nil
+}
+
+// importCommand validates every field of d as the live calls would and
+// builds the CreateSession of the new session id.
+func importCommand(d *exportDoc, id string, now time.Time, cfg Config) (*persistence.CreateSession, error) {
+	ds := d.Session
+	c, err := normalizeCreate(&sessionv1.CreateSessionRequest{
+		SessionId:    id,
+		ActorName:    ds.ActorName,
+		Namespace:    ds.Namespace,
+		Automation:   ds.Automation,
+		MetadataJson: string(ds.Metadata),
+	}, cfg)
+	if err != nil {
+		return nil, errs.InvalidArgument("session: %s", errs.From(err).Msg)
+	}
+	tu := ds.TokenUsage
+	if tu.InputTokens < 0 || tu.OutputTokens < 0 || tu.Cost < 0 || math.IsNaN(tu.Cost) || math.IsInf(tu.Cost, 0) {
+		return nil, errs.InvalidArgument("session.token_usage has negative or non-finite totals")
+	}
+	if ds.MessageCount != int64(len(d.Messages)) {
+		return nil, errs.InvalidArgument("session.message_count is %d but the export has %d messages", ds.MessageCount, len(d.Messages))
+	}
+	ts := timestamppb.New(now)
+	sess := &sessionv1.Session{
+		SessionId:    id,
+		ActorName:    c.ActorName,
+		Namespace:    c.Namespace,
+		Automation:   c.Automation,
+		MetadataJson: c.MetadataJson,
+		State:        sessionv1.SessionState_SESSION_STATE_ACTIVE,
+		TokenUsage:   &sessionv1.TokenUsage{InputTokens: tu.InputTokens, OutputTokens: tu.OutputTokens, Cost: tu.Cost},
+		MessageCount: int64(len(d.Messages)),
+		CreatedAt:    ts,
+		UpdatedAt:    ts,
+	}
+	msgs, err := importMessages(d.Messages, id, cfg)
+	if err != nil {
+		return nil, err
+	}
+	seenPlan := make(map[string]bool, len(d.LinkedPlans))
+	for i, l := range d.LinkedPlans {
+		n, err := normalizeLink(&sessionv1.LinkPlanRequest{
+			SessionId: id, Plan: &sessionv1.LinkedPlan{PlanId: l.PlanID, Phase: l.Phase, State: l.State},
+		})
+		if err != nil {
+			return nil, errs.InvalidArgument("linked_plans[%d]: %s", i, errs.From(err).Msg)
+		}
+		if seenPlan[l.PlanID] {
+			return nil, errs.InvalidArgument("linked_plans[%d]: plan %s is linked twice", i, l.PlanID)
+		}
+		seenPlan[l.PlanID] = true
+		sess.LinkedPlans = append(sess.LinkedPlans, n.Plan)
+	}
+	e, err := newEntry(audit.EventSessionImported, id, c.ActorName, "", map[string]any{
+		"source_session_id": ds.SessionID, "messages": len(msgs), "linked_plans": len(sess.LinkedPlans),
+	}, now)
+	if err != nil {
+		return nil, err
+	}
+	return &persistence.CreateSession{Session: sess, Messages: msgs, Audit: []*auditv1.AuditEntry{e}}, nil
+}
+
+func importMessages(in []exportMessage, id string, cfg Config) ([]*sessionv1.Message, error) {
+	out := make([]*sessionv1.Message, len(in))
+	seen := make(map[string]int, len(in))
+	for i, em := range in {
+		if em.Sequence != int64(i) {
+			return nil, errs.InvalidArgument("messages[%d].sequence is %d; an export lists sequences 0..n-1 in order", i, em.Sequence)
+		}
+		role, ok := lookup(roleNames, em.Role)
+		if !ok {
+			return nil, errs.InvalidArgument("messages[%d].role %q is not user, assistant, system or tool", i, clip(em.Role))
+		}
+		if em.MessageID == "" {
+			return nil, errs.InvalidArgument("messages[%d].message_id is empty", i)
+		}
+		nm, err := normalizeMessage(i, &sessionv1.NewMessage{
+			Role: role, Content: em.Content, MetadataJson: string(em.Metadata), MessageId: em.MessageID,
+		}, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if j, dup := seen[nm.MessageId]; dup {
+			return nil, errs.InvalidArgument("messages[%d].message_id %s repeats messages[%d]", i, nm.MessageId, j)
+		}
+		seen[nm.MessageId] = i
+		created, err := parseTime("created_at", em.CreatedAt)
+		if err != nil {
+			return nil, errs.InvalidArgument("messages[%d].%s", i, errs.From(err).Msg)
+		}
+		out[i] = &sessionv1.Message{
+			SessionId:    id,
+			MessageId:    nm.MessageId,
+			Sequence:     int64(i),
+			Role:         nm.Role,
+			Content:      nm.Content,
+			MetadataJson: nm.MetadataJson,
+			CreatedAt:    created,
+		}
+	}
+	return out, nil
+}

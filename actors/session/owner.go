@@ -1,0 +1,218 @@
+package session
+
+import (
+	"context"
+
+	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+)
+
+// owner is the actor that owns one session. It is the only code that
+// decides the session's next sequence.
+//
+// Invariants:
+//   - at most one write (one audit.Submit) is in flight: busy != nil;
+//   - sess.MessageCount is the next sequence: the stored maximum + 1, as of
+//     the last committed write. It advances only on a committed result;
+//   - requests are decided in arrival order: a request waits in queue while
+//     a write is in flight, and is checked against the state that write
+//     left behind (an append queued behind a close is refused);
+//   - stale means the in-memory state may differ from the store (never
+//     loaded, or a write failed in a way that says so); the next request
+//     reloads it before anything is decided.
+type owner struct {
+	id  string
+	env *env
+
+	sess  *sessionv1.Session // nil: the session does not exist
+	stale bool
+
+	busy  *write
+	queue []*request
+	tag   uint64
+
+	passivating bool // the directory told us to stop
+	idleAsked   bool // we asked the directory to passivate us
+}
+
+// request is one accepted Call with its normalised message.
+type request struct {
+	call *directory.Call
+	msg  proto.Message
+}
+
+func (r *request) reply(resp proto.Message, err error) { r.call.Replier.Reply(resp, err) }
+
+// write is the Submit in flight and what to do with its result. finish is
+// called exactly once, with the audit actor's result or a failure.
+type write struct {
+	tag    uint64
+	finish func(persistence.Result)
+}
+
+func newOwner(id string, e *env) actor.Actor {
+	return &owner{id: id, env: e, stale: true}
+}
+
+func (o *owner) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		o.env.live.add(1)
+		o.env.activations.Add(1)
+		if o.env.cfg.IdleTimeout > 0 {
+			ctx.SetReceiveTimeout(o.env.cfg.IdleTimeout)
+		}
+	case *directory.Call:
+		o.accept(m)
+		o.pump(ctx)
+	case *audit.Applied:
+		if o.busy == nil || m.Tag != o.busy.tag {
+			return // not ours to finish: a stale reply
+		}
+		w := o.busy
+		o.busy = nil
+		w.finish(m.Result)
+		o.pump(ctx)
+	case *actor.DeadLetterResponse:
+		// The audit actor is gone: the write in flight can never be
+		// answered, and nothing of it was stored by us.
+		if w := o.busy; w != nil {
+			o.busy = nil
+			w.finish(persistence.Result{Err: errs.Unavailable("session %s: the audit writer is not running", o.id)})
+		}
+		o.pump(ctx)
+	case *actor.ReceiveTimeout:
+		if o.idle() {
+			o.askPassivation(ctx)
+		}
+	case *directory.Passivate:
+		o.passivating = true
+		o.pump(ctx)
+	case *actor.Stopped, *actor.Restarting:
+		// Stopped without passivation (the directory was stopped) or
+		// restarting after a panic: this incarnation ends here, and
+		// whoever waits on it gets an answer (UNAVAILABLE: a write in
+		// flight may still commit; retries with message ids are safe).
+		o.failAll(errs.Unavailable("session %s: the session actor stopped", o.id))
+		o.env.live.add(-1)
+	}
+}
+
+func (o *owner) idle() bool { return o.busy == nil && len(o.queue) == 0 }
+
+func (o *owner) askPassivation(ctx actor.Context) {
+	if !o.idleAsked && !o.passivating {
+		o.idleAsked = true
+		ctx.Send(ctx.Parent(), &directory.Idle{})
+	}
+}
+
+// accept validates a call that did not come through the façade (a remote
+// or future sender: the façade's calls are normalised already) and queues
+// it.
+func (o *owner) accept(c *directory.Call) {
+	msg := c.Msg
+	if _, ok := c.Replier.(*checkedReplier); !ok {
+		var err error
+		if msg, err = normalize(c.Msg, o.env.cfg); err != nil {
+			c.Replier.Reply(nil, err)
+			return
+		}
+	}
+	o.queue = append(o.queue, &request{call: c, msg: msg})
+	if f := o.env.afterAccept; f != nil {
+		f(o.id, len(o.queue), o.busy != nil)
+	}
+}
+
+// pump starts the next write when none is in flight, answering on the way
+// every queued request that needs none, and stops the actor when it is
+// told to and nothing is left.
+func (o *owner) pump(ctx actor.Context) {
+	for o.busy == nil && len(o.queue) > 0 {
+		if o.stale {
+			if err := o.load(); err != nil {
+				// The store cannot tell us the state: refuse the
+				// head request and try again with the next one.
+				r := o.pop()
+				r.reply(nil, err)
+				continue
+			}
+		}
+		if _, ok := o.queue[0].msg.(*sessionv1.AppendRequest); ok {
+			o.startAppends(ctx)
+		} else {
+			o.startOne(ctx, o.pop())
+		}
+	}
+	if !o.idle() {
+		return
+	}
+	if o.passivating {
+		ctx.Stop(ctx.Self())
+		return
+	}
+	if o.sess == nil && !o.stale {
+		// Nothing to own: do not hold an actor for an id that only
+		// ever got NOT_FOUND.
+		o.askPassivation(ctx)
+	}
+}
+
+func (o *owner) pop() *request {
+	r := o.queue[0]
+	o.queue[0] = nil
+	o.queue = o.queue[1:]
+	if len(o.queue) == 0 {
+		o.queue = nil
+	}
+	return r
+}
+
+// load reads the session from the store: this actor's state on activation,
+// and after a write failed in a way that means memory and store may differ.
+// Every write of a previous owner of this id is visible: the directory
+// spawns us only after it terminated, and it answered only after commit.
+func (o *owner) load() error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.env.cfg.AskTimeout)
+	defer cancel()
+	s, err := o.env.reader.GetSession(ctx, o.id)
+	switch {
+	case err == nil:
+		o.sess = s
+	case errs.CodeOf(err) == errs.NotFoundCode:
+		o.sess = nil
+	default:
+		return errs.Unavailable("session %s: loading its state: %v", o.id, err)
+	}
+	o.stale = false
+	return nil
+}
+
+// submit hands cmd to the audit actor; finish runs when it was applied.
+func (o *owner) submit(ctx actor.Context, cmd persistence.Command, finish func(persistence.Result)) {
+	o.tag++
+	o.busy = &write{tag: o.tag, finish: finish}
+	ctx.Request(o.env.auditPID, &audit.Submit{Cmd: cmd, Tag: o.tag})
+}
+
+// failAll answers everything still pending; after it the actor holds no
+// request.
+func (o *owner) failAll(err error) {
+	if w := o.busy; w != nil {
+		o.busy = nil
+		w.finish(persistence.Result{Err: err})
+	}
+	for len(o.queue) > 0 {
+		o.pop().reply(nil, err)
+	}
+}
+
+func (o *owner) snapshot() *sessionv1.Session { return proto.Clone(o.sess).(*sessionv1.Session) }
+
+func (o *owner) notFound() error { return errs.NotFound("session %s does not exist", o.id) }

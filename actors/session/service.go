@@ -1,0 +1,297 @@
+package session
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+)
+
+// DirectoryName is the name the sessions directory is spawned under; remote
+// Proto.Actor senders address it as actor.NewPID(address, DirectoryName).
+const DirectoryName = "sessions"
+
+// Service is the sessions service of one process: the sessions directory,
+// the session actors it spawns, and the façade that implements
+// sessionv1.SessionServiceServer on top of them.
+type Service struct {
+	sessionv1.UnimplementedSessionServiceServer
+
+	sys      *actor.ActorSystem
+	env      *env
+	auditSvc *audit.Service
+	backlog  *audit.Backlog
+	pid      *actor.PID
+
+	closing  atomic.Bool
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// env is what every session actor shares. It is read-only after Start,
+// except for the counters.
+type env struct {
+	cfg      Config
+	reader   persistence.Reader
+	auditPID *actor.PID
+
+	live        liveSet
+	activations atomic.Int64
+
+	// afterAccept, when set (by tests, before the first request), is
+	// called on the session actor's goroutine after it queued a request,
+	// with the queue length and whether a write is in flight. It must
+	// not block.
+	afterAccept func(sessionID string, queued int, inFlight bool)
+}
+
+// Start spawns the sessions directory (named DirectoryName) on sys. Writes
+// go to auditSvc's actor; reads run on reader, which must read the same
+// store the audit actor writes.
+func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.Reader, cfg Config) (*Service, error) {
+	if sys == nil || auditSvc == nil || reader == nil {
+		return nil, errs.InvalidArgument("session.Start needs an actor system, an audit service and a reader")
+	}
+	s := &Service{
+		sys:      sys,
+		auditSvc: auditSvc,
+		backlog:  auditSvc.Backlog(),
+		env:      &env{cfg: cfg.withDefaults(), reader: reader, auditPID: auditSvc.PID()},
+	}
+	s.env.live.init()
+	props := directory.Props(directory.Config{
+		Kind:    "session",
+		Key:     routeKey,
+		Owner:   s.ownerProps,
+		Unkeyed: s.unkeyed,
+		Admit:   s.admitRemote,
+		Release: s.backlog.Release,
+	})
+	pid, err := sys.Root.SpawnNamed(props, DirectoryName)
+	if err != nil {
+		return nil, errs.Internal("spawning the %q directory: %v", DirectoryName, err)
+	}
+	s.pid = pid
+	return s, nil
+}
+
+// PID is the sessions directory. Remote Proto.Actor senders send it bare
+// sessionv1 requests (with RequestFuture or a sender PID) and get the
+// response message or a *commonv1.Error.
+func (s *Service) PID() *actor.PID { return s.pid }
+
+// PassivateAll asks every live session actor to passivate. It returns at
+// once; actors stop after their writes in flight.
+func (s *Service) PassivateAll() { s.sys.Root.Send(s.pid, &directory.PassivateAll{}) }
+
+// ActiveActors is the number of session actors alive now (started and not
+// yet stopped).
+func (s *Service) ActiveActors() int { return s.env.live.count() }
+
+// Stop refuses new requests, passivates every session actor (each finishes
+// and answers its writes in flight), then stops the directory. Requests
+// still waiting when ctx ends are answered UNAVAILABLE. Calling Stop again
+// returns the first call's result.
+func (s *Service) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.closing.Store(true)
+		for {
+			changed := s.env.live.changed() // before count: no change is missed
+			if s.env.live.count() == 0 {
+				break
+			}
+			s.PassivateAll() // again each time: a buffered request may have respawned one
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				s.stopErr = errs.Unavailable("stopping sessions: %v", ctx.Err())
+			}
+			break
+		}
+		// Poisoning stops whatever owner remains (answering its
+		// requests UNAVAILABLE) with the directory.
+		if err := s.sys.Root.PoisonFuture(s.pid).Wait(); err != nil && s.stopErr == nil {
+			s.stopErr = errs.Unavailable("stopping the sessions directory: %v", err)
+		}
+	})
+	return s.stopErr
+}
+
+func (s *Service) ownerProps(key string) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return newOwner(key, s.env) })
+}
+
+// admitRemote admits a request from a remote or future sender: they never
+// wait for the backlog (RESOURCE_EXHAUSTED is their answer).
+func (s *Service) admitRemote() error {
+	if s.closing.Load() {
+		return errUnavailableStopping()
+	}
+	return s.backlog.TryAcquire()
+}
+
+// routeKey routes writes to the session's actor. A create without an id
+// gets its new ULID here, so that it has an owner: the directory owns the
+// request message once it was sent. Reads and imports are not about a live
+// owner and run on the Unkeyed handler.
+func routeKey(msg proto.Message) (string, bool, error) {
+	var id string
+	switch m := msg.(type) {
+	case *sessionv1.CreateSessionRequest:
+		if m.SessionId == "" {
+			m.SessionId = ids.New()
+		}
+		id = m.SessionId
+	case *sessionv1.CloseSessionRequest:
+		id = m.GetSessionId()
+	case *sessionv1.DeleteSessionRequest:
+		id = m.GetSessionId()
+	case *sessionv1.AppendRequest:
+		id = m.GetSessionId()
+	case *sessionv1.UpdateTokenUsageRequest:
+		id = m.GetSessionId()
+	case *sessionv1.LinkPlanRequest:
+		id = m.GetSessionId()
+	default:
+		return "", false, nil
+	}
+	if err := ids.Check("session_id", id); err != nil {
+		return "", false, err
+	}
+	return id, true, nil
+}
+
+// normalize validates a request that reached a session actor without the
+// façade.
+func normalize(msg proto.Message, cfg Config) (proto.Message, error) {
+	switch m := msg.(type) {
+	case *sessionv1.CreateSessionRequest:
+		return normalizeCreate(m, cfg)
+	case *sessionv1.AppendRequest:
+		return normalizeAppend(m, cfg)
+	case *sessionv1.UpdateTokenUsageRequest:
+		return m, checkTokenUsage(m)
+	case *sessionv1.LinkPlanRequest:
+		return normalizeLink(m)
+	case *sessionv1.CloseSessionRequest, *sessionv1.DeleteSessionRequest:
+		return m, nil // routeKey checked the id, the only field
+	}
+	return nil, errs.InvalidArgument("a session actor cannot serve %T", msg)
+}
+
+// unkeyed serves, for remote and future senders, what needs no owner:
+// reads (on the reader) and imports (through the audit actor).
+func (s *Service) unkeyed(c *directory.Call) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
+	defer cancel()
+	var (
+		resp proto.Message
+		err  error
+	)
+	switch m := c.Msg.(type) {
+	case *sessionv1.GetSessionRequest:
+		resp, err = s.get(ctx, m)
+	case *sessionv1.ListSessionsRequest:
+		resp, err = s.list(ctx, m)
+	case *sessionv1.ListMessagesRequest:
+		resp, err = s.listMessages(ctx, m)
+	case *sessionv1.ExportSessionRequest:
+		resp, err = s.export(ctx, m)
+	case *sessionv1.ImportSessionRequest:
+		resp, err = s.importSession(ctx, m)
+	default:
+		err = errs.InvalidArgument("the sessions service cannot serve %T", c.Msg)
+	}
+	c.Replier.Reply(resp, err)
+}
+
+// checkedReplier answers a façade call. Its type tells the session actor
+// that the request was validated and normalised in the caller's goroutine;
+// Reply releases the backlog slot the call holds.
+type checkedReplier struct {
+	ch      chan directory.Reply
+	release func()
+}
+
+func (r *checkedReplier) Reply(resp proto.Message, err error) {
+	r.ch <- directory.Reply{Msg: resp, Err: err}
+	r.release()
+}
+
+// call admits a normalised write into the backlog (in-process callers
+// wait; network callers are refused when it is full), hands it to its
+// session actor through the directory, and waits for the answer.
+func call[T proto.Message](ctx context.Context, s *Service, msg proto.Message) (T, error) {
+	var zero T
+	if s.closing.Load() {
+		return zero, errUnavailableStopping()
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.env.cfg.AskTimeout)
+	defer cancel()
+	if audit.Waits(ctx) {
+		if err := s.backlog.Acquire(ctx); err != nil {
+			return zero, err
+		}
+	} else if err := s.backlog.TryAcquire(); err != nil {
+		return zero, err
+	}
+	r := &checkedReplier{ch: make(chan directory.Reply, 1), release: s.backlog.Release}
+	s.sys.Root.Send(s.pid, &directory.Call{Msg: msg, Replier: r})
+	select {
+	case rep := <-r.ch:
+		if rep.Err != nil {
+			return zero, rep.Err
+		}
+		out, ok := rep.Msg.(T)
+		if !ok {
+			return zero, errs.Internal("session actor answered %T, want %T", rep.Msg, zero)
+		}
+		return out, nil
+	case <-ctx.Done():
+		// The request may still be carried out, as with any network
+		// call; a retry with the same message ids is safe.
+		return zero, errs.Unavailable("no answer from the session actor: %v", ctx.Err())
+	}
+}
+
+// liveSet counts live session actors and signals every change, so Stop
+// and tests can wait for passivation without polling.
+type liveSet struct {
+	mu sync.Mutex
+	n  int
+	ch chan struct{} // closed and replaced on every change
+}
+
+func (l *liveSet) init() { l.ch = make(chan struct{}) }
+
+func (l *liveSet) add(d int) {
+	l.mu.Lock()
+	l.n += d
+	close(l.ch)
+	l.ch = make(chan struct{})
+	l.mu.Unlock()
+}
+
+func (l *liveSet) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// changed returns a channel closed at the next change.
+func (l *liveSet) changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ch
+}
+
+func errUnavailableStopping() error { return errs.Unavailable("the sessions service is stopping") }

@@ -1,0 +1,396 @@
+package session
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/agentstate/agentstate/actors/audit"
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// The writes of a session actor. Each start* builds one command from the
+// committed state, submits it, and leaves the state alone until the result
+// arrives: memory changes only in the finish functions, and only for what
+// committed.
+
+// startAppends carries the leading run of queued appends in one
+// AppendMessages, one Turn per request. It stops at the first other
+// request, so that what was queued behind a close, a delete or a create is
+// decided after it.
+func (o *owner) startAppends(ctx actor.Context) {
+	now := time.Now().UTC()
+	ts := timestamppb.New(now)
+	var (
+		carried []*request
+		turns   []persistence.Turn
+		size    int
+	)
+	for len(o.queue) > 0 && len(carried) < maxTurnsPerWrite && size < maxBytesPerWrite {
+		a, ok := o.queue[0].msg.(*sessionv1.AppendRequest)
+		if !ok {
+			break
+		}
+		r := o.pop()
+		if err := o.appendable(); err != nil {
+			r.reply(nil, err)
+			continue
+		}
+		t, n, err := o.turn(a, ts, now)
+		if err != nil {
+			r.reply(nil, err)
+			continue
+		}
+		carried = append(carried, r)
+		turns = append(turns, t)
+		size += n
+	}
+	if len(carried) == 0 {
+		return
+	}
+	first := o.sess.MessageCount
+	cmd := &persistence.AppendMessages{SessionID: o.id, NextSequence: first, Turns: turns, UpdatedAt: now}
+	o.submit(ctx, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
+}
+
+func (o *owner) appendable() error {
+	switch {
+	case o.sess == nil:
+		return o.notFound()
+	case o.sess.GetState() == sessionv1.SessionState_SESSION_STATE_CLOSED:
+		return errs.FailedPrecondition("session %s is closed; appends are refused", o.id)
+	}
+	return nil
+}
+
+// turn converts one normalised append into a Turn; n estimates its bytes.
+func (o *owner) turn(a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now time.Time) (persistence.Turn, int, error) {
+	t := persistence.Turn{Messages: make([]*sessionv1.Message, len(a.Messages))}
+	n := 0
+	for i, m := range a.Messages {
+		t.Messages[i] = &sessionv1.Message{
+			SessionId:    o.id,
+			MessageId:    m.MessageId,
+			Role:         m.Role,
+			Content:      m.Content,
+			MetadataJson: m.MetadataJson,
+			CreatedAt:    ts,
+		}
+		n += len(m.Content) + len(m.MetadataJson)
+	}
+	if o.env.cfg.AuditMessages {
+		t.Audit = make([]*auditv1.AuditEntry, 0, len(a.Messages))
+		for _, m := range a.Messages {
+			e, err := o.entry(audit.EventMessageAppended, "", map[string]any{"message_id": m.MessageId, "role": roleNames[m.Role]}, now)
+			if err != nil {
+				return t, 0, err
+			}
+			t.Audit = append(t.Audit, e)
+		}
+	}
+	return t, n, nil
+}
+
+// appended answers each carried append with its turn's outcome, in turn
+// order, which is sequence order: acknowledgement order is sequence order.
+func (o *owner) appended(carried []*request, first int64, ts *timestamppb.Timestamp, res persistence.Result) {
+	if res.Err == nil && len(res.Turns) != len(carried) {
+		res.Err = errs.Internal("session %s: the store answered %d turns for %d", o.id, len(res.Turns), len(carried))
+	}
+	if res.Err != nil {
+		// Nothing of the command is stored; the next sequence stays
+		// at last committed + 1.
+		for _, r := range carried {
+			r.reply(nil, res.Err)
+		}
+		o.failed(res.Err)
+		return
+	}
+	next, stored := first, false
+	for i, r := range carried {
+		tr := res.Turns[i]
+		if tr.Err != nil {
+			r.reply(nil, tr.Err)
+			continue
+		}
+		resp, err := appendResponse(r.msg.(*sessionv1.AppendRequest), tr)
+		if err != nil {
+			o.stale = true
+			r.reply(nil, err)
+			continue
+		}
+		if !tr.Duplicate {
+			stored = true
+			for _, m := range tr.Messages {
+				if m.GetSequence() != next {
+					o.stale = true // a store bug; reload rather than guess
+				}
+				next++
+			}
+		}
+		r.reply(resp, nil)
+	}
+	if res.NextSequence != next {
+		o.stale = true
+	}
+	o.sess.MessageCount = res.NextSequence
+	if stored {
+		o.sess.UpdatedAt = ts
+	}
+}
+
+// appendResponse lists the stored message of each request message, in
+// request order. A duplicate turn's stored messages are the originals.
+func appendResponse(a *sessionv1.AppendRequest, tr persistence.TurnResult) (*sessionv1.AppendResponse, error) {
+	byID := make(map[string]*sessionv1.Message, len(tr.Messages))
+	for _, m := range tr.Messages {
+		byID[m.GetMessageId()] = m
+	}
+	out := &sessionv1.AppendResponse{Messages: make([]*sessionv1.AppendedMessage, len(a.Messages)), Duplicate: tr.Duplicate}
+	for i, m := range a.Messages {
+		s, ok := byID[m.MessageId]
+		if !ok {
+			return nil, errs.Internal("session %s: the store did not report message %s", a.SessionId, m.MessageId)
+		}
+		out.Messages[i] = &sessionv1.AppendedMessage{
+			MessageId: s.GetMessageId(),
+			Sequence:  s.GetSequence(),
+			CreatedAt: timestamppb.New(s.GetCreatedAt().AsTime()),
+		}
+	}
+	return out, nil
+}
+
+// failed marks the state for a reload when the error says memory and
+// store disagree (a sequence conflict, a vanished session, a store bug).
+// Transaction-level failures (disk full, I/O) stored nothing and change
+// nothing.
+func (o *owner) failed(err error) {
+	switch errs.CodeOf(err) {
+	case errs.FailedPreconditionCode, errs.NotFoundCode, errs.AlreadyExistsCode, errs.InternalCode:
+		o.stale = true
+	}
+}
+
+// startOne serves a request that is not an append: it is decided alone,
+// in arrival order, with a write of its own when it changes anything.
+func (o *owner) startOne(ctx actor.Context, r *request) {
+	switch m := r.msg.(type) {
+	case *sessionv1.CreateSessionRequest:
+		o.create(ctx, r, m)
+	case *sessionv1.CloseSessionRequest:
+		o.close(ctx, r)
+	case *sessionv1.DeleteSessionRequest:
+		o.delete(ctx, r)
+	case *sessionv1.UpdateTokenUsageRequest:
+		o.addTokens(ctx, r, m)
+	case *sessionv1.LinkPlanRequest:
+		o.link(ctx, r, m)
+	default:
+		r.reply(nil, errs.InvalidArgument("a session actor cannot serve %T", r.msg))
+	}
+}
+
+func sameSession(s *sessionv1.Session, c *sessionv1.CreateSessionRequest) bool {
+	return s.GetActorName() == c.ActorName && s.GetNamespace() == c.Namespace &&
+		s.GetAutomation() == c.Automation && s.GetMetadataJson() == c.MetadataJson
+}
+
+func (o *owner) create(ctx actor.Context, r *request, c *sessionv1.CreateSessionRequest) {
+	if o.sess != nil {
+		if !sameSession(o.sess, c) {
+			r.reply(nil, errs.AlreadyExists("session %s exists with other fields", o.id))
+			return
+		}
+		r.reply(&sessionv1.CreateSessionResponse{Session: o.snapshot()}, nil)
+		return
+	}
+	now := time.Now().UTC()
+	ts := timestamppb.New(now)
+	s := &sessionv1.Session{
+		SessionId:    o.id,
+		ActorName:    c.ActorName,
+		Namespace:    c.Namespace,
+		Automation:   c.Automation,
+		MetadataJson: c.MetadataJson,
+		State:        sessionv1.SessionState_SESSION_STATE_ACTIVE,
+		TokenUsage:   &sessionv1.TokenUsage{},
+		CreatedAt:    ts,
+		UpdatedAt:    ts,
+	}
+	e, err := newEntry(audit.EventSessionCreated, o.id, c.ActorName, "",
+		map[string]any{"namespace": c.Namespace, "automation": c.Automation}, now)
+	if err != nil {
+		r.reply(nil, err)
+		return
+	}
+	cmd := &persistence.CreateSession{Session: s, Audit: []*auditv1.AuditEntry{e}}
+	o.submit(ctx, cmd, func(res persistence.Result) {
+		if res.Err != nil {
+			o.failed(res.Err)
+			r.reply(nil, res.Err)
+			return
+		}
+		o.sess = s
+		r.reply(&sessionv1.CreateSessionResponse{Session: o.snapshot(), Created: true}, nil)
+	})
+}
+
+func (o *owner) close(ctx actor.Context, r *request) {
+	if o.sess == nil {
+		r.reply(nil, o.notFound())
+		return
+	}
+	if o.sess.GetState() == sessionv1.SessionState_SESSION_STATE_CLOSED {
+		r.reply(&sessionv1.CloseSessionResponse{Session: o.snapshot()}, nil)
+		return
+	}
+	now := time.Now().UTC()
+	e, err := o.entry(audit.EventSessionClosed, "", nil, now)
+	if err != nil {
+		r.reply(nil, err)
+		return
+	}
+	cmd := &persistence.UpdateSession{
+		SessionID: o.id,
+		State:     sessionv1.SessionState_SESSION_STATE_CLOSED,
+		ClosedAt:  now,
+		UpdatedAt: now,
+		Audit:     []*auditv1.AuditEntry{e},
+	}
+	o.submit(ctx, cmd, func(res persistence.Result) {
+		if res.Err != nil {
+			o.failed(res.Err)
+			r.reply(nil, res.Err)
+			return
+		}
+		ts := timestamppb.New(now)
+		o.sess.State, o.sess.ClosedAt, o.sess.UpdatedAt = sessionv1.SessionState_SESSION_STATE_CLOSED, ts, ts
+		r.reply(&sessionv1.CloseSessionResponse{Session: o.snapshot()}, nil)
+	})
+}
+
+func (o *owner) delete(ctx actor.Context, r *request) {
+	if o.sess == nil {
+		r.reply(nil, o.notFound())
+		return
+	}
+	e, err := o.entry(audit.EventSessionDeleted, "", map[string]any{"messages": o.sess.GetMessageCount()}, time.Now().UTC())
+	if err != nil {
+		r.reply(nil, err)
+		return
+	}
+	cmd := &persistence.DeleteSession{SessionID: o.id, Audit: []*auditv1.AuditEntry{e}}
+	o.submit(ctx, cmd, func(res persistence.Result) {
+		if res.Err != nil {
+			o.failed(res.Err)
+			r.reply(nil, res.Err)
+			return
+		}
+		o.sess = nil
+		r.reply(&sessionv1.DeleteSessionResponse{MessagesRemoved: res.MessagesRemoved, PlansOrphaned: res.PlansOrphaned}, nil)
+	})
+}
+
+func (o *owner) addTokens(ctx actor.Context, r *request, m *sessionv1.UpdateTokenUsageRequest) {
+	if o.sess == nil {
+		r.reply(nil, o.notFound())
+		return
+	}
+	now := time.Now().UTC()
+	delta := &sessionv1.TokenUsage{InputTokens: m.GetInputTokens(), OutputTokens: m.GetOutputTokens(), Cost: m.GetCost()}
+	e, err := o.entry(audit.EventTokenUsageUpdated, "", map[string]any{
+		"input_tokens": delta.InputTokens, "output_tokens": delta.OutputTokens, "cost": delta.Cost,
+	}, now)
+	if err != nil {
+		r.reply(nil, err)
+		return
+	}
+	cmd := &persistence.UpdateSession{SessionID: o.id, TokenDelta: delta, UpdatedAt: now, Audit: []*auditv1.AuditEntry{e}}
+	o.submit(ctx, cmd, func(res persistence.Result) {
+		if res.Err != nil {
+			o.failed(res.Err)
+			r.reply(nil, res.Err)
+			return
+		}
+		t := o.sess.GetTokenUsage()
+		if t == nil {
+			t = &sessionv1.TokenUsage{}
+			o.sess.TokenUsage = t
+		}
+		t.InputTokens += delta.InputTokens
+		t.OutputTokens += delta.OutputTokens
+		t.Cost += delta.Cost
+		o.sess.UpdatedAt = timestamppb.New(now)
+		r.reply(&sessionv1.UpdateTokenUsageResponse{Total: &sessionv1.TokenUsage{
+			InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, Cost: t.Cost,
+		}}, nil)
+	})
+}
+
+func (o *owner) link(ctx actor.Context, r *request, m *sessionv1.LinkPlanRequest) {
+	if o.sess == nil {
+		r.reply(nil, o.notFound())
+		return
+	}
+	now := time.Now().UTC()
+	p := m.GetPlan()
+	e, err := o.entry(audit.EventPlanLinked, p.GetPlanId(), map[string]any{"phase": p.GetPhase(), "state": p.GetState()}, now)
+	if err != nil {
+		r.reply(nil, err)
+		return
+	}
+	cmd := &persistence.UpdateSession{SessionID: o.id, LinkPlan: p, UpdatedAt: now, Audit: []*auditv1.AuditEntry{e}}
+	o.submit(ctx, cmd, func(res persistence.Result) {
+		if res.Err != nil {
+			o.failed(res.Err)
+			r.reply(nil, res.Err)
+			return
+		}
+		o.sess.LinkedPlans = withLink(o.sess.LinkedPlans, p)
+		o.sess.UpdatedAt = timestamppb.New(now)
+		r.reply(&sessionv1.LinkPlanResponse{Session: o.snapshot()}, nil)
+	})
+}
+
+// withLink replaces the link with p's plan id, or adds p.
+func withLink(links []*sessionv1.LinkedPlan, p *sessionv1.LinkedPlan) []*sessionv1.LinkedPlan {
+	for i, l := range links {
+		if l.GetPlanId() == p.GetPlanId() {
+			links[i] = p
+			return links
+		}
+	}
+	return append(links, p)
+}
+
+// entry builds an audit entry about this session.
+func (o *owner) entry(event, planID string, details map[string]any, now time.Time) (*auditv1.AuditEntry, error) {
+	return newEntry(event, o.id, o.sess.GetActorName(), planID, details, now)
+}
+
+func newEntry(event, sessionID, actorName, planID string, details map[string]any, now time.Time) (*auditv1.AuditEntry, error) {
+	dj := "{}"
+	if len(details) > 0 {
+		b, err := json.Marshal(details)
+		if err != nil {
+			return nil, errs.Internal("audit details of %s: %v", event, err)
+		}
+		dj = string(b)
+	}
+	e, err := audit.NewEntry(&auditv1.RecordRequest{
+		EventType:   event,
+		SessionId:   sessionID,
+		PlanId:      planID,
+		ActorName:   actorName,
+		DetailsJson: dj,
+	}, now)
+	if err != nil {
+		return nil, errs.Internal("audit entry %s: %v", event, err)
+	}
+	return e, nil
+}
