@@ -1,0 +1,25 @@
+// Package actors is the one entry point for embedding agentstate in your
+// own Proto.Actor system: Start wires the audit actor (the store's only
+// writer), the sessions service and the plans service in the right order,
+// and Node.Stop takes them down in the reverse order, draining every
+// accepted write.
+//
+//	store, err := sqlite.Open("./data/agentstate.db")
+//	if err != nil { ... }
+//	defer store.Close() // after node.Stop
+//	sys := actor.NewActorSystem()
+//	node, err := actors.Start(sys, store, actors.Config{})
+//	if err != nil { ... }
+//	defer node.Stop(context.Background())
+//
+//	resp, err := node.Sessions().Append(ctx, &sessionv1.AppendRequest{...})
+//
+// Go callers use the services' methods (Sessions, Plans, Audit: each
+// implements its gRPC service interface). Actors in the same system, or
+// remote Proto.Actor senders, can instead send the bare protobuf requests
+// of messages/ to the services' PIDs ("sessions", "plans", "audit") and
+// get the response or a *commonv1.Error back.
+//
+// cmd/node builds the networked node on top of this package: the gRPC
+// API, the guarded remote endpoint, metrics and graceful shutdown.
+package actors

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/agentstate/agentstate/cmd/node/internal/bench"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+func init() { extraCommands = append(extraCommands, benchCommand) }
+
+// benchFlags are node bench's flags.
+type benchFlags struct {
+	modes        string
+	sessions     int
+	clients      int
+	appends      int
+	messageBytes int
+	durability   string
+	addr         string
+	dataDir      string
+	json         bool
+	plot         string
+	title        string
+}
+
+// benchCommand is `node bench`: the standard workloads, a summary table
+// (or JSON), the targets' ratios and optionally a plot.
+func benchCommand() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure appends/s and latency: agentstate in-process and over gRPC, the seed baseline, the raw SQLite ceiling",
+		Long: "bench runs the append workload — sessions × clients concurrent writers (clients per session), each\n" +
+			"appending its share of --appends one message at a time — against each --mode, then reads every\n" +
+			"session back and checks that every acknowledged message is stored, dense and in order.\n\n" +
+			"Modes: inprocess (the Go API), grpc (over gRPC: --addr, or a loopback server started here),\n" +
+			"baseline (the seed design: count-then-insert on pooled database/sql), raw (one goroutine,\n" +
+			"1000-row transactions: the SQLite ceiling). Each mode gets a fresh database under --data-dir.\n" +
+			"A progress bar goes to stderr; the table (or --json) to stdout. It fails when agentstate lost,\n" +
+			"duplicated or reordered an acknowledged message.",
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.modes, "mode", "inprocess,grpc,baseline,raw", "comma-separated modes to run, in order")
+	fl.IntVar(&f.sessions, "sessions", bench.DefaultSessions, "sessions written to")
+	fl.IntVar(&f.clients, "clients", bench.DefaultClients, "concurrent clients per session")
+	fl.IntVar(&f.appends, "appends", bench.DefaultAppends, "total appends, spread over sessions × clients")
+	fl.IntVar(&f.messageBytes, "message-bytes", bench.DefaultMessageBytes, "content size of each message")
+	fl.StringVar(&f.durability, "durability", bench.DefaultSynchronous, "SQLite synchronous: full (fsync per commit) or normal")
+	fl.StringVar(&f.addr, "addr", "", "grpc mode: a running node's gRPC address (default: start one on loopback)")
+	fl.StringVar(&f.dataDir, "data-dir", "", "where the runs' databases go (default: the system's temp dir); removed after")
+	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of tables")
+	fl.StringVar(&f.plot, "plot", "", "also write a PNG bar chart of appends/s to this file")
+	fl.StringVar(&f.title, "title", "", "the plot's title (default: the workload and machine)")
+	cmd.AddCommand(benchReportCommand())
+	return cmd
+}
+
+func runBench(cmd *cobra.Command, f benchFlags) error {
+	modes, err := bench.ParseModes(f.modes)
+	if err != nil {
+		return usagef(cmd, "%v", err)
+	}
+	if f.durability != "full" && f.durability != "normal" {
+		return usagef(cmd, "--durability %q: want full or normal", f.durability)
+	}
+	var results []bench.Result
+	for _, m := range modes {
+		bar := progressbar.NewOptions(f.appends,
+			progressbar.OptionSetWriter(cmd.ErrOrStderr()),
+			progressbar.OptionSetDescription(fmt.Sprintf("%-9s", m)),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("appends"),
+			progressbar.OptionThrottle(bench.ProgressInterval),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(cmd.ErrOrStderr()) }),
+		)
+		res, err := bench.Run(cmd.Context(), bench.Config{
+			Mode: m, Sessions: f.sessions, Clients: f.clients, Appends: f.appends,
+			MessageBytes: f.messageBytes, Synchronous: f.durability, Addr: f.addr, DataDir: f.dataDir,
+			Progress: func(done, _ int) { _ = bar.Set(done) },
+		})
+		_ = bar.Finish()
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", m, err)
+		}
+		results = append(results, res)
+	}
+	if err := report(cmd.OutOrStdout(), results, f.json, f.plot, f.title); err != nil {
+		return err
+	}
+	return agentstateIntact(results)
+}
+
+// agentstateIntact fails when an agentstate mode lost an acknowledged
+// message or broke its order: that is a bug, not a slow run.
+func agentstateIntact(rs []bench.Result) error {
+	var bad []string
+	for _, r := range rs {
+		if (r.Mode == bench.ModeInProcess || r.Mode == bench.ModeGRPC) && (!r.Complete || r.Unacked > 0) {
+			bad = append(bad, fmt.Sprintf("%s %s", r.Mode, r.Workload()))
+		}
+	}
+	if len(bad) > 0 {
+		return errors.New("agentstate did not store what it acknowledged, in order: " + strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// report prints rs as tables (results, then the targets' ratios) or JSON,
+// and draws the plot when asked.
+func report(w io.Writer, rs []bench.Result, asJSON bool, plot, title string) error {
+	if asJSON {
+		if err := bench.WriteJSON(w, rs); err != nil {
+			return err
+		}
+	} else {
+		if err := bench.WriteTable(w, rs); err != nil {
+			return err
+		}
+		if cs := bench.Checks(rs); len(cs) > 0 {
+			fmt.Fprintln(w)
+			if err := bench.WriteChecks(w, cs); err != nil {
+				return err
+			}
+		}
+	}
+	if plot == "" {
+		return nil
+	}
+	if title == "" {
+		title = "appends/s by mode and workload (" + bench.Machine() + ")"
+	}
+	out, err := os.Create(plot)
+	if err != nil {
+		return err
+	}
+	if err := bench.WritePlot(out, title, rs); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// benchReportCommand is `node bench report`: tables, ratios and a plot of
+// results saved earlier with --json (several runs, other tools' too).
+func benchReportCommand() *cobra.Command {
+	var (
+		in     []string
+		asJSON bool
+		plot   string
+		title  string
+	)
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Merge results saved with `node bench --json` (and tests/adk -json) into tables and a plot",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(in) == 0 {
+				return usagef(cmd, "--in is required (one or more JSON result files)")
+			}
+			var all []bench.Result
+			for _, p := range in {
+				rs, err := readResults(p)
+				if err != nil {
+					return err
+				}
+				all = append(all, rs...)
+			}
+			return report(cmd.OutOrStdout(), all, asJSON, plot, title)
+		},
+	}
+	cmd.Flags().StringSliceVar(&in, "in", nil, "JSON result files (repeat or comma-separate)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the merged results as JSON instead of tables")
+	cmd.Flags().StringVar(&plot, "plot", "", "write a PNG bar chart of appends/s to this file")
+	cmd.Flags().StringVar(&title, "title", "", "the plot's title")
+	return cmd
+}
+
+func readResults(path string) ([]bench.Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rs, err := bench.ReadJSON(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rs, nil
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// clientOptions are the connection flags shared by every client command.
+type clientOptions struct {
+	addr       string
+	tokenFile  string
+	tlsCA      string
+	tlsOn      bool
+	serverName string
+	insecure   bool
+	timeout    time.Duration
+}
+
+func (o *clientOptions) register(c *cobra.Command) {
+	fs := c.PersistentFlags()
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:7420", "gRPC address of the node")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token to present")
+	fs.BoolVar(&o.tlsOn, "tls", false, "use TLS, verifying the node with the system roots (implied by --tls-ca)")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA bundle that signed the node's certificate (enables TLS)")
+	fs.StringVar(&o.serverName, "tls-server-name", "", "name to verify in the node's certificate (default: the host of --addr)")
+	fs.BoolVar(&o.insecure, "insecure", false, "use TLS without verifying the node's certificate (testing only)")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline of each request")
+}
+
+// client is one connection to a node plus the call conventions of the CLI.
+type client struct {
+	conn    *grpc.ClientConn
+	token   string
+	timeout time.Duration
+	out     *bufio.Writer
+}
+
+func (o *clientOptions) dial(cmd *cobra.Command) (*client, error) {
+	var creds credentials.TransportCredentials
+	switch {
+	case o.tlsOn || o.tlsCA != "" || o.insecure:
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.serverName, InsecureSkipVerify: o.insecure}
+		if o.tlsCA != "" {
+			pool, err := loadCertPool(o.tlsCA)
+			if err != nil {
+				return nil, err
+			}
+			cfg.RootCAs = pool
+		}
+		creds = credentials.NewTLS(cfg)
+	default:
+		creds = insecure.NewCredentials()
+	}
+	c := &client{timeout: o.timeout, out: bufio.NewWriter(cmd.OutOrStdout())}
+	if o.tokenFile != "" {
+		tok, err := readToken(o.tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		c.token = tok
+	}
+	conn, err := grpc.NewClient(o.addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", o.addr, err)
+	}
+	c.conn = conn
+	return c, nil
+}
+
+func (c *client) Close() error {
+	flushErr := c.out.Flush()
+	if err := c.conn.Close(); err != nil {
+		return err
+	}
+	return flushErr
+}
+
+// ctx is the context of one request: its deadline and the token.
+func (c *client) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(parent, c.timeout)
+	if c.token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+c.token)
+	}
+	return ctx, cancel
+}
+
+// print writes m as one line of protojson.
+func (c *client) print(m proto.Message) error {
+	b, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if _, err := c.out.Write(b); err != nil {
+		return err
+	}
+	return c.out.WriteByte('\n')
+}
+
+// readToken reads a bearer token file: the token is its content with
+// surrounding white space removed, and must not be empty.
+func readToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return tok, nil
+}
+
+func loadCertPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read CA bundle: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// readInput reads a file argument; "-" is standard input.
+func readInput(cmd *cobra.Command, path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(cmd.InOrStdin())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// withClient wraps a client command: dial, run fn, flush and close.
+func withClient(o *clientOptions, fn func(cmd *cobra.Command, c *client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		c, err := o.dial(cmd)
+		if err != nil {
+			return err
+		}
+		runErr := fn(cmd, c)
+		closeErr := c.Close()
+		if runErr != nil {
+			return runErr
+		}
+		return closeErr
+	}
+}

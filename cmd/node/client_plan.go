@@ -1,0 +1,203 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	"github.com/spf13/cobra"
+)
+
+func newPlanCommand() *cobra.Command {
+	o := &clientOptions{}
+	c := &cobra.Command{Use: "plan", Short: "Plans: error history, retry accounting and recovery advice"}
+	o.register(c)
+	c.AddCommand(planRecordErrorCmd(o), planHistoryCmd(o), planDetailsCmd(o), planPolicyCmd(o),
+		planRecordSuccessCmd(o), planMergeDetailsCmd(o))
+	return c
+}
+
+func planFlag(c *cobra.Command, p *string) {
+	c.Flags().StringVar(p, "plan", "", "plan id (required)")
+}
+
+func planRecordErrorCmd(o *clientOptions) *cobra.Command {
+	req := &planv1.RecordErrorRequest{}
+	var phase string
+	c := &cobra.Command{Use: "record-error", Short: "Record an error of a plan step; prints the record with its recovery advice"}
+	planFlag(c, &req.PlanId)
+	c.Flags().StringVar(&phase, "phase", "", "phase: action, strategize, execute or apply (required)")
+	c.Flags().StringVar(&req.StepId, "step", "", "step id")
+	c.Flags().StringVar(&req.ErrorType, "type", "", "error type, e.g. TimeoutError (required)")
+	c.Flags().StringVar(&req.Message, "message", "", "error message")
+	c.Flags().StringVar(&req.Tool, "tool", "", "tool that failed")
+	c.Flags().StringVar(&req.ActorName, "actor", "", "actor that hit the error")
+	c.Flags().StringVar(&req.StackSummary, "stack", "", "stack summary")
+	c.Flags().StringVar(&req.AttributesJson, "attributes", "", "attributes, a JSON object")
+	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if err := requireFlags(cmd, "plan", "phase", "type"); err != nil {
+			return err
+		}
+		p, err := parsePhase(phase)
+		if err != nil {
+			return usagef(cmd, "%v", err)
+		}
+		req.Phase = p
+		ctx, cancel := cl.ctx(cmd.Context())
+		defer cancel()
+		resp, err := planv1.NewPlanServiceClient(cl.conn).RecordError(ctx, req)
+		if err != nil {
+			return err
+		}
+		return cl.print(resp)
+	})
+	return c
+}
+
+func planHistoryCmd(o *clientOptions) *cobra.Command {
+	req := &planv1.HistoryRequest{}
+	var phase, category string
+	var all bool
+	c := &cobra.Command{Use: "history", Short: "List a plan's error records in sequence order, one page per line"}
+	planFlag(c, &req.PlanId)
+	c.Flags().StringVar(&phase, "phase", "", "only this phase")
+	c.Flags().StringVar(&category, "category", "", "only this category, e.g. transient, auth, validation")
+	c.Flags().Int64Var(&req.FromSequence, "from", 0, "first sequence to list")
+	c.Flags().Int32Var(&req.Limit, "limit", 0, "page size (default 100, at most 1000)")
+	c.Flags().BoolVar(&all, "all", false, "fetch every page")
+	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if err := requireFlags(cmd, "plan"); err != nil {
+			return err
+		}
+		var err error
+		if phase != "" {
+			if req.Phase, err = parsePhase(phase); err != nil {
+				return usagef(cmd, "%v", err)
+			}
+		}
+		if category != "" {
+			if req.Category, err = parseCategory(category); err != nil {
+				return usagef(cmd, "%v", err)
+			}
+		}
+		api := planv1.NewPlanServiceClient(cl.conn)
+		for {
+			ctx, cancel := cl.ctx(cmd.Context())
+			resp, err := api.History(ctx, req)
+			cancel()
+			if err != nil {
+				return err
+			}
+			if err := cl.print(resp); err != nil {
+				return err
+			}
+			if !all || resp.GetNextSequence() < 0 || resp.GetNextSequence() <= req.FromSequence {
+				return nil
+			}
+			req.FromSequence = resp.GetNextSequence()
+		}
+	})
+	return c
+}
+
+func planDetailsCmd(o *clientOptions) *cobra.Command {
+	req := &planv1.ErrorDetailsRequest{}
+	c := &cobra.Command{Use: "details", Short: "Show a plan's error details, recovery summary and retry policy"}
+	planFlag(c, &req.PlanId)
+	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if err := requireFlags(cmd, "plan"); err != nil {
+			return err
+		}
+		ctx, cancel := cl.ctx(cmd.Context())
+		defer cancel()
+		resp, err := planv1.NewPlanServiceClient(cl.conn).ErrorDetails(ctx, req)
+		if err != nil {
+			return err
+		}
+		return cl.print(resp)
+	})
+	return c
+}
+
+func planPolicyCmd(o *clientOptions) *cobra.Command {
+	req := &planv1.SetPolicyRequest{}
+	c := &cobra.Command{Use: "policy", Short: "Set a plan's retry policy"}
+	planFlag(c, &req.PlanId)
+	c.Flags().Int32Var(&req.MaxRetries, "max-retries", 0, "retries allowed per step, 0..100 (required)")
+	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if err := requireFlags(cmd, "plan", "max-retries"); err != nil {
+			return err
+		}
+		ctx, cancel := cl.ctx(cmd.Context())
+		defer cancel()
+		resp, err := planv1.NewPlanServiceClient(cl.conn).SetPolicy(ctx, req)
+		if err != nil {
+			return err
+		}
+		return cl.print(resp)
+	})
+	return c
+}
+
+func planRecordSuccessCmd(o *clientOptions) *cobra.Command {
+	req := &planv1.RecordSuccessRequest{}
+	var phase string
+	c := &cobra.Command{Use: "record-success", Short: "Record a step's success: its retry count goes back to 0"}
+	planFlag(c, &req.PlanId)
+	c.Flags().StringVar(&phase, "phase", "", "phase of the step (required)")
+	c.Flags().StringVar(&req.StepId, "step", "", "step id")
+	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if err := requireFlags(cmd, "plan", "phase"); err != nil {
+			return err
+		}
+		p, err := parsePhase(phase)
+		if err != nil {
+			return usagef(cmd, "%v", err)
+		}
+		req.Phase = p
+		ctx, cancel := cl.ctx(cmd.Context())
+		defer cancel()
+		resp, err := planv1.NewPlanServiceClient(cl.conn).RecordSuccess(ctx, req)
+		if err != nil {
+			return err
+		}
+		return cl.print(resp)
+	})
+	return c
+}
+
+func planMergeDetailsCmd(o *clientOptions) *cobra.Command {
+	req := &planv1.MergeErrorDetailsRequest{}
+	c := &cobra.Command{Use: "merge-details", Short: "Merge top-level keys into a plan's error_details object"}
+	planFlag(c, &req.PlanId)
+	c.Flags().StringVar(&req.DetailsJson, "details", "", "a JSON object whose keys are merged (required)")
+	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if err := requireFlags(cmd, "plan", "details"); err != nil {
+			return err
+		}
+		ctx, cancel := cl.ctx(cmd.Context())
+		defer cancel()
+		resp, err := planv1.NewPlanServiceClient(cl.conn).MergeErrorDetails(ctx, req)
+		if err != nil {
+			return err
+		}
+		return cl.print(resp)
+	})
+	return c
+}
+
+func parsePhase(s string) (planv1.Phase, error) {
+	key := "PHASE_" + strings.TrimPrefix(strings.ToUpper(s), "PHASE_")
+	if v, ok := planv1.Phase_value[key]; ok && v != 0 {
+		return planv1.Phase(v), nil
+	}
+	return 0, fmt.Errorf("phase %q: want action, strategize, execute or apply", s)
+}
+
+func parseCategory(s string) (planv1.ErrorCategory, error) {
+	key := "ERROR_CATEGORY_" + strings.TrimPrefix(strings.ToUpper(strings.ReplaceAll(s, "-", "_")), "ERROR_CATEGORY_")
+	if v, ok := planv1.ErrorCategory_value[key]; ok && v != 0 {
+		return planv1.ErrorCategory(v), nil
+	}
+	return 0, fmt.Errorf("category %q: want transient, auth, resource, merge_conflict, validation, tool, strategy_constraint, internal or unknown", s)
+}

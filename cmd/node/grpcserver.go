@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+)
+
+// apiServices are the three services the gRPC API serves.
+type apiServices struct {
+	Sessions sessionv1.SessionServiceServer
+	Plans    planv1.PlanServiceServer
+	Audit    auditv1.AuditServiceServer
+}
+
+// apiOptions configure the gRPC API server.
+type apiOptions struct {
+	TLSCert, TLSKey string
+	// Token, when not empty, is required on every RPC.
+	Token        string
+	MaxRecvBytes int
+	// MarkNetwork marks a request's context as a network sender's.
+	MarkNetwork func(context.Context) context.Context
+}
+
+// apiServer is the gRPC API: the three services, the standard health
+// service and server reflection (so grpcurl needs no .proto files).
+type apiServer struct {
+	srv     *grpc.Server
+	health  *health.Server
+	auditor *failureAuditor // nil without a token
+}
+
+func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger) (*apiServer, error) {
+	var auth *authenticator
+	a := &apiServer{}
+	if opt.Token != "" {
+		a.auditor = newFailureAuditor(svc.Audit, opt.MarkNetwork, m, log)
+		auth = newAuthenticator(opt.Token, a.auditor, m, log)
+	}
+	sopts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(opt.MaxRecvBytes),
+		grpc.ChainUnaryInterceptor(unaryChain(m, auth, opt.MarkNetwork, log)...),
+		grpc.ChainStreamInterceptor(streamChain(m, auth, log)...),
+	}
+	if opt.TLSCert != "" || opt.TLSKey != "" {
+		if opt.TLSCert == "" || opt.TLSKey == "" {
+			return nil, fmt.Errorf("--tls-cert and --tls-key go together")
+		}
+		cert, err := tls.LoadX509KeyPair(opt.TLSCert, opt.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("load TLS key pair: %w", err)
+		}
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(&tls.Config{
+			Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+		})))
+	}
+	a.srv = grpc.NewServer(sopts...)
+	sessionv1.RegisterSessionServiceServer(a.srv, svc.Sessions)
+	planv1.RegisterPlanServiceServer(a.srv, svc.Plans)
+	auditv1.RegisterAuditServiceServer(a.srv, svc.Audit)
+
+	a.health = health.NewServer()
+	healthpb.RegisterHealthServer(a.srv, a.health)
+	for _, name := range []string{"", sessionv1.SessionService_ServiceDesc.ServiceName,
+		planv1.PlanService_ServiceDesc.ServiceName, auditv1.AuditService_ServiceDesc.ServiceName} {
+		a.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
+	reflection.Register(a.srv)
+	return a, nil
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The API's interceptor chains, outermost first:
+//
+//	observe  -> metrics by method and final code (auth failures and panics included)
+//	recover  -> a panic in a handler becomes INTERNAL, the process lives on
+//	auth     -> only with a token: UNAUTHENTICATED before anything else runs
+//	admit    -> marks the request as a network sender's (no waiting on a full
+//	            backlog) and gives every error a gRPC status
+func unaryChain(m *metrics, auth *authenticator, markNetwork func(context.Context) context.Context, log *slog.Logger) []grpc.UnaryServerInterceptor {
+	chain := []grpc.UnaryServerInterceptor{observeUnary(m), recoverUnary(m, log)}
+	if auth != nil {
+		chain = append(chain, auth.unary)
+	}
+	return append(chain, admitUnary(markNetwork))
+}
+
+func streamChain(m *metrics, auth *authenticator, log *slog.Logger) []grpc.StreamServerInterceptor {
+	chain := []grpc.StreamServerInterceptor{observeStream(m), recoverStream(m, "api", log)}
+	if auth != nil {
+		chain = append(chain, auth.stream)
+	}
+	return chain
+}
+
+func observeUnary(m *metrics) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		start := time.Now()
+		resp, err := handler(ctx, req)
+		m.observe(info.FullMethod, start, err)
+		if ar, ok := resp.(*sessionv1.AppendResponse); ok && err == nil {
+			if ar.GetDuplicate() {
+				m.appends.WithLabelValues("duplicate").Inc()
+			} else {
+				m.appends.WithLabelValues("stored").Inc()
+				m.appended.Add(float64(len(ar.GetMessages())))
+			}
+		}
+		return resp, err
+	}
+}
+
+func observeStream(m *metrics) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		start := time.Now()
+		err := handler(srv, ss)
+		m.observe(info.FullMethod, start, err)
+		return err
+	}
+}
+
+func (m *metrics) observe(method string, start time.Time, err error) {
+	code := status.Code(err)
+	m.requests.WithLabelValues(method, code.String()).Inc()
+	m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
+	if code != codes.OK {
+		m.errors.WithLabelValues(code.String()).Inc()
+	}
+}
+
+// recovered turns a recovered panic value into the INTERNAL error the
+// caller sees, logging the stack (the caller gets no internals).
+func recovered(m *metrics, server, method string, r any, log *slog.Logger) error {
+	m.recoveredPanics.WithLabelValues(server).Inc()
+	log.Error("recovered panic in request handler", "server", server, "method", method,
+		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	return status.Errorf(codes.Internal, "internal error while serving %s; the node logged the details", method)
+}
+
+func recoverUnary(m *metrics, log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				resp, err = nil, recovered(m, "api", info.FullMethod, r, log)
+			}
+		}()
+		return handler(ctx, req)
+	}
+}
+
+func recoverStream(m *metrics, server string, log *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = recovered(m, server, info.FullMethod, r, log)
+			}
+		}()
+		return handler(srv, ss)
+	}
+}
+
+// admitUnary marks the request as coming from a network sender and makes
+// sure every error leaves as a gRPC status with the right code: services
+// return *errs.Error (which carries its status), anything else is
+// classified by errs.From.
+func admitUnary(markNetwork func(context.Context) context.Context) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if markNetwork != nil {
+			ctx = markNetwork(ctx)
+		}
+		resp, err := handler(ctx, req)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		return resp, nil
+	}
+}
+
+func toStatus(err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return errs.From(err)
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+)
+
+// The Proto.Actor remote endpoint of this module version trusts its peers:
+// its reader (remote/endpoint_reader.go, onMessageBatch) indexes the batch's
+// type, target and sender tables with peer-supplied numbers, looks up the
+// peer-named protobuf type and dereferences the result without checking it
+// (proto_serializer.go: a type this binary does not link is a nil-pointer
+// panic), and delivers system messages (Stop, Watch) and PoisonPill to any
+// local actor. All of that runs on the gRPC stream handler's goroutine, so
+// one bad batch would kill the node.
+//
+// remoteGuard screens every batch before the reader sees it, by wrapping
+// the server stream's RecvMsg:
+//   - a batch whose tables do not match its envelopes (an index out of
+//     range, a nil PID) or that names a serializer other than protobuf ends
+//     the stream with INVALID_ARGUMENT: the peer is broken or hostile;
+//   - an envelope whose type is not an agentstate message this binary links,
+//     or whose target is not one of the exposed actors at this node's
+//     address, is dropped; its sender, if any, is answered with an
+//     INVALID_ARGUMENT commonv1.Error, so a request does not hang.
+//
+// A recovering interceptor stays underneath as the backstop: a panic on the
+// stream's goroutine ends that stream, not the process. The remote's two
+// unary methods (ListProcesses, GetProcessDiagnostics) panic
+// "implement me" in this version and are refused as UNIMPLEMENTED.
+type remoteGuard struct {
+	// exposed are the actor ids peers may address ("sessions", "plans",
+	// "audit").
+	exposed map[string]bool
+	// localAddr returns this node's remote address (targets must name it:
+	// anything else would make the node relay to another host).
+	localAddr func() string
+	// reply answers the sender of a dropped request.
+	reply func(to *actor.PID, msg proto.Message)
+	m     *metrics
+	log   *slog.Logger
+}
+
+// typePrefix is the protobuf package prefix of every message a peer may
+// send: agentstate's own API messages. System messages (actor.Stop,
+// actor.Watch, actor.PoisonPill, remote.ActorPidRequest) are never
+// accepted from a peer.
+const typePrefix = "agentstate."
+
+func (g *remoteGuard) serverOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ChainStreamInterceptor(recoverStream(g.m, "remote", g.log), g.streamInterceptor),
+		grpc.ChainUnaryInterceptor(g.unaryInterceptor),
+	}
+}
+
+func (g *remoteGuard) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return handler(srv, &guardedStream{ServerStream: ss, g: g})
+}
+
+func (g *remoteGuard) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	g.m.remoteRejected.WithLabelValues("unary_method").Inc()
+	return nil, status.Errorf(codes.Unimplemented, "%s is not served by this node", info.FullMethod)
+}
+
+// guardedStream screens each received message before the remote's reader
+// sees it.
+type guardedStream struct {
+	grpc.ServerStream
+	g *remoteGuard
+}
+
+func (s *guardedStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	rm, ok := m.(*remote.RemoteMessage)
+	if !ok {
+		return nil
+	}
+	if b := rm.GetMessageBatch(); b != nil {
+		return s.g.screen(b)
+	}
+	return nil
+}
+
+// screen validates b in place: it returns a non-nil error (ending the
+// stream) for a malformed batch, and otherwise removes the envelopes that
+// may not be delivered.
+func (g *remoteGuard) screen(b *remote.MessageBatch) error {
+	for _, p := range b.Targets {
+		if p == nil {
+			return g.fatal("nil_pid", "batch has a nil target PID")
+		}
+	}
+	for _, p := range b.Senders {
+		if p == nil {
+			return g.fatal("nil_pid", "batch has a nil sender PID")
+		}
+	}
+	kept := b.Envelopes[:0]
+	for _, env := range b.Envelopes {
+		if env == nil {
+			return g.fatal("malformed", "batch has a nil envelope")
+		}
+		switch {
+		case env.TypeId < 0 || int(env.TypeId) >= len(b.TypeNames):
+			return g.fatal("malformed", "envelope type_id out of range")
+		case env.Target < 0 || int(env.Target) >= len(b.Targets):
+			return g.fatal("malformed", "envelope target out of range")
+		case env.Sender < 0 || int(env.Sender) > len(b.Senders):
+			return g.fatal("malformed", "envelope sender out of range")
+		case env.SerializerId != 0:
+			return g.fatal("serializer", "only the protobuf serializer (0) is accepted")
+		}
+		typeName := b.TypeNames[env.TypeId]
+		target := b.Targets[env.Target]
+		if reason, msg := g.refuse(typeName, target); reason != "" {
+			g.m.remoteRejected.WithLabelValues(reason).Inc()
+			g.log.Warn("remote: dropped a message", "reason", reason, "type", clipName(typeName), "target", clipName(target.GetId()))
+			g.answer(b, env, msg)
+			continue
+		}
+		kept = append(kept, env)
+	}
+	// Clear the tail so dropped envelopes are not reachable from b.
+	for i := len(kept); i < len(b.Envelopes); i++ {
+		b.Envelopes[i] = nil
+	}
+	b.Envelopes = kept
+	return nil
+}
+
+// refuse says why an envelope of typeName for target may not be
+// delivered ("" when it may), with the message for its sender.
+func (g *remoteGuard) refuse(typeName string, target *actor.PID) (reason, msg string) {
+	if !strings.HasPrefix(typeName, typePrefix) {
+		return "type_not_allowed", "message type " + quoteClip(typeName) + " is not accepted from a remote peer"
+	}
+	if _, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(typeName)); err != nil {
+		return "unknown_type", "message type " + quoteClip(typeName) + " is unknown to this node (an older build?)"
+	}
+	if target.GetAddress() != g.localAddr() || !g.exposed[target.GetId()] {
+		return "target_not_exposed", "actor " + quoteClip(target.GetAddress()+"/"+target.GetId()) + " is not served to remote peers"
+	}
+	return "", ""
+}
+
+// answer replies to the sender of a dropped envelope, if it has one, with
+// an INVALID_ARGUMENT error, so that a peer's request fails fast.
+func (g *remoteGuard) answer(b *remote.MessageBatch, env *remote.MessageEnvelope, msg string) {
+	if env.Sender == 0 || g.reply == nil {
+		return
+	}
+	to := proto.Clone(b.Senders[env.Sender-1]).(*actor.PID)
+	if env.SenderRequestId > 0 {
+		to.RequestId = env.SenderRequestId
+	}
+	if to.GetAddress() == "" || to.GetAddress() == g.localAddr() {
+		return // never answer ourselves: that would loop through the guard
+	}
+	g.reply(to, errs.ToProto(errs.InvalidArgument("%s", msg)))
+}
+
+func (g *remoteGuard) fatal(reason, msg string) error {
+	g.m.remoteRejected.WithLabelValues(reason).Inc()
+	g.log.Warn("remote: closed a stream", "reason", reason, "detail", msg)
+	return status.Error(codes.InvalidArgument, msg)
+}
+
+func clipName(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "..."
+	}
+	return s
+}
+
+func quoteClip(s string) string { return "\"" + clipName(s) + "\"" }

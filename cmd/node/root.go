@@ -1,0 +1,152 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// envPrefix prefixes the environment equivalent of every flag.
+const envPrefix = "AGENTSTATE_"
+
+// extraCommands lets other files of this package (node bench) add
+// subcommands without editing this one: append a constructor in init.
+var extraCommands []func() *cobra.Command
+
+// run executes the command line args and returns the process exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ue *usageError
+	if strings.HasPrefix(err.Error(), "unknown command") {
+		ue = &usageError{cmd: "node", err: err}
+	}
+	if ue != nil || errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "Error: %v\nRun '%s --help' for usage.\n", ue.err, ue.cmd)
+		return exitUsage
+	}
+	writeError(stderr, err)
+	return exitCode(err)
+}
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "node",
+		Short: "agentstate node: serve the actors, or talk to a running node",
+		Long: "node runs agentstate as a service (node serve) and is its command-line client.\n\n" +
+			"Every flag can also be set through the environment: AGENTSTATE_<FLAG>, upper case,\n" +
+			"dashes as underscores (--grpc-addr: AGENTSTATE_GRPC_ADDR). The command line wins.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applyEnv(cmd)
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageError{cmd: cmd.CommandPath(), err: err}
+	})
+	root.AddCommand(newServeCommand())
+	root.AddCommand(newSessionCommand())
+	root.AddCommand(newPlanCommand())
+	root.AddCommand(newAuditCommand())
+	for _, mk := range extraCommands {
+		root.AddCommand(mk())
+	}
+	// Document the environment equivalent of every flag in --help.
+	walk(root, func(c *cobra.Command) {
+		annotateEnv(c.LocalNonPersistentFlags())
+		annotateEnv(c.PersistentFlags())
+		if c.Args == nil && c.HasParent() {
+			c.Args = noArgs
+		}
+	})
+	return root
+}
+
+// usageError is a bad command line (unknown flag, bad value, missing
+// argument): it exits with exitUsage.
+type usageError struct {
+	cmd string
+	err error
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+
+func usagef(cmd *cobra.Command, format string, args ...any) error {
+	return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf(format, args...)}
+}
+
+// noArgs rejects positional arguments: every input is a named flag.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef(cmd, "unexpected argument %q (every input is a --flag)", args[0])
+	}
+	return nil
+}
+
+// requireFlags fails with a usage error when one of names was given
+// neither on the command line nor through the environment.
+func requireFlags(cmd *cobra.Command, names ...string) error {
+	for _, n := range names {
+		f := cmd.Flags().Lookup(n)
+		if f == nil || !f.Changed {
+			return usagef(cmd, "--%s is required", n)
+		}
+	}
+	return nil
+}
+
+func walk(c *cobra.Command, fn func(*cobra.Command)) {
+	fn(c)
+	for _, sub := range c.Commands() {
+		walk(sub, fn)
+	}
+}
+
+// envName is the environment variable that sets flag name.
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+func annotateEnv(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name == "help" || strings.Contains(f.Usage, "(env ") {
+			return
+		}
+		f.Usage += " (env " + envName(f.Name) + ")"
+	})
+}
+
+// applyEnv sets every flag of cmd that was not given on the command line
+// from its environment variable, when that is set. Because it runs before
+// the command, the values the command sees already include the
+// environment; the command line wins because Changed flags are skipped.
+func applyEnv(cmd *cobra.Command) error {
+	var firstErr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed || f.Name == "help" || firstErr != nil {
+			return
+		}
+		v, ok := os.LookupEnv(envName(f.Name))
+		if !ok {
+			return
+		}
+		if err := f.Value.Set(v); err != nil {
+			firstErr = &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("%s=%q: %v", envName(f.Name), v, err)}
+			return
+		}
+		f.Changed = true
+	})
+	return firstErr
+}

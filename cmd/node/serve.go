@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentstate/agentstate/actors"
+	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/plan"
+	"github.com/agentstate/agentstate/actors/session"
+	"github.com/agentstate/agentstate/persistence/sqlite"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/spf13/cobra"
+)
+
+// serveFlags are the flags of node serve.
+type serveFlags struct {
+	data, synchronous            string
+	grpcAddr, httpAddr           string
+	tlsCert, tlsKey, tokenFile   string
+	remoteAddr, remoteAdvertise  string
+	remoteCert, remoteKey        string
+	remoteCA                     string
+	maxRecvBytes                 int
+	shutdownTimeout, idleTimeout time.Duration
+	backlog                      int
+	batchCommands, batchBytes    int
+	auditMessages                bool
+	logFormat, logLevel          string
+}
+
+func newServeCommand() *cobra.Command {
+	f := &serveFlags{}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a node: the actors, the gRPC API, metrics and (optionally) the Proto.Actor remote endpoint",
+		Long: "serve opens (creating if missing) the database, starts the audit, session and plan actors, and serves\n" +
+			"the gRPC API (sessions, plans, audit, health, reflection), HTTP /metrics, /healthz and /readyz, and,\n" +
+			"with --remote-addr, the Proto.Actor remote endpoint (actors \"sessions\", \"plans\", \"audit\").\n\n" +
+			"SIGTERM or SIGINT drains it: new work is refused, requests in flight finish, the audit actor commits\n" +
+			"everything it accepted, the database is closed, and the process exits 0. A second signal kills it.",
+	}
+	fs := c.Flags()
+	fs.StringVar(&f.data, "data", "./data/agentstate.db", "database file (created with its directory if missing), or memory:NAME")
+	fs.StringVar(&f.synchronous, "synchronous", "full", "commit durability: full (fsync every commit) or normal (fsync at checkpoints)")
+	fs.StringVar(&f.grpcAddr, "grpc-addr", "127.0.0.1:7420", "gRPC API listen address")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:7421", `HTTP listen address for /metrics, /healthz, /readyz ("" disables)`)
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate for TLS on the gRPC API (with --tls-key)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key for TLS on the gRPC API (with --tls-cert)")
+	fs.StringVar(&f.tokenFile, "auth-token-file", "", "file holding the bearer token every gRPC request must present")
+	fs.IntVar(&f.maxRecvBytes, "max-recv-bytes", 4<<20, "largest request accepted, in bytes (gRPC and remote); larger is RESOURCE_EXHAUSTED")
+	fs.StringVar(&f.remoteAddr, "remote-addr", "", `Proto.Actor remote endpoint listen address, host:port ("" = off)`)
+	fs.StringVar(&f.remoteAdvertise, "remote-advertise", "", "address peers reach the remote endpoint at (default: the bound address)")
+	fs.StringVar(&f.remoteCert, "remote-tls-cert", "", "PEM certificate of this node for mutual TLS on the remote endpoint")
+	fs.StringVar(&f.remoteKey, "remote-tls-key", "", "PEM private key for mutual TLS on the remote endpoint")
+	fs.StringVar(&f.remoteCA, "remote-tls-ca", "", "PEM CA bundle peers' certificates must chain to (mutual TLS)")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long each shutdown phase (requests in flight, then the actors' drain) may take")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", 0, "passivate a session or plan actor idle this long (0: default 5m; negative: never)")
+	fs.IntVar(&f.backlog, "backlog", 0, "commands the audit actor may have pending before network senders get RESOURCE_EXHAUSTED (0: default)")
+	fs.IntVar(&f.batchCommands, "batch-max-commands", 0, "most commands in one group commit (0: default)")
+	fs.IntVar(&f.batchBytes, "batch-max-bytes", 0, "most bytes in one group commit (0: default)")
+	fs.BoolVar(&f.auditMessages, "audit-messages", false, "write a message_appended audit entry per stored message")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		log, err := newLogger(cmd.ErrOrStderr(), f.logFormat, f.logLevel)
+		if err != nil {
+			return usagef(cmd, "%v", err)
+		}
+		return serve(cmd.Context(), f, log)
+	}
+	return c
+}
+
+// serve runs a node until SIGTERM or SIGINT, then drains it.
+func serve(parent context.Context, f *serveFlags, log *slog.Logger) error {
+	ctx, stopSignals := signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
+	defer stopSignals()
+	s, err := startServer(f, log)
+	if err != nil {
+		return err
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("signal received; draining")
+	case runErr = <-s.failed:
+		log.Error("a listener failed; draining", "err", runErr)
+	}
+	stopSignals() // from now on a second signal kills the process
+	if err := s.shutdown(f.shutdownTimeout); err != nil {
+		log.Error("shutdown incomplete", "err", err)
+		return errors.Join(runErr, err)
+	}
+	log.Info("stopped cleanly")
+	return runErr
+}
+
+// server is one running node. Its fields are set by startServer in start
+// order; shutdown takes them down in the reverse order.
+type server struct {
+	log    *slog.Logger
+	store  *sqlite.Store
+	sys    *actor.ActorSystem
+	node   *actors.Node
+	remote *remoteEndpoint
+	api    *apiServer
+	http   *http.Server
+	ready  *readiness
+	failed chan error // a listener's Serve returned
+	serves sync.WaitGroup
+}
+
+// dataURL turns --data and --synchronous into a sqlite.Open URL, creating
+// the database's directory.
+func dataURL(data, synchronous string) (string, error) {
+	switch strings.ToLower(synchronous) {
+	case "full", "normal":
+	default:
+		return "", fmt.Errorf("--synchronous %q: want full or normal", synchronous)
+	}
+	if !strings.HasPrefix(data, "memory:") {
+		path := strings.TrimPrefix(data, "file:")
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return "", fmt.Errorf("create the database directory: %w", err)
+		}
+	}
+	if strings.Contains(data, "?") {
+		return data, nil
+	}
+	return data + "?synchronous=" + strings.ToLower(synchronous), nil
+}
+
+func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
+	// Everything that can fail on configuration is checked before the
+	// database is opened.
+	var token string
+	if f.tokenFile != "" {
+		if token, err = readToken(f.tokenFile); err != nil {
+			return nil, err
+		}
+	}
+	if f.maxRecvBytes <= 0 {
+		return nil, fmt.Errorf("--max-recv-bytes must be positive")
+	}
+	url, err := dataURL(f.data, f.synchronous)
+	if err != nil {
+		return nil, err
+	}
+
+	s = &server{log: log, ready: &readiness{}, failed: make(chan error, 3)}
+	// On a failure below, undo what was started.
+	defer func() {
+		if err != nil {
+			s.abort()
+			s = nil
+		}
+	}()
+	if s.store, err = sqlite.Open(url); err != nil {
+		return s, fmt.Errorf("open database %s: %w", f.data, err)
+	}
+	reader := s.store.Reader()
+	s.ready.probe = probeNotFound(func(ctx context.Context) error {
+		_, err := reader.GetAudit(ctx, "00000000000000000000000000")
+		return err
+	})
+
+	actorLog := log.With("component", "protoactor")
+	if !log.Enabled(context.Background(), slog.LevelDebug) {
+		actorLog = slog.New(minLevel{Handler: log.Handler(), min: slog.LevelWarn}).With("component", "protoactor")
+	}
+	s.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actorLog }))
+
+	m := newMetrics()
+	cfg := actors.Config{
+		Audit: audit.Config{
+			Backlog: f.backlog, MaxBatchCommands: f.batchCommands, MaxBatchBytes: f.batchBytes,
+			Observer: m, Logger: log.With("component", "audit"),
+		},
+		Sessions: session.Config{IdleTimeout: f.idleTimeout, AuditMessages: f.auditMessages},
+		Plans:    plan.Config{IdleTimeout: f.idleTimeout},
+	}
+	if s.node, err = actors.Start(s.sys, s.store, cfg); err != nil {
+		return s, fmt.Errorf("start actors: %w", err)
+	}
+	m.gauges(s.node.Audit().Backlog().Pending, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
+
+	// The remote starts before any gRPC server of ours: it replaces gRPC's
+	// global logger, which must not happen while gRPC goroutines run.
+	if f.remoteAddr != "" {
+		s.remote, err = startRemote(s.sys, remoteOptions{
+			Addr: f.remoteAddr, Advertise: f.remoteAdvertise,
+			Cert: f.remoteCert, Key: f.remoteKey, CA: f.remoteCA,
+			MaxRecvBytes: f.maxRecvBytes,
+			Exposed:      []string{s.node.Sessions().PID().Id, s.node.Plans().PID().Id, s.node.Audit().PID().Id},
+		}, m, log.With("component", "remote"))
+		if err != nil {
+			return s, err
+		}
+	}
+
+	s.api, err = newAPIServer(apiServices{Sessions: s.node.Sessions(), Plans: s.node.Plans(), Audit: s.node.Audit()},
+		apiOptions{TLSCert: f.tlsCert, TLSKey: f.tlsKey, Token: token, MaxRecvBytes: f.maxRecvBytes, MarkNetwork: audit.NoWait},
+		m, log.With("component", "grpc"))
+	if err != nil {
+		return s, err
+	}
+	grpcLis, err := net.Listen("tcp", f.grpcAddr)
+	if err != nil {
+		return s, fmt.Errorf("--grpc-addr: %w", err)
+	}
+	var httpLis net.Listener
+	if f.httpAddr != "" {
+		if httpLis, err = net.Listen("tcp", f.httpAddr); err != nil {
+			grpcLis.Close()
+			return s, fmt.Errorf("--http-addr: %w", err)
+		}
+		s.http = &http.Server{Handler: newHTTPHandler(m, s.ready), ReadHeaderTimeout: 10 * time.Second}
+		s.goServe(func() error {
+			if err := s.http.Serve(httpLis); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("http: %w", err)
+			}
+			return nil
+		})
+	}
+	s.goServe(func() error {
+		if err := s.api.srv.Serve(grpcLis); err != nil {
+			return fmt.Errorf("grpc: %w", err)
+		}
+		return nil
+	})
+	s.ready.started.Store(true)
+
+	attrs := []any{"grpc_addr", grpcLis.Addr().String(), "data", f.data,
+		"tls", f.tlsCert != "", "auth", token != ""}
+	if httpLis != nil {
+		attrs = append(attrs, "http_addr", httpLis.Addr().String())
+	}
+	if s.remote != nil {
+		attrs = append(attrs, "remote_addr", s.remote.addr, "remote_mtls", f.remoteCert != "")
+	}
+	log.Info("serving", attrs...)
+	return s, nil
+}
+
+func (s *server) goServe(fn func() error) {
+	s.serves.Add(1)
+	go func() {
+		defer s.serves.Done()
+		if err := fn(); err != nil {
+			s.failed <- err
+		}
+	}()
+}
+
+// shutdown drains the node. Each phase has its own budget of timeout:
+//  1. /readyz turns 503 and health reports NOT_SERVING;
+//  2. the gRPC API and the remote endpoint stop accepting and let requests
+//     in flight finish (after timeout the API cuts what is left);
+//  3. the actors drain: sessions and plans answer their writes in flight,
+//     then the audit actor commits everything it accepted;
+//  4. the HTTP server, the actor system and the database close.
+func (s *server) shutdown(timeout time.Duration) error {
+	s.ready.draining.Store(true)
+	s.api.health.Shutdown()
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		stopGRPC(s.api, timeout)
+	}()
+	if s.remote != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.remote.Shutdown()
+		}()
+	}
+	wg.Wait()
+	if s.api.auditor != nil {
+		s.api.auditor.close() // its entries reach the audit actor before it drains
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	stopErr := s.node.Stop(ctx)
+	if stopErr != nil {
+		stopErr = fmt.Errorf("drain actors: %w", stopErr)
+	}
+
+	var httpErr error
+	if s.http != nil {
+		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		httpErr = s.http.Shutdown(hctx)
+		hcancel()
+	}
+	s.serves.Wait()
+	s.sys.Shutdown()
+	closeErr := s.store.Close()
+	if closeErr != nil {
+		closeErr = fmt.Errorf("close database: %w", closeErr)
+	}
+	return errors.Join(stopErr, httpErr, closeErr)
+}
+
+// stopGRPC stops the API gracefully, cutting it off after timeout
+// (long-lived streams such as health Watch never end on their own).
+func stopGRPC(api *apiServer, timeout time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		api.srv.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		api.srv.Stop()
+		<-done
+	}
+}
+
+// abort undoes a partial start, in reverse order.
+func (s *server) abort() {
+	if s.api != nil {
+		s.api.srv.Stop()
+	}
+	if s.remote != nil {
+		s.remote.Shutdown()
+	}
+	if s.node != nil {
+		if err := s.node.Stop(context.Background()); err != nil {
+			s.log.Error("stop actors after a failed start", "err", err)
+		}
+	}
+	if s.sys != nil {
+		s.sys.Shutdown()
+	}
+	if s.store != nil {
+		s.store.Close()
+	}
+}
