@@ -1,0 +1,34 @@
+package sqlite_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlite"
+	"github.com/agentstate/agentstate/persistence/storetest"
+)
+
+func TestConformanceFile(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "agentstate.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+var memoryNames atomic.Int64
+
+func TestConformanceMemory(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		s, err := sqlite.Open(fmt.Sprintf("memory:conformance-%d", memoryNames.Add(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

@@ -1,0 +1,171 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"google.golang.org/protobuf/proto"
+)
+
+func (h *harness) record(planID string, seq int64, phase planv1.Phase, cat planv1.ErrorCategory) *planv1.ErrorRecord {
+	return &planv1.ErrorRecord{RecordId: ids.New(), PlanId: planID, Sequence: seq, Phase: phase, StepId: "step-1",
+		ErrorType: "TimeoutError", Message: fmt.Sprintf("error %d", seq), Tool: "shell", ActorName: "actor",
+		StackSummary: "at main", AttributesJson: `{"n":1}`, Category: cat, IsRetriable: true, RetryCount: 2,
+		MaxRetries: 3, RecoveryAction: planv1.RecoveryAction_RECOVERY_ACTION_RETRY, RecoveryHint: "wait",
+		RecoveryCommand: "retry", RecordedAt: h.ts()}
+}
+
+func (h *harness) plan(id string) *persistence.PlanState {
+	h.Helper()
+	p, err := h.r.GetPlan(h.ctx, id)
+	if err != nil {
+		h.Fatalf("GetPlan(%s): %v", id, err)
+	}
+	return p
+}
+
+func (h *harness) history(f persistence.PlanFilter) []*planv1.ErrorRecord {
+	h.Helper()
+	rs, err := h.r.PlanHistory(h.ctx, f)
+	if err != nil {
+		h.Fatalf("PlanHistory(%+v): %v", f, err)
+	}
+	return rs
+}
+
+func int32p(n int32) *int32 { return &n }
+
+var planCases = []testCase{
+	{"missing plan is NOT_FOUND", func(h *harness) {
+		_, err := h.r.GetPlan(h.ctx, "nope")
+		wantCode(h.T, err, errs.NotFoundCode)
+		if rs := h.history(persistence.PlanFilter{PlanID: "nope"}); len(rs) != 0 {
+			h.Fatalf("history of a missing plan: %v", rs)
+		}
+	}},
+	{"first write creates the plan with defaults", func(h *harness) {
+		h.ok(&persistence.PlanWrite{PlanID: "p"})
+		p := h.plan("p")
+		if p.PlanID != "p" || p.MaxRetries != persistence.DefaultMaxRetries || p.NextSequence != 0 ||
+			p.ErrorDetailsJSON != "{}" || len(p.StepRetries) != 0 {
+			h.Fatalf("new plan: %+v", p)
+		}
+	}},
+	{"policy and details are upserted; zero values leave them alone", func(h *harness) {
+		h.ok(&persistence.PlanWrite{PlanID: "p", MaxRetries: int32p(7), ErrorDetailsJSON: `{"a":1}`})
+		h.ok(&persistence.PlanWrite{PlanID: "p"})
+		if p := h.plan("p"); p.MaxRetries != 7 || p.ErrorDetailsJSON != `{"a":1}` {
+			h.Fatalf("after empty write: %+v", p)
+		}
+		h.ok(&persistence.PlanWrite{PlanID: "p", MaxRetries: int32p(0), ErrorDetailsJSON: `{"a":1,"b":2}`})
+		if p := h.plan("p"); p.MaxRetries != 0 || p.ErrorDetailsJSON != `{"a":1,"b":2}` {
+			h.Fatalf("after update: %+v", p)
+		}
+	}},
+	{"records continue the sequence; step counters upsert", func(h *harness) {
+		r0 := h.record("p", 0, planv1.Phase_PHASE_EXECUTE, planv1.ErrorCategory_ERROR_CATEGORY_TRANSIENT)
+		r1 := h.record("p", 1, planv1.Phase_PHASE_EXECUTE, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)
+		h.ok(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{r0, r1},
+			StepRetries: []persistence.StepRetry{{Phase: planv1.Phase_PHASE_EXECUTE, StepID: "s1", Count: 2}}})
+		r2 := h.record("p", 2, planv1.Phase_PHASE_APPLY, planv1.ErrorCategory_ERROR_CATEGORY_AUTH)
+		h.ok(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{r2},
+			StepRetries: []persistence.StepRetry{
+				{Phase: planv1.Phase_PHASE_EXECUTE, StepID: "s1", Count: 0},
+				{Phase: planv1.Phase_PHASE_APPLY, StepID: "s2", Count: 1},
+				{Phase: planv1.Phase_PHASE_ACTION, StepID: "s0", Count: 5},
+			}})
+		p := h.plan("p")
+		want := []persistence.StepRetry{
+			{Phase: planv1.Phase_PHASE_ACTION, StepID: "s0", Count: 5},
+			{Phase: planv1.Phase_PHASE_EXECUTE, StepID: "s1", Count: 0},
+			{Phase: planv1.Phase_PHASE_APPLY, StepID: "s2", Count: 1},
+		}
+		if p.NextSequence != 3 || !slices.Equal(p.StepRetries, want) {
+			h.Fatalf("plan: %+v", p)
+		}
+		got := h.history(persistence.PlanFilter{PlanID: "p"})
+		if len(got) != 3 {
+			h.Fatalf("%d records", len(got))
+		}
+		for i, r := range []*planv1.ErrorRecord{r0, r1, r2} {
+			if !proto.Equal(got[i], r) {
+				h.Fatalf("record %d:\n got %v\nwant %v", i, got[i], r)
+			}
+		}
+	}},
+	{"taken or skipped sequence fails the write", func(h *harness) {
+		h.ok(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{
+			h.record("p", 0, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)}})
+		for _, seq := range []int64{0, 2} {
+			e := h.entry("error_recorded")
+			h.fails(&persistence.PlanWrite{PlanID: "p", MaxRetries: int32p(9),
+				Records:     []*planv1.ErrorRecord{h.record("p", seq, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)},
+				StepRetries: []persistence.StepRetry{{Phase: planv1.Phase_PHASE_ACTION, StepID: "s", Count: 1}},
+				Audit:       []*auditv1.AuditEntry{e}},
+				errs.FailedPreconditionCode)
+			if e.Position != 0 {
+				h.Fatalf("failed write's audit entry assigned")
+			}
+		}
+		if p := h.plan("p"); p.MaxRetries != persistence.DefaultMaxRetries || p.NextSequence != 1 || len(p.StepRetries) != 0 {
+			h.Fatalf("failed writes changed the plan: %+v", p)
+		}
+	}},
+	{"duplicate record id is ALREADY_EXISTS", func(h *harness) {
+		r := h.record("p", 0, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)
+		h.ok(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{r}})
+		again := proto.Clone(r).(*planv1.ErrorRecord)
+		again.Sequence = 1
+		h.fails(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{again}}, errs.AlreadyExistsCode)
+	}},
+	{"new plan with a failing first write is not created", func(h *harness) {
+		h.fails(&persistence.PlanWrite{PlanID: "q", Records: []*planv1.ErrorRecord{
+			h.record("q", 5, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)}}, errs.FailedPreconditionCode)
+		_, err := h.r.GetPlan(h.ctx, "q")
+		wantCode(h.T, err, errs.NotFoundCode)
+	}},
+	{"history filters and pages", func(h *harness) {
+		phases := []planv1.Phase{planv1.Phase_PHASE_ACTION, planv1.Phase_PHASE_EXECUTE, planv1.Phase_PHASE_APPLY}
+		cats := []planv1.ErrorCategory{planv1.ErrorCategory_ERROR_CATEGORY_TRANSIENT, planv1.ErrorCategory_ERROR_CATEGORY_AUTH}
+		var recs []*planv1.ErrorRecord
+		for i := int64(0); i < 12; i++ {
+			recs = append(recs, h.record("p", i, phases[i%3], cats[i%2]))
+		}
+		h.ok(&persistence.PlanWrite{PlanID: "p", Records: recs})
+		h.ok(&persistence.PlanWrite{PlanID: "other", Records: []*planv1.ErrorRecord{
+			h.record("other", 0, phases[0], cats[0])}})
+		seqs := func(f persistence.PlanFilter) []int64 {
+			var out []int64
+			for _, r := range h.history(f) {
+				if r.PlanId != f.PlanID {
+					h.Fatalf("record of plan %s in history of %s", r.PlanId, f.PlanID)
+				}
+				out = append(out, r.Sequence)
+			}
+			return out
+		}
+		cases := []struct {
+			f    persistence.PlanFilter
+			want []int64
+		}{
+			{persistence.PlanFilter{PlanID: "p"}, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+			{persistence.PlanFilter{PlanID: "p", Phase: planv1.Phase_PHASE_EXECUTE}, []int64{1, 4, 7, 10}},
+			{persistence.PlanFilter{PlanID: "p", Category: planv1.ErrorCategory_ERROR_CATEGORY_AUTH}, []int64{1, 3, 5, 7, 9, 11}},
+			{persistence.PlanFilter{PlanID: "p", Phase: planv1.Phase_PHASE_ACTION, Category: planv1.ErrorCategory_ERROR_CATEGORY_AUTH}, []int64{3, 9}},
+			{persistence.PlanFilter{PlanID: "p", FromSequence: 5, Limit: 3}, []int64{5, 6, 7}},
+			{persistence.PlanFilter{PlanID: "p", Phase: planv1.Phase_PHASE_APPLY, FromSequence: 3}, []int64{5, 8, 11}},
+			{persistence.PlanFilter{PlanID: "p", FromSequence: 12}, nil},
+			{persistence.PlanFilter{PlanID: "other"}, []int64{0}},
+		}
+		for _, c := range cases {
+			if got := seqs(c.f); !slices.Equal(got, c.want) {
+				h.Fatalf("PlanHistory(%+v) = %v, want %v", c.f, got, c.want)
+			}
+		}
+	}},
+}
