@@ -6,17 +6,30 @@ import (
 	"os"
 )
 
-// checkpointBusyMillis bounds how long a forced checkpoint waits for
-// readers to leave the WAL before it gives up until the next commit.
-const checkpointBusyMillis = 20
+const (
+	// softCheckpointMillis bounds how long a forced checkpoint waits for
+	// readers once the WAL passes walLimit; if they still hold it, the
+	// writer moves on and tries again after its next commit.
+	softCheckpointMillis = 20
+	// hardCheckpointMillis is the wait once the WAL passes
+	// hardWALFactor*walLimit: then the writer stalls for up to this long
+	// rather than let the WAL grow further.
+	hardCheckpointMillis = 2000
+	hardWALFactor        = 4
+)
 
-// maybeCheckpoint bounds the WAL of a file database. SQLite's automatic
-// PASSIVE checkpoints copy pages back but cannot restart the WAL while
-// readers use it, so a busy database's WAL can keep growing. After a
-// commit that leaves the WAL above walLimit, it runs a TRUNCATE checkpoint
-// that waits at most checkpointBusyMillis; if readers still hold the WAL,
-// it gives up and tries again after the next commit. Readers never hold a
-// snapshot across calls, so it soon succeeds. Called with wmu held.
+// maybeCheckpoint bounds the WAL of a file database.
+//
+// SQLite's automatic PASSIVE checkpoints copy pages back into the database
+// but can neither finish nor restart the WAL while readers use it, so under
+// steady reads the WAL keeps growing. So after a commit that leaves the WAL
+// above walLimit, the writer runs a TRUNCATE checkpoint, which waits for the
+// readers that still need the WAL (new readers read the database file once
+// it is fully copied back) and then empties the file. Readers never hold a
+// snapshot across calls, so the wait is at most one read's length. The wait
+// is short above walLimit (give up, retry after the next commit) and long
+// above hardWALFactor*walLimit, which bounds the WAL at about that size
+// plus one transaction. Called with wmu held.
 func (s *Store) maybeCheckpoint() {
 	if s.walPath == "" {
 		return
@@ -25,8 +38,12 @@ func (s *Store) maybeCheckpoint() {
 	if err != nil || st.Size() <= s.walLimit {
 		return
 	}
+	wait := softCheckpointMillis
+	if st.Size() > hardWALFactor*s.walLimit {
+		wait = hardCheckpointMillis
+	}
 	ctx := context.Background()
-	if _, err := s.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", checkpointBusyMillis)); err != nil {
+	if _, err := s.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", wait)); err != nil {
 		return
 	}
 	var busy, logPages, done int64
