@@ -65,16 +65,18 @@ type Stored struct {
 type client struct {
 	session int
 	msgs    []Message
-	lat     []time.Duration
 	acked   []ackedMsg
 	errors  int
 	retries int
 	first   error
 }
 
+// ackedMsg is one acknowledged append: its id, the position the target
+// answered (-1: none), and when the client sent it and got the answer.
 type ackedMsg struct {
-	id  string
-	seq int64
+	id         string
+	seq        int64
+	start, end time.Time
 }
 
 // Drive runs the workload of cfg (its Mode is only a label here) against t
@@ -119,7 +121,9 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 
 	var lat []time.Duration
 	for _, c := range clients {
-		lat = append(lat, c.lat...)
+		for _, a := range c.acked {
+			lat = append(lat, a.end.Sub(a.start))
+		}
 		res.Appends += len(c.acked)
 		res.Errors += c.errors
 		res.Retries += c.retries
@@ -152,7 +156,7 @@ func plan(cfg Config) []*client {
 			k++
 		}
 		c := &client{session: i % cfg.Sessions, msgs: make([]Message, k),
-			lat: make([]time.Duration, 0, k), acked: make([]ackedMsg, 0, k)}
+			acked: make([]ackedMsg, 0, k)}
 		for j := range c.msgs {
 			c.msgs[j] = Message{ID: ids.New(), Assistant: j%2 == 1, Content: content}
 		}
@@ -176,8 +180,7 @@ func (c *client) run(ctx context.Context, t Target, sessionID string, done *atom
 			}
 			continue
 		}
-		c.lat = append(c.lat, time.Since(t0))
-		c.acked = append(c.acked, ackedMsg{id: m.ID, seq: ack.Seq})
+		c.acked = append(c.acked, ackedMsg{id: m.ID, seq: ack.Seq, start: t0, end: time.Now()})
 	}
 }
 

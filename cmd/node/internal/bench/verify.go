@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"slices"
+	"time"
 )
 
 // verify reads every session back and fills the verification fields of
@@ -58,8 +59,8 @@ func checkSession(stored []Stored, clients []*client, res *Result) {
 	res.Gaps += int(top+1) - distinct
 
 	present := 0
+	var order []placed
 	for _, c := range clients {
-		last := int64(-1)
 		for _, a := range c.acked {
 			q, ok := where[a.id]
 			if !ok {
@@ -70,15 +71,42 @@ func checkSession(stored []Stored, clients []*client, res *Result) {
 			if a.seq >= 0 && a.seq != q {
 				res.Misplaced++
 			}
-			// A client waits for each answer before its next append, so
-			// its messages must be stored in its acknowledgement order.
-			if q <= last {
-				res.OutOfOrder++
-			}
-			last = q
+			order = append(order, placed{start: a.start, end: a.end, pos: q})
 		}
 	}
+	res.OutOfOrder += ackOrderViolations(order)
 	// Stored messages nobody had acknowledged: failed appends that were
 	// stored anyway (the baseline's insert-then-update can do that).
 	res.Unacked += len(where) - present
+}
+
+// placed is an acknowledged message: when it was sent, when it was
+// answered, and where it is stored.
+type placed struct {
+	start, end time.Time
+	pos        int64
+}
+
+// ackOrderViolations counts messages stored before a message that had been
+// acknowledged before they were even sent. Acknowledgement order is the
+// contract: once an append is answered, every later append of the session
+// lands after it. (A client's own appends are the special case: each is
+// sent after the previous one's answer.) Appends that overlap in time may
+// land in either order.
+func ackOrderViolations(ms []placed) int {
+	byEnd := slices.Clone(ms)
+	slices.SortFunc(byEnd, func(a, b placed) int { return a.end.Compare(b.end) })
+	slices.SortFunc(ms, func(a, b placed) int { return a.start.Compare(b.start) })
+	n, j, highest := 0, 0, int64(-1)
+	for _, m := range ms {
+		// highest: the furthest position of everything answered before m
+		// was sent.
+		for ; j < len(byEnd) && byEnd[j].end.Before(m.start); j++ {
+			highest = max(highest, byEnd[j].pos)
+		}
+		if m.pos <= highest {
+			n++
+		}
+	}
+	return n
 }

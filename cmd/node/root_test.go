@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+func TestEnvironmentSetsFlagsAndCommandLineWins(t *testing.T) {
+	t.Setenv("AGENTSTATE_GRPC_ADDR", "127.0.0.1:1")
+	t.Setenv("AGENTSTATE_MAX_RECV_BYTES", "1234")
+	root := newRootCommand(&bytes.Buffer{}, &bytes.Buffer{})
+	serve, _, err := root.Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serve.ParseFlags([]string{"--max-recv-bytes", "99"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyEnv(serve); err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) string { return serve.Flags().Lookup(name).Value.String() }
+	if got := get("grpc-addr"); got != "127.0.0.1:1" {
+		t.Errorf("grpc-addr = %q, want the environment's", got)
+	}
+	if got := get("max-recv-bytes"); got != "99" {
+		t.Errorf("max-recv-bytes = %q, want the command line's", got)
+	}
+	if got := get("http-addr"); got != "127.0.0.1:7421" {
+		t.Errorf("http-addr = %q, want the default", got)
+	}
+}
+
+func TestBadEnvironmentValueIsAUsageError(t *testing.T) {
+	t.Setenv("AGENTSTATE_MAX_RECV_BYTES", "lots")
+	var stderr bytes.Buffer
+	code := run([]string{"serve"}, &bytes.Buffer{}, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "AGENTSTATE_MAX_RECV_BYTES") {
+		t.Fatalf("exit %d, stderr %q; want %d naming the variable", code, stderr.String(), exitUsage)
+	}
+}
+
+// TestHelpDocumentsEveryFlag: each flag of each command says what it does
+// and names its environment variable.
+func TestHelpDocumentsEveryFlag(t *testing.T) {
+	root := newRootCommand(&bytes.Buffer{}, &bytes.Buffer{})
+	n := 0
+	walk(root, func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" {
+				return
+			}
+			n++
+			if len(f.Usage) < 15 || !strings.Contains(f.Usage, "(env "+envName(f.Name)+")") {
+				t.Errorf("%s --%s: usage %q lacks a description or its env name", c.CommandPath(), f.Name, f.Usage)
+			}
+		})
+	})
+	if n < 40 {
+		t.Fatalf("only %d flags seen; the walk missed commands", n)
+	}
+	var out bytes.Buffer
+	if code := run([]string{"serve", "--help"}, &out, &out); code != 0 || !strings.Contains(out.String(), "AGENTSTATE_GRPC_ADDR") {
+		t.Fatalf("serve --help: exit %d, output lacks AGENTSTATE_GRPC_ADDR:\n%s", code, out.String())
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"session", "get"},                            // missing --session
+		{"session", "get", "--bogus"},                 // unknown flag
+		{"session", "get", "--session", "X", "extra"}, // positional argument
+		{"session", "append", "--session", "X"},       // no messages
+		{"session", "append", "--session", "X", "--role", "wizard", "--content", "c"},
+		{"session", "delete", "--session", "X"}, // no --yes
+		{"plan", "record-error", "--plan", "P", "--phase", "nope", "--type", "T"},
+		{"nonsense"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(args, &bytes.Buffer{}, &stderr); code != exitUsage {
+			t.Errorf("%v: exit %d (stderr %q), want %d", args, code, stderr.String(), exitUsage)
+		}
+	}
+}
