@@ -121,6 +121,7 @@ func (a *AuditService) ListEntries(ctx context.Context, limit int) ([]AuditEntry
 	if err := a.session.flush(ctx, true); err != nil {
 		return nil, err
 	}
+	releaseGIL()
 	rows, err := a.session.conn.QueryContext(ctx,
 		`SELECT id, event_type, details, created_at FROM audit_log ORDER BY id DESC LIMIT ?`, limit)
 	if err != nil {
@@ -143,6 +144,7 @@ func (a *AuditService) Count(ctx context.Context) (int64, error) {
 	if err := a.session.flush(ctx, true); err != nil {
 		return 0, err
 	}
+	releaseGIL()
 	var n int64
 	err := a.session.conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_log`).Scan(&n)
 	return n, err
@@ -153,6 +155,7 @@ func (a *AuditService) GetEntry(ctx context.Context, id int64) (e AuditEntry, ok
 	if err := a.session.flush(ctx, true); err != nil {
 		return e, false, err
 	}
+	releaseGIL()
 	err = a.session.conn.QueryRowContext(ctx,
 		`SELECT id, event_type, details, created_at FROM audit_log WHERE id = ?`, id).
 		Scan(&e.ID, &e.EventType, &e.Details, &e.CreatedAt)

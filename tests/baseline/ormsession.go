@@ -109,6 +109,7 @@ func (s *ormSession) commit(ctx context.Context) error {
 	if err != nil || auto {
 		return err
 	}
+	releaseGIL()
 	_, err = s.conn.ExecContext(ctx, "COMMIT")
 	return err
 }
@@ -123,6 +124,7 @@ func (s *ormSession) rollback(ctx context.Context) error {
 	if err != nil || auto {
 		return err
 	}
+	releaseGIL()
 	_, err = s.conn.ExecContext(ctx, "ROLLBACK")
 	return err
 }
@@ -138,10 +140,12 @@ func (s *ormSession) execDML(ctx context.Context, query string, args ...any) (in
 	if auto {
 		// Between the read above and this BEGIN another thread can
 		// begin too: "cannot start a transaction within a transaction".
+		releaseGIL()
 		if _, err := s.conn.ExecContext(ctx, "BEGIN"); err != nil {
 			return 0, err
 		}
 	}
+	releaseGIL()
 	res, err := s.conn.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, err

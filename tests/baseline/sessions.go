@@ -94,6 +94,7 @@ func (s *SessionService) Create(ctx context.Context, actorName string) (string, 
 func (s *SessionService) AppendMessage(ctx context.Context, sessionID, role, content string) (sequence int64, err error) {
 	// 1. session_repo.get_by_id
 	var exists int
+	releaseGIL()
 	err = s.db.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, sessionID).Scan(&exists)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, ErrSessionNotFound
@@ -104,6 +105,7 @@ func (s *SessionService) AppendMessage(ctx context.Context, sessionID, role, con
 	// 2. content sanitisation is pure and touches no shared state: omitted.
 	// 3. count = message_repo.count_for_session(session_id)  — the check.
 	var count int64
+	releaseGIL()
 	if err := s.db.QueryRowContext(ctx,
 		`SELECT COUNT(*) FROM session_messages WHERE session_id = ?`, sessionID).Scan(&count); err != nil {
 		return 0, err
@@ -111,6 +113,7 @@ func (s *SessionService) AppendMessage(ctx context.Context, sessionID, role, con
 	// 4. SessionMessage(sequence=count); message_repo.append  — the use.
 	// Another append may have inserted between 3 and 4: the TOCTOU of #7326.
 	now := time.Now().UTC().Format(time.RFC3339Nano)
+	releaseGIL()
 	if _, err := s.db.ExecContext(ctx,
 		`INSERT INTO session_messages (id, session_id, role, content, sequence, timestamp, metadata, created_at)
 		 VALUES (?, ?, ?, ?, ?, ?, '{}', ?)`,
@@ -118,6 +121,7 @@ func (s *SessionService) AppendMessage(ctx context.Context, sessionID, role, con
 		return 0, err
 	}
 	// 5. session.updated_at = now; session_repo.update(session)
+	releaseGIL()
 	if _, err := s.db.ExecContext(ctx,
 		`UPDATE sessions SET updated_at = ? WHERE id = ?`, now, sessionID); err != nil {
 		return 0, err

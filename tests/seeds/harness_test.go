@@ -4,9 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -48,3 +51,37 @@ func newActorSystem(t *testing.T) *actor.ActorSystem {
 }
 
 var bg = context.Background()
+
+// node is the part of agentstate a seed test needs, on a fresh database
+// file (WAL, synchronous=FULL: the production default).
+type node struct {
+	store *sqlite.Store
+	audit *audit.Service
+	sys   *actor.ActorSystem
+}
+
+// startNode opens a fresh store and starts the audit actor on it. Cleanup
+// stops the services, then the actor system, then closes the store.
+func startNode(t *testing.T, obs audit.Observer) *node {
+	t.Helper()
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "agentstate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	sys := newActorSystem(t)
+	a, err := audit.Start(sys, store, audit.Config{Logger: quietLogger(), Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := a.Stop(bg); err != nil {
+			t.Error(err)
+		}
+	})
+	return &node{store: store, audit: a, sys: sys}
+}
