@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // tiny is the smallest workload that still has concurrent clients per
@@ -221,5 +222,25 @@ func TestChecks(t *testing.T) {
 		if c.Pass != want[c.Name] || c.Workload != "S=64×C=64" {
 			t.Errorf("%s: %+v, want pass=%v", c.Name, c, want[c.Name])
 		}
+	}
+}
+
+func TestAckOrder(t *testing.T) {
+	at := func(ms int) time.Time { return time.Unix(0, int64(ms)*int64(time.Millisecond)) }
+	// b was sent after a was answered, so it must be stored after a.
+	a := placed{start: at(0), end: at(10), pos: 1}
+	b := placed{start: at(11), end: at(20), pos: 0}
+	if n := ackOrderViolations([]placed{a, b}); n != 1 {
+		t.Errorf("sequential appends stored in reverse: %d violations, want 1", n)
+	}
+	// Overlapping appends may land in either order.
+	b.start = at(5)
+	if n := ackOrderViolations([]placed{a, b}); n != 0 {
+		t.Errorf("overlapping appends: %d violations, want 0", n)
+	}
+	a.pos, b.pos = 0, 1
+	b.start = at(11)
+	if n := ackOrderViolations([]placed{b, a}); n != 0 {
+		t.Errorf("in order: %d violations, want 0", n)
 	}
 }

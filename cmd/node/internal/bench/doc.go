@@ -7,9 +7,12 @@
 // The workload. Sessions × Clients goroutines ("clients"); client (s, c)
 // appends its share of Appends (the total) to session s, one message at a
 // time, each next append only after the previous one was answered. So
-// Clients is the number of concurrent writers per session, and a client's
-// own appends are ordered by acknowledgement: their stored sequences must
-// increase. Every message carries a client-made ULID, which makes retries
+// Clients is the number of concurrent writers per session. Afterwards every
+// session is read back: each acknowledged message must be there, at the
+// sequence it was answered with, sequences dense from 0, and in
+// acknowledgement order — a message answered before another was sent is
+// stored before it (so each client's own messages are in its order). Every
+// message carries a client-made ULID, which makes retries
 // idempotent and lets the verifier find each acknowledged message again.
 //
 // Using it:

@@ -11,8 +11,8 @@ import (
 // Invariant: Complete is true exactly when Missing, Duplicates, Gaps,
 // OutOfOrder and Misplaced are all zero — every acknowledged message is
 // stored, at the position it was acknowledged with, each session's
-// positions are 0..n-1 without a repeat or hole, and every client's
-// messages are stored in the order the client had them acknowledged.
+// positions are 0..n-1 without a repeat or hole, and a message answered
+// before another was sent is stored before it (acknowledgement order).
 type Result struct {
 	Mode         Mode   `json:"mode"`
 	Sessions     int    `json:"sessions"`
