@@ -22,11 +22,13 @@ const checksumPrefix = "sha256:"
 
 // exportDoc is the export format. Its canonical form is the compact
 // encoding/json encoding of this struct with Checksum empty (so omitted),
-// HTML characters not escaped: field order is the struct's, and every value
-// is a string, an integer, a float64 (which encoding/json writes in its
-// shortest round-tripping form) or compact JSON, so decoding an export and
-// encoding it again reproduces the canonical bytes exactly. The checksum is
-// "sha256:" and the hex SHA-256 of those bytes; the exported data is the
+// HTML characters not escaped. Field order is the struct's, and every value
+// is a string (metadata too: the stored JSON text, as a string), an integer
+// or a float64 (which encoding/json writes in its shortest round-tripping
+// form). So decoding any JSON-equivalent document — other whitespace, key
+// order or escapes — and encoding it again reproduces the canonical bytes
+// exactly, and only a change of content changes the checksum. The checksum
+// is "sha256:" and the hex SHA-256 of those bytes; the exported data is the
 // same object with the checksum field added at the end.
 type exportDoc struct {
 	SchemaVersion string          `json:"schema_version"`
@@ -37,17 +39,17 @@ type exportDoc struct {
 }
 
 type exportSession struct {
-	SessionID    string          `json:"session_id"`
-	ActorName    string          `json:"actor_name"`
-	Namespace    string          `json:"namespace"`
-	Automation   string          `json:"automation"`
-	Metadata     json.RawMessage `json:"metadata"`
-	State        string          `json:"state"`
-	TokenUsage   exportTokens    `json:"token_usage"`
-	MessageCount int64           `json:"message_count"`
-	CreatedAt    string          `json:"created_at"`
-	UpdatedAt    string          `json:"updated_at"`
-	ClosedAt     string          `json:"closed_at,omitempty"`
+	SessionID    string       `json:"session_id"`
+	ActorName    string       `json:"actor_name"`
+	Namespace    string       `json:"namespace"`
+	Automation   string       `json:"automation"`
+	MetadataJSON string       `json:"metadata_json"`
+	State        string       `json:"state"`
+	TokenUsage   exportTokens `json:"token_usage"`
+	MessageCount int64        `json:"message_count"`
+	CreatedAt    string       `json:"created_at"`
+	UpdatedAt    string       `json:"updated_at"`
+	ClosedAt     string       `json:"closed_at,omitempty"`
 }
 
 type exportTokens struct {
@@ -57,12 +59,12 @@ type exportTokens struct {
 }
 
 type exportMessage struct {
-	MessageID string          `json:"message_id"`
-	Sequence  int64           `json:"sequence"`
-	Role      string          `json:"role"`
-	Content   string          `json:"content"`
-	Metadata  json.RawMessage `json:"metadata"`
-	CreatedAt string          `json:"created_at"`
+	MessageID    string `json:"message_id"`
+	Sequence     int64  `json:"sequence"`
+	Role         string `json:"role"`
+	Content      string `json:"content"`
+	MetadataJSON string `json:"metadata_json"`
+	CreatedAt    string `json:"created_at"`
 }
 
 type exportLink struct {
@@ -115,11 +117,11 @@ func clip(s string) string {
 	return s
 }
 
-func rawObject(s string) json.RawMessage {
+func orEmptyObject(s string) string {
 	if s == "" {
-		return json.RawMessage("{}")
+		return "{}"
 	}
-	return json.RawMessage(s)
+	return s
 }
 
 // newExportDoc builds the document of a session and all its messages
@@ -128,12 +130,12 @@ func newExportDoc(s *sessionv1.Session, msgs []*sessionv1.Message) *exportDoc {
 	d := &exportDoc{
 		SchemaVersion: SchemaVersion,
 		Session: exportSession{
-			SessionID:  s.GetSessionId(),
-			ActorName:  s.GetActorName(),
-			Namespace:  s.GetNamespace(),
-			Automation: s.GetAutomation(),
-			Metadata:   rawObject(s.GetMetadataJson()),
-			State:      stateNames[s.GetState()],
+			SessionID:    s.GetSessionId(),
+			ActorName:    s.GetActorName(),
+			Namespace:    s.GetNamespace(),
+			Automation:   s.GetAutomation(),
+			MetadataJSON: orEmptyObject(s.GetMetadataJson()),
+			State:        stateNames[s.GetState()],
 			TokenUsage: exportTokens{
 				InputTokens:  s.GetTokenUsage().GetInputTokens(),
 				OutputTokens: s.GetTokenUsage().GetOutputTokens(),
@@ -149,12 +151,12 @@ func newExportDoc(s *sessionv1.Session, msgs []*sessionv1.Message) *exportDoc {
 	}
 	for i, m := range msgs {
 		d.Messages[i] = exportMessage{
-			MessageID: m.GetMessageId(),
-			Sequence:  m.GetSequence(),
-			Role:      roleNames[m.GetRole()],
-			Content:   m.GetContent(),
-			Metadata:  rawObject(m.GetMetadataJson()),
-			CreatedAt: formatTime(m.GetCreatedAt()),
+			MessageID:    m.GetMessageId(),
+			Sequence:     m.GetSequence(),
+			Role:         roleNames[m.GetRole()],
+			Content:      m.GetContent(),
+			MetadataJSON: orEmptyObject(m.GetMetadataJson()),
+			CreatedAt:    formatTime(m.GetCreatedAt()),
 		}
 	}
 	for i, l := range s.GetLinkedPlans() {

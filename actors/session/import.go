@@ -47,7 +47,7 @@ func importCommand(d *exportDoc, id string, now time.Time, cfg Config) (*persist
 		ActorName:    ds.ActorName,
 		Namespace:    ds.Namespace,
 		Automation:   ds.Automation,
-		MetadataJson: string(ds.Metadata),
+		MetadataJson: ds.MetadataJSON,
 	}, cfg)
 	if err != nil {
 		return nil, errs.InvalidArgument("session: %s", errs.From(err).Msg)
@@ -114,7 +114,7 @@ func importMessages(in []exportMessage, id string, cfg Config) ([]*sessionv1.Mes
 			return nil, errs.InvalidArgument("messages[%d].message_id is empty", i)
 		}
 		nm, err := normalizeMessage(i, &sessionv1.NewMessage{
-			Role: role, Content: em.Content, MetadataJson: string(em.Metadata), MessageId: em.MessageID,
+			Role: role, Content: em.Content, MetadataJson: em.MetadataJSON, MessageId: em.MessageID,
 		}, cfg)
 		if err != nil {
 			return nil, err

@@ -366,4 +366,3 @@ func TestListMessagesCursorUnderAppends(t *testing.T) {
 	}
 	checkDense(t, read)
 }
-
