@@ -22,6 +22,8 @@ type CrashConfig struct {
 	// Seed drives the delays (and, through Load.Seed when that is zero,
 	// the load's choices).
 	Seed uint64
+	// StopTimeout bounds the clean stop (SIGTERM) before the read-back [60s].
+	StopTimeout time.Duration
 	// Logf, when set, gets one line per kill.
 	Logf func(format string, args ...any)
 }
@@ -42,6 +44,9 @@ func (c CrashConfig) withDefaults() CrashConfig {
 	if c.Load.Seed == 0 {
 		c.Load.Seed = c.Seed
 	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = time.Minute
+	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
@@ -51,7 +56,8 @@ func (c CrashConfig) withDefaults() CrashConfig {
 // CrashLoop drives a load against the running node n, kills it with
 // SIGKILL cfg.Kills times at random moments, restarting it on the same
 // database each time while the clients retry, then stops the load (every
-// request answered), reads everything back through conn and checks it.
+// request answered), stops and restarts the node cleanly, reads
+// everything back through conn and checks it.
 //
 // The error is for a run that could not be carried out (the node did not
 // come back, a read failed); what the node got wrong is in the Report
@@ -102,6 +108,15 @@ func CrashLoop(ctx context.Context, n *Node, conn grpc.ClientConnInterface, cfg 
 	close(stop)
 	if err := <-ran; err != nil {
 		return Report{Kills: kills}, fmt.Errorf("checker: load: %w", err)
+	}
+	// Read back from a fresh process after a clean stop: what is checked
+	// is what the database holds, not what a live actor remembers, and the
+	// drain on SIGTERM is exercised once too.
+	if err := n.Stop(cfg.StopTimeout); err != nil {
+		return Report{Kills: kills}, err
+	}
+	if err := n.Start(ctx); err != nil {
+		return Report{Kills: kills}, err
 	}
 	return verify(ctx, conn, ledger, load, kills)
 }

@@ -82,6 +82,8 @@ type FaultReport struct {
 	DuringFault map[codes.Code]int64
 	// Operations acknowledged while the fault held (writes that still fit).
 	AckedDuringFault int64
+	// The latest failure message per code when the fault was cleared.
+	Messages map[codes.Code]string
 }
 
 // FaultRun drives a load against the running node n, makes its database
@@ -151,6 +153,7 @@ func faultPhases(ctx context.Context, n *Node, load *Load, cfg FaultConfig, fr *
 		return err
 	}
 	after := load.Failures()
+	fr.Messages = load.LastFailures()
 	fr.DuringFault = make(map[codes.Code]int64)
 	for c, k := range after {
 		if d := k - before[c]; d > 0 {

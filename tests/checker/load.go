@@ -73,6 +73,7 @@ type Load struct {
 	attempts atomic.Int64
 	mu       sync.Mutex
 	failures map[codes.Code]int64
+	lastErr  map[codes.Code]string // the latest failure message per code
 	rejected []string
 }
 
@@ -86,6 +87,7 @@ func NewLoad(conn grpc.ClientConnInterface, l *Ledger, cfg LoadConfig) *Load {
 		plans:    planv1.NewPlanServiceClient(conn),
 		audit:    auditv1.NewAuditServiceClient(conn),
 		failures: make(map[codes.Code]int64),
+		lastErr:  make(map[codes.Code]string),
 	}
 	for range cfg.Plans {
 		ld.planIDs = append(ld.planIDs, ids.New())
@@ -158,6 +160,17 @@ func (ld *Load) Failures() map[codes.Code]int64 {
 	return out
 }
 
+// LastFailures returns the latest failure message per code.
+func (ld *Load) LastFailures() map[codes.Code]string {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	out := make(map[codes.Code]string, len(ld.lastErr))
+	for c, m := range ld.lastErr {
+		out[c] = m
+	}
+	return out
+}
+
 // Fill adds the load's figures to r: attempts, failed attempts, and the
 // requests refused for good (which count as violations).
 func (ld *Load) Fill(r *Report) {
@@ -218,6 +231,7 @@ func (ld *Load) call(ctx context.Context, what string, f func(context.Context) e
 		code := status.Code(err)
 		ld.mu.Lock()
 		ld.failures[code]++
+		ld.lastErr[code] = status.Convert(err).Message()
 		if !retriable(code) {
 			ld.rejected = append(ld.rejected, fmt.Sprintf("%s: %v", what, err))
 			ld.mu.Unlock()
@@ -275,6 +289,11 @@ type client struct {
 	rng  *rand.Rand
 	done []Turn // recently acknowledged turns, for replays
 }
+
+// probeEventType is the type of the load's audit entries: the node only
+// accepts the event types of its registry, and a client's write of a
+// resource is what this load stands for.
+const probeEventType = "resource_modified"
 
 var roles = []sessionv1.Role{sessionv1.Role_ROLE_USER, sessionv1.Role_ROLE_ASSISTANT, sessionv1.Role_ROLE_TOOL, sessionv1.Role_ROLE_SYSTEM}
 
@@ -345,7 +364,7 @@ func (c *client) recordPlanError(ctx context.Context, n int) error {
 
 func (c *client) recordAudit(ctx context.Context, n int) error {
 	req := &auditv1.RecordRequest{
-		EventType:   "checker_probe",
+		EventType:   probeEventType,
 		ActorName:   fmt.Sprintf("client-%d", c.id),
 		DetailsJson: fmt.Sprintf(`{"client":%d,"op":%d}`, c.id, n),
 		Sync:        true,

@@ -39,6 +39,10 @@ type Report struct {
 	AppendsAcked    int // turns acknowledged (first acknowledgements, not replays)
 	MessagesAcked   int // distinct messages acknowledged
 	Replays         int // acknowledged re-sends of already acknowledged turns
+	// RetriedStored counts turns whose retry was answered as a duplicate:
+	// an earlier attempt had been stored but its answer was lost (a kill
+	// between commit and reply). The idempotent-retry path at work.
+	RetriedStored int
 	MessagesStored  int
 	PlanErrorsAcked int
 	PlanRecords     int // records stored (retries may legitimately add some)
@@ -85,10 +89,10 @@ func (r *Report) Err() error {
 
 // String prints the figures on one line each group.
 func (r *Report) String() string {
-	return fmt.Sprintf("sessions=%d appends_acked=%d messages_acked=%d replays=%d messages_stored=%d "+
+	return fmt.Sprintf("sessions=%d appends_acked=%d messages_acked=%d replays=%d retried_stored=%d messages_stored=%d "+
 		"plan_errors_acked=%d plan_records=%d audit_acked=%d audit_verified=%d kills=%d attempts=%d failed_attempts=%d | "+
 		"lost=%d duplicated=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d rejected=%d",
-		r.Sessions, r.AppendsAcked, r.MessagesAcked, r.Replays, r.MessagesStored,
+		r.Sessions, r.AppendsAcked, r.MessagesAcked, r.Replays, r.RetriedStored, r.MessagesStored,
 		r.PlanErrorsAcked, r.PlanRecords, r.AuditAcked, r.AuditChecked, r.Kills, r.Attempts, r.Failed,
 		r.Lost, r.Duplicated, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.Rejected)
 }
@@ -176,6 +180,9 @@ func checkAppendAcks(l *Ledger, r *Report) map[string]map[string]ackedMsg {
 			continue
 		}
 		r.AppendsAcked++
+		if a.Duplicate {
+			r.RetriedStored++
+		}
 		// A client waits for each answer before sending its next turn, so
 		// its later turns in a session must get later sequences.
 		k := clientSession{a.Client, sid}

@@ -53,6 +53,9 @@ func newWorld(t *testing.T) *world {
 			view.Messages = append(view.Messages, &sessionv1.Message{SessionId: w.sid, MessageId: m.ID, Sequence: seq, Role: m.Role, Content: m.Content})
 			seq++
 		}
+		// The last turn's first answer was lost; its retry was answered as
+		// a duplicate with the stored sequences.
+		resp.Duplicate = i == 3
 		w.l.AppendSent(turn)
 		w.l.AppendAcked(spec.client, turn, false, resp)
 		w.turns = append(w.turns, turn)
@@ -72,7 +75,7 @@ func newWorld(t *testing.T) *world {
 	}
 
 	for i := range 2 {
-		req := &auditv1.RecordRequest{EventType: "checker_probe", ActorName: "client-0", DetailsJson: "{}", Sync: true}
+		req := &auditv1.RecordRequest{EventType: "resource_modified", ActorName: "client-0", DetailsJson: "{}", Sync: true}
 		e := &auditv1.AuditEntry{EventId: ids.New(), EventType: req.EventType, ActorName: req.ActorName, DetailsJson: "{}",
 			Position: int64(5 + i), Hash: fmt.Sprintf("%064d", i+1), PrevHash: fmt.Sprintf("%064d", i)}
 		w.l.AuditAcked(req, &auditv1.RecordResponse{Entry: e, Durable: true})
@@ -100,7 +103,7 @@ func TestCheckCleanWorld(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatalf("a correct observation was judged wrong: %v", err)
 	}
-	want := checker.Report{Sessions: 1, AppendsAcked: 4, MessagesAcked: 7, Replays: 1, MessagesStored: 7,
+	want := checker.Report{Sessions: 1, AppendsAcked: 4, MessagesAcked: 7, Replays: 1, RetriedStored: 1, MessagesStored: 7,
 		PlanErrorsAcked: 3, PlanRecords: 3, AuditAcked: 2, AuditChecked: 9}
 	if fmt.Sprint(r) != fmt.Sprint(want) {
 		t.Fatalf("figures:\n got %+v\nwant %+v", r, want)
@@ -204,7 +207,7 @@ func TestCheckDetects(t *testing.T) {
 		}, chainBroken, 1},
 		{"audit chain shorter than acknowledged", func(w *world) { w.o.Chain.EntriesChecked = 1 }, chainBroken, 1},
 		{"synchronous audit answered before durable", func(w *world) {
-			req := &auditv1.RecordRequest{EventType: "checker_probe", ActorName: "client-0", Sync: true}
+			req := &auditv1.RecordRequest{EventType: "resource_modified", ActorName: "client-0", Sync: true}
 			e := &auditv1.AuditEntry{EventId: ids.New(), EventType: req.EventType, ActorName: req.ActorName}
 			w.l.AuditAcked(req, &auditv1.RecordResponse{Entry: e})
 			w.o.Audit[e.EventId] = proto.Clone(e).(*auditv1.AuditEntry)

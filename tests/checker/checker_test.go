@@ -1,0 +1,163 @@
+package checker_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentstate/agentstate/tests/checker"
+	"google.golang.org/grpc"
+)
+
+// Sizes of the crash and fault runs. The defaults are the CI run; the
+// long run is documented in docs/CHECKER.md, e.g.
+//
+//	go test ./tests/checker -run CrashLoop -timeout 60m -args -kills=25 -sessions=64 -clients=64
+var (
+	flagKills    = flag.Int("kills", 10, "SIGKILLs delivered by TestCrashLoop")
+	flagSessions = flag.Int("sessions", 16, "sessions the load appends to")
+	flagClients  = flag.Int("clients", 8, "concurrent load clients")
+	flagPlans    = flag.Int("plans", 4, "plans the load records errors for")
+	flagProgress = flag.Int("progress", 40, "operations acknowledged after each restart before the next kill")
+	flagMaxDelay = flag.Duration("max-delay", 500*time.Millisecond, "longest random delay before a kill")
+	flagSeed     = flag.Uint64("seed", 0, "seed for kill delays, fault size and load choices (0: from the clock; printed)")
+	flagNodeRace = flag.String("node-race", "auto", "build the node with -race: on, off, or auto (as this test binary)")
+	flagNode     = flag.String("node", "", "use this node binary instead of building ./cmd/node")
+)
+
+var (
+	buildOnce sync.Once
+	nodeBin   string
+	buildErr  error
+	buildDir  string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// nodeBinary builds ./cmd/node once per test binary, on first use, so the
+// pure verdict tests do not pay for it.
+func nodeBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if *flagNode != "" {
+			nodeBin = *flagNode
+			return
+		}
+		buildDir, buildErr = os.MkdirTemp("", "checker-node-")
+		if buildErr != nil {
+			return
+		}
+		nodeBin = filepath.Join(buildDir, "node")
+		race := raceEnabled
+		switch *flagNodeRace {
+		case "on":
+			race = true
+		case "off":
+			race = false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		start := time.Now()
+		buildErr = checker.BuildNode(ctx, nodeBin, race)
+		t.Logf("built node (race=%v) in %v", race, time.Since(start).Round(time.Millisecond))
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return nodeBin
+}
+
+func seed(t *testing.T) uint64 {
+	s := *flagSeed
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -args -seed=%d)", s, s)
+	return s
+}
+
+func loadConfig(s uint64) checker.LoadConfig {
+	return checker.LoadConfig{Sessions: *flagSessions, Clients: *flagClients, Plans: *flagPlans, Seed: s}
+}
+
+// runContext ends a little before the test binary's deadline, so a stuck
+// run fails with the node's log rather than a panic dump.
+func runContext(t *testing.T) context.Context {
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-30*time.Second))
+		t.Cleanup(cancel)
+	}
+	return ctx
+}
+
+// startNode starts a node on a fresh database and a connection to it; both
+// are closed when the test ends. A failing test prints the node's log.
+func startNode(t *testing.T, ctx context.Context) (*checker.Node, *grpc.ClientConn) {
+	t.Helper()
+	n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: nodeBinary(t), Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := n.Dial()
+	if err != nil {
+		n.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		if t.Failed() {
+			t.Logf("--- node log (tail) ---\n%s", n.LogTail(6000))
+		}
+		if races := n.RaceReports(); races > 0 {
+			t.Errorf("the node printed %d data race reports:\n%s", races, n.LogTail(20000))
+		}
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return n, conn
+}
+
+// TestCrashLoop kills the node with SIGKILL at random moments under load,
+// restarts it on the same database each time, and checks every
+// acknowledged message, plan error and audit entry afterwards.
+func TestCrashLoop(t *testing.T) {
+	ctx := runContext(t)
+	s := seed(t)
+	n, conn := startNode(t, ctx)
+	start := time.Now()
+	r, err := checker.CrashLoop(ctx, n, conn, checker.CrashConfig{
+		Load:     loadConfig(s),
+		Kills:    *flagKills,
+		Progress: *flagProgress,
+		MaxDelay: *flagMaxDelay,
+		Seed:     s,
+		Logf:     t.Logf,
+	})
+	if err != nil {
+		t.Fatalf("crash loop: %v (figures so far: %s)", err, r.String())
+	}
+	t.Logf("figures after %v: %s", time.Since(start).Round(time.Millisecond), r.String())
+	if r.Kills < *flagKills {
+		t.Errorf("%d kills delivered, want %d", r.Kills, *flagKills)
+	}
+	if r.AppendsAcked == 0 || r.PlanErrorsAcked == 0 || r.AuditAcked == 0 || r.Replays == 0 {
+		t.Errorf("the load did not exercise every operation: %s", r.String())
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
