@@ -35,14 +35,14 @@ type SessionView struct {
 // Report holds the checker's figures. The fields from Lost on are
 // violations: a correct node leaves every one of them at zero.
 type Report struct {
-	Sessions        int
-	AppendsAcked    int // turns acknowledged (first acknowledgements, not replays)
-	MessagesAcked   int // distinct messages acknowledged
-	Replays         int // acknowledged re-sends of already acknowledged turns
+	Sessions      int
+	AppendsAcked  int // turns acknowledged (first acknowledgements, not replays)
+	MessagesAcked int // distinct messages acknowledged
+	Replays       int // acknowledged re-sends of already acknowledged turns
 	// RetriedStored counts turns whose retry was answered as a duplicate:
 	// an earlier attempt had been stored but its answer was lost (a kill
 	// between commit and reply). The idempotent-retry path at work.
-	RetriedStored int
+	RetriedStored   int
 	MessagesStored  int
 	PlanErrorsAcked int
 	PlanRecords     int // records stored (retries may legitimately add some)
