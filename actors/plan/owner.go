@@ -70,8 +70,10 @@ func (o *owner) Receive(ctx actor.Context) {
 	case *audit.Applied:
 		o.applied(ctx, m)
 	case *actor.ReceiveTimeout:
+		// The timer fires once; re-arm it so a busy owner asks again later.
+		ctx.SetReceiveTimeout(o.env.cfg.IdleTimeout)
 		if o.idle() {
-			ctx.Send(ctx.Parent(), &directory.Idle{})
+			askPassivation(ctx)
 		}
 	case *directory.Passivate:
 		o.passivating = true
@@ -88,7 +90,7 @@ func (o *owner) load(ctx actor.Context) {
 	ps, err := o.env.reader.GetPlan(lctx, o.planID)
 	switch {
 	case errors.Is(err, errs.ErrNotFound):
-		o.committed = freshState()
+		o.committed, err = freshState(), nil
 	case err == nil:
 		o.committed, err = loadedState(ps)
 	}
@@ -97,11 +99,15 @@ func (o *owner) load(ctx actor.Context) {
 		// Ask to be stopped; the next request spawns a fresh owner that
 		// loads again.
 		o.broken = errs.Unavailable("plan %s could not be loaded: %v", o.planID, err)
-		ctx.Send(ctx.Parent(), &directory.Idle{})
+		askPassivation(ctx)
 		return
 	}
 	o.working = o.committed.clone()
 }
+
+// askPassivation asks the directory to passivate this owner. It must be a
+// Request: the directory identifies the owner by the sender.
+func askPassivation(ctx actor.Context) { ctx.Request(ctx.Parent(), &directory.Idle{}) }
 
 func (o *owner) idle() bool { return o.inflight == nil && len(o.queue) == 0 }
 

@@ -1,0 +1,7 @@
+package plan
+
+import "context"
+
+// WaitNoActors returns once no plan actor of s is live, or ctx's error; it
+// lets tests wait for idle passivation without polling.
+func WaitNoActors(ctx context.Context, s *Service) error { return s.env.live.wait(ctx) }

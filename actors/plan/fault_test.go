@@ -1,0 +1,143 @@
+package plan_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/actors/plan"
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+)
+
+// A full disk (the database pinned at its size) fails exactly the records
+// whose transaction it rolled back; nothing of them is stored, and once
+// space is back the next record gets the next dense sequence and counts.
+func TestDiskFullFailsCarriedRecords(t *testing.T) {
+	h := newHarness(t, onDisk, plan.Config{})
+	ctx := ctxT(t)
+	for i := 0; i < 3; i++ {
+		record(t, h.svc, timeoutOn("p", execute, "s"))
+	}
+	pages, err := h.store.PageCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.SetMaxPageCount(pages); err != nil {
+		t.Fatal(err)
+	}
+
+	// Large records cannot fit in the pinned database; several at once, so
+	// some wait behind the failing write and are recomputed after it.
+	const n = 8
+	big := strings.Repeat("stack frame\n", 5000)
+	var wg sync.WaitGroup
+	errc := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := timeoutOn("p", execute, "s")
+			req.StackSummary = big
+			_, err := h.svc.RecordError(ctx, req)
+			errc <- err
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if !errors.Is(err, errs.ErrResourceExhausted) {
+			t.Fatalf("record on a full disk: %v; want RESOURCE_EXHAUSTED", err)
+		}
+	}
+
+	if err := h.store.SetMaxPageCount(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	r := record(t, h.svc, timeoutOn("p", execute, "s"))
+	if r.GetSequence() != 3 || r.GetRetryCount() != 4 || r.GetRecoveryAction() != escalate {
+		t.Fatalf("after the fault: sequence %d retry_count %d %v; want 3, 4, escalate", r.GetSequence(), r.GetRetryCount(), r.GetRecoveryAction())
+	}
+	recs := history(t, h.svc, "p")
+	if len(recs) != 4 {
+		t.Fatalf("history has %d records; want the 4 acknowledged", len(recs))
+	}
+	for i, rec := range recs {
+		if rec.GetSequence() != int64(i) || rec.GetStackSummary() == big {
+			t.Fatalf("history[%d] = seq %d (stack %d bytes)", i, rec.GetSequence(), len(rec.GetStackSummary()))
+		}
+	}
+	cnt, err := h.store.Reader().CountAudit(ctx, &auditv1.Filter{EventType: audit.EventPlanErrorRecorded, PlanId: "p"})
+	if err != nil || cnt != 4 {
+		t.Fatalf("plan_error_recorded entries: %d, %v; want 4", cnt, err)
+	}
+}
+
+// Requests queued behind a write that then fails were given provisional
+// sequences; they are recomputed from the last committed state, so they
+// commit with the sequences and counts the failed write gave back.
+func TestFailedWriteRecomputesQueuedRequests(t *testing.T) {
+	h := newHarness(t, inMemory, plan.Config{})
+	ctx := ctxT(t)
+	record(t, h.svc, timeoutOn("p", execute, "s"))
+	record(t, h.svc, timeoutOn("p", execute, "s"))
+
+	entered, release := h.gate.armHold()
+	h.gate.failNext(errs.ResourceExhausted("injected: disk full"), nil)
+	aErr := make(chan error, 1)
+	go func() {
+		_, err := h.svc.RecordError(ctx, timeoutOn("p", execute, "s"))
+		aErr <- err
+	}()
+	<-entered // A's write is in flight and held.
+
+	// B and C reach the plan actor while A is in flight; the probe, sent
+	// after them by the same sender, is answered by the actor itself, so
+	// when it returns B and C are queued with sequences 3 and 4.
+	root := h.sys.Root
+	b, c := make(directory.ChanReplier, 1), make(directory.ChanReplier, 1)
+	root.Send(h.svc.PID(), &directory.Call{Msg: timeoutOn("p", execute, "s"), Replier: b})
+	root.Send(h.svc.PID(), &directory.Call{Msg: timeoutOn("p", execute, "s"), Replier: c})
+	if _, err := directory.Ask(ctx, root, h.svc.PID(), &planv1.RecordErrorRequest{PlanId: "p", ErrorType: "x"}); !isInvalid(err) {
+		t.Fatalf("probe: %v; want INVALID_ARGUMENT", err)
+	}
+	release()
+
+	if err := <-aErr; !errors.Is(err, errs.ErrResourceExhausted) {
+		t.Fatalf("A: %v; want the injected RESOURCE_EXHAUSTED", err)
+	}
+	for i, ch := range []directory.ChanReplier{b, c} {
+		r := <-ch
+		if r.Err != nil {
+			t.Fatalf("queued request %d: %v", i, r.Err)
+		}
+		rec := r.Msg.(*planv1.RecordErrorResponse).GetRecord()
+		if rec.GetSequence() != int64(2+i) || rec.GetRetryCount() != int32(3+i) {
+			t.Fatalf("queued request %d: sequence %d retry_count %d; want %d %d", i, rec.GetSequence(), rec.GetRetryCount(), 2+i, 3+i)
+		}
+	}
+	recs := history(t, h.svc, "p")
+	if len(recs) != 4 || recs[3].GetSequence() != 3 || recs[3].GetRetryCount() != 4 {
+		t.Fatalf("history: %v", recs)
+	}
+}
+
+// A command-level FAILED_PRECONDITION means the store disagrees with the
+// actor (a sequence is taken): the actor reloads and goes on densely.
+func TestSequenceConflictReloads(t *testing.T) {
+	h := newHarness(t, inMemory, plan.Config{})
+	ctx := ctxT(t)
+	record(t, h.svc, timeoutOn("p", execute, "s"))
+	h.gate.failNext(nil, errs.FailedPrecondition("injected: sequence 1 is taken"))
+	if _, err := h.svc.RecordError(ctx, timeoutOn("p", execute, "s")); !errors.Is(err, errs.ErrFailedPrecondition) {
+		t.Fatalf("conflicting write: %v; want FAILED_PRECONDITION", err)
+	}
+	r := record(t, h.svc, timeoutOn("p", execute, "s"))
+	if r.GetSequence() != 1 || r.GetRetryCount() != 2 {
+		t.Fatalf("after reload: sequence %d retry_count %d; want 1 2", r.GetSequence(), r.GetRetryCount())
+	}
+}
