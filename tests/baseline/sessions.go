@@ -129,22 +129,29 @@ func (s *SessionService) AppendMessage(ctx context.Context, sessionID, role, con
 	return count, nil
 }
 
-// Sequences returns every stored sequence of the session, in storage order
-// of (sequence, rowid), duplicates included.
-func (s *SessionService) Sequences(ctx context.Context, sessionID string) ([]int64, error) {
+// StoredMessage is a stored session_messages row, as far as the tests
+// need it.
+type StoredMessage struct {
+	Sequence int64
+	Content  string
+}
+
+// Messages returns every stored message of the session ordered by
+// (sequence, rowid), duplicate sequences included.
+func (s *SessionService) Messages(ctx context.Context, sessionID string) ([]StoredMessage, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT sequence FROM session_messages WHERE session_id = ? ORDER BY sequence, rowid`, sessionID)
+		`SELECT sequence, content FROM session_messages WHERE session_id = ? ORDER BY sequence, rowid`, sessionID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []int64
+	var out []StoredMessage
 	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
+		var m StoredMessage
+		if err := rows.Scan(&m.Sequence, &m.Content); err != nil {
 			return nil, err
 		}
-		out = append(out, seq)
+		out = append(out, m)
 	}
 	return out, rows.Err()
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/plan"
+	"github.com/agentstate/agentstate/actors/session"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -84,4 +86,36 @@ func startNode(t *testing.T, obs audit.Observer) *node {
 		}
 	})
 	return &node{store: store, audit: a, sys: sys}
+}
+
+// startSessions starts the sessions service on n; it stops before the
+// audit actor does.
+func (n *node) startSessions(t *testing.T) *session.Service {
+	t.Helper()
+	s, err := session.Start(n.sys, n.audit, n.store.Reader(), session.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(bg); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// startPlans starts the plans service on n; it stops before the audit
+// actor does.
+func (n *node) startPlans(t *testing.T) *plan.Service {
+	t.Helper()
+	p, err := plan.Start(n.sys, n.audit, n.store.Reader(), plan.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Stop(bg); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
 }
