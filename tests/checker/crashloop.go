@@ -22,6 +22,9 @@ type CrashConfig struct {
 	// Seed drives the delays (and, through Load.Seed when that is zero,
 	// the load's choices).
 	Seed uint64
+	// ProgressTimeout bounds each wait for Progress, so a node that stops
+	// answering fails the run instead of hanging it [2m].
+	ProgressTimeout time.Duration
 	// StopTimeout bounds the clean stop (SIGTERM) before the read-back [60s].
 	StopTimeout time.Duration
 	// Logf, when set, gets one line per kill.
@@ -43,6 +46,9 @@ func (c CrashConfig) withDefaults() CrashConfig {
 	}
 	if c.Load.Seed == 0 {
 		c.Load.Seed = c.Seed
+	}
+	if c.ProgressTimeout == 0 {
+		c.ProgressTimeout = 2 * time.Minute
 	}
 	if c.StopTimeout == 0 {
 		c.StopTimeout = time.Minute
@@ -78,7 +84,7 @@ func CrashLoop(ctx context.Context, n *Node, conn grpc.ClientConnInterface, cfg 
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6b696c6c))
 	kills, err := 0, error(nil)
 	for kills < cfg.Kills && err == nil {
-		if err = load.WaitAcked(ctx, load.Acked()+int64(cfg.Progress)); err != nil {
+		if err = waitProgress(ctx, load, cfg.Progress, cfg.ProgressTimeout); err != nil {
 			break
 		}
 		delay := cfg.MinDelay
@@ -98,7 +104,7 @@ func CrashLoop(ctx context.Context, n *Node, conn grpc.ClientConnInterface, cfg 
 	}
 	if err == nil {
 		// The service resumed after the last restart.
-		err = load.WaitAcked(ctx, load.Acked()+int64(cfg.Progress))
+		err = waitProgress(ctx, load, cfg.Progress, cfg.ProgressTimeout)
 	}
 	if err != nil {
 		cancelLoad() // clients may be waiting on a node that is gone
@@ -131,6 +137,14 @@ func verify(ctx context.Context, conn grpc.ClientConnInterface, ledger *Ledger, 
 	r.Kills = kills
 	load.Fill(&r)
 	return r, nil
+}
+
+// waitProgress waits until the load has made n more acknowledgements, for
+// at most timeout.
+func waitProgress(ctx context.Context, load *Load, n int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return load.WaitAcked(ctx, load.Acked()+int64(n))
 }
 
 // pause waits d or until ctx ends.

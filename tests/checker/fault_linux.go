@@ -69,8 +69,11 @@ type FaultConfig struct {
 	// may still grow by once the fault is set, so the fault lands at a
 	// random point of a transaction [64 KiB].
 	Slack int64
-	Seed  uint64
-	Logf  func(format string, args ...any)
+	// PhaseTimeout bounds each wait: for progress, for the errors, for the
+	// service to resume [2m].
+	PhaseTimeout time.Duration
+	Seed         uint64
+	Logf         func(format string, args ...any)
 }
 
 // FaultReport is a fault run's figures: the usual Report (judged after the
@@ -102,6 +105,9 @@ func FaultRun(ctx context.Context, n *Node, conn grpc.ClientConnInterface, cfg F
 	}
 	if cfg.Slack == 0 {
 		cfg.Slack = 64 << 10
+	}
+	if cfg.PhaseTimeout == 0 {
+		cfg.PhaseTimeout = 2 * time.Minute
 	}
 	if cfg.Load.Seed == 0 {
 		cfg.Load.Seed = cfg.Seed
@@ -136,7 +142,7 @@ func FaultRun(ctx context.Context, n *Node, conn grpc.ClientConnInterface, cfg F
 }
 
 func faultPhases(ctx context.Context, n *Node, load *Load, cfg FaultConfig, fr *FaultReport) error {
-	if err := load.WaitAcked(ctx, load.Acked()+int64(cfg.Progress)); err != nil {
+	if err := waitProgress(ctx, load, cfg.Progress, cfg.PhaseTimeout); err != nil {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x66756c6c))
@@ -146,7 +152,7 @@ func faultPhases(ctx context.Context, n *Node, load *Load, cfg FaultConfig, fr *
 		return err
 	}
 	cfg.Logf("fault set: files limited to %d bytes, %d operations acknowledged so far", fr.LimitBytes, ackedBefore)
-	if err := waitFailures(ctx, load, before, int64(cfg.Errors)); err != nil {
+	if err := waitFailures(ctx, load, before, int64(cfg.Errors), cfg.PhaseTimeout); err != nil {
 		return err
 	}
 	if err := n.ClearFileSizeLimit(); err != nil {
@@ -162,7 +168,7 @@ func faultPhases(ctx context.Context, n *Node, load *Load, cfg FaultConfig, fr *
 	}
 	fr.AckedDuringFault = load.Acked() - ackedBefore
 	cfg.Logf("fault cleared (live): callers saw %s; %d operations acknowledged during the fault", FormatFailures(fr.DuringFault), fr.AckedDuringFault)
-	if err := load.WaitAcked(ctx, load.Acked()+int64(cfg.Progress)); err != nil {
+	if err := waitProgress(ctx, load, cfg.Progress, cfg.PhaseTimeout); err != nil {
 		return fmt.Errorf("checker: service did not resume after the fault was cleared: %w", err)
 	}
 	if err := n.Kill(); err != nil {
@@ -171,12 +177,15 @@ func faultPhases(ctx context.Context, n *Node, load *Load, cfg FaultConfig, fr *
 	if err := n.Start(ctx); err != nil {
 		return err
 	}
-	return load.WaitAcked(ctx, load.Acked()+int64(cfg.Progress))
+	return waitProgress(ctx, load, cfg.Progress, cfg.PhaseTimeout)
 }
 
 // waitFailures polls until the callers have seen at least k more
-// RESOURCE_EXHAUSTED or UNAVAILABLE failures than in before.
-func waitFailures(ctx context.Context, load *Load, before map[codes.Code]int64, k int64) error {
+// RESOURCE_EXHAUSTED or UNAVAILABLE failures than in before, for at most
+// timeout.
+func waitFailures(ctx context.Context, load *Load, before map[codes.Code]int64, k int64, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {

@@ -45,6 +45,10 @@ type AppendAck struct {
 	Duplicate bool
 	// Got holds the answered (message_id, sequence) pairs, in answer order.
 	Got []MsgSeq
+	// SentAt and AckedAt are ledger clock readings: before the turn's
+	// first attempt was sent, and after its answer arrived. A turn acked
+	// before another was first sent must have the lower sequences.
+	SentAt, AckedAt int64
 }
 
 // MsgSeq is an acknowledged (message_id, sequence) pair.
@@ -71,9 +75,12 @@ type AuditAck struct {
 //
 // Invariant: a message id is recorded as sent (AppendSent) before any
 // acknowledgement of it, so any stored message the ledger never saw sent
-// is a phantom.
+// is a phantom. clock only grows, under mu, so its readings order events
+// of different clients in real time.
 type Ledger struct {
 	mu           sync.Mutex
+	clock        int64
+	firstSent    map[string]int64 // session + "/" + first message id → clock at first send
 	sessions     []string
 	sessionSet   map[string]bool
 	sent         map[string]map[string]Msg // session → message id → message
@@ -88,6 +95,7 @@ func NewLedger() *Ledger {
 	return &Ledger{
 		sessionSet:   make(map[string]bool),
 		sent:         make(map[string]map[string]Msg),
+		firstSent:    make(map[string]int64),
 		planAttempts: make(map[string]int),
 	}
 }
@@ -116,6 +124,19 @@ func (l *Ledger) AppendSent(t Turn) {
 	for _, msg := range t.Messages {
 		m[msg.ID] = msg
 	}
+	l.clock++
+	if k := turnKey(t); k != "" {
+		if _, ok := l.firstSent[k]; !ok {
+			l.firstSent[k] = l.clock
+		}
+	}
+}
+
+func turnKey(t Turn) string {
+	if len(t.Messages) == 0 {
+		return ""
+	}
+	return t.Session + "/" + t.Messages[0].ID
 }
 
 // AppendAcked records the node's OK answer to t.
@@ -126,6 +147,8 @@ func (l *Ledger) AppendAcked(client int, t Turn, replay bool, resp *sessionv1.Ap
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.clock++
+	a.SentAt, a.AckedAt = l.firstSent[turnKey(t)], l.clock
 	l.appends = append(l.appends, a)
 }
 

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -56,7 +57,7 @@ type Report struct {
 	Duplicated  int // a message id, a sequence or a record id stored twice
 	Gaps        int // sequence numbers missing from 0..n-1, or a message_count that disagrees
 	Changed     int // found, but not as acknowledged (sequence, content, hash, ...)
-	Reordered   int // read order ≠ sequence order, or a client's later ack got an earlier sequence
+	Reordered   int // read order ≠ sequence order, or a turn sent after another's ack got an earlier sequence
 	Phantom     int // stored but never sent, or more plan records than attempts
 	BadAcks     int // an answer inconsistent in itself (ids, consecutive sequences, durable flag)
 	ChainBroken int // 1 when the audit chain does not verify
@@ -136,11 +137,7 @@ type ackedMsg struct {
 // session.
 func checkAppendAcks(l *Ledger, r *Report) map[string]map[string]ackedMsg {
 	acked := make(map[string]map[string]ackedMsg)
-	type clientSession struct {
-		client  int
-		session string
-	}
-	lastSeq := make(map[clientSession]int64)
+	spans := make(map[string][]span)
 	for _, a := range l.appends {
 		sid := a.Turn.Session
 		if a.Replay {
@@ -183,15 +180,43 @@ func checkAppendAcks(l *Ledger, r *Report) map[string]map[string]ackedMsg {
 		if a.Duplicate {
 			r.RetriedStored++
 		}
-		// A client waits for each answer before sending its next turn, so
-		// its later turns in a session must get later sequences.
-		k := clientSession{a.Client, sid}
-		if last, ok := lastSeq[k]; ok && a.Got[0].Seq <= last {
-			r.problem(&r.Reordered, "session %s: client %d was acknowledged sequence %d after %d", sid, a.Client, a.Got[0].Seq, last)
-		}
-		lastSeq[k] = a.Got[len(a.Got)-1].Seq
+		spans[sid] = append(spans[sid], span{sent: a.SentAt, acked: a.AckedAt, lo: a.Got[0].Seq, hi: a.Got[len(a.Got)-1].Seq, client: a.Client})
+	}
+	for _, sid := range sortedKeys(spans) {
+		checkRealTimeOrder(sid, spans[sid], r)
 	}
 	return acked
+}
+
+// span is one acknowledged turn: when it was first sent, when its answer
+// arrived (ledger clock), and the sequences it got.
+type span struct {
+	sent, acked int64
+	lo, hi      int64
+	client      int
+}
+
+// checkRealTimeOrder: a turn answered before another turn of the same
+// session was first sent was committed first, so it must hold the lower
+// sequences (whichever clients sent them). For each turn B, the highest
+// sequence of the turns answered before B was sent must be below B's.
+func checkRealTimeOrder(sid string, spans []span, r *Report) {
+	byAck := slices.Clone(spans)
+	slices.SortFunc(byAck, func(a, b span) int { return cmp.Compare(a.acked, b.acked) })
+	prefixMax := make([]int64, len(byAck)) // highest sequence among byAck[:i+1]
+	for i, a := range byAck {
+		prefixMax[i] = a.hi
+		if i > 0 {
+			prefixMax[i] = max(prefixMax[i], prefixMax[i-1])
+		}
+	}
+	for _, b := range spans {
+		i, _ := slices.BinarySearchFunc(byAck, b.sent, func(a span, t int64) int { return cmp.Compare(a.acked, t) })
+		if i > 0 && prefixMax[i-1] >= b.lo {
+			r.problem(&r.Reordered, "session %s: client %d's turn got sequence %d, but sequence %d had been acknowledged before it was sent",
+				sid, b.client, b.lo, prefixMax[i-1])
+		}
+	}
 }
 
 // checkSession compares one session as read with its promises: sequences
