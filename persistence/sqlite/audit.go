@@ -1,18 +1,39 @@
 package sqlite
 
 import (
+	"strings"
+
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
-const insertAuditSQL = `INSERT INTO audit_log (position, event_id, event_type, plan_id, session_id,
-	project_name, actor_name, user_identity, details_json, created_at, prev_hash, hash)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const (
+	insertAuditPrefix = `INSERT INTO audit_log (position, event_id, event_type, plan_id, session_id,
+	project_name, actor_name, user_identity, details_json, created_at, prev_hash, hash) VALUES `
+	auditRowParams = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	auditColumnsN  = 12
+)
+
+// Multi-row inserts: a flush writes its rows in statements of these many
+// rows, largest first; few sizes, so few prepared statements.
+var auditChunks = [...]int{64, 8, 1}
+
+var insertAuditSQL = map[int]string{}
+
+func init() {
+	for _, n := range auditChunks {
+		insertAuditSQL[n] = insertAuditPrefix + strings.Repeat(auditRowParams+", ", n-1) + auditRowParams
+	}
+}
 
 // audit appends entries to the chain: each gets the next position, the
-// current tail's hash as PrevHash, and its own Hash.
+// current tail's hash as PrevHash, and its own Hash. Without savepoints
+// (a.buffered) rows are only queued, and flushAudit writes them in
+// multi-row statements; a duplicate event id then fails the whole attempt,
+// and the retry with savepoints, which inserts row by row, tells which
+// command it belongs to.
 func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 	for _, e := range entries {
 		switch {
@@ -27,10 +48,8 @@ func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 		case e.GetPosition() != 0:
 			return errs.InvalidArgument("audit entry %s is committed already (position %d)", e.GetEventId(), e.GetPosition())
 		}
-		details := e.GetDetailsJson()
-		if details == "" {
-			details = "{}"
-			e.DetailsJson = details
+		if e.DetailsJson == "" {
+			e.DetailsJson = "{}"
 		}
 		// Assigned before the insert so that restore unassigns it if the
 		// insert fails.
@@ -38,15 +57,58 @@ func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 		e.PrevHash = a.hash
 		e.Hash = persistence.AuditHash(a.hash, e)
 		a.assigned = append(a.assigned, e)
-		_, err := a.exec(insertAuditSQL, e.Position, e.EventId, e.EventType, e.PlanId, e.SessionId,
-			e.ProjectName, e.ActorName, e.UserIdentity, details, tsNanos(e.CreatedAt), e.PrevHash, e.Hash)
-		if err != nil {
-			if c := constraint(err); c == sqlite3.ErrConstraintUnique || c == sqlite3.ErrConstraintPrimaryKey {
-				return errs.AlreadyExists("audit entry %s is stored already", e.EventId)
+		if a.buffered {
+			a.pending = append(a.pending, e)
+			if len(a.pending) >= auditChunks[0] {
+				if err := a.flushAudit(); err != nil {
+					return err
+				}
 			}
+		} else if err := a.insertAudit(a.assigned[len(a.assigned)-1:]); err != nil {
 			return err
 		}
 		a.pos, a.hash = e.Position, e.Hash
+	}
+	return nil
+}
+
+// flushAudit writes the queued entries.
+func (a *applier) flushAudit() error {
+	for len(a.pending) > 0 {
+		n := 1
+		for _, c := range auditChunks {
+			if len(a.pending) >= c {
+				n = c
+				break
+			}
+		}
+		if err := a.insertAudit(a.pending[:n]); err != nil {
+			return err
+		}
+		a.pending = a.pending[n:]
+	}
+	a.pending = nil
+	return nil
+}
+
+// insertAudit writes es (len one of auditChunks) in one statement.
+func (a *applier) insertAudit(es []*auditv1.AuditEntry) error {
+	args := a.args[:0]
+	for _, e := range es {
+		args = append(args, e.Position, e.EventId, e.EventType, e.PlanId, e.SessionId, e.ProjectName,
+			e.ActorName, e.UserIdentity, e.DetailsJson, tsNanos(e.CreatedAt), e.PrevHash, e.Hash)
+	}
+	_, err := a.exec(insertAuditSQL[len(es)], args...)
+	clear(args)
+	a.args = args[:0]
+	if err != nil {
+		if c := constraint(err); c == sqlite3.ErrConstraintUnique || c == sqlite3.ErrConstraintPrimaryKey {
+			if len(es) == 1 {
+				return errs.AlreadyExists("audit entry %s is stored already", es[0].EventId)
+			}
+			return errs.AlreadyExists("an audit entry of the batch is stored already")
+		}
+		return err
 	}
 	return nil
 }
@@ -63,6 +125,9 @@ func (a *applier) pruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 		return persistence.Result{}, errs.InvalidArgument("prune has no older_than")
 	}
 	cutoff := c.OlderThan.UnixNano()
+	if err := a.flushAudit(); err != nil {
+		return persistence.Result{}, err
+	}
 	rows, err := a.tx.QueryContext(a.ctx, `SELECT position, created_at, hash FROM audit_log ORDER BY position LIMIT ?`, c.Limit)
 	if err != nil {
 		return persistence.Result{}, err

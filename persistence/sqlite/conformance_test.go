@@ -11,6 +11,12 @@ import (
 	"github.com/agentstate/agentstate/persistence/storetest"
 )
 
+// The fault subtests of the suite run only for stores with these hooks.
+var (
+	_ storetest.ReadOnlySwitch = (*sqlite.Store)(nil)
+	_ storetest.PageLimiter    = (*sqlite.Store)(nil)
+)
+
 func TestConformanceFile(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) persistence.Store {
 		s, err := sqlite.Open(filepath.Join(t.TempDir(), "agentstate.db"))

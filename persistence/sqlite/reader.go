@@ -26,8 +26,7 @@ var _ persistence.Reader = (*reader)(nil)
 // order and links in insertion order; a session without links has one row
 // with NULL link columns. The inner query picks the sessions.
 const sessionSelect = `SELECT s.session_id, s.actor_name, s.namespace, s.automation, s.metadata_json, s.state,
-	s.input_tokens, s.output_tokens, s.cost, s.created_at, s.updated_at, s.closed_at,
-	(SELECT COALESCE(MAX(m.sequence) + 1, 0) FROM session_messages m WHERE m.session_id = s.session_id),
+	s.input_tokens, s.output_tokens, s.cost, s.created_at, s.updated_at, s.closed_at, s.next_sequence,
 	l.plan_id, l.phase, l.state
 	FROM (%s) s LEFT JOIN session_links l ON l.session_id = s.session_id
 	ORDER BY s.session_id, l.id`
@@ -202,7 +201,7 @@ const auditColumns = `position, event_id, event_type, plan_id, session_id, proje
 	user_identity, details_json, created_at, prev_hash, hash`
 
 // auditWhere turns a filter into conditions. The optional columns repeat
-// their partial index's "!= ”" so the planner can use it.
+// their partial index's condition (not empty) so the planner can use it.
 func auditWhere(f *auditv1.Filter) ([]string, []any) {
 	var where []string
 	var args []any

@@ -24,6 +24,10 @@ CREATE TABLE sessions (
 	input_tokens  INTEGER NOT NULL DEFAULT 0,
 	output_tokens INTEGER NOT NULL DEFAULT 0,
 	cost          REAL NOT NULL DEFAULT 0,
+	-- Invariant: next_sequence = max(sequence)+1 of the session's messages
+	-- (0 when none) = its message count, because sequences are dense from
+	-- 0. The writer keeps it in the same statement that checks an append.
+	next_sequence INTEGER NOT NULL DEFAULT 0,
 	created_at    INTEGER NOT NULL,
 	updated_at    INTEGER NOT NULL,
 	closed_at     INTEGER NOT NULL DEFAULT 0
@@ -32,8 +36,7 @@ CREATE INDEX sessions_by_actor ON sessions(actor_name, session_id);
 CREATE INDEX sessions_by_namespace ON sessions(namespace, session_id);
 CREATE INDEX sessions_by_state ON sessions(state, session_id);
 
--- Message order is (session_id, sequence); a session's message_count is
--- max(sequence)+1 because sequences are dense from 0.
+-- Message order is (session_id, sequence).
 CREATE TABLE session_messages (
 	id            INTEGER PRIMARY KEY,
 	session_id    TEXT NOT NULL REFERENCES sessions(session_id),

@@ -12,8 +12,8 @@ import (
 
 const (
 	insertSessionSQL = `INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json,
-	state, input_tokens, output_tokens, cost, created_at, updated_at, closed_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertMessageSQL = `INSERT INTO session_messages (session_id, sequence, message_id, role, content,
 	metadata_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	// A stored message id is skipped, not an error: that is how duplicate
@@ -43,7 +43,7 @@ func (a *applier) createSession(c *persistence.CreateSession) (persistence.Resul
 	tu := s.GetTokenUsage()
 	_, err := a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
 		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		tsNanos(s.CreatedAt), tsNanos(s.UpdatedAt), tsNanos(s.ClosedAt))
+		int64(len(c.Messages)), tsNanos(s.CreatedAt), tsNanos(s.UpdatedAt), tsNanos(s.ClosedAt))
 	if err != nil {
 		if constraint(err) == sqlite3.ErrConstraintPrimaryKey || constraint(err) == sqlite3.ErrConstraintUnique {
 			return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
@@ -94,25 +94,15 @@ func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
 	return err
 }
 
-// appendMessages checks NextSequence against the stored next sequence
-// (max+1), then stores turn by turn. The UNIQUE(session_id, sequence)
-// constraint backs the check up.
+// appendMessages inserts turn by turn from NextSequence, then moves the
+// session's next_sequence from NextSequence to the end in one UPDATE that
+// also checks it: a stale or skipping NextSequence matches no row and fails
+// the command (and its savepoint undoes the inserts). A stale one usually
+// fails earlier, on UNIQUE(session_id, sequence); a missing session fails on
+// the messages' foreign key or, with nothing inserted, on the UPDATE.
 func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
-	var next int64
-	err := a.queryRow(`SELECT (SELECT COALESCE(MAX(sequence) + 1, 0) FROM session_messages WHERE session_id = ?1)
-		FROM sessions WHERE session_id = ?1`, c.SessionID).Scan(&next)
-	if errors.Is(err, sql.ErrNoRows) {
-		return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
-	}
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	if c.NextSequence != next {
-		return persistence.Result{}, errs.FailedPrecondition("session %s: append at sequence %d, but the next sequence is %d",
-			c.SessionID, c.NextSequence, next)
-	}
 	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
-	stored := false
+	next := c.NextSequence
 	for i := range c.Turns {
 		tr, n, err := a.turn(c.SessionID, &c.Turns[i], next)
 		if err != nil {
@@ -120,15 +110,35 @@ func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Res
 		}
 		res.Turns[i] = tr
 		next += n
-		stored = stored || n > 0
 	}
-	if stored && !c.UpdatedAt.IsZero() {
-		if _, err := a.exec(`UPDATE sessions SET updated_at = ? WHERE session_id = ?`, c.UpdatedAt.UnixNano(), c.SessionID); err != nil {
-			return persistence.Result{}, err
-		}
+	stored := next != c.NextSequence && !c.UpdatedAt.IsZero()
+	upd, err := a.exec(`UPDATE sessions SET next_sequence = ?1,
+		updated_at = CASE WHEN ?2 THEN ?3 ELSE updated_at END
+		WHERE session_id = ?4 AND next_sequence = ?5`,
+		next, stored, timeNanos(c.UpdatedAt), c.SessionID, c.NextSequence)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	if n, err := rowsAffected(upd); err != nil {
+		return persistence.Result{}, err
+	} else if n == 0 {
+		return persistence.Result{}, a.sequenceMismatch(c.SessionID, c.NextSequence)
 	}
 	res.NextSequence = next
 	return res, nil
+}
+
+// sequenceMismatch explains why an append's check matched no session.
+func (a *applier) sequenceMismatch(sessionID string, want int64) error {
+	var next int64
+	err := a.queryRow(`SELECT next_sequence FROM sessions WHERE session_id = ?`, sessionID).Scan(&next)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errs.NotFound("session %s not found", sessionID)
+	}
+	if err != nil {
+		return err
+	}
+	return errs.FailedPrecondition("session %s: append at sequence %d, but the next sequence is %d", sessionID, want, next)
 }
 
 // turn stores one turn at sequences seq, seq+1, ... and returns how many
@@ -157,8 +167,11 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 		meta := orEmptyObject(m.MetadataJson)
 		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created)
 		if err != nil {
-			if c := constraint(err); c == sqlite3.ErrConstraintUnique {
+			switch constraint(err) {
+			case sqlite3.ErrConstraintUnique:
 				return persistence.TurnResult{}, 0, errs.FailedPrecondition("session %s: sequence %d is taken", sessionID, seq+inserted)
+			case sqlite3.ErrConstraintForeignKey:
+				return persistence.TurnResult{}, 0, errs.NotFound("session %s not found", sessionID)
 			}
 			return persistence.TurnResult{}, 0, err
 		}

@@ -29,11 +29,20 @@ func (w *writer) Release() {
 	}
 }
 
-// Apply runs batch in one BEGIN IMMEDIATE transaction, each command inside
-// its own SAVEPOINT. A command that fails on its own (its error is an
-// *errs.Error) is rolled back to its savepoint and reported in its Result;
-// any other error aborts the transaction: nothing is stored, every audit
-// entry of the batch is unassigned again, and the error is returned.
+// Apply runs batch in one BEGIN IMMEDIATE transaction.
+//
+// A command that fails on its own (its error is an *errs.Error) must be
+// rolled back alone. Savepoints do that, but cost two statements per
+// command, and commands rarely fail. So Apply first runs the batch without
+// them; if a command fails on its own, it rolls that attempt back and runs
+// the batch again with one SAVEPOINT per command, which isolates the
+// failure. Any other error aborts the transaction: nothing is stored, every
+// audit entry of the batch is unassigned again, and the error is returned.
+//
+// ctx is checked before each command and the commit, never handed to
+// database/sql: a transaction whose context is cancelled makes database/sql
+// discard its connection, and the writer's connection is pinned (for a
+// memory database it is what keeps the database alive).
 func (w *writer) Apply(ctx context.Context, batch []persistence.Command) ([]persistence.Result, error) {
 	s := w.s
 	s.wmu.Lock()
@@ -44,29 +53,75 @@ func (w *writer) Apply(ctx context.Context, batch []persistence.Command) ([]pers
 	if s.closed {
 		return nil, errs.Unavailable("store %s is closed", s.loc.key)
 	}
-	tx, err := s.wconn.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, storeErr("begin", err)
+	results, isolate, err := s.run(ctx, batch, false)
+	if isolate {
+		results, _, err = s.run(ctx, batch, true)
 	}
-	a := &applier{ctx: ctx, tx: tx, pos: s.lastPos, hash: s.lastHash}
+	if err != nil {
+		return nil, err
+	}
+	s.maybeCheckpoint()
+	return results, nil
+}
+
+// run makes one attempt at batch. Without savepoints, it stops at the first
+// command-level failure, rolls back and reports isolate = true. With
+// savepoints, command-level failures become Results. Called with wmu held.
+func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints bool) (_ []persistence.Result, isolate bool, _ error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, storeErr("apply", err)
+	}
+	bg := context.Background()
+	tx, err := s.wconn.BeginTx(bg, nil)
+	if err != nil {
+		return nil, false, storeErr("begin", err)
+	}
+	a := &applier{ctx: bg, tx: tx, pos: s.lastPos, hash: s.lastHash, buffered: !savepoints}
+	abort := func() {
+		a.restore(mark{})
+		_ = tx.Rollback()
+	}
 	results := make([]persistence.Result, len(batch))
 	for i, cmd := range batch {
-		res, err := a.command(cmd)
+		if err := ctx.Err(); err != nil {
+			abort()
+			return nil, false, storeErr("apply", err)
+		}
+		var res persistence.Result
+		if savepoints {
+			res, err = a.command(cmd)
+		} else {
+			res, err = a.dispatch(cmd)
+			var cmdErr *errs.Error
+			if errors.As(err, &cmdErr) {
+				abort()
+				return nil, true, nil
+			}
+		}
 		if err != nil {
-			a.restore(mark{})
-			_ = tx.Rollback()
-			return nil, storeErr("apply", err)
+			abort()
+			return nil, false, storeErr("apply", err)
 		}
 		results[i] = res
 	}
+	if err := ctx.Err(); err != nil {
+		abort()
+		return nil, false, storeErr("apply", err)
+	}
+	if err := a.flushAudit(); err != nil {
+		abort()
+		var cmdErr *errs.Error
+		if errors.As(err, &cmdErr) {
+			return nil, true, nil
+		}
+		return nil, false, storeErr("apply", err)
+	}
 	if err := tx.Commit(); err != nil {
-		a.restore(mark{})
-		_ = tx.Rollback()
-		return nil, storeErr("commit", err)
+		abort()
+		return nil, false, storeErr("commit", err)
 	}
 	s.lastPos, s.lastHash = a.pos, a.hash
-	s.maybeCheckpoint()
-	return results, nil
+	return results, false, nil
 }
 
 // applier carries one transaction. pos and hash are the chain's tail
@@ -78,6 +133,12 @@ type applier struct {
 	pos      int64
 	hash     string
 	assigned []*auditv1.AuditEntry
+	// buffered: audit rows wait in pending for a multi-row insert; only
+	// without savepoints, where a failure aborts the attempt anyway.
+	buffered bool
+	pending  []*auditv1.AuditEntry
+	// args is reused for multi-row statements.
+	args []any
 }
 
 // mark is the applier's chain state at a savepoint.
@@ -96,6 +157,7 @@ func (a *applier) restore(m mark) {
 		e.Position, e.Hash, e.PrevHash = 0, "", ""
 	}
 	a.assigned = a.assigned[:m.n]
+	a.pending = nil
 	a.pos, a.hash = m.pos, m.hash
 }
 

@@ -10,6 +10,7 @@ import (
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
+	"google.golang.org/protobuf/proto"
 )
 
 // mixedBatch is one of every command, each with an audit entry, and the
@@ -120,6 +121,37 @@ var batchCases = []testCase{
 		}
 		h.verifyChain()
 	}},
+	{"a duplicate entry among many commands fails alone", func(h *harness) {
+		stored := h.entry("a")
+		h.ok(&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{stored}})
+		dup := proto.Clone(stored).(*auditv1.AuditEntry)
+		dup.Position, dup.Hash, dup.PrevHash = 0, "", ""
+		var batch []persistence.Command
+		var good []*auditv1.AuditEntry
+		for i := 0; i < 150; i++ {
+			if i == 97 {
+				batch = append(batch, &persistence.RecordAudit{Entries: []*auditv1.AuditEntry{h.entry("x"), dup}})
+				continue
+			}
+			e := h.entry("a")
+			good = append(good, e)
+			batch = append(batch, &persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}})
+		}
+		for i, r := range h.apply(batch...) {
+			if (r.Err != nil) != (i == 97) {
+				h.Fatalf("command %d: %v", i, r.Err)
+			}
+		}
+		wantCode(h.T, h.apply(batch[97])[0].Err, errs.AlreadyExistsCode)
+		for i, e := range good {
+			if e.Position != int64(i+2) {
+				h.Fatalf("entry %d at position %d, want %d", i, e.Position, i+2)
+			}
+		}
+		if n := len(h.verifyChain()); n != 1+len(good) {
+			h.Fatalf("%d entries stored, want %d", n, 1+len(good))
+		}
+	}},
 	{"empty batch", func(h *harness) {
 		if res := h.apply(); len(res) != 0 {
 			h.Fatalf("results %v", res)
@@ -157,6 +189,14 @@ var batchCases = []testCase{
 			h.Fatalf("results %v", res)
 		}
 		h.assertUntouched(s, es)
+		// The writer is still usable, and nothing was lost (a memory
+		// database lives on its writer connection).
+		for i, r := range h.apply(batch...) {
+			if r.Err != nil {
+				h.Fatalf("command %d after the cancelled Apply: %v", i, r.Err)
+			}
+		}
+		h.verifyChain()
 	}},
 	{"read-only database fails the whole batch", func(h *harness) {
 		ro, ok := h.store.(ReadOnlySwitch)

@@ -1,0 +1,207 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/ids"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Every benchmark op is one transaction of benchRowsPerTx rows. Besides
+// ns/row (wall clock, which includes the commit's fsync and is at the
+// mercy of a shared machine) they report cpu-ns/row, the process's CPU
+// time per row, which other load disturbs far less.
+const benchRowsPerTx = 1000
+
+var benchContent = strings.Repeat("the quick brown fox jumps over the lazy dog ", 5)
+
+func benchStore(b *testing.B) (*Store, persistence.Writer) {
+	b.Helper()
+	s, err := Open(filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := s.Writer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		w.Release()
+		s.Close()
+	})
+	return s, w
+}
+
+func benchSessions(b *testing.B, w persistence.Writer, n int) []string {
+	b.Helper()
+	now := timestamppb.Now()
+	out := make([]string, n)
+	cmds := make([]persistence.Command, n)
+	for i := range out {
+		out[i] = ids.New()
+		cmds[i] = &persistence.CreateSession{Session: &sessionv1.Session{SessionId: out[i], ActorName: "bench",
+			Namespace: "local", MetadataJson: "{}", CreatedAt: now, UpdatedAt: now}}
+	}
+	if _, err := w.Apply(context.Background(), cmds); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+func cpuNanos() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// timer measures the timed part of a benchmark in wall and CPU time.
+type timer struct {
+	b   *testing.B
+	cpu int64
+	at  int64
+}
+
+func startTimer(b *testing.B) *timer {
+	b.ResetTimer()
+	return &timer{b: b, at: cpuNanos()}
+}
+
+func (t *timer) stop() { t.b.StopTimer(); t.cpu += cpuNanos() - t.at }
+
+func (t *timer) start() { t.at = cpuNanos(); t.b.StartTimer() }
+
+func (t *timer) report(rowsPerOp int) {
+	t.stop()
+	rows := float64(t.b.N * rowsPerOp)
+	perRow := float64(t.b.Elapsed().Nanoseconds()) / rows
+	t.b.ReportMetric(perRow, "ns/row")
+	t.b.ReportMetric(1e9/perRow, "rows/s")
+	t.b.ReportMetric(float64(t.cpu)/rows, "cpu-ns/row")
+}
+
+var appendShapes = []struct{ sessions, turns int }{{1, 1000}, {100, 10}, {1000, 1}}
+
+// BenchmarkAppend compares Apply with the yardstick of the issue: one
+// goroutine inserting the same message rows with one prepared statement in
+// 1000-row transactions (raw), on the same schema and pragmas. Each shape
+// spreads the 1000 rows of a transaction over that many sessions.
+func BenchmarkAppend(b *testing.B) {
+	for _, shape := range appendShapes {
+		name := fmt.Sprintf("sessions=%d", shape.sessions)
+		b.Run("raw/"+name, func(b *testing.B) { benchRawInsert(b, shape.sessions, shape.turns) })
+		b.Run("apply/"+name, func(b *testing.B) { benchApplyAppend(b, shape.sessions, shape.turns) })
+	}
+}
+
+func benchRawInsert(b *testing.B, nSessions, perSession int) {
+	s, w := benchStore(b)
+	sessions := benchSessions(b, w, nSessions)
+	w.Release()
+	ctx := context.Background()
+	stmt, err := s.wconn.PrepareContext(ctx, insertMessageSQL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stmt.Close()
+	msgIDs := make([]string, benchRowsPerTx)
+	seq := int64(0)
+	t := startTimer(b)
+	for i := 0; i < b.N; i++ {
+		t.stop()
+		for j := range msgIDs {
+			msgIDs[j] = ids.New()
+		}
+		created := time.Now().UnixNano()
+		t.start()
+		tx, err := s.wconn.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		txStmt := tx.StmtContext(ctx, stmt)
+		for k, sid := range sessions {
+			for j := 0; j < perSession; j++ {
+				if _, err := txStmt.ExecContext(ctx, sid, seq+int64(j), msgIDs[k*perSession+j], int64(1), benchContent, "{}", created); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		seq += int64(perSession)
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	t.report(benchRowsPerTx)
+}
+
+func benchApplyAppend(b *testing.B, nSessions, perSession int) {
+	_, w := benchStore(b)
+	sessions := benchSessions(b, w, nSessions)
+	next := int64(0)
+	ctx := context.Background()
+	t := startTimer(b)
+	for i := 0; i < b.N; i++ {
+		t.stop()
+		now := timestamppb.Now()
+		batch := make([]persistence.Command, nSessions)
+		for k, sid := range sessions {
+			turns := make([]persistence.Turn, perSession)
+			for j := range turns {
+				turns[j].Messages = []*sessionv1.Message{{MessageId: ids.New(), Role: sessionv1.Role_ROLE_USER,
+					Content: benchContent, MetadataJson: "{}", CreatedAt: now}}
+			}
+			batch[k] = &persistence.AppendMessages{SessionID: sid, NextSequence: next, Turns: turns, UpdatedAt: time.Now()}
+		}
+		next += int64(perSession)
+		t.start()
+		res, err := w.Apply(ctx, batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res[0].Err != nil {
+			b.Fatal(res[0].Err)
+		}
+	}
+	t.report(benchRowsPerTx)
+}
+
+// BenchmarkApplyAudit commits 1000 audit entries per transaction, as the
+// audit actor's group commit of RecordAudit commands does.
+func BenchmarkApplyAudit(b *testing.B) {
+	for _, perCmd := range []int{1, 100} {
+		b.Run(fmt.Sprintf("entries_per_command=%d", perCmd), func(b *testing.B) {
+			_, w := benchStore(b)
+			ctx := context.Background()
+			t := startTimer(b)
+			for i := 0; i < b.N; i++ {
+				t.stop()
+				now := timestamppb.Now()
+				batch := make([]persistence.Command, benchRowsPerTx/perCmd)
+				for k := range batch {
+					es := make([]*auditv1.AuditEntry, perCmd)
+					for j := range es {
+						es[j] = &auditv1.AuditEntry{EventId: ids.New(), EventType: "plan_applied", PlanId: "plan-1",
+							SessionId: "01J0000000000000000000000", ActorName: "bench", ProjectName: "proj",
+							DetailsJson: `{"step":"apply","ok":true}`, CreatedAt: now}
+					}
+					batch[k] = &persistence.RecordAudit{Entries: es}
+				}
+				t.start()
+				if _, err := w.Apply(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			t.report(benchRowsPerTx)
+		})
+	}
+}
