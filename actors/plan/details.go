@@ -3,6 +3,8 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentstate/agentstate/messages/errs"
@@ -100,35 +102,58 @@ func splitDetails(s string) (map[string]json.RawMessage, *planv1.ErrorDetails, e
 
 // joinDetails renders the whole error_details object: the other writers'
 // keys and, when set, the recovery keys. Keys are sorted, so equal states
-// give equal strings.
+// give equal strings. Foreign values are compact JSON already (they come
+// from a normalized payload or from a stored object this function wrote).
 func joinDetails(foreign map[string]json.RawMessage, rec *planv1.ErrorDetails) string {
-	all := make(map[string]json.RawMessage, len(foreign)+len(recoveryKeys))
-	for k, v := range foreign {
-		all[k] = v
+	keys := make([]string, 0, len(foreign)+len(recoveryKeys))
+	for k := range foreign {
+		keys = append(keys, k)
 	}
 	if rec != nil {
-		raw, _ := json.Marshal(recoveryJSON{
-			ErrorCategory:   CategoryName(rec.GetErrorCategory()),
-			ErrorPhase:      PhaseName(rec.GetErrorPhase()),
-			RetryCount:      rec.GetRetryCount(),
-			MaxRetries:      rec.GetMaxRetries(),
-			IsRetriable:     rec.GetIsRetriable(),
-			RecoveryAction:  ActionName(rec.GetRecoveryAction()),
-			RecoveryHint:    rec.GetRecoveryHint(),
-			RecoveryCommand: rec.GetRecoveryCommand(),
-		})
-		var m map[string]json.RawMessage
-		_ = json.Unmarshal(raw, &m)
-		for k, v := range m {
-			all[k] = v
+		keys = append(keys, recoveryKeys...)
+	}
+	sort.Strings(keys)
+	buf := make([]byte, 0, 256+64*len(foreign))
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendString(buf, k)
+		buf = append(buf, ':')
+		if v, ok := foreign[k]; ok {
+			buf = append(buf, v...)
+		} else {
+			buf = appendRecovery(buf, k, rec)
 		}
 	}
-	out, err := json.Marshal(all)
-	if err != nil {
-		// Every value came from a parsed JSON object or from Marshal.
-		panic("plan: error_details does not encode: " + err.Error())
+	return string(append(buf, '}'))
+}
+
+func appendRecovery(buf []byte, key string, rec *planv1.ErrorDetails) []byte {
+	switch key {
+	case "error_category":
+		return appendString(buf, CategoryName(rec.GetErrorCategory()))
+	case "error_phase":
+		return appendString(buf, PhaseName(rec.GetErrorPhase()))
+	case "retry_count":
+		return strconv.AppendInt(buf, int64(rec.GetRetryCount()), 10)
+	case "max_retries":
+		return strconv.AppendInt(buf, int64(rec.GetMaxRetries()), 10)
+	case "is_retriable":
+		return strconv.AppendBool(buf, rec.GetIsRetriable())
+	case "recovery_action":
+		return appendString(buf, ActionName(rec.GetRecoveryAction()))
+	case "recovery_hint":
+		return appendString(buf, rec.GetRecoveryHint())
+	default: // recovery_command
+		return appendString(buf, rec.GetRecoveryCommand())
 	}
-	return string(out)
+}
+
+func appendString(buf []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(buf, q...)
 }
 
 // parseForeign validates a MergeErrorDetails payload: a JSON object of at

@@ -235,13 +235,19 @@ func TestErrorDetailsMergeKeepsOtherKeys(t *testing.T) {
 		t.Fatalf("details summary %v does not match the latest record %v", d, r)
 	}
 
-	// A later error rewrites only the recovery keys.
+	// After a reload, a later error rewrites only the recovery keys.
+	if _, err := h.svc.MergeErrorDetails(ctx, &planv1.MergeErrorDetailsRequest{PlanId: "p",
+		DetailsJson: `{"we\"ird <key>":"\u00e9\n"}`}); err != nil {
+		t.Fatal(err)
+	}
+	h.svc.PassivateAll()
 	record(t, h.svc, &planv1.RecordErrorRequest{PlanId: "p", Phase: strategize, StepId: "x", ErrorType: "Infeasible"})
 	got, _ = h.svc.ErrorDetails(ctx, &planv1.ErrorDetailsRequest{PlanId: "p"})
 	obj = decodeObject(t, got.GetDetailsJson())
-	if obj["mode"] != "real" || obj["error_category"] != "strategy_constraint" || obj["recovery_action"] != "revert_to_strategize" ||
+	if obj["mode"] != "real" || obj["we\"ird <key>"] != "\u00e9\n" || obj["error_category"] != "strategy_constraint" ||
+		obj["recovery_action"] != "revert_to_strategize" || len(obj) != len(want)+1 ||
 		got.GetDetails().GetRecoveryCommand() != "agents plan revert p --to-phase strategize" {
-		t.Fatalf("after a second error: %v", obj)
+		t.Fatalf("after reload and a second error: %v", obj)
 	}
 }
 
