@@ -35,18 +35,32 @@
 // second call before Release is FAILED_PRECONDITION (ErrWriterTaken). In
 // agentstate the audit actor holds it.
 //
-// Writing. Writer.Apply runs a batch in one BEGIN IMMEDIATE transaction
-// with one SAVEPOINT per command: see persistence.Writer for the result
-// semantics. Audit entries get positions (commit order, never reused, also
-// after a prune) and hashes (persistence.AuditHash) chained on the last
-// committed entry.
+// Writing. Writer.Apply runs a batch in one BEGIN IMMEDIATE transaction:
+// see persistence.Writer for the result semantics. It first runs the batch
+// without savepoints, with audit rows written in multi-row INSERTs; only if
+// a command fails on its own does it roll back and run the batch again with
+// one SAVEPOINT per command, so that the failure is rolled back alone.
+// Audit entries get positions (commit order, never reused, also after a
+// prune) and hashes (persistence.AuditHash) chained on the last committed
+// entry; the writer keeps the chain's tail in memory, loaded by
+// Store.Writer. Apply's context is checked between commands; it is never
+// handed to database/sql, which would discard the pinned writer connection
+// of a cancelled transaction.
 //
-// WAL bound. Readers never keep a read transaction across calls (each
-// Reader method is one statement), so checkpoints can complete. After a
-// commit that leaves the WAL above 64 MiB the writer runs a TRUNCATE
-// checkpoint that waits at most 20 ms for readers and otherwise retries
-// after the next commit; journal_size_limit caps what SQLite's own
-// checkpoints leave behind.
+// Reading. Each Reader method is one SQL statement, so it sees one
+// committed state and holds no snapshot after it returns. A session's
+// message_count is its next_sequence column, which Apply moves in the same
+// statement that checks an append's NextSequence.
+//
+// WAL bound. Because no reader keeps a snapshot across calls, checkpoints
+// can complete. After a commit that leaves the WAL above 64 MiB the writer
+// runs a TRUNCATE checkpoint that waits at most 20 ms for readers and else
+// retries after the next commit; above 256 MiB it waits up to 2 s. So the
+// WAL stays near 256 MiB plus one transaction even under steady reads.
+// journal_size_limit caps what SQLite's own checkpoints leave behind.
+//
+// Test hooks. Opens counts database opens in the process, MigrationRuns
+// the migrations a Store applied, Checkpoints the forced WAL checkpoints.
 //
 // Faults (test hooks). SetMaxPageCount caps the database's size so the next
 // growing transaction fails with RESOURCE_EXHAUSTED, as on a full disk;
