@@ -159,7 +159,7 @@ func benchReportCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "report",
-		Short: "Merge results saved with `node bench --json` (and tests/adk -json) into tables and a plot",
+		Short: "Merge results saved with `node bench --json` (and tests/adk -json) into tables and a plot; the first file wins where two have the same workload and mode",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(in) == 0 {
 				return usagef(cmd, "--in is required (one or more JSON result files)")
@@ -172,7 +172,7 @@ func benchReportCommand() *cobra.Command {
 				}
 				all = append(all, rs...)
 			}
-			return report(cmd.OutOrStdout(), all, asJSON, plot, title)
+			return report(cmd.OutOrStdout(), bench.Dedupe(all), asJSON, plot, title)
 		},
 	}
 	cmd.Flags().StringSliceVar(&in, "in", nil, "JSON result files (repeat or comma-separate)")

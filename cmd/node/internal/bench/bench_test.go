@@ -244,3 +244,15 @@ func TestAckOrder(t *testing.T) {
 		t.Errorf("in order: %d violations, want 0", n)
 	}
 }
+
+func TestDedupe(t *testing.T) {
+	rs := Dedupe([]Result{
+		{Mode: ModeInProcess, Sessions: 1, Clients: 16, AppendsPerSec: 1},
+		{Mode: "adk", Sessions: 1, Clients: 16},
+		{Mode: ModeInProcess, Sessions: 1, Clients: 16, AppendsPerSec: 2},
+		{Mode: ModeInProcess, Sessions: 64, Clients: 64},
+	})
+	if len(rs) != 3 || rs[0].AppendsPerSec != 1 || rs[2].Sessions != 64 {
+		t.Fatalf("Dedupe = %+v", rs)
+	}
+}

@@ -147,3 +147,22 @@ func WriteChecks(w io.Writer, cs []Check) error {
 	}
 	return tw.Flush()
 }
+
+// Dedupe keeps the first result of each workload and mode, so that a
+// report merged from several runs draws one bar per mode.
+func Dedupe(rs []Result) []Result {
+	type key struct {
+		s, c int
+		m    Mode
+	}
+	seen := map[key]bool{}
+	var out []Result
+	for _, r := range rs {
+		k := key{r.Sessions, r.Clients, r.Mode}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
