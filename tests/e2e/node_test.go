@@ -58,7 +58,13 @@ func cleanEnv() []string {
 // polling: the line is read from the node's stderr as it is written.
 func startNode(t *testing.T, extra ...string) *nodeProc {
 	t.Helper()
-	dir := t.TempDir()
+	return startNodeOn(t, t.TempDir(), extra...)
+}
+
+// startNodeOn is startNode on the database under dir (kept from an
+// earlier node).
+func startNodeOn(t *testing.T, dir string, extra ...string) *nodeProc {
+	t.Helper()
 	n := &nodeProc{t: t, dir: dir, db: filepath.Join(dir, "data", "agentstate.db"), exited: make(chan struct{})}
 	args := append([]string{"serve", "--data", n.db, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
 		"--log-format", "json"}, extra...)
