@@ -87,6 +87,9 @@ func (o *owner) Receive(ctx actor.Context) {
 		}
 		o.pump(ctx)
 	case *actor.ReceiveTimeout:
+		// The timer fires once; re-arm it so that an actor busy now
+		// asks again later.
+		ctx.SetReceiveTimeout(o.env.cfg.IdleTimeout)
 		if o.idle() {
 			o.askPassivation(ctx)
 		}
@@ -108,7 +111,8 @@ func (o *owner) idle() bool { return o.busy == nil && len(o.queue) == 0 }
 func (o *owner) askPassivation(ctx actor.Context) {
 	if !o.idleAsked && !o.passivating {
 		o.idleAsked = true
-		ctx.Send(ctx.Parent(), &directory.Idle{})
+		// Request, not Send: the directory knows the owner by sender.
+		ctx.Request(ctx.Parent(), &directory.Idle{})
 	}
 }
 

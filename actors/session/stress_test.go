@@ -160,4 +160,3 @@ func TestStressWithPassivation(t *testing.T) {
 		stressRun(t, n, createSessions(t, n, 1000), 64, 250, 2000)
 	})
 }
-
