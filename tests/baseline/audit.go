@@ -159,7 +159,7 @@ func (a *AuditService) GetEntry(ctx context.Context, id int64) (e AuditEntry, ok
 	err = a.session.conn.QueryRowContext(ctx,
 		`SELECT id, event_type, details, created_at FROM audit_log WHERE id = ?`, id).
 		Scan(&e.ID, &e.EventType, &e.Details, &e.CreatedAt)
-	if err == sql.ErrNoRows {
+	if errors.Is(err, sql.ErrNoRows) {
 		return e, false, nil
 	}
 	return e, err == nil, err

@@ -27,8 +27,13 @@
 // runs under a mutex (or the connection's own lock), and the mutex is
 // released between the steps of a sequence. The ports therefore have the
 // seeds' logical races (time-of-check to time-of-use) without a Go memory
-// race, so they run under `go test -race`. Where a port yields the
-// processor (runtime.Gosched) inside a window, the comment names the Python
-// work that occupies that window upstream; it never opens a window the
-// Python code does not have.
+// race, so they run under `go test -race`.
+//
+// Yield points. Upstream threads interleave wherever CPython switches
+// threads: at every sqlite3 call (pysqlite releases the GIL around each)
+// and inside Python code such as a constructor. Go does not reschedule on a
+// cgo return, so the ports yield (releaseGIL, runtime.Gosched) at those
+// points, each one commented with the Python work it stands for. They never
+// open a window the Python code does not have; without them a machine with
+// one free core would hide the races.
 package baseline
