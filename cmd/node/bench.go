@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/agentstate/agentstate/cmd/node/internal/bench"
@@ -27,6 +28,7 @@ type benchFlags struct {
 	json         bool
 	plot         string
 	title        string
+	cpuProfile   string
 }
 
 // benchCommand is `node bench`: the standard workloads, a summary table
@@ -58,6 +60,7 @@ func benchCommand() *cobra.Command {
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of tables")
 	fl.StringVar(&f.plot, "plot", "", "also write a PNG bar chart of appends/s to this file")
 	fl.StringVar(&f.title, "title", "", "the plot's title (default: the workload and machine)")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
 	cmd.AddCommand(benchReportCommand())
 	return cmd
 }
@@ -69,6 +72,17 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 	}
 	if f.durability != "full" && f.durability != "normal" {
 		return usagef(cmd, "--durability %q: want full or normal", f.durability)
+	}
+	if f.cpuProfile != "" {
+		out, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var results []bench.Result
 	for _, m := range modes {
