@@ -27,6 +27,8 @@ var (
 	flagSeed     = flag.Uint64("seed", 0, "seed for kill delays, fault size and load choices (0: from the clock; printed)")
 	flagNodeRace = flag.String("node-race", "auto", "build the node with -race: on, off, or auto (as this test binary)")
 	flagNode     = flag.String("node", "", "use this node binary instead of building ./cmd/node")
+	flagSlack    = flag.Int64("fault-slack", 64<<10, "TestFaultRun: the database files may grow by up to this many bytes (random) before the fault bites")
+	flagKeep     = flag.String("keep", "", "keep each run's database and node log in a new directory under this one")
 )
 
 var (
@@ -107,7 +109,15 @@ func runContext(t *testing.T) context.Context {
 // are closed when the test ends. A failing test prints the node's log.
 func startNode(t *testing.T, ctx context.Context) (*checker.Node, *grpc.ClientConn) {
 	t.Helper()
-	n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: nodeBinary(t), Dir: t.TempDir()})
+	dir := t.TempDir()
+	if *flagKeep != "" {
+		var err error
+		if dir, err = os.MkdirTemp(*flagKeep, t.Name()+"-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("database and node log kept in %s", dir)
+	}
+	n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: nodeBinary(t), Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ func TestFaultRun(t *testing.T) {
 	fr, err := checker.FaultRun(ctx, n, conn, checker.FaultConfig{
 		Load:     loadConfig(s),
 		Progress: *flagProgress,
+		Slack:    *flagSlack,
 		Seed:     s,
 		Logf:     t.Logf,
 	})
