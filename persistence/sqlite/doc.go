@@ -42,12 +42,14 @@
 // one SAVEPOINT per command, so that the failure is rolled back alone.
 // Audit entries get positions (commit order, never reused, also after a
 // prune) and hashes (persistence.AuditHash) chained on the last committed
-// entry; the writer keeps the chain's tail in memory, loaded by
-// Store.Writer. Apply's context is checked between commands; it is never
+// entry, which each transaction reads under the write lock (so a rollback
+// leaves nothing stale, and even a second process writing the file cannot
+// fork the chain). Apply's context is checked between commands; it is never
 // handed to database/sql, which would discard the pinned writer connection
 // of a cancelled transaction.
 //
-// Reading. Each Reader method is one SQL statement, so it sees one
+// Reading. Each Reader method runs one short SQL statement (ListAudit may
+// add a second to tell an unknown cursor from an empty page), so it sees a
 // committed state and holds no snapshot after it returns. A session's
 // message_count is its next_sequence column, which Apply moves in the same
 // statement that checks an append's NextSequence.

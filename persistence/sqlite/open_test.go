@@ -273,3 +273,59 @@ func TestOpenCloseChurn(t *testing.T) {
 		t.Fatalf("registry still holds memory:churn with %d refs", s.refs)
 	}
 }
+
+// Two Stores on one file (the registry keys them apart: one path goes
+// through a symlink) open it at the same time: the schema is still
+// migrated once, because migration runs in an IMMEDIATE transaction that
+// rechecks user_version, and both chain audit entries on one chain.
+func TestMigrationOncePerDatabaseAcrossHandles(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Skipf("no symlinks here: %v", err)
+	}
+	urls := []string{filepath.Join(dir, "two.db"), filepath.Join(link, "two.db")}
+	stores := make([]*Store, 2)
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i := range stores {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			start.Wait()
+			s, err := Open(urls[i])
+			if err != nil {
+				t.Errorf("Open(%s): %v", urls[i], err)
+				return
+			}
+			stores[i] = s
+		}()
+	}
+	start.Done()
+	done.Wait()
+	if t.Failed() {
+		return
+	}
+	defer mustClose(t, stores[0])
+	defer mustClose(t, stores[1])
+	if stores[0] == stores[1] {
+		t.Fatalf("the symlinked path gave the same handle; the test needs two")
+	}
+	if got := stores[0].MigrationRuns() + stores[1].MigrationRuns(); got != len(migrations) {
+		t.Fatalf("%d migrations ran on one database, want %d", got, len(migrations))
+	}
+	for i := 0; i < 4; i++ {
+		createSession(t, stores[i%2])
+	}
+	all, err := stores[0].Reader().ScanAudit(context.Background(), 0, 0)
+	if err != nil || len(all) != 4 {
+		t.Fatalf("ScanAudit: %d entries, %v", len(all), err)
+	}
+	prev := ""
+	for i, e := range all {
+		if e.Position != int64(i+1) || e.PrevHash != prev || e.Hash != persistence.AuditHash(prev, e) {
+			t.Fatalf("entry %d breaks the chain: %v", i, e)
+		}
+		prev = e.Hash
+	}
+}

@@ -54,10 +54,7 @@ type Store struct {
 	wmu        sync.Mutex
 	closed     bool
 	writerHeld bool
-	// The chain's tail: the last committed audit entry's position and hash.
-	lastPos  int64
-	lastHash string
-	walLimit int64
+	walLimit   int64
 
 	checkpoints atomic.Int64
 }
@@ -163,8 +160,7 @@ func (s *Store) shutdown() error {
 // Reader returns the read side, on the read-only pool.
 func (s *Store) Reader() persistence.Reader { return s.reader }
 
-// Writer hands out the sole writer. It loads the audit chain's tail, so
-// Apply chains new entries on the last committed one.
+// Writer hands out the sole writer.
 func (s *Store) Writer() (persistence.Writer, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -174,18 +170,20 @@ func (s *Store) Writer() (persistence.Writer, error) {
 	if s.writerHeld {
 		return nil, ErrWriterTaken
 	}
-	pos, hash, err := loadChainTail(context.Background(), s.wconn)
-	if err != nil {
-		return nil, storeErr("load audit chain", err)
-	}
-	s.lastPos, s.lastHash = pos, hash
 	s.writerHeld = true
 	return &writer{s: s}, nil
 }
 
 // loadChainTail returns the position and hash the next audit entry chains
 // on: the last stored entry's, else the prune anchor's, else (0, "").
-func loadChainTail(ctx context.Context, conn *sql.Conn) (int64, string, error) {
+//
+// Apply reads it inside each transaction, under the write lock, instead of
+// keeping it in memory: then no rollback can leave a stale copy behind, and
+// even a second process writing the same file cannot fork the chain. It is
+// one index probe per transaction.
+func loadChainTail(ctx context.Context, conn interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int64, string, error) {
 	var pos int64
 	var hash string
 	err := conn.QueryRowContext(ctx, `SELECT position, hash FROM audit_log ORDER BY position DESC LIMIT 1`).Scan(&pos, &hash)

@@ -76,7 +76,12 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	if err != nil {
 		return nil, false, storeErr("begin", err)
 	}
-	a := &applier{ctx: bg, tx: tx, pos: s.lastPos, hash: s.lastHash, buffered: !savepoints}
+	pos, hash, err := loadChainTail(bg, tx)
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, false, storeErr("load audit chain", err)
+	}
+	a := &applier{ctx: bg, tx: tx, pos: pos, hash: hash, buffered: !savepoints}
 	abort := func() {
 		a.restore(mark{})
 		_ = tx.Rollback()
@@ -120,7 +125,6 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		abort()
 		return nil, false, storeErr("commit", err)
 	}
-	s.lastPos, s.lastHash = a.pos, a.hash
 	return results, false, nil
 }
 
@@ -150,8 +154,8 @@ type mark struct {
 
 func (a *applier) mark() mark { return mark{pos: a.pos, hash: a.hash, n: len(a.assigned)} }
 
-// restore unassigns the entries after m. mark{} restores everything but
-// pos and hash, which the Store keeps unchanged when a transaction fails.
+// restore unassigns the entries after m; mark{} unassigns all of them when
+// the transaction is abandoned.
 func (a *applier) restore(m mark) {
 	for _, e := range a.assigned[m.n:] {
 		e.Position, e.Hash, e.PrevHash = 0, "", ""
