@@ -6,11 +6,12 @@ import (
 	"errors"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 // ErrWriterTaken is returned by Store.Writer while another Writer is held.
-var ErrWriterTaken = errs.FailedPrecondition("the store's writer is held by someone else; there is only one")
+var ErrWriterTaken = persistence.ErrWriterTaken
 
 // storeErr classifies a failure of the database itself (not of one
 // command's input): the whole transaction or query failed.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
@@ -161,8 +162,8 @@ var batchCases = []testCase{
 		h.fails(nil, errs.InvalidArgumentCode)
 	}},
 	{"one writer at a time", func(h *harness) {
-		if _, err := h.store.Writer(); errs.CodeOf(err) != errs.FailedPreconditionCode {
-			h.Fatalf("second Writer: %v, want FAILED_PRECONDITION", err)
+		if _, err := h.store.Writer(); !errors.Is(err, persistence.ErrWriterTaken) || errs.CodeOf(err) != errs.FailedPreconditionCode {
+			h.Fatalf("second Writer: %v, want ErrWriterTaken", err)
 		}
 		h.reacquire()
 		h.ok(&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{h.entry("a")}})
