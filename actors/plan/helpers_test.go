@@ -103,7 +103,7 @@ func memName(tb testing.TB) string {
 }
 
 func ctxT(tb testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	tb.Cleanup(cancel)
 	return ctx
 }

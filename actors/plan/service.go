@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+var _ planv1.PlanServiceServer = (*Service)(nil)
+
 // DirectoryName is the name the plans directory is spawned under.
 const DirectoryName = "plans"
 
