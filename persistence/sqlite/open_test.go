@@ -112,6 +112,9 @@ func TestConcurrentOpenSharesOneHandle(t *testing.T) {
 			if _, err := s.Writer(); errs.CodeOf(err) != errs.UnavailableCode {
 				t.Fatalf("Writer after the last Close: %v, want UNAVAILABLE", err)
 			}
+			if _, err := s.Reader().GetSession(context.Background(), id); errs.CodeOf(err) != errs.UnavailableCode {
+				t.Fatalf("read after the last Close: %v, want UNAVAILABLE", err)
+			}
 			if err := s.Close(); errs.CodeOf(err) != errs.FailedPreconditionCode {
 				t.Fatalf("extra Close: %v, want FAILED_PRECONDITION", err)
 			}
