@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentstate/agentstate/messages/errs"
+)
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Body.String()
+}
+
+// TestReadyzFollowsTheNodesLife: 503 while starting, 200 once started and
+// the database answers, 503 when the database does not, 503 once draining
+// (whatever the database says); /healthz is 200 throughout.
+func TestReadyzFollowsTheNodesLife(t *testing.T) {
+	var dbErr error
+	r := &readiness{probe: probeNotFound(func(context.Context) error { return dbErr })}
+	m := newMetrics()
+	h := newHTTPHandler(m, r)
+	step := func(name string, want int, mention string) {
+		t.Helper()
+		code, body := get(t, h, "/readyz")
+		if code != want || !strings.Contains(body, mention) {
+			t.Fatalf("%s: /readyz = %d %q, want %d mentioning %q", name, code, body, want, mention)
+		}
+		if code, _ := get(t, h, "/healthz"); code != http.StatusOK {
+			t.Fatalf("%s: /healthz = %d", name, code)
+		}
+	}
+	step("starting", http.StatusServiceUnavailable, "starting")
+	r.started.Store(true)
+	dbErr = errs.NotFound("no such entry") // the probe's key never exists: the database answered
+	step("started", http.StatusOK, "ready")
+	dbErr = errs.Unavailable("disk I/O error")
+	step("database failing", http.StatusServiceUnavailable, "disk I/O error")
+	dbErr = nil
+	r.draining.Store(true)
+	step("draining", http.StatusServiceUnavailable, "draining")
+
+	m.gauges(func() int { return 3 }, func() int { return 2 }, func() int { return 1 })
+	code, body := get(t, h, "/metrics")
+	for _, want := range []string{"agentstate_audit_backlog 3", `agentstate_active_actors{kind="session"} 2`, `agentstate_active_actors{kind="plan"} 1`} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("/metrics (%d) lacks %q", code, want)
+		}
+	}
+}
+
+func TestDataURLCreatesTheDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	url, err := dataURL(filepath.Join(dir, "x.db"), "FULL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		t.Fatalf("directory not created: %v", err)
+	}
+	if !strings.HasSuffix(url, "x.db?synchronous=full") {
+		t.Fatalf("url = %q", url)
+	}
+	if _, err := dataURL("x.db", "sometimes"); err == nil {
+		t.Fatal("a bad --synchronous was accepted")
+	}
+	if url, _ := dataURL("memory:m", "normal"); url != "memory:m?synchronous=normal" {
+		t.Fatalf("memory url = %q", url)
+	}
+}
