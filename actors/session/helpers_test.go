@@ -51,12 +51,20 @@ func fileURL(tb testing.TB) string { return filepath.Join(tb.TempDir(), "session
 // all in dependency order.
 func startNode(tb testing.TB, url string, cfg session.Config, hook func(string, int, bool)) *node {
 	tb.Helper()
+	return startNodeWith(tb, url, audit.Config{}, cfg, hook)
+}
+
+func startNodeWith(tb testing.TB, url string, acfg audit.Config, cfg session.Config, hook func(string, int, bool)) *node {
+	tb.Helper()
+	if acfg.Logger == nil {
+		acfg.Logger = quiet
+	}
 	n := &node{sys: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))}
 	var err error
 	if n.store, err = sqlite.Open(url); err != nil {
 		tb.Fatalf("open %s: %v", url, err)
 	}
-	if n.audit, err = audit.Start(n.sys, n.store, audit.Config{Logger: quiet}); err != nil {
+	if n.audit, err = audit.Start(n.sys, n.store, acfg); err != nil {
 		tb.Fatalf("audit.Start: %v", err)
 	}
 	if n.svc, err = session.Start(n.sys, n.audit, n.store.Reader(), cfg); err != nil {
