@@ -151,9 +151,35 @@ func appendRecovery(buf []byte, key string, rec *planv1.ErrorDetails) []byte {
 	}
 }
 
+// appendString appends s as a JSON string. s is valid UTF-8 (validated
+// input, or decoded JSON), so only quotes, backslashes and control
+// characters need escaping.
 func appendString(buf []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always encodes
-	return append(buf, q...)
+	const hex = "0123456789abcdef"
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf = append(buf, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			buf = append(buf, '\\', c)
+		case '\n':
+			buf = append(buf, '\\', 'n')
+		case '\r':
+			buf = append(buf, '\\', 'r')
+		case '\t':
+			buf = append(buf, '\\', 't')
+		default:
+			buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
 }
 
 // parseForeign validates a MergeErrorDetails payload: a JSON object of at

@@ -1,0 +1,51 @@
+package plan
+
+import (
+	"encoding/json"
+	"testing"
+
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// appendString must produce JSON that decodes back to the same string for
+// every ASCII byte (controls included) and multi-byte UTF-8.
+func TestAppendStringRoundTrips(t *testing.T) {
+	var all []byte
+	for c := 0; c < 128; c++ {
+		all = append(all, byte(c))
+	}
+	for _, s := range []string{"", string(all), "é ü – 日本 🙂", `a"b\c`, "\u2028\u2029"} {
+		enc := appendString(nil, s)
+		var got string
+		if err := json.Unmarshal(enc, &got); err != nil || got != s {
+			t.Fatalf("appendString(%q) = %s: decodes to %q, %v", s, enc, got, err)
+		}
+	}
+}
+
+// joinDetails and splitDetails are inverse: the other writers' keys and the
+// recovery summary survive a store round trip unchanged.
+func TestDetailsRoundTrip(t *testing.T) {
+	foreign := map[string]json.RawMessage{"mode": json.RawMessage(`"stub"`), "n\"x": json.RawMessage(`{"a":[1,2]}`)}
+	rec := &planv1.ErrorDetails{
+		ErrorCategory: planv1.ErrorCategory_ERROR_CATEGORY_MERGE_CONFLICT, ErrorPhase: planv1.Phase_PHASE_APPLY,
+		RetryCount: 2, MaxRetries: 3, IsRetriable: false,
+		RecoveryAction: planv1.RecoveryAction_RECOVERY_ACTION_REVERT_TO_STRATEGIZE,
+		RecoveryHint:   "use `agents plan revert p --to-phase strategize`\n", RecoveryCommand: "agents plan revert p --to-phase strategize",
+	}
+	doc := joinDetails(foreign, rec)
+	if !json.Valid([]byte(doc)) {
+		t.Fatalf("not JSON: %s", doc)
+	}
+	f2, r2, err := splitDetails(doc)
+	if err != nil || !proto.Equal(r2, rec) || len(f2) != 2 || string(f2["n\"x"]) != `{"a":[1,2]}` || string(f2["mode"]) != `"stub"` {
+		t.Fatalf("round trip: %v %v %v from %s", f2, r2, err, doc)
+	}
+	if again := joinDetails(f2, r2); again != doc {
+		t.Fatalf("not stable: %s vs %s", again, doc)
+	}
+	if doc := joinDetails(nil, nil); doc != "{}" {
+		t.Fatalf("empty details: %s", doc)
+	}
+}
