@@ -65,6 +65,8 @@
 //   - Requests to one session are decided in arrival order: appends queued
 //     behind a close are refused; non-append writes (create, close, token
 //     usage, link, delete) go one at a time.
+//   - Close refuses appends only (FAILED_PRECONDITION); token usage and
+//     plan links are still accepted, so late accounting is not lost.
 //   - At most one actor per session is alive (the directory's invariant),
 //     so a reactivated actor's reload sees every write of its predecessor.
 //

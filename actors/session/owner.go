@@ -79,8 +79,10 @@ func (o *owner) Receive(ctx actor.Context) {
 		w.finish(m.Result)
 		o.pump(ctx)
 	case *actor.DeadLetterResponse:
-		// The audit actor is gone: the write in flight can never be
-		// answered, and nothing of it was stored by us.
+		// A Submit reached no actor: the audit actor is gone, so the
+		// write in flight can never be answered. (The only other
+		// request this actor makes, Idle to its directory, is sent
+		// when nothing is in flight.)
 		if w := o.busy; w != nil {
 			o.busy = nil
 			w.finish(persistence.Result{Err: errs.Unavailable("session %s: the audit writer is not running", o.id)})
@@ -161,9 +163,9 @@ func (o *owner) pump(ctx actor.Context) {
 		ctx.Stop(ctx.Self())
 		return
 	}
-	if o.sess == nil && !o.stale {
-		// Nothing to own: do not hold an actor for an id that only
-		// ever got NOT_FOUND.
+	if o.sess == nil {
+		// Nothing to own (no such session, or nothing loaded because
+		// every request was invalid): do not hold an actor for the id.
 		o.askPassivation(ctx)
 	}
 }
