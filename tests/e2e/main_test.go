@@ -6,14 +6,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 )
 
-// nodeBin is the node binary built once for the whole package; with
-// -race when the tests run with it, so races in the serving node fail the
-// test. cliBin is the same command without -race, for the many short
-// client runs (a -race binary takes far longer to start).
-var nodeBin, cliBin string
+// binDir holds the node binaries, built on first use (so a run that
+// selects no test, such as the benchmark pass, builds nothing).
+var (
+	binDir    string
+	buildOnce sync.Once
+	buildErr  error
+	// nodeBin serves; it is built with -race when the tests run with it,
+	// so races in the serving node fail the test. cliBin is the same
+	// command without -race, for the many short client runs (a -race
+	// binary takes far longer to start).
+	nodeBin, cliBin string
+)
 
 func TestMain(m *testing.M) {
 	// The hostile-remote test re-runs this test binary as a Proto.Actor
@@ -26,21 +34,32 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	nodeBin, cliBin = filepath.Join(dir, "node"), filepath.Join(dir, "node-cli")
-	err = build(cliBin, false)
-	if err == nil && raceEnabled {
-		err = build(nodeBin, true)
-	} else {
-		nodeBin = cliBin
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the node binary: %v\n", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// binaries builds the node binaries once and fails t if that failed.
+func binaries(t *testing.T) {
+	t.Helper()
+	buildOnce.Do(func() {
+		cli := filepath.Join(binDir, "node-cli")
+		if buildErr = build(cli, false); buildErr != nil {
+			return
+		}
+		node := cli
+		if raceEnabled {
+			node = filepath.Join(binDir, "node")
+			if buildErr = build(node, true); buildErr != nil {
+				return
+			}
+		}
+		nodeBin, cliBin = node, cli
+	})
+	if buildErr != nil {
+		t.Fatalf("building the node binary: %v", buildErr)
+	}
 }
 
 func build(out string, race bool) error {

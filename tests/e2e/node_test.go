@@ -65,6 +65,7 @@ func startNode(t *testing.T, extra ...string) *nodeProc {
 // earlier node).
 func startNodeOn(t *testing.T, dir string, extra ...string) *nodeProc {
 	t.Helper()
+	binaries(t)
 	n := &nodeProc{t: t, dir: dir, db: filepath.Join(dir, "data", "agentstate.db"), exited: make(chan struct{})}
 	args := append([]string{"serve", "--data", n.db, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
 		"--log-format", "json"}, extra...)
@@ -213,6 +214,7 @@ func (n *nodeProc) cli(conn []string, args ...string) cliResult {
 // environment.
 func runCLI(t *testing.T, env []string, args ...string) cliResult {
 	t.Helper()
+	binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cliBin, args...)
