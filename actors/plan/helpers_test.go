@@ -43,6 +43,12 @@ const (
 
 func newHarness(tb testing.TB, kind storeKind, cfg plan.Config) *harness {
 	tb.Helper()
+	return newHarnessAudit(tb, kind, cfg, audit.Config{})
+}
+
+// newHarnessAudit is newHarness with the audit actor's config.
+func newHarnessAudit(tb testing.TB, kind storeKind, cfg plan.Config, acfg audit.Config) *harness {
+	tb.Helper()
 	h := &harness{}
 	h.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	tb.Cleanup(h.sys.Shutdown)
@@ -56,7 +62,8 @@ func newHarness(tb testing.TB, kind storeKind, cfg plan.Config) *harness {
 	}
 	tb.Cleanup(func() { st.Close() })
 	h.store, h.gate = st, &gatedStore{Store: st, gw: &gatedWriter{}}
-	h.audit, err = audit.Start(h.sys, h.gate, audit.Config{Logger: quiet})
+	acfg.Logger = quiet
+	h.audit, err = audit.Start(h.sys, h.gate, acfg)
 	if err != nil {
 		tb.Fatalf("audit.Start: %v", err)
 	}
