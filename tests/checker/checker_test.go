@@ -171,3 +171,17 @@ func TestCrashLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A node that cannot start is reported with its exit, not waited on until
+// the ready timeout.
+func TestStartNodeReportsEarlyExit(t *testing.T) {
+	start := time.Now()
+	_, err := checker.StartNode(t.Context(), checker.NodeConfig{Binary: "/bin/false", Dir: t.TempDir(), ReadyTimeout: time.Minute})
+	if err == nil {
+		t.Fatal("StartNode of /bin/false succeeded")
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("took %v to notice the exit", d)
+	}
+	t.Log(err)
+}

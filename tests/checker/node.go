@@ -94,30 +94,38 @@ type Node struct {
 }
 
 // StartNode picks free addresses and starts the node; it returns once the
-// node answers /readyz with 200.
+// node answers /readyz with 200. A port taken by another process between
+// FreeAddr and the node's bind makes the node exit; StartNode then tries
+// again with fresh ports (three times in all).
 func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 60 * time.Second
-	}
-	grpcAddr, err := FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	httpAddr, err := FreeAddr()
-	if err != nil {
-		return nil, err
 	}
 	log, err := os.Create(filepath.Join(cfg.Dir, "node.log"))
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, DB: filepath.Join(cfg.Dir, "agentstate.db"), GRPCAddr: grpcAddr, HTTPAddr: httpAddr, log: log}
-	if err := n.Start(ctx); err != nil {
+	n := &Node{cfg: cfg, DB: filepath.Join(cfg.Dir, "agentstate.db"), log: log}
+	for try := 1; ; try++ {
+		if n.GRPCAddr, err = FreeAddr(); err != nil {
+			break
+		}
+		if n.HTTPAddr, err = FreeAddr(); err != nil {
+			break
+		}
+		if err = n.Start(ctx); err == nil || !errors.Is(err, errExitedEarly) || try == 3 {
+			break
+		}
+	}
+	if err != nil {
 		log.Close()
 		return nil, err
 	}
 	return n, nil
 }
+
+// errExitedEarly: the process ended before it was ready.
+var errExitedEarly = errors.New("checker: node exited before ready")
 
 // Start starts the process (again) with the node's database and addresses,
 // plus extra flags, and waits for /readyz.
@@ -182,7 +190,7 @@ func (n *Node) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-n.exited:
-			return fmt.Errorf("checker: node exited before ready: %v", n.waitErr)
+			return fmt.Errorf("%w: %v", errExitedEarly, n.waitErr)
 		case <-ctx.Done():
 			return fmt.Errorf("checker: node not ready at %s: %w", url, ctx.Err())
 		case <-tick.C:
