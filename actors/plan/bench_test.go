@@ -33,7 +33,7 @@ func benchmarkRecordError(b *testing.B, plans int) {
 	}{{"disk-wal-full", onDisk}, {"memory", inMemory}} {
 		b.Run(bc.name, func(b *testing.B) {
 			txs := &txCounter{}
-			h := newHarnessAudit(b, bc.kind, plan.Config{}, audit.Config{Observer: txs})
+			h := newHarnessWith(b, bc.kind, plan.Config{}, audit.Config{Observer: txs}, nil)
 			ctx := context.Background()
 			var (
 				issued atomic.Int64

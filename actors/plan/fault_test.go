@@ -1,9 +1,11 @@
 package plan_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/audit"
@@ -12,6 +14,7 @@ import (
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	"github.com/agentstate/agentstate/persistence"
 )
 
 // A full disk (the database pinned at its size) fails exactly the records
@@ -139,5 +142,43 @@ func TestSequenceConflictReloads(t *testing.T) {
 	r := record(t, h.svc, timeoutOn("p", execute, "s"))
 	if r.GetSequence() != 1 || r.GetRetryCount() != 2 {
 		t.Fatalf("after reload: sequence %d retry_count %d; want 1 2", r.GetSequence(), r.GetRetryCount())
+	}
+}
+
+// failingReader fails GetPlan while failing is set.
+type failingReader struct {
+	persistence.Reader
+	failing atomic.Bool
+}
+
+func (f *failingReader) GetPlan(ctx context.Context, planID string) (*persistence.PlanState, error) {
+	if f.failing.Load() {
+		return nil, errs.Unavailable("injected: database unreadable")
+	}
+	return f.Reader.GetPlan(ctx, planID)
+}
+
+// A plan whose state cannot be loaded decides nothing: its requests fail
+// UNAVAILABLE, the actor asks to be passivated, and once the store reads
+// again a new actor loads the plan and goes on densely.
+func TestUnloadablePlanRefusesThenRecovers(t *testing.T) {
+	fr := &failingReader{}
+	h := newHarnessWith(t, inMemory, plan.Config{}, audit.Config{}, func(r persistence.Reader) persistence.Reader {
+		fr.Reader = r
+		return fr
+	})
+	record(t, h.svc, timeoutOn("p", execute, "s"))
+	h.svc.PassivateAll()
+
+	fr.failing.Store(true)
+	if _, err := h.svc.RecordError(ctxT(t), timeoutOn("p", execute, "s")); !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("RecordError on an unloadable plan: %v; want UNAVAILABLE", err)
+	}
+	if err := plan.WaitNoActors(ctxT(t), h.svc); err != nil {
+		t.Fatalf("the broken plan actor was not passivated: %v", err)
+	}
+	fr.failing.Store(false)
+	if r := record(t, h.svc, timeoutOn("p", execute, "s")); r.GetSequence() != 1 || r.GetRetryCount() != 2 {
+		t.Fatalf("after recovery: sequence %d retry_count %d; want 1 2", r.GetSequence(), r.GetRetryCount())
 	}
 }

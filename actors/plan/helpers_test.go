@@ -43,11 +43,13 @@ const (
 
 func newHarness(tb testing.TB, kind storeKind, cfg plan.Config) *harness {
 	tb.Helper()
-	return newHarnessAudit(tb, kind, cfg, audit.Config{})
+	return newHarnessWith(tb, kind, cfg, audit.Config{}, nil)
 }
 
-// newHarnessAudit is newHarness with the audit actor's config.
-func newHarnessAudit(tb testing.TB, kind storeKind, cfg plan.Config, acfg audit.Config) *harness {
+// newHarnessWith is newHarness with the audit actor's config and, when
+// wrap is set, the reader the plans service gets wrapped.
+func newHarnessWith(tb testing.TB, kind storeKind, cfg plan.Config, acfg audit.Config,
+	wrap func(persistence.Reader) persistence.Reader) *harness {
 	tb.Helper()
 	h := &harness{}
 	h.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
@@ -72,7 +74,11 @@ func newHarnessAudit(tb testing.TB, kind storeKind, cfg plan.Config, acfg audit.
 		defer cancel()
 		h.audit.Stop(ctx)
 	})
-	h.svc, err = plan.Start(h.sys, h.audit, st.Reader(), cfg)
+	reader := st.Reader()
+	if wrap != nil {
+		reader = wrap(reader)
+	}
+	h.svc, err = plan.Start(h.sys, h.audit, reader, cfg)
 	if err != nil {
 		tb.Fatalf("plan.Start: %v", err)
 	}
