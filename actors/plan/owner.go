@@ -79,7 +79,9 @@ func (o *owner) Receive(ctx actor.Context) {
 		o.passivating = true
 		o.stopIfDone(ctx)
 	case *actor.Stopped:
-		o.failAll(errs.Unavailable("plan %s stopped before its write was answered", o.planID))
+		// Only a forced stop (the directory or the system stopping)
+		// leaves work here; passivation waits for it.
+		o.failAll()
 		o.env.live.done()
 	}
 }
@@ -269,11 +271,12 @@ func (o *owner) reload(ctx actor.Context) {
 
 // failAll answers every request still waiting, so none is left without a
 // reply when the actor stops.
-func (o *owner) failAll(err error) {
+func (o *owner) failAll() {
 	if o.inflight != nil {
-		o.fail(o.inflight.ops, err)
+		// Handed to the writer already: it may still commit.
+		o.fail(o.inflight.ops, errs.Unavailable("plan %s stopped before its write was answered; the write may still commit", o.planID))
 		o.inflight = nil
 	}
-	o.fail(o.queue, err)
+	o.fail(o.queue, errs.Unavailable("plan %s stopped; the request was not stored", o.planID))
 	o.queue = nil
 }
