@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ import (
 
 const (
 	benchAppends         = 6400 // per iteration: agentstate, raw ceiling
-	benchBaselineAppends = 1600 // per iteration: the baseline is ~100x slower
+	benchBaselineAppends = 1024 // per iteration: the baseline is ~10x slower
 	benchContentBytes    = 200
 )
 
@@ -61,6 +62,7 @@ func drive(b *testing.B, sh shape, total int, appendOne func(ctx context.Context
 		lat[g] = make([]time.Duration, 0, per*b.N)
 	}
 	ctx := context.Background()
+	cpu0 := cpuTime(b)
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		var wg sync.WaitGroup
@@ -87,7 +89,22 @@ func drive(b *testing.B, sh shape, total int, appendOne func(ctx context.Context
 	}
 	b.StopTimer()
 	reportRate(b, per*sh.senders*b.N)
+	reportCPU(b, cpu0, per*sh.senders*b.N)
 	reportLatency(b, slices.Concat(lat...))
+}
+
+// cpuTime is the process's CPU time so far (user + system, all threads):
+// steadier than rates on a shared machine.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func reportCPU(b *testing.B, since time.Duration, appends int) {
+	b.ReportMetric(float64((cpuTime(b)-since).Microseconds())/float64(appends), "cpu-µs/append")
 }
 
 func reportRate(b *testing.B, appends int) {
@@ -106,7 +123,14 @@ func reportLatency(b *testing.B, all []time.Duration) {
 
 func BenchmarkAppend(b *testing.B) {
 	for _, sh := range shapes {
-		b.Run("agentstate/"+sh.String(), func(b *testing.B) { benchAgentstate(b, sh) })
+		b.Run("agentstate/"+sh.String(), func(b *testing.B) {
+			benchAgentstate(b, sh, filepath.Join(b.TempDir(), "bench.db"))
+		})
+	}
+	// The same path without a disk: what the actors and SQLite cost
+	// when no commit waits for an fsync.
+	for _, sh := range shapes {
+		b.Run("agentstate-memory/"+sh.String(), func(b *testing.B) { benchAgentstate(b, sh, memURL(b)) })
 	}
 	for _, sh := range shapes {
 		b.Run("baseline/"+sh.String(), func(b *testing.B) { benchBaseline(b, sh) })
@@ -142,9 +166,9 @@ func (o *txStats) report(b *testing.B) {
 	}
 }
 
-func benchAgentstate(b *testing.B, sh shape) {
+func benchAgentstate(b *testing.B, sh shape, url string) {
 	stats := &txStats{}
-	n := startNodeWith(b, filepath.Join(b.TempDir(), "bench.db"), audit.Config{Observer: stats}, session.Config{}, nil)
+	n := startNodeWith(b, url, audit.Config{Observer: stats}, session.Config{}, nil)
 	sessions := make([]string, sh.sessions)
 	for i := range sessions {
 		sessions[i] = n.create(b, "bench")
@@ -293,6 +317,7 @@ func benchRaw(b *testing.B, sessions int) {
 	ctx := context.Background()
 	next := make([]int64, sessions)
 	const perTx = 1000
+	cpu0 := cpuTime(b)
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		for done := 0; done < benchAppends; {
@@ -321,6 +346,7 @@ func benchRaw(b *testing.B, sessions int) {
 	}
 	b.StopTimer()
 	reportRate(b, benchAppends*b.N)
+	reportCPU(b, cpu0, benchAppends*b.N)
 }
 
 var newID = ids.New

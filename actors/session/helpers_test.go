@@ -36,9 +36,14 @@ var memSeq atomic.Int64
 
 // memURL names a fresh shared in-memory database.
 func memURL(tb testing.TB) string {
-	name := strings.NewReplacer("/", "-", " ", "-").Replace(tb.Name())
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' {
+			return r
+		}
+		return '-'
+	}, tb.Name())
 	if len(name) > 40 {
-		name = name[:40]
+		name = name[len(name)-40:]
 	}
 	return fmt.Sprintf("memory:%s-%d", name, memSeq.Add(1))
 }
