@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentstate/agentstate/actors"
+	"github.com/agentstate/agentstate/actors/audit"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,10 +18,25 @@ import (
 // agentstateTarget is agentstate's sessions service in this process, as
 // node bench's inprocess mode runs it.
 type agentstateTarget struct {
-	store *sqlite.Store
-	sys   *actor.ActorSystem
-	node  *actors.Node
+	store   *sqlite.Store
+	sys     *actor.ActorSystem
+	node    *actors.Node
+	commits commitCounter
 }
+
+// commitCounter counts committed transactions (the audit observer), for
+// the mean batch.
+type commitCounter struct{ n atomic.Int64 }
+
+func (c *commitCounter) BatchCommitted(_, _ int, _ time.Duration, err error) {
+	if err == nil {
+		c.n.Add(1)
+	}
+}
+func (c *commitCounter) AsyncRetried(int, error) {}
+func (c *commitCounter) AsyncLost(int, error)    {}
+
+func (a *agentstateTarget) Commits() int64 { return a.commits.n.Load() }
 
 func openAgentstate(path, synchronous string) (*agentstateTarget, error) {
 	store, err := sqlite.Open("file:" + path + "?synchronous=" + synchronous)
@@ -29,12 +46,13 @@ func openAgentstate(path, synchronous string) (*agentstateTarget, error) {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
-	node, err := actors.Start(sys, store, actors.Config{})
+	a := &agentstateTarget{store: store, sys: sys}
+	a.node, err = actors.Start(sys, store, actors.Config{Audit: audit.Config{Observer: &a.commits}})
 	if err != nil {
 		sys.Shutdown()
 		return nil, errors.Join(err, store.Close())
 	}
-	return &agentstateTarget{store: store, sys: sys, node: node}, nil
+	return a, nil
 }
 
 func (a *agentstateTarget) Close() error {

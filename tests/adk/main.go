@@ -123,11 +123,12 @@ func progress(w io.Writer, mode string, total int, done *atomic.Int64) (stop fun
 // writeTable prints node bench's table format.
 func writeTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tworkload\tbytes\tsync\tappends\terrors\tretries\tappends/s\tp50\tp99\tp99.9\tmean batch\tcomplete\t")
+	fmt.Fprintln(tw, "mode\tworkload\tbytes\tsync\tappends\terrors\tretries\tappends/s\tp50\tp99\tp99.9\tcpu/append\tmean batch\tcomplete\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\tS=%d×C=%d\t%d\t%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t-\t%s\t\n",
+		fmt.Fprintf(tw, "%s\tS=%d×C=%d\t%d\t%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%.1fµs\t%s\t%s\t\n",
 			r.Mode, r.Sessions, r.Clients, r.MessageBytes, r.Synchronous, r.Appends, r.Errors, r.Retries,
-			r.AppendsPerSec, latency(r.P50), latency(r.P99), latency(r.P999), completeness(r))
+			r.AppendsPerSec, latency(r.P50), latency(r.P99), latency(r.P999),
+			float64(r.CPUPerAppend)/float64(time.Microsecond), batch(r.MeanBatch), completeness(r))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -150,6 +151,13 @@ func latency(d time.Duration) string {
 		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
 	}
 	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+func batch(b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", b)
 }
 
 func completeness(r Result) string {

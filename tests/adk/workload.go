@@ -37,6 +37,8 @@ type Result struct {
 	P50           time.Duration `json:"p50_ns"`
 	P99           time.Duration `json:"p99_ns"`
 	P999          time.Duration `json:"p999_ns"`
+	CPUPerAppend  time.Duration `json:"cpu_per_append_ns"`
+	MeanBatch     float64       `json:"mean_batch,omitempty"`
 	Stored        int           `json:"stored"`
 	Missing       int           `json:"missing"`
 	Duplicates    int           `json:"duplicates"`
@@ -140,10 +142,16 @@ func drive(ctx context.Context, cfg config, mode string, t target, done *atomic.
 			}
 		}()
 	}
-	t0 := time.Now()
+	committer, _ := t.(interface{ Commits() int64 })
+	var commits0 int64
+	if committer != nil {
+		commits0 = committer.Commits()
+	}
+	cpu0, t0 := processCPU(), time.Now()
 	close(start)
 	wg.Wait()
 	res.Duration = time.Since(t0)
+	cpu := processCPU() - cpu0
 
 	var lat []time.Duration
 	bySession := make([][]*client, len(sessions))
@@ -160,6 +168,14 @@ func drive(ctx context.Context, cfg config, mode string, t target, done *atomic.
 		}
 	}
 	res.AppendsPerSec = float64(res.Appends) / res.Duration.Seconds()
+	if res.Appends > 0 {
+		res.CPUPerAppend = cpu / time.Duration(res.Appends)
+	}
+	if committer != nil {
+		if n := committer.Commits() - commits0; n > 0 {
+			res.MeanBatch = float64(res.Appends) / float64(n)
+		}
+	}
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		rank := func(q float64) time.Duration {

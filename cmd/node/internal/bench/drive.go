@@ -113,10 +113,11 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 			c.run(ctx, t, sessions[c.session], &done)
 		}()
 	}
-	t0 := time.Now()
+	cpu0, t0 := processCPU(), time.Now()
 	close(start)
 	wg.Wait()
 	res.Duration = time.Since(t0)
+	cpu := processCPU() - cpu0
 	stopProgress()
 
 	var lat []time.Duration
@@ -132,7 +133,7 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 		}
 	}
 	res.percentiles(lat)
-	res.rate()
+	res.rate(cpu)
 	if committer != nil {
 		if n := committer.Commits() - commits0; n > 0 {
 			res.MeanBatch = float64(res.Appends) / float64(n)

@@ -71,7 +71,7 @@ func runRaw(ctx context.Context, cfg Config, path string) (Result, error) {
 
 	var done atomic.Int64
 	stopProgress := progress(cfg, &done)
-	t0 := time.Now()
+	cpu0, t0 := processCPU(), time.Now()
 	commits := 0
 	for lo := 0; lo < cfg.Appends; lo += RawBatch {
 		hi := min(lo+RawBatch, cfg.Appends)
@@ -83,10 +83,11 @@ func runRaw(ctx context.Context, cfg Config, path string) (Result, error) {
 		done.Store(int64(hi))
 	}
 	res.Duration = time.Since(t0)
+	cpu := processCPU() - cpu0
 	stopProgress()
 	res.Appends = cfg.Appends
 	res.MeanBatch = float64(cfg.Appends) / float64(commits)
-	res.rate()
+	res.rate(cpu)
 
 	if err := verifyRaw(ctx, db, cfg, &res); err != nil {
 		return res, err

@@ -35,6 +35,11 @@ type Result struct {
 	P50  time.Duration `json:"p50_ns"`
 	P99  time.Duration `json:"p99_ns"`
 	P999 time.Duration `json:"p999_ns"`
+	// CPUPerAppend is the process's CPU time (user + system, every
+	// goroutine: clients, server, actors, SQLite) in the timed window per
+	// acknowledged append. Unlike the rate it hardly depends on what else
+	// the machine runs.
+	CPUPerAppend time.Duration `json:"cpu_per_append_ns"`
 	// MeanBatch is appends per committed transaction, when the system
 	// reports its commits; 0 when unknown.
 	MeanBatch float64 `json:"mean_batch,omitempty"`
@@ -66,8 +71,13 @@ func (r *Result) percentiles(lat []time.Duration) {
 	r.P50, r.P99, r.P999 = rank(0.50), rank(0.99), rank(0.999)
 }
 
-func (r *Result) rate() {
+// rate fills AppendsPerSec and, given the CPU time the window used,
+// CPUPerAppend.
+func (r *Result) rate(cpu time.Duration) {
 	if r.Duration > 0 {
 		r.AppendsPerSec = float64(r.Appends) / r.Duration.Seconds()
+	}
+	if r.Appends > 0 {
+		r.CPUPerAppend = cpu / time.Duration(r.Appends)
 	}
 }
