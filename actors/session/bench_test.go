@@ -157,11 +157,12 @@ func (o *txStats) BatchCommitted(commands, _ int, dur time.Duration, _ error) {
 func (o *txStats) AsyncRetried(int, error) {}
 func (o *txStats) AsyncLost(int, error)    {}
 
-func (o *txStats) report(b *testing.B) {
+func (o *txStats) report(b *testing.B, appends int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.txs > 0 {
 		b.ReportMetric(float64(o.commands)/float64(o.txs), "cmds/tx")
+		b.ReportMetric(float64(appends)/float64(o.txs), "appends/tx")
 		b.ReportMetric(float64(o.dur.Microseconds())/float64(o.txs), "µs/tx")
 	}
 }
@@ -182,7 +183,7 @@ func benchAgentstate(b *testing.B, sh shape, url string) {
 		}})
 		return err
 	})
-	stats.report(b)
+	stats.report(b, benchAppends/sh.senders*sh.senders*b.N)
 	var stored int64
 	for _, id := range sessions {
 		stored += n.get(b, id).GetMessageCount()
