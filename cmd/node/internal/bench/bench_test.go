@@ -207,8 +207,15 @@ func TestChecks(t *testing.T) {
 		{Mode: ModeBaseline, Sessions: 64, Clients: 64, AppendsPerSec: 5, P99: 90},
 		{Mode: ModeGRPC, Sessions: 64, Clients: 64, AppendsPerSec: 30},
 		{Mode: ModeInProcess, Sessions: 1, Clients: 16, AppendsPerSec: 10},
+		{Mode: ModeRaw, Sessions: 1, Clients: 16, AppendsPerSec: 100},
 	}
 	cs := Checks(rs)
+	// S=1×C=16's raw ratio is shown, but it is no target.
+	last := cs[len(cs)-1]
+	if last.Workload != "S=1×C=16" || last.Target || last.Pass {
+		t.Fatalf("S=1×C=16 check: %+v", last)
+	}
+	cs = cs[:len(cs)-1]
 	want := map[string]bool{
 		"inprocess / raw appends/s":      true,  // 0.8 ≥ 0.7
 		"inprocess / baseline appends/s": false, // 16 < 20
@@ -216,10 +223,10 @@ func TestChecks(t *testing.T) {
 		"grpc / inprocess appends/s":     false, // 0.375 < 0.4
 	}
 	if len(cs) != len(want) {
-		t.Fatalf("got %d checks, want %d (S=1×C=16 has nothing to compare): %+v", len(cs), len(want), cs)
+		t.Fatalf("got %d checks, want %d: %+v", len(cs), len(want), cs)
 	}
 	for _, c := range cs {
-		if c.Pass != want[c.Name] || c.Workload != "S=64×C=64" {
+		if c.Pass != want[c.Name] || c.Workload != "S=64×C=64" || !c.Target {
 			t.Errorf("%s: %+v, want pass=%v", c.Name, c, want[c.Name])
 		}
 	}
