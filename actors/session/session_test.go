@@ -366,3 +366,25 @@ func TestListMessagesCursorUnderAppends(t *testing.T) {
 	}
 	checkDense(t, read)
 }
+
+// A repeated message id is found in long turns too, wherever it is.
+func TestRepeatedMessageIDInLongTurn(t *testing.T) {
+	n := startNode(t, memURL(t), session.Config{}, nil)
+	ctx := ctxT(t)
+	id := n.create(t, "a")
+	for _, size := range []int{2, 16, 17, 40} {
+		req := &sessionv1.AppendRequest{SessionId: id}
+		for i := 0; i < size; i++ {
+			req.Messages = append(req.Messages, &sessionv1.NewMessage{Role: sessionv1.Role_ROLE_USER, MessageId: ids.New()})
+		}
+		req.Messages[size-1].MessageId = req.Messages[size/2-1].MessageId
+		_, err := n.svc.Append(ctx, req)
+		wantCode(t, err, errs.InvalidArgumentCode)
+		if !strings.Contains(err.Error(), "repeats") {
+			t.Fatalf("size %d: %v", size, err)
+		}
+	}
+	if got := n.get(t, id).GetMessageCount(); got != 0 {
+		t.Fatalf("stored %d messages", got)
+	}
+}

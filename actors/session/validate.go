@@ -130,19 +130,41 @@ func normalizeAppend(req *sessionv1.AppendRequest, cfg Config) (*sessionv1.Appen
 		return nil, errs.InvalidArgument("messages has %d entries; at most %d per turn", n, cfg.MaxTurnMessages)
 	}
 	out := &sessionv1.AppendRequest{SessionId: req.GetSessionId(), Messages: make([]*sessionv1.NewMessage, n)}
-	seen := make(map[string]int, n)
 	for i, m := range req.GetMessages() {
 		nm, err := normalizeMessage(i, m, cfg)
 		if err != nil {
 			return nil, err
 		}
-		if j, dup := seen[nm.MessageId]; dup {
-			return nil, errs.InvalidArgument("messages[%d].message_id %s repeats messages[%d]", i, nm.MessageId, j)
-		}
-		seen[nm.MessageId] = i
 		out.Messages[i] = nm
 	}
+	if i, j, dup := repeatedID(out.Messages); dup {
+		return nil, errs.InvalidArgument("messages[%d].message_id %s repeats messages[%d]", i, out.Messages[i].MessageId, j)
+	}
 	return out, nil
+}
+
+// repeatedID finds a message id given twice: messages[i] repeats
+// messages[j], j < i. Turns are mostly one or two messages, so small ones
+// are compared pairwise rather than through a map.
+func repeatedID(msgs []*sessionv1.NewMessage) (i, j int, dup bool) {
+	if len(msgs) <= 16 {
+		for i := 1; i < len(msgs); i++ {
+			for j := 0; j < i; j++ {
+				if msgs[i].MessageId == msgs[j].MessageId {
+					return i, j, true
+				}
+			}
+		}
+		return 0, 0, false
+	}
+	seen := make(map[string]int, len(msgs))
+	for i, m := range msgs {
+		if j, ok := seen[m.MessageId]; ok {
+			return i, j, true
+		}
+		seen[m.MessageId] = i
+	}
+	return 0, 0, false
 }
 
 func checkTokenUsage(req *sessionv1.UpdateTokenUsageRequest) error {

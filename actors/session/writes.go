@@ -144,18 +144,25 @@ func (o *owner) appended(carried []*request, first int64, ts *timestamppb.Timest
 }
 
 // appendResponse lists the stored message of each request message, in
-// request order. A duplicate turn's stored messages are the originals.
+// request order. The store reports a turn's messages in turn order (a
+// duplicate turn's are the stored originals); when that does not line up
+// by id, they are matched by id.
 func appendResponse(a *sessionv1.AppendRequest, tr persistence.TurnResult) (*sessionv1.AppendResponse, error) {
-	byID := make(map[string]*sessionv1.Message, len(tr.Messages))
-	for _, m := range tr.Messages {
-		byID[m.GetMessageId()] = m
+	stored := tr.Messages
+	if !sameIDs(a.Messages, stored) {
+		byID := make(map[string]*sessionv1.Message, len(tr.Messages))
+		for _, m := range tr.Messages {
+			byID[m.GetMessageId()] = m
+		}
+		stored = make([]*sessionv1.Message, len(a.Messages))
+		for i, m := range a.Messages {
+			if stored[i] = byID[m.MessageId]; stored[i] == nil {
+				return nil, errs.Internal("session %s: the store did not report message %s", a.SessionId, m.MessageId)
+			}
+		}
 	}
 	out := &sessionv1.AppendResponse{Messages: make([]*sessionv1.AppendedMessage, len(a.Messages)), Duplicate: tr.Duplicate}
-	for i, m := range a.Messages {
-		s, ok := byID[m.MessageId]
-		if !ok {
-			return nil, errs.Internal("session %s: the store did not report message %s", a.SessionId, m.MessageId)
-		}
+	for i, s := range stored {
 		out.Messages[i] = &sessionv1.AppendedMessage{
 			MessageId: s.GetMessageId(),
 			Sequence:  s.GetSequence(),
@@ -163,6 +170,18 @@ func appendResponse(a *sessionv1.AppendRequest, tr persistence.TurnResult) (*ses
 		}
 	}
 	return out, nil
+}
+
+func sameIDs(req []*sessionv1.NewMessage, stored []*sessionv1.Message) bool {
+	if len(req) != len(stored) {
+		return false
+	}
+	for i, m := range req {
+		if stored[i].GetMessageId() != m.MessageId {
+			return false
+		}
+	}
+	return true
 }
 
 // failed marks the state for a reload when the error says memory and
