@@ -30,8 +30,9 @@ type Config struct {
 	Release func()
 }
 
-// Idle is sent by an owner to its directory when it has been idle for the
-// idle timeout.
+// Idle is sent by an owner to its directory, with ctx.Request so that the
+// directory sees who is idle, when it has been idle for the idle timeout.
+// An Idle without a sender is ignored.
 type Idle struct{}
 
 // Passivate tells an owner to stop once nothing is in flight.

@@ -18,9 +18,12 @@
 // replier that answers their PID with the reply or a *commonv1.Error.
 //
 // Writing an owner: handle *Call; on *actor.Started call
-// ctx.SetReceiveTimeout(Config.IdleTimeout) when it is positive; on
-// *actor.ReceiveTimeout with nothing in flight, ctx.Send(ctx.Parent(),
-// &Idle{}); on *Passivate, stop (ctx.Stop(ctx.Self())) as soon as nothing is
+// ctx.SetReceiveTimeout(Config.IdleTimeout) when it is positive (and set it
+// again after each *actor.ReceiveTimeout: it fires once); on
+// *actor.ReceiveTimeout with nothing in flight, ctx.Request(ctx.Parent(),
+// &Idle{}) — Request, not Send: the directory knows the owner by the
+// sender, and a stale Idle from a stopped owner must not passivate its
+// successor; on *Passivate, stop (ctx.Stop(ctx.Self())) as soon as nothing is
 // in flight. The same code can run as a cluster kind later: the owner's
 // identity comes from the key it was spawned with.
 package directory
