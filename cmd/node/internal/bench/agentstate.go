@@ -64,15 +64,16 @@ const (
 
 // agentstate is the sessions service as a Target.
 type agentstate struct {
-	api     sessionAPI
-	commits func() int64 // nil when the node is not in this process
+	api sessionAPI
+	// counter is nil when the node is not in this process.
+	counter *commitCounter
 }
 
-func (a *agentstate) Commits() int64 {
-	if a.commits == nil {
-		return 0
+func (a *agentstate) Commits() (int64, time.Duration) {
+	if a.counter == nil {
+		return 0, 0
 	}
-	return a.commits()
+	return a.counter.n.Load(), time.Duration(a.counter.busy.Load())
 }
 
 func (a *agentstate) CreateSessions(ctx context.Context, n int) ([]string, error) {

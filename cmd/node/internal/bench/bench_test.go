@@ -32,6 +32,11 @@ func TestRunEachMode(t *testing.T) {
 			if res.MeanBatch <= 0 {
 				t.Errorf("mean batch %v: the in-process node's commits were not counted", res.MeanBatch)
 			}
+			// The writer runs one transaction at a time: it cannot be busy
+			// for longer than the window (plus the last commit's answer).
+			if mode != ModeRaw && (res.WriterBusy <= 0 || res.WriterBusy > 1.05) {
+				t.Errorf("writer busy %v, want (0, 1]", res.WriterBusy)
+			}
 		})
 	}
 }

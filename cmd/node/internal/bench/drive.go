@@ -30,9 +30,12 @@ type Target interface {
 }
 
 // Committer is implemented by targets that can count their committed
-// write transactions; Drive then reports Result.MeanBatch.
+// write transactions; Drive then reports Result.MeanBatch and
+// Result.WriterBusy.
 type Committer interface {
-	Commits() int64
+	// Commits returns the transactions committed so far and the time
+	// spent applying transactions (committed or not) so far.
+	Commits() (n int64, busy time.Duration)
 }
 
 // Message is one append.
@@ -96,9 +99,10 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 	clients := plan(cfg)
 
 	var commits0 int64
+	var busy0 time.Duration
 	committer, _ := t.(Committer)
 	if committer != nil {
-		commits0 = committer.Commits()
+		commits0, busy0 = committer.Commits()
 	}
 	var done atomic.Int64
 	stopProgress := progress(cfg, &done)
@@ -135,9 +139,11 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 	res.percentiles(lat)
 	res.rate(cpu)
 	if committer != nil {
-		if n := committer.Commits() - commits0; n > 0 {
+		n, busy := committer.Commits()
+		if n -= commits0; n > 0 {
 			res.MeanBatch = float64(res.Appends) / float64(n)
 		}
+		res.WriterBusy = float64(busy-busy0) / float64(res.Duration)
 	}
 	if err := verify(ctx, t, sessions, clients, &res); err != nil {
 		return res, fmt.Errorf("bench %s: read back: %w", cfg.Mode, err)

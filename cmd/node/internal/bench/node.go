@@ -19,10 +19,15 @@ import (
 )
 
 // commitCounter is the audit observer of a measured node: it counts the
-// transactions that committed, for Result.MeanBatch.
-type commitCounter struct{ n atomic.Int64 }
+// transactions that committed and the time the writer spent in them, for
+// Result.MeanBatch and Result.WriterBusy.
+type commitCounter struct {
+	n    atomic.Int64
+	busy atomic.Int64 // nanoseconds
+}
 
-func (c *commitCounter) BatchCommitted(_, _ int, _ time.Duration, err error) {
+func (c *commitCounter) BatchCommitted(_, _ int, dur time.Duration, err error) {
+	c.busy.Add(int64(dur))
 	if err == nil {
 		c.n.Add(1)
 	}
@@ -59,7 +64,7 @@ func startNode(path, synchronous string) (*localNode, error) {
 }
 
 func (n *localNode) target() *agentstate {
-	return &agentstate{api: n.node.Sessions(), commits: n.commits.n.Load}
+	return &agentstate{api: n.node.Sessions(), counter: &n.commits}
 }
 
 // stop drains the node, then closes the system and the store, each once.

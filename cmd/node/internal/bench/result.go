@@ -43,6 +43,10 @@ type Result struct {
 	// MeanBatch is appends per committed transaction, when the system
 	// reports its commits; 0 when unknown.
 	MeanBatch float64 `json:"mean_batch,omitempty"`
+	// WriterBusy is the share of the timed window in which the store's
+	// single writer was applying a transaction (0 when unknown). Near 1
+	// the writer is the bottleneck; well below, what feeds it is.
+	WriterBusy float64 `json:"writer_busy,omitempty"`
 
 	// Verification after the run.
 	Stored     int  `json:"stored"`

@@ -68,7 +68,7 @@ func runLoopback(ctx context.Context, cfg Config, path string) (Result, error) {
 		srv.Stop()
 		return Result{}, errors.Join(err, stopNode(n))
 	}
-	t := &agentstate{api: newGRPCSessions(conns), commits: n.commits.n.Load}
+	t := &agentstate{api: newGRPCSessions(conns), counter: &n.commits}
 	res, err := Drive(ctx, cfg, t)
 	closeConns(conns)
 	srv.GracefulStop()

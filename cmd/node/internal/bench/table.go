@@ -14,12 +14,12 @@ func workload(sessions, clients int) string { return fmt.Sprintf("S=%d×C=%d", s
 // WriteTable prints results as an aligned text table, one row each.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tworkload\tbytes\tsync\tappends\terrors\tretries\tappends/s\tp50\tp99\tp99.9\tcpu/append\tmean batch\tcomplete\t")
+	fmt.Fprintln(tw, "mode\tworkload\tbytes\tsync\tappends\terrors\tretries\tappends/s\tp50\tp99\tp99.9\tcpu/append\tmean batch\twriter busy\tcomplete\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			r.Mode, r.Workload(), r.MessageBytes, r.Synchronous, r.Appends, r.Errors, r.Retries,
 			r.AppendsPerSec, latency(r.P50), latency(r.P99), latency(r.P999), cpuTime(r.CPUPerAppend),
-			batch(r.MeanBatch), completeness(r))
+			batch(r.MeanBatch), share(r.WriterBusy), completeness(r))
 	}
 	return tw.Flush()
 }
@@ -41,6 +41,13 @@ func cpuTime(d time.Duration) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
+}
+
+func share(f float64) string {
+	if f == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*f)
 }
 
 func batch(b float64) string {
