@@ -114,7 +114,8 @@ func WritePlot(w io.Writer, title string, rs []Result) error {
 		lx += 16 + cell*len(m) + 24
 	}
 	if incomplete {
-		text(img, lx, plotH-19, "* incomplete: messages lost, duplicated or out of order", black)
+		note := "* incomplete: acknowledged messages lost, duplicated or out of order"
+		text(img, plotW-marginR-cell*len(note), top-12, note, black)
 	}
 	return png.Encode(w, img)
 }
