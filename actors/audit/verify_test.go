@@ -1,0 +1,169 @@
+package audit_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentstate/agentstate/actors/audit"
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	_ "github.com/mattn/go-sqlite3" // the tamperer's own handle
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// tamperer is a second, independent handle on the database file: what an
+// attacker with file access could do, bypassing the writer.
+func tamperer(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func exec(t *testing.T, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	res, err := db.Exec(q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("%s changed %d rows, want 1", q, n)
+	}
+}
+
+func TestVerifyDetectsTampering(t *testing.T) {
+	st, path := openFile(t, "")
+	svc := start(t, newSystem(t), st, audit.Config{})
+	var es []*auditv1.AuditEntry
+	for i := range 2500 { // more than one verification chunk
+		es = append(es, record(t, svc, &auditv1.RecordRequest{EventType: audit.EventResourceModified, Sync: i%500 == 0,
+			DetailsJson: `{"i":` + strconv.Itoa(i) + `}`}))
+	}
+	if _, err := svc.Flush(context.Background(), &auditv1.FlushRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if v := mustVerify(t, svc); v.EntriesChecked != 2500 {
+		t.Fatalf("checked %d entries, want 2500", v.EntriesChecked)
+	}
+	db := tamperer(t, path)
+
+	broken := func(want string) {
+		t.Helper()
+		v, err := svc.Verify(context.Background(), &auditv1.VerifyRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Ok || v.FirstBrokenEventId != want {
+			t.Fatalf("verify = %v, want broken at %s", v, want)
+		}
+	}
+
+	// A changed field. (es holds what Record answered; an async answer
+	// has no hash yet, so take the stored one.)
+	got, err := svc.Get(context.Background(), &auditv1.GetRequest{EventId: es[1700].EventId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := got.Entry
+	exec(t, db, `UPDATE audit_log SET details_json = '{"i":0}' WHERE event_id = ?`, victim.EventId)
+	broken(victim.EventId)
+	exec(t, db, `UPDATE audit_log SET details_json = ? WHERE event_id = ?`, `{"i":1700}`, victim.EventId)
+	mustVerify(t, svc)
+
+	// A changed field with its hash recomputed: the next link breaks.
+	exec(t, db, `UPDATE audit_log SET actor_name = 'mallory', hash = 'f00d' WHERE event_id = ?`, victim.EventId)
+	broken(victim.EventId)
+	exec(t, db, `UPDATE audit_log SET actor_name = '', hash = ? WHERE event_id = ?`, victim.Hash, victim.EventId)
+	mustVerify(t, svc)
+
+	// A removed entry in the middle: its successor's link breaks.
+	exec(t, db, `DELETE FROM audit_log WHERE event_id = ?`, es[42].EventId)
+	broken(es[43].EventId)
+}
+
+func TestPruneRemovesAKnownSetAndKeepsTheChainVerifiable(t *testing.T) {
+	st, path := openFile(t, "")
+	const chunk = 7
+	svc := start(t, newSystem(t), st, audit.Config{PruneChunk: chunk})
+	ctx := context.Background()
+	var old, young []*auditv1.AuditEntry
+	for range 50 {
+		old = append(old, record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged}))
+	}
+	for range 20 {
+		young = append(young, record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true}))
+	}
+	cut := young[0].CreatedAt.AsTime()
+	if !old[len(old)-1].CreatedAt.AsTime().Before(cut) {
+		t.Fatalf("clock did not advance between the sets (%v, %v)", old[len(old)-1].CreatedAt.AsTime(), cut)
+	}
+	resp, err := svc.Prune(ctx, &auditv1.PruneRequest{OlderThan: timestamppb.New(cut)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Removed != 50 {
+		t.Fatalf("removed %d, want 50", resp.Removed)
+	}
+	for _, e := range old {
+		if _, err := svc.Get(ctx, &auditv1.GetRequest{EventId: e.EventId}); !errors.Is(err, errs.ErrNotFound) {
+			t.Fatalf("pruned %s still there: %v", e.EventId, err)
+		}
+	}
+	for _, e := range young {
+		if _, err := svc.Get(ctx, &auditv1.GetRequest{EventId: e.EventId}); err != nil {
+			t.Fatalf("young %s: %v", e.EventId, err)
+		}
+	}
+	// Chunks of 7: 7 full ones and a last of 1, each with its audit_pruned entry.
+	pruned := listAll(t, svc, &auditv1.Filter{EventType: audit.EventAuditPruned})
+	if len(pruned) != 8 {
+		t.Fatalf("%d audit_pruned entries, want 8 (one per chunk)", len(pruned))
+	}
+	if v := mustVerify(t, svc); v.EntriesChecked != 20+8 {
+		t.Fatalf("verified %d entries, want 28", v.EntriesChecked)
+	}
+	// Nothing older left: removes none.
+	if resp, err := svc.Prune(ctx, &auditv1.PruneRequest{OlderThan: timestamppb.New(cut)}); err != nil || resp.Removed != 0 {
+		t.Fatalf("second prune: %v, %v", resp, err)
+	}
+	// The first remaining entry is still tamper-evident after the prune.
+	first := listAll(t, svc, nil)[0]
+	exec(t, tamperer(t, path), `UPDATE audit_log SET plan_id = 'x' WHERE event_id = ?`, first.EventId)
+	if v, err := svc.Verify(ctx, &auditv1.VerifyRequest{}); err != nil || v.Ok || v.FirstBrokenEventId != first.EventId {
+		t.Fatalf("tampered first entry after prune: %v, %v", v, err)
+	}
+}
+
+func TestPruneInTheFutureMeansNow(t *testing.T) {
+	st, _ := openFile(t, "")
+	svc := start(t, newSystem(t), st, audit.Config{PruneChunk: 5})
+	for range 12 {
+		record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true})
+	}
+	resp, err := svc.Prune(context.Background(), &auditv1.PruneRequest{OlderThan: timestamppb.New(time.Now().Add(24 * time.Hour))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Removed != 12 {
+		t.Fatalf("removed %d, want 12", resp.Removed)
+	}
+	// What remains is this prune's own record (chunks 5, 5, 2), chained
+	// on the anchor.
+	left := listAll(t, svc, nil)
+	if len(left) != 3 {
+		t.Fatalf("%d entries left, want the 3 audit_pruned entries", len(left))
+	}
+	for _, e := range left {
+		if e.EventType != audit.EventAuditPruned {
+			t.Fatalf("left %s", e.EventType)
+		}
+	}
+	mustVerify(t, svc)
+}
