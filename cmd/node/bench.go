@@ -26,6 +26,7 @@ type benchFlags struct {
 	addr         string
 	dataDir      string
 	json         bool
+	markdown     bool
 	plot         string
 	title        string
 	cpuProfile   string
@@ -58,6 +59,7 @@ func benchCommand() *cobra.Command {
 	fl.StringVar(&f.addr, "addr", "", "grpc mode: a running node's gRPC address (default: start one on loopback)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "where the runs' databases go (default: the system's temp dir); removed after")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of tables")
+	fl.BoolVar(&f.markdown, "markdown", false, "print the tables as Markdown")
 	fl.StringVar(&f.plot, "plot", "", "also write a PNG bar chart of appends/s to this file")
 	fl.StringVar(&f.title, "title", "", "the plot's title (default: the workload and machine)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
@@ -106,7 +108,7 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 		}
 		results = append(results, res)
 	}
-	if err := report(cmd.OutOrStdout(), results, f.json, f.plot, f.title); err != nil {
+	if err := report(cmd.OutOrStdout(), results, format(f.json, f.markdown), f.plot, f.title); err != nil {
 		return err
 	}
 	return agentstateIntact(results)
@@ -127,14 +129,36 @@ func agentstateIntact(rs []bench.Result) error {
 	return nil
 }
 
-// report prints rs as tables (results, then the targets' ratios) or JSON,
-// and draws the plot when asked.
-func report(w io.Writer, rs []bench.Result, asJSON bool, plot, title string) error {
-	if asJSON {
+// The output formats of node bench and node bench report.
+const (
+	formatText = iota
+	formatJSON
+	formatMarkdown
+)
+
+func format(asJSON, markdown bool) int {
+	switch {
+	case asJSON:
+		return formatJSON
+	case markdown:
+		return formatMarkdown
+	}
+	return formatText
+}
+
+// report prints rs as tables (results, then the targets' ratios), JSON or
+// Markdown, and draws the plot when asked.
+func report(w io.Writer, rs []bench.Result, form int, plot, title string) error {
+	switch form {
+	case formatJSON:
 		if err := bench.WriteJSON(w, rs); err != nil {
 			return err
 		}
-	} else {
+	case formatMarkdown:
+		if err := bench.WriteMarkdown(w, rs); err != nil {
+			return err
+		}
+	default:
 		if err := bench.WriteTable(w, rs); err != nil {
 			return err
 		}
@@ -166,10 +190,11 @@ func report(w io.Writer, rs []bench.Result, asJSON bool, plot, title string) err
 // results saved earlier with --json (several runs, other tools' too).
 func benchReportCommand() *cobra.Command {
 	var (
-		in     []string
-		asJSON bool
-		plot   string
-		title  string
+		in       []string
+		asJSON   bool
+		markdown bool
+		plot     string
+		title    string
 	)
 	cmd := &cobra.Command{
 		Use:   "report",
@@ -186,11 +211,12 @@ func benchReportCommand() *cobra.Command {
 				}
 				all = append(all, rs...)
 			}
-			return report(cmd.OutOrStdout(), bench.Dedupe(all), asJSON, plot, title)
+			return report(cmd.OutOrStdout(), bench.Dedupe(all), format(asJSON, markdown), plot, title)
 		},
 	}
 	cmd.Flags().StringSliceVar(&in, "in", nil, "JSON result files (repeat or comma-separate)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the merged results as JSON instead of tables")
+	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the tables as Markdown")
 	cmd.Flags().StringVar(&plot, "plot", "", "write a PNG bar chart of appends/s to this file")
 	cmd.Flags().StringVar(&title, "title", "", "the plot's title")
 	return cmd

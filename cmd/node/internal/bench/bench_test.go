@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -266,5 +268,30 @@ func TestDedupe(t *testing.T) {
 	})
 	if len(rs) != 3 || rs[0].AppendsPerSec != 1 || rs[2].Sessions != 64 {
 		t.Fatalf("Dedupe = %+v", rs)
+	}
+}
+
+func TestTables(t *testing.T) {
+	rs := []Result{
+		{Mode: ModeInProcess, Sessions: 64, Clients: 64, Appends: 10, AppendsPerSec: 80, P99: 1500 * time.Microsecond, Complete: true},
+		{Mode: ModeBaseline, Sessions: 64, Clients: 64, Appends: 10, AppendsPerSec: 2, P99: 2 * time.Second, Duplicates: 3},
+	}
+	for name, write := range map[string]func(io.Writer, []Result) error{"text": WriteTable, "markdown": WriteMarkdown} {
+		var b strings.Builder
+		if err := write(&b, rs); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"inprocess", "S=64×C=64", "1.5ms", "2.00s", "yes", "NO (dup 3)"} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("%s table lacks %q:\n%s", name, want, b.String())
+			}
+		}
+	}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| S=64×C=64 | inprocess / baseline appends/s | 40 | ≥ 20 | yes |") {
+		t.Errorf("markdown checks:\n%s", b.String())
 	}
 }

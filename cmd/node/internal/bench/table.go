@@ -191,3 +191,42 @@ func Dedupe(rs []Result) []Result {
 	}
 	return out
 }
+
+// WriteMarkdown writes results and their checks as Markdown tables, for
+// docs/BENCHMARKS.md.
+func WriteMarkdown(w io.Writer, rs []Result) error {
+	fmt.Fprintln(w, "| mode | workload | appends | errors | retries | appends/s | p50 | p99 | p99.9 | cpu/append | mean batch | writer busy | complete |")
+	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	for _, r := range rs {
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %.0f | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Mode, r.Workload(), r.Appends, r.Errors, r.Retries, r.AppendsPerSec, latency(r.P50),
+			latency(r.P99), latency(r.P999), cpuTime(r.CPUPerAppend), batch(r.MeanBatch),
+			share(r.WriterBusy), completeness(r))
+	}
+	cs := Checks(rs)
+	if len(cs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| workload | ratio | measured | target | met |")
+	fmt.Fprintln(w, "| --- | --- | ---: | ---: | --- |")
+	for _, c := range cs {
+		op := "≥"
+		if c.AtMost {
+			op = "≤"
+		}
+		met := "yes"
+		if !c.Pass {
+			met = "**no**"
+		}
+		want := fmt.Sprintf("%s %.3g", op, c.Want)
+		if !c.Target {
+			met, want = "(no target)", "("+want+")"
+		}
+		_, err := fmt.Fprintf(w, "| %s | %s | %.3g | %s | %s |\n", c.Workload, c.Name, c.Ratio, want, met)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
