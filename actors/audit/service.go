@@ -11,7 +11,7 @@ import (
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Service is the audit writer actor together with its in-process API. It
@@ -95,9 +95,12 @@ func (s *Service) Record(ctx context.Context, req *auditv1.RecordRequest) (*audi
 	cmd := &persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}}
 	it := &item{cmd: cmd, size: cmd.Size(), record: true}
 	if !req.GetSync() {
-		// The writer sets Position and Hash on e while the caller may
-		// read its copy.
-		out := proto.Clone(e).(*auditv1.AuditEntry)
+		// The writer sets Position and the hashes on e while the caller
+		// may use what it got: it gets a copy.
+		out := &auditv1.AuditEntry{EventId: e.EventId, EventType: e.EventType, PlanId: e.PlanId,
+			SessionId: e.SessionId, ProjectName: e.ProjectName, ActorName: e.ActorName,
+			UserIdentity: e.UserIdentity, DetailsJson: e.DetailsJson,
+			CreatedAt: &timestamppb.Timestamp{Seconds: e.CreatedAt.Seconds, Nanos: e.CreatedAt.Nanos}}
 		it.async = true
 		if err := s.hand(ctx, it, true); err != nil {
 			return nil, err
