@@ -206,3 +206,35 @@ func TestReadOnlyFileFailsThenRecovers(t *testing.T) {
 		t.Fatalf("%d entries stored, want 1", n.Count)
 	}
 }
+
+// TestStopDeadlineDuringAFaultReportsLoss: a drain that cannot finish (the
+// database keeps failing) ends at Stop's deadline, and Stop says how many
+// accepted async entries were not stored rather than pretending.
+func TestStopDeadlineDuringAFaultReportsLoss(t *testing.T) {
+	st, _ := openFile(t, "")
+	g := gate(st)
+	obs := &observer{}
+	svc, err := audit.Start(newSystem(t), g, audit.Config{Observer: obs, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.failWith(errs.Unavailable("disk gone (injected)"))
+	for range 3 {
+		record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = svc.Stop(ctx)
+	if !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("stop: %v, want UNAVAILABLE reporting the loss", err)
+	}
+	if _, _, _, lost := obs.snapshot(); lost != 3 {
+		t.Fatalf("lost = %d, want 3", lost)
+	}
+	if err2 := svc.Stop(context.Background()); err2 == nil || err2.Error() != err.Error() {
+		t.Fatalf("second stop: %v, want the first outcome %v", err2, err)
+	}
+	if n, _ := st.Reader().CountAudit(context.Background(), nil); n != 0 {
+		t.Fatalf("%d entries stored through a failing writer", n)
+	}
+}
