@@ -134,6 +134,7 @@ type observer struct {
 	retried   int
 	lost      int
 	lastError error
+	applyTime time.Duration
 }
 
 func (o *observer) BatchCommitted(commands, bytes int, dur time.Duration, err error) {
@@ -145,6 +146,7 @@ func (o *observer) BatchCommitted(commands, bytes int, dur time.Duration, err er
 		return
 	}
 	o.batches = append(o.batches, commands)
+	o.applyTime += dur
 }
 
 func (o *observer) AsyncRetried(entries int, err error) {
