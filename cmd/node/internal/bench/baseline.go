@@ -13,7 +13,7 @@ import (
 )
 
 // The seed baseline is PersistentSessionService.append_message as the
-// original service had it (seed 000, /work/shared/seeds/000_*.txt): four
+// original service had it (seed 000, see docs/SEEDS.md): four
 // statements on a pooled connection, each committing on its own —
 //
 //  1. get the session (NOT_FOUND when missing)
@@ -25,7 +25,9 @@ import (
 // the same count and store the same sequence; the (session_id, sequence)
 // index is not unique, exactly as in the original, so nothing stops them.
 // The verifier counts those duplicates. It is here as the comparison the
-// targets are stated against, not as something to use.
+// targets are stated against, not as something to use. It is the design of
+// tests/baseline's SessionService (which the seed tests run), with the
+// client's message id kept and the run's durability.
 const baselineSchema = `
 CREATE TABLE sessions (
 	session_id TEXT PRIMARY KEY,

@@ -15,8 +15,8 @@ import (
 // The raw ceiling: the rows agentstate stores for the workload — the
 // session_messages table of persistence/sqlite, same columns, same UNIQUE
 // indexes, same sessions parent — inserted by one goroutine through one
-// prepared statement, RawBatch rows per transaction, on the same pragmas as
-// agentstate's writer. No actors, no validation, no per-append answer: the
+// prepared statement, RawBatch rows per transaction, in WAL mode with the
+// run's synchronous and IMMEDIATE transactions like agentstate's writer. No actors, no validation, no per-append answer: the
 // most this disk and SQLite give for these rows, measured in the same run.
 const rawSchema = `
 CREATE TABLE sessions (
