@@ -198,7 +198,10 @@ func benchReportCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "report",
-		Short: "Merge results saved with `node bench --json` (and tests/adk -json) into tables and a plot; the first file wins where two have the same workload and mode",
+		Short: "Merge results saved with --json (node bench, tests/adk) into tables and a plot",
+		Long: "report reads result files written by `node bench --json` or `go run ./tests/adk -json` and prints\n" +
+			"them as one table with the targets' ratios (or JSON, or Markdown) and draws --plot. Where two files\n" +
+			"hold the same workload and mode, the first file's result is kept.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(in) == 0 {
 				return usagef(cmd, "--in is required (one or more JSON result files)")

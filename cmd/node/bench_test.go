@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentstate/agentstate/cmd/node/internal/bench"
+)
+
+// TestBenchCommand runs node bench end to end on a tiny workload: flags to
+// Config, JSON out, the plot, then report on the saved file.
+func TestBenchCommand(t *testing.T) {
+	dir := t.TempDir()
+	plot := filepath.Join(dir, "bench.png")
+	var out, errOut bytes.Buffer
+	code := run([]string{"bench", "--mode", "inprocess,raw", "--sessions", "2", "--clients", "2",
+		"--appends", "40", "--message-bytes", "16", "--durability", "normal", "--data-dir", dir,
+		"--json", "--plot", plot}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var rs []bench.Result
+	if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if len(rs) != 2 || rs[0].Mode != "inprocess" || rs[1].Mode != "raw" {
+		t.Fatalf("results: %+v", rs)
+	}
+	for _, r := range rs {
+		if !r.Complete || r.Appends != 40 || r.Sessions != 2 || r.Clients != 2 || r.MessageBytes != 16 || r.Synchronous != "normal" {
+			t.Errorf("%s: %+v", r.Mode, r)
+		}
+	}
+	f, err := os.Open(plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Fatalf("plot: %v", err)
+	}
+
+	saved := filepath.Join(dir, "r.json")
+	if err := os.WriteFile(saved, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run([]string{"bench", "report", "--in", saved, "--in", saved, "--markdown"}, &out, &errOut); code != 0 {
+		t.Fatalf("report exit %d: %s", code, errOut.String())
+	}
+	// The same file twice: each workload and mode once.
+	if n := strings.Count(out.String(), "| inprocess | S=2×C=2 |"); n != 1 {
+		t.Errorf("report rows for inprocess: %d\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), "inprocess / raw appends/s") {
+		t.Errorf("report without the ratio table:\n%s", out.String())
+	}
+}
+
+func TestBenchCommandUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--mode", "nope"},
+		{"bench", "--durability", "off"},
+		{"bench", "report"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (%s)", args, code, exitUsage, errOut.String())
+		}
+	}
+}
