@@ -57,6 +57,8 @@ type Command interface {
 // them; sequences 0..n-1 in order) and its audit entries.
 // Result.Err is ALREADY_EXISTS when the session id is taken.
 type CreateSession struct {
+	// Epoch fences the write (see Activate); 0 = unfenced.
+	Epoch    int64
 	Session  *sessionv1.Session
 	Messages []*sessionv1.Message
 	Audit    []*auditv1.AuditEntry
@@ -79,6 +81,8 @@ type CreateSession struct {
 // command with FAILED_PRECONDITION: the UNIQUE(session_id, sequence)
 // constraint is the backstop. A missing session is NOT_FOUND.
 type AppendMessages struct {
+	// Epoch fences the write (see Activate); 0 = unfenced.
+	Epoch        int64
 	SessionID    string
 	NextSequence int64
 	Turns        []Turn
@@ -97,6 +101,8 @@ type Turn struct {
 // UpdateSession changes a session's mutable fields. Zero fields are left
 // alone. Result.Err is NOT_FOUND when the session does not exist.
 type UpdateSession struct {
+	// Epoch fences the write (see Activate); 0 = unfenced.
+	Epoch     int64
 	SessionID string
 	// SESSION_STATE_UNSPECIFIED leaves the state alone.
 	State    sessionv1.SessionState
@@ -113,6 +119,8 @@ type UpdateSession struct {
 // stay. Result.MessagesRemoved and Result.PlansOrphaned report what went.
 // Result.Err is NOT_FOUND when the session does not exist.
 type DeleteSession struct {
+	// Epoch fences the write (see Activate); 0 = unfenced.
+	Epoch     int64
 	SessionID string
 	Audit     []*auditv1.AuditEntry
 }
@@ -120,6 +128,8 @@ type DeleteSession struct {
 // PlanWrite stores a plan actor's changes; the plan row is created on the
 // first write (with max_retries 3 unless MaxRetries is set).
 type PlanWrite struct {
+	// Epoch fences the write (see Activate); 0 = unfenced.
+	Epoch  int64
 	PlanID string
 	// nil leaves the policy alone.
 	MaxRetries *int32
@@ -168,6 +178,8 @@ type Result struct {
 	PlansOrphaned   []string
 	// PruneAudit.
 	Removed int64
+	// Activate: the new epoch.
+	Epoch int64
 }
 
 // TurnResult is the outcome of one turn of an AppendMessages.
