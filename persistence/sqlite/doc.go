@@ -48,6 +48,17 @@
 // handed to database/sql, which would discard the pinned writer connection
 // of a cancelled transaction.
 //
+// Fencing. Activate upserts the key's row in the owners table (schema
+// version 2), incrementing its epoch, and returns the new epoch. Every
+// fenced command (CreateSession, AppendMessages, UpdateSession,
+// DeleteSession, PlanWrite) first looks up its key's epoch, inside its own
+// savepoint, and fails with persistence.ErrFenced (wrapped: which key,
+// which epochs) unless it carries exactly that epoch; no row counts as 0.
+// The lookup is one primary-key read; because the writer holds the write
+// lock for the whole transaction, nothing can activate between the check
+// and the write, and an activation earlier in the same batch fences the
+// commands after it.
+//
 // Reading. Each Reader method runs one short SQL statement (ListAudit may
 // add a second to tell an unknown cursor from an empty page), so it sees a
 // committed state and holds no snapshot after it returns. A session's

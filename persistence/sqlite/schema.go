@@ -133,6 +133,15 @@ CREATE TABLE audit_meta (
 	anchor_position INTEGER NOT NULL
 );
 `,
+	// 2: fencing epochs (persistence.Activate; see fencing.go).
+	`
+CREATE TABLE owners (
+	kind  INTEGER NOT NULL,
+	id    TEXT NOT NULL,
+	epoch INTEGER NOT NULL,
+	PRIMARY KEY (kind, id)
+) WITHOUT ROWID;
+`,
 }
 
 // migrate brings the database to the latest schema version inside one

@@ -182,7 +182,8 @@ func (a *applier) command(cmd persistence.Command) (persistence.Result, error) {
 			return persistence.Result{}, err
 		}
 		a.restore(m)
-		return persistence.Result{Err: cmdErr}, nil
+		// err, not cmdErr: a wrapped error (ErrFenced) keeps its detail.
+		return persistence.Result{Err: err}, nil
 	}
 	if _, err := a.tx.ExecContext(a.ctx, "RELEASE cmd"); err != nil {
 		return persistence.Result{}, err
@@ -191,7 +192,12 @@ func (a *applier) command(cmd persistence.Command) (persistence.Result, error) {
 }
 
 func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) {
+	if err := a.checkEpoch(cmd); err != nil {
+		return persistence.Result{}, err
+	}
 	switch c := cmd.(type) {
+	case *persistence.Activate:
+		return a.activate(c)
 	case *persistence.CreateSession:
 		return a.createSession(c)
 	case *persistence.AppendMessages:

@@ -1,0 +1,98 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+)
+
+// Fencing (persistence.Activate): the owners table holds the current epoch
+// of every session and plan that was ever activated.
+//
+// Invariant: a fenced command is applied only when the epoch it carries is
+// its key's row in owners (no row counts as epoch 0). The check is the
+// command's first statement, inside its transaction (and savepoint), and
+// the writer holds the database's write lock from BEGIN IMMEDIATE to
+// COMMIT; so no Activate can commit between the check and the write, and
+// once an Activate committed, every later write of an older epoch fails.
+// Even a second process writing the same file cannot interleave.
+
+const (
+	// The upsert makes Activate atomic: one statement reads and
+	// increments under the write lock.
+	activateSQL = `INSERT INTO owners (kind, id, epoch) VALUES (?1, ?2, 1)
+	ON CONFLICT (kind, id) DO UPDATE SET epoch = epoch + 1 RETURNING epoch`
+	epochSQL = `SELECT epoch FROM owners WHERE kind = ?1 AND id = ?2`
+)
+
+func (a *applier) activate(c *persistence.Activate) (persistence.Result, error) {
+	if c.Kind != persistence.OwnerSession && c.Kind != persistence.OwnerPlan {
+		return persistence.Result{}, errs.InvalidArgument("activate: unknown owner kind %d", c.Kind)
+	}
+	if c.ID == "" {
+		return persistence.Result{}, errs.InvalidArgument("activate: no %s id", kindName(c.Kind))
+	}
+	var epoch int64
+	if err := a.queryRow(activateSQL, int64(c.Kind), c.ID).Scan(&epoch); err != nil {
+		return persistence.Result{}, err
+	}
+	return persistence.Result{Epoch: epoch}, nil
+}
+
+// checkEpoch fails a fenced command whose epoch is not its key's current
+// one with persistence.ErrFenced (wrapped, with the detail). Unfenced
+// commands (audit records, prunes, activations) pass.
+func (a *applier) checkEpoch(cmd persistence.Command) error {
+	kind, id, epoch, fenced := fenceOf(cmd)
+	if !fenced {
+		return nil
+	}
+	var current int64
+	err := a.queryRow(epochSQL, int64(kind), id).Scan(&current)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if epoch == current {
+		return nil
+	}
+	return fencedError(kind, id, epoch, current)
+}
+
+// fenceOf names the key a command writes and the epoch it carries.
+func fenceOf(cmd persistence.Command) (kind persistence.OwnerKind, id string, epoch int64, fenced bool) {
+	switch c := cmd.(type) {
+	case *persistence.CreateSession:
+		return persistence.OwnerSession, c.Session.GetSessionId(), c.Epoch, true
+	case *persistence.AppendMessages:
+		return persistence.OwnerSession, c.SessionID, c.Epoch, true
+	case *persistence.UpdateSession:
+		return persistence.OwnerSession, c.SessionID, c.Epoch, true
+	case *persistence.DeleteSession:
+		return persistence.OwnerSession, c.SessionID, c.Epoch, true
+	case *persistence.PlanWrite:
+		return persistence.OwnerPlan, c.PlanID, c.Epoch, true
+	}
+	return 0, "", 0, false
+}
+
+// fencedError wraps persistence.ErrFenced, so that errors.Is matches it and
+// errs.CodeOf gives FAILED_PRECONDITION, and says which epochs disagreed.
+func fencedError(kind persistence.OwnerKind, id string, carried, current int64) error {
+	if current == 0 {
+		return fmt.Errorf("%w: %s %s: the write carries epoch %d, but it was never activated", persistence.ErrFenced, kindName(kind), id, carried)
+	}
+	return fmt.Errorf("%w: %s %s: the write carries epoch %d, the current epoch is %d", persistence.ErrFenced, kindName(kind), id, carried, current)
+}
+
+func kindName(k persistence.OwnerKind) string {
+	switch k {
+	case persistence.OwnerSession:
+		return "session"
+	case persistence.OwnerPlan:
+		return "plan"
+	}
+	return fmt.Sprintf("owner kind %d", k)
+}
