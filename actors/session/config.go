@@ -45,6 +45,11 @@ type Config struct {
 	// AskTimeout is how long façade calls wait for a session actor's
 	// answer, and for the audit actor on imports (default 30s).
 	AskTimeout time.Duration
+	// Name is the directory's actor name (default DirectoryName). Two
+	// Services in one actor system need different names; they then own
+	// sessions independently, as two processes would, and only fencing
+	// keeps their actors of one session from both writing.
+	Name string
 }
 
 func (c Config) withDefaults() Config {
@@ -59,6 +64,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AskTimeout <= 0 {
 		c.AskTimeout = DefaultAskTimeout
+	}
+	if c.Name == "" {
+		c.Name = DirectoryName
 	}
 	return c
 }

@@ -69,6 +69,28 @@
 //     plan links are still accepted, so late accounting is not lost.
 //   - At most one actor per session is alive (the directory's invariant),
 //     so a reactivated actor's reload sees every write of its predecessor.
+//     Where two directories (two processes, two cluster members) each
+//     activate one, fencing keeps only the newer one writing (below).
+//
+// # Fencing
+//
+// A session actor's first write is persistence.Activate: the store
+// increments the session's epoch and returns it. Only after that commits
+// does the actor load the session and decide anything (create answers
+// "exists" from that state, too); every write then carries the epoch, and
+// the store refuses a write whose epoch is not the current one with
+// persistence.ErrFenced, storing nothing. So of two activations only the
+// newer can write, and its load saw everything the older one committed.
+//
+// A fenced actor answers the requests of the refused write, every queued
+// request and every later arrival with UNAVAILABLE ("session X is owned by
+// a newer activation; retry") and asks its directory to stop it. The
+// caller's retry (through either directory) reaches the current owner or
+// spawns a fresh actor, which activates anew. Retries are safe: the fenced
+// write stored nothing, and message ids make appends idempotent. Import
+// writes its brand-new session unfenced (epoch 0), which the store accepts
+// only for an id nobody ever activated. Config.Name lets two Services share
+// one actor system, which is how the tests force a double activation.
 //
 // # Export and import
 //

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
@@ -24,13 +25,21 @@ import (
 //     left behind (an append queued behind a close is refused);
 //   - stale means the in-memory state may differ from the store (never
 //     loaded, or a write failed in a way that says so); the next request
-//     reloads it before anything is decided.
+//     reloads it before anything is decided;
+//   - nothing is written or decided before epoch > 0: the actor's first
+//     write is its Activate, and its state is loaded only after that
+//     committed (see fencing.go). Every later write carries epoch;
+//   - fenced: a write was refused because a newer activation owns the
+//     session. Every request is refused from then on and the actor stops.
 type owner struct {
 	id  string
 	env *env
 
 	sess  *sessionv1.Session // nil: the session does not exist
 	stale bool
+
+	epoch  int64 // 0 until the activation committed
+	fenced bool
 
 	busy  *write
 	queue []*request
@@ -76,7 +85,11 @@ func (o *owner) Receive(ctx actor.Context) {
 		}
 		w := o.busy
 		o.busy = nil
-		w.finish(m.Result)
+		if errors.Is(m.Result.Err, persistence.ErrFenced) {
+			o.fence(w)
+		} else {
+			w.finish(m.Result)
+		}
 		o.pump(ctx)
 	case *actor.DeadLetterResponse:
 		// A Submit reached no actor: the audit actor is gone, so the
@@ -122,6 +135,10 @@ func (o *owner) askPassivation(ctx actor.Context) {
 // or future sender: the façade's calls are normalised already) and queues
 // it.
 func (o *owner) accept(c *directory.Call) {
+	if o.fenced {
+		c.Replier.Reply(nil, o.fencedErr())
+		return
+	}
 	msg := c.Msg
 	if _, ok := c.Replier.(*checkedReplier); !ok {
 		var err error
@@ -141,6 +158,10 @@ func (o *owner) accept(c *directory.Call) {
 // told to and nothing is left.
 func (o *owner) pump(ctx actor.Context) {
 	for o.busy == nil && len(o.queue) > 0 {
+		if o.epoch == 0 {
+			o.activate(ctx)
+			break
+		}
 		if o.stale {
 			if err := o.load(); err != nil {
 				// The store cannot tell us the state: refuse the
@@ -163,9 +184,10 @@ func (o *owner) pump(ctx actor.Context) {
 		ctx.Stop(ctx.Self())
 		return
 	}
-	if o.sess == nil {
-		// Nothing to own (no such session, or nothing loaded because
-		// every request was invalid): do not hold an actor for the id.
+	if o.sess == nil || o.fenced {
+		// Nothing to own (no such session, nothing loaded because
+		// every request was invalid, or a newer activation owns it):
+		// do not hold an actor for the id.
 		o.askPassivation(ctx)
 	}
 }

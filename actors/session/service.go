@@ -53,7 +53,8 @@ type env struct {
 	afterAccept func(sessionID string, queued int, inFlight bool)
 }
 
-// Start spawns the sessions directory (named DirectoryName) on sys. Writes
+// Start spawns the sessions directory (named Config.Name, by default
+// DirectoryName) on sys. Writes
 // go to auditSvc's actor; reads run on reader, which must read the same
 // store the audit actor writes.
 func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.Reader, cfg Config) (*Service, error) {
@@ -75,9 +76,9 @@ func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.R
 		Admit:   s.admitRemote,
 		Release: s.backlog.Release,
 	})
-	pid, err := sys.Root.SpawnNamed(props, DirectoryName)
+	pid, err := sys.Root.SpawnNamed(props, s.env.cfg.Name)
 	if err != nil {
-		return nil, errs.Internal("spawning the %q directory: %v", DirectoryName, err)
+		return nil, errs.Internal("spawning the %q directory: %v", s.env.cfg.Name, err)
 	}
 	s.pid = pid
 	return s, nil

@@ -53,7 +53,7 @@ func (o *owner) startAppends(ctx actor.Context) {
 		return
 	}
 	first := o.sess.MessageCount
-	cmd := &persistence.AppendMessages{SessionID: o.id, NextSequence: first, Turns: turns, UpdatedAt: now}
+	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, NextSequence: first, Turns: turns, UpdatedAt: now}
 	o.submit(ctx, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
 }
 
@@ -247,7 +247,7 @@ func (o *owner) create(ctx actor.Context, r *request, c *sessionv1.CreateSession
 		r.reply(nil, err)
 		return
 	}
-	cmd := &persistence.CreateSession{Session: s, Audit: []*auditv1.AuditEntry{e}}
+	cmd := &persistence.CreateSession{Epoch: o.epoch, Session: s, Audit: []*auditv1.AuditEntry{e}}
 	o.submit(ctx, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
@@ -275,6 +275,7 @@ func (o *owner) close(ctx actor.Context, r *request) {
 		return
 	}
 	cmd := &persistence.UpdateSession{
+		Epoch:     o.epoch,
 		SessionID: o.id,
 		State:     sessionv1.SessionState_SESSION_STATE_CLOSED,
 		ClosedAt:  now,
@@ -303,7 +304,7 @@ func (o *owner) delete(ctx actor.Context, r *request) {
 		r.reply(nil, err)
 		return
 	}
-	cmd := &persistence.DeleteSession{SessionID: o.id, Audit: []*auditv1.AuditEntry{e}}
+	cmd := &persistence.DeleteSession{Epoch: o.epoch, SessionID: o.id, Audit: []*auditv1.AuditEntry{e}}
 	o.submit(ctx, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
@@ -329,7 +330,7 @@ func (o *owner) addTokens(ctx actor.Context, r *request, m *sessionv1.UpdateToke
 		r.reply(nil, err)
 		return
 	}
-	cmd := &persistence.UpdateSession{SessionID: o.id, TokenDelta: delta, UpdatedAt: now, Audit: []*auditv1.AuditEntry{e}}
+	cmd := &persistence.UpdateSession{Epoch: o.epoch, SessionID: o.id, TokenDelta: delta, UpdatedAt: now, Audit: []*auditv1.AuditEntry{e}}
 	o.submit(ctx, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
@@ -363,7 +364,7 @@ func (o *owner) link(ctx actor.Context, r *request, m *sessionv1.LinkPlanRequest
 		r.reply(nil, err)
 		return
 	}
-	cmd := &persistence.UpdateSession{SessionID: o.id, LinkPlan: p, UpdatedAt: now, Audit: []*auditv1.AuditEntry{e}}
+	cmd := &persistence.UpdateSession{Epoch: o.epoch, SessionID: o.id, LinkPlan: p, UpdatedAt: now, Audit: []*auditv1.AuditEntry{e}}
 	o.submit(ctx, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
