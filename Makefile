@@ -6,7 +6,7 @@ PROTOS   := $(shell find messages -name '*.proto' | sort)
 RACE     ?= -race
 TESTFLAGS ?=
 
-.PHONY: build run test race bench lint proto proto-check clean
+.PHONY: build run test race bench fuzz lint proto proto-check clean
 
 build:
 	$(GO) build -o bin/node ./cmd/node
@@ -24,6 +24,16 @@ race:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./...
+
+# Runs every fuzz target briefly (their seed corpora also run in `make test`).
+FUZZTIME ?= 5s
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$fz"; \
+	    $(GO) test $$pkg -run '^$$' -fuzz "^$$fz$$" -fuzztime $(FUZZTIME); \
+	  done; \
+	done
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)

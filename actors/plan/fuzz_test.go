@@ -1,0 +1,47 @@
+package plan
+
+import (
+	"errors"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/jsonobj"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+)
+
+// FuzzValidateRecordError: a RecordError is refused as INVALID_ARGUMENT or
+// is stored as given, with attributes normalized to a JSON object, and its
+// classification is deterministic and complete (a category, an action, a
+// hint and a command that name the plan).
+func FuzzValidateRecordError(f *testing.F) {
+	f.Add("plan-1", int32(3), "build", "TimeoutError", "tool timed out", "shell", "executor", "", `{"try":1}`)
+	f.Add("", int32(0), "", "", "\xff", "", "", "", "[]")
+	f.Add("01HXM2A6K1P2E9Q9D4GQ7J4S7Z", int32(9), "s p a c e", "merge_conflict", "CONFLICT in a.go", "", "", "trace", "")
+	const max = 256
+	f.Fuzz(func(t *testing.T, planID string, phase int32, step, typ, msg, tool, actor, stack, attrs string) {
+		r := &planv1.RecordErrorRequest{PlanId: planID, Phase: planv1.Phase(phase), StepId: step, ErrorType: typ,
+			Message: msg, Tool: tool, ActorName: actor, StackSummary: stack, AttributesJson: attrs}
+		v, err := validateRecordError(r, max)
+		if err != nil {
+			if !errors.Is(err, errs.ErrInvalidArgument) {
+				t.Fatalf("validator returned %v; want INVALID_ARGUMENT", err)
+			}
+			return
+		}
+		if r.AttributesJson != attrs {
+			t.Fatal("the caller's request was modified")
+		}
+		if _, err := jsonobj.Decode(v.AttributesJson); err != nil || !utf8.ValidString(v.Message) || len(v.Message) > max {
+			t.Fatalf("accepted a record the store would refuse: %v", v)
+		}
+		c1, c2 := Classify(v.ErrorType, v.Message), Classify(v.ErrorType, v.Message)
+		if c1 != c2 {
+			t.Fatalf("classification is not deterministic: %v vs %v", c1, c2)
+		}
+		d := Decide(c1, v.PlanId, 1, 3)
+		if d.Action == planv1.RecoveryAction_RECOVERY_ACTION_UNSPECIFIED || d.Hint == "" {
+			t.Fatalf("no decision for %q: %+v", v.ErrorType, d)
+		}
+	})
+}
