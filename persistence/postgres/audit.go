@@ -1,0 +1,140 @@
+package postgres
+
+import (
+	"errors"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/jackc/pgx/v5"
+)
+
+const insertAuditSQL = `INSERT INTO audit_log (position, event_id, event_type, plan_id, session_id,
+	project_name, actor_name, user_identity, details_json, created_at, prev_hash, hash)
+	SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+		$7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[])`
+
+// audit appends entries to the chain: each gets the next position, the
+// current tail's hash as PrevHash, and its own Hash. Rows are only queued;
+// flushAudit writes them in one statement (per command with savepoints,
+// per transaction without, where a duplicate event id fails the whole
+// attempt and the retry with savepoints tells which command it belongs to).
+func (a *applier) audit(entries []*auditv1.AuditEntry) error {
+	for _, e := range entries {
+		switch {
+		case e == nil:
+			return errs.InvalidArgument("audit entry is nil")
+		case e.GetEventId() == "":
+			return errs.InvalidArgument("audit entry has no event_id")
+		case e.GetEventType() == "":
+			return errs.InvalidArgument("audit entry %s has no event_type", e.GetEventId())
+		case e.GetCreatedAt() == nil:
+			return errs.InvalidArgument("audit entry %s has no created_at", e.GetEventId())
+		case e.GetPosition() != 0:
+			return errs.InvalidArgument("audit entry %s is committed already (position %d)", e.GetEventId(), e.GetPosition())
+		}
+	}
+	if len(entries) > 0 && !a.chain {
+		// needsChain missed a command kind: a bug, and never a fork.
+		return errs.Internal("audit entries written without the chain lock")
+	}
+	for _, e := range entries {
+		if e.DetailsJson == "" {
+			e.DetailsJson = "{}"
+		}
+		e.Position = a.pos + 1
+		e.PrevHash = a.hash
+		e.Hash = persistence.AuditHash(a.hash, e)
+		a.assigned = append(a.assigned, e)
+		a.pending = append(a.pending, e)
+		a.pos, a.hash = e.Position, e.Hash
+	}
+	return nil
+}
+
+// flushAudit writes the queued entries in one statement.
+func (a *applier) flushAudit() error {
+	if len(a.pending) == 0 {
+		return nil
+	}
+	n := len(a.pending)
+	pos, created := make([]int64, n), make([]int64, n)
+	cols := make([][]string, 10)
+	for i := range cols {
+		cols[i] = make([]string, n)
+	}
+	for i, e := range a.pending {
+		pos[i], created[i] = e.Position, tsNanos(e.CreatedAt)
+		cols[0][i], cols[1][i], cols[2][i], cols[3][i] = e.EventId, e.EventType, e.PlanId, e.SessionId
+		cols[4][i], cols[5][i], cols[6][i], cols[7][i] = e.ProjectName, e.ActorName, e.UserIdentity, e.DetailsJson
+		cols[8][i], cols[9][i] = e.PrevHash, e.Hash
+	}
+	_, err := a.exec(insertAuditSQL, pos, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7],
+		created, cols[8], cols[9])
+	if err != nil {
+		if uniqueViolation(err) == "audit_log_event_id_key" {
+			if n == 1 {
+				return errs.AlreadyExists("audit entry %s is stored already", a.pending[0].EventId)
+			}
+			return errs.AlreadyExists("an audit entry of the batch is stored already")
+		}
+		return err
+	}
+	a.pending = a.pending[:0]
+	return nil
+}
+
+// pruneAudit removes the oldest entries, in position order, while they were
+// created before OlderThan, at most Limit. Only a prefix of the chain goes,
+// so the rest stays verifiable from the anchor: the last removed entry's
+// hash and position, kept in audit_chain. The transaction holds the chain
+// lock, so no other writer appends meanwhile.
+func (a *applier) pruneAudit(c *persistence.PruneAudit) (persistence.Result, error) {
+	if c.Limit <= 0 {
+		return persistence.Result{}, errs.InvalidArgument("prune limit %d; want at least 1", c.Limit)
+	}
+	if c.OlderThan.IsZero() {
+		return persistence.Result{}, errs.InvalidArgument("prune has no older_than")
+	}
+	if !a.chain {
+		return persistence.Result{}, errs.Internal("prune without the chain lock")
+	}
+	if err := a.flushAudit(); err != nil {
+		return persistence.Result{}, err
+	}
+	cutoff := c.OlderThan.UnixNano()
+	// The first entry that must stay bounds the prefix: the first one not
+	// older than the cutoff, or the one past the limit.
+	rows, err := a.tx.Query(a.ctx, `SELECT position, created_at, hash FROM audit_log ORDER BY position LIMIT $1`, c.Limit)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	var removed, lastPos, pos, created int64
+	var lastHash, hash string
+	_, err = pgx.ForEachRow(rows, []any{&pos, &created, &hash}, func() error {
+		if created >= cutoff {
+			return errStopScan
+		}
+		removed, lastPos, lastHash = removed+1, pos, hash
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return persistence.Result{}, err
+	}
+	if removed > 0 {
+		if _, err := a.exec(`DELETE FROM audit_log WHERE position <= $1`, lastPos); err != nil {
+			return persistence.Result{}, err
+		}
+		if _, err := a.exec(`UPDATE audit_chain SET anchor_position = $1, anchor_hash = $2 WHERE id = 1`,
+			lastPos, lastHash); err != nil {
+			return persistence.Result{}, err
+		}
+	}
+	if err := a.audit(c.Audit); err != nil {
+		return persistence.Result{}, err
+	}
+	return persistence.Result{Removed: removed}, nil
+}
+
+// errStopScan ends a row scan early.
+var errStopScan = errors.New("stop scan")

@@ -1,0 +1,77 @@
+// Package postgres is the PostgreSQL implementation of persistence.Store
+// (github.com/jackc/pgx/v5), for several nodes sharing one database. SQLite
+// stays the default for a single node.
+//
+// Opening. Open(ctx, dsn) returns the process's one *Store for that DSN:
+// concurrent and repeated Opens of DSNs that normalize alike (same user,
+// hosts, database and session parameters; see Store.Key) share it
+// (reference-counted; each Open needs one Close). The first Open connects
+// and migrates; the others wait for it. A failed open is not remembered.
+// Unshared() opens a Store of its own, as another process would.
+//
+//	postgres.Open(ctx, "postgres://agentstate:pw@db:5432/agentstate?sslmode=verify-full")
+//	postgres.Open(ctx, "host=db dbname=agentstate user=agentstate pool_max_conns=16")
+//	postgres.Open(ctx, "postgres://.../agentstate?search_path=tenant_a") // another schema
+//
+// Ownership. A Store has one writer connection (a pgx.Conn), used only by
+// its Writer, and a pgxpool of reader connections that run with
+// default_transaction_read_only=on, so a read can never write. Store.Writer
+// hands the writer out once; a second call before Release is
+// FAILED_PRECONDITION (ErrWriterTaken). In agentstate the audit actor holds
+// it, so each node's audit actor is that node's sole writer, and it batches
+// (group commit) as with SQLite.
+//
+// Migrations. Schema versions are rows of schema_version. Open migrates in
+// one transaction that first takes a database-wide advisory lock
+// (pg_advisory_xact_lock), so processes opening at once migrate exactly
+// once; the rest find the schema current.
+//
+// Several writers. Each node's writer is a separate connection, and their
+// transactions may overlap. READ COMMITTED with explicit row locks keeps
+// them correct; there is no SERIALIZABLE and so no blanket retry:
+//
+//   - The audit chain is one row, audit_chain (tail position and hash, and
+//     the prune anchor). A transaction that may write audit entries locks it
+//     first (SELECT ... FOR UPDATE), reads the tail, assigns positions and
+//     hashes, and moves the tail before it commits. So chain transactions of
+//     all nodes take turns, positions rise in commit order, and every entry
+//     chains on the entry committed before it: one verifiable chain.
+//   - Fencing (persistence.Activate): owner_epochs holds each session's and
+//     plan's epoch. A fenced write reads its key's row FOR SHARE and compares
+//     the epoch; Activate increments it with an upsert, which waits for those
+//     share locks. So once an Activate committed, no write of an older epoch
+//     can commit, and none can commit in between. An unfenced write (epoch 0)
+//     first inserts the row with epoch 0, so that it too has a row to lock.
+//   - An append locks its session row (FOR UPDATE) and checks the caller's
+//     NextSequence against it; a plan write's upsert locks the plan row
+//     before it reads the next record sequence. The UNIQUE keys on
+//     (session_id, sequence) and (plan_id, sequence) are the backstop.
+//   - Locks are taken in one order (chain, owner epoch, entity row). A
+//     deadlock that remains possible between batches of several keys is
+//     broken by the server, and Apply runs the aborted transaction again.
+//
+// Writing. Writer.Apply runs a batch in one transaction: see
+// persistence.Writer for the result semantics. It first runs the batch
+// without savepoints, with each turn's messages and the batch's audit rows
+// in single array (unnest) INSERTs; only if a command fails on its own does
+// it roll back and run the batch again with one SAVEPOINT per command.
+// COMMIT runs without the caller's cancellation; if its answer is lost (the
+// connection broke), a new connection asks pg_xact_status for the outcome,
+// so that an error still means nothing was stored. A writer connection that
+// died is replaced on the next Apply.
+//
+// Errors. Unique violations and rejected values become the command's own
+// Result.Err (ALREADY_EXISTS, FAILED_PRECONDITION, INVALID_ARGUMENT). A lost
+// connection, server shutdown, read-only transaction or cancellation is
+// UNAVAILABLE; disk full (53100) and out of memory are RESOURCE_EXHAUSTED;
+// anything else is INTERNAL.
+//
+// Data. Times are unix nanoseconds (bigint): PostgreSQL's timestamps keep
+// only microseconds. Ordered ids use the "C" collation, so paging order is
+// byte order, as in SQLite. Text cannot hold NUL bytes in PostgreSQL: such a
+// value fails its command with INVALID_ARGUMENT.
+//
+// Test hooks. Opens counts opens in the process, MigrationRuns the
+// migrations a Store applied; SetReadOnly(true) makes every write fail with
+// UNAVAILABLE until SetReadOnly(false).
+package postgres

@@ -1,0 +1,71 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/jackc/pgx/v5"
+)
+
+// activate takes the key's next epoch. The upsert locks the key's row
+// until commit, and it waits for every transaction that holds the row FOR
+// SHARE (a write checking an older epoch) to finish first: so no write of
+// an older epoch can commit after an Activate has.
+func (a *applier) activate(c *persistence.Activate) (persistence.Result, error) {
+	if c.Kind != persistence.OwnerSession && c.Kind != persistence.OwnerPlan {
+		return persistence.Result{}, errs.InvalidArgument("activate: unknown owner kind %d", c.Kind)
+	}
+	if c.ID == "" {
+		return persistence.Result{}, errs.InvalidArgument("activate: no id")
+	}
+	var epoch int64
+	err := a.queryRow(`INSERT INTO owner_epochs (kind, id, epoch) VALUES ($1, $2, 1)
+		ON CONFLICT (kind, id) DO UPDATE SET epoch = owner_epochs.epoch + 1 RETURNING epoch`,
+		[]any{int16(c.Kind), c.ID}, &epoch)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	return persistence.Result{Epoch: epoch}, nil
+}
+
+// fence checks that epoch is the key's current epoch (0: that the key was
+// never activated) and holds the key's row FOR SHARE until commit, so that
+// no Activate of the key can commit between the check and this write.
+//
+// For epoch 0 the row may not exist, and a missing row cannot be locked;
+// so an unfenced write first inserts it with epoch 0 (a concurrent first
+// Activate then either waits for this transaction or is waited for), and
+// then locks it like any other.
+func (a *applier) fence(kind persistence.OwnerKind, id string, epoch int64) error {
+	switch {
+	case epoch < 0:
+		return errs.InvalidArgument("%s: negative epoch %d", ownerName(kind, id), epoch)
+	case epoch == 0:
+		if _, err := a.exec(`INSERT INTO owner_epochs (kind, id, epoch) VALUES ($1, $2, 0)
+			ON CONFLICT (kind, id) DO NOTHING`, int16(kind), id); err != nil {
+			return err
+		}
+	}
+	var current int64
+	err := a.queryRow(`SELECT epoch FROM owner_epochs WHERE kind = $1 AND id = $2 FOR SHARE`,
+		[]any{int16(kind), id}, &current)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: epoch %d, never activated: %w", ownerName(kind, id), epoch, persistence.ErrFenced)
+	}
+	if err != nil {
+		return err
+	}
+	if current != epoch {
+		return fmt.Errorf("%s: epoch %d, current %d: %w", ownerName(kind, id), epoch, current, persistence.ErrFenced)
+	}
+	return nil
+}
+
+func ownerName(kind persistence.OwnerKind, id string) string {
+	if kind == persistence.OwnerPlan {
+		return "plan " + id
+	}
+	return "session " + id
+}

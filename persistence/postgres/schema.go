@@ -1,0 +1,201 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// migrations are applied in order; migrations[i] brings the schema from
+// version i to i+1. Append only: a released migration never changes.
+//
+// Tables are created unqualified, so they land in the first schema of the
+// connection's search_path. Times are unix nanoseconds (bigint; timestamptz
+// keeps only microseconds), 0 meaning unset; enums are their protobuf
+// numbers. Identifiers that are ordered (session, plan, step and event ids)
+// use the "C" collation, so their order is byte order whatever the
+// database's locale, as in the SQLite store.
+var migrations = []string{
+	// 1: the initial schema.
+	`
+CREATE TABLE sessions (
+	session_id    text COLLATE "C" PRIMARY KEY,
+	actor_name    text NOT NULL,
+	namespace     text NOT NULL,
+	automation    text NOT NULL,
+	metadata_json text NOT NULL,
+	state         bigint NOT NULL,
+	input_tokens  bigint NOT NULL DEFAULT 0,
+	output_tokens bigint NOT NULL DEFAULT 0,
+	cost          double precision NOT NULL DEFAULT 0,
+	-- Invariant: next_sequence = max(sequence)+1 of the session's messages
+	-- (0 when none) = its message count, because sequences are dense from
+	-- 0. An append locks this row, checks it, and moves it.
+	next_sequence bigint NOT NULL DEFAULT 0,
+	created_at    bigint NOT NULL,
+	updated_at    bigint NOT NULL,
+	closed_at     bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_by_actor ON sessions (actor_name, session_id);
+CREATE INDEX sessions_by_namespace ON sessions (namespace, session_id);
+CREATE INDEX sessions_by_state ON sessions (state, session_id);
+
+CREATE TABLE session_messages (
+	session_id    text COLLATE "C" NOT NULL REFERENCES sessions (session_id),
+	sequence      bigint NOT NULL,
+	message_id    text COLLATE "C" NOT NULL,
+	role          bigint NOT NULL,
+	content       text NOT NULL,
+	metadata_json text NOT NULL,
+	created_at    bigint NOT NULL,
+	CONSTRAINT session_messages_sequence_key PRIMARY KEY (session_id, sequence),
+	CONSTRAINT session_messages_message_id_key UNIQUE (session_id, message_id)
+);
+
+-- Links keep their insertion order (id) across upserts.
+CREATE TABLE session_links (
+	id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	session_id text COLLATE "C" NOT NULL REFERENCES sessions (session_id),
+	plan_id    text COLLATE "C" NOT NULL,
+	phase      text NOT NULL,
+	state      text NOT NULL,
+	CONSTRAINT session_links_plan_key UNIQUE (session_id, plan_id)
+);
+
+CREATE TABLE plans (
+	plan_id            text COLLATE "C" PRIMARY KEY,
+	max_retries        bigint NOT NULL,
+	error_details_json text NOT NULL
+);
+
+CREATE TABLE plan_step_retries (
+	plan_id text COLLATE "C" NOT NULL REFERENCES plans (plan_id),
+	phase   bigint NOT NULL,
+	step_id text COLLATE "C" NOT NULL,
+	count   bigint NOT NULL,
+	PRIMARY KEY (plan_id, phase, step_id)
+);
+
+CREATE TABLE plan_errors (
+	plan_id          text COLLATE "C" NOT NULL REFERENCES plans (plan_id),
+	sequence         bigint NOT NULL,
+	record_id        text COLLATE "C" NOT NULL,
+	phase            bigint NOT NULL,
+	step_id          text NOT NULL,
+	error_type       text NOT NULL,
+	message          text NOT NULL,
+	tool             text NOT NULL,
+	actor_name       text NOT NULL,
+	stack_summary    text NOT NULL,
+	attributes_json  text NOT NULL,
+	category         bigint NOT NULL,
+	is_retriable     boolean NOT NULL,
+	retry_count      bigint NOT NULL,
+	max_retries      bigint NOT NULL,
+	recovery_action  bigint NOT NULL,
+	recovery_hint    text NOT NULL,
+	recovery_command text NOT NULL,
+	recorded_at      bigint NOT NULL,
+	CONSTRAINT plan_errors_sequence_key PRIMARY KEY (plan_id, sequence),
+	CONSTRAINT plan_errors_record_id_key UNIQUE (record_id)
+);
+CREATE INDEX plan_errors_by_phase ON plan_errors (plan_id, phase, sequence);
+CREATE INDEX plan_errors_by_category ON plan_errors (plan_id, category, sequence);
+
+-- position is the commit order, assigned by the writer from audit_chain
+-- (never reused, also after a prune). Each filter index ends in position so
+-- that it also yields commit order; the optional columns are indexed only
+-- where set, and queries repeat the index's WHERE.
+CREATE TABLE audit_log (
+	position      bigint PRIMARY KEY,
+	event_id      text COLLATE "C" NOT NULL,
+	event_type    text NOT NULL,
+	plan_id       text NOT NULL,
+	session_id    text NOT NULL,
+	project_name  text NOT NULL,
+	actor_name    text NOT NULL,
+	user_identity text NOT NULL,
+	details_json  text NOT NULL,
+	created_at    bigint NOT NULL,
+	prev_hash     text NOT NULL,
+	hash          text NOT NULL,
+	CONSTRAINT audit_log_event_id_key UNIQUE (event_id)
+);
+CREATE INDEX audit_by_type ON audit_log (event_type, position);
+CREATE INDEX audit_by_plan ON audit_log (plan_id, position) WHERE plan_id <> '';
+CREATE INDEX audit_by_session ON audit_log (session_id, position) WHERE session_id <> '';
+CREATE INDEX audit_by_actor ON audit_log (actor_name, position) WHERE actor_name <> '';
+CREATE INDEX audit_by_time ON audit_log (created_at);
+
+-- The chain's one row. tail_* is the last entry ever committed (what the
+-- next entry chains on); every transaction that writes audit entries locks
+-- this row first (SELECT ... FOR UPDATE) and moves it before it commits, so
+-- writers on every node append to one chain, one transaction at a time, in
+-- commit order. anchor_* is the last pruned entry ('' and 0 before any
+-- prune): what the first remaining entry chains on.
+CREATE TABLE audit_chain (
+	id              integer PRIMARY KEY CHECK (id = 1),
+	tail_position   bigint NOT NULL,
+	tail_hash       text NOT NULL,
+	anchor_position bigint NOT NULL,
+	anchor_hash     text NOT NULL
+);
+INSERT INTO audit_chain (id, tail_position, tail_hash, anchor_position, anchor_hash) VALUES (1, 0, '', 0, '');
+
+-- Fencing (persistence.Activate): the current epoch of each session or plan
+-- owner. A row with epoch 0 is a key that unfenced writes touched and no
+-- owner has activated yet. Writers read their key's row FOR SHARE, so an
+-- Activate (which updates it) waits for them to commit, and they for it.
+CREATE TABLE owner_epochs (
+	kind  smallint NOT NULL,
+	id    text COLLATE "C" NOT NULL,
+	epoch bigint NOT NULL,
+	PRIMARY KEY (kind, id)
+);
+`,
+}
+
+// migrationLock is the pg_advisory_xact_lock key under which migrations
+// run ("agentsta" in ASCII). It is database-wide, so migrations of every
+// schema in the database serialize on it; they are rare.
+const migrationLock int64 = 0x6167656e74737461
+
+// migrate brings the schema to the latest version in one transaction that
+// first takes migrationLock: openers in several processes serialize there,
+// and the later ones find the version current, so each migration is applied
+// exactly once per schema. schema_version has one row per applied version.
+// It returns how many migrations it applied.
+func migrate(ctx context.Context, conn *pgx.Conn) (int, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLock); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+		version    integer PRIMARY KEY,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return 0, err
+	}
+	var version int
+	if err := tx.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_version").Scan(&version); err != nil {
+		return 0, err
+	}
+	if version > len(migrations) {
+		return 0, fmt.Errorf("schema version %d is newer than this build knows (%d)", version, len(migrations))
+	}
+	applied := 0
+	for v := version; v < len(migrations); v++ {
+		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+			return 0, fmt.Errorf("migration %d: %w", v+1, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO schema_version (version) VALUES ($1)", v+1); err != nil {
+			return 0, err
+		}
+		applied++
+	}
+	return applied, tx.Commit(ctx)
+}

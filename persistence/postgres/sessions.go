@@ -1,0 +1,335 @@
+package postgres
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/jackc/pgx/v5"
+)
+
+const (
+	insertSessionSQL = `INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json,
+	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+	ON CONFLICT (session_id) DO NOTHING`
+	// Messages go in one statement per turn (or import), as arrays. A
+	// stored message id is skipped, not an error, for appends: that is how
+	// duplicate turns are found without a lookup per message; RETURNING
+	// tells which rows went in. A taken sequence still fails.
+	insertMessagesSQL = `INSERT INTO session_messages (session_id, sequence, message_id, role, content,
+	metadata_json, created_at)
+	SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[])`
+	appendMessagesSQL = insertMessagesSQL + ` ON CONFLICT (session_id, message_id) DO NOTHING RETURNING message_id`
+	upsertLinkSQL     = `INSERT INTO session_links (session_id, plan_id, phase, state) VALUES ($1, $2, $3, $4)
+	ON CONFLICT (session_id, plan_id) DO UPDATE SET phase = excluded.phase, state = excluded.state`
+)
+
+// messageRows is a turn's (or an import's) messages as column arrays.
+type messageRows struct {
+	seq                  []int64
+	ids, contents, metas []string
+	roles, created       []int64
+}
+
+func newMessageRows(ms []*sessionv1.Message, first int64) *messageRows {
+	r := &messageRows{}
+	for i, m := range ms {
+		r.seq = append(r.seq, first+int64(i))
+		r.ids = append(r.ids, m.MessageId)
+		r.roles = append(r.roles, int64(m.Role))
+		r.contents = append(r.contents, m.Content)
+		r.metas = append(r.metas, orEmptyObject(m.MetadataJson))
+		r.created = append(r.created, tsNanos(m.CreatedAt))
+	}
+	return r
+}
+
+func (r *messageRows) args(sessionID string) []any {
+	return []any{sessionID, r.seq, r.ids, r.roles, r.contents, r.metas, r.created}
+}
+
+func (a *applier) createSession(c *persistence.CreateSession) (persistence.Result, error) {
+	s := c.Session
+	if s == nil || s.GetSessionId() == "" {
+		return persistence.Result{}, errs.InvalidArgument("create session: no session id")
+	}
+	for _, m := range c.Messages {
+		if err := checkMessage(m); err != nil {
+			return persistence.Result{}, err
+		}
+	}
+	if err := a.fence(persistence.OwnerSession, s.SessionId, c.Epoch); err != nil {
+		return persistence.Result{}, err
+	}
+	state := s.GetState()
+	if state == sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {
+		state = sessionv1.SessionState_SESSION_STATE_ACTIVE
+	}
+	tu := s.GetTokenUsage()
+	tag, err := a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
+		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
+		int64(len(c.Messages)), tsNanos(s.CreatedAt), tsNanos(s.UpdatedAt), tsNanos(s.ClosedAt))
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	if tag.RowsAffected() == 0 {
+		return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
+	}
+	if len(c.Messages) > 0 {
+		if _, err := a.exec(insertMessagesSQL, newMessageRows(c.Messages, 0).args(s.SessionId)...); err != nil {
+			if uniqueViolation(err) == "session_messages_message_id_key" {
+				return persistence.Result{}, errs.InvalidArgument("create session %s: a message id appears twice", s.SessionId)
+			}
+			return persistence.Result{}, err
+		}
+	}
+	for _, l := range s.LinkedPlans {
+		if err := a.link(s.SessionId, l); err != nil {
+			return persistence.Result{}, err
+		}
+	}
+	if err := a.audit(c.Audit); err != nil {
+		return persistence.Result{}, err
+	}
+	return persistence.Result{NextSequence: int64(len(c.Messages))}, nil
+}
+
+func checkMessage(m *sessionv1.Message) error {
+	switch {
+	case m == nil:
+		return errs.InvalidArgument("message is nil")
+	case m.GetMessageId() == "":
+		return errs.InvalidArgument("message has no message_id")
+	case m.GetCreatedAt() == nil:
+		return errs.InvalidArgument("message %s has no created_at", m.GetMessageId())
+	}
+	return nil
+}
+
+func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
+	if l.GetPlanId() == "" {
+		return errs.InvalidArgument("session %s: linked plan has no plan_id", sessionID)
+	}
+	_, err := a.exec(upsertLinkSQL, sessionID, l.PlanId, l.Phase, l.State)
+	return err
+}
+
+// lockSession locks the session's row until commit and returns its next
+// sequence; NOT_FOUND when it does not exist. Another node's writer that
+// appends to the same session (which fencing should already prevent) waits
+// here, and then sees this transaction's result.
+func (a *applier) lockSession(sessionID string) (int64, error) {
+	var next int64
+	err := a.queryRow(`SELECT next_sequence FROM sessions WHERE session_id = $1 FOR UPDATE`, []any{sessionID}, &next)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, errs.NotFound("session %s not found", sessionID)
+	}
+	return next, err
+}
+
+// appendMessages checks NextSequence against the locked session row, then
+// inserts turn by turn from it and moves next_sequence to the end. The
+// UNIQUE(session_id, sequence) key is the backstop should the row ever
+// disagree with the messages.
+func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
+	if err := a.fence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
+		return persistence.Result{}, err
+	}
+	next, err := a.lockSession(c.SessionID)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	if next != c.NextSequence {
+		return persistence.Result{}, errs.FailedPrecondition("session %s: append at sequence %d, but the next sequence is %d",
+			c.SessionID, c.NextSequence, next)
+	}
+	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
+	for i := range c.Turns {
+		tr, n, err := a.turn(c.SessionID, &c.Turns[i], next)
+		if err != nil {
+			return persistence.Result{}, err
+		}
+		res.Turns[i] = tr
+		next += n
+	}
+	if next != c.NextSequence {
+		stored := !c.UpdatedAt.IsZero()
+		if _, err := a.exec(`UPDATE sessions SET next_sequence = $1,
+			updated_at = CASE WHEN $2::boolean THEN $3::bigint ELSE updated_at END WHERE session_id = $4`,
+			next, stored, timeNanos(c.UpdatedAt), c.SessionID); err != nil {
+			return persistence.Result{}, err
+		}
+	}
+	res.NextSequence = next
+	return res, nil
+}
+
+// turn stores one turn at sequences seq, seq+1, ... and returns how many
+// messages it stored. Its error is a command-level or transaction-level
+// failure; turn-level outcomes are in the TurnResult.
+func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persistence.TurnResult, int64, error) {
+	if len(t.Messages) == 0 {
+		return persistence.TurnResult{Err: errs.InvalidArgument("session %s: empty turn", sessionID)}, 0, nil
+	}
+	for i, m := range t.Messages {
+		if err := checkMessage(m); err != nil {
+			return persistence.TurnResult{Err: err}, 0, nil
+		}
+		for _, o := range t.Messages[:i] {
+			if o.MessageId == m.MessageId {
+				return persistence.TurnResult{Err: errs.InvalidArgument("session %s: message id %s appears twice in one turn",
+					sessionID, m.MessageId)}, 0, nil
+			}
+		}
+	}
+	rows := newMessageRows(t.Messages, seq)
+	inserted, err := a.insertReturningIDs(appendMessagesSQL, rows.args(sessionID))
+	if err != nil {
+		if uniqueViolation(err) == "session_messages_sequence_key" {
+			return persistence.TurnResult{}, 0, errs.FailedPrecondition("session %s: a sequence from %d is taken", sessionID, seq)
+		}
+		return persistence.TurnResult{}, 0, err
+	}
+	switch len(inserted) {
+	case len(t.Messages):
+		if err := a.audit(t.Audit); err != nil {
+			return persistence.TurnResult{}, 0, err
+		}
+		out := make([]*sessionv1.Message, len(t.Messages))
+		for i, m := range t.Messages {
+			out[i] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: seq + int64(i),
+				Role: m.Role, Content: m.Content, MetadataJson: rows.metas[i], CreatedAt: stamp(rows.created[i])}
+		}
+		return persistence.TurnResult{Messages: out}, int64(len(out)), nil
+	case 0:
+		out, err := a.storedMessages(sessionID, rows.ids)
+		if err != nil {
+			return persistence.TurnResult{}, 0, err
+		}
+		return persistence.TurnResult{Duplicate: true, Messages: out}, 0, nil
+	}
+	// Some ids were stored before, some not: undo this turn's rows.
+	if _, err := a.exec(`DELETE FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[])`,
+		sessionID, inserted); err != nil {
+		return persistence.TurnResult{}, 0, err
+	}
+	return persistence.TurnResult{Err: errs.FailedPrecondition("session %s: turn mixes stored and new message ids", sessionID)}, 0, nil
+}
+
+// insertReturningIDs runs an INSERT ... RETURNING of one text column.
+func (a *applier) insertReturningIDs(query string, args []any) ([]string, error) {
+	rows, err := a.tx.Query(a.ctx, query, args...)
+	if err != nil {
+		return nil, dataException(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, dataException(err)
+}
+
+// storedMessages returns the stored messages with these ids, in the ids'
+// order; all of them exist.
+func (a *applier) storedMessages(sessionID string, ids []string) ([]*sessionv1.Message, error) {
+	rows, err := a.tx.Query(a.ctx, `SELECT message_id, sequence, role, content, metadata_json, created_at
+		FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[])`, sessionID, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*sessionv1.Message, len(ids))
+	var role, created int64
+	m := &sessionv1.Message{}
+	_, err = pgx.ForEachRow(rows, []any{&m.MessageId, &m.Sequence, &role, &m.Content, &m.MetadataJson, &created}, func() error {
+		byID[m.MessageId] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: m.Sequence,
+			Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: stamp(created)}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*sessionv1.Message, len(ids))
+	for i, id := range ids {
+		if out[i] = byID[id]; out[i] == nil {
+			return nil, errs.Internal("session %s: stored message %s vanished", sessionID, id)
+		}
+	}
+	return out, nil
+}
+
+func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Result, error) {
+	if err := a.fence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
+		return persistence.Result{}, err
+	}
+	tu := c.TokenDelta
+	tag, err := a.exec(`UPDATE sessions SET
+		state = CASE WHEN $1::bigint <> 0 THEN $1::bigint ELSE state END,
+		closed_at = CASE WHEN $2::bigint <> 0 THEN $2::bigint ELSE closed_at END,
+		input_tokens = input_tokens + $3::bigint,
+		output_tokens = output_tokens + $4::bigint,
+		cost = cost + $5::double precision,
+		updated_at = CASE WHEN $6::bigint <> 0 THEN $6::bigint ELSE updated_at END
+		WHERE session_id = $7`,
+		int64(c.State), timeNanos(c.ClosedAt), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
+		timeNanos(c.UpdatedAt), c.SessionID)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	if tag.RowsAffected() == 0 {
+		return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
+	}
+	if c.LinkPlan != nil {
+		if err := a.link(c.SessionID, c.LinkPlan); err != nil {
+			return persistence.Result{}, err
+		}
+	}
+	if err := a.audit(c.Audit); err != nil {
+		return persistence.Result{}, err
+	}
+	return persistence.Result{}, nil
+}
+
+func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Result, error) {
+	if err := a.fence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
+		return persistence.Result{}, err
+	}
+	if _, err := a.lockSession(c.SessionID); err != nil {
+		return persistence.Result{}, err
+	}
+	rows, err := a.tx.Query(a.ctx, `DELETE FROM session_links WHERE session_id = $1 RETURNING id, plan_id`, c.SessionID)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	var links []sessionLink
+	var l sessionLink
+	if _, err := pgx.ForEachRow(rows, []any{&l.id, &l.planID}, func() error {
+		links = append(links, l)
+		return nil
+	}); err != nil {
+		return persistence.Result{}, err
+	}
+	// Report them in link order, as stored.
+	slices.SortFunc(links, func(x, y sessionLink) int { return cmp.Compare(x.id, y.id) })
+	var res persistence.Result
+	for _, l := range links {
+		res.PlansOrphaned = append(res.PlansOrphaned, l.planID)
+	}
+	tag, err := a.exec(`DELETE FROM session_messages WHERE session_id = $1`, c.SessionID)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	res.MessagesRemoved = tag.RowsAffected()
+	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = $1`, c.SessionID); err != nil {
+		return persistence.Result{}, err
+	}
+	if err := a.audit(c.Audit); err != nil {
+		return persistence.Result{}, err
+	}
+	return res, nil
+}
+
+type sessionLink struct {
+	id     int64
+	planID string
+}

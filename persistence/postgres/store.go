@@ -1,0 +1,206 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// closeTimeout bounds closing the writer connection (a Terminate message).
+const closeTimeout = 5 * time.Second
+
+// Store is one PostgreSQL schema as seen from this process. It implements
+// persistence.Store.
+//
+// Invariants: wconn is the only connection of this Store that writes, and
+// it is never in the read pool, whose connections run with
+// default_transaction_read_only=on; at most one Writer is held at a time.
+// Other processes (nodes) have Stores of their own on the same schema; what
+// keeps their writes apart is in the database (see the package doc).
+type Store struct {
+	key      string
+	unshared bool
+
+	// Guarded by registry.mu.
+	refs int
+	// ready is closed once open has finished; openErr is set before.
+	ready   chan struct{}
+	openErr error
+	// done is closed once the Store is closed (or failed to open).
+	done chan struct{}
+
+	// Set by open, read-only afterwards.
+	wcfg          *pgx.ConnConfig
+	pcfg          *pgxpool.Config
+	pool          *pgxpool.Pool
+	reader        *reader
+	migrationRuns int
+
+	// wmu serializes everything that uses the writer connection: Apply,
+	// Writer, reconnects and the test hooks. It guards the fields below.
+	wmu sync.Mutex
+	// wconn is nil while there is no live writer connection (it died and
+	// the next Apply reconnects).
+	wconn      *pgx.Conn
+	closed     bool
+	writerHeld bool
+	readOnly   bool
+	// connects counts writer connections made, retries transactions run
+	// again (for tests and diagnosis).
+	connects int
+	retries  int
+	// Test hooks: commit commits tx (tests lose its answer); afterCommand,
+	// when set, runs after each command of an attempt.
+	commit       func(ctx context.Context, tx pgx.Tx) error
+	afterCommand func(i int)
+}
+
+var _ persistence.Store = (*Store)(nil)
+
+func newStore(key string, cfg *pgxpool.Config, unshared bool) *Store {
+	return &Store{
+		key:      key,
+		unshared: unshared,
+		refs:     1,
+		ready:    make(chan struct{}),
+		done:     make(chan struct{}),
+		wcfg:     cfg.ConnConfig.Copy(),
+		pcfg:     cfg,
+		commit:   func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
+	}
+}
+
+// open connects the writer, migrates through it, and starts the read pool.
+func (s *Store) open(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			s.closeConns()
+		}
+	}()
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	if s.migrationRuns, err = migrate(ctx, s.wconn); err != nil {
+		return storeErr("migrate "+s.key, err)
+	}
+	// Reads can never write, whatever the code asks of them.
+	s.pcfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	if s.pool, err = pgxpool.NewWithConfig(ctx, s.pcfg); err != nil {
+		return storeErr("open read pool of "+s.key, err)
+	}
+	if err := s.pool.Ping(ctx); err != nil {
+		return storeErr("open read pool of "+s.key, err)
+	}
+	s.reader = &reader{pool: s.pool}
+	return nil
+}
+
+// connect makes a new writer connection. Called from open, or with wmu held.
+func (s *Store) connect(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, s.wcfg.Copy())
+	if err != nil {
+		return storeErr("connect "+s.key, err)
+	}
+	if s.readOnly {
+		if _, err := conn.Exec(ctx, "SET default_transaction_read_only = on"); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return storeErr("connect "+s.key, err)
+		}
+	}
+	s.wconn = conn
+	s.connects++
+	return nil
+}
+
+// liveConn returns the writer connection, reconnecting if it died. Called
+// with wmu held.
+func (s *Store) liveConn(ctx context.Context) (*pgx.Conn, error) {
+	if s.wconn != nil && !s.wconn.IsClosed() {
+		return s.wconn, nil
+	}
+	s.dropConn()
+	if err := s.connect(ctx); err != nil {
+		return nil, err
+	}
+	return s.wconn, nil
+}
+
+// dropConn closes and forgets the writer connection. Called with wmu held
+// (or from open and shutdown).
+func (s *Store) dropConn() {
+	if s.wconn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	s.wconn.Close(ctx)
+	s.wconn = nil
+}
+
+func (s *Store) closeConns() {
+	s.dropConn()
+	if s.pool != nil {
+		s.pool.Close()
+	}
+}
+
+// shutdown closes the connections once the last handle is gone. A Writer
+// still held afterwards fails with UNAVAILABLE, and so do reads.
+func (s *Store) shutdown() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.closed = true
+	s.closeConns()
+	return nil
+}
+
+// Reader returns the read side, on the read-only pool.
+func (s *Store) Reader() persistence.Reader { return s.reader }
+
+// Writer hands out the sole writer.
+func (s *Store) Writer() (persistence.Writer, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed {
+		return nil, errs.Unavailable("store %s is closed", s.key)
+	}
+	if s.writerHeld {
+		return nil, ErrWriterTaken
+	}
+	s.writerHeld = true
+	return &writer{s: s}, nil
+}
+
+// Key returns the registry key: the DSN normalized, without the password.
+func (s *Store) Key() string { return s.key }
+
+// MigrationRuns returns how many schema migrations this Store applied when
+// it opened: len(migrations) for a new schema, 0 for one that was current.
+func (s *Store) MigrationRuns() int { return s.migrationRuns }
+
+// SetReadOnly (a test hook, storetest.ReadOnlySwitch) makes the writer's
+// transactions read-only, so that every write fails as on a server in
+// recovery or a read-only replica (SQLSTATE 25006, UNAVAILABLE); false
+// undoes it. It survives reconnects.
+func (s *Store) SetReadOnly(on bool) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed {
+		return errs.Unavailable("store %s is closed", s.key)
+	}
+	s.readOnly = on
+	if s.wconn == nil || s.wconn.IsClosed() {
+		return nil // the next connect applies it
+	}
+	value := "off"
+	if on {
+		value = "on"
+	}
+	_, err := s.wconn.Exec(context.Background(), "SET default_transaction_read_only = "+value)
+	return storeErr("set read-only", err)
+}
