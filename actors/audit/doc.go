@@ -18,9 +18,9 @@
 // The actor keeps a queue. When no transaction runs, it takes everything
 // queued, in arrival order, up to Config.MaxBatchCommands commands and
 // Config.MaxBatchBytes bytes, and applies it with one Writer.Apply — one
-// transaction — on a goroutine of its own, so it keeps receiving while the
-// transaction runs and the next batch forms meanwhile. At most one Apply
-// runs at a time. When it returns, every sender in the batch is answered
+// transaction — on a long-lived goroutine of its own, so it keeps
+// receiving while the transaction runs and the next batch forms meanwhile.
+// At most one Apply runs at a time. When it returns, every sender in the batch is answered
 // with its own result: a *Submit's sender gets *Applied, in-process callers
 // their return value. With synchronous=FULL, answered means durable.
 // Commands of one sender commit in the order it sent them.
