@@ -23,6 +23,11 @@ type Config struct {
 	// DefaultMaxMessageBytes). The other writers' keys of one plan's
 	// error_details may take four times as much in total.
 	MaxMessageBytes int
+	// Name is the directory's actor name (default DirectoryName). Two
+	// Services in one actor system need different names; they then own
+	// plans independently, as two processes would, and only fencing
+	// keeps their actors of one plan from both writing.
+	Name string
 }
 
 func (c Config) withDefaults() Config {
@@ -34,6 +39,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.Name == "" {
+		c.Name = DirectoryName
 	}
 	return c
 }

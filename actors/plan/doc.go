@@ -39,6 +39,24 @@
 //     back to its last committed state and recomputes the queued requests,
 //     so the next record gets the next dense sequence.
 //
+// # Fencing
+//
+// The directory's "one actor per plan" holds within one process. Where two
+// directories (two processes, two cluster members) each activate one, the
+// store keeps only the newer writing: an actor's first write is
+// persistence.Activate, which increments the plan's epoch and returns it;
+// only after that commits does the actor load the plan (calls that arrive
+// meanwhile wait, in order), and every PlanWrite carries the epoch. The
+// store refuses a write of an older epoch with persistence.ErrFenced and
+// stores nothing of it. The fenced actor answers the requests of that
+// write, the queued ones and every later one with UNAVAILABLE ("plan X is
+// owned by a newer activation; retry") and asks its directory to stop it;
+// a retry, through either directory, reaches the current owner or a fresh
+// actor with a new epoch, whose load includes every acknowledged record.
+// A failed activation (disk full, no writer) fails the waiting calls with
+// its error and stops the actor the same way. Config.Name lets two Services
+// share one actor system, which is how the tests force a double activation.
+//
 // Back-pressure: every write request holds an audit Backlog slot until it
 // is answered (in-process callers wait, audit.NoWait contexts and remote
 // senders get RESOURCE_EXHAUSTED); a plan actor's Submits are covered by the

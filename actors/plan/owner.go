@@ -24,7 +24,10 @@ import (
 //   - working == committed advanced by inflight's ops, then queue's ops;
 //   - a request is answered only after the write carrying it committed, or
 //     with the error that rolled it back; so replies, like sequences, are in
-//     arrival order, and an acknowledged record is durable.
+//     arrival order, and an acknowledged record is durable;
+//   - nothing is loaded or decided before the actor's Activate committed
+//     (activation != 0 until then; calls wait in pending), and every
+//     PlanWrite carries the epoch it returned (see fencing.go).
 type owner struct {
 	planID string
 	env    *env
@@ -34,6 +37,10 @@ type owner struct {
 	inflight  *batch
 	queue     []*op
 	tag       uint64
+
+	epoch      int64
+	activation uint64 // the tag of the Activate in flight, or 0
+	pending    []*directory.Call
 
 	passivating bool
 	// broken is set when the plan could not be loaded; every request is
@@ -61,14 +68,28 @@ func (o *owner) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		o.env.live.add()
-		o.load(ctx)
+		o.activate(ctx)
 		if o.env.cfg.IdleTimeout > 0 {
 			ctx.SetReceiveTimeout(o.env.cfg.IdleTimeout)
 		}
 	case *directory.Call:
+		if o.activation != 0 {
+			o.pending = append(o.pending, m)
+			return
+		}
 		o.accept(ctx, m)
 	case *audit.Applied:
+		if o.activation != 0 && m.Tag == o.activation {
+			o.activated(ctx, m.Result)
+			return
+		}
 		o.applied(ctx, m)
+	case *actor.DeadLetterResponse:
+		// Only an Activate can get here unanswered before anything
+		// else was sent: the audit actor is gone.
+		if o.activation != 0 {
+			o.activated(ctx, persistence.Result{Err: errs.Unavailable("plan %s: the audit writer is not running", o.planID)})
+		}
 	case *actor.ReceiveTimeout:
 		// The timer fires once; re-arm it so a busy owner asks again later.
 		ctx.SetReceiveTimeout(o.env.cfg.IdleTimeout)
@@ -86,6 +107,9 @@ func (o *owner) Receive(ctx actor.Context) {
 	}
 }
 
+// load reads the plan's committed state: after the activation (so it
+// includes every write of earlier owners that can ever commit), and again
+// when a write says memory and store disagree.
 func (o *owner) load(ctx actor.Context) {
 	lctx, cancel := context.WithTimeout(context.Background(), o.env.cfg.AskTimeout)
 	defer cancel()
@@ -111,7 +135,9 @@ func (o *owner) load(ctx actor.Context) {
 // Request: the directory identifies the owner by the sender.
 func askPassivation(ctx actor.Context) { ctx.Request(ctx.Parent(), &directory.Idle{}) }
 
-func (o *owner) idle() bool { return o.inflight == nil && len(o.queue) == 0 }
+func (o *owner) idle() bool {
+	return o.inflight == nil && len(o.queue) == 0 && o.activation == 0 && len(o.pending) == 0
+}
 
 func (o *owner) stopIfDone(ctx actor.Context) {
 	if o.passivating && o.idle() {
@@ -211,6 +237,7 @@ func (o *owner) flush(ctx actor.Context) {
 		return
 	}
 	o.queue = o.queue[n:]
+	w.Epoch = o.epoch
 	o.tag++
 	o.inflight = &batch{tag: o.tag, ops: ops}
 	ctx.Request(o.env.auditPID, &audit.Submit{Cmd: w, Tag: o.tag})
@@ -225,7 +252,9 @@ func (o *owner) applied(ctx actor.Context, a *audit.Applied) {
 		return // not the write in flight: a stale answer
 	}
 	o.inflight = nil
-	if err := a.Result.Err; err != nil {
+	if err := a.Result.Err; errors.Is(err, persistence.ErrFenced) {
+		o.fence(ctx, b)
+	} else if err != nil {
 		o.fail(b.ops, err)
 		if errors.Is(err, errs.ErrFailedPrecondition) {
 			// The store disagrees with committed (a sequence is taken):
@@ -277,6 +306,11 @@ func (o *owner) failAll() {
 		o.fail(o.inflight.ops, errs.Unavailable("plan %s stopped before its write was answered; the write may still commit", o.planID))
 		o.inflight = nil
 	}
-	o.fail(o.queue, errs.Unavailable("plan %s stopped; the request was not stored", o.planID))
+	stopped := errs.Unavailable("plan %s stopped; the request was not stored", o.planID)
+	o.fail(o.queue, stopped)
 	o.queue = nil
+	for _, c := range o.pending {
+		c.Replier.Reply(nil, stopped)
+	}
+	o.pending = nil
 }

@@ -35,7 +35,8 @@ type Service struct {
 	stopErr  error
 }
 
-// Start spawns the plans directory (named DirectoryName) in sys. Plan
+// Start spawns the plans directory (named Config.Name, by default
+// DirectoryName) in sys. Plan
 // actors hand their writes to auditSvc's actor and load their state, and
 // the Service answers History and ErrorDetails, from reader.
 func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.Reader, cfg Config) (*Service, error) {
@@ -54,7 +55,7 @@ func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.R
 		Admit:   s.backlog.TryAcquire,
 		Release: s.backlog.Release,
 	})
-	pid, err := sys.Root.SpawnNamed(props, DirectoryName)
+	pid, err := sys.Root.SpawnNamed(props, e.cfg.Name)
 	if err != nil {
 		return nil, errs.FailedPrecondition("spawning the plans directory: %v", err)
 	}

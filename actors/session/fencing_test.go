@@ -241,3 +241,35 @@ func TestFencingConcurrentAppends(t *testing.T) {
 	t.Logf("%d appends, %d fenced attempts, activations %d + %d",
 		senders*each, fencedN.Load(), session.Activations(svcs[0]), session.Activations(svcs[1]))
 }
+
+// TestActivationFailure: when the store cannot take the epoch, the
+// requests waiting for it fail with the store's error and nothing is
+// decided or stored; a later request activates and succeeds.
+func TestActivationFailure(t *testing.T) {
+	n := startNode(t, fileURL(t), session.Config{}, nil)
+	ctx := ctxT(t)
+	id := n.create(t, "ro")
+	n.svc.PassivateAll()
+	if err := session.WaitNoActors(ctx, n.svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.store.SetReadOnly(true); err != nil {
+		t.Fatal(err)
+	}
+	_, err := appendOne(ctx, n.svc, id, ids.New(), "refused")
+	wantCode(t, err, errs.UnavailableCode)
+	if isFenced(err) {
+		t.Fatalf("a failed activation answered as fenced: %v", err)
+	}
+	if err := n.store.SetReadOnly(false); err != nil {
+		t.Fatal(err)
+	}
+	mid := ids.New()
+	r, err := appendOne(ctx, n.svc, id, mid, "stored")
+	if err != nil || r.GetMessages()[0].GetSequence() != 0 {
+		t.Fatalf("append after the store recovered: %v %v, want sequence 0", r, err)
+	}
+	if got := n.messages(t, id); len(got) != 1 || got[0].GetMessageId() != mid {
+		t.Fatalf("messages: %v, want only %s", got, mid)
+	}
+}
