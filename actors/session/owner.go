@@ -206,6 +206,9 @@ func (o *owner) pop() *request {
 // and after a write failed in a way that means memory and store may differ.
 // Every write of a previous owner of this id is visible: the directory
 // spawns us only after it terminated, and it answered only after commit.
+// An owner in another directory may still live; but load runs only after
+// our Activate committed, so what it committed before is visible and what
+// it writes after is fenced.
 func (o *owner) load() error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.env.cfg.AskTimeout)
 	defer cancel()
