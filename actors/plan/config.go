@@ -28,6 +28,10 @@ type Config struct {
 	// plans independently, as two processes would, and only fencing
 	// keeps their actors of one plan from both writing.
 	Name string
+	// Router, when set, carries the façade's writes to their plan actors
+	// instead of this process's directory: cluster mode (package
+	// placement), where any member may own a plan.
+	Router Router
 }
 
 func (c Config) withDefaults() Config {

@@ -40,7 +40,7 @@ func (o *owner) activated(ctx actor.Context, res persistence.Result) {
 	}
 	if err != nil {
 		o.broken = err
-		askPassivation(ctx)
+		o.askPassivation(ctx)
 	} else {
 		o.epoch = res.Epoch
 		o.load(ctx)
@@ -62,5 +62,5 @@ func (o *owner) fence(ctx actor.Context, b *batch) {
 	o.fail(b.ops, o.broken)
 	o.fail(o.queue, o.broken)
 	o.queue = nil
-	askPassivation(ctx)
+	o.askPassivation(ctx)
 }

@@ -13,6 +13,8 @@ import (
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
 )
 
 // owner is the plan actor: the only code that assigns the plan's sequences
@@ -43,6 +45,12 @@ type owner struct {
 	pending    []*directory.Call
 
 	passivating bool
+	// standalone: a cluster kind (cluster.go), with no directory parent.
+	// It stops itself when idle, and admit/release (may be nil) bracket
+	// each bare request it accepts.
+	standalone bool
+	admit      func() error
+	release    func()
 	// broken is set when the plan could not be loaded; every request is
 	// answered with it until the directory has stopped this actor.
 	broken error
@@ -68,16 +76,16 @@ func (o *owner) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		o.env.live.add()
-		o.activate(ctx)
+		if !o.standalone { // a cluster kind activates on ClusterInit
+			o.activate(ctx)
+		}
 		if o.env.cfg.IdleTimeout > 0 {
 			ctx.SetReceiveTimeout(o.env.cfg.IdleTimeout)
 		}
 	case *directory.Call:
-		if o.activation != 0 {
-			o.pending = append(o.pending, m)
-			return
-		}
-		o.accept(ctx, m)
+		o.call(ctx, m)
+	case *cluster.ClusterInit:
+		o.clusterInit(ctx, m)
 	case *audit.Applied:
 		if o.activation != 0 && m.Tag == o.activation {
 			o.activated(ctx, m.Result)
@@ -94,7 +102,7 @@ func (o *owner) Receive(ctx actor.Context) {
 		// The timer fires once; re-arm it so a busy owner asks again later.
 		ctx.SetReceiveTimeout(o.env.cfg.IdleTimeout)
 		if o.idle() {
-			askPassivation(ctx)
+			o.askPassivation(ctx)
 		}
 	case *directory.Passivate:
 		o.passivating = true
@@ -104,7 +112,21 @@ func (o *owner) Receive(ctx actor.Context) {
 		// leaves work here; passivation waits for it.
 		o.failAll()
 		o.env.live.done()
+	case proto.Message:
+		// Only a cluster kind is sent bare requests; a directory wraps
+		// them in a *directory.Call.
+		if o.standalone {
+			o.acceptBare(ctx, m)
+		}
 	}
+}
+
+func (o *owner) call(ctx actor.Context, c *directory.Call) {
+	if o.activation != 0 {
+		o.pending = append(o.pending, c)
+		return
+	}
+	o.accept(ctx, c)
 }
 
 // load reads the plan's committed state: after the activation (so it
@@ -125,7 +147,7 @@ func (o *owner) load(ctx actor.Context) {
 		// Ask to be stopped; the next request spawns a fresh owner that
 		// loads again.
 		o.broken = errs.Unavailable("plan %s could not be loaded: %v", o.planID, err)
-		askPassivation(ctx)
+		o.askPassivation(ctx)
 		return
 	}
 	o.working = o.committed.clone()
@@ -133,7 +155,16 @@ func (o *owner) load(ctx actor.Context) {
 
 // askPassivation asks the directory to passivate this owner. It must be a
 // Request: the directory identifies the owner by the sender.
-func askPassivation(ctx actor.Context) { ctx.Request(ctx.Parent(), &directory.Idle{}) }
+func (o *owner) askPassivation(ctx actor.Context) {
+	if o.standalone {
+		// No directory: stop once nothing is in flight. A later
+		// request activates a fresh actor, which takes a new epoch.
+		o.passivating = true
+		o.stopIfDone(ctx)
+		return
+	}
+	ctx.Request(ctx.Parent(), &directory.Idle{})
+}
 
 func (o *owner) idle() bool {
 	return o.inflight == nil && len(o.queue) == 0 && o.activation == 0 && len(o.pending) == 0

@@ -129,6 +129,9 @@ func (s *Service) call(ctx context.Context, msg proto.Message) (proto.Message, e
 	if s.stopped.Load() {
 		return nil, errs.Unavailable("the plans service is stopped")
 	}
+	if r := s.env.cfg.Router; r != nil {
+		return s.route(ctx, r, msg) // cluster mode: the owner's node admits it
+	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	if err := s.backlog.Admit(ctx); err != nil {

@@ -50,6 +50,10 @@ type Config struct {
 	// sessions independently, as two processes would, and only fencing
 	// keeps their actors of one session from both writing.
 	Name string
+	// Router, when set, carries the façade's writes to their session
+	// actors instead of this process's directory: cluster mode (package
+	// placement), where any member may own a session.
+	Router Router
 }
 
 func (c Config) withDefaults() Config {

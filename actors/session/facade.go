@@ -21,7 +21,7 @@ func (s *Service) Create(ctx context.Context, req *sessionv1.CreateSessionReques
 	if err != nil {
 		return nil, err
 	}
-	return call[*sessionv1.CreateSessionResponse](ctx, s, n)
+	return routed[*sessionv1.CreateSessionResponse](ctx, s, n)
 }
 
 func (s *Service) Get(ctx context.Context, req *sessionv1.GetSessionRequest) (*sessionv1.GetSessionResponse, error) {
@@ -36,14 +36,14 @@ func (s *Service) Close(ctx context.Context, req *sessionv1.CloseSessionRequest)
 	if err := ids.Check("session_id", req.GetSessionId()); err != nil {
 		return nil, err
 	}
-	return call[*sessionv1.CloseSessionResponse](ctx, s, &sessionv1.CloseSessionRequest{SessionId: req.GetSessionId()})
+	return routed[*sessionv1.CloseSessionResponse](ctx, s, &sessionv1.CloseSessionRequest{SessionId: req.GetSessionId()})
 }
 
 func (s *Service) Delete(ctx context.Context, req *sessionv1.DeleteSessionRequest) (*sessionv1.DeleteSessionResponse, error) {
 	if err := ids.Check("session_id", req.GetSessionId()); err != nil {
 		return nil, err
 	}
-	return call[*sessionv1.DeleteSessionResponse](ctx, s, &sessionv1.DeleteSessionRequest{SessionId: req.GetSessionId()})
+	return routed[*sessionv1.DeleteSessionResponse](ctx, s, &sessionv1.DeleteSessionRequest{SessionId: req.GetSessionId()})
 }
 
 func (s *Service) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
@@ -51,7 +51,7 @@ func (s *Service) Append(ctx context.Context, req *sessionv1.AppendRequest) (*se
 	if err != nil {
 		return nil, err
 	}
-	return call[*sessionv1.AppendResponse](ctx, s, n)
+	return routed[*sessionv1.AppendResponse](ctx, s, n)
 }
 
 func (s *Service) ListMessages(ctx context.Context, req *sessionv1.ListMessagesRequest) (*sessionv1.ListMessagesResponse, error) {
@@ -65,7 +65,7 @@ func (s *Service) UpdateTokenUsage(ctx context.Context, req *sessionv1.UpdateTok
 	n := &sessionv1.UpdateTokenUsageRequest{
 		SessionId: req.GetSessionId(), InputTokens: req.GetInputTokens(), OutputTokens: req.GetOutputTokens(), Cost: req.GetCost(),
 	}
-	return call[*sessionv1.UpdateTokenUsageResponse](ctx, s, n)
+	return routed[*sessionv1.UpdateTokenUsageResponse](ctx, s, n)
 }
 
 func (s *Service) LinkPlan(ctx context.Context, req *sessionv1.LinkPlanRequest) (*sessionv1.LinkPlanResponse, error) {
@@ -73,7 +73,7 @@ func (s *Service) LinkPlan(ctx context.Context, req *sessionv1.LinkPlanRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return call[*sessionv1.LinkPlanResponse](ctx, s, n)
+	return routed[*sessionv1.LinkPlanResponse](ctx, s, n)
 }
 
 func (s *Service) Export(ctx context.Context, req *sessionv1.ExportSessionRequest) (*sessionv1.ExportSessionResponse, error) {

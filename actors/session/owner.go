@@ -10,6 +10,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -47,6 +48,13 @@ type owner struct {
 
 	passivating bool // the directory told us to stop
 	idleAsked   bool // we asked the directory to passivate us
+
+	// standalone: a cluster kind (cluster.go), with no directory parent.
+	// It stops itself when idle, and admit/release (may be nil) bracket
+	// each bare request it accepts.
+	standalone bool
+	admit      func() error
+	release    func()
 }
 
 // request is one accepted Call with its normalised message.
@@ -111,6 +119,8 @@ func (o *owner) Receive(ctx actor.Context) {
 	case *directory.Passivate:
 		o.passivating = true
 		o.pump(ctx)
+	case *cluster.ClusterInit:
+		o.clusterInit(m)
 	case *actor.Stopped, *actor.Restarting:
 		// Stopped without passivation (the directory was stopped) or
 		// restarting after a panic: this incarnation ends here, and
@@ -118,12 +128,29 @@ func (o *owner) Receive(ctx actor.Context) {
 		// flight may still commit; retries with message ids are safe).
 		o.failAll(errs.Unavailable("session %s: the session actor stopped", o.id))
 		o.env.live.add(-1)
+	case proto.Message:
+		// Only a cluster kind is sent bare requests; a directory wraps
+		// them in a *directory.Call.
+		if o.standalone {
+			o.acceptBare(ctx, m)
+			o.pump(ctx)
+		}
 	}
 }
 
 func (o *owner) idle() bool { return o.busy == nil && len(o.queue) == 0 }
 
 func (o *owner) askPassivation(ctx actor.Context) {
+	if o.standalone {
+		// No directory: stop now. The cluster forgets this activation
+		// as it stops; a later request activates a fresh one, which
+		// takes a new epoch and reloads.
+		if !o.passivating {
+			o.passivating = true
+			ctx.Stop(ctx.Self())
+		}
+		return
+	}
 	if !o.idleAsked && !o.passivating {
 		o.idleAsked = true
 		// Request, not Send: the directory knows the owner by sender.

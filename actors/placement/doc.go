@@ -1,0 +1,36 @@
+// Package placement runs agentstate's session and plan actors as
+// Proto.Actor cluster kinds, so that any member of a cluster reaches any
+// session or plan by id, and routes the façades' writes to them.
+//
+// Embedding in your own cluster:
+//
+//	router := placement.NewRouter(placement.RouterConfig{})
+//	node, _ := actors.Start(sys, store, actors.Config{
+//		Sessions: session.Config{Router: router},
+//		Plans:    plan.Config{Router: router},
+//	})
+//	cfg := cluster.Configure(name, provider, disthash.New(), remoteCfg,
+//		cluster.WithKinds(placement.Kinds(node.Sessions(), node.Plans())...),
+//		cluster.WithRequestTimeout(placement.DefaultRequestTimeout))
+//	c := cluster.New(sys, cfg)
+//	c.StartMember()
+//	router.Bind(c)
+//
+// Calls use plain cluster.Request with bare agentstate protobuf requests
+// (the kinds answer the response message or a *commonv1.Error), not
+// generated grains: the session and plan actors already speak those
+// messages to remote senders, and the façades stay the one typed API.
+//
+// The cluster does not guarantee one activation per id: after a member
+// rejoins, two members may each activate the same session for a while
+// (protoactor-go issue #799). Correctness does not rest on placement: every
+// activation takes a new epoch from the store and every write carries it
+// (persistence fencing), so only the newest activation can write; an older
+// one's writes fail, it answers UNAVAILABLE and stops, and the Router
+// retries. Router retries UNAVAILABLE answers and transport failures with a
+// short per-attempt timeout, within the caller's deadline.
+//
+// Member starts a member with the automanaged provider (a static peer
+// list, no external server); production deployments may use the library's
+// etcd, consul or kubernetes providers with the same Kinds and Router.
+package placement

@@ -1,0 +1,123 @@
+package placement
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentstate/agentstate/actors/plan"
+	"github.com/agentstate/agentstate/actors/session"
+	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
+)
+
+// Defaults of RouterConfig and of a Member's cluster.
+const (
+	// DefaultAttemptTimeout bounds one attempt of a routed call. A
+	// request to a member that just died is not failed by the library
+	// when the endpoint goes; it waits this long, then the next attempt
+	// resolves the owner anew.
+	DefaultAttemptTimeout = 1500 * time.Millisecond
+	// DefaultRequestTimeout is the cluster's own request timeout.
+	DefaultRequestTimeout = 1500 * time.Millisecond
+	defaultBackoff        = 20 * time.Millisecond
+	maxBackoff            = 250 * time.Millisecond
+)
+
+// RouterConfig tunes a Router. The zero value is usable.
+type RouterConfig struct {
+	// AttemptTimeout bounds one attempt (default DefaultAttemptTimeout).
+	AttemptTimeout time.Duration
+}
+
+// Router carries writes to their owners through a cluster. It implements
+// session.Router and plan.Router. Calls made before Bind fail with
+// UNAVAILABLE (retried within the caller's deadline).
+type Router struct {
+	cfg     RouterConfig
+	cluster atomic.Pointer[cluster.Cluster]
+	retries atomic.Int64
+}
+
+var (
+	_ session.Router = (*Router)(nil)
+	_ plan.Router    = (*Router)(nil)
+)
+
+// NewRouter returns a Router that is not yet bound to a cluster.
+func NewRouter(cfg RouterConfig) *Router {
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = DefaultAttemptTimeout
+	}
+	return &Router{cfg: cfg}
+}
+
+// Bind makes r route through c. The kinds must be registered in c (Kinds).
+func (r *Router) Bind(c *cluster.Cluster) { r.cluster.Store(c) }
+
+// Retries is the number of attempts retried so far (failover shows here).
+func (r *Router) Retries() int64 { return r.retries.Load() }
+
+// Route asks the kind's actor for id with msg. It retries while the answer
+// is UNAVAILABLE or no answer came (the owner's member died, the owner was
+// fenced or is stopping), until ctx ends; any other answer is final. Each
+// attempt sends a copy of msg, so a local owner never shares it with a
+// retry.
+func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error) {
+	backoff := defaultBackoff
+	var last error
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			r.retries.Add(1)
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, errs.Unavailable("%s %s: no answer before the deadline (%v); last: %v", kind, id, ctx.Err(), last)
+			case <-t.C:
+			}
+			backoff = min(2*backoff, maxBackoff)
+		}
+		timeout := r.cfg.AttemptTimeout
+		if dl, ok := ctx.Deadline(); ok {
+			left := time.Until(dl)
+			if left <= 0 {
+				return nil, errs.Unavailable("%s %s: no answer before the deadline; last: %v", kind, id, last)
+			}
+			timeout = min(timeout, left)
+		}
+		resp, err := r.attempt(kind, id, msg, timeout)
+		if err == nil {
+			return resp, nil
+		}
+		if errs.CodeOf(err) != errs.UnavailableCode {
+			return nil, err
+		}
+		last = err
+	}
+}
+
+// attempt makes one cluster request. Failures of the transport and
+// "no answer" are UNAVAILABLE; an answered *commonv1.Error is the owner's.
+func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Duration) (proto.Message, error) {
+	c := r.cluster.Load()
+	if c == nil {
+		return nil, errs.Unavailable("the cluster is not started yet")
+	}
+	// RetryCount 1: the library's own retries sleep nanoseconds and
+	// share our timeout; ours back off and re-resolve.
+	raw, err := c.Request(id, kind, proto.Clone(msg), cluster.WithTimeout(timeout), cluster.WithRetryCount(1))
+	if err != nil {
+		return nil, errs.Unavailable("%s %s: %v", kind, id, err)
+	}
+	switch m := raw.(type) {
+	case *commonv1.Error:
+		return nil, errs.FromProto(m)
+	case proto.Message:
+		return m, nil
+	default:
+		return nil, errs.Unavailable("%s %s: no answer (%T)", kind, id, raw)
+	}
+}

@@ -1,0 +1,86 @@
+package plan
+
+import (
+	"context"
+
+	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
+)
+
+// ClusterKind is the Proto.Actor cluster kind plan actors are registered
+// under; the cluster identity is the plan id.
+const ClusterKind = "plan"
+
+// Router carries a write to the actor that owns id when owners do not live
+// in this process's directory (cluster mode). It returns the owner's
+// response or a typed error; it may retry within ctx's deadline (a fenced
+// or lost write stored nothing, so a retry records it once). It must not
+// keep msg.
+type Router interface {
+	Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error)
+}
+
+// ClusterProps are the props of the plan actor as a cluster kind (see
+// package placement). Such an actor learns its plan id from
+// *cluster.ClusterInit and only then activates, accepts bare planv1 requests
+// from any sender (admitted into this node's audit backlog, answered with
+// the response or a *commonv1.Error), and passivates itself when idle: it
+// has no directory.
+func (s *Service) ClusterProps() *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &owner{env: s.env, standalone: true, admit: s.backlog.TryAcquire, release: s.backlog.Release}
+	})
+}
+
+// clusterInit takes the actor's identity and activates. The cluster
+// delivers it right after Started, before any request.
+func (o *owner) clusterInit(ctx actor.Context, m *cluster.ClusterInit) {
+	if m.Identity != nil {
+		o.planID = m.Identity.Identity
+	}
+	o.activate(ctx)
+}
+
+// acceptBare takes a bare request from a remote or future sender, as the
+// directory does for its own such senders.
+func (o *owner) acceptBare(ctx actor.Context, m proto.Message) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return // nobody to answer; a request must be asked, not sent
+	}
+	r := &directory.PIDReplier{Root: ctx.ActorSystem().Root, To: sender, Done: o.release}
+	if o.admit != nil {
+		if err := o.admit(); err != nil {
+			r.Done = nil
+			r.Reply(nil, err)
+			return
+		}
+	}
+	// The identity is the plan id: a request naming another plan
+	// reached the wrong actor.
+	if id, routed, err := planKey(m); err != nil || !routed || id != o.planID {
+		if err == nil {
+			err = errs.InvalidArgument("plan actor %s cannot serve %T for plan %q", o.planID, m, id)
+		}
+		r.Reply(nil, err)
+		return
+	}
+	o.call(ctx, &directory.Call{Msg: m, Replier: r})
+}
+
+// route sends a write to its plan actor through r (cluster mode).
+func (s *Service) route(ctx context.Context, r Router, msg proto.Message) (proto.Message, error) {
+	id, ok, err := planKey(msg)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errs.Internal("plan façade routed %T, which has no owner", msg)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return r.Route(ctx, ClusterKind, id, msg)
+}

@@ -1,0 +1,102 @@
+package session
+
+import (
+	"context"
+
+	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
+)
+
+// ClusterKind is the Proto.Actor cluster kind session actors are registered
+// under; the cluster identity is the session id.
+const ClusterKind = "session"
+
+// Router carries a write to the actor that owns id when owners do not live
+// in this process's directory (cluster mode). It returns the owner's
+// response or a typed error; it may retry within ctx's deadline, so msg
+// must be safe to deliver more than once (session writes are: message ids
+// make appends idempotent, a create names its id). It must not keep msg.
+type Router interface {
+	Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error)
+}
+
+// ClusterProps are the props of the session actor as a cluster kind (see
+// package placement). Such an actor learns its session id from
+// *cluster.ClusterInit, accepts bare sessionv1 requests from any sender
+// (admitted into this node's audit backlog, answered with the response or a
+// *commonv1.Error), and passivates itself when idle: it has no directory.
+func (s *Service) ClusterProps() *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &owner{env: s.env, stale: true, standalone: true, admit: s.admitRemote, release: s.backlog.Release}
+	})
+}
+
+// clusterInit takes the actor's identity. The cluster delivers it right
+// after Started, before any request.
+func (o *owner) clusterInit(m *cluster.ClusterInit) {
+	if m.Identity != nil {
+		o.id = m.Identity.Identity
+	}
+}
+
+// acceptBare queues a bare request from a remote or future sender, as the
+// directory does for its own such senders.
+func (o *owner) acceptBare(ctx actor.Context, m proto.Message) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return // nobody to answer; a request must be asked, not sent
+	}
+	r := &directory.PIDReplier{Root: ctx.ActorSystem().Root, To: sender, Done: o.release}
+	if o.admit != nil {
+		if err := o.admit(); err != nil {
+			r.Done = nil
+			r.Reply(nil, err)
+			return
+		}
+	}
+	// The identity is the session id: a request naming another session
+	// reached the wrong actor.
+	if id, routed, err := routeKey(m); err != nil || !routed || id != o.id {
+		if err == nil {
+			err = errs.InvalidArgument("session actor %s cannot serve %T for session %q", o.id, m, id)
+		}
+		r.Reply(nil, err)
+		return
+	}
+	o.accept(&directory.Call{Msg: m, Replier: r})
+}
+
+// routed sends a normalised write to its owner: through Config.Router when
+// one is set (cluster mode), else through this process's directory.
+func routed[T proto.Message](ctx context.Context, s *Service, msg proto.Message) (T, error) {
+	r := s.env.cfg.Router
+	if r == nil {
+		return call[T](ctx, s, msg)
+	}
+	var zero T
+	if s.closing.Load() {
+		return zero, errUnavailableStopping()
+	}
+	id, ok, err := routeKey(msg) // gives a create without an id its id
+	if err != nil {
+		return zero, err
+	}
+	if !ok {
+		return zero, errs.Internal("session façade routed %T, which has no owner", msg)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.env.cfg.AskTimeout)
+	defer cancel()
+	resp, err := r.Route(ctx, ClusterKind, id, msg)
+	if err != nil {
+		return zero, err
+	}
+	out, ok := resp.(T)
+	if !ok {
+		return zero, errs.Internal("session actor answered %T, want %T", resp, zero)
+	}
+	return out, nil
+}
+
