@@ -45,6 +45,26 @@ func startRemote(sys *actor.ActorSystem, opt remoteOptions, m *metrics, log *slo
 	if err != nil {
 		return nil, fmt.Errorf("--remote-addr %q: bad port", opt.Addr)
 	}
+	configOpts, err := remoteConfig(sys, opt, false, m, log)
+	if err != nil {
+		return nil, err
+	}
+	r := remote.NewRemote(sys, remote.Configure(host, port, configOpts...))
+	// Start panics when it cannot listen; that is a configuration error
+	// here, not a crash.
+	defer func() {
+		if p := recover(); p != nil {
+			ep, err = nil, fmt.Errorf("start remote endpoint on %s: %v", opt.Addr, p)
+		}
+	}()
+	r.Start()
+	return &remoteEndpoint{r: r, addr: sys.ProcessRegistry.Address}, nil
+}
+
+// remoteConfig builds the remote's options: the guard (admitting the
+// cluster's own traffic when cluster is set), message size, mutual TLS and
+// the advertised address.
+func remoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *metrics, log *slog.Logger) ([]remote.ConfigOption, error) {
 	exposed := map[string]bool{}
 	for _, id := range opt.Exposed {
 		exposed[id] = true
@@ -53,6 +73,7 @@ func startRemote(sys *actor.ActorSystem, opt remoteOptions, m *metrics, log *slo
 		exposed:   exposed,
 		localAddr: func() string { return sys.ProcessRegistry.Address },
 		reply:     func(to *actor.PID, msg proto.Message) { sys.Root.Send(to, msg) },
+		cluster:   cluster,
 		m:         m,
 		log:       log,
 	}
@@ -70,16 +91,7 @@ func startRemote(sys *actor.ActorSystem, opt remoteOptions, m *metrics, log *slo
 	if opt.Advertise != "" {
 		configOpts = append(configOpts, remote.WithAdvertisedHost(opt.Advertise))
 	}
-	r := remote.NewRemote(sys, remote.Configure(host, port, configOpts...))
-	// Start panics when it cannot listen; that is a configuration error
-	// here, not a crash.
-	defer func() {
-		if p := recover(); p != nil {
-			ep, err = nil, fmt.Errorf("start remote endpoint on %s: %v", opt.Addr, p)
-		}
-	}()
-	r.Start()
-	return &remoteEndpoint{r: r, addr: sys.ProcessRegistry.Address}, nil
+	return configOpts, nil
 }
 
 // Shutdown stops the endpoint gracefully, once.

@@ -48,8 +48,11 @@ type remoteGuard struct {
 	localAddr func() string
 	// reply answers the sender of a dropped request.
 	reply func(to *actor.PID, msg proto.Message)
-	m     *metrics
-	log   *slog.Logger
+	// cluster admits, besides, the traffic of a Proto.Actor cluster
+	// member (see clusterTraffic).
+	cluster bool
+	m       *metrics
+	log     *slog.Logger
 }
 
 // typePrefix is the protobuf package prefix of every message a peer may
@@ -145,6 +148,9 @@ func (g *remoteGuard) screen(b *remote.MessageBatch) error {
 // refuse says why an envelope of typeName for target may not be
 // delivered ("" when it may), with the message for its sender.
 func (g *remoteGuard) refuse(typeName string, target *actor.PID) (reason, msg string) {
+	if g.cluster && target.GetAddress() == g.localAddr() && clusterTraffic(typeName, target.GetId()) {
+		return "", ""
+	}
 	if !strings.HasPrefix(typeName, typePrefix) {
 		return "type_not_allowed", "message type " + quoteClip(typeName) + " is not accepted from a remote peer"
 	}

@@ -17,8 +17,11 @@ import (
 
 	"github.com/agentstate/agentstate/actors"
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/placement"
 	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/actors/session"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/postgres"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/spf13/cobra"
@@ -38,6 +41,9 @@ type serveFlags struct {
 	batchCommands, batchBytes    int
 	auditMessages                bool
 	logFormat, logLevel          string
+	clusterName, peers           string
+	amPort                       int
+	clusterWait                  time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -52,7 +58,7 @@ func newServeCommand() *cobra.Command {
 			"everything it accepted, the database is closed, and the process exits 0. A second signal kills it.",
 	}
 	fs := c.Flags()
-	fs.StringVar(&f.data, "data", "./data/agentstate.db", "database file (created with its directory if missing), or memory:NAME")
+	fs.StringVar(&f.data, "data", "./data/agentstate.db", "database file (created with its directory if missing), memory:NAME, or a postgres:// DSN (PostgreSQL)")
 	fs.StringVar(&f.synchronous, "synchronous", "full", "commit durability: full (fsync every commit) or normal (fsync at checkpoints)")
 	fs.StringVar(&f.grpcAddr, "grpc-addr", "127.0.0.1:7420", "gRPC API listen address")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:7421", `HTTP listen address for /metrics, /healthz, /readyz ("" disables)`)
@@ -73,6 +79,10 @@ func newServeCommand() *cobra.Command {
 	fs.BoolVar(&f.auditMessages, "audit-messages", false, "write a message_appended audit entry per stored message")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.clusterName, "cluster", "", `join the Proto.Actor cluster of this name (automanaged provider; needs --peers, --am-port and a shared store: --data postgres://...)`)
+	fs.StringVar(&f.peers, "peers", "", "every cluster member's host:am-port, this one included, comma-separated")
+	fs.IntVar(&f.amPort, "am-port", 0, "this member's automanaged port (listens on all interfaces, unauthenticated: firewall it)")
+	fs.DurationVar(&f.clusterWait, "cluster-wait", 15*time.Second, "how long /readyz waits for every peer to join before going ready anyway")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		log, err := newLogger(cmd.ErrOrStderr(), f.logFormat, f.logLevel)
 		if err != nil {
@@ -111,8 +121,9 @@ func serve(parent context.Context, f *serveFlags, log *slog.Logger) error {
 // order; shutdown takes them down in the reverse order.
 type server struct {
 	log    *slog.Logger
-	store  *sqlite.Store
+	store  persistence.Store
 	sys    *actor.ActorSystem
+	member *placement.Member // cluster mode; it owns the remote then
 	node   *actors.Node
 	remote *remoteEndpoint
 	api    *apiServer
@@ -157,7 +168,13 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 	if f.maxRecvBytes <= 0 {
 		return nil, fmt.Errorf("--max-recv-bytes must be positive")
 	}
-	url, err := dataURL(f.data, f.synchronous)
+	url := f.data
+	if !isPostgres(f.data) {
+		if url, err = dataURL(f.data, f.synchronous); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := parseCluster(f)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +187,14 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 			s = nil
 		}
 	}()
-	if s.store, err = sqlite.Open(url); err != nil {
+	if isPostgres(f.data) {
+		octx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		s.store, err = postgres.Open(octx, f.data)
+		cancel()
+		if err != nil {
+			return s, fmt.Errorf("open PostgreSQL store: %w", err)
+		}
+	} else if s.store, err = sqlite.Open(url); err != nil {
 		return s, fmt.Errorf("open database %s: %w", f.data, err)
 	}
 	reader := s.store.Reader()
@@ -194,6 +218,11 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 		Sessions: session.Config{IdleTimeout: f.idleTimeout, AuditMessages: f.auditMessages},
 		Plans:    plan.Config{IdleTimeout: f.idleTimeout},
 	}
+	var router *placement.Router
+	if cl != nil {
+		router = placement.NewRouter(placement.RouterConfig{})
+		cfg.Sessions.Router, cfg.Plans.Router = router, router
+	}
 	if s.node, err = actors.Start(s.sys, s.store, cfg); err != nil {
 		return s, fmt.Errorf("start actors: %w", err)
 	}
@@ -201,7 +230,11 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 
 	// The remote starts before any gRPC server of ours: it replaces gRPC's
 	// global logger, which must not happen while gRPC goroutines run.
-	if f.remoteAddr != "" {
+	if cl != nil {
+		if s.member, err = startMember(s.sys, s.node, f, cl, router, m, log.With("component", "cluster")); err != nil {
+			return s, err
+		}
+	} else if f.remoteAddr != "" {
 		s.remote, err = startRemote(s.sys, remoteOptions{
 			Addr: f.remoteAddr, Advertise: f.remoteAdvertise,
 			Cert: f.remoteCert, Key: f.remoteKey, CA: f.remoteCA,
@@ -243,7 +276,20 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 		}
 		return nil
 	})
-	s.ready.started.Store(true)
+	if s.member != nil {
+		// Ready once every peer is in the topology (or after
+		// --cluster-wait): before that, placement may still move.
+		go func() {
+			wctx, cancel := context.WithTimeout(context.Background(), f.clusterWait)
+			defer cancel()
+			if err := s.member.WaitMembers(wctx, len(cl.peers)); err != nil {
+				log.Warn("cluster: serving before every peer joined", "err", err)
+			}
+			s.ready.started.Store(true)
+		}()
+	} else {
+		s.ready.started.Store(true)
+	}
 
 	attrs := []any{"grpc_addr", grpcLis.Addr().String(), "data", f.data,
 		"tls", f.tlsCert != "", "auth", token != ""}
@@ -252,6 +298,9 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 	}
 	if s.remote != nil {
 		attrs = append(attrs, "remote_addr", s.remote.addr, "remote_mtls", f.remoteCert != "")
+	}
+	if s.member != nil {
+		attrs = append(attrs, "cluster", f.clusterName, "remote_addr", s.member.Address(), "am_port", f.amPort)
 	}
 	log.Info("serving", attrs...)
 	return s, nil
@@ -291,6 +340,17 @@ func (s *server) shutdown(timeout time.Duration) error {
 			s.remote.Shutdown()
 		}()
 	}
+	if s.member != nil {
+		// Leaving stops this member's activations (answering what they
+		// hold UNAVAILABLE: callers retry on the new owner) and the
+		// remote. It also shuts the actor system's extensions down;
+		// local actors keep running for the drain below.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.member.Shutdown()
+		}()
+	}
 	wg.Wait()
 	if s.api.auditor != nil {
 		s.api.auditor.close() // its entries reach the audit actor before it drains
@@ -310,7 +370,9 @@ func (s *server) shutdown(timeout time.Duration) error {
 		hcancel()
 	}
 	s.serves.Wait()
-	s.sys.Shutdown()
+	if s.member == nil { // the member's Shutdown did it: a second one panics
+		s.sys.Shutdown()
+	}
 	closeErr := s.store.Close()
 	if closeErr != nil {
 		closeErr = fmt.Errorf("close database: %w", closeErr)
@@ -344,12 +406,15 @@ func (s *server) abort() {
 	if s.remote != nil {
 		s.remote.Shutdown()
 	}
+	if s.member != nil {
+		s.member.Shutdown()
+	}
 	if s.node != nil {
 		if err := s.node.Stop(context.Background()); err != nil {
 			s.log.Error("stop actors after a failed start", "err", err)
 		}
 	}
-	if s.sys != nil {
+	if s.sys != nil && s.member == nil {
 		s.sys.Shutdown()
 	}
 	if s.store != nil {

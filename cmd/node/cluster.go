@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/agentstate/agentstate/actors"
+	"github.com/agentstate/agentstate/actors/placement"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// clusterFlags are the validated cluster settings of serve.
+type clusterFlags struct {
+	peers []string
+	host  string
+}
+
+func isPostgres(data string) bool {
+	return strings.HasPrefix(data, "postgres://") || strings.HasPrefix(data, "postgresql://")
+}
+
+// parseCluster validates --cluster, --peers and --am-port; nil without
+// --cluster. A cluster needs a store every member shares: PostgreSQL.
+func parseCluster(f *serveFlags) (*clusterFlags, error) {
+	if f.clusterName == "" {
+		if f.peers != "" || f.amPort != 0 {
+			return nil, fmt.Errorf("--peers and --am-port need --cluster")
+		}
+		return nil, nil
+	}
+	if f.amPort <= 0 || f.amPort > 65535 {
+		return nil, fmt.Errorf("--cluster needs --am-port (this member's automanaged port)")
+	}
+	if !isPostgres(f.data) {
+		return nil, fmt.Errorf("--cluster needs a store all members share: --data postgres://...")
+	}
+	c := &clusterFlags{host: "127.0.0.1"}
+	for _, p := range strings.Split(f.peers, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(p); err != nil {
+			return nil, fmt.Errorf("--peers %q: %w", p, err)
+		}
+		c.peers = append(c.peers, p)
+	}
+	if len(c.peers) == 0 {
+		return nil, fmt.Errorf("--cluster needs --peers (every member's host:am-port)")
+	}
+	if f.remoteAddr != "" {
+		host, port, err := net.SplitHostPort(f.remoteAddr)
+		if err != nil {
+			return nil, fmt.Errorf("--remote-addr %q: %w", f.remoteAddr, err)
+		}
+		if port != "0" {
+			return nil, fmt.Errorf("--remote-addr in cluster mode takes port 0: a fresh port per start keeps peers from mistaking a restarted member for its predecessor")
+		}
+		c.host = host
+	}
+	return c, nil
+}
+
+// startMember joins the cluster with the session and plan kinds of node.
+// The member's remote runs behind the same guard as a plain remote
+// endpoint, widened to the cluster's own traffic.
+func startMember(sys *actor.ActorSystem, node *actors.Node, f *serveFlags, c *clusterFlags, router *placement.Router, m *metrics, log *slog.Logger) (*placement.Member, error) {
+	ropts, err := remoteConfig(sys, remoteOptions{
+		Advertise: f.remoteAdvertise,
+		Cert:      f.remoteCert, Key: f.remoteKey, CA: f.remoteCA,
+		MaxRecvBytes: f.maxRecvBytes,
+		Exposed:      []string{node.Sessions().PID().Id, node.Plans().PID().Id, node.Audit().PID().Id},
+	}, true, m, log)
+	if err != nil {
+		return nil, err
+	}
+	return placement.StartMember(sys, placement.MemberConfig{
+		Name: f.clusterName, Host: c.host, AutoManagedPort: f.amPort, Peers: c.peers,
+		Kinds:         placement.Kinds(node.Sessions(), node.Plans()),
+		RemoteOptions: ropts,
+	}, router)
+}
