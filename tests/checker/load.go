@@ -33,6 +33,12 @@ type LoadConfig struct {
 	// like any other unavailability. [15s]
 	RPCTimeout time.Duration
 	Seed       uint64
+	// OnAppend, when set, is called after every Append attempt (replays
+	// included) with the index of the connection it went to (see
+	// NewClusterLoad), its session and its outcome (nil: acknowledged),
+	// from the client's goroutine; it must be safe for concurrent use.
+	// Failover measurements hang off it.
+	OnAppend func(conn int, session string, err error)
 }
 
 func (c LoadConfig) withDefaults() LoadConfig {
@@ -60,11 +66,9 @@ func (c LoadConfig) withDefaults() LoadConfig {
 // is acknowledged, so when Run returns every request sent was answered OK
 // or refused for good (Rejected).
 type Load struct {
-	cfg      LoadConfig
-	ledger   *Ledger
-	sessions sessionv1.SessionServiceClient
-	plans    planv1.PlanServiceClient
-	audit    auditv1.AuditServiceClient
+	cfg     LoadConfig
+	ledger  *Ledger
+	targets []target // one per connection; read-only
 
 	sessionIDs []string // set by Setup, read-only after
 	planIDs    []string
@@ -77,17 +81,38 @@ type Load struct {
 	rejected []string
 }
 
+// target is the clients of one connection (one node).
+type target struct {
+	sessions sessionv1.SessionServiceClient
+	plans    planv1.PlanServiceClient
+	audit    auditv1.AuditServiceClient
+}
+
 // NewLoad returns a load for the node at conn that records into l.
 func NewLoad(conn grpc.ClientConnInterface, l *Ledger, cfg LoadConfig) *Load {
+	return NewClusterLoad([]grpc.ClientConnInterface{conn}, l, cfg)
+}
+
+// NewClusterLoad returns a load spread over the nodes at conns (members of
+// one cluster, sharing one store): client i starts on conns[i%len(conns)],
+// and after a failed attempt retries — with the same request — on the next
+// connection, so a client of a killed node moves to a live one. With more
+// than one connection an attempt does not wait for a connection to become
+// ready (it fails fast and moves on). conns must not be empty.
+func NewClusterLoad(conns []grpc.ClientConnInterface, l *Ledger, cfg LoadConfig) *Load {
 	cfg = cfg.withDefaults()
 	ld := &Load{
 		cfg:      cfg,
 		ledger:   l,
-		sessions: sessionv1.NewSessionServiceClient(conn),
-		plans:    planv1.NewPlanServiceClient(conn),
-		audit:    auditv1.NewAuditServiceClient(conn),
 		failures: make(map[codes.Code]int64),
 		lastErr:  make(map[codes.Code]string),
+	}
+	for _, conn := range conns {
+		ld.targets = append(ld.targets, target{
+			sessions: sessionv1.NewSessionServiceClient(conn),
+			plans:    planv1.NewPlanServiceClient(conn),
+			audit:    auditv1.NewAuditServiceClient(conn),
+		})
 	}
 	for range cfg.Plans {
 		ld.planIDs = append(ld.planIDs, ids.New())
@@ -98,11 +123,12 @@ func NewLoad(conn grpc.ClientConnInterface, l *Ledger, cfg LoadConfig) *Load {
 // Setup creates the sessions, each with a client-chosen id so that a
 // retried Create is idempotent.
 func (ld *Load) Setup(ctx context.Context) error {
+	at := 0
 	for i := range ld.cfg.Sessions {
 		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker", Namespace: "checker",
 			MetadataJson: fmt.Sprintf(`{"index":%d}`, i)}
-		err := ld.call(ctx, "create session", func(ctx context.Context) error {
-			_, err := ld.sessions.Create(ctx, req, grpc.WaitForReady(true))
+		err := ld.call(ctx, "create session", &at, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+			_, err := ld.targets[conn].sessions.Create(ctx, req, ready)
 			return err
 		})
 		if err != nil {
@@ -212,14 +238,19 @@ func retriable(c codes.Code) bool {
 // errRejected marks a request refused with a code retrying cannot cure.
 var errRejected = errors.New("rejected")
 
-// call runs f until it succeeds, fails with a code that is not retriable
-// (errRejected, recorded), or ctx ends. Backoff between attempts keeps a
-// down node from being hammered; it is not synchronization.
-func (ld *Load) call(ctx context.Context, what string, f func(context.Context) error) error {
+// call runs f on connection *at until it succeeds, fails with a code that
+// is not retriable (errRejected, recorded), or ctx ends. After a failed
+// attempt *at moves to the next connection, so a caller of a dead node tries
+// the others. ready is the wait-for-ready option f must pass: waiting with
+// one node (it comes back), failing fast with several (another may be up).
+// Backoff between attempts keeps a down node from being hammered; it is
+// not synchronization.
+func (ld *Load) call(ctx context.Context, what string, at *int, f func(ctx context.Context, conn int, ready grpc.CallOption) error) error {
 	backoff := 5 * time.Millisecond
+	ready := grpc.WaitForReady(len(ld.targets) == 1)
 	for {
 		actx, cancel := context.WithTimeout(ctx, ld.cfg.RPCTimeout)
-		err := f(actx)
+		err := f(actx, *at%len(ld.targets), ready)
 		cancel()
 		ld.attempts.Add(1)
 		if err == nil {
@@ -238,6 +269,7 @@ func (ld *Load) call(ctx context.Context, what string, f func(context.Context) e
 			return fmt.Errorf("%w: %s: %v", errRejected, what, err)
 		}
 		ld.mu.Unlock()
+		*at = (*at + 1) % len(ld.targets)
 		t := time.NewTimer(backoff/2 + rand.N(backoff))
 		select {
 		case <-ctx.Done():
@@ -252,7 +284,7 @@ func (ld *Load) call(ctx context.Context, what string, f func(context.Context) e
 // client is one sequential caller: it sends a request, waits for its
 // answer (retrying), records it, and only then sends the next.
 func (ld *Load) client(ctx context.Context, i int, stop <-chan struct{}) error {
-	c := &client{ld: ld, id: i, rng: rand.New(rand.NewPCG(ld.cfg.Seed, uint64(i)))}
+	c := &client{ld: ld, id: i, at: i % len(ld.targets), rng: rand.New(rand.NewPCG(ld.cfg.Seed, uint64(i)))}
 	for n := 1; ; n++ {
 		select {
 		case <-stop:
@@ -286,6 +318,7 @@ func (ld *Load) client(ctx context.Context, i int, stop <-chan struct{}) error {
 type client struct {
 	ld   *Load
 	id   int
+	at   int // index of the target (node) the client calls now
 	rng  *rand.Rand
 	done []Turn // recently acknowledged turns, for replays
 }
@@ -326,10 +359,13 @@ func (c *client) replay(ctx context.Context) error {
 func (c *client) send(ctx context.Context, t Turn, replay bool) error {
 	req := t.Request()
 	var resp *sessionv1.AppendResponse
-	err := c.ld.call(ctx, "append to "+t.Session, func(ctx context.Context) error {
+	err := c.ld.call(ctx, "append to "+t.Session, &c.at, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		c.ld.ledger.AppendSent(t)
 		var err error
-		resp, err = c.ld.sessions.Append(ctx, req, grpc.WaitForReady(true))
+		resp, err = c.ld.targets[conn].sessions.Append(ctx, req, ready)
+		if c.ld.cfg.OnAppend != nil {
+			c.ld.cfg.OnAppend(conn, t.Session, err)
+		}
 		return err
 	})
 	if err != nil {
@@ -349,10 +385,10 @@ func (c *client) recordPlanError(ctx context.Context, n int) error {
 		ActorName: "checker",
 	}
 	var resp *planv1.RecordErrorResponse
-	err := c.ld.call(ctx, "record error for "+req.PlanId, func(ctx context.Context) error {
+	err := c.ld.call(ctx, "record error for "+req.PlanId, &c.at, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		c.ld.ledger.PlanErrorSent(req.PlanId)
 		var err error
-		resp, err = c.ld.plans.RecordError(ctx, req, grpc.WaitForReady(true))
+		resp, err = c.ld.targets[conn].plans.RecordError(ctx, req, ready)
 		return err
 	})
 	if err != nil {
@@ -370,9 +406,9 @@ func (c *client) recordAudit(ctx context.Context, n int) error {
 		Sync:        true,
 	}
 	var resp *auditv1.RecordResponse
-	err := c.ld.call(ctx, "audit record", func(ctx context.Context) error {
+	err := c.ld.call(ctx, "audit record", &c.at, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		var err error
-		resp, err = c.ld.audit.Record(ctx, req, grpc.WaitForReady(true))
+		resp, err = c.ld.targets[conn].audit.Record(ctx, req, ready)
 		return err
 	})
 	if err != nil {
