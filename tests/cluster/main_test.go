@@ -1,0 +1,240 @@
+package cluster_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/tests/checker"
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/grpc"
+)
+
+// Sizes. The defaults are the CI run; docs/OPERATIONS.md has the long run.
+var (
+	flagKills    = flag.Int("kills", 10, "SIGKILLs of random members in TestClusterCrashLoop")
+	flagSessions = flag.Int("sessions", 16, "sessions the load appends to")
+	flagClients  = flag.Int("clients", 9, "concurrent load clients, spread over the members")
+	flagPlans    = flag.Int("plans", 4, "plans the load records errors for")
+	flagProgress = flag.Int("progress", 40, "operations acknowledged after each restart before the next kill")
+	flagMaxDelay = flag.Duration("max-delay", 500*time.Millisecond, "longest random delay before a kill")
+	flagSeed     = flag.Uint64("seed", 0, "seed for kill choices and load (0: from the clock; printed)")
+	// Three -race nodes plus a -race test binary do not fit the CI budget on
+	// two cores; the single-node checker runs its node under -race.
+	flagNodeRace = flag.String("node-race", "off", "build the node with -race: on, off, or auto (as this test binary)")
+	flagNode     = flag.String("node", "", "use this node binary instead of building ./cmd/node")
+	flagKeep     = flag.String("keep", "", "keep each member's log in a new directory under this one")
+)
+
+// envDSN names the PostgreSQL server, as for persistence/postgres.
+const envDSN = "AGENTSTATE_TEST_POSTGRES"
+
+var (
+	buildOnce sync.Once
+	nodeBin   string
+	buildErr  error
+	buildDir  string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// database creates a database of its own for the test on the server of
+// AGENTSTATE_TEST_POSTGRES and returns its DSN; it is dropped when the test
+// ends. Without a server the test skips, or fails when CI is set.
+func database(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv(envDSN)
+	if base == "" {
+		msg := "no PostgreSQL server for the cluster tests: set " + envDSN + " to a DSN of a role that may create " +
+			"databases; `eval \"$(bash .ci/postgres.sh)\"` installs and starts one on 127.0.0.1 and sets it"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("%s must be a postgres:// URL (the node's --data takes one): %q", envDSN, base)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("%s is set but the server cannot be reached: %v", envDSN, err)
+	}
+	defer conn.Close(ctx)
+	name := "agentstate_cluster_" + strings.ToLower(ids.New())
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database %s (the role needs CREATEDB): %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, base); err == nil {
+			if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+				t.Logf("drop database %s: %v", name, err)
+			}
+			c.Close(ctx)
+		}
+	})
+	u.Path = "/" + name
+	return u.String()
+}
+
+// nodeBinary builds ./cmd/node once per test binary.
+func nodeBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if *flagNode != "" {
+			nodeBin = *flagNode
+			return
+		}
+		if buildDir, buildErr = os.MkdirTemp("", "cluster-node-"); buildErr != nil {
+			return
+		}
+		nodeBin = filepath.Join(buildDir, "node")
+		race := raceEnabled
+		switch *flagNodeRace {
+		case "on":
+			race = true
+		case "off":
+			race = false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		start := time.Now()
+		buildErr = checker.BuildNode(ctx, nodeBin, race)
+		t.Logf("built node (race=%v) in %v", race, time.Since(start).Round(time.Millisecond))
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return nodeBin
+}
+
+func seed(t *testing.T) uint64 {
+	s := *flagSeed
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -args -seed=%d)", s, s)
+	return s
+}
+
+// runContext ends a little before the test binary's deadline, so a stuck
+// run fails with the members' logs rather than a panic dump.
+func runContext(t *testing.T) context.Context {
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-30*time.Second))
+		t.Cleanup(cancel)
+	}
+	return ctx
+}
+
+// member is one running `node serve --cluster` process and a connection
+// to its gRPC port.
+type member struct {
+	*checker.Node
+	conn *grpc.ClientConn
+}
+
+// startCluster starts one member per entry of names (members with the same
+// cluster name form one cluster, with each other as peers), all on the
+// database dsn, concurrently: a member is ready only once every peer
+// joined. Members and connections are closed when the test ends, and a
+// failing test prints each member's log tail.
+func startCluster(t *testing.T, ctx context.Context, dsn string, names ...string) []*member {
+	t.Helper()
+	bin := nodeBinary(t)
+	amPorts := make([]string, len(names))
+	peers := map[string][]string{}
+	for i, name := range names {
+		addr, err := checker.FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, amPorts[i], _ = net.SplitHostPort(addr)
+		peers[name] = append(peers[name], addr)
+	}
+	members := make([]*member, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		dir := t.TempDir()
+		if *flagKeep != "" {
+			var err error
+			if dir, err = os.MkdirTemp(*flagKeep, fmt.Sprintf("%s-%d-", t.Name(), i)); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("member %d log kept in %s", i, dir)
+		}
+		args := []string{
+			"--data", dsn, // overrides the checker's SQLite default (the later flag wins)
+			"--cluster", name, "--peers", strings.Join(peers[name], ","), "--am-port", amPorts[i],
+			"--log-level", "warn",
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: bin, Dir: dir, Args: args})
+			if err != nil {
+				errs[i] = fmt.Errorf("member %d: %w", i, err)
+				return
+			}
+			members[i] = &member{Node: n}
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for i, m := range members {
+			if m == nil {
+				continue
+			}
+			if m.conn != nil {
+				m.conn.Close()
+			}
+			if t.Failed() {
+				t.Logf("--- member %d log (tail) ---\n%s", i, m.LogTail(3000))
+			}
+			m.Close()
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range members {
+		var err error
+		if m.conn, err = m.Dial(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return members
+}
+
+func conns(ms []*member) []grpc.ClientConnInterface {
+	var out []grpc.ClientConnInterface
+	for _, m := range ms {
+		out = append(out, m.conn)
+	}
+	return out
+}
