@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentstate/agentstate/actors/dispatch"
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
@@ -60,7 +61,8 @@ func Start(sys *actor.ActorSystem, store persistence.Store, cfg Config) (*Servic
 	// The producer returns the same instance on every call, so a restart
 	// after a panic keeps the queue and the in-flight batch.
 	wr := &writer{svc: s, w: pw, cfg: cfg, log: cfg.Logger, backoff: cfg.RetryBackoff}
-	pid, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return wr }), cfg.Name)
+	pid, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return wr },
+		actor.WithDispatcher(dispatch.Shared())), cfg.Name)
 	if err != nil {
 		pw.Release()
 		if errors.Is(err, actor.ErrNameExists) {

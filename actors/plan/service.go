@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/actors/dispatch"
 	"github.com/agentstate/agentstate/messages/errs"
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
@@ -49,12 +50,13 @@ func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.R
 		Kind: "plan",
 		Key:  planKey,
 		Owner: func(key string) *actor.Props {
-			return actor.PropsFromProducer(func() actor.Actor { return newOwner(key, e) })
+			return actor.PropsFromProducer(func() actor.Actor { return newOwner(key, e) },
+				actor.WithDispatcher(dispatch.Shared())) // grown stacks across bursts
 		},
 		Unkeyed: s.serveRead,
 		Admit:   s.backlog.TryAcquire,
 		Release: s.backlog.Release,
-	})
+	}).Configure(actor.WithDispatcher(dispatch.Shared()))
 	pid, err := sys.Root.SpawnNamed(props, e.cfg.Name)
 	if err != nil {
 		return nil, errs.FailedPrecondition("spawning the plans directory: %v", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/actors/dispatch"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
@@ -75,7 +76,7 @@ func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.R
 		Unkeyed: s.unkeyed,
 		Admit:   s.admitRemote,
 		Release: s.backlog.Release,
-	})
+	}).Configure(actor.WithDispatcher(dispatch.Shared()))
 	pid, err := sys.Root.SpawnNamed(props, s.env.cfg.Name)
 	if err != nil {
 		return nil, errs.Internal("spawning the %q directory: %v", s.env.cfg.Name, err)
@@ -128,7 +129,9 @@ func (s *Service) Stop(ctx context.Context) error {
 }
 
 func (s *Service) ownerProps(key string) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return newOwner(key, s.env) })
+	// Owners run on the shared pool: their bursts keep grown stacks.
+	return actor.PropsFromProducer(func() actor.Actor { return newOwner(key, s.env) },
+		actor.WithDispatcher(dispatch.Shared()))
 }
 
 // admitRemote admits a request from a remote or future sender: they never
