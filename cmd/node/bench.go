@@ -42,7 +42,8 @@ func benchCommand() *cobra.Command {
 		Long: "bench runs the append workload — sessions × clients concurrent writers (clients per session), each\n" +
 			"appending its share of --appends one message at a time — against each --mode, then reads every\n" +
 			"session back and checks that every acknowledged message is stored, dense and in order.\n\n" +
-			"Modes: inprocess (the Go API), grpc (over gRPC: --addr, or a loopback server started here),\n" +
+			"Modes: inprocess (the Go API), grpc (over gRPC, appends on AppendStream streams: --addr, or a\n" +
+			"loopback server started here), grpc-unary (the same with one unary Append call per append),\n" +
 			"baseline (the seed design: count-then-insert on pooled database/sql), raw (one goroutine,\n" +
 			"1000-row transactions: the SQLite ceiling). Each mode gets a fresh database under --data-dir.\n" +
 			"A progress bar goes to stderr; the table (or --json) to stdout. It fails when agentstate lost,\n" +
@@ -50,13 +51,13 @@ func benchCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.modes, "mode", "inprocess,grpc,baseline,raw", "comma-separated modes to run, in order")
+	fl.StringVar(&f.modes, "mode", "inprocess,grpc,grpc-unary,baseline,raw", "comma-separated modes to run, in order")
 	fl.IntVar(&f.sessions, "sessions", bench.DefaultSessions, "sessions written to")
 	fl.IntVar(&f.clients, "clients", bench.DefaultClients, "concurrent clients per session")
 	fl.IntVar(&f.appends, "appends", bench.DefaultAppends, "total appends, spread over sessions × clients")
 	fl.IntVar(&f.messageBytes, "message-bytes", bench.DefaultMessageBytes, "content size of each message")
 	fl.StringVar(&f.durability, "durability", bench.DefaultSynchronous, "SQLite synchronous: full (fsync per commit) or normal")
-	fl.StringVar(&f.addr, "addr", "", "grpc mode: a running node's gRPC address (default: start one on loopback)")
+	fl.StringVar(&f.addr, "addr", "", "grpc modes: a running node's gRPC address (default: start one on loopback)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "where the runs' databases go (default: the system's temp dir); removed after")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of tables")
 	fl.BoolVar(&f.markdown, "markdown", false, "print the tables as Markdown")
@@ -119,7 +120,8 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 func agentstateIntact(rs []bench.Result) error {
 	var bad []string
 	for _, r := range rs {
-		if (r.Mode == bench.ModeInProcess || r.Mode == bench.ModeGRPC) && (!r.Complete || r.Unacked > 0) {
+		agentstate := r.Mode == bench.ModeInProcess || r.Mode == bench.ModeGRPC || r.Mode == bench.ModeGRPCUnary
+		if agentstate && (!r.Complete || r.Unacked > 0) {
 			bad = append(bad, fmt.Sprintf("%s %s", r.Mode, r.Workload()))
 		}
 	}

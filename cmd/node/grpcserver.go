@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/agentstate/agentstate/cmd/node/internal/appendstream"
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
@@ -66,7 +67,12 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		})))
 	}
 	a.srv = grpc.NewServer(sopts...)
-	sessionv1.RegisterSessionServiceServer(a.srv, svc.Sessions)
+	// AppendStream is served on top of the same façade as Append; the
+	// stream interceptors see the stream, so its appends are marked and
+	// counted here, one by one.
+	sessionv1.RegisterSessionServiceServer(a.srv, &appendstream.Server{
+		SessionServiceServer: svc.Sessions, Mark: opt.MarkNetwork, Observe: m.countAppend,
+	})
 	planv1.RegisterPlanServiceServer(a.srv, svc.Plans)
 	auditv1.RegisterAuditServiceServer(a.srv, svc.Audit)
 
@@ -78,4 +84,17 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	}
 	reflection.Register(a.srv)
 	return a, nil
+}
+
+// countAppend counts an acknowledged append (unary or on a stream) in the
+// append metrics; failures are counted by code elsewhere.
+func (m *metrics) countAppend(resp *sessionv1.AppendResponse, err error) {
+	switch {
+	case err != nil || resp == nil:
+	case resp.GetDuplicate():
+		m.appends.WithLabelValues("duplicate").Inc()
+	default:
+		m.appends.WithLabelValues("stored").Inc()
+		m.appended.Add(float64(len(resp.GetMessages())))
+	}
 }

@@ -42,13 +42,8 @@ func observeUnary(m *metrics) grpc.UnaryServerInterceptor {
 		start := time.Now()
 		resp, err := handler(ctx, req)
 		m.observe(info.FullMethod, start, err)
-		if ar, ok := resp.(*sessionv1.AppendResponse); ok && err == nil {
-			if ar.GetDuplicate() {
-				m.appends.WithLabelValues("duplicate").Inc()
-			} else {
-				m.appends.WithLabelValues("stored").Inc()
-				m.appended.Add(float64(len(ar.GetMessages())))
-			}
+		if ar, ok := resp.(*sessionv1.AppendResponse); ok {
+			m.countAppend(ar, err)
 		}
 		return resp, err
 	}

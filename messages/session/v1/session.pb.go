@@ -11,6 +11,7 @@
 package sessionv1
 
 import (
+	v1 "github.com/agentstate/agentstate/messages/common/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -1777,11 +1778,96 @@ func (x *ImportSessionResponse) GetMessagesImported() int64 {
 	return 0
 }
 
+// AppendStreamResponse answers one AppendRequest of an AppendStream: the
+// append's response, or why it failed (nothing of it was stored, as for a
+// failed Append). A failed request does not end the stream.
+type AppendStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*AppendStreamResponse_Response
+	//	*AppendStreamResponse_Error
+	Outcome       isAppendStreamResponse_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendStreamResponse) Reset() {
+	*x = AppendStreamResponse{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendStreamResponse) ProtoMessage() {}
+
+func (x *AppendStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendStreamResponse.ProtoReflect.Descriptor instead.
+func (*AppendStreamResponse) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *AppendStreamResponse) GetOutcome() isAppendStreamResponse_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *AppendStreamResponse) GetResponse() *AppendResponse {
+	if x != nil {
+		if x, ok := x.Outcome.(*AppendStreamResponse_Response); ok {
+			return x.Response
+		}
+	}
+	return nil
+}
+
+func (x *AppendStreamResponse) GetError() *v1.Error {
+	if x != nil {
+		if x, ok := x.Outcome.(*AppendStreamResponse_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isAppendStreamResponse_Outcome interface {
+	isAppendStreamResponse_Outcome()
+}
+
+type AppendStreamResponse_Response struct {
+	Response *AppendResponse `protobuf:"bytes,1,opt,name=response,proto3,oneof"`
+}
+
+type AppendStreamResponse_Error struct {
+	Error *v1.Error `protobuf:"bytes,2,opt,name=error,proto3,oneof"`
+}
+
+func (*AppendStreamResponse_Response) isAppendStreamResponse_Outcome() {}
+
+func (*AppendStreamResponse_Error) isAppendStreamResponse_Outcome() {}
+
 var File_messages_session_v1_session_proto protoreflect.FileDescriptor
 
 const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!messages/session/v1/session.proto\x12\x15agentstate.session.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"h\n" +
+	"!messages/session/v1/session.proto\x12\x15agentstate.session.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fmessages/common/v1/common.proto\"h\n" +
 	"\n" +
 	"TokenUsage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
@@ -1916,7 +2002,11 @@ const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\tR\x04data\"~\n" +
 	"\x15ImportSessionResponse\x128\n" +
 	"\asession\x18\x01 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\x12+\n" +
-	"\x11messages_imported\x18\x02 \x01(\x03R\x10messagesImported*a\n" +
+	"\x11messages_imported\x18\x02 \x01(\x03R\x10messagesImported\"\x9b\x01\n" +
+	"\x14AppendStreamResponse\x12C\n" +
+	"\bresponse\x18\x01 \x01(\v2%.agentstate.session.v1.AppendResponseH\x00R\bresponse\x123\n" +
+	"\x05error\x18\x02 \x01(\v2\x1b.agentstate.common.v1.ErrorH\x00R\x05errorB\t\n" +
+	"\aoutcome*a\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SESSION_STATE_ACTIVE\x10\x01\x12\x18\n" +
@@ -1926,7 +2016,7 @@ const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\tROLE_USER\x10\x01\x12\x12\n" +
 	"\x0eROLE_ASSISTANT\x10\x02\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x03\x12\r\n" +
-	"\tROLE_TOOL\x10\x042\xd5\b\n" +
+	"\tROLE_TOOL\x10\x042\xbc\t\n" +
 	"\x0eSessionService\x12c\n" +
 	"\x06Create\x12+.agentstate.session.v1.CreateSessionRequest\x1a,.agentstate.session.v1.CreateSessionResponse\x12Z\n" +
 	"\x03Get\x12(.agentstate.session.v1.GetSessionRequest\x1a).agentstate.session.v1.GetSessionResponse\x12_\n" +
@@ -1938,7 +2028,8 @@ const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\x10UpdateTokenUsage\x12..agentstate.session.v1.UpdateTokenUsageRequest\x1a/.agentstate.session.v1.UpdateTokenUsageResponse\x12[\n" +
 	"\bLinkPlan\x12&.agentstate.session.v1.LinkPlanRequest\x1a'.agentstate.session.v1.LinkPlanResponse\x12c\n" +
 	"\x06Export\x12+.agentstate.session.v1.ExportSessionRequest\x1a,.agentstate.session.v1.ExportSessionResponse\x12c\n" +
-	"\x06Import\x12+.agentstate.session.v1.ImportSessionRequest\x1a,.agentstate.session.v1.ImportSessionResponseB@Z>github.com/agentstate/agentstate/messages/session/v1;sessionv1b\x06proto3"
+	"\x06Import\x12+.agentstate.session.v1.ImportSessionRequest\x1a,.agentstate.session.v1.ImportSessionResponse\x12e\n" +
+	"\fAppendStream\x12$.agentstate.session.v1.AppendRequest\x1a+.agentstate.session.v1.AppendStreamResponse(\x010\x01B@Z>github.com/agentstate/agentstate/messages/session/v1;sessionv1b\x06proto3"
 
 var (
 	file_messages_session_v1_session_proto_rawDescOnce sync.Once
@@ -1953,7 +2044,7 @@ func file_messages_session_v1_session_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_session_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_messages_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_messages_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_messages_session_v1_session_proto_goTypes = []any{
 	(SessionState)(0),                // 0: agentstate.session.v1.SessionState
 	(Role)(0),                        // 1: agentstate.session.v1.Role
@@ -1985,19 +2076,21 @@ var file_messages_session_v1_session_proto_goTypes = []any{
 	(*ExportSessionResponse)(nil),    // 27: agentstate.session.v1.ExportSessionResponse
 	(*ImportSessionRequest)(nil),     // 28: agentstate.session.v1.ImportSessionRequest
 	(*ImportSessionResponse)(nil),    // 29: agentstate.session.v1.ImportSessionResponse
-	(*timestamppb.Timestamp)(nil),    // 30: google.protobuf.Timestamp
+	(*AppendStreamResponse)(nil),     // 30: agentstate.session.v1.AppendStreamResponse
+	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
+	(*v1.Error)(nil),                 // 32: agentstate.common.v1.Error
 }
 var file_messages_session_v1_session_proto_depIdxs = []int32{
 	0,  // 0: agentstate.session.v1.Session.state:type_name -> agentstate.session.v1.SessionState
 	2,  // 1: agentstate.session.v1.Session.token_usage:type_name -> agentstate.session.v1.TokenUsage
 	3,  // 2: agentstate.session.v1.Session.linked_plans:type_name -> agentstate.session.v1.LinkedPlan
-	30, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	30, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	30, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
+	31, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	31, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	31, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
 	1,  // 6: agentstate.session.v1.Message.role:type_name -> agentstate.session.v1.Role
-	30, // 7: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	31, // 7: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 8: agentstate.session.v1.NewMessage.role:type_name -> agentstate.session.v1.Role
-	30, // 9: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
+	31, // 9: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
 	4,  // 10: agentstate.session.v1.CreateSessionResponse.session:type_name -> agentstate.session.v1.Session
 	4,  // 11: agentstate.session.v1.GetSessionResponse.session:type_name -> agentstate.session.v1.Session
 	0,  // 12: agentstate.session.v1.ListSessionsRequest.state:type_name -> agentstate.session.v1.SessionState
@@ -2010,33 +2103,37 @@ var file_messages_session_v1_session_proto_depIdxs = []int32{
 	3,  // 19: agentstate.session.v1.LinkPlanRequest.plan:type_name -> agentstate.session.v1.LinkedPlan
 	4,  // 20: agentstate.session.v1.LinkPlanResponse.session:type_name -> agentstate.session.v1.Session
 	4,  // 21: agentstate.session.v1.ImportSessionResponse.session:type_name -> agentstate.session.v1.Session
-	8,  // 22: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
-	10, // 23: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
-	12, // 24: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
-	14, // 25: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
-	16, // 26: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
-	18, // 27: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
-	20, // 28: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
-	22, // 29: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
-	24, // 30: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
-	26, // 31: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
-	28, // 32: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
-	9,  // 33: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
-	11, // 34: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
-	13, // 35: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
-	15, // 36: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
-	17, // 37: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
-	19, // 38: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
-	21, // 39: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
-	23, // 40: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
-	25, // 41: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
-	27, // 42: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
-	29, // 43: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
-	33, // [33:44] is the sub-list for method output_type
-	22, // [22:33] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	19, // 22: agentstate.session.v1.AppendStreamResponse.response:type_name -> agentstate.session.v1.AppendResponse
+	32, // 23: agentstate.session.v1.AppendStreamResponse.error:type_name -> agentstate.common.v1.Error
+	8,  // 24: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
+	10, // 25: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
+	12, // 26: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
+	14, // 27: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
+	16, // 28: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
+	18, // 29: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
+	20, // 30: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
+	22, // 31: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
+	24, // 32: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
+	26, // 33: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
+	28, // 34: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
+	18, // 35: agentstate.session.v1.SessionService.AppendStream:input_type -> agentstate.session.v1.AppendRequest
+	9,  // 36: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
+	11, // 37: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
+	13, // 38: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
+	15, // 39: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
+	17, // 40: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
+	19, // 41: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
+	21, // 42: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
+	23, // 43: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
+	25, // 44: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
+	27, // 45: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
+	29, // 46: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
+	30, // 47: agentstate.session.v1.SessionService.AppendStream:output_type -> agentstate.session.v1.AppendStreamResponse
+	36, // [36:48] is the sub-list for method output_type
+	24, // [24:36] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_messages_session_v1_session_proto_init() }
@@ -2044,13 +2141,17 @@ func file_messages_session_v1_session_proto_init() {
 	if File_messages_session_v1_session_proto != nil {
 		return
 	}
+	file_messages_session_v1_session_proto_msgTypes[28].OneofWrappers = []any{
+		(*AppendStreamResponse_Response)(nil),
+		(*AppendStreamResponse_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_session_v1_session_proto_rawDesc), len(file_messages_session_v1_session_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

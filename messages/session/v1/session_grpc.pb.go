@@ -34,6 +34,7 @@ const (
 	SessionService_LinkPlan_FullMethodName         = "/agentstate.session.v1.SessionService/LinkPlan"
 	SessionService_Export_FullMethodName           = "/agentstate.session.v1.SessionService/Export"
 	SessionService_Import_FullMethodName           = "/agentstate.session.v1.SessionService/Import"
+	SessionService_AppendStream_FullMethodName     = "/agentstate.session.v1.SessionService/AppendStream"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -51,6 +52,13 @@ type SessionServiceClient interface {
 	LinkPlan(ctx context.Context, in *LinkPlanRequest, opts ...grpc.CallOption) (*LinkPlanResponse, error)
 	Export(ctx context.Context, in *ExportSessionRequest, opts ...grpc.CallOption) (*ExportSessionResponse, error)
 	Import(ctx context.Context, in *ImportSessionRequest, opts ...grpc.CallOption) (*ImportSessionResponse, error)
+	// AppendStream carries many appends on one stream, each with Append's
+	// meaning (and its idempotent retries by message id): one
+	// AppendStreamResponse per AppendRequest, in request order. Requests of
+	// one stream are served one after another, each answered once it
+	// committed; a client wanting concurrency opens more streams. It saves
+	// the per-call cost of a unary Append (stream setup, headers, trailers).
+	AppendStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AppendRequest, AppendStreamResponse], error)
 }
 
 type sessionServiceClient struct {
@@ -171,6 +179,19 @@ func (c *sessionServiceClient) Import(ctx context.Context, in *ImportSessionRequ
 	return out, nil
 }
 
+func (c *sessionServiceClient) AppendStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AppendRequest, AppendStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SessionService_ServiceDesc.Streams[0], SessionService_AppendStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AppendRequest, AppendStreamResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_AppendStreamClient = grpc.BidiStreamingClient[AppendRequest, AppendStreamResponse]
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -186,6 +207,13 @@ type SessionServiceServer interface {
 	LinkPlan(context.Context, *LinkPlanRequest) (*LinkPlanResponse, error)
 	Export(context.Context, *ExportSessionRequest) (*ExportSessionResponse, error)
 	Import(context.Context, *ImportSessionRequest) (*ImportSessionResponse, error)
+	// AppendStream carries many appends on one stream, each with Append's
+	// meaning (and its idempotent retries by message id): one
+	// AppendStreamResponse per AppendRequest, in request order. Requests of
+	// one stream are served one after another, each answered once it
+	// committed; a client wanting concurrency opens more streams. It saves
+	// the per-call cost of a unary Append (stream setup, headers, trailers).
+	AppendStream(grpc.BidiStreamingServer[AppendRequest, AppendStreamResponse]) error
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -228,6 +256,9 @@ func (UnimplementedSessionServiceServer) Export(context.Context, *ExportSessionR
 }
 func (UnimplementedSessionServiceServer) Import(context.Context, *ImportSessionRequest) (*ImportSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Import not implemented")
+}
+func (UnimplementedSessionServiceServer) AppendStream(grpc.BidiStreamingServer[AppendRequest, AppendStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method AppendStream not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -448,6 +479,13 @@ func _SessionService_Import_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_AppendStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SessionServiceServer).AppendStream(&grpc.GenericServerStream[AppendRequest, AppendStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_AppendStreamServer = grpc.BidiStreamingServer[AppendRequest, AppendStreamResponse]
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -500,6 +538,13 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _SessionService_Import_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "AppendStream",
+			Handler:       _SessionService_AppendStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "messages/session/v1/session.proto",
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentstate/agentstate/cmd/node/internal/appendstream"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -22,34 +23,48 @@ type sessionAPI interface {
 
 // grpcSessions spreads calls over a few connections: one HTTP/2
 // connection serializes its frames on one socket, which would measure the
-// client's connection rather than the node.
+// client's connection rather than the node. With streams set, appends go
+// over AppendStream (streams[i] uses clients[i]'s connection).
 type grpcSessions struct {
 	clients []sessionv1.SessionServiceClient
+	streams []*appendstream.Client
 	next    atomic.Uint64
 }
 
-func newGRPCSessions(conns []*grpc.ClientConn) *grpcSessions {
+func newGRPCSessions(conns []*grpc.ClientConn, stream bool) *grpcSessions {
 	g := &grpcSessions{}
 	for _, c := range conns {
-		g.clients = append(g.clients, sessionv1.NewSessionServiceClient(c))
+		cl := sessionv1.NewSessionServiceClient(c)
+		g.clients = append(g.clients, cl)
+		if stream {
+			g.streams = append(g.streams, appendstream.NewClient(cl))
+		}
 	}
 	return g
 }
 
-func (g *grpcSessions) pick() sessionv1.SessionServiceClient {
-	return g.clients[g.next.Add(1)%uint64(len(g.clients))]
+func (g *grpcSessions) pick() int { return int(g.next.Add(1) % uint64(len(g.clients))) }
+
+// close ends the append streams.
+func (g *grpcSessions) close() {
+	for _, s := range g.streams {
+		s.Close()
+	}
 }
 
 func (g *grpcSessions) Create(ctx context.Context, r *sessionv1.CreateSessionRequest) (*sessionv1.CreateSessionResponse, error) {
-	return g.pick().Create(ctx, r)
+	return g.clients[g.pick()].Create(ctx, r)
 }
 
 func (g *grpcSessions) Append(ctx context.Context, r *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
-	return g.pick().Append(ctx, r)
+	if g.streams != nil {
+		return g.streams[g.pick()].Append(ctx, r)
+	}
+	return g.clients[g.pick()].Append(ctx, r)
 }
 
 func (g *grpcSessions) ListMessages(ctx context.Context, r *sessionv1.ListMessagesRequest) (*sessionv1.ListMessagesResponse, error) {
-	return g.pick().ListMessages(ctx, r)
+	return g.clients[g.pick()].ListMessages(ctx, r)
 }
 
 // Retries of a refused append. A network sender is refused with

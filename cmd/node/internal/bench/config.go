@@ -12,9 +12,13 @@ type Mode = string
 const (
 	// ModeInProcess calls the sessions service's Go API in this process.
 	ModeInProcess Mode = "inprocess"
-	// ModeGRPC calls the sessions service over gRPC: at Config.Addr, or,
-	// when Addr is empty, at a server this run starts on loopback.
+	// ModeGRPC calls the sessions service over gRPC, appending on
+	// AppendStream streams (each client one stream at a time): at
+	// Config.Addr, or, when Addr is empty, at a server this run starts on
+	// loopback.
 	ModeGRPC Mode = "grpc"
+	// ModeGRPCUnary is ModeGRPC with one unary Append call per append.
+	ModeGRPCUnary Mode = "grpc-unary"
 	// ModeBaseline is the seed design: count-then-insert on pooled
 	// database/sql (see baseline.go).
 	ModeBaseline Mode = "baseline"
@@ -24,7 +28,7 @@ const (
 )
 
 // Modes lists Run's modes in the order reports show them.
-var Modes = []Mode{ModeInProcess, ModeGRPC, ModeBaseline, ModeRaw}
+var Modes = []Mode{ModeInProcess, ModeGRPC, ModeGRPCUnary, ModeBaseline, ModeRaw}
 
 // Defaults of the zero Config fields: the S=64×C=64 workload.
 const (
@@ -58,7 +62,8 @@ type Config struct {
 	// default) or "normal". Ignored by grpc against a remote Addr (the
 	// node decides).
 	Synchronous string
-	// Addr is a node's gRPC address for ModeGRPC; empty starts one here.
+	// Addr is a node's gRPC address for ModeGRPC and ModeGRPCUnary;
+	// empty starts one here.
 	Addr string
 	// DataDir holds the databases this run creates; empty means a
 	// temporary directory removed afterwards.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors"
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/cmd/node/internal/appendstream"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
@@ -79,8 +80,9 @@ func (n *localNode) stop(ctx context.Context) error {
 const grpcConns = 8
 
 // loopbackServer serves n's sessions service on 127.0.0.1 for a gRPC run.
-// Every request is marked audit.NoWait, as a node's own gRPC server marks
-// them: a full backlog refuses network senders instead of holding them.
+// Every request, unary or on a stream, is marked audit.NoWait, as a node's
+// own gRPC server marks them: a full backlog refuses network senders
+// instead of holding them.
 func loopbackServer(n *localNode) (*grpc.Server, string, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -90,7 +92,8 @@ func loopbackServer(n *localNode) (*grpc.Server, string, error) {
 		_ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		return h(audit.NoWait(ctx), req)
 	}))
-	sessionv1.RegisterSessionServiceServer(srv, n.node.Sessions())
+	sessionv1.RegisterSessionServiceServer(srv, &appendstream.Server{
+		SessionServiceServer: n.node.Sessions(), Mark: audit.NoWait})
 	go srv.Serve(lis) //nolint:errcheck // returns when stopped
 	return srv, lis.Addr().String(), nil
 }

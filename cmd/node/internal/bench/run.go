@@ -20,7 +20,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
 	}
-	if cfg.Mode == ModeGRPC && cfg.Addr != "" {
+	if isGRPC(cfg.Mode) && cfg.Addr != "" {
 		return runRemote(ctx, cfg)
 	}
 	dir, err := os.MkdirTemp(cfg.DataDir, "agentstate-bench-*")
@@ -47,7 +47,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		res, err := Drive(ctx, cfg, n.target())
 		return res, errors.Join(err, stopNode(n))
-	case ModeGRPC:
+	case ModeGRPC, ModeGRPCUnary:
 		return runLoopback(ctx, cfg, path)
 	}
 	return Result{}, fmt.Errorf("bench: unknown mode %q", cfg.Mode)
@@ -68,8 +68,9 @@ func runLoopback(ctx context.Context, cfg Config, path string) (Result, error) {
 		srv.Stop()
 		return Result{}, errors.Join(err, stopNode(n))
 	}
-	t := &agentstate{api: newGRPCSessions(conns), counter: &n.commits}
-	res, err := Drive(ctx, cfg, t)
+	api := newGRPCSessions(conns, cfg.Mode == ModeGRPC)
+	res, err := Drive(ctx, cfg, &agentstate{api: api, counter: &n.commits})
+	api.close()
 	closeConns(conns)
 	srv.GracefulStop()
 	return res, errors.Join(err, stopNode(n))
@@ -83,10 +84,14 @@ func runRemote(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	defer closeConns(conns)
-	res, err := Drive(ctx, cfg, &agentstate{api: newGRPCSessions(conns)})
+	api := newGRPCSessions(conns, cfg.Mode == ModeGRPC)
+	defer api.close()
+	res, err := Drive(ctx, cfg, &agentstate{api: api})
 	res.Synchronous = "node's"
 	return res, err
 }
+
+func isGRPC(m Mode) bool { return m == ModeGRPC || m == ModeGRPCUnary }
 
 func stopNode(n *localNode) error {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)

@@ -1,0 +1,141 @@
+package appendstream
+
+import (
+	"context"
+	"sync"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"google.golang.org/grpc"
+)
+
+// Client appends over AppendStream streams. It is safe for concurrent use:
+// each Append takes an idle stream (or opens one), makes one round trip on
+// it and gives it back, so there are as many streams as appends were ever
+// in flight at once.
+//
+// Invariant: a stream in free has no request outstanding, so the next
+// response on it answers the next request sent. A stream whose round trip
+// did not finish cleanly (a send or receive error, a context that ended
+// first) is never put back.
+type Client struct {
+	api  sessionv1.SessionServiceClient
+	opts []grpc.CallOption
+	// base is the context every stream lives in; Close cancels it.
+	base   context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	free   []*stream
+	closed bool
+}
+
+type stream struct {
+	s      grpc.BidiStreamingClient[sessionv1.AppendRequest, sessionv1.AppendStreamResponse]
+	cancel context.CancelFunc
+}
+
+// NewClient returns a Client calling api; opts go to every stream.
+func NewClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption) *Client {
+	base, cancel := context.WithCancel(context.Background())
+	return &Client{api: api, opts: opts, base: base, cancel: cancel}
+}
+
+// Append appends req and returns its response, or its error: the node's
+// typed error for the request (an *errs.Error, which carries its gRPC
+// status), the stream's gRPC status when the stream failed, or UNAVAILABLE
+// when ctx ended first. After a stream failure or an ended ctx the append
+// may still have committed; a retry with the same message ids is safe.
+func (c *Client) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
+	st, err := c.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// An ended ctx cancels the stream, which ends a blocked Recv; the
+	// stream is then dropped, as it may still deliver this response.
+	stop := context.AfterFunc(ctx, st.cancel)
+	out, err := roundTrip(st, req)
+	switch ended := !stop(); {
+	case ended && err != nil:
+		return nil, errs.Unavailable("no append answer before the deadline: %v", context.Cause(ctx))
+	case err != nil:
+		st.cancel()
+		return nil, err
+	case ended:
+		// Answered, but the stream is cancelled: not reusable.
+	default:
+		c.give(st)
+	}
+	switch o := out.GetOutcome().(type) {
+	case *sessionv1.AppendStreamResponse_Response:
+		return o.Response, nil
+	case *sessionv1.AppendStreamResponse_Error:
+		return nil, errs.FromProto(o.Error)
+	}
+	return nil, errs.Internal("append stream answered neither a response nor an error")
+}
+
+func roundTrip(st *stream, req *sessionv1.AppendRequest) (*sessionv1.AppendStreamResponse, error) {
+	if err := st.s.Send(req); err != nil {
+		// The stream's real status comes from Recv.
+		if _, rerr := st.s.Recv(); rerr != nil {
+			return nil, rerr
+		}
+		return nil, err
+	}
+	return st.s.Recv()
+}
+
+// take returns an idle stream, or opens one.
+func (c *Client) take(ctx context.Context) (*stream, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errs.Unavailable("append stream client is closed")
+	}
+	if n := len(c.free); n > 0 {
+		st := c.free[n-1]
+		c.free[n-1] = nil
+		c.free = c.free[:n-1]
+		c.mu.Unlock()
+		return st, nil
+	}
+	c.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, errs.Unavailable("append not sent: %v", err)
+	}
+	sctx, cancel := context.WithCancel(c.base)
+	s, err := c.api.AppendStream(sctx, c.opts...)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &stream{s: s, cancel: cancel}, nil
+}
+
+// give puts a stream back for the next Append.
+func (c *Client) give(st *stream) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		st.cancel()
+		return
+	}
+	c.free = append(c.free, st)
+	c.mu.Unlock()
+}
+
+// Close ends every stream: idle ones are closed, appends in flight fail
+// with the stream's cancellation. Later Appends are refused.
+func (c *Client) Close() {
+	c.mu.Lock()
+	c.closed = true
+	free := c.free
+	c.free = nil
+	c.mu.Unlock()
+	for _, st := range free {
+		_ = st.s.CloseSend()
+		st.cancel()
+	}
+	c.cancel()
+}
