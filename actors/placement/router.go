@@ -9,6 +9,7 @@ import (
 	"github.com/agentstate/agentstate/actors/session"
 	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 )
@@ -101,15 +102,23 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 
 // attempt makes one cluster request. Failures of the transport and
 // "no answer" are UNAVAILABLE; an answered *commonv1.Error is the owner's.
+// The whole attempt — finding the owner and its answer — ends at timeout:
+// cluster.Request cannot promise that, because its owner lookup waits up
+// to a hard-coded 5 s for a member that may just have died.
 func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Duration) (proto.Message, error) {
 	c := r.cluster.Load()
 	if c == nil {
 		return nil, errs.Unavailable("the cluster is not started yet")
 	}
-	// RetryCount 1: the library's own retries sleep nanoseconds and
-	// share our timeout; ours back off and re-resolve.
-	raw, err := c.Request(id, kind, proto.Clone(msg), cluster.WithTimeout(timeout), cluster.WithRetryCount(1))
+	deadline := time.Now().Add(timeout)
+	pid, err := resolve(c, kind, id, timeout)
 	if err != nil {
+		return nil, err
+	}
+	raw, err := c.ActorSystem.Root.RequestFuture(pid, proto.Clone(msg), time.Until(deadline)).Result()
+	if err != nil {
+		// A dead or stopped activation: the next attempt looks the owner up anew.
+		c.PidCache.RemoveByValue(id, kind, pid)
 		return nil, errs.Unavailable("%s %s: %v", kind, id, err)
 	}
 	switch m := raw.(type) {
@@ -119,5 +128,35 @@ func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Durati
 		return m, nil
 	default:
 		return nil, errs.Unavailable("%s %s: no answer (%T)", kind, id, raw)
+	}
+}
+
+// resolve returns the PID of id's activation, from the cluster's cache or
+// its identity lookup, waiting at most timeout. A lookup still running at
+// the timeout finishes on its own goroutine (within the library's 5 s) and
+// fills the cache; it only activates, it never carries msg, so an abandoned
+// attempt cannot deliver a write late, after the caller moved on.
+func resolve(c *cluster.Cluster, kind, id string, timeout time.Duration) (*actor.PID, error) {
+	if pid, ok := c.PidCache.Get(id, kind); ok && pid != nil {
+		return pid, nil
+	}
+	found := make(chan *actor.PID, 1)
+	go func() {
+		pid := c.Get(id, kind)
+		if pid != nil {
+			c.PidCache.Set(id, kind, pid)
+		}
+		found <- pid
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case pid := <-found:
+		if pid == nil {
+			return nil, errs.Unavailable("%s %s: no member could activate it", kind, id)
+		}
+		return pid, nil
+	case <-t.C:
+		return nil, errs.Unavailable("%s %s: owner lookup did not answer within %v", kind, id, timeout)
 	}
 }
