@@ -27,9 +27,10 @@ const (
 var errOutcomeUnknown = errors.New("commit outcome unknown: the connection was lost during COMMIT " +
 	"and the server could not be asked whether the transaction committed")
 
-// commitTx commits tx, whose transaction id is xid. nil means committed;
-// an error means the transaction did not commit (or, only for
-// errOutcomeUnknown, that nobody could tell).
+// commitTx commits tx, whose transaction id is xid. A nil error means
+// committed; otherwise the transaction did not commit (or, only for
+// errOutcomeUnknown, nobody could tell), and runAgain says that a new
+// attempt may succeed.
 //
 // A COMMIT that the server answers with an error rolled back. A COMMIT whose
 // answer never arrives (the connection broke, or commitTimeout passed and
@@ -37,26 +38,34 @@ var errOutcomeUnknown = errors.New("commit outcome unknown: the connection was l
 // for pg_xact_status(xid), which says committed or aborted once the old
 // backend is done (it aborts an open transaction as soon as it sees its
 // client gone). Called with wmu held.
-func (s *Store) commitTx(ctx context.Context, conn *pgx.Conn, tx pgx.Tx, xid string) error {
+func (s *Store) commitTx(ctx context.Context, conn *pgx.Conn, tx pgx.Tx, xid string) (outcome, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	err := s.commit(cctx, tx)
 	cancel()
 	if err == nil {
-		return nil
+		return finished, nil
 	}
 	var pe *pgconn.PgError
 	if errors.Is(err, pgx.ErrTxCommitRollback) || (errors.As(err, &pe) && !conn.IsClosed()) {
-		return err // the server answered: rolled back
+		// The server answered: rolled back.
+		if retryable(err) {
+			return runAgain, err
+		}
+		return finished, err
 	}
 	s.dropConn()
 	committed, rerr := s.resolveCommit(context.WithoutCancel(ctx), xid)
 	switch {
 	case rerr != nil:
-		return errs.Unavailable("apply: %v (%v; looking it up: %v)", errOutcomeUnknown, err, rerr)
+		return finished, errs.Unavailable("apply: %v (%v; looking it up: %v)", errOutcomeUnknown, err, rerr)
 	case committed:
-		return nil
+		return finished, nil
+	case ctx.Err() != nil:
+		return finished, err
 	}
-	return err
+	// Rolled back with the lost connection: nothing was stored, and the
+	// new connection may do better.
+	return runAgain, err
 }
 
 // resolveCommit asks the server whether transaction xid committed, on a new

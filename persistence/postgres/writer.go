@@ -168,13 +168,10 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		}
 		return abort(err)
 	}
-	if err := s.commitTx(ctx, conn, tx, a.xid); err != nil {
+	if next, err := s.commitTx(ctx, conn, tx, a.xid); err != nil {
 		a.restore(mark{})
 		s.afterFailure()
-		if retryable(err) {
-			return nil, runAgain, err
-		}
-		return nil, finished, err
+		return nil, next, err
 	}
 	return results, finished, nil
 }

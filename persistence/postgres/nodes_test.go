@@ -1,0 +1,452 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// node is one Store with its writer, as one agentstate process has.
+type node struct {
+	t     *testing.T
+	store *Store
+	w     persistence.Writer
+	pid   uint32
+}
+
+// twoNodes opens two unshared Stores on one fresh schema.
+func twoNodes(t *testing.T) (*node, *node) {
+	t.Helper()
+	dsn := freshDSN(t)
+	return newNode(t, dsn), newNode(t, dsn)
+}
+
+func newNode(t *testing.T, dsn string) *node {
+	t.Helper()
+	s := mustOpen(t, dsn, Unshared())
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatalf("Writer: %v", err)
+	}
+	t.Cleanup(w.Release)
+	return &node{t: t, store: s, w: w, pid: s.wconn.PgConn().PID()}
+}
+
+// apply applies cmds and fails the test on a transaction-level error.
+func (n *node) apply(cmds ...persistence.Command) []persistence.Result {
+	n.t.Helper()
+	res, err := n.w.Apply(context.Background(), cmds)
+	if err != nil {
+		n.t.Fatalf("Apply: %v", err)
+	}
+	return res
+}
+
+// ok applies one command and fails the test unless it committed.
+func (n *node) ok(cmd persistence.Command) persistence.Result {
+	n.t.Helper()
+	res := n.apply(cmd)[0]
+	if res.Err != nil {
+		n.t.Fatalf("%T: %v", cmd, res.Err)
+	}
+	return res
+}
+
+func entry(eventType string) *auditv1.AuditEntry {
+	return &auditv1.AuditEntry{EventId: ids.New(), EventType: eventType, DetailsJson: `{}`, CreatedAt: timestamppb.Now()}
+}
+
+func newSession(id string) *sessionv1.Session {
+	now := timestamppb.Now()
+	return &sessionv1.Session{SessionId: id, ActorName: "a", Namespace: "n", CreatedAt: now, UpdatedAt: now}
+}
+
+func message(content string) *sessionv1.Message {
+	return &sessionv1.Message{MessageId: ids.New(), Role: sessionv1.Role_ROLE_USER, Content: content, CreatedAt: timestamppb.Now()}
+}
+
+// verifyChain reads the whole chain through r and checks it: positions
+// 1..n without gaps, each entry chaining on the one before.
+func verifyChain(t *testing.T, r persistence.Reader) []*auditv1.AuditEntry {
+	t.Helper()
+	var all []*auditv1.AuditEntry
+	for {
+		after := int64(0)
+		if len(all) > 0 {
+			after = all[len(all)-1].Position
+		}
+		page, err := r.ScanAudit(context.Background(), after, 1000)
+		if err != nil {
+			t.Fatalf("ScanAudit: %v", err)
+		}
+		all = append(all, page...)
+		if len(page) < 1000 {
+			break
+		}
+	}
+	prev := ""
+	for i, e := range all {
+		if e.Position != int64(i+1) {
+			t.Fatalf("entry %d at position %d", i, e.Position)
+		}
+		if e.PrevHash != prev || e.Hash != persistence.AuditHash(prev, e) {
+			t.Fatalf("entry at position %d does not chain on its predecessor", e.Position)
+		}
+		prev = e.Hash
+	}
+	return all
+}
+
+// Two nodes writing audit entries at the same time keep one chain: every
+// entry chains on the one committed before it, whichever node wrote it.
+func TestTwoWritersKeepOneChain(t *testing.T) {
+	a, b := twoNodes(t)
+	const rounds = 40
+	written := make([][]*auditv1.AuditEntry, 2)
+	var wg sync.WaitGroup
+	for i, n := range []*node{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				es := []*auditv1.AuditEntry{entry("a"), entry("b"), entry("session_created")}
+				res, err := n.w.Apply(context.Background(), []persistence.Command{
+					&persistence.RecordAudit{Entries: es[:2]},
+					&persistence.CreateSession{Session: newSession(ids.New()), Audit: es[2:]},
+				})
+				if err != nil || res[0].Err != nil || res[1].Err != nil {
+					t.Errorf("node %d round %d: %v %v", i, r, err, res)
+					return
+				}
+				written[i] = append(written[i], es...)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	stored := verifyChain(t, a.store.Reader())
+	if len(stored) != 2*rounds*3 {
+		t.Fatalf("%d entries stored, want %d", len(stored), 2*rounds*3)
+	}
+	byPos := map[int64]*auditv1.AuditEntry{}
+	for _, e := range stored {
+		byPos[e.Position] = e
+	}
+	// What each writer was told matches what is stored.
+	for i, es := range written {
+		for _, e := range es {
+			s := byPos[e.Position]
+			if s == nil || s.EventId != e.EventId || s.Hash != e.Hash || s.PrevHash != e.PrevHash {
+				t.Fatalf("node %d: entry %s was told position %d, stored there: %v", i, e.EventId, e.Position, s)
+			}
+		}
+	}
+}
+
+// waitLockWait waits until backend pid, which runs the Apply that
+// reports to done, waits for a lock. It fails the test if that Apply
+// finishes first: it did not wait.
+func waitLockWait(t *testing.T, pid uint32, done chan applied) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var waiting bool
+		err := server.admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE pid = $1 AND wait_event_type = 'Lock')`, pid).Scan(&waiting)
+		if err != nil {
+			t.Fatalf("pg_stat_activity: %v", err)
+		}
+		if waiting {
+			return
+		}
+		select {
+		case got := <-done:
+			t.Fatalf("the Apply finished without waiting for a lock: %v %+v", got.err, got.res)
+		case <-ctx.Done():
+			t.Fatalf("backend %d never waited for a lock", pid)
+		case <-tick.C:
+		}
+	}
+}
+
+// holdCommit makes n's next COMMIT wait: reached is closed when the
+// transaction is ready to commit (all its locks taken), and the commit goes
+// ahead when release is called (at the latest when t ends, so that a failed
+// test does not leave the writer stuck).
+func holdCommit(t *testing.T, n *node) (reached chan struct{}, release func()) {
+	reached, released := make(chan struct{}), make(chan struct{})
+	var hold, free sync.Once
+	release = func() { free.Do(func() { close(released) }) }
+	t.Cleanup(release)
+	n.store.commit = func(ctx context.Context, tx pgx.Tx) error {
+		hold.Do(func() {
+			close(reached)
+			<-released
+		})
+		return tx.Commit(ctx)
+	}
+	return reached, release
+}
+
+type applied struct {
+	res []persistence.Result
+	err error
+}
+
+func applyAsync(n *node, cmds ...persistence.Command) chan applied {
+	done := make(chan applied, 1)
+	go func() {
+		res, err := n.w.Apply(context.Background(), cmds)
+		done <- applied{res, err}
+	}()
+	return done
+}
+
+// Fencing between two nodes: an Activate on one node waits for a write of
+// the older epoch that is in flight on the other, and fences every later
+// one; a write of the older epoch that arrives while an Activate is in
+// flight waits for it and is fenced.
+func TestFencingAcrossWriters(t *testing.T) {
+	a, b := twoNodes(t)
+	sid := ids.New()
+	if e := a.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: sid}).Epoch; e != 1 {
+		t.Fatalf("first activation: epoch %d", e)
+	}
+	a.ok(&persistence.CreateSession{Epoch: 1, Session: newSession(sid)})
+	if e := b.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: sid}).Epoch; e != 2 {
+		t.Fatalf("activation on node b: epoch %d", e)
+	}
+	res := a.apply(&persistence.AppendMessages{Epoch: 1, SessionID: sid, Turns: []persistence.Turn{{Messages: []*sessionv1.Message{message("stale")}}}})
+	if !errors.Is(res[0].Err, persistence.ErrFenced) {
+		t.Fatalf("node a's stale append: %v, want ErrFenced", res[0].Err)
+	}
+	b.ok(&persistence.AppendMessages{Epoch: 2, SessionID: sid, Turns: []persistence.Turn{{Messages: []*sessionv1.Message{message("current")}}}})
+
+	t.Run("activation waits for an in-flight write", func(t *testing.T) {
+		a.ok(&persistence.Activate{Kind: persistence.OwnerPlan, ID: "p"})
+		reached, release := holdCommit(t, a)
+		write := applyAsync(a, &persistence.PlanWrite{Epoch: 1, PlanID: "p", Records: []*planv1.ErrorRecord{
+			{RecordId: ids.New(), PlanId: "p", Sequence: 0, RecordedAt: timestamppb.Now()}}})
+		<-reached
+		activate := applyAsync(b, &persistence.Activate{Kind: persistence.OwnerPlan, ID: "p"})
+		waitLockWait(t, b.pid, activate)
+		release()
+		if got := <-write; got.err != nil || got.res[0].Err != nil {
+			t.Fatalf("in-flight write: %v %v", got.err, got.res)
+		}
+		if got := <-activate; got.err != nil || got.res[0].Epoch != 2 {
+			t.Fatalf("activation: %v %+v", got.err, got.res)
+		}
+		res := a.apply(&persistence.PlanWrite{Epoch: 1, PlanID: "p"})
+		if !errors.Is(res[0].Err, persistence.ErrFenced) {
+			t.Fatalf("write after the activation: %v, want ErrFenced", res[0].Err)
+		}
+		if p, err := b.store.Reader().GetPlan(context.Background(), "p"); err != nil || p.NextSequence != 1 {
+			t.Fatalf("plan: %+v %v", p, err)
+		}
+	})
+
+	t.Run("a write waits for an in-flight activation and is fenced", func(t *testing.T) {
+		for _, epoch := range []int64{1, 0} {
+			// Epoch 1: a's owner is stale once b activates again. Epoch 0:
+			// an unfenced write of a key whose first activation is in
+			// flight.
+			id := ids.New()
+			if epoch == 1 {
+				a.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: id})
+			}
+			reached, release := holdCommit(t, b)
+			activate := applyAsync(b, &persistence.Activate{Kind: persistence.OwnerSession, ID: id})
+			<-reached
+			e := entry("session_created")
+			write := applyAsync(a, &persistence.CreateSession{Epoch: epoch, Session: newSession(id), Audit: []*auditv1.AuditEntry{e}})
+			waitLockWait(t, a.pid, write)
+			release()
+			if got := <-activate; got.err != nil || got.res[0].Err != nil {
+				t.Fatalf("activation: %v %+v", got.err, got.res)
+			}
+			got := <-write
+			if got.err != nil || !errors.Is(got.res[0].Err, persistence.ErrFenced) {
+				t.Fatalf("epoch %d write that waited for an activation: %v %+v, want ErrFenced", epoch, got.err, got.res)
+			}
+			if e.Position != 0 {
+				t.Fatalf("a fenced write's audit entry was assigned position %d", e.Position)
+			}
+			if _, err := a.store.Reader().GetSession(context.Background(), id); err == nil {
+				t.Fatalf("a fenced create stored its session")
+			}
+		}
+	})
+	verifyChain(t, a.store.Reader())
+}
+
+// Two nodes updating two sessions in opposite orders deadlock; the server
+// aborts one transaction and its Apply runs it again, so both succeed and
+// each change is applied once.
+func TestDeadlockBetweenWritersIsRetried(t *testing.T) {
+	a, b := twoNodes(t)
+	x, y := ids.New(), ids.New()
+	a.ok(&persistence.CreateSession{Session: newSession(x)})
+	a.ok(&persistence.CreateSession{Session: newSession(y)})
+	// Each node, after its first command, waits until the other has done
+	// its first: then each holds the row the other needs next.
+	aFirst, bFirst := make(chan struct{}), make(chan struct{})
+	barrier := func(mine, theirs chan struct{}) func(int) {
+		var once sync.Once
+		return func(i int) {
+			if i == 0 {
+				once.Do(func() {
+					close(mine)
+					<-theirs
+				})
+			}
+		}
+	}
+	a.store.afterCommand = barrier(aFirst, bFirst)
+	b.store.afterCommand = barrier(bFirst, aFirst)
+	update := func(id string) persistence.Command {
+		return &persistence.UpdateSession{SessionID: id, TokenDelta: &sessionv1.TokenUsage{InputTokens: 1}}
+	}
+	da := applyAsync(a, update(x), update(y))
+	db := applyAsync(b, update(y), update(x))
+	for name, d := range map[string]chan applied{"a": da, "b": db} {
+		got := <-d
+		if got.err != nil || got.res[0].Err != nil || got.res[1].Err != nil {
+			t.Fatalf("node %s: %v %+v", name, got.err, got.res)
+		}
+	}
+	if a.store.retries+b.store.retries == 0 {
+		t.Fatalf("no transaction was run again: the deadlock did not happen")
+	}
+	for _, id := range []string{x, y} {
+		s, err := a.store.Reader().GetSession(context.Background(), id)
+		if err != nil || s.TokenUsage.InputTokens != 2 {
+			t.Fatalf("session %s after both updates: %v %v, want 2 input tokens", id, s, err)
+		}
+	}
+}
+
+// terminate ends backend pid and waits until it is gone.
+func terminate(t *testing.T, pid uint32) {
+	t.Helper()
+	var ok bool
+	if err := server.admin.QueryRow(context.Background(), "SELECT pg_terminate_backend($1, 10000)", int32(pid)).Scan(&ok); err != nil || !ok {
+		t.Fatalf("pg_terminate_backend(%d): %v %v", pid, ok, err)
+	}
+}
+
+// A writer whose connection was cut between transactions (a server
+// restart, an idle timeout) reconnects, and the Apply that found it cut
+// succeeds.
+func TestWriterReconnectsAfterItsConnectionIsCut(t *testing.T) {
+	a, _ := twoNodes(t)
+	first := entry("a")
+	a.ok(&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{first}})
+	terminate(t, a.pid)
+	e := entry("b")
+	a.ok(&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}})
+	if e.Position != 2 || e.PrevHash != first.Hash {
+		t.Fatalf("after reconnecting: position %d", e.Position)
+	}
+	if a.store.connects != 2 {
+		t.Fatalf("%d writer connections, want 2", a.store.connects)
+	}
+	verifyChain(t, a.store.Reader())
+}
+
+// A connection cut just before COMMIT: the transaction rolled back, so the
+// Apply runs it again on a new connection, and the lost attempt left
+// nothing behind (its activation took no epoch, its entries no positions).
+func TestConnectionCutBeforeCommitRunsAgain(t *testing.T) {
+	a, _ := twoNodes(t)
+	a.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: "k"})
+	var once sync.Once
+	attempts := 0
+	a.store.commit = func(ctx context.Context, tx pgx.Tx) error {
+		attempts++
+		once.Do(func() { terminate(t, tx.Conn().PgConn().PID()) })
+		return tx.Commit(ctx)
+	}
+	e := entry("a")
+	res := a.apply(&persistence.Activate{Kind: persistence.OwnerSession, ID: "k"}, &persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}})
+	if attempts != 2 || res[0].Epoch != 2 || e.Position != 1 {
+		t.Fatalf("%d attempts, epoch %d, position %d; want 2 attempts, epoch 2 (the lost attempt took none), position 1",
+			attempts, res[0].Epoch, e.Position)
+	}
+	if n := len(verifyChain(t, a.store.Reader())); n != 1 {
+		t.Fatalf("%d entries stored, want 1", n)
+	}
+}
+
+// COMMIT succeeded but its answer was lost: the outcome is looked up, and
+// Apply reports the commit instead of a failure (which would make callers
+// retry what is stored).
+func TestLostCommitAnswerIsLookedUp(t *testing.T) {
+	a, _ := twoNodes(t)
+	attempts := 0
+	a.store.commit = func(ctx context.Context, tx pgx.Tx) error {
+		attempts++
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+		tx.Conn().Close(ctx)
+		return fmt.Errorf("read COMMIT's answer: %w", errors.New("unexpected EOF"))
+	}
+	sid := ids.New()
+	e := entry("session_created")
+	res := a.apply(&persistence.CreateSession{Session: newSession(sid), Audit: []*auditv1.AuditEntry{e}})
+	if res[0].Err != nil || attempts != 1 || e.Position != 1 {
+		t.Fatalf("result %v, %d attempts, position %d; want success in 1 attempt at position 1", res[0].Err, attempts, e.Position)
+	}
+	if _, err := a.store.Reader().GetSession(context.Background(), sid); err != nil {
+		t.Fatalf("the session is not stored: %v", err)
+	}
+	if a.store.connects != 2 {
+		t.Fatalf("%d writer connections, want 2 (one to look the outcome up)", a.store.connects)
+	}
+	a.store.commit = func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) }
+	next := entry("b")
+	a.ok(&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{next}})
+	if next.Position != 2 || next.PrevHash != e.Hash {
+		t.Fatalf("next entry at %d", next.Position)
+	}
+}
+
+// PostgreSQL text cannot hold NUL: such a value fails its own command with
+// INVALID_ARGUMENT, and the rest of the batch commits.
+func TestRejectedValueFailsItsCommandAlone(t *testing.T) {
+	a, _ := twoNodes(t)
+	sid := ids.New()
+	a.ok(&persistence.CreateSession{Session: newSession(sid)})
+	e := entry("a")
+	res := a.apply(
+		&persistence.AppendMessages{SessionID: sid, Turns: []persistence.Turn{{Messages: []*sessionv1.Message{message("nul \x00 byte")}}}},
+		&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}},
+	)
+	if errs.CodeOf(res[0].Err) != errs.InvalidArgumentCode || res[1].Err != nil {
+		t.Fatalf("results %v, %v; want INVALID_ARGUMENT and success", res[0].Err, res[1].Err)
+	}
+	if s, _ := a.store.Reader().GetSession(context.Background(), sid); s.MessageCount != 0 {
+		t.Fatalf("message_count %d", s.MessageCount)
+	}
+	if e.Position != 1 {
+		t.Fatalf("entry at %d", e.Position)
+	}
+}
