@@ -117,6 +117,12 @@ if [ "$(psql_owner -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '
   psql_owner -d postgres -c "CREATE DATABASE $DB OWNER $ROLE" >&2
 fi
 
+# Test runs drop their own database; one that was killed cannot. What is left
+# of such runs goes now; a database still in use (a run in progress) stays.
+for old in $(psql_owner -d postgres -tAc "SELECT datname FROM pg_database WHERE datname LIKE 'agentstate\_test\_%'"); do
+  psql_owner -d postgres -c "DROP DATABASE IF EXISTS \"$old\"" >/dev/null 2>&1 || true
+done
+
 DSN="postgres://$ROLE:$PASSWORD@127.0.0.1:$PORT/$DB?sslmode=disable"
 LINE="export AGENTSTATE_TEST_POSTGRES='$DSN'"
 echo "$LINE" >"$DIR/env"
