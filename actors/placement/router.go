@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -18,7 +20,8 @@ import (
 const (
 	// DefaultAttemptTimeout bounds one attempt of a routed call. A
 	// request to a member that just died is not failed by the library
-	// when the endpoint goes; it waits this long, then the next attempt
+	// when the endpoint goes; it waits this long, then the call fails
+	// UNAVAILABLE (it may have been applied) and the caller's retry
 	// resolves the owner anew.
 	DefaultAttemptTimeout = 1500 * time.Millisecond
 	// DefaultRequestTimeout is the cluster's own request timeout.
@@ -61,11 +64,15 @@ func (r *Router) Bind(c *cluster.Cluster) { r.cluster.Store(c) }
 // Retries is the number of attempts retried so far (failover shows here).
 func (r *Router) Retries() int64 { return r.retries.Load() }
 
-// Route asks the kind's actor for id with msg. It retries while the answer
-// is UNAVAILABLE or no answer came (the owner's member died, the owner was
-// fenced or is stopping), until ctx ends; any other answer is final. Each
-// attempt sends a copy of msg, so a local owner never shares it with a
-// retry.
+// Route asks the kind's actor for id with msg. It retries, until ctx ends,
+// only attempts known to have done nothing: the owner answered UNAVAILABLE
+// (it was fenced or is stopping; such a write stored nothing), the owner
+// could not be found in time, or msg was not delivered (dead letter). An
+// attempt that sent msg and got no answer in time may have been applied,
+// so Route returns UNAVAILABLE for the caller to decide: retrying a
+// request without a client-chosen id (RecordError) would store it twice.
+// Any other answer is final. Each attempt sends a copy of msg, so a local
+// owner never shares it with a retry.
 func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error) {
 	backoff := defaultBackoff
 	var last error
@@ -89,11 +96,11 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 			}
 			timeout = min(timeout, left)
 		}
-		resp, err := r.attempt(kind, id, msg, timeout)
+		resp, maybeApplied, err := r.attempt(kind, id, msg, timeout)
 		if err == nil {
 			return resp, nil
 		}
-		if errs.CodeOf(err) != errs.UnavailableCode {
+		if errs.CodeOf(err) != errs.UnavailableCode || maybeApplied {
 			return nil, err
 		}
 		last = err
@@ -104,30 +111,35 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 // "no answer" are UNAVAILABLE; an answered *commonv1.Error is the owner's.
 // The whole attempt — finding the owner and its answer — ends at timeout:
 // cluster.Request cannot promise that, because its owner lookup waits up
-// to a hard-coded 5 s for a member that may just have died.
-func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Duration) (proto.Message, error) {
+// to a hard-coded 5 s for a member that may just have died. maybeApplied
+// is true when msg was sent and no answer came.
+func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Duration) (resp proto.Message, maybeApplied bool, err error) {
 	c := r.cluster.Load()
 	if c == nil {
-		return nil, errs.Unavailable("the cluster is not started yet")
+		return nil, false, errs.Unavailable("the cluster is not started yet")
 	}
 	deadline := time.Now().Add(timeout)
 	pid, err := resolve(c, kind, id, timeout)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	raw, err := c.ActorSystem.Root.RequestFuture(pid, proto.Clone(msg), time.Until(deadline)).Result()
 	if err != nil {
 		// A dead or stopped activation: the next attempt looks the owner up anew.
 		c.PidCache.RemoveByValue(id, kind, pid)
-		return nil, errs.Unavailable("%s %s: %v", kind, id, err)
+		undelivered := errors.Is(err, actor.ErrDeadLetter) || errors.Is(err, remote.ErrDeadLetter)
+		if undelivered {
+			return nil, false, errs.Unavailable("%s %s: %v", kind, id, err)
+		}
+		return nil, true, errs.Unavailable("%s %s: no answer within %v, the request may have been applied: %v", kind, id, timeout, err)
 	}
 	switch m := raw.(type) {
 	case *commonv1.Error:
-		return nil, errs.FromProto(m)
+		return nil, false, errs.FromProto(m)
 	case proto.Message:
-		return m, nil
+		return m, false, nil
 	default:
-		return nil, errs.Unavailable("%s %s: no answer (%T)", kind, id, raw)
+		return nil, true, errs.Unavailable("%s %s: no answer (%T), the request may have been applied", kind, id, raw)
 	}
 }
 
