@@ -37,9 +37,11 @@
 //
 // Writing. Writer.Apply runs a batch in one BEGIN IMMEDIATE transaction:
 // see persistence.Writer for the result semantics. It first runs the batch
-// without savepoints, with audit rows written in multi-row INSERTs; only if
-// a command fails on its own does it roll back and run the batch again with
-// one SAVEPOINT per command, so that the failure is rolled back alone.
+// without savepoints, with message and audit rows written in multi-row
+// INSERTs; only if a command fails on its own (or an append meets a stored
+// message id: a retried turn) does it roll back and run the batch again
+// with one SAVEPOINT per command and rows inserted one by one, so that the
+// failure is rolled back alone and a retried turn is told apart.
 // Audit entries get positions (commit order, never reused, also after a
 // prune) and hashes (persistence.AuditHash) chained on the last committed
 // entry, which each transaction reads under the write lock (so a rollback

@@ -100,16 +100,27 @@ func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
 // the command (and its savepoint undoes the inserts). A stale one usually
 // fails earlier, on UNIQUE(session_id, sequence); a missing session fails on
 // the messages' foreign key or, with nothing inserted, on the UPDATE.
+//
+// Without savepoints (a.buffered) the rows go in multi-row statements
+// (appendBulk); with them, row by row (turn), which is what tells a
+// retried turn (stored message ids) from a taken sequence.
 func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
 	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
-	for i := range c.Turns {
-		tr, n, err := a.turn(c.SessionID, &c.Turns[i], next)
-		if err != nil {
+	if a.buffered {
+		var err error
+		if next, err = a.appendBulk(c, res.Turns); err != nil {
 			return persistence.Result{}, err
 		}
-		res.Turns[i] = tr
-		next += n
+	} else {
+		for i := range c.Turns {
+			tr, n, err := a.turn(c.SessionID, &c.Turns[i], next)
+			if err != nil {
+				return persistence.Result{}, err
+			}
+			res.Turns[i] = tr
+			next += n
+		}
 	}
 	stored := next != c.NextSequence && !c.UpdatedAt.IsZero()
 	upd, err := a.exec(`UPDATE sessions SET next_sequence = ?1,
@@ -141,23 +152,31 @@ func (a *applier) sequenceMismatch(sessionID string, want int64) error {
 	return errs.FailedPrecondition("session %s: append at sequence %d, but the next sequence is %d", sessionID, want, next)
 }
 
+// checkTurn is a turn's own validity: a turn that fails it is answered
+// with the error and stores nothing, while the command's other turns go on.
+func checkTurn(sessionID string, t *persistence.Turn) error {
+	if len(t.Messages) == 0 {
+		return errs.InvalidArgument("session %s: empty turn", sessionID)
+	}
+	for i, m := range t.Messages {
+		if err := checkMessage(m); err != nil {
+			return err
+		}
+		for _, o := range t.Messages[:i] {
+			if o.MessageId == m.MessageId {
+				return errs.InvalidArgument("session %s: message id %s appears twice in one turn", sessionID, m.MessageId)
+			}
+		}
+	}
+	return nil
+}
+
 // turn stores one turn at sequences seq, seq+1, ... and returns how many
 // messages it stored. Its error is a command-level or transaction-level
 // failure; turn-level outcomes are in the TurnResult.
 func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persistence.TurnResult, int64, error) {
-	if len(t.Messages) == 0 {
-		return persistence.TurnResult{Err: errs.InvalidArgument("session %s: empty turn", sessionID)}, 0, nil
-	}
-	for i, m := range t.Messages {
-		if err := checkMessage(m); err != nil {
-			return persistence.TurnResult{Err: err}, 0, nil
-		}
-		for _, o := range t.Messages[:i] {
-			if o.MessageId == m.MessageId {
-				return persistence.TurnResult{Err: errs.InvalidArgument("session %s: message id %s appears twice in one turn",
-					sessionID, m.MessageId)}, 0, nil
-			}
-		}
+	if err := checkTurn(sessionID, t); err != nil {
+		return persistence.TurnResult{Err: err}, 0, nil
 	}
 	out := make([]*sessionv1.Message, len(t.Messages))
 	var inserted int64

@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"strings"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence"
+	sqlite3 "github.com/mattn/go-sqlite3"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Multi-row message inserts: the rows of an append command go in
+// statements of these many rows, largest first (few sizes, so few cached
+// prepared statements). One statement per row costs a trip through
+// database/sql and the driver and a step per row, on the writer, which is
+// the one serial resource of the append path.
+var messageChunks = [...]int{64, 8, 1}
+
+var insertMessagesSQL = map[int]string{}
+
+func init() {
+	const row = `(?, ?, ?, ?, ?, ?, ?)`
+	for _, n := range messageChunks {
+		insertMessagesSQL[n] = insertMessageSQL[:strings.Index(insertMessageSQL, "VALUES")] + "VALUES " +
+			strings.Repeat(row+", ", n-1) + row
+	}
+}
+
+// errConflictInBulk fails an attempt without savepoints whose multi-row
+// insert met a stored message id (a retried turn) or a taken sequence. It
+// is a command-level error on purpose: Apply then rolls the attempt back
+// and replays the batch with savepoints, where turn inserts row by row and
+// tells the outcomes apart. Retried turns are rare, so the replay is too.
+var errConflictInBulk = errs.FailedPrecondition("append met a stored message id or a taken sequence; replayed row by row")
+
+// appendBulk stores every valid turn of c from c.NextSequence on, in
+// multi-row statements, and fills turns (one result per turn). It returns
+// the next sequence after the stored rows. Only for attempts without
+// savepoints: a conflict leaves the statement's rows undone but the
+// attempt's earlier work in place, which only a rollback clears.
+func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.TurnResult) (int64, error) {
+	next := c.NextSequence
+	rows := make([]*sessionv1.Message, 0, len(c.Turns))
+	var lastIn, lastOut *timestamppb.Timestamp
+	for i := range c.Turns {
+		t := &c.Turns[i]
+		if err := checkTurn(c.SessionID, t); err != nil {
+			turns[i].Err = err
+			continue
+		}
+		out := make([]*sessionv1.Message, len(t.Messages))
+		for j, m := range t.Messages {
+			// The answer carries the stored time (nanoseconds), as a
+			// read returns it; a turn's messages usually share one.
+			if m.CreatedAt != lastIn {
+				lastIn, lastOut = m.CreatedAt, stamp(tsNanos(m.CreatedAt))
+			}
+			out[j] = &sessionv1.Message{SessionId: c.SessionID, MessageId: m.MessageId, Sequence: next,
+				Role: m.Role, Content: m.Content, MetadataJson: orEmptyObject(m.MetadataJson), CreatedAt: lastOut}
+			next++
+		}
+		turns[i].Messages = out
+		rows = append(rows, out...)
+	}
+	for len(rows) > 0 {
+		n := 1
+		for _, k := range messageChunks {
+			if len(rows) >= k {
+				n = k
+				break
+			}
+		}
+		if err := a.insertMessages(rows[:n]); err != nil {
+			return 0, err
+		}
+		rows = rows[n:]
+	}
+	// The entries follow their turns' rows, in turn order, as turn
+	// writes them.
+	for i := range c.Turns {
+		if turns[i].Err == nil {
+			if err := a.audit(c.Turns[i].Audit); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return next, nil
+}
+
+// insertMessages writes ms (len one of messageChunks) in one statement.
+func (a *applier) insertMessages(ms []*sessionv1.Message) error {
+	args := a.args[:0]
+	for _, m := range ms {
+		args = append(args, m.SessionId, m.Sequence, m.MessageId, int64(m.Role), m.Content, m.MetadataJson,
+			tsNanos(m.CreatedAt))
+	}
+	_, err := a.exec(insertMessagesSQL[len(ms)], args...)
+	clear(args)
+	a.args = args[:0]
+	switch constraint(err) {
+	case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
+		return errConflictInBulk
+	case sqlite3.ErrConstraintForeignKey:
+		return errs.NotFound("session %s not found", ms[0].SessionId)
+	}
+	return err
+}

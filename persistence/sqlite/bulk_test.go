@@ -1,0 +1,127 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+func newMsg(content string, at *timestamppb.Timestamp) *sessionv1.Message {
+	return &sessionv1.Message{MessageId: ids.New(), Role: sessionv1.Role_ROLE_USER, Content: content, CreatedAt: at}
+}
+
+func applyOK(t *testing.T, w persistence.Writer, cmds ...persistence.Command) []persistence.Result {
+	t.Helper()
+	res, err := w.Apply(context.Background(), cmds)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	return res
+}
+
+func storedMessages(t *testing.T, s *Store, session string) []*sessionv1.Message {
+	t.Helper()
+	ms, err := s.Reader().ListMessages(context.Background(), session, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// A command's rows go in multi-row statements of 64, 8 and 1 rows; every
+// row must land at its sequence, and the answer must be what a read returns.
+func TestBulkAppendStoresEveryChunk(t *testing.T) {
+	s := mustOpen(t, "memory:bulk-chunks")
+	defer mustClose(t, s)
+	id := createSession(t, s)
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	at := timestamppb.Now()
+	var turns []persistence.Turn
+	for i := range 75 {
+		turns = append(turns, persistence.Turn{Messages: []*sessionv1.Message{newMsg(fmt.Sprint("m", i), at)}})
+	}
+	turns = append(turns, persistence.Turn{Messages: []*sessionv1.Message{newMsg("t1", at), newMsg("t2", at), newMsg("t3", at)}})
+	res := applyOK(t, w, &persistence.AppendMessages{SessionID: id, Turns: turns, UpdatedAt: at.AsTime()})[0]
+	if res.Err != nil || res.NextSequence != 78 || len(res.Turns) != 76 {
+		t.Fatalf("result: err %v, next %d, %d turns", res.Err, res.NextSequence, len(res.Turns))
+	}
+	var answered []*sessionv1.Message
+	for _, tr := range res.Turns {
+		if tr.Err != nil || tr.Duplicate {
+			t.Fatalf("turn: %+v", tr)
+		}
+		answered = append(answered, tr.Messages...)
+	}
+	stored := storedMessages(t, s, id)
+	if len(stored) != 78 {
+		t.Fatalf("%d stored, want 78", len(stored))
+	}
+	for i, m := range stored {
+		if m.Sequence != int64(i) || !proto.Equal(m, answered[i]) {
+			t.Fatalf("row %d: stored %v, answered %v", i, m, answered[i])
+		}
+	}
+}
+
+// A retried turn among fresh ones makes the multi-row insert conflict; the
+// batch is replayed row by row and every command still gets its own
+// outcome, as without bulk inserts.
+func TestBulkAppendReplaysRetriedTurns(t *testing.T) {
+	s := mustOpen(t, "memory:bulk-retry")
+	defer mustClose(t, s)
+	a, b, c := createSession(t, s), createSession(t, s), createSession(t, s)
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	at := timestamppb.Now()
+	x := newMsg("x", at)
+	first := applyOK(t, w, &persistence.AppendMessages{SessionID: a, Turns: []persistence.Turn{{Messages: []*sessionv1.Message{x}}}})[0]
+	if first.Err != nil {
+		t.Fatal(first.Err)
+	}
+	retry := proto.Clone(x).(*sessionv1.Message)
+	y, z := newMsg("y", at), newMsg("z", at)
+	res := applyOK(t, w,
+		&persistence.AppendMessages{SessionID: b, Turns: []persistence.Turn{{Messages: []*sessionv1.Message{y}}}},
+		&persistence.AppendMessages{SessionID: a, NextSequence: 1, Turns: []persistence.Turn{
+			{Messages: []*sessionv1.Message{retry}}, {Messages: []*sessionv1.Message{z}},
+		}},
+		// Stale: session c has no messages, so sequence 5 is not its next.
+		&persistence.AppendMessages{SessionID: c, NextSequence: 5, Turns: []persistence.Turn{{Messages: []*sessionv1.Message{newMsg("late", at)}}}},
+	)
+	if res[0].Err != nil || res[0].Turns[0].Messages[0].Sequence != 0 {
+		t.Fatalf("fresh command: %+v", res[0])
+	}
+	ra := res[1]
+	if ra.Err != nil || !ra.Turns[0].Duplicate || !proto.Equal(ra.Turns[0].Messages[0], first.Turns[0].Messages[0]) {
+		t.Fatalf("retried turn: %+v", ra)
+	}
+	if ra.Turns[1].Duplicate || ra.Turns[1].Messages[0].Sequence != 1 || ra.NextSequence != 2 {
+		t.Fatalf("fresh turn after the retried one: %+v", ra)
+	}
+	if errs.CodeOf(res[2].Err) != errs.FailedPreconditionCode {
+		t.Fatalf("stale command: %v, want FAILED_PRECONDITION", res[2].Err)
+	}
+	for session, want := range map[string][]string{a: {"x", "z"}, b: {"y"}, c: nil} {
+		var got []string
+		for _, m := range storedMessages(t, s, session) {
+			got = append(got, m.Content)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("session %s stored %v, want %v", session, got, want)
+		}
+	}
+}
