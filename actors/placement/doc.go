@@ -27,8 +27,10 @@
 // activation takes a new epoch from the store and every write carries it
 // (persistence fencing), so only the newest activation can write; an older
 // one's writes fail, it answers UNAVAILABLE and stops, and the Router
-// retries. Router retries UNAVAILABLE answers and transport failures with a
-// short per-attempt timeout, within the caller's deadline.
+// retries. Router retries, within the caller's deadline, only attempts known
+// to have done nothing (an UNAVAILABLE answer, an owner lookup that did not
+// answer within the short per-attempt timeout, a dead letter); a request
+// sent but unanswered fails UNAVAILABLE for the caller to retry.
 //
 // Member starts a member with the automanaged provider (a static peer
 // list, no external server); production deployments may use the library's
