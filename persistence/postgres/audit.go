@@ -6,7 +6,6 @@ import (
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
-	"github.com/jackc/pgx/v5"
 )
 
 const insertAuditSQL = `INSERT INTO audit_log (position, event_id, event_type, plan_id, session_id,
@@ -52,11 +51,8 @@ func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 	return nil
 }
 
-// flushAudit writes the queued entries in one statement.
-func (a *applier) flushAudit() error {
-	if len(a.pending) == 0 {
-		return nil
-	}
+// auditArgs are the arguments of insertAuditSQL for the queued entries.
+func (a *applier) auditArgs() []any {
 	n := len(a.pending)
 	pos, created := make([]int64, n), make([]int64, n)
 	cols := make([][]string, 10)
@@ -69,11 +65,23 @@ func (a *applier) flushAudit() error {
 		cols[4][i], cols[5][i], cols[6][i], cols[7][i] = e.ProjectName, e.ActorName, e.UserIdentity, e.DetailsJson
 		cols[8][i], cols[9][i] = e.PrevHash, e.Hash
 	}
-	_, err := a.exec(insertAuditSQL, pos, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7],
-		created, cols[8], cols[9])
-	if err != nil {
+	return []any{pos, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], created, cols[8], cols[9]}
+}
+
+// flushAudit writes the queued entries in one statement (without
+// savepoints, through the pipeline, whose failure replays the batch).
+func (a *applier) flushAudit() error {
+	if len(a.pending) == 0 {
+		return nil
+	}
+	if a.buffered {
+		a.queue(insertAuditSQL, a.auditArgs()...)
+		a.pending = a.pending[:0]
+		return a.sendPipe()
+	}
+	if _, err := a.exec(insertAuditSQL, a.auditArgs()...); err != nil {
 		if uniqueViolation(err) == "audit_log_event_id_key" {
-			if n == 1 {
+			if len(a.pending) == 1 {
 				return errs.AlreadyExists("audit entry %s is stored already", a.pending[0].EventId)
 			}
 			return errs.AlreadyExists("an audit entry of the batch is stored already")
@@ -105,19 +113,16 @@ func (a *applier) pruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 	cutoff := c.OlderThan.UnixNano()
 	// The first entry that must stay bounds the prefix: the first one not
 	// older than the cutoff, or the one past the limit.
-	rows, err := a.tx.Query(a.ctx, `SELECT position, created_at, hash FROM audit_log ORDER BY position LIMIT $1`, c.Limit)
-	if err != nil {
-		return persistence.Result{}, err
-	}
 	var removed, lastPos, pos, created int64
 	var lastHash, hash string
-	_, err = pgx.ForEachRow(rows, []any{&pos, &created, &hash}, func() error {
-		if created >= cutoff {
-			return errStopScan
-		}
-		removed, lastPos, lastHash = removed+1, pos, hash
-		return nil
-	})
+	err := a.forEachRow(`SELECT position, created_at, hash FROM audit_log ORDER BY position LIMIT $1`, []any{c.Limit},
+		[]any{&pos, &created, &hash}, func() error {
+			if created >= cutoff {
+				return errStopScan
+			}
+			removed, lastPos, lastHash = removed+1, pos, hash
+			return nil
+		})
 	if err != nil && !errors.Is(err, errStopScan) {
 		return persistence.Result{}, err
 	}

@@ -28,7 +28,8 @@
 //
 // Several writers. Each node's writer is a separate connection, and their
 // transactions may overlap. READ COMMITTED with explicit row locks keeps
-// them correct; there is no SERIALIZABLE and so no blanket retry:
+// them correct (SERIALIZABLE would abort and retry far more often under
+// group commit):
 //
 //   - The audit chain is one row, audit_chain (tail position and hash, and
 //     the prune anchor). A transaction that may write audit entries locks it
@@ -51,14 +52,19 @@
 //     broken by the server, and Apply runs the aborted transaction again.
 //
 // Writing. Writer.Apply runs a batch in one transaction: see
-// persistence.Writer for the result semantics. It first runs the batch
-// without savepoints, with each turn's messages and the batch's audit rows
-// in single array (unnest) INSERTs; only if a command fails on its own does
-// it roll back and run the batch again with one SAVEPOINT per command.
-// COMMIT runs without the caller's cancellation; if its answer is lost (the
-// connection broke), a new connection asks pg_xact_status for the outcome,
-// so that an error still means nothing was stored. A writer connection that
-// died is replaced on the next Apply.
+// persistence.Writer for the result semantics. BEGIN and the chain lock go
+// in one round trip. Then it runs the batch without savepoints: appends and
+// session updates are pipelined (their statements queued with a check of
+// each answer, see pipeline.go) and sent with the batch's audit rows, in
+// array (unnest) INSERTs, and the chain's move, in one more round trip; the
+// other commands run statement by statement. Only if a command fails on its
+// own, or a pipelined check does not hold, does it roll back and run the
+// batch again with one SAVEPOINT per command. A transaction that lost its
+// connection before COMMIT, or that the server aborted for a deadlock, is
+// run again (up to 4 attempts). COMMIT runs without the caller's
+// cancellation; if its answer is lost (the connection broke), a new
+// connection asks pg_xact_status for the outcome, so that an error still
+// means nothing was stored. A writer connection that died is replaced.
 //
 // Errors. Unique violations and rejected values become the command's own
 // Result.Err (ALREADY_EXISTS, FAILED_PRECONDITION, INVALID_ARGUMENT). A lost

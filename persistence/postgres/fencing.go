@@ -36,15 +36,20 @@ func (a *applier) activate(c *persistence.Activate) (persistence.Result, error) 
 //
 // For epoch 0 the row may not exist, and a missing row cannot be locked;
 // so an unfenced write first inserts it with epoch 0 (a concurrent first
-// Activate then either waits for this transaction or is waited for), and
-// then locks it like any other.
+// Activate then either waits for this transaction or is waited for). If
+// the row was there already, it is locked like any other.
 func (a *applier) fence(kind persistence.OwnerKind, id string, epoch int64) error {
 	switch {
 	case epoch < 0:
 		return errs.InvalidArgument("%s: negative epoch %d", ownerName(kind, id), epoch)
 	case epoch == 0:
-		if _, err := a.exec(`INSERT INTO owner_epochs (kind, id, epoch) VALUES ($1, $2, 0)
-			ON CONFLICT (kind, id) DO NOTHING`, int16(kind), id); err != nil {
+		var e int64
+		err := a.queryRow(`INSERT INTO owner_epochs (kind, id, epoch) VALUES ($1, $2, 0)
+			ON CONFLICT (kind, id) DO NOTHING RETURNING epoch`, []any{int16(kind), id}, &e)
+		if err == nil {
+			return nil // a new row: the insert holds it until commit
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
 	}
@@ -52,15 +57,24 @@ func (a *applier) fence(kind persistence.OwnerKind, id string, epoch int64) erro
 	err := a.queryRow(`SELECT epoch FROM owner_epochs WHERE kind = $1 AND id = $2 FOR SHARE`,
 		[]any{int16(kind), id}, &current)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s: epoch %d, never activated: %w", ownerName(kind, id), epoch, persistence.ErrFenced)
+		return fencedErr(kind, id, epoch, 0)
 	}
 	if err != nil {
 		return err
 	}
 	if current != epoch {
-		return fmt.Errorf("%s: epoch %d, current %d: %w", ownerName(kind, id), epoch, current, persistence.ErrFenced)
+		return fencedErr(kind, id, epoch, current)
 	}
 	return nil
+}
+
+// fencedErr is ErrFenced for a write of epoch to a key whose epoch is
+// current (0: never activated).
+func fencedErr(kind persistence.OwnerKind, id string, epoch, current int64) error {
+	if current == 0 {
+		return fmt.Errorf("%s: epoch %d, never activated: %w", ownerName(kind, id), epoch, persistence.ErrFenced)
+	}
+	return fmt.Errorf("%s: epoch %d, current %d: %w", ownerName(kind, id), epoch, current, persistence.ErrFenced)
 }
 
 func ownerName(kind persistence.OwnerKind, id string) string {

@@ -16,15 +16,14 @@ const (
 	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 	ON CONFLICT (session_id) DO NOTHING`
-	// Messages go in one statement per turn (or import), as arrays. A
-	// stored message id is skipped, not an error, for appends: that is how
-	// duplicate turns are found without a lookup per message; RETURNING
-	// tells which rows went in. A taken sequence still fails.
+	// Messages go in one statement per turn (or import), as arrays. For
+	// appends (appendTurnSQL) a stored message id is skipped, not an error:
+	// that is how duplicate turns are found without a lookup per message;
+	// RETURNING tells which rows went in. A taken sequence still fails.
 	insertMessagesSQL = `INSERT INTO session_messages (session_id, sequence, message_id, role, content,
 	metadata_json, created_at)
 	SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[])`
-	appendMessagesSQL = insertMessagesSQL + ` ON CONFLICT (session_id, message_id) DO NOTHING RETURNING message_id`
-	upsertLinkSQL     = `INSERT INTO session_links (session_id, plan_id, phase, state) VALUES ($1, $2, $3, $4)
+	upsertLinkSQL = `INSERT INTO session_links (session_id, plan_id, phase, state) VALUES ($1, $2, $3, $4)
 	ON CONFLICT (session_id, plan_id) DO UPDATE SET phase = excluded.phase, state = excluded.state`
 )
 
@@ -110,6 +109,25 @@ func checkMessage(m *sessionv1.Message) error {
 	return nil
 }
 
+// checkTurn is a turn's own validity: messages, each with an id (unique
+// in the turn) and a time.
+func checkTurn(sessionID string, t *persistence.Turn) error {
+	if len(t.Messages) == 0 {
+		return errs.InvalidArgument("session %s: empty turn", sessionID)
+	}
+	for i, m := range t.Messages {
+		if err := checkMessage(m); err != nil {
+			return err
+		}
+		for _, o := range t.Messages[:i] {
+			if o.MessageId == m.MessageId {
+				return errs.InvalidArgument("session %s: message id %s appears twice in one turn", sessionID, m.MessageId)
+			}
+		}
+	}
+	return nil
+}
+
 func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
 	if l.GetPlanId() == "" {
 		return errs.InvalidArgument("session %s: linked plan has no plan_id", sessionID)
@@ -132,9 +150,9 @@ func (a *applier) lockSession(sessionID string) (int64, error) {
 }
 
 // appendMessages checks NextSequence against the locked session row, then
-// inserts turn by turn from it and moves next_sequence to the end. The
-// UNIQUE(session_id, sequence) key is the backstop should the row ever
-// disagree with the messages.
+// inserts turn by turn from it, each turn moving next_sequence in the same
+// statement. The UNIQUE(session_id, sequence) key is the backstop should
+// the row ever disagree with the messages.
 func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
 	if err := a.fence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
@@ -149,45 +167,39 @@ func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Res
 	}
 	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	for i := range c.Turns {
-		tr, n, err := a.turn(c.SessionID, &c.Turns[i], next)
+		tr, n, err := a.turn(c, &c.Turns[i], next)
 		if err != nil {
 			return persistence.Result{}, err
 		}
 		res.Turns[i] = tr
 		next += n
 	}
-	if next != c.NextSequence {
-		stored := !c.UpdatedAt.IsZero()
-		if _, err := a.exec(`UPDATE sessions SET next_sequence = $1,
-			updated_at = CASE WHEN $2::boolean THEN $3::bigint ELSE updated_at END WHERE session_id = $4`,
-			next, stored, timeNanos(c.UpdatedAt), c.SessionID); err != nil {
-			return persistence.Result{}, err
-		}
-	}
 	res.NextSequence = next
 	return res, nil
 }
 
-// turn stores one turn at sequences seq, seq+1, ... and returns how many
-// messages it stored. Its error is a command-level or transaction-level
-// failure; turn-level outcomes are in the TurnResult.
-func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persistence.TurnResult, int64, error) {
-	if len(t.Messages) == 0 {
-		return persistence.TurnResult{Err: errs.InvalidArgument("session %s: empty turn", sessionID)}, 0, nil
-	}
-	for i, m := range t.Messages {
-		if err := checkMessage(m); err != nil {
-			return persistence.TurnResult{Err: err}, 0, nil
-		}
-		for _, o := range t.Messages[:i] {
-			if o.MessageId == m.MessageId {
-				return persistence.TurnResult{Err: errs.InvalidArgument("session %s: message id %s appears twice in one turn",
-					sessionID, m.MessageId)}, 0, nil
-			}
-		}
+// appendTurnSQL inserts a turn's messages, skipping stored ids, and in the
+// same statement moves the session's next_sequence by the rows inserted,
+// and its updated_at when $9 and the whole turn went in ($10 rows).
+const appendTurnSQL = `WITH ins AS (` + insertMessagesSQL + `
+	ON CONFLICT (session_id, message_id) DO NOTHING RETURNING message_id),
+n AS (SELECT count(*) AS n FROM ins),
+upd AS (UPDATE sessions SET next_sequence = next_sequence + (SELECT n FROM n),
+	updated_at = CASE WHEN $8::boolean AND (SELECT n FROM n) = $9::bigint THEN $10::bigint ELSE updated_at END
+	WHERE session_id = $1)
+SELECT message_id FROM ins`
+
+// turn stores one turn of c at sequences seq, seq+1, ... and returns how
+// many messages it stored. Its error is a command-level or
+// transaction-level failure; turn-level outcomes are in the TurnResult.
+func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq int64) (persistence.TurnResult, int64, error) {
+	sessionID := c.SessionID
+	if err := checkTurn(sessionID, t); err != nil {
+		return persistence.TurnResult{Err: err}, 0, nil
 	}
 	rows := newMessageRows(t.Messages, seq)
-	inserted, err := a.insertReturningIDs(appendMessagesSQL, rows.args(sessionID))
+	args := append(rows.args(sessionID), !c.UpdatedAt.IsZero(), int64(len(t.Messages)), timeNanos(c.UpdatedAt))
+	inserted, err := a.insertReturningIDs(appendTurnSQL, args)
 	if err != nil {
 		if uniqueViolation(err) == "session_messages_sequence_key" {
 			return persistence.TurnResult{}, 0, errs.FailedPrecondition("session %s: a sequence from %d is taken", sessionID, seq)
@@ -212,8 +224,10 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 		}
 		return persistence.TurnResult{Duplicate: true, Messages: out}, 0, nil
 	}
-	// Some ids were stored before, some not: undo this turn's rows.
-	if _, err := a.exec(`DELETE FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[])`,
+	// Some ids were stored before, some not: undo this turn's rows and its
+	// move of next_sequence (updated_at was left alone).
+	if _, err := a.exec(`WITH d AS (DELETE FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[]) RETURNING 1)
+		UPDATE sessions SET next_sequence = next_sequence - (SELECT count(*) FROM d) WHERE session_id = $1`,
 		sessionID, inserted); err != nil {
 		return persistence.TurnResult{}, 0, err
 	}
@@ -222,30 +236,28 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 
 // insertReturningIDs runs an INSERT ... RETURNING of one text column.
 func (a *applier) insertReturningIDs(query string, args []any) ([]string, error) {
-	rows, err := a.tx.Query(a.ctx, query, args...)
-	if err != nil {
-		return nil, dataException(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return ids, dataException(err)
+	var ids []string
+	var id string
+	err := a.forEachRow(query, args, []any{&id}, func() error {
+		ids = append(ids, id)
+		return nil
+	})
+	return ids, err
 }
 
 // storedMessages returns the stored messages with these ids, in the ids'
 // order; all of them exist.
 func (a *applier) storedMessages(sessionID string, ids []string) ([]*sessionv1.Message, error) {
-	rows, err := a.tx.Query(a.ctx, `SELECT message_id, sequence, role, content, metadata_json, created_at
-		FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[])`, sessionID, ids)
-	if err != nil {
-		return nil, err
-	}
 	byID := make(map[string]*sessionv1.Message, len(ids))
 	var role, created int64
 	m := &sessionv1.Message{}
-	_, err = pgx.ForEachRow(rows, []any{&m.MessageId, &m.Sequence, &role, &m.Content, &m.MetadataJson, &created}, func() error {
-		byID[m.MessageId] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: m.Sequence,
-			Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: stamp(created)}
-		return nil
-	})
+	err := a.forEachRow(`SELECT message_id, sequence, role, content, metadata_json, created_at
+		FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[])`, []any{sessionID, ids},
+		[]any{&m.MessageId, &m.Sequence, &role, &m.Content, &m.MetadataJson, &created}, func() error {
+			byID[m.MessageId] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: m.Sequence,
+				Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: stamp(created)}
+			return nil
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -258,21 +270,27 @@ func (a *applier) storedMessages(sessionID string, ids []string) ([]*sessionv1.M
 	return out, nil
 }
 
+// updateSessionSQL changes the fields that are set, adds the token delta.
+const updateSessionSQL = `UPDATE sessions SET
+	state = CASE WHEN $1::bigint <> 0 THEN $1::bigint ELSE state END,
+	closed_at = CASE WHEN $2::bigint <> 0 THEN $2::bigint ELSE closed_at END,
+	input_tokens = input_tokens + $3::bigint,
+	output_tokens = output_tokens + $4::bigint,
+	cost = cost + $5::double precision,
+	updated_at = CASE WHEN $6::bigint <> 0 THEN $6::bigint ELSE updated_at END
+	WHERE session_id = $7`
+
+func updateSessionArgs(c *persistence.UpdateSession) []any {
+	tu := c.TokenDelta
+	return []any{int64(c.State), timeNanos(c.ClosedAt), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
+		timeNanos(c.UpdatedAt), c.SessionID}
+}
+
 func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Result, error) {
 	if err := a.fence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
-	tu := c.TokenDelta
-	tag, err := a.exec(`UPDATE sessions SET
-		state = CASE WHEN $1::bigint <> 0 THEN $1::bigint ELSE state END,
-		closed_at = CASE WHEN $2::bigint <> 0 THEN $2::bigint ELSE closed_at END,
-		input_tokens = input_tokens + $3::bigint,
-		output_tokens = output_tokens + $4::bigint,
-		cost = cost + $5::double precision,
-		updated_at = CASE WHEN $6::bigint <> 0 THEN $6::bigint ELSE updated_at END
-		WHERE session_id = $7`,
-		int64(c.State), timeNanos(c.ClosedAt), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		timeNanos(c.UpdatedAt), c.SessionID)
+	tag, err := a.exec(updateSessionSQL, updateSessionArgs(c)...)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -297,16 +315,13 @@ func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.lockSession(c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
-	rows, err := a.tx.Query(a.ctx, `DELETE FROM session_links WHERE session_id = $1 RETURNING id, plan_id`, c.SessionID)
-	if err != nil {
-		return persistence.Result{}, err
-	}
 	var links []sessionLink
 	var l sessionLink
-	if _, err := pgx.ForEachRow(rows, []any{&l.id, &l.planID}, func() error {
-		links = append(links, l)
-		return nil
-	}); err != nil {
+	if err := a.forEachRow(`DELETE FROM session_links WHERE session_id = $1 RETURNING id, plan_id`, []any{c.SessionID},
+		[]any{&l.id, &l.planID}, func() error {
+			links = append(links, l)
+			return nil
+		}); err != nil {
 		return persistence.Result{}, err
 	}
 	// Report them in link order, as stored.

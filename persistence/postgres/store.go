@@ -51,9 +51,11 @@ type Store struct {
 	writerHeld bool
 	readOnly   bool
 	// connects counts writer connections made, retries transactions run
-	// again (for tests and diagnosis).
+	// again, replays batches run again with savepoints (for tests and
+	// diagnosis).
 	connects int
 	retries  int
+	replays  int
 	// Test hooks: commit commits tx (tests lose its answer); afterCommand,
 	// when set, runs after each command of an attempt.
 	commit       func(ctx context.Context, tx pgx.Tx) error

@@ -2,13 +2,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // maxAttempts bounds how often Apply runs a transaction that the server
@@ -68,6 +64,7 @@ func (w *writer) Apply(ctx context.Context, batch []persistence.Command) ([]pers
 		switch {
 		case next == isolateCommands && !savepoints:
 			savepoints = true
+			s.replays++
 			attempt--
 			continue
 		case next == runAgain && attempt < maxAttempts:
@@ -116,23 +113,20 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		}
 		return finished, err
 	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		s.afterFailure()
-		next, err := failed(err)
-		return nil, next, err
-	}
-	a := &applier{ctx: ctx, tx: tx, buffered: !savepoints}
+	a := &applier{ctx: ctx, buffered: !savepoints}
+	tx, err := a.begin(conn, needsChain(batch))
 	abort := func(err error) ([]persistence.Result, outcome, error) {
 		a.restore(mark{})
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
-		defer cancel()
-		_ = tx.Rollback(rctx)
+		if tx != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+			_ = tx.Rollback(rctx)
+			cancel()
+		}
 		next, err := failed(err)
 		s.afterFailure()
 		return nil, next, err
 	}
-	if err := a.begin(needsChain(batch)); err != nil {
+	if err != nil {
 		return abort(err)
 	}
 	results := make([]persistence.Result, len(batch))
@@ -155,6 +149,14 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		}
 		results[i] = res
 		if s.afterCommand != nil {
+			// The hook sees the command's statements run.
+			if err := a.sendPipe(); err != nil {
+				if isCommandErr(err) {
+					abort(err)
+					return nil, isolateCommands, nil
+				}
+				return abort(err)
+			}
 			s.afterCommand(i)
 		}
 	}
@@ -182,11 +184,6 @@ func (s *Store) afterFailure() {
 	if s.wconn != nil && s.wconn.IsClosed() {
 		s.dropConn()
 	}
-}
-
-func isCommandErr(err error) bool {
-	var cmdErr *errs.Error
-	return errors.As(err, &cmdErr)
 }
 
 // needsChain reports whether batch may write audit entries, and so must
@@ -227,138 +224,4 @@ func needsChain(batch []persistence.Command) bool {
 		}
 	}
 	return false
-}
-
-// applier carries one transaction. pos and hash are the chain's tail
-// including every entry inserted so far in the transaction; assigned lists
-// those entries, so a rollback can unassign them.
-type applier struct {
-	ctx context.Context
-	tx  pgx.Tx
-	// xid is the transaction's id, to look up its outcome if COMMIT's
-	// answer is lost.
-	xid string
-	// chain: the tail row is locked; startPos is the tail as loaded.
-	chain    bool
-	startPos int64
-	pos      int64
-	hash     string
-	assigned []*auditv1.AuditEntry
-	// buffered: audit rows wait in pending for one multi-row insert at the
-	// end; only without savepoints, where a failure aborts the attempt
-	// anyway.
-	buffered bool
-	pending  []*auditv1.AuditEntry
-}
-
-// begin takes the transaction's id and, when the batch writes audit
-// entries, the lock on the chain's tail, in one round trip.
-func (a *applier) begin(chain bool) error {
-	if !chain {
-		return a.tx.QueryRow(a.ctx, "SELECT pg_current_xact_id()::text").Scan(&a.xid)
-	}
-	a.chain = true
-	err := a.tx.QueryRow(a.ctx, `SELECT pg_current_xact_id()::text, tail_position, tail_hash
-		FROM audit_chain WHERE id = 1 FOR UPDATE`).Scan(&a.xid, &a.pos, &a.hash)
-	a.startPos = a.pos
-	return err
-}
-
-// finish writes the queued audit rows and moves the chain's tail.
-func (a *applier) finish() error {
-	if err := a.flushAudit(); err != nil {
-		return err
-	}
-	if !a.chain || a.pos == a.startPos {
-		return nil
-	}
-	_, err := a.tx.Exec(a.ctx, "UPDATE audit_chain SET tail_position = $1, tail_hash = $2 WHERE id = 1", a.pos, a.hash)
-	return err
-}
-
-// mark is the applier's chain state at a savepoint.
-type mark struct {
-	pos  int64
-	hash string
-	n    int
-}
-
-func (a *applier) mark() mark { return mark{pos: a.pos, hash: a.hash, n: len(a.assigned)} }
-
-// restore unassigns the entries after m; mark{} unassigns all of them when
-// the transaction is abandoned.
-func (a *applier) restore(m mark) {
-	for _, e := range a.assigned[m.n:] {
-		e.Position, e.Hash, e.PrevHash = 0, "", ""
-	}
-	a.assigned = a.assigned[:m.n]
-	a.pending = nil
-	a.pos, a.hash = m.pos, m.hash
-}
-
-// command applies one command inside a savepoint. It returns an error only
-// for transaction-level failures.
-func (a *applier) command(cmd persistence.Command) (persistence.Result, error) {
-	if _, err := a.tx.Exec(a.ctx, "SAVEPOINT cmd"); err != nil {
-		return persistence.Result{}, err
-	}
-	m := a.mark()
-	res, err := a.dispatch(cmd)
-	if err == nil {
-		// Audit rows are written per command here, so that a duplicate
-		// event id fails its own command.
-		err = a.flushAudit()
-	}
-	if err != nil {
-		var cmdErr *errs.Error
-		if !errors.As(err, &cmdErr) {
-			return persistence.Result{}, err
-		}
-		if _, err := a.tx.Exec(a.ctx, "ROLLBACK TO SAVEPOINT cmd"); err != nil {
-			return persistence.Result{}, err
-		}
-		a.restore(m)
-		return persistence.Result{Err: err}, nil
-	}
-	if _, err := a.tx.Exec(a.ctx, "RELEASE SAVEPOINT cmd"); err != nil {
-		return persistence.Result{}, err
-	}
-	return res, nil
-}
-
-func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) {
-	switch c := cmd.(type) {
-	case *persistence.CreateSession:
-		return a.createSession(c)
-	case *persistence.AppendMessages:
-		return a.appendMessages(c)
-	case *persistence.UpdateSession:
-		return a.updateSession(c)
-	case *persistence.DeleteSession:
-		return a.deleteSession(c)
-	case *persistence.PlanWrite:
-		return a.planWrite(c)
-	case *persistence.RecordAudit:
-		return persistence.Result{}, a.audit(c.Entries)
-	case *persistence.PruneAudit:
-		return a.pruneAudit(c)
-	case *persistence.Activate:
-		return a.activate(c)
-	case nil:
-		return persistence.Result{}, errs.InvalidArgument("nil command")
-	default:
-		return persistence.Result{}, errs.InvalidArgument("unknown command %T", cmd)
-	}
-}
-
-// exec runs one statement of a command; a value the server rejects is the
-// command's INVALID_ARGUMENT.
-func (a *applier) exec(query string, args ...any) (pgconn.CommandTag, error) {
-	tag, err := a.tx.Exec(a.ctx, query, args...)
-	return tag, dataException(err)
-}
-
-// queryRow runs one single-row query of a command and scans it.
-func (a *applier) queryRow(query string, args []any, dest ...any) error {
-	return dataException(a.tx.QueryRow(a.ctx, query, args...).Scan(dest...))
 }

@@ -1,0 +1,191 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// applier carries one transaction. pos and hash are the chain's tail
+// including every entry assigned so far in the transaction; assigned lists
+// those entries, so a rollback can unassign them.
+type applier struct {
+	ctx context.Context
+	tx  pgx.Tx
+	// xid is the transaction's id, to look up its outcome if COMMIT's
+	// answer is lost.
+	xid string
+	// chain: the tail row is locked; startPos is the tail as loaded.
+	chain    bool
+	startPos int64
+	pos      int64
+	hash     string
+	assigned []*auditv1.AuditEntry
+	// buffered: the attempt without savepoints. Audit rows wait in pending
+	// for one multi-row insert at the end, and the common commands are
+	// queued in pipe (see pipeline.go); a failure of either aborts the
+	// attempt, and the replay with savepoints runs command by command.
+	buffered bool
+	pending  []*auditv1.AuditEntry
+	pipe     *pgx.Batch
+}
+
+// begin starts the transaction and takes its id and, when the batch writes
+// audit entries, the lock on the chain's tail, in one round trip. The
+// returned tx is nil only when BEGIN never ran.
+func (a *applier) begin(conn *pgx.Conn, chain bool) (pgx.Tx, error) {
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if chain {
+		a.chain = true
+		b.Queue(`SELECT pg_current_xact_id()::text, tail_position, tail_hash FROM audit_chain WHERE id = 1 FOR UPDATE`).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&a.xid, &a.pos, &a.hash) })
+	} else {
+		b.Queue("SELECT pg_current_xact_id()::text").QueryRow(func(row pgx.Row) error { return row.Scan(&a.xid) })
+	}
+	br := conn.SendBatch(a.ctx, b)
+	a.tx = br.Tx()
+	err := br.Close()
+	a.startPos = a.pos
+	return a.tx, err
+}
+
+// finish writes the queued audit rows and moves the chain's tail; without
+// savepoints, together with the rest of the pipeline, in one round trip.
+func (a *applier) finish() error {
+	if !a.buffered {
+		if err := a.flushAudit(); err != nil {
+			return err
+		}
+	} else if len(a.pending) > 0 {
+		a.queue(insertAuditSQL, a.auditArgs()...)
+		a.pending = a.pending[:0]
+	}
+	if a.chain && a.pos != a.startPos {
+		a.queue("UPDATE audit_chain SET tail_position = $1, tail_hash = $2 WHERE id = 1", a.pos, a.hash)
+	}
+	return a.sendPipe()
+}
+
+// mark is the applier's chain state at a savepoint.
+type mark struct {
+	pos  int64
+	hash string
+	n    int
+}
+
+func (a *applier) mark() mark { return mark{pos: a.pos, hash: a.hash, n: len(a.assigned)} }
+
+// restore unassigns the entries after m; mark{} unassigns all of them when
+// the transaction is abandoned.
+func (a *applier) restore(m mark) {
+	for _, e := range a.assigned[m.n:] {
+		e.Position, e.Hash, e.PrevHash = 0, "", ""
+	}
+	a.assigned = a.assigned[:m.n]
+	a.pending = nil
+	a.pipe = nil
+	a.pos, a.hash = m.pos, m.hash
+}
+
+// command applies one command inside a savepoint. It returns an error only
+// for transaction-level failures.
+func (a *applier) command(cmd persistence.Command) (persistence.Result, error) {
+	if _, err := a.tx.Exec(a.ctx, "SAVEPOINT cmd"); err != nil {
+		return persistence.Result{}, err
+	}
+	m := a.mark()
+	res, err := a.dispatch(cmd)
+	if err == nil {
+		// Audit rows are written per command here, so that a duplicate
+		// event id fails its own command.
+		err = a.flushAudit()
+	}
+	if err != nil {
+		if !isCommandErr(err) {
+			return persistence.Result{}, err
+		}
+		if _, rerr := a.tx.Exec(a.ctx, "ROLLBACK TO SAVEPOINT cmd"); rerr != nil {
+			return persistence.Result{}, rerr
+		}
+		a.restore(m)
+		return persistence.Result{Err: err}, nil
+	}
+	if _, err := a.tx.Exec(a.ctx, "RELEASE SAVEPOINT cmd"); err != nil {
+		return persistence.Result{}, err
+	}
+	return res, nil
+}
+
+func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) {
+	switch c := cmd.(type) {
+	case *persistence.CreateSession:
+		return a.createSession(c)
+	case *persistence.AppendMessages:
+		if a.buffered {
+			return a.pipeAppend(c)
+		}
+		return a.appendMessages(c)
+	case *persistence.UpdateSession:
+		if a.buffered {
+			return a.pipeUpdate(c)
+		}
+		return a.updateSession(c)
+	case *persistence.DeleteSession:
+		return a.deleteSession(c)
+	case *persistence.PlanWrite:
+		return a.planWrite(c)
+	case *persistence.RecordAudit:
+		return persistence.Result{}, a.audit(c.Entries)
+	case *persistence.PruneAudit:
+		return a.pruneAudit(c)
+	case *persistence.Activate:
+		return a.activate(c)
+	case nil:
+		return persistence.Result{}, errs.InvalidArgument("nil command")
+	default:
+		return persistence.Result{}, errs.InvalidArgument("unknown command %T", cmd)
+	}
+}
+
+// exec runs one statement of a command, after what the pipeline holds; a
+// value the server rejects is the command's INVALID_ARGUMENT.
+func (a *applier) exec(query string, args ...any) (pgconn.CommandTag, error) {
+	if err := a.sendPipe(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := a.tx.Exec(a.ctx, query, args...)
+	return tag, dataException(err)
+}
+
+// queryRow runs one single-row query of a command and scans it.
+func (a *applier) queryRow(query string, args []any, dest ...any) error {
+	if err := a.sendPipe(); err != nil {
+		return err
+	}
+	return dataException(a.tx.QueryRow(a.ctx, query, args...).Scan(dest...))
+}
+
+// forEachRow runs a query of a command and calls fn for each row, scanned
+// into dest.
+func (a *applier) forEachRow(query string, args []any, dest []any, fn func() error) error {
+	if err := a.sendPipe(); err != nil {
+		return err
+	}
+	rows, err := a.tx.Query(a.ctx, query, args...)
+	if err != nil {
+		return dataException(err)
+	}
+	_, err = pgx.ForEachRow(rows, dest, fn)
+	return dataException(err)
+}
+
+func isCommandErr(err error) bool {
+	var cmdErr *errs.Error
+	return errors.As(err, &cmdErr)
+}

@@ -1,0 +1,172 @@
+package postgres
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The pipeline. In the attempt without savepoints, the commands a batch is
+// mostly made of (appends and session updates) do not run statement by
+// statement: their statements are queued, each with a check of its answer,
+// and sent in one round trip (pgx.Batch) with the audit rows and the chain
+// tail's move, or earlier when another command must read. Their results are
+// filled in as if every check will hold: the session's next sequence is the
+// caller's NextSequence, every turn is new, the fencing epoch is current.
+//
+// When a check fails (a stale sequence, a duplicate turn, a fenced or
+// missing session) or the server rejects a statement (a unique key, a bad
+// value), the pipeline fails with errPipeline, a command-level error: the
+// attempt is rolled back and the batch replayed with savepoints, command by
+// command, which tells each command's real result. Statements run on the
+// server in queue order, so a later command sees what earlier ones wrote.
+
+// errPipeline is what a failed check of a pipelined command returns. It
+// never reaches a Result: it only makes Apply replay with savepoints.
+var errPipeline = errs.FailedPrecondition("a pipelined command did not hold; replay command by command")
+
+func (a *applier) queue(query string, args ...any) *pgx.QueuedQuery {
+	if a.pipe == nil {
+		a.pipe = &pgx.Batch{}
+	}
+	return a.pipe.Queue(query, args...)
+}
+
+// sendPipe runs the queued statements and their checks. A failed check,
+// and a statement the server refused for its values (SQLSTATE classes 22
+// and 23, and 25P02 for the statements after it), is errPipeline; other
+// errors are the transaction's.
+func (a *applier) sendPipe() error {
+	if a.pipe == nil || a.pipe.Len() == 0 {
+		return nil
+	}
+	b := a.pipe
+	a.pipe = nil
+	err := a.tx.SendBatch(a.ctx, b).Close()
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errPipeline):
+		return errPipeline
+	case errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23") || pe.Code == "25P02"):
+		return errPipeline
+	}
+	return err
+}
+
+// pipeFence queues fence's statements: for epoch 0 the insert of the key's
+// row, then the share lock on the row with the epoch's check.
+func (a *applier) pipeFence(kind persistence.OwnerKind, id string, epoch int64) error {
+	if epoch < 0 {
+		return errs.InvalidArgument("%s: negative epoch %d", ownerName(kind, id), epoch)
+	}
+	if epoch == 0 {
+		a.queue(`INSERT INTO owner_epochs (kind, id, epoch) VALUES ($1, $2, 0) ON CONFLICT (kind, id) DO NOTHING`,
+			int16(kind), id)
+	}
+	a.queue(`SELECT epoch FROM owner_epochs WHERE kind = $1 AND id = $2 FOR SHARE`, int16(kind), id).
+		QueryRow(func(row pgx.Row) error {
+			var current int64
+			if err := row.Scan(&current); err != nil || current != epoch {
+				return errPipeline
+			}
+			return nil
+		})
+	return nil
+}
+
+// pipeTurnSQL is appendTurnSQL for the pipeline: it also checks the
+// session's next sequence ($11, where the turn starts), in the UPDATE that
+// moves it, and answers how many messages went in and whether the session
+// row matched. A stale or skipping sequence fails there (or on the
+// sequence key); a missing session matches no row.
+const pipeTurnSQL = `WITH ins AS (` + insertMessagesSQL + `
+	ON CONFLICT (session_id, message_id) DO NOTHING RETURNING 1),
+upd AS (UPDATE sessions SET next_sequence = next_sequence + (SELECT count(*) FROM ins),
+	updated_at = CASE WHEN $8::boolean THEN $10::bigint ELSE updated_at END
+	WHERE session_id = $1 AND next_sequence = $11::bigint AND (SELECT count(*) FROM ins) = $9::bigint
+	RETURNING 1)
+SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM upd)`
+
+// pipeAppend queues appendMessages: fence, then one pipeTurnSQL per turn,
+// each checked to have inserted the whole turn at the expected sequence. A
+// turn that fails its own checks is skipped as appendMessages skips it.
+func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result, error) {
+	if err := a.pipeFence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
+		return persistence.Result{}, err
+	}
+	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
+	next := c.NextSequence
+	checked := false
+	for i := range c.Turns {
+		t := &c.Turns[i]
+		if err := checkTurn(c.SessionID, t); err != nil {
+			res.Turns[i].Err = err
+			continue
+		}
+		rows := newMessageRows(t.Messages, next)
+		want := int64(len(t.Messages))
+		args := append(rows.args(c.SessionID), !c.UpdatedAt.IsZero(), want, timeNanos(c.UpdatedAt), next)
+		a.queue(pipeTurnSQL, args...).QueryRow(func(row pgx.Row) error {
+			var inserted, updated int64
+			if err := row.Scan(&inserted, &updated); err != nil || inserted != want || updated != 1 {
+				return errPipeline
+			}
+			return nil
+		})
+		checked = true
+		if err := a.audit(t.Audit); err != nil {
+			return persistence.Result{}, err
+		}
+		out := make([]*sessionv1.Message, want)
+		for j, m := range t.Messages {
+			out[j] = &sessionv1.Message{SessionId: c.SessionID, MessageId: m.MessageId, Sequence: next + int64(j),
+				Role: m.Role, Content: m.Content, MetadataJson: rows.metas[j], CreatedAt: stamp(rows.created[j])}
+		}
+		res.Turns[i].Messages = out
+		next += want
+	}
+	if !checked {
+		// No turn checked the session: do it alone.
+		a.queue(`SELECT next_sequence FROM sessions WHERE session_id = $1 FOR UPDATE`, c.SessionID).
+			QueryRow(func(row pgx.Row) error {
+				var n int64
+				if err := row.Scan(&n); err != nil || n != c.NextSequence {
+					return errPipeline
+				}
+				return nil
+			})
+	}
+	res.NextSequence = next
+	return res, nil
+}
+
+// pipeUpdate queues updateSession: fence, the update checked to have found
+// the session, and the link's upsert.
+func (a *applier) pipeUpdate(c *persistence.UpdateSession) (persistence.Result, error) {
+	if c.LinkPlan != nil && c.LinkPlan.GetPlanId() == "" {
+		return persistence.Result{}, errs.InvalidArgument("session %s: linked plan has no plan_id", c.SessionID)
+	}
+	if err := a.pipeFence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
+		return persistence.Result{}, err
+	}
+	a.queue(updateSessionSQL, updateSessionArgs(c)...).Exec(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != 1 {
+			return errPipeline
+		}
+		return nil
+	})
+	if c.LinkPlan != nil {
+		a.queue(upsertLinkSQL, c.SessionID, c.LinkPlan.PlanId, c.LinkPlan.Phase, c.LinkPlan.State)
+	}
+	if err := a.audit(c.Audit); err != nil {
+		return persistence.Result{}, err
+	}
+	return persistence.Result{}, nil
+}
