@@ -7,9 +7,9 @@ import (
 	"github.com/agentstate/agentstate/persistence"
 )
 
-// maxAttempts bounds how often Apply runs a transaction that the server
-// aborted to break a deadlock or a serialization conflict with another
-// node's writer.
+// maxAttempts bounds how often Apply runs a transaction that did not
+// commit but may next time: the server aborted it to break a deadlock with
+// another node's writer, or its connection was lost before COMMIT.
 const maxAttempts = 4
 
 // writer is the Store's sole persistence.Writer. All its state lives on the
@@ -37,12 +37,14 @@ func (w *writer) Release() {
 // A command that fails on its own (its error is an *errs.Error) must be
 // rolled back alone. Savepoints do that, but cost two round trips per
 // command, and commands rarely fail. So Apply first runs the batch without
-// them; if a command fails on its own, it rolls that attempt back and runs
-// the batch again with one SAVEPOINT per command. A transaction the server
-// aborted for a deadlock or serialization conflict (another node's writer)
-// is run again, up to maxAttempts. Any other error aborts: nothing is
-// stored, every audit entry of the batch is unassigned again, and the error
-// is returned; a writer connection that died is replaced on the next Apply.
+// them, pipelined where it can (see pipeline.go); if a command fails on its
+// own or a pipelined check does not hold, it rolls that attempt back and
+// runs the batch again with one SAVEPOINT per command. A transaction that
+// did not commit but may next time (a deadlock with another node's writer,
+// a connection lost before COMMIT) is run again, up to maxAttempts, on a
+// new connection if need be. Any other error aborts: nothing is stored,
+// every audit entry of the batch is unassigned again, and the error is
+// returned.
 //
 // ctx bounds the statements before COMMIT (a cancellation there closes the
 // connection, and the server rolls the transaction back). COMMIT itself
