@@ -11,6 +11,7 @@ const (
 	DefaultMaxBatchBytes    = 8 << 20
 	DefaultPruneChunk       = 1000
 	DefaultRetryBackoff     = 10 * time.Millisecond
+	DefaultCommitWindow     = 2 * time.Millisecond
 	MaxRetryBackoff         = time.Second
 )
 
@@ -32,6 +33,12 @@ type Config struct {
 	// the next one starts; it doubles on each further failure up to
 	// MaxRetryBackoff and resets on a commit.
 	RetryBackoff time.Duration
+	// CommitWindow bounds how long, after a commit, the next transaction
+	// waits for the senders that commit answered to send again (see
+	// window): at most this long and at most a quarter of the last
+	// transaction's time. Zero means DefaultCommitWindow; negative: the
+	// next transaction starts at once.
+	CommitWindow time.Duration
 	// Observer receives the writer's metrics; nil means none.
 	Observer Observer
 	// Logger reports rolled-back transactions; nil means slog.Default().
@@ -73,6 +80,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.CommitWindow == 0 {
+		c.CommitWindow = DefaultCommitWindow
 	}
 	if c.Name == "" {
 		c.Name = "audit"

@@ -78,6 +78,8 @@ type writer struct {
 	txs chan *tx
 
 	queue     []*item
+	cmds      int // items in queue with a command (not flush markers)
+	win       window
 	inflight  bool
 	pausing   bool // a backoff timer will send resume
 	backoff   time.Duration
@@ -101,6 +103,8 @@ func (w *writer) Receive(ctx actor.Context) {
 		w.accept(ctx, m.it)
 	case *applied:
 		w.finish(ctx, m)
+	case *windowClosed:
+		w.closeWindow(ctx, m)
 	case *resume:
 		w.pausing = false
 		w.kick(ctx)
@@ -125,6 +129,9 @@ func (w *writer) accept(ctx actor.Context, it *item) {
 		return
 	}
 	w.queue = append(w.queue, it)
+	if it.cmd != nil {
+		w.cmds++
+	}
 	w.kick(ctx)
 }
 
@@ -142,6 +149,9 @@ func (w *writer) kick(ctx actor.Context) {
 		return
 	}
 	for len(w.queue) > 0 && !w.inflight {
+		if w.hold(ctx) {
+			return
+		}
 		w.start(ctx)
 	}
 	if !w.inflight && len(w.queue) == 0 && w.draining {
@@ -167,6 +177,7 @@ func (w *writer) start(ctx actor.Context) {
 		w.queue[0] = nil
 		w.queue = w.queue[1:]
 	}
+	w.cmds -= n
 	if n == 0 { // only flush markers, with nothing left before them
 		for _, it := range batch {
 			w.answer(ctx, it, persistence.Result{})
@@ -236,6 +247,7 @@ func (w *writer) finish(ctx actor.Context, m *applied) {
 	}
 	if m.err == nil {
 		w.backoff = w.cfg.RetryBackoff
+		w.win.committed(m.commands, w.cmds, m.dur)
 		for i, it := range m.batch {
 			var r persistence.Result
 			switch {
@@ -251,6 +263,7 @@ func (w *writer) finish(ctx actor.Context, m *applied) {
 		return
 	}
 	err := txError(m.err)
+	w.win.failed()
 	var retry []*item
 	for _, it := range m.batch {
 		if it.async {
@@ -261,6 +274,7 @@ func (w *writer) finish(ctx actor.Context, m *applied) {
 	}
 	if len(retry) > 0 {
 		w.queue = append(retry, w.queue...)
+		w.cmds += len(retry)
 		if o := w.cfg.Observer; o != nil {
 			o.AsyncRetried(len(retry), err)
 		}
@@ -304,6 +318,7 @@ func (w *writer) close(ctx actor.Context) {
 		w.answer(ctx, it, persistence.Result{Err: gone})
 	}
 	w.queue = nil
+	w.cmds = 0
 	w.closed = true
 	if w.txs != nil {
 		close(w.txs) // nothing is in flight: kick closes only when idle

@@ -1,0 +1,96 @@
+package audit
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// minCommitWindow is the shortest wait worth a timer.
+const minCommitWindow = 50 * time.Microsecond
+
+// window is the writer's group-commit window. Senders with one command in
+// flight (a session actor, a sync Record caller) send their next one as
+// soon as they are answered. Started at once, the next transaction would
+// carry only what arrived while the last one ran: the senders split into
+// two cohorts that alternate, each transaction carrying half of them and
+// paying a whole commit (with synchronous=FULL, an fsync). So after a
+// commit the writer holds the next batch until the commands it expects
+// have arrived — as many as the last transaction carried, plus those that
+// were queued when it committed — or until the window closes.
+//
+// Invariants: a batch is held only while open; a window opens at most once
+// per commit, for at most min(Config.CommitWindow, a quarter of the last
+// transaction's Apply time), and never while draining or once a full batch
+// is queued; gen tells the open window's timer from those of windows that
+// closed early. A single sender never waits: it is all the writer expects.
+type window struct {
+	expect  int           // commands awaited for the next batch; 0: none
+	last    time.Duration // Apply time of the last committed transaction
+	open    bool
+	expired bool // the window of this commit has closed: no other opens
+	gen     uint64
+}
+
+// windowClosed is the timer of window gen.
+type windowClosed struct{ gen uint64 }
+
+// committed resets the window after a transaction of commands committed
+// in dur, with queued commands waiting; failed clears it (after a rollback
+// the backoff decides when to go on).
+func (win *window) committed(commands, queued int, dur time.Duration) {
+	win.expect, win.last, win.expired = commands+queued, dur, false
+}
+
+func (win *window) failed() { win.expect = 0 }
+
+// hold decides whether the next batch, with queued commands waiting, waits
+// for more; full says the queue holds a batch's worth. It returns open > 0
+// when a window opens now, for that long: the caller starts its timer.
+func (win *window) hold(queued int, full, draining bool, bound time.Duration) (wait bool, open time.Duration) {
+	want := queued < win.expect && !full && !draining && !win.expired
+	if win.open {
+		if !want { // everything expected arrived, or a drain began
+			win.open, win.expect = false, 0
+		}
+		return want, 0
+	}
+	if !want {
+		return false, 0
+	}
+	d := min(bound, win.last/4)
+	if d < minCommitWindow {
+		return false, 0
+	}
+	win.open = true
+	win.gen++
+	return true, d
+}
+
+// close ends window gen when its timer fires; false when that window had
+// closed early already.
+func (win *window) close(gen uint64) bool {
+	if gen != win.gen || !win.open {
+		return false
+	}
+	win.open, win.expect, win.expired = false, 0, true
+	return true
+}
+
+// hold reports whether the writer holds the next batch, opening the
+// window's timer when one opens.
+func (w *writer) hold(ctx actor.Context) bool {
+	wait, d := w.win.hold(w.cmds, w.cmds >= w.cfg.MaxBatchCommands, w.draining, w.cfg.CommitWindow)
+	if d > 0 {
+		gen, self, root := w.win.gen, ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(d, func() { root.Send(self, &windowClosed{gen: gen}) })
+	}
+	return wait
+}
+
+// closeWindow starts what is queued when the open window's timer fires.
+func (w *writer) closeWindow(ctx actor.Context, m *windowClosed) {
+	if w.win.close(m.gen) {
+		w.kick(ctx)
+	}
+}

@@ -1,0 +1,81 @@
+package audit
+
+import (
+	"testing"
+	"time"
+)
+
+const txTime = 4 * time.Millisecond // a quarter of it is 1ms
+
+func TestWindowWaitsForTheAnsweredSenders(t *testing.T) {
+	var win window
+	win.committed(31, 33, txTime) // 31 answered, 33 queued meanwhile
+	wait, d := win.hold(33, false, false, time.Hour)
+	if !wait || d != txTime/4 {
+		t.Fatalf("hold with 33 of 64 queued = %v, %v; want to wait a quarter of the last transaction", wait, d)
+	}
+	if wait, d := win.hold(50, false, false, time.Hour); !wait || d != 0 {
+		t.Fatalf("hold while open = %v, %v; want to keep waiting, no second timer", wait, d)
+	}
+	gen := win.gen
+	if wait, _ := win.hold(64, false, false, time.Hour); wait {
+		t.Fatal("all 64 expected are queued: the batch must go")
+	}
+	if win.close(gen) {
+		t.Fatal("the timer of a window that closed early must do nothing")
+	}
+}
+
+func TestWindowTimerReleasesTheBatch(t *testing.T) {
+	var win window
+	win.committed(10, 0, txTime)
+	wait, d := win.hold(3, false, false, 200*time.Microsecond)
+	if !wait || d != 200*time.Microsecond {
+		t.Fatalf("hold = %v, %v; want CommitWindow (the smaller bound)", wait, d)
+	}
+	if !win.close(win.gen) {
+		t.Fatal("the open window's timer must close it")
+	}
+	if wait, d := win.hold(3, false, false, time.Hour); wait || d != 0 {
+		t.Fatalf("after the timer: hold = %v, %v; want the batch to go, no new window before the next commit", wait, d)
+	}
+}
+
+func TestWindowNeverHolds(t *testing.T) {
+	cases := []struct {
+		name     string
+		setup    func(*window)
+		queued   int
+		full     bool
+		draining bool
+		bound    time.Duration
+	}{
+		{"single sender: all it expects is there", func(w *window) { w.committed(1, 0, txTime) }, 1, false, false, time.Hour},
+		{"more queued than expected", func(w *window) { w.committed(4, 2, txTime) }, 9, false, false, time.Hour},
+		{"before any commit", func(*window) {}, 1, false, false, time.Hour},
+		{"after a rollback", func(w *window) { w.committed(8, 0, txTime); w.failed() }, 1, false, false, time.Hour},
+		{"a full batch is queued", func(w *window) { w.committed(8, 0, txTime) }, 1, true, false, time.Hour},
+		{"draining", func(w *window) { w.committed(8, 0, txTime) }, 1, false, true, time.Hour},
+		{"disabled (negative CommitWindow)", func(w *window) { w.committed(8, 0, txTime) }, 1, false, false, -1},
+		{"last transaction too short for a timer", func(w *window) { w.committed(8, 0, 100*time.Microsecond) }, 1, false, false, time.Hour},
+	}
+	for _, c := range cases {
+		var win window
+		c.setup(&win)
+		if wait, d := win.hold(c.queued, c.full, c.draining, c.bound); wait || d != 0 || win.open {
+			t.Errorf("%s: hold = %v, %v", c.name, wait, d)
+		}
+	}
+}
+
+// A drain that begins while a window is open releases the batch at once.
+func TestWindowClosesForADrain(t *testing.T) {
+	var win window
+	win.committed(8, 0, txTime)
+	if wait, _ := win.hold(2, false, false, time.Hour); !wait {
+		t.Fatal("want the window open")
+	}
+	if wait, _ := win.hold(2, false, true, time.Hour); wait || win.open {
+		t.Fatal("a drain must close the window")
+	}
+}
