@@ -20,10 +20,18 @@
 // Config.MaxBatchBytes bytes, and applies it with one Writer.Apply — one
 // transaction — on a long-lived goroutine of its own, so it keeps
 // receiving while the transaction runs and the next batch forms meanwhile.
-// At most one Apply runs at a time. When it returns, every sender in the batch is answered
-// with its own result: a *Submit's sender gets *Applied, in-process callers
-// their return value. With synchronous=FULL, answered means durable.
-// Commands of one sender commit in the order it sent them.
+// At most one Apply runs at a time. When it returns, every sender in the
+// batch is answered with its own result: a *Submit's sender gets *Applied,
+// in-process callers their return value. With synchronous=FULL, answered
+// means durable. Commands of one sender commit in the order it sent them.
+//
+// After a commit, the next transaction may wait a little for the senders
+// the commit answered: they typically send their next command at once, and
+// a transaction that starts without them carries only half of the load and
+// pays a whole fsync for it. The wait ends as soon as as many commands are
+// queued as the writer expects (the last transaction's plus those queued
+// when it committed), and lasts at most Config.CommitWindow and a quarter
+// of the last transaction's time; a lone sender never waits.
 //
 // A transaction that rolls back (I/O error, disk full, read-only file) is
 // answered with a typed error to every command in it: nothing of it is
