@@ -226,16 +226,28 @@ func auditWhere(f *auditv1.Filter) ([]string, []any) {
 	return where, args
 }
 
-func (r *reader) ListAudit(ctx context.Context, f *auditv1.Filter, afterEventID string, limit int) ([]*auditv1.AuditEntry, error) {
+// listAuditQuery is ListAudit's statement and arguments.
+func listAuditQuery(f *auditv1.Filter, afterEventID string, limit int) (string, []any) {
 	where, args := auditWhere(f)
 	if afterEventID != "" {
 		// A missing cursor makes the subquery NULL and matches nothing; an
-		// empty page is then told apart from NOT_FOUND below.
+		// empty page is then told apart from NOT_FOUND in ListAudit.
 		where = append(where, "position > (SELECT position FROM audit_log WHERE event_id = ?)")
 		args = append(args, afterEventID)
 	}
-	out, err := r.audit(ctx, "SELECT "+auditColumns+" FROM audit_log"+whereClause(where)+" ORDER BY position LIMIT ?",
-		append(args, clampLimit(limit))...)
+	return "SELECT " + auditColumns + " FROM audit_log" + whereClause(where) + " ORDER BY position LIMIT ?",
+		append(args, clampLimit(limit))
+}
+
+// countAuditQuery is CountAudit's statement and arguments.
+func countAuditQuery(f *auditv1.Filter) (string, []any) {
+	where, args := auditWhere(f)
+	return "SELECT COUNT(*) FROM audit_log" + whereClause(where), args
+}
+
+func (r *reader) ListAudit(ctx context.Context, f *auditv1.Filter, afterEventID string, limit int) ([]*auditv1.AuditEntry, error) {
+	query, args := listAuditQuery(f, afterEventID, limit)
+	out, err := r.audit(ctx, query, args...)
 	if err != nil || len(out) > 0 || afterEventID == "" {
 		return out, err
 	}
@@ -246,9 +258,9 @@ func (r *reader) ListAudit(ctx context.Context, f *auditv1.Filter, afterEventID 
 }
 
 func (r *reader) CountAudit(ctx context.Context, f *auditv1.Filter) (int64, error) {
-	where, args := auditWhere(f)
+	query, args := countAuditQuery(f)
 	var n int64
-	err := r.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM audit_log"+whereClause(where), args...).Scan(&n)
+	err := r.db.QueryRowContext(ctx, query, args...).Scan(&n)
 	return n, storeErr("count audit", err)
 }
 
