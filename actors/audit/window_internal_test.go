@@ -9,7 +9,7 @@ const txTime = 4 * time.Millisecond // a quarter of it is 1ms
 
 func TestWindowWaitsForTheAnsweredSenders(t *testing.T) {
 	var win window
-	win.committed(31, 33, txTime) // 31 answered, 33 queued meanwhile
+	win.committed(31, 31*300, 33, txTime) // 31 answered, 33 queued meanwhile
 	wait, d := win.hold(33, false, false, time.Hour)
 	if !wait || d != txTime/4 {
 		t.Fatalf("hold with 33 of 64 queued = %v, %v; want to wait a quarter of the last transaction", wait, d)
@@ -28,7 +28,7 @@ func TestWindowWaitsForTheAnsweredSenders(t *testing.T) {
 
 func TestWindowTimerReleasesTheBatch(t *testing.T) {
 	var win window
-	win.committed(10, 0, txTime)
+	win.committed(10, 10*300, 0, txTime)
 	wait, d := win.hold(3, false, false, 200*time.Microsecond)
 	if !wait || d != 200*time.Microsecond {
 		t.Fatalf("hold = %v, %v; want CommitWindow (the smaller bound)", wait, d)
@@ -50,14 +50,15 @@ func TestWindowNeverHolds(t *testing.T) {
 		draining bool
 		bound    time.Duration
 	}{
-		{"single sender: all it expects is there", func(w *window) { w.committed(1, 0, txTime) }, 1, false, false, time.Hour},
-		{"more queued than expected", func(w *window) { w.committed(4, 2, txTime) }, 9, false, false, time.Hour},
+		{"single sender: all it expects is there", func(w *window) { w.committed(1, 300, 0, txTime) }, 1, false, false, time.Hour},
+		{"more queued than expected", func(w *window) { w.committed(4, 1200, 2, txTime) }, 9, false, false, time.Hour},
 		{"before any commit", func(*window) {}, 1, false, false, time.Hour},
-		{"after a rollback", func(w *window) { w.committed(8, 0, txTime); w.failed() }, 1, false, false, time.Hour},
-		{"a full batch is queued", func(w *window) { w.committed(8, 0, txTime) }, 1, true, false, time.Hour},
-		{"draining", func(w *window) { w.committed(8, 0, txTime) }, 1, false, true, time.Hour},
-		{"disabled (negative CommitWindow)", func(w *window) { w.committed(8, 0, txTime) }, 1, false, false, -1},
-		{"last transaction too short for a timer", func(w *window) { w.committed(8, 0, 100*time.Microsecond) }, 1, false, false, time.Hour},
+		{"after a rollback", func(w *window) { w.committed(8, 2400, 0, txTime); w.failed() }, 1, false, false, time.Hour},
+		{"a full batch is queued", func(w *window) { w.committed(8, 2400, 0, txTime) }, 1, true, false, time.Hour},
+		{"draining", func(w *window) { w.committed(8, 2400, 0, txTime) }, 1, false, true, time.Hour},
+		{"disabled (negative CommitWindow)", func(w *window) { w.committed(8, 2400, 0, txTime) }, 1, false, false, -1},
+		{"last transaction large enough", func(w *window) { w.committed(8, windowBatchBytes, 0, txTime) }, 1, false, false, time.Hour},
+		{"last transaction too short for a timer", func(w *window) { w.committed(8, 2400, 0, 100*time.Microsecond) }, 1, false, false, time.Hour},
 	}
 	for _, c := range cases {
 		var win window
@@ -71,11 +72,60 @@ func TestWindowNeverHolds(t *testing.T) {
 // A drain that begins while a window is open releases the batch at once.
 func TestWindowClosesForADrain(t *testing.T) {
 	var win window
-	win.committed(8, 0, txTime)
+	win.committed(8, 2400, 0, txTime)
 	if wait, _ := win.hold(2, false, false, time.Hour); !wait {
 		t.Fatal("want the window open")
 	}
 	if wait, _ := win.hold(2, false, true, time.Hour); wait || win.open {
 		t.Fatal("a drain must close the window")
+	}
+}
+
+// A window whose timer runs out halves the next one (down to a sixteenth);
+// one that closes early, or is too short to open, lets it grow back.
+func TestWindowAdaptsToLateSenders(t *testing.T) {
+	var win window
+	late := func(want time.Duration) {
+		t.Helper()
+		win.committed(8, 2400, 0, txTime)
+		if _, d := win.hold(1, false, false, time.Hour); d != want {
+			t.Fatalf("window %v, want %v", d, want)
+		}
+		win.close(win.gen)
+	}
+	late(time.Millisecond)
+	late(500 * time.Microsecond)
+	late(250 * time.Microsecond)
+	late(125 * time.Microsecond)
+	late(62500 * time.Nanosecond)
+	late(62500 * time.Nanosecond) // a sixteenth at most
+
+	// The senders come back in time: the next window is twice as long.
+	win.committed(8, 2400, 0, txTime)
+	if _, d := win.hold(1, false, false, time.Hour); d != 62500*time.Nanosecond {
+		t.Fatalf("window %v", d)
+	}
+	if wait, _ := win.hold(8, false, false, time.Hour); wait {
+		t.Fatal("all expected arrived: the batch must go")
+	}
+	win.committed(8, 2400, 0, txTime)
+	if _, d := win.hold(1, false, false, time.Hour); d != 125*time.Microsecond {
+		t.Fatalf("window after an early close %v, want 125µs", d)
+	}
+
+	// Too short to open: each such commit lets the window grow, so
+	// it opens again once it is long enough.
+	win = window{shrink: maxShrink}
+	short := 400 * time.Microsecond // a quarter is 100µs
+	opened := 0
+	for range 4 {
+		win.committed(8, 2400, 0, short)
+		if wait, _ := win.hold(1, false, false, time.Hour); wait {
+			opened++
+			win.close(win.gen)
+		}
+	}
+	if opened != 1 {
+		t.Fatalf("window opened %d times in four commits, want once (at 100µs/2)", opened)
 	}
 }

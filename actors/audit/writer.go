@@ -247,7 +247,7 @@ func (w *writer) finish(ctx actor.Context, m *applied) {
 	}
 	if m.err == nil {
 		w.backoff = w.cfg.RetryBackoff
-		w.win.committed(m.commands, w.cmds, m.dur)
+		w.win.committed(m.commands, m.bytes, w.cmds, m.dur)
 		for i, it := range m.batch {
 			var r persistence.Result
 			switch {
