@@ -99,4 +99,3 @@ func routed[T proto.Message](ctx context.Context, s *Service, msg proto.Message)
 	}
 	return out, nil
 }
-
