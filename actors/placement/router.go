@@ -23,9 +23,9 @@ const (
 	// when the endpoint goes; it waits this long, then the call fails
 	// UNAVAILABLE (it may have been applied) and the caller's retry
 	// resolves the owner anew.
-	DefaultAttemptTimeout = 1500 * time.Millisecond
+	DefaultAttemptTimeout = 750 * time.Millisecond
 	// DefaultRequestTimeout is the cluster's own request timeout.
-	DefaultRequestTimeout = 1500 * time.Millisecond
+	DefaultRequestTimeout = 750 * time.Millisecond
 	defaultBackoff        = 20 * time.Millisecond
 	maxBackoff            = 250 * time.Millisecond
 )
