@@ -60,7 +60,7 @@ func (a *applier) auditArgs() []any {
 		cols[i] = make([]string, n)
 	}
 	for i, e := range a.pending {
-		pos[i], created[i] = e.Position, tsNanos(e.CreatedAt)
+		pos[i], created[i] = e.Position, persistence.UnixNanos(e.CreatedAt)
 		cols[0][i], cols[1][i], cols[2][i], cols[3][i] = e.EventId, e.EventType, e.PlanId, e.SessionId
 		cols[4][i], cols[5][i], cols[6][i], cols[7][i] = e.ProjectName, e.ActorName, e.UserIdentity, e.DetailsJson
 		cols[8][i], cols[9][i] = e.PrevHash, e.Hash

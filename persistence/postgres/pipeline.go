@@ -112,7 +112,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 		}
 		rows := newMessageRows(t.Messages, next)
 		want := int64(len(t.Messages))
-		args := append(rows.args(c.SessionID), !c.UpdatedAt.IsZero(), want, timeNanos(c.UpdatedAt), next)
+		args := append(rows.args(c.SessionID), !c.UpdatedAt.IsZero(), want, persistence.TimeNanos(c.UpdatedAt), next)
 		a.queue(pipeTurnSQL, args...).QueryRow(func(row pgx.Row) error {
 			var inserted, updated int64
 			if err := row.Scan(&inserted, &updated); err != nil || inserted != want || updated != 1 {
@@ -127,7 +127,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 		out := make([]*sessionv1.Message, want)
 		for j, m := range t.Messages {
 			out[j] = &sessionv1.Message{SessionId: c.SessionID, MessageId: m.MessageId, Sequence: next + int64(j),
-				Role: m.Role, Content: m.Content, MetadataJson: rows.metas[j], CreatedAt: stamp(rows.created[j])}
+				Role: m.Role, Content: m.Content, MetadataJson: rows.metas[j], CreatedAt: persistence.Stamp(rows.created[j])}
 		}
 		res.Turns[i].Messages = out
 		next += want

@@ -98,7 +98,7 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 		msgs[i], tools[i], actors[i], stacks[i] = r.Message, r.Tool, r.ActorName, r.StackSummary
 		attrs[i], cats[i], retriable[i], retries[i] = orEmptyObject(r.AttributesJson), int64(r.Category), r.IsRetriable, int64(r.RetryCount)
 		maxes[i], actions[i], hints[i], cmds[i] = int64(r.MaxRetries), int64(r.RecoveryAction), r.RecoveryHint, r.RecoveryCommand
-		recorded[i] = tsNanos(r.RecordedAt)
+		recorded[i] = persistence.UnixNanos(r.RecordedAt)
 	}
 	_, err := a.exec(insertErrorsSQL, planID, ids, seqs, phases, steps, types, msgs, tools, actors, stacks, attrs,
 		cats, retriable, retries, maxes, actions, hints, cmds, recorded)

@@ -72,7 +72,7 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 			cur = &sessionv1.Session{SessionId: id, ActorName: actor, Namespace: ns, Automation: automation,
 				MetadataJson: meta, State: sessionv1.SessionState(state),
 				TokenUsage: &sessionv1.TokenUsage{InputTokens: in, OutputTokens: outTokens, Cost: cost},
-				CreatedAt:  stamp(created), UpdatedAt: stamp(updated), ClosedAt: stamp(closed), MessageCount: count}
+				CreatedAt:  persistence.Stamp(created), UpdatedAt: persistence.Stamp(updated), ClosedAt: persistence.Stamp(closed), MessageCount: count}
 			out = append(out, cur)
 		}
 		if planID != nil {
@@ -111,14 +111,14 @@ func (r *reader) ListSessions(ctx context.Context, f persistence.SessionFilter) 
 	if f.State != sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {
 		q.cond("state = " + q.arg(int64(f.State)))
 	}
-	inner := "SELECT * FROM sessions" + q.whereClause() + " ORDER BY session_id LIMIT " + q.arg(clampLimit(f.Limit))
+	inner := "SELECT * FROM sessions" + q.whereClause() + " ORDER BY session_id LIMIT " + q.arg(persistence.ClampLimit(f.Limit))
 	return r.sessions(ctx, inner, q.args...)
 }
 
 func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error) {
 	rows, err := r.pool.Query(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at
 		FROM session_messages WHERE session_id = $1 AND sequence >= $2 ORDER BY sequence LIMIT $3`,
-		sessionID, from, clampLimit(limit))
+		sessionID, from, persistence.ClampLimit(limit))
 	if err != nil {
 		return nil, storeErr("list messages", err)
 	}
@@ -127,7 +127,7 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 	var role, created int64
 	_, err = pgx.ForEachRow(rows, []any{&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created}, func() error {
 		out = append(out, &sessionv1.Message{SessionId: sessionID, Sequence: m.Sequence, MessageId: m.MessageId,
-			Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: stamp(created)})
+			Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: persistence.Stamp(created)})
 		return nil
 	})
 	if err != nil {
@@ -182,7 +182,7 @@ func (r *reader) PlanHistory(ctx context.Context, f persistence.PlanFilter) ([]*
 	rows, err := r.pool.Query(ctx, `SELECT record_id, sequence, phase, step_id, error_type, message, tool,
 		actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
 		recovery_action, recovery_hint, recovery_command, recorded_at FROM plan_errors`+
-		q.whereClause()+` ORDER BY sequence LIMIT `+q.arg(clampLimit(f.Limit)), q.args...)
+		q.whereClause()+` ORDER BY sequence LIMIT `+q.arg(persistence.ClampLimit(f.Limit)), q.args...)
 	if err != nil {
 		return nil, storeErr("plan history", err)
 	}
@@ -197,7 +197,7 @@ func (r *reader) PlanHistory(ctx context.Context, f persistence.PlanFilter) ([]*
 			ActorName: e.ActorName, StackSummary: e.StackSummary, AttributesJson: e.AttributesJson,
 			Category: planv1.ErrorCategory(category), IsRetriable: e.IsRetriable, RetryCount: int32(retries),
 			MaxRetries: int32(maxes), RecoveryAction: planv1.RecoveryAction(action), RecoveryHint: e.RecoveryHint,
-			RecoveryCommand: e.RecoveryCommand, RecordedAt: stamp(recorded)})
+			RecoveryCommand: e.RecoveryCommand, RecordedAt: persistence.Stamp(recorded)})
 		return nil
 	})
 	if err != nil {
@@ -225,10 +225,10 @@ func auditWhere(q *query, f *auditv1.Filter) {
 		q.cond("actor_name = " + q.arg(v) + " AND actor_name <> ''")
 	}
 	if f.GetSince() != nil {
-		q.cond("created_at >= " + q.arg(tsNanos(f.Since)))
+		q.cond("created_at >= " + q.arg(persistence.UnixNanos(f.Since)))
 	}
 	if f.GetUntil() != nil {
-		q.cond("created_at < " + q.arg(tsNanos(f.Until)))
+		q.cond("created_at < " + q.arg(persistence.UnixNanos(f.Until)))
 	}
 }
 
@@ -241,7 +241,7 @@ func (r *reader) ListAudit(ctx context.Context, f *auditv1.Filter, afterEventID 
 		q.cond("position > (SELECT position FROM audit_log WHERE event_id = " + q.arg(afterEventID) + ")")
 	}
 	out, err := r.audit(ctx, "SELECT "+auditColumns+" FROM audit_log"+q.whereClause()+
-		" ORDER BY position LIMIT "+q.arg(clampLimit(limit)), q.args...)
+		" ORDER BY position LIMIT "+q.arg(persistence.ClampLimit(limit)), q.args...)
 	if err != nil || len(out) > 0 || afterEventID == "" {
 		return out, err
 	}
@@ -272,7 +272,7 @@ func (r *reader) GetAudit(ctx context.Context, eventID string) (*auditv1.AuditEn
 
 func (r *reader) ScanAudit(ctx context.Context, afterPosition int64, limit int) ([]*auditv1.AuditEntry, error) {
 	return r.audit(ctx, "SELECT "+auditColumns+" FROM audit_log WHERE position > $1 ORDER BY position LIMIT $2",
-		afterPosition, clampLimit(limit))
+		afterPosition, persistence.ClampLimit(limit))
 }
 
 func (r *reader) AuditAnchor(ctx context.Context) (string, error) {
@@ -296,7 +296,7 @@ func (r *reader) audit(ctx context.Context, sql string, args ...any) ([]*auditv1
 		&e.ActorName, &e.UserIdentity, &e.DetailsJson, &created, &e.PrevHash, &e.Hash}, func() error {
 		out = append(out, &auditv1.AuditEntry{Position: e.Position, EventId: e.EventId, EventType: e.EventType,
 			PlanId: e.PlanId, SessionId: e.SessionId, ProjectName: e.ProjectName, ActorName: e.ActorName,
-			UserIdentity: e.UserIdentity, DetailsJson: e.DetailsJson, CreatedAt: stamp(created),
+			UserIdentity: e.UserIdentity, DetailsJson: e.DetailsJson, CreatedAt: persistence.Stamp(created),
 			PrevHash: e.PrevHash, Hash: e.Hash})
 		return nil
 	})

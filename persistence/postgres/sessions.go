@@ -42,7 +42,7 @@ func newMessageRows(ms []*sessionv1.Message, first int64) *messageRows {
 		r.roles = append(r.roles, int64(m.Role))
 		r.contents = append(r.contents, m.Content)
 		r.metas = append(r.metas, orEmptyObject(m.MetadataJson))
-		r.created = append(r.created, tsNanos(m.CreatedAt))
+		r.created = append(r.created, persistence.UnixNanos(m.CreatedAt))
 	}
 	return r
 }
@@ -71,7 +71,7 @@ func (a *applier) createSession(c *persistence.CreateSession) (persistence.Resul
 	tu := s.GetTokenUsage()
 	tag, err := a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
 		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		int64(len(c.Messages)), tsNanos(s.CreatedAt), tsNanos(s.UpdatedAt), tsNanos(s.ClosedAt))
+		int64(len(c.Messages)), persistence.UnixNanos(s.CreatedAt), persistence.UnixNanos(s.UpdatedAt), persistence.UnixNanos(s.ClosedAt))
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -198,7 +198,7 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 		return persistence.TurnResult{Err: err}, 0, nil
 	}
 	rows := newMessageRows(t.Messages, seq)
-	args := append(rows.args(sessionID), !c.UpdatedAt.IsZero(), int64(len(t.Messages)), timeNanos(c.UpdatedAt))
+	args := append(rows.args(sessionID), !c.UpdatedAt.IsZero(), int64(len(t.Messages)), persistence.TimeNanos(c.UpdatedAt))
 	inserted, err := a.insertReturningIDs(appendTurnSQL, args)
 	if err != nil {
 		if uniqueViolation(err) == "session_messages_sequence_key" {
@@ -214,7 +214,7 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 		out := make([]*sessionv1.Message, len(t.Messages))
 		for i, m := range t.Messages {
 			out[i] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: seq + int64(i),
-				Role: m.Role, Content: m.Content, MetadataJson: rows.metas[i], CreatedAt: stamp(rows.created[i])}
+				Role: m.Role, Content: m.Content, MetadataJson: rows.metas[i], CreatedAt: persistence.Stamp(rows.created[i])}
 		}
 		return persistence.TurnResult{Messages: out}, int64(len(out)), nil
 	case 0:
@@ -255,7 +255,7 @@ func (a *applier) storedMessages(sessionID string, ids []string) ([]*sessionv1.M
 		FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[])`, []any{sessionID, ids},
 		[]any{&m.MessageId, &m.Sequence, &role, &m.Content, &m.MetadataJson, &created}, func() error {
 			byID[m.MessageId] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: m.Sequence,
-				Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: stamp(created)}
+				Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: persistence.Stamp(created)}
 			return nil
 		})
 	if err != nil {
@@ -282,8 +282,8 @@ const updateSessionSQL = `UPDATE sessions SET
 
 func updateSessionArgs(c *persistence.UpdateSession) []any {
 	tu := c.TokenDelta
-	return []any{int64(c.State), timeNanos(c.ClosedAt), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		timeNanos(c.UpdatedAt), c.SessionID}
+	return []any{int64(c.State), persistence.TimeNanos(c.ClosedAt), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
+		persistence.TimeNanos(c.UpdatedAt), c.SessionID}
 }
 
 func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Result, error) {

@@ -96,7 +96,7 @@ func (a *applier) insertAudit(es []*auditv1.AuditEntry) error {
 	args := a.args[:0]
 	for _, e := range es {
 		args = append(args, e.Position, e.EventId, e.EventType, e.PlanId, e.SessionId, e.ProjectName,
-			e.ActorName, e.UserIdentity, e.DetailsJson, tsNanos(e.CreatedAt), e.PrevHash, e.Hash)
+			e.ActorName, e.UserIdentity, e.DetailsJson, persistence.UnixNanos(e.CreatedAt), e.PrevHash, e.Hash)
 	}
 	_, err := a.exec(insertAuditSQL[len(es)], args...)
 	clear(args)

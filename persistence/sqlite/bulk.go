@@ -54,7 +54,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 			// The answer carries the stored time (nanoseconds), as a
 			// read returns it; a turn's messages usually share one.
 			if m.CreatedAt != lastIn {
-				lastIn, lastOut = m.CreatedAt, stamp(tsNanos(m.CreatedAt))
+				lastIn, lastOut = m.CreatedAt, persistence.Stamp(persistence.UnixNanos(m.CreatedAt))
 			}
 			out[j] = &sessionv1.Message{SessionId: c.SessionID, MessageId: m.MessageId, Sequence: next,
 				Role: m.Role, Content: m.Content, MetadataJson: orEmptyObject(m.MetadataJson), CreatedAt: lastOut}
@@ -93,7 +93,7 @@ func (a *applier) insertMessages(ms []*sessionv1.Message) error {
 	args := a.args[:0]
 	for _, m := range ms {
 		args = append(args, m.SessionId, m.Sequence, m.MessageId, int64(m.Role), m.Content, m.MetadataJson,
-			tsNanos(m.CreatedAt))
+			persistence.UnixNanos(m.CreatedAt))
 	}
 	_, err := a.exec(insertMessagesSQL[len(ms)], args...)
 	clear(args)

@@ -59,7 +59,7 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 			_, err := a.exec(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
 				r.Message, r.Tool, r.ActorName, r.StackSummary, orEmptyObject(r.AttributesJson), int64(r.Category),
 				boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
-				r.RecoveryHint, r.RecoveryCommand, tsNanos(r.RecordedAt))
+				r.RecoveryHint, r.RecoveryCommand, persistence.UnixNanos(r.RecordedAt))
 			if err != nil {
 				if constraint(err) == sqlite3.ErrConstraintUnique {
 					if strings.Contains(err.Error(), "record_id") {

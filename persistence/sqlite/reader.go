@@ -50,7 +50,7 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 		}
 		if cur == nil || cur.SessionId != s.SessionId {
 			s.State = sessionv1.SessionState(state)
-			s.CreatedAt, s.UpdatedAt, s.ClosedAt = stamp(created), stamp(updated), stamp(closed)
+			s.CreatedAt, s.UpdatedAt, s.ClosedAt = persistence.Stamp(created), persistence.Stamp(updated), persistence.Stamp(closed)
 			out = append(out, s)
 			cur = s
 		}
@@ -91,7 +91,7 @@ func (r *reader) ListSessions(ctx context.Context, f persistence.SessionFilter) 
 		where, args = append(where, "state = ?"), append(args, int64(f.State))
 	}
 	inner := "SELECT * FROM sessions" + whereClause(where) + " ORDER BY session_id LIMIT ?"
-	return r.sessions(ctx, inner, append(args, clampLimit(f.Limit))...)
+	return r.sessions(ctx, inner, append(args, persistence.ClampLimit(f.Limit))...)
 }
 
 func whereClause(conds []string) string {
@@ -104,7 +104,7 @@ func whereClause(conds []string) string {
 func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at
 		FROM session_messages WHERE session_id = ? AND sequence >= ? ORDER BY sequence LIMIT ?`,
-		sessionID, from, clampLimit(limit))
+		sessionID, from, persistence.ClampLimit(limit))
 	if err != nil {
 		return nil, storeErr("list messages", err)
 	}
@@ -116,7 +116,7 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 		if err := rows.Scan(&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created); err != nil {
 			return nil, storeErr("list messages", err)
 		}
-		m.Role, m.CreatedAt = sessionv1.Role(role), stamp(created)
+		m.Role, m.CreatedAt = sessionv1.Role(role), persistence.Stamp(created)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -173,7 +173,7 @@ func (r *reader) PlanHistory(ctx context.Context, f persistence.PlanFilter) ([]*
 	rows, err := r.db.QueryContext(ctx, `SELECT record_id, sequence, phase, step_id, error_type, message, tool,
 		actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
 		recovery_action, recovery_hint, recovery_command, recorded_at FROM plan_errors`+
-		whereClause(where)+` ORDER BY sequence LIMIT ?`, append(args, clampLimit(f.Limit))...)
+		whereClause(where)+` ORDER BY sequence LIMIT ?`, append(args, persistence.ClampLimit(f.Limit))...)
 	if err != nil {
 		return nil, storeErr("plan history", err)
 	}
@@ -188,7 +188,7 @@ func (r *reader) PlanHistory(ctx context.Context, f persistence.PlanFilter) ([]*
 			return nil, storeErr("plan history", err)
 		}
 		e.Phase, e.Category = planv1.Phase(phase), planv1.ErrorCategory(category)
-		e.RecoveryAction, e.RecordedAt = planv1.RecoveryAction(action), stamp(recorded)
+		e.RecoveryAction, e.RecordedAt = planv1.RecoveryAction(action), persistence.Stamp(recorded)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -218,10 +218,10 @@ func auditWhere(f *auditv1.Filter) ([]string, []any) {
 		where, args = append(where, "actor_name = ? AND actor_name != ''"), append(args, v)
 	}
 	if f.GetSince() != nil {
-		where, args = append(where, "created_at >= ?"), append(args, tsNanos(f.Since))
+		where, args = append(where, "created_at >= ?"), append(args, persistence.UnixNanos(f.Since))
 	}
 	if f.GetUntil() != nil {
-		where, args = append(where, "created_at < ?"), append(args, tsNanos(f.Until))
+		where, args = append(where, "created_at < ?"), append(args, persistence.UnixNanos(f.Until))
 	}
 	return where, args
 }
@@ -236,7 +236,7 @@ func listAuditQuery(f *auditv1.Filter, afterEventID string, limit int) (string, 
 		args = append(args, afterEventID)
 	}
 	return "SELECT " + auditColumns + " FROM audit_log" + whereClause(where) + " ORDER BY position LIMIT ?",
-		append(args, clampLimit(limit))
+		append(args, persistence.ClampLimit(limit))
 }
 
 // countAuditQuery is CountAudit's statement and arguments.
@@ -277,7 +277,7 @@ func (r *reader) GetAudit(ctx context.Context, eventID string) (*auditv1.AuditEn
 
 func (r *reader) ScanAudit(ctx context.Context, afterPosition int64, limit int) ([]*auditv1.AuditEntry, error) {
 	return r.audit(ctx, "SELECT "+auditColumns+" FROM audit_log WHERE position > ? ORDER BY position LIMIT ?",
-		afterPosition, clampLimit(limit))
+		afterPosition, persistence.ClampLimit(limit))
 }
 
 func (r *reader) AuditAnchor(ctx context.Context) (string, error) {
@@ -303,7 +303,7 @@ func (r *reader) audit(ctx context.Context, query string, args ...any) ([]*audit
 			&e.ActorName, &e.UserIdentity, &e.DetailsJson, &created, &e.PrevHash, &e.Hash); err != nil {
 			return nil, storeErr("read audit", err)
 		}
-		e.CreatedAt = stamp(created)
+		e.CreatedAt = persistence.Stamp(created)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

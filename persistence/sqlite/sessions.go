@@ -43,7 +43,7 @@ func (a *applier) createSession(c *persistence.CreateSession) (persistence.Resul
 	tu := s.GetTokenUsage()
 	_, err := a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
 		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		int64(len(c.Messages)), tsNanos(s.CreatedAt), tsNanos(s.UpdatedAt), tsNanos(s.ClosedAt))
+		int64(len(c.Messages)), persistence.UnixNanos(s.CreatedAt), persistence.UnixNanos(s.UpdatedAt), persistence.UnixNanos(s.ClosedAt))
 	if err != nil {
 		if constraint(err) == sqlite3.ErrConstraintPrimaryKey || constraint(err) == sqlite3.ErrConstraintUnique {
 			return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
@@ -55,7 +55,7 @@ func (a *applier) createSession(c *persistence.CreateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 		_, err := a.exec(insertMessageSQL, s.SessionId, int64(i), m.MessageId, int64(m.Role), m.Content,
-			orEmptyObject(m.MetadataJson), tsNanos(m.CreatedAt))
+			orEmptyObject(m.MetadataJson), persistence.UnixNanos(m.CreatedAt))
 		if err != nil {
 			if constraint(err) == sqlite3.ErrConstraintUnique {
 				return persistence.Result{}, errs.InvalidArgument("create session %s: message id %s appears twice", s.SessionId, m.MessageId)
@@ -126,7 +126,7 @@ func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Res
 	upd, err := a.exec(`UPDATE sessions SET next_sequence = ?1,
 		updated_at = CASE WHEN ?2 THEN ?3 ELSE updated_at END
 		WHERE session_id = ?4 AND next_sequence = ?5`,
-		next, stored, timeNanos(c.UpdatedAt), c.SessionID, c.NextSequence)
+		next, stored, persistence.TimeNanos(c.UpdatedAt), c.SessionID, c.NextSequence)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -182,7 +182,7 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 	var inserted int64
 	skipped := 0
 	for i, m := range t.Messages {
-		created := tsNanos(m.CreatedAt)
+		created := persistence.UnixNanos(m.CreatedAt)
 		meta := orEmptyObject(m.MetadataJson)
 		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created)
 		if err != nil {
@@ -203,7 +203,7 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 			continue
 		}
 		out[i] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: seq + inserted,
-			Role: m.Role, Content: m.Content, MetadataJson: meta, CreatedAt: stamp(created)}
+			Role: m.Role, Content: m.Content, MetadataJson: meta, CreatedAt: persistence.Stamp(created)}
 		inserted++
 	}
 	switch {
@@ -239,7 +239,7 @@ func (a *applier) storedMessage(sessionID, messageID string) (*sessionv1.Message
 		return nil, err
 	}
 	m.Role = sessionv1.Role(role)
-	m.CreatedAt = stamp(created)
+	m.CreatedAt = persistence.Stamp(created)
 	return m, nil
 }
 
@@ -253,8 +253,8 @@ func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Resul
 		cost = cost + ?5,
 		updated_at = CASE WHEN ?6 != 0 THEN ?6 ELSE updated_at END
 		WHERE session_id = ?7`,
-		int64(c.State), timeNanos(c.ClosedAt), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		timeNanos(c.UpdatedAt), c.SessionID)
+		int64(c.State), persistence.TimeNanos(c.ClosedAt), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
+		persistence.TimeNanos(c.UpdatedAt), c.SessionID)
 	if err != nil {
 		return persistence.Result{}, err
 	}
