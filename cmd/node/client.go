@@ -164,3 +164,23 @@ func withClient(o *clientOptions, fn func(cmd *cobra.Command, c *client) error) 
 		return closeErr
 	}
 }
+
+// pages runs a paged call: it fetches and prints one page and, with all,
+// the following ones. next moves the request's cursor past reply r and says
+// whether another page follows.
+func pages[R proto.Message](cmd *cobra.Command, cl *client, all bool, fetch func(context.Context) (R, error), next func(r R) bool) error {
+	for {
+		ctx, cancel := cl.ctx(cmd.Context())
+		resp, err := fetch(ctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if err := cl.print(resp); err != nil {
+			return err
+		}
+		if !all || !next(resp) {
+			return nil
+		}
+	}
+}

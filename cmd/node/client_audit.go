@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -76,21 +77,12 @@ func auditListCmd(o *clientOptions) *cobra.Command {
 		}
 		req.Filter = f
 		api := auditv1.NewAuditServiceClient(cl.conn)
-		for {
-			ctx, cancel := cl.ctx(cmd.Context())
-			resp, err := api.List(ctx, req)
-			cancel()
-			if err != nil {
-				return err
-			}
-			if err := cl.print(resp); err != nil {
-				return err
-			}
-			if !all || resp.GetNextCursor() == "" {
-				return nil
-			}
-			req.AfterEventId = resp.GetNextCursor()
-		}
+		return pages(cmd, cl, all,
+			func(ctx context.Context) (*auditv1.ListResponse, error) { return api.List(ctx, req) },
+			func(r *auditv1.ListResponse) bool {
+				req.AfterEventId = r.GetNextCursor()
+				return req.AfterEventId != ""
+			})
 	})
 	return c
 }

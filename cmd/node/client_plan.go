@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -81,21 +82,15 @@ func planHistoryCmd(o *clientOptions) *cobra.Command {
 			}
 		}
 		api := planv1.NewPlanServiceClient(cl.conn)
-		for {
-			ctx, cancel := cl.ctx(cmd.Context())
-			resp, err := api.History(ctx, req)
-			cancel()
-			if err != nil {
-				return err
-			}
-			if err := cl.print(resp); err != nil {
-				return err
-			}
-			if !all || resp.GetNextSequence() < 0 || resp.GetNextSequence() <= req.FromSequence {
-				return nil
-			}
-			req.FromSequence = resp.GetNextSequence()
-		}
+		return pages(cmd, cl, all,
+			func(ctx context.Context) (*planv1.HistoryResponse, error) { return api.History(ctx, req) },
+			func(r *planv1.HistoryResponse) bool {
+				if r.GetNextSequence() < 0 || r.GetNextSequence() <= req.FromSequence {
+					return false
+				}
+				req.FromSequence = r.GetNextSequence()
+				return true
+			})
 	})
 	return c
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -84,21 +85,12 @@ func sessionListCmd(o *clientOptions) *cobra.Command {
 		}
 		req.State = st
 		api := sessionv1.NewSessionServiceClient(cl.conn)
-		for {
-			ctx, cancel := cl.ctx(cmd.Context())
-			resp, err := api.List(ctx, req)
-			cancel()
-			if err != nil {
-				return err
-			}
-			if err := cl.print(resp); err != nil {
-				return err
-			}
-			if !all || resp.GetNextCursor() == "" {
-				return nil
-			}
-			req.Cursor = resp.GetNextCursor()
-		}
+		return pages(cmd, cl, all,
+			func(ctx context.Context) (*sessionv1.ListSessionsResponse, error) { return api.List(ctx, req) },
+			func(r *sessionv1.ListSessionsResponse) bool {
+				req.Cursor = r.GetNextCursor()
+				return req.Cursor != ""
+			})
 	})
 	return c
 }
@@ -218,21 +210,15 @@ func sessionMessagesCmd(o *clientOptions) *cobra.Command {
 			return err
 		}
 		api := sessionv1.NewSessionServiceClient(cl.conn)
-		for {
-			ctx, cancel := cl.ctx(cmd.Context())
-			resp, err := api.ListMessages(ctx, req)
-			cancel()
-			if err != nil {
-				return err
-			}
-			if err := cl.print(resp); err != nil {
-				return err
-			}
-			if !all || len(resp.GetMessages()) == 0 || resp.GetNextSequence() <= req.FromSequence {
-				return nil
-			}
-			req.FromSequence = resp.GetNextSequence()
-		}
+		return pages(cmd, cl, all,
+			func(ctx context.Context) (*sessionv1.ListMessagesResponse, error) { return api.ListMessages(ctx, req) },
+			func(r *sessionv1.ListMessagesResponse) bool {
+				if len(r.GetMessages()) == 0 || r.GetNextSequence() <= req.FromSequence {
+					return false
+				}
+				req.FromSequence = r.GetNextSequence()
+				return true
+			})
 	})
 	return c
 }
