@@ -28,11 +28,55 @@ type Router interface {
 // *cluster.ClusterInit and only then activates, accepts bare planv1 requests
 // from any sender (admitted into this node's audit backlog, answered with
 // the response or a *commonv1.Error), and passivates itself when idle: it
-// has no directory.
+// has no directory. A PoisonPill (the cluster moving the plan elsewhere)
+// does not stop it before its write in flight is answered (moveOut).
 func (s *Service) ClusterProps() *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &owner{env: s.env, standalone: true, admit: s.backlog.TryAcquire, release: s.backlog.Release}
-	})
+	}, actor.WithReceiverMiddleware(poisonAsMoveOut))
+}
+
+// moveOut is what a cluster kind's actor receives in place of a
+// PoisonPill. The cluster poisons an activation when a topology change
+// gives its identity to another member (and when the member leaves).
+// A poisoned actor stops at once: a write it handed to the audit writer
+// still commits, but its caller could only be told "stopped", which a
+// router retries as "nothing stored" — the same RecordError stored twice.
+// So the actor moves out instead: it refuses new and queued requests
+// (nothing of them was stored; UNAVAILABLE, retried at the new owner),
+// answers the write in flight with its real outcome, then stops.
+type moveOut struct{}
+
+func poisonAsMoveOut(next actor.ReceiverFunc) actor.ReceiverFunc {
+	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+		if _, ok := env.Message.(*actor.PoisonPill); ok {
+			env = &actor.MessageEnvelope{Header: env.Header, Message: moveOut{}, Sender: env.Sender}
+		}
+		next(c, env)
+	}
+}
+
+// moveOut ends this activation once its write in flight is answered.
+func (o *owner) moveOut(ctx actor.Context) {
+	if o.broken == nil {
+		o.broken = errs.Unavailable("plan %s is moving to another member; retry", o.planID)
+	}
+	o.fail(o.queue, o.broken)
+	o.queue = nil
+	for _, c := range o.pending {
+		c.Replier.Reply(nil, o.broken)
+	}
+	o.pending = nil
+	o.passivating = true
+	o.stopIfDone(ctx)
+}
+
+// abandon gives up answering r: a *directory.PIDReplier's caller (a
+// future) times out, and its backlog slot is released here.
+func abandon(r directory.Replier) {
+	if p, ok := r.(*directory.PIDReplier); ok && p.Done != nil {
+		p.Done()
+	}
 }
 
 // clusterInit takes the actor's identity and activates. The cluster

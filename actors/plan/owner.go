@@ -107,6 +107,8 @@ func (o *owner) Receive(ctx actor.Context) {
 	case *directory.Passivate:
 		o.passivating = true
 		o.stopIfDone(ctx)
+	case moveOut:
+		o.moveOut(ctx)
 	case *actor.Stopped:
 		// Only a forced stop (the directory or the system stopping)
 		// leaves work here; passivation waits for it.
@@ -334,7 +336,17 @@ func (o *owner) reload(ctx actor.Context) {
 func (o *owner) failAll() {
 	if o.inflight != nil {
 		// Handed to the writer already: it may still commit.
-		o.fail(o.inflight.ops, errs.Unavailable("plan %s stopped before its write was answered; the write may still commit", o.planID))
+		if o.standalone {
+			// A cluster caller (placement.Router) retries an answered
+			// UNAVAILABLE as "nothing stored", which this write may not
+			// be: leave it unanswered, which the caller must treat as
+			// "may have been applied".
+			for _, op := range o.inflight.ops {
+				abandon(op.replier)
+			}
+		} else {
+			o.fail(o.inflight.ops, errs.Unavailable("plan %s stopped before its write was answered; the write may still commit", o.planID))
+		}
 		o.inflight = nil
 	}
 	stopped := errs.Unavailable("plan %s stopped; the request was not stored", o.planID)
