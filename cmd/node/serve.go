@@ -341,9 +341,10 @@ func (s *server) shutdown(timeout time.Duration) error {
 		}()
 	}
 	if s.member != nil {
-		// Leaving stops this member's activations (answering what they
-		// hold UNAVAILABLE: callers retry on the new owner) and the
-		// remote. It also shuts the actor system's extensions down;
+		// Leaving stops this member's activations (requests they had not
+		// sent to the writer are answered UNAVAILABLE, so callers retry on
+		// the new owner; a write in flight is answered with its outcome)
+		// and the remote. It also shuts the actor system's extensions down;
 		// local actors keep running for the drain below.
 		wg.Add(1)
 		go func() {
