@@ -184,3 +184,8 @@ func pages[R proto.Message](cmd *cobra.Command, cl *client, all bool, fetch func
 		}
 	}
 }
+
+// call makes one call and prints its reply.
+func call(cmd *cobra.Command, cl *client, fetch func(context.Context) (proto.Message, error)) error {
+	return pages(cmd, cl, false, fetch, nil)
+}

@@ -7,6 +7,7 @@ import (
 
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -96,13 +97,9 @@ func auditCountCmd(o *clientOptions) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := auditv1.NewAuditServiceClient(cl.conn).Count(ctx, &auditv1.CountRequest{Filter: f})
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return auditv1.NewAuditServiceClient(cl.conn).Count(ctx, &auditv1.CountRequest{Filter: f})
+		})
 	})
 	return c
 }
@@ -115,13 +112,9 @@ func auditGetCmd(o *clientOptions) *cobra.Command {
 		if err := requireFlags(cmd, "id"); err != nil {
 			return err
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := auditv1.NewAuditServiceClient(cl.conn).Get(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return auditv1.NewAuditServiceClient(cl.conn).Get(ctx, req)
+		})
 	})
 	return c
 }
@@ -161,13 +154,9 @@ func auditPruneCmd(o *clientOptions) *cobra.Command {
 		if err != nil {
 			return usagef(cmd, "--older-than: %v", err)
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := auditv1.NewAuditServiceClient(cl.conn).Prune(ctx, &auditv1.PruneRequest{OlderThan: ts})
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return auditv1.NewAuditServiceClient(cl.conn).Prune(ctx, &auditv1.PruneRequest{OlderThan: ts})
+		})
 	})
 	return c
 }
@@ -187,13 +176,9 @@ func auditRecordCmd(o *clientOptions) *cobra.Command {
 		if err := requireFlags(cmd, "type"); err != nil {
 			return err
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := auditv1.NewAuditServiceClient(cl.conn).Record(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return auditv1.NewAuditServiceClient(cl.conn).Record(ctx, req)
+		})
 	})
 	return c
 }
@@ -201,13 +186,9 @@ func auditRecordCmd(o *clientOptions) *cobra.Command {
 func auditFlushCmd(o *clientOptions) *cobra.Command {
 	c := &cobra.Command{Use: "flush", Short: "Wait until every accepted entry is committed"}
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := auditv1.NewAuditServiceClient(cl.conn).Flush(ctx, &auditv1.FlushRequest{})
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return auditv1.NewAuditServiceClient(cl.conn).Flush(ctx, &auditv1.FlushRequest{})
+		})
 	})
 	return c
 }

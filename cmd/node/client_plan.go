@@ -7,6 +7,7 @@ import (
 
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 )
 
 func newPlanCommand() *cobra.Command {
@@ -44,13 +45,9 @@ func planRecordErrorCmd(o *clientOptions) *cobra.Command {
 			return usagef(cmd, "%v", err)
 		}
 		req.Phase = p
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := planv1.NewPlanServiceClient(cl.conn).RecordError(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return planv1.NewPlanServiceClient(cl.conn).RecordError(ctx, req)
+		})
 	})
 	return c
 }
@@ -103,13 +100,9 @@ func planDetailsCmd(o *clientOptions) *cobra.Command {
 		if err := requireFlags(cmd, "plan"); err != nil {
 			return err
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := planv1.NewPlanServiceClient(cl.conn).ErrorDetails(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return planv1.NewPlanServiceClient(cl.conn).ErrorDetails(ctx, req)
+		})
 	})
 	return c
 }
@@ -123,13 +116,9 @@ func planPolicyCmd(o *clientOptions) *cobra.Command {
 		if err := requireFlags(cmd, "plan", "max-retries"); err != nil {
 			return err
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := planv1.NewPlanServiceClient(cl.conn).SetPolicy(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return planv1.NewPlanServiceClient(cl.conn).SetPolicy(ctx, req)
+		})
 	})
 	return c
 }
@@ -150,13 +139,9 @@ func planRecordSuccessCmd(o *clientOptions) *cobra.Command {
 			return usagef(cmd, "%v", err)
 		}
 		req.Phase = p
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := planv1.NewPlanServiceClient(cl.conn).RecordSuccess(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return planv1.NewPlanServiceClient(cl.conn).RecordSuccess(ctx, req)
+		})
 	})
 	return c
 }
@@ -170,13 +155,9 @@ func planMergeDetailsCmd(o *clientOptions) *cobra.Command {
 		if err := requireFlags(cmd, "plan", "details"); err != nil {
 			return err
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := planv1.NewPlanServiceClient(cl.conn).MergeErrorDetails(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return planv1.NewPlanServiceClient(cl.conn).MergeErrorDetails(ctx, req)
+		})
 	})
 	return c
 }

@@ -9,6 +9,7 @@ import (
 
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 )
 
 func newSessionCommand() *cobra.Command {
@@ -32,13 +33,9 @@ func sessionCreateCmd(o *clientOptions) *cobra.Command {
 	c.Flags().StringVar(&req.Automation, "automation", "", "automation profile name")
 	c.Flags().StringVar(&req.MetadataJson, "metadata", "", "metadata, a JSON object")
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := sessionv1.NewSessionServiceClient(cl.conn).Create(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return sessionv1.NewSessionServiceClient(cl.conn).Create(ctx, req)
+		})
 	})
 	return c
 }
@@ -56,13 +53,9 @@ func sessionGetCmd(o *clientOptions) *cobra.Command {
 		if err := requireFlags(cmd, "session"); err != nil {
 			return err
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := sessionv1.NewSessionServiceClient(cl.conn).Get(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return sessionv1.NewSessionServiceClient(cl.conn).Get(ctx, req)
+		})
 	})
 	return c
 }
@@ -156,13 +149,9 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 				return fmt.Errorf("%s: %w", file, err)
 			}
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := sessionv1.NewSessionServiceClient(cl.conn).Append(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return sessionv1.NewSessionServiceClient(cl.conn).Append(ctx, req)
+		})
 	})
 	return c
 }
@@ -231,13 +220,9 @@ func sessionCloseCmd(o *clientOptions) *cobra.Command {
 		if err := requireFlags(cmd, "session"); err != nil {
 			return err
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := sessionv1.NewSessionServiceClient(cl.conn).Close(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return sessionv1.NewSessionServiceClient(cl.conn).Close(ctx, req)
+		})
 	})
 	return c
 }
@@ -255,13 +240,9 @@ func sessionDeleteCmd(o *clientOptions) *cobra.Command {
 		if !yes {
 			return usagef(cmd, "deleting a session cannot be undone; confirm with --yes")
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := sessionv1.NewSessionServiceClient(cl.conn).Delete(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return sessionv1.NewSessionServiceClient(cl.conn).Delete(ctx, req)
+		})
 	})
 	return c
 }
@@ -309,13 +290,9 @@ func sessionImportCmd(o *clientOptions) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := sessionv1.NewSessionServiceClient(cl.conn).Import(ctx, &sessionv1.ImportSessionRequest{Data: string(b)})
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return sessionv1.NewSessionServiceClient(cl.conn).Import(ctx, &sessionv1.ImportSessionRequest{Data: string(b)})
+		})
 	})
 	return c
 }
@@ -331,13 +308,9 @@ func sessionUsageCmd(o *clientOptions) *cobra.Command {
 		if err := requireFlags(cmd, "session"); err != nil {
 			return err
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := sessionv1.NewSessionServiceClient(cl.conn).UpdateTokenUsage(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return sessionv1.NewSessionServiceClient(cl.conn).UpdateTokenUsage(ctx, req)
+		})
 	})
 	return c
 }
@@ -353,13 +326,9 @@ func sessionLinkPlanCmd(o *clientOptions) *cobra.Command {
 		if err := requireFlags(cmd, "session", "plan"); err != nil {
 			return err
 		}
-		ctx, cancel := cl.ctx(cmd.Context())
-		defer cancel()
-		resp, err := sessionv1.NewSessionServiceClient(cl.conn).LinkPlan(ctx, req)
-		if err != nil {
-			return err
-		}
-		return cl.print(resp)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return sessionv1.NewSessionServiceClient(cl.conn).LinkPlan(ctx, req)
+		})
 	})
 	return c
 }
