@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,19 +29,12 @@ var (
 	flagKeep     = flag.String("keep", "", "keep each run's database and node log in a new directory under this one")
 )
 
-var (
-	buildOnce sync.Once
-	nodeBin   string
-	buildErr  error
-	buildDir  string
-)
+var build checker.NodeBuild
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	build.Remove()
 	os.Exit(code)
 }
 
@@ -51,43 +42,10 @@ func TestMain(m *testing.M) {
 // pure verdict tests do not pay for it.
 func nodeBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if *flagNode != "" {
-			nodeBin = *flagNode
-			return
-		}
-		buildDir, buildErr = os.MkdirTemp("", "checker-node-")
-		if buildErr != nil {
-			return
-		}
-		nodeBin = filepath.Join(buildDir, "node")
-		race := raceEnabled
-		switch *flagNodeRace {
-		case "on":
-			race = true
-		case "off":
-			race = false
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		start := time.Now()
-		buildErr = checker.BuildNode(ctx, nodeBin, race)
-		t.Logf("built node (race=%v) in %v", race, time.Since(start).Round(time.Millisecond))
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return nodeBin
+	return build.Path(t, *flagNode, *flagNodeRace, raceEnabled)
 }
 
-func seed(t *testing.T) uint64 {
-	s := *flagSeed
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -args -seed=%d)", s, s)
-	return s
-}
+func seed(t *testing.T) uint64 { return checker.Seed(t, *flagSeed) }
 
 func loadConfig(s uint64) checker.LoadConfig {
 	return checker.LoadConfig{Sessions: *flagSessions, Clients: *flagClients, Plans: *flagPlans, Seed: s}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -38,19 +37,12 @@ var (
 // envDSN names the PostgreSQL server, as for persistence/postgres.
 const envDSN = "AGENTSTATE_TEST_POSTGRES"
 
-var (
-	buildOnce sync.Once
-	nodeBin   string
-	buildErr  error
-	buildDir  string
-)
+var build checker.NodeBuild
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	build.Remove()
 	os.Exit(code)
 }
 
@@ -100,42 +92,10 @@ func database(t *testing.T) string {
 // nodeBinary builds ./cmd/node once per test binary.
 func nodeBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if *flagNode != "" {
-			nodeBin = *flagNode
-			return
-		}
-		if buildDir, buildErr = os.MkdirTemp("", "cluster-node-"); buildErr != nil {
-			return
-		}
-		nodeBin = filepath.Join(buildDir, "node")
-		race := raceEnabled
-		switch *flagNodeRace {
-		case "on":
-			race = true
-		case "off":
-			race = false
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		start := time.Now()
-		buildErr = checker.BuildNode(ctx, nodeBin, race)
-		t.Logf("built node (race=%v) in %v", race, time.Since(start).Round(time.Millisecond))
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return nodeBin
+	return build.Path(t, *flagNode, *flagNodeRace, raceEnabled)
 }
 
-func seed(t *testing.T) uint64 {
-	s := *flagSeed
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -args -seed=%d)", s, s)
-	return s
-}
+func seed(t *testing.T) uint64 { return checker.Seed(t, *flagSeed) }
 
 // runContext ends a little before the test binary's deadline, so a stuck
 // run fails with the members' logs rather than a panic dump.
