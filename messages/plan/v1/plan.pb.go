@@ -517,8 +517,17 @@ type RecordErrorRequest struct {
 	ActorName      string                 `protobuf:"bytes,7,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
 	StackSummary   string                 `protobuf:"bytes,8,opt,name=stack_summary,json=stackSummary,proto3" json:"stack_summary,omitempty"`
 	AttributesJson string                 `protobuf:"bytes,9,opt,name=attributes_json,json=attributesJson,proto3" json:"attributes_json,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Optional: a client-made ULID naming this record, which makes a retry
+	// safe. A retry with the same record_id for the same plan is answered
+	// with the stored record (duplicate = true; its original sequence,
+	// retry_count and recovery advice) and stores nothing, also after the
+	// plan's actor was passivated or moved; the retry's other fields are not
+	// compared. The same record_id for another plan is ALREADY_EXISTS. Not a
+	// ULID is INVALID_ARGUMENT. Empty: the plan actor makes a new ULID, and a
+	// retry may record the error twice.
+	RecordId      string `protobuf:"bytes,10,opt,name=record_id,json=recordId,proto3" json:"record_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RecordErrorRequest) Reset() {
@@ -614,9 +623,19 @@ func (x *RecordErrorRequest) GetAttributesJson() string {
 	return ""
 }
 
+func (x *RecordErrorRequest) GetRecordId() string {
+	if x != nil {
+		return x.RecordId
+	}
+	return ""
+}
+
 type RecordErrorResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Record        *ErrorRecord           `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Record *ErrorRecord           `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	// True when the request's record_id was recorded already: record is the
+	// stored original and nothing was stored now.
+	Duplicate     bool `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -656,6 +675,13 @@ func (x *RecordErrorResponse) GetRecord() *ErrorRecord {
 		return x.Record
 	}
 	return nil
+}
+
+func (x *RecordErrorResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
 }
 
 type SetPolicyRequest struct {
@@ -1246,7 +1272,7 @@ const file_messages_plan_v1_plan_proto_rawDesc = "" +
 	"\fis_retriable\x18\x05 \x01(\bR\visRetriable\x12K\n" +
 	"\x0frecovery_action\x18\x06 \x01(\x0e2\".agentstate.plan.v1.RecoveryActionR\x0erecoveryAction\x12#\n" +
 	"\rrecovery_hint\x18\a \x01(\tR\frecoveryHint\x12)\n" +
-	"\x10recovery_command\x18\b \x01(\tR\x0frecoveryCommand\"\xb1\x02\n" +
+	"\x10recovery_command\x18\b \x01(\tR\x0frecoveryCommand\"\xce\x02\n" +
 	"\x12RecordErrorRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12/\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x19.agentstate.plan.v1.PhaseR\x05phase\x12\x17\n" +
@@ -1258,9 +1284,12 @@ const file_messages_plan_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"actor_name\x18\a \x01(\tR\tactorName\x12#\n" +
 	"\rstack_summary\x18\b \x01(\tR\fstackSummary\x12'\n" +
-	"\x0fattributes_json\x18\t \x01(\tR\x0eattributesJson\"N\n" +
+	"\x0fattributes_json\x18\t \x01(\tR\x0eattributesJson\x12\x1b\n" +
+	"\trecord_id\x18\n" +
+	" \x01(\tR\brecordId\"l\n" +
 	"\x13RecordErrorResponse\x127\n" +
-	"\x06record\x18\x01 \x01(\v2\x1f.agentstate.plan.v1.ErrorRecordR\x06record\"L\n" +
+	"\x06record\x18\x01 \x01(\v2\x1f.agentstate.plan.v1.ErrorRecordR\x06record\x12\x1c\n" +
+	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"L\n" +
 	"\x10SetPolicyRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x1f\n" +
 	"\vmax_retries\x18\x02 \x01(\x05R\n" +
