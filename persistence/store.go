@@ -5,6 +5,7 @@ import (
 	"time"
 
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 )
@@ -135,13 +136,39 @@ type PlanWrite struct {
 	MaxRetries *int32
 	// Sequences are assigned by the plan actor and must continue the
 	// plan's dense sequence; a taken sequence fails the command with
-	// FAILED_PRECONDITION.
+	// FAILED_PRECONDITION. Record ids must be distinct within the command
+	// (INVALID_ARGUMENT otherwise); a record id stored already, for this
+	// plan or another, fails the command with a *RecordsExistError.
 	Records []*planv1.ErrorRecord
 	// Upserted step counters.
 	StepRetries []StepRetry
 	// The whole merged error_details object; "" leaves it alone.
 	ErrorDetailsJSON string
 	Audit            []*auditv1.AuditEntry
+}
+
+// RecordsExistError is PlanWrite's command-level failure when record ids of
+// the command are stored already. Nothing of the command was stored. It
+// wraps an ALREADY_EXISTS *errs.Error (errors.As finds both). Stored holds,
+// for each such id, the stored record: one of this plan is a retry's
+// original, to be answered as is (a retry must not be recorded again, nor
+// bump a counter or a sequence); one of another plan (its PlanId says so)
+// is a conflict. The writer checks this inside its transaction, so it
+// holds however the plan's actors came and went.
+type RecordsExistError struct {
+	PlanID string
+	Stored []*planv1.ErrorRecord
+}
+
+func (e *RecordsExistError) Error() string { return e.Unwrap().Error() }
+
+// Unwrap returns the ALREADY_EXISTS error naming the first stored id.
+func (e *RecordsExistError) Unwrap() error {
+	first := ""
+	if len(e.Stored) > 0 {
+		first = e.Stored[0].GetRecordId()
+	}
+	return errs.AlreadyExists("plan %s: %d error record id(s) of the write are stored already (first %s)", e.PlanID, len(e.Stored), first)
 }
 
 // StepRetry is the retry counter of one plan step.

@@ -20,7 +20,15 @@ const (
 	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
 	SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::boolean[], $14::bigint[],
-		$15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::bigint[])`
+		$15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::bigint[])
+	ON CONFLICT (record_id) DO NOTHING
+	RETURNING record_id`
+	// A stored record id is skipped rather than an error (which would abort
+	// the transaction until the savepoint's rollback), so that the command
+	// can look up which record it is (recordsExist).
+	storedErrorsSQL = `SELECT record_id, plan_id, sequence, phase, step_id, error_type, message, tool,
+	actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
+	recovery_action, recovery_hint, recovery_command, recorded_at FROM plan_errors WHERE record_id = ANY($1::text[])`
 	upsertStepSQL = `INSERT INTO plan_step_retries (plan_id, phase, step_id, count) VALUES ($1, $2, $3, $4)
 	ON CONFLICT (plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
 )
@@ -100,15 +108,65 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 		maxes[i], actions[i], hints[i], cmds[i] = int64(r.MaxRetries), int64(r.RecoveryAction), r.RecoveryHint, r.RecoveryCommand
 		recorded[i] = persistence.UnixNanos(r.RecordedAt)
 	}
-	_, err := a.exec(insertErrorsSQL, planID, ids, seqs, phases, steps, types, msgs, tools, actors, stacks, attrs,
-		cats, retriable, retries, maxes, actions, hints, cmds, recorded)
+	inserted := make(map[string]bool, n)
+	var id string
+	err := a.forEachRow(insertErrorsSQL, []any{planID, ids, seqs, phases, steps, types, msgs, tools, actors, stacks, attrs,
+		cats, retriable, retries, maxes, actions, hints, cmds, recorded}, []any{&id}, func() error {
+		inserted[id] = true
+		return nil
+	})
 	switch uniqueViolation(err) {
 	case "":
-		return err
-	case "plan_errors_record_id_key":
-		return errs.AlreadyExists("plan %s: an error record id is stored already", planID)
+		if err != nil {
+			return err
+		}
 	case "plan_errors_sequence_key":
 		return errs.FailedPrecondition("plan %s: a sequence from %d is taken", planID, next)
+	default:
+		return err
 	}
-	return err
+	if len(inserted) == n {
+		return nil
+	}
+	return a.recordsExist(planID, ids, inserted)
+}
+
+// recordsExist explains why some of ids were not inserted: they are stored
+// already. The error lists each one's stored record, so that one failed
+// write resolves all of them; an id twice in the command (inserted once,
+// skipped once) is INVALID_ARGUMENT instead. The command rolls back either
+// way.
+func (a *applier) recordsExist(planID string, ids []string, inserted map[string]bool) error {
+	seen := make(map[string]bool, len(ids))
+	var missing []string
+	for _, id := range ids {
+		if seen[id] {
+			return errs.InvalidArgument("plan %s: error record id %s appears twice in one write", planID, id)
+		}
+		seen[id] = true
+		if !inserted[id] {
+			missing = append(missing, id)
+		}
+	}
+	e := &persistence.RecordsExistError{PlanID: planID}
+	var r planv1.ErrorRecord
+	var phase, category, retries, maxes, action, recordedAt int64
+	err := a.forEachRow(storedErrorsSQL, []any{missing}, []any{&r.RecordId, &r.PlanId, &r.Sequence, &phase, &r.StepId,
+		&r.ErrorType, &r.Message, &r.Tool, &r.ActorName, &r.StackSummary, &r.AttributesJson, &category,
+		&r.IsRetriable, &retries, &maxes, &action, &r.RecoveryHint, &r.RecoveryCommand, &recordedAt}, func() error {
+		e.Stored = append(e.Stored, &planv1.ErrorRecord{RecordId: r.RecordId, PlanId: r.PlanId, Sequence: r.Sequence,
+			Phase: planv1.Phase(phase), StepId: r.StepId, ErrorType: r.ErrorType, Message: r.Message, Tool: r.Tool,
+			ActorName: r.ActorName, StackSummary: r.StackSummary, AttributesJson: r.AttributesJson,
+			Category: planv1.ErrorCategory(category), IsRetriable: r.IsRetriable, RetryCount: int32(retries),
+			MaxRetries: int32(maxes), RecoveryAction: planv1.RecoveryAction(action), RecoveryHint: r.RecoveryHint,
+			RecoveryCommand: r.RecoveryCommand, RecordedAt: persistence.Stamp(recordedAt)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(e.Stored) != len(missing) {
+		return errs.Internal("plan %s: %d error record(s) were neither inserted nor found stored", planID, len(missing)-len(e.Stored))
+	}
+	return e
 }

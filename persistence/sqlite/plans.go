@@ -1,9 +1,11 @@
 package sqlite
 
 import (
-	"strings"
+	"database/sql"
+	"errors"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -17,7 +19,13 @@ const (
 	insertErrorSQL = `INSERT INTO plan_errors (record_id, plan_id, sequence, phase, step_id, error_type,
 	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
 	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (record_id) DO NOTHING`
+	// A stored record id is skipped rather than an error, so that the
+	// command can say which record it is (recordsExist).
+	storedErrorSQL = `SELECT plan_id, sequence, phase, step_id, error_type, message, tool,
+	actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
+	recovery_action, recovery_hint, recovery_command, recorded_at FROM plan_errors WHERE record_id = ?`
 	upsertStepSQL = `INSERT INTO plan_step_retries (plan_id, phase, step_id, count) VALUES (?, ?, ?, ?)
 	ON CONFLICT (plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
 )
@@ -44,7 +52,7 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 		if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE plan_id = ?`, c.PlanID).Scan(&next); err != nil {
 			return persistence.Result{}, err
 		}
-		for _, r := range c.Records {
+		for i, r := range c.Records {
 			switch {
 			case r == nil:
 				return persistence.Result{}, errs.InvalidArgument("plan %s: nil error record", c.PlanID)
@@ -56,18 +64,20 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 				return persistence.Result{}, errs.FailedPrecondition("plan %s: error record %s has sequence %d, but the next sequence is %d",
 					c.PlanID, r.RecordId, r.Sequence, next)
 			}
-			_, err := a.exec(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
+			res, err := a.exec(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
 				r.Message, r.Tool, r.ActorName, r.StackSummary, orEmptyObject(r.AttributesJson), int64(r.Category),
 				boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
 				r.RecoveryHint, r.RecoveryCommand, persistence.UnixNanos(r.RecordedAt))
 			if err != nil {
 				if constraint(err) == sqlite3.ErrConstraintUnique {
-					if strings.Contains(err.Error(), "record_id") {
-						return persistence.Result{}, errs.AlreadyExists("plan %s: error record %s exists", c.PlanID, r.RecordId)
-					}
 					return persistence.Result{}, errs.FailedPrecondition("plan %s: sequence %d is taken", c.PlanID, r.Sequence)
 				}
 				return persistence.Result{}, err
+			}
+			if n, err := rowsAffected(res); err != nil {
+				return persistence.Result{}, err
+			} else if n == 0 {
+				return persistence.Result{}, a.recordsExist(c.PlanID, c.Records, i)
 			}
 			next++
 		}
@@ -81,4 +91,47 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 		return persistence.Result{}, err
 	}
 	return persistence.Result{}, nil
+}
+
+// recordsExist explains why records[i] was not inserted: its record id is
+// stored already. The error lists the stored record of records[i] and of
+// every later record whose id is stored too, so that one failed write
+// resolves all of them; an id that this command itself inserted (twice in
+// one command) is INVALID_ARGUMENT instead. The command rolls back either
+// way.
+func (a *applier) recordsExist(planID string, records []*planv1.ErrorRecord, i int) error {
+	mine := make(map[string]bool, i)
+	for _, r := range records[:i] {
+		mine[r.RecordId] = true
+	}
+	e := &persistence.RecordsExistError{PlanID: planID}
+	for _, r := range records[i:] {
+		if mine[r.RecordId] {
+			return errs.InvalidArgument("plan %s: error record id %s appears twice in one write", planID, r.RecordId)
+		}
+		mine[r.RecordId] = true
+		stored, err := a.storedRecord(r.RecordId)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		e.Stored = append(e.Stored, stored)
+	}
+	return e
+}
+
+func (a *applier) storedRecord(recordID string) (*planv1.ErrorRecord, error) {
+	e := &planv1.ErrorRecord{RecordId: recordID}
+	var phase, category, action, recorded int64
+	err := a.queryRow(storedErrorSQL, recordID).Scan(&e.PlanId, &e.Sequence, &phase, &e.StepId, &e.ErrorType,
+		&e.Message, &e.Tool, &e.ActorName, &e.StackSummary, &e.AttributesJson, &category, &e.IsRetriable,
+		&e.RetryCount, &e.MaxRetries, &action, &e.RecoveryHint, &e.RecoveryCommand, &recorded)
+	if err != nil {
+		return nil, err
+	}
+	e.Phase, e.Category = planv1.Phase(phase), planv1.ErrorCategory(category)
+	e.RecoveryAction, e.RecordedAt = planv1.RecoveryAction(action), persistence.Stamp(recorded)
+	return e, nil
 }

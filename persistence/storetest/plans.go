@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -122,6 +123,81 @@ var planCases = []testCase{
 		again := proto.Clone(r).(*planv1.ErrorRecord)
 		again.Sequence = 1
 		h.fails(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{again}}, errs.AlreadyExistsCode)
+	}},
+	{"stored record ids fail the write with the stored records, storing nothing", func(h *harness) {
+		r0 := h.record("p", 0, planv1.Phase_PHASE_EXECUTE, planv1.ErrorCategory_ERROR_CATEGORY_TRANSIENT)
+		r1 := h.record("p", 1, planv1.Phase_PHASE_EXECUTE, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)
+		h.ok(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{r0, r1},
+			StepRetries: []persistence.StepRetry{{Phase: planv1.Phase_PHASE_EXECUTE, StepID: "s", Count: 2}}})
+		before := h.plan("p")
+		audits := len(h.scan())
+		// A new record first, then retries of both stored ones (under new
+		// sequences and other content, as a retry computed afresh would
+		// carry), with the counters and details such a retry would change.
+		fresh := h.record("p", 2, planv1.Phase_PHASE_EXECUTE, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)
+		retry1 := h.record("p", 3, planv1.Phase_PHASE_APPLY, planv1.ErrorCategory_ERROR_CATEGORY_AUTH)
+		retry1.RecordId = r1.RecordId
+		retry0 := h.record("p", 4, planv1.Phase_PHASE_APPLY, planv1.ErrorCategory_ERROR_CATEGORY_AUTH)
+		retry0.RecordId, retry0.RetryCount = r0.RecordId, 9
+		res := h.apply(&persistence.PlanWrite{PlanID: "p", MaxRetries: int32p(8), ErrorDetailsJSON: `{"x":1}`,
+			Records:     []*planv1.ErrorRecord{fresh, retry1, retry0},
+			StepRetries: []persistence.StepRetry{{Phase: planv1.Phase_PHASE_EXECUTE, StepID: "s", Count: 5}},
+			Audit:       []*auditv1.AuditEntry{h.entry("plan_error_recorded")}})[0]
+		wantCode(h.T, res.Err, errs.AlreadyExistsCode)
+		var exist *persistence.RecordsExistError
+		if !errors.As(res.Err, &exist) {
+			h.Fatalf("error %v (%T) is not a *RecordsExistError", res.Err, res.Err)
+		}
+		if exist.PlanID != "p" || len(exist.Stored) != 2 {
+			h.Fatalf("RecordsExistError: plan %q, %d stored records, want p and 2", exist.PlanID, len(exist.Stored))
+		}
+		byID := map[string]*planv1.ErrorRecord{}
+		for _, s := range exist.Stored {
+			byID[s.RecordId] = s
+		}
+		for _, want := range []*planv1.ErrorRecord{r0, r1} {
+			if !proto.Equal(byID[want.RecordId], want) {
+				h.Fatalf("stored record %s:\n got %v\nwant %v", want.RecordId, byID[want.RecordId], want)
+			}
+		}
+		if p := h.plan("p"); p.MaxRetries != before.MaxRetries || p.ErrorDetailsJSON != before.ErrorDetailsJSON ||
+			p.NextSequence != 2 || !slices.Equal(p.StepRetries, before.StepRetries) {
+			h.Fatalf("the refused write changed the plan: %+v, was %+v", p, before)
+		}
+		if n := len(h.history(persistence.PlanFilter{PlanID: "p"})); n != 2 {
+			h.Fatalf("%d records after the refused write, want 2", n)
+		}
+		if n := len(h.scan()); n != audits {
+			h.Fatalf("%d audit entries after the refused write, want %d", n, audits)
+		}
+		// Without the retries, the same write commits.
+		h.ok(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{fresh}})
+		if p := h.plan("p"); p.NextSequence != 3 {
+			h.Fatalf("next sequence %d, want 3", p.NextSequence)
+		}
+	}},
+	{"a record id stored for another plan names that plan", func(h *harness) {
+		r := h.record("other", 0, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)
+		h.ok(&persistence.PlanWrite{PlanID: "other", Records: []*planv1.ErrorRecord{r}})
+		mine := h.record("p", 0, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)
+		mine.RecordId = r.RecordId
+		err := h.apply(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{mine}})[0].Err
+		var exist *persistence.RecordsExistError
+		if !errors.As(err, &exist) || len(exist.Stored) != 1 || !proto.Equal(exist.Stored[0], r) {
+			h.Fatalf("got %v, want a RecordsExistError with plan other's record", err)
+		}
+		if _, err := h.r.GetPlan(h.ctx, "p"); errs.CodeOf(err) != errs.NotFoundCode {
+			h.Fatalf("the refused first write created plan p: %v", err)
+		}
+	}},
+	{"a record id twice in one write is INVALID_ARGUMENT", func(h *harness) {
+		r0 := h.record("p", 0, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)
+		r1 := h.record("p", 1, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)
+		r1.RecordId = r0.RecordId
+		h.fails(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{r0, r1}}, errs.InvalidArgumentCode)
+		if n := len(h.history(persistence.PlanFilter{PlanID: "p"})); n != 0 {
+			h.Fatalf("%d records stored", n)
+		}
 	}},
 	{"new plan with a failing first write is not created", func(h *harness) {
 		h.fails(&persistence.PlanWrite{PlanID: "q", Records: []*planv1.ErrorRecord{
