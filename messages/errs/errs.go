@@ -30,10 +30,13 @@ const (
 	UnavailableCode        = commonv1.ErrorCode_ERROR_CODE_UNAVAILABLE
 	InternalCode           = commonv1.ErrorCode_ERROR_CODE_INTERNAL
 	UnauthenticatedCode    = commonv1.ErrorCode_ERROR_CODE_UNAUTHENTICATED
+	// OutcomeUnknownCode is the one code whose error does not promise
+	// that nothing was stored: the request may have been applied.
+	OutcomeUnknownCode = commonv1.ErrorCode_ERROR_CODE_OUTCOME_UNKNOWN
 )
 
 // Error is a typed agentstate failure. Nothing of the failed request was
-// stored unless the message says otherwise.
+// stored, unless its Code is OutcomeUnknownCode: then it may have been.
 type Error struct {
 	Code Code
 	Msg  string
@@ -65,6 +68,7 @@ var (
 	ErrUnavailable        = &Error{Code: UnavailableCode}
 	ErrInternal           = &Error{Code: InternalCode}
 	ErrUnauthenticated    = &Error{Code: UnauthenticatedCode}
+	ErrOutcomeUnknown     = &Error{Code: OutcomeUnknownCode}
 )
 
 func newf(c Code, format string, args ...any) *Error {
@@ -88,6 +92,13 @@ func Unavailable(format string, args ...any) *Error { return newf(UnavailableCod
 func Internal(format string, args ...any) *Error    { return newf(InternalCode, format, args...) }
 func Unauthenticated(format string, args ...any) *Error {
 	return newf(UnauthenticatedCode, format, args...)
+}
+
+// OutcomeUnknown reports a request that reached its owner or the store and
+// whose answer was lost: it may have been applied. Callers retry it only
+// when the request is idempotent (appends carry message ids).
+func OutcomeUnknown(format string, args ...any) *Error {
+	return newf(OutcomeUnknownCode, format, args...)
 }
 
 // CodeOf classifies any error: an *Error (also wrapped) keeps its code,
@@ -143,7 +154,14 @@ func FromProto(p *commonv1.Error) error {
 	return &Error{Code: p.GetCode(), Msg: p.GetMessage()}
 }
 
-// GRPCCode maps a Code to the gRPC code of the same name.
+// GRPCCode maps a Code to the gRPC code of the same name. gRPC has no
+// OUTCOME_UNKNOWN; it becomes DEADLINE_EXCEEDED, whose contract is the same
+// ("for operations that change the state of the system, this error may be
+// returned even if the operation has completed successfully") and which
+// generic gRPC clients already do not retry blindly. UNKNOWN, the other
+// candidate, is also what grpc-go answers for a handler's untyped error or
+// panic, so it would mix bugs into "maybe applied". A client's own deadline
+// maps back to OUTCOME_UNKNOWN as well, which is what it means.
 func GRPCCode(c Code) codes.Code {
 	switch c {
 	case InvalidArgumentCode:
@@ -160,6 +178,8 @@ func GRPCCode(c Code) codes.Code {
 		return codes.Unavailable
 	case UnauthenticatedCode:
 		return codes.Unauthenticated
+	case OutcomeUnknownCode:
+		return codes.DeadlineExceeded
 	default:
 		return codes.Internal
 	}
@@ -177,8 +197,10 @@ func fromGRPCCode(c codes.Code) Code {
 		return FailedPreconditionCode
 	case codes.ResourceExhausted:
 		return ResourceExhaustedCode
-	case codes.Unavailable, codes.Canceled, codes.DeadlineExceeded:
+	case codes.Unavailable, codes.Canceled:
 		return UnavailableCode
+	case codes.DeadlineExceeded:
+		return OutcomeUnknownCode
 	case codes.Unauthenticated, codes.PermissionDenied:
 		return UnauthenticatedCode
 	default:
@@ -204,6 +226,8 @@ func codeName(c Code) string {
 		return "unauthenticated"
 	case InternalCode:
 		return "internal"
+	case OutcomeUnknownCode:
+		return "outcome unknown"
 	default:
 		return "unknown"
 	}

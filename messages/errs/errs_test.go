@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
+	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -25,6 +27,7 @@ func TestCodesRoundTrip(t *testing.T) {
 		{errs.Unavailable("stopping"), errs.ErrUnavailable, codes.Unavailable},
 		{errs.Internal("bug"), errs.ErrInternal, codes.Internal},
 		{errs.Unauthenticated("token"), errs.ErrUnauthenticated, codes.Unauthenticated},
+		{errs.OutcomeUnknown("commit"), errs.ErrOutcomeUnknown, codes.DeadlineExceeded},
 	}
 	for _, c := range cases {
 		wrapped := fmt.Errorf("ctx: %w", c.err)
@@ -53,7 +56,39 @@ func TestCodesRoundTrip(t *testing.T) {
 	if errs.CodeOf(errors.New("boom")) != errs.InternalCode {
 		t.Error("plain errors should be internal")
 	}
+	// A client's own gRPC deadline means the same as OUTCOME_UNKNOWN: the
+	// request may have been applied.
+	if c := errs.CodeOf(status.Error(codes.DeadlineExceeded, "deadline")); c != errs.OutcomeUnknownCode {
+		t.Errorf("gRPC DEADLINE_EXCEEDED -> %v, want OUTCOME_UNKNOWN", c)
+	}
 	if errs.From(nil) != nil || errs.ToProto(nil) != nil || errs.FromProto(nil) != nil {
 		t.Error("nil must stay nil")
+	}
+}
+
+// Every code of the wire enum has its own gRPC code, maps back to itself
+// and has a name: a code appended to commonv1.ErrorCode without teaching
+// this package fails here.
+func TestEveryCodeIsMapped(t *testing.T) {
+	seen := map[codes.Code]errs.Code{}
+	for n := range commonv1.ErrorCode_name {
+		c := errs.Code(n)
+		if c == commonv1.ErrorCode_ERROR_CODE_UNSPECIFIED {
+			continue
+		}
+		g := errs.GRPCCode(c)
+		if g == codes.Internal && c != errs.InternalCode {
+			t.Errorf("%v has no gRPC code of its own", c)
+		}
+		if prev, dup := seen[g]; dup {
+			t.Errorf("%v and %v both map to gRPC %v", prev, c, g)
+		}
+		seen[g] = c
+		if back := errs.CodeOf(status.Error(g, "x")); back != c {
+			t.Errorf("%v -> gRPC %v -> %v", c, g, back)
+		}
+		if msg := (&errs.Error{Code: c, Msg: "x"}).Error(); strings.HasPrefix(msg, "unknown") {
+			t.Errorf("%v has no name: %q", c, msg)
+		}
 	}
 }

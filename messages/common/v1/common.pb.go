@@ -49,6 +49,14 @@ const (
 	ErrorCode_ERROR_CODE_INTERNAL ErrorCode = 7
 	// The caller did not present the right credentials.
 	ErrorCode_ERROR_CODE_UNAUTHENTICATED ErrorCode = 8
+	// The request may or may not have been applied: it reached its owner (or
+	// the store) and the answer was lost — a member died holding it, or a
+	// COMMIT's answer was lost and its outcome could not be looked up. Unlike
+	// UNAVAILABLE, something may have been stored. Retry only a request that
+	// is idempotent: appends with client message ids, a create with a client
+	// session id. A request without a client id (a plan error, an audit
+	// entry) may be stored twice if retried; read before retrying it.
+	ErrorCode_ERROR_CODE_OUTCOME_UNKNOWN ErrorCode = 9
 )
 
 // Enum value maps for ErrorCode.
@@ -63,6 +71,7 @@ var (
 		6: "ERROR_CODE_UNAVAILABLE",
 		7: "ERROR_CODE_INTERNAL",
 		8: "ERROR_CODE_UNAUTHENTICATED",
+		9: "ERROR_CODE_OUTCOME_UNKNOWN",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":         0,
@@ -74,6 +83,7 @@ var (
 		"ERROR_CODE_UNAVAILABLE":         6,
 		"ERROR_CODE_INTERNAL":            7,
 		"ERROR_CODE_UNAUTHENTICATED":     8,
+		"ERROR_CODE_OUTCOME_UNKNOWN":     9,
 	}
 )
 
@@ -105,7 +115,8 @@ func (ErrorCode) EnumDescriptor() ([]byte, []int) {
 }
 
 // Error is the reply an actor sends instead of its normal reply when a
-// request fails. Nothing of a failed request was stored.
+// request fails. Nothing of a failed request was stored, except possibly
+// for ERROR_CODE_OUTCOME_UNKNOWN.
 type Error struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Code  ErrorCode              `protobuf:"varint,1,opt,name=code,proto3,enum=agentstate.common.v1.ErrorCode" json:"code,omitempty"`
@@ -166,7 +177,7 @@ const file_messages_common_v1_common_proto_rawDesc = "" +
 	"\x1fmessages/common/v1/common.proto\x12\x14agentstate.common.v1\"V\n" +
 	"\x05Error\x123\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x1f.agentstate.common.v1.ErrorCodeR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*\x9d\x02\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*\xbd\x02\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bERROR_CODE_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -176,7 +187,8 @@ const file_messages_common_v1_common_proto_rawDesc = "" +
 	"\x1dERROR_CODE_RESOURCE_EXHAUSTED\x10\x05\x12\x1a\n" +
 	"\x16ERROR_CODE_UNAVAILABLE\x10\x06\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\a\x12\x1e\n" +
-	"\x1aERROR_CODE_UNAUTHENTICATED\x10\bB>Z<github.com/agentstate/agentstate/messages/common/v1;commonv1b\x06proto3"
+	"\x1aERROR_CODE_UNAUTHENTICATED\x10\b\x12\x1e\n" +
+	"\x1aERROR_CODE_OUTCOME_UNKNOWN\x10\tB>Z<github.com/agentstate/agentstate/messages/common/v1;commonv1b\x06proto3"
 
 var (
 	file_messages_common_v1_common_proto_rawDescOnce sync.Once
