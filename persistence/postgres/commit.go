@@ -20,10 +20,12 @@ const (
 	resolveTimeout = 10 * time.Second
 )
 
-// errOutcomeUnknown is what Apply returns in the one case it cannot keep
-// the contract's promise that an error means nothing was stored: COMMIT's
+// errOutcomeUnknown describes the one case in which Apply cannot keep the
+// contract's promise that an error means nothing was stored: COMMIT's
 // answer was lost and the server could not be asked in time whether the
-// transaction committed.
+// transaction committed. Apply answers it OUTCOME_UNKNOWN, not UNAVAILABLE,
+// so that nobody retries a request that may be stored unless it is
+// idempotent.
 var errOutcomeUnknown = errors.New("commit outcome unknown: the connection was lost during COMMIT " +
 	"and the server could not be asked whether the transaction committed")
 
@@ -57,7 +59,7 @@ func (s *Store) commitTx(ctx context.Context, conn *pgx.Conn, tx pgx.Tx, xid str
 	committed, rerr := s.resolveCommit(context.WithoutCancel(ctx), xid)
 	switch {
 	case rerr != nil:
-		return finished, errs.Unavailable("apply: %v (%v; looking it up: %v)", errOutcomeUnknown, err, rerr)
+		return finished, errs.OutcomeUnknown("apply: %v (%v; looking it up: %v)", errOutcomeUnknown, err, rerr)
 	case committed:
 		return finished, nil
 	case ctx.Err() != nil:
