@@ -30,7 +30,8 @@
 // retries. Router retries, within the caller's deadline, only attempts known
 // to have done nothing (an UNAVAILABLE answer, an owner lookup that did not
 // answer within the short per-attempt timeout, a dead letter); a request
-// sent but unanswered fails UNAVAILABLE for the caller to retry.
+// sent but unanswered fails OUTCOME_UNKNOWN, and the caller retries it only
+// if it is idempotent (appends carry message ids; a RecordError does not).
 //
 // Member starts a member with the automanaged provider (a static peer
 // list, no external server); production deployments may use the library's

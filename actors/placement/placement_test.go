@@ -37,7 +37,7 @@ type oneMember struct {
 	store   *sqlite.Store
 }
 
-func startOneMember(t *testing.T) *oneMember {
+func startOneMember(t *testing.T, extra ...*cluster.Kind) *oneMember {
 	t.Helper()
 	store, err := sqlite.Open("memory:" + strings.ReplaceAll(t.Name(), "/", "-"))
 	if err != nil {
@@ -56,7 +56,7 @@ func startOneMember(t *testing.T) *oneMember {
 	}
 	cfg := cluster.Configure("placement-test", test.NewTestProvider(test.NewInMemAgent()), disthash.New(),
 		remote.Configure("127.0.0.1", 0),
-		cluster.WithKinds(placement.Kinds(node.Sessions(), node.Plans())...),
+		cluster.WithKinds(append(placement.Kinds(node.Sessions(), node.Plans()), extra...)...),
 		cluster.WithRequestTimeout(placement.DefaultRequestTimeout))
 	c := cluster.New(sys, cfg)
 	c.StartMember()

@@ -21,8 +21,8 @@ const (
 	// DefaultAttemptTimeout bounds one attempt of a routed call. A
 	// request to a member that just died is not failed by the library
 	// when the endpoint goes; it waits this long, then the call fails
-	// UNAVAILABLE (it may have been applied) and the caller's retry
-	// resolves the owner anew.
+	// OUTCOME_UNKNOWN (it may have been applied) and the caller's retry,
+	// if the request is idempotent, resolves the owner anew.
 	DefaultAttemptTimeout = 750 * time.Millisecond
 	// DefaultRequestTimeout is the cluster's own request timeout.
 	DefaultRequestTimeout = 750 * time.Millisecond
@@ -65,13 +65,14 @@ func (r *Router) Bind(c *cluster.Cluster) { r.cluster.Store(c) }
 func (r *Router) Retries() int64 { return r.retries.Load() }
 
 // Route asks the kind's actor for id with msg. It retries, until ctx ends,
-// only attempts known to have done nothing: the owner answered UNAVAILABLE
-// (it was fenced or is stopping; such a write stored nothing), the owner
-// could not be found in time, or msg was not delivered (dead letter). An
-// attempt that sent msg and got no answer in time may have been applied,
-// so Route returns UNAVAILABLE for the caller to decide: retrying a
-// request without a client-chosen id (RecordError) would store it twice.
-// Any other answer is final. Each attempt sends a copy of msg, so a local
+// only attempts known to have done nothing — those that failed UNAVAILABLE:
+// the owner answered it (it was fenced or is stopping; such a write stored
+// nothing), the owner could not be found in time, or msg was not delivered
+// (dead letter). An attempt that sent msg and got no answer in time may
+// have been applied, and so may one whose owner answered OUTCOME_UNKNOWN
+// (the store lost COMMIT's answer): Route returns OUTCOME_UNKNOWN for the
+// caller to decide, because retrying a request without a client-chosen id
+// (RecordError) could store it twice. Any other answer is final. Each attempt sends a copy of msg, so a local
 // owner never shares it with a retry.
 func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error) {
 	backoff := defaultBackoff
@@ -96,32 +97,32 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 			}
 			timeout = min(timeout, left)
 		}
-		resp, maybeApplied, err := r.attempt(kind, id, msg, timeout)
+		resp, err := r.attempt(kind, id, msg, timeout)
 		if err == nil {
 			return resp, nil
 		}
-		if errs.CodeOf(err) != errs.UnavailableCode || maybeApplied {
+		if errs.CodeOf(err) != errs.UnavailableCode {
 			return nil, err
 		}
 		last = err
 	}
 }
 
-// attempt makes one cluster request. Failures of the transport and
-// "no answer" are UNAVAILABLE; an answered *commonv1.Error is the owner's.
+// attempt makes one cluster request. Failing before msg was sent (no
+// cluster, no owner found) or msg not delivered is UNAVAILABLE; msg sent and
+// no answer is OUTCOME_UNKNOWN; an answered *commonv1.Error is the owner's.
 // The whole attempt — finding the owner and its answer — ends at timeout:
 // cluster.Request cannot promise that, because its owner lookup waits up
-// to a hard-coded 5 s for a member that may just have died. maybeApplied
-// is true when msg was sent and no answer came.
-func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Duration) (resp proto.Message, maybeApplied bool, err error) {
+// to a hard-coded 5 s for a member that may just have died.
+func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Duration) (proto.Message, error) {
 	c := r.cluster.Load()
 	if c == nil {
-		return nil, false, errs.Unavailable("the cluster is not started yet")
+		return nil, errs.Unavailable("the cluster is not started yet")
 	}
 	deadline := time.Now().Add(timeout)
 	pid, err := resolve(c, kind, id, timeout)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	raw, err := c.ActorSystem.Root.RequestFuture(pid, proto.Clone(msg), time.Until(deadline)).Result()
 	if err != nil {
@@ -129,17 +130,17 @@ func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Durati
 		c.PidCache.RemoveByValue(id, kind, pid)
 		undelivered := errors.Is(err, actor.ErrDeadLetter) || errors.Is(err, remote.ErrDeadLetter)
 		if undelivered {
-			return nil, false, errs.Unavailable("%s %s: %v", kind, id, err)
+			return nil, errs.Unavailable("%s %s: %v", kind, id, err)
 		}
-		return nil, true, errs.Unavailable("%s %s: no answer within %v, the request may have been applied: %v", kind, id, timeout, err)
+		return nil, errs.OutcomeUnknown("%s %s: no answer within %v, the request may have been applied: %v", kind, id, timeout, err)
 	}
 	switch m := raw.(type) {
 	case *commonv1.Error:
-		return nil, false, errs.FromProto(m)
+		return nil, errs.FromProto(m)
 	case proto.Message:
-		return m, false, nil
+		return m, nil
 	default:
-		return nil, true, errs.Unavailable("%s %s: no answer (%T), the request may have been applied", kind, id, raw)
+		return nil, errs.OutcomeUnknown("%s %s: no answer (%T), the request may have been applied", kind, id, raw)
 	}
 }
 
