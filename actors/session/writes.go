@@ -185,12 +185,13 @@ func sameIDs(req []*sessionv1.NewMessage, stored []*sessionv1.Message) bool {
 }
 
 // failed marks the state for a reload when the error says memory and
-// store disagree (a sequence conflict, a vanished session, a store bug).
+// store disagree (a sequence conflict, a vanished session, a store bug) or
+// may disagree (OUTCOME_UNKNOWN: the write may have committed).
 // Transaction-level failures (disk full, I/O) stored nothing and change
 // nothing.
 func (o *owner) failed(err error) {
 	switch errs.CodeOf(err) {
-	case errs.FailedPreconditionCode, errs.NotFoundCode, errs.AlreadyExistsCode, errs.InternalCode:
+	case errs.FailedPreconditionCode, errs.NotFoundCode, errs.AlreadyExistsCode, errs.InternalCode, errs.OutcomeUnknownCode:
 		o.stale = true
 	}
 }
