@@ -25,6 +25,7 @@ const (
 	exitUnavailable        = 8
 	exitUnauthenticated    = 9
 	exitInternal           = 10
+	exitOutcomeUnknown     = 11 // the request may have been applied: check before retrying
 )
 
 // remoteError reports whether err came from the node (a gRPC status or a
@@ -61,6 +62,8 @@ func exitCode(err error) int {
 		return exitUnavailable
 	case errs.UnauthenticatedCode:
 		return exitUnauthenticated
+	case errs.OutcomeUnknownCode:
+		return exitOutcomeUnknown
 	default:
 		return exitInternal
 	}
