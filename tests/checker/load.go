@@ -63,8 +63,9 @@ func (c LoadConfig) withDefaults() LoadConfig {
 // Load drives a node with sessions, plan errors and audit entries, and
 // records every acknowledgement in a Ledger. Each client retries a request
 // that failed with a retriable code — with the same message ids — until it
-// is acknowledged, so when Run returns every request sent was answered OK
-// or refused for good (Rejected).
+// is acknowledged, so when Run returns every request sent was answered OK,
+// refused for good (Rejected), or — only a request without a client id —
+// answered "may have been applied" (MaybeApplied).
 type Load struct {
 	cfg     LoadConfig
 	ledger  *Ledger
@@ -73,12 +74,13 @@ type Load struct {
 	sessionIDs []string // set by Setup, read-only after
 	planIDs    []string
 
-	acked    atomic.Int64 // operations acknowledged
-	attempts atomic.Int64
-	mu       sync.Mutex
-	failures map[codes.Code]int64
-	lastErr  map[codes.Code]string // the latest failure message per code
-	rejected []string
+	acked        atomic.Int64 // operations acknowledged
+	maybeApplied atomic.Int64 // non-idempotent operations given up as "may have been applied"
+	attempts     atomic.Int64
+	mu           sync.Mutex
+	failures     map[codes.Code]int64
+	lastErr      map[codes.Code]string // the latest failure message per code
+	rejected     []string
 }
 
 // target is the clients of one connection (one node).
@@ -127,7 +129,7 @@ func (ld *Load) Setup(ctx context.Context) error {
 	for i := range ld.cfg.Sessions {
 		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker", Namespace: "checker",
 			MetadataJson: fmt.Sprintf(`{"index":%d}`, i)}
-		err := ld.call(ctx, "create session", &at, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+		err := ld.call(ctx, "create session", &at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 			_, err := ld.targets[conn].sessions.Create(ctx, req, ready)
 			return err
 		})
@@ -201,6 +203,7 @@ func (ld *Load) LastFailures() map[codes.Code]string {
 // requests refused for good (which count as violations).
 func (ld *Load) Fill(r *Report) {
 	r.Attempts = ld.attempts.Load()
+	r.MaybeApplied = ld.maybeApplied.Load()
 	ld.mu.Lock()
 	defer ld.mu.Unlock()
 	for _, n := range ld.failures {
@@ -226,11 +229,20 @@ func FormatFailures(m map[codes.Code]int64) string {
 }
 
 // retriable codes are those a crash, a restart or a full database cause;
-// a retry with the same request is correct for each.
-func retriable(c codes.Code) bool {
+// a retry with the same request is correct for each, if the request is
+// idempotent. DEADLINE_EXCEEDED is the node's OUTCOME_UNKNOWN (or the
+// client's own deadline): the request may have been applied, so only an
+// idempotent request (one with client ids) is retried after it. UNAVAILABLE
+// promises nothing was stored — but a client cannot tell the node's
+// UNAVAILABLE from a connection cut under a request in flight, so every
+// attempt of a request without client ids counts toward what it may have
+// stored (Ledger.PlanErrorSent).
+func retriable(c codes.Code, idempotent bool) bool {
 	switch c {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
+	case codes.Unavailable, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
 		return true
+	case codes.DeadlineExceeded:
+		return idempotent
 	}
 	return false
 }
@@ -238,14 +250,20 @@ func retriable(c codes.Code) bool {
 // errRejected marks a request refused with a code retrying cannot cure.
 var errRejected = errors.New("rejected")
 
+// errMaybeApplied marks a request without client ids whose outcome is
+// unknown: it is neither acknowledged nor retried (a retry could store it
+// twice), and the ledger's attempts already allow for it being stored.
+var errMaybeApplied = errors.New("may have been applied")
+
 // call runs f on connection *at until it succeeds, fails with a code that
-// is not retriable (errRejected, recorded), or ctx ends. After a failed
+// is not retriable (errRejected, recorded), fails with an unknown outcome
+// and is not idempotent (errMaybeApplied, counted), or ctx ends. After a failed
 // attempt *at moves to the next connection, so a caller of a dead node tries
 // the others. ready is the wait-for-ready option f must pass: waiting with
 // one node (it comes back), failing fast with several (another may be up).
 // Backoff between attempts keeps a down node from being hammered; it is
 // not synchronization.
-func (ld *Load) call(ctx context.Context, what string, at *int, f func(ctx context.Context, conn int, ready grpc.CallOption) error) error {
+func (ld *Load) call(ctx context.Context, what string, at *int, idempotent bool, f func(ctx context.Context, conn int, ready grpc.CallOption) error) error {
 	backoff := 5 * time.Millisecond
 	ready := grpc.WaitForReady(len(ld.targets) == 1)
 	for {
@@ -263,7 +281,12 @@ func (ld *Load) call(ctx context.Context, what string, at *int, f func(ctx conte
 		ld.mu.Lock()
 		ld.failures[code]++
 		ld.lastErr[code] = status.Convert(err).Message()
-		if !retriable(code) {
+		if code == codes.DeadlineExceeded && !idempotent {
+			ld.mu.Unlock()
+			ld.maybeApplied.Add(1)
+			return fmt.Errorf("%w: %s: %v", errMaybeApplied, what, err)
+		}
+		if !retriable(code, idempotent) {
 			ld.rejected = append(ld.rejected, fmt.Sprintf("%s: %v", what, err))
 			ld.mu.Unlock()
 			return fmt.Errorf("%w: %s: %v", errRejected, what, err)
@@ -305,7 +328,7 @@ func (ld *Load) client(ctx context.Context, i int, stop <-chan struct{}) error {
 		default:
 			err = c.append(ctx, n)
 		}
-		if err != nil && !errors.Is(err, errRejected) {
+		if err != nil && !errors.Is(err, errRejected) && !errors.Is(err, errMaybeApplied) {
 			return err
 		}
 		if err == nil {
@@ -359,7 +382,7 @@ func (c *client) replay(ctx context.Context) error {
 func (c *client) send(ctx context.Context, t Turn, replay bool) error {
 	req := t.Request()
 	var resp *sessionv1.AppendResponse
-	err := c.ld.call(ctx, "append to "+t.Session, &c.at, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+	err := c.ld.call(ctx, "append to "+t.Session, &c.at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		c.ld.ledger.AppendSent(t)
 		var err error
 		resp, err = c.ld.targets[conn].sessions.Append(ctx, req, ready)
@@ -385,7 +408,7 @@ func (c *client) recordPlanError(ctx context.Context, n int) error {
 		ActorName: "checker",
 	}
 	var resp *planv1.RecordErrorResponse
-	err := c.ld.call(ctx, "record error for "+req.PlanId, &c.at, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+	err := c.ld.call(ctx, "record error for "+req.PlanId, &c.at, false, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		c.ld.ledger.PlanErrorSent(req.PlanId)
 		var err error
 		resp, err = c.ld.targets[conn].plans.RecordError(ctx, req, ready)
@@ -406,7 +429,7 @@ func (c *client) recordAudit(ctx context.Context, n int) error {
 		Sync:        true,
 	}
 	var resp *auditv1.RecordResponse
-	err := c.ld.call(ctx, "audit record", &c.at, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+	err := c.ld.call(ctx, "audit record", &c.at, false, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		var err error
 		resp, err = c.ld.targets[conn].audit.Record(ctx, req, ready)
 		return err

@@ -51,7 +51,11 @@ type Report struct {
 	AuditChecked    int64 // entries Verify walked
 	Kills           int   // SIGKILLs delivered to the node
 	Attempts        int64 // RPC attempts by the load
-	Failed          int64 // attempts that failed and were retried
+	Failed          int64 // attempts that failed (retried, or ending the request)
+	// MaybeApplied counts requests without client ids (plan errors, audit
+	// entries) answered OUTCOME_UNKNOWN (gRPC DEADLINE_EXCEEDED): neither
+	// acknowledged nor retried; each may or may not be stored.
+	MaybeApplied int64
 
 	Lost        int // acknowledged, not found (a message, a plan record, an audit entry, a session)
 	Duplicated  int // a message id, a sequence or a record id stored twice
@@ -91,10 +95,10 @@ func (r *Report) Err() error {
 // String prints the figures on one line each group.
 func (r *Report) String() string {
 	return fmt.Sprintf("sessions=%d appends_acked=%d messages_acked=%d replays=%d retried_stored=%d messages_stored=%d "+
-		"plan_errors_acked=%d plan_records=%d audit_acked=%d audit_verified=%d kills=%d attempts=%d failed_attempts=%d | "+
+		"plan_errors_acked=%d plan_records=%d audit_acked=%d audit_verified=%d kills=%d attempts=%d failed_attempts=%d maybe_applied=%d | "+
 		"lost=%d duplicated=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d rejected=%d",
 		r.Sessions, r.AppendsAcked, r.MessagesAcked, r.Replays, r.RetriedStored, r.MessagesStored,
-		r.PlanErrorsAcked, r.PlanRecords, r.AuditAcked, r.AuditChecked, r.Kills, r.Attempts, r.Failed,
+		r.PlanErrorsAcked, r.PlanRecords, r.AuditAcked, r.AuditChecked, r.Kills, r.Attempts, r.Failed, r.MaybeApplied,
 		r.Lost, r.Duplicated, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.Rejected)
 }
 
