@@ -39,6 +39,26 @@
 //     back to its last committed state and recomputes the queued requests,
 //     so the next record gets the next dense sequence.
 //
+// # Idempotent retry
+//
+// A RecordError may name its record: record_id, a ULID the client makes.
+// A retry with the same record_id for the same plan is answered with the
+// stored original (duplicate = true: its sequence, retry_count, recovery
+// advice and recorded_at) and changes nothing: no second record, no
+// counter or sequence bumped, no audit entry. The retry's other fields are
+// not compared. The same record_id for another plan is ALREADY_EXISTS.
+// The actor answers retries it knows itself: one of a request still
+// unanswered waits for that request's outcome (and fails with it: nothing
+// was stored), one of a recently committed record is answered at once. The
+// store is the truth for the rest: a PlanWrite carrying a stored record id
+// fails whole with a *persistence.RecordsExistError naming the stored
+// records, inside the writer's transaction; the actor answers those
+// requests from it and resends the others, recomputed. So a retry is safe
+// after passivation, after a cluster move and after a failed-over node,
+// and a client that got no answer (a timeout, OUTCOME_UNKNOWN, UNAVAILABLE
+// from a router) retries with the same record_id. Without a record_id the
+// actor makes one, and such a retry may record the error twice.
+//
 // # Fencing
 //
 // The directory's "one actor per plan" holds within one process. Where two
@@ -113,7 +133,8 @@
 // # Input
 //
 // plan_id: 1..128 bytes of [A-Za-z0-9._:-] (plans are created by another
-// system, so a ULID is accepted but not required). phase: one of the four.
+// system, so a ULID is accepted but not required). record_id: empty or a
+// canonical ULID (26 upper-case Crockford base32). phase: one of the four.
 // step_id (may be empty: the phase itself), error_type (required), tool,
 // actor_name: at most 256 bytes of UTF-8 without control characters.
 // message, stack_summary, attributes_json (a JSON object): at most

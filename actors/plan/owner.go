@@ -44,6 +44,12 @@ type owner struct {
 	activation uint64 // the tag of the Activate in flight, or 0
 	pending    []*directory.Call
 
+	// Client record ids this activation knows (retry.go): byRecord maps
+	// the id of each unanswered RecordError that named one to its op;
+	// recent holds the latest committed such records.
+	byRecord map[string]*op
+	recent   recent
+
 	passivating bool
 	// standalone: a cluster kind (cluster.go), with no directory parent.
 	// It stops itself when idle, and admit/release (may be nil) bracket
@@ -191,6 +197,9 @@ func (o *owner) accept(ctx actor.Context, c *directory.Call) {
 		c.Replier.Reply(nil, err)
 		return
 	}
+	if o.retried(op) {
+		return
+	}
 	o.working.apply(op)
 	o.queue = append(o.queue, op)
 	o.flush(ctx)
@@ -204,9 +213,13 @@ func (o *owner) opOf(c *directory.Call) (*op, error) {
 		if err != nil {
 			return nil, err
 		}
+		id := r.GetRecordId()
+		if id == "" {
+			id = ids.New()
+		}
 		return &op{
 			kind: opRecordError, planID: o.planID, recordErr: r, replier: c.Replier,
-			step: stepKey{r.GetPhase(), r.GetStepId()}, recordID: ids.New(), recordedAt: time.Now(),
+			step: stepKey{r.GetPhase(), r.GetStepId()}, recordID: id, recordedAt: time.Now(),
 		}, nil
 	case *planv1.SetPolicyRequest:
 		if err := validateSetPolicy(m); err != nil {
@@ -285,8 +298,11 @@ func (o *owner) applied(ctx actor.Context, a *audit.Applied) {
 		return // not the write in flight: a stale answer
 	}
 	o.inflight = nil
+	var exist *persistence.RecordsExistError
 	if err := a.Result.Err; errors.Is(err, persistence.ErrFenced) {
 		o.fence(ctx, b)
+	} else if errors.As(err, &exist) {
+		o.recordsExist(ctx, b, exist)
 	} else if err != nil {
 		o.fail(b.ops, err)
 		if errors.Is(err, errs.ErrFailedPrecondition) {
@@ -299,7 +315,7 @@ func (o *owner) applied(ctx actor.Context, a *audit.Applied) {
 	} else {
 		for _, op := range b.ops {
 			o.committed.advance(op)
-			op.replier.Reply(op.response(), nil)
+			o.answer(op, op.response(), nil)
 		}
 	}
 	o.flush(ctx)
@@ -308,7 +324,7 @@ func (o *owner) applied(ctx actor.Context, a *audit.Applied) {
 
 func (o *owner) fail(ops []*op, err error) {
 	for _, op := range ops {
-		op.replier.Reply(nil, err)
+		o.answer(op, nil, err)
 	}
 }
 
@@ -342,7 +358,7 @@ func (o *owner) failAll() {
 			// be: leave it unanswered, which the caller must treat as
 			// "may have been applied".
 			for _, op := range o.inflight.ops {
-				abandon(op.replier)
+				o.abandonOp(op)
 			}
 		} else {
 			o.fail(o.inflight.ops, errs.Unavailable("plan %s stopped before its write was answered; the write may still commit", o.planID))

@@ -92,6 +92,9 @@ type op struct {
 	recordID   string
 	recordedAt time.Time
 	replier    directory.Replier
+	// followers are retries of the same client record id that arrived
+	// while this op was unanswered; they get its outcome (retry.go).
+	followers []directory.Replier
 
 	// outcome
 	record    *planv1.ErrorRecord  // opRecordError

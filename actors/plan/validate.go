@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/messages/jsonobj"
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
@@ -99,6 +100,11 @@ func validateRecordError(r *planv1.RecordErrorRequest, maxBytes int) (*planv1.Re
 	if err := CheckPlanID(r.GetPlanId()); err != nil {
 		return nil, err
 	}
+	if id := r.GetRecordId(); id != "" {
+		if err := ids.Check("record_id", id); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkPhase("phase", r.GetPhase(), false); err != nil {
 		return nil, err
 	}
@@ -130,7 +136,7 @@ func validateRecordError(r *planv1.RecordErrorRequest, maxBytes int) (*planv1.Re
 	v := &planv1.RecordErrorRequest{
 		PlanId: r.GetPlanId(), Phase: r.GetPhase(), StepId: r.GetStepId(), ErrorType: r.GetErrorType(),
 		Message: r.GetMessage(), Tool: r.GetTool(), ActorName: r.GetActorName(),
-		StackSummary: r.GetStackSummary(), AttributesJson: attrs,
+		StackSummary: r.GetStackSummary(), AttributesJson: attrs, RecordId: r.GetRecordId(),
 	}
 	return v, nil
 }

@@ -1,0 +1,173 @@
+package plan
+
+import (
+	"github.com/agentstate/agentstate/messages/errs"
+	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+)
+
+// Idempotent RecordError. A request that names its record (record_id, a
+// client-made ULID) may be retried: a retry is answered with the stored
+// original (duplicate = true) and changes nothing, so it neither stores a
+// second record nor bumps a retry count or a sequence. The actor knows the
+// record ids of its own activation (unanswered ones in byRecord, recently
+// committed ones in recent); the store knows all of them, and is asked
+// inside the writer's transaction: a PlanWrite carrying a stored record id
+// fails whole with a *persistence.RecordsExistError listing the stored
+// records (recordsExist, below). That is what makes a retry safe after
+// passivation, after a move to another member and after memory forgot it.
+
+// Bounds on what an actor remembers of its committed records with client
+// ids; older ones are resolved by the store, at the cost of a refused write.
+const (
+	recentRecords      = 256
+	recentRecordsBytes = 1 << 20
+)
+
+// recent holds the latest committed records that had client ids, oldest
+// first, at most recentRecords of them and about recentRecordsBytes.
+//
+// Invariant: byID holds exactly the records of order; bytes is their size.
+type recent struct {
+	byID  map[string]*planv1.ErrorRecord
+	order []string
+	bytes int
+}
+
+func recordSize(r *planv1.ErrorRecord) int {
+	return 256 + len(r.GetMessage()) + len(r.GetStackSummary()) + len(r.GetAttributesJson())
+}
+
+// add remembers a copy of r: the original goes to its caller, who may
+// keep and change it.
+func (c *recent) add(r *planv1.ErrorRecord) {
+	if c.byID == nil {
+		c.byID = make(map[string]*planv1.ErrorRecord)
+	}
+	if _, ok := c.byID[r.GetRecordId()]; ok {
+		return
+	}
+	c.byID[r.GetRecordId()] = proto.Clone(r).(*planv1.ErrorRecord)
+	c.order = append(c.order, r.GetRecordId())
+	c.bytes += recordSize(r)
+	for len(c.order) > 1 && (len(c.order) > recentRecords || c.bytes > recentRecordsBytes) {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.bytes -= recordSize(c.byID[old])
+		delete(c.byID, old)
+	}
+}
+
+// get returns a copy of the remembered record id, or nil.
+func (c *recent) get(id string) *planv1.ErrorRecord {
+	if r, ok := c.byID[id]; ok {
+		return proto.Clone(r).(*planv1.ErrorRecord)
+	}
+	return nil
+}
+
+// retried answers op if it retries a record this activation knows: one
+// committed (at once, with the record) or one still unanswered (op then
+// follows it and is answered with its outcome). It reports whether op was
+// taken care of; if not, op is the first of its record id and is noted in
+// byRecord.
+func (o *owner) retried(n *op) bool {
+	if n.kind != opRecordError || n.recordErr.GetRecordId() == "" {
+		return false
+	}
+	id := n.recordID
+	if r := o.recent.get(id); r != nil {
+		n.replier.Reply(&planv1.RecordErrorResponse{Record: r, Duplicate: true}, nil)
+		return true
+	}
+	if first, ok := o.byRecord[id]; ok {
+		first.followers = append(first.followers, n.replier)
+		return true
+	}
+	if o.byRecord == nil {
+		o.byRecord = make(map[string]*op)
+	}
+	o.byRecord[id] = n
+	return false
+}
+
+// answer replies to op's caller and to every retry that follows it; a
+// follower learns it was a retry from duplicate = true.
+func (o *owner) answer(op *op, resp proto.Message, err error) {
+	op.replier.Reply(resp, err)
+	if op.kind != opRecordError {
+		return
+	}
+	if o.byRecord[op.recordID] == op {
+		delete(o.byRecord, op.recordID)
+	}
+	if err == nil && op.recordErr.GetRecordId() != "" {
+		rec := resp.(*planv1.RecordErrorResponse).GetRecord()
+		o.recent.add(rec)
+		for _, f := range op.followers {
+			f.Reply(&planv1.RecordErrorResponse{Record: proto.Clone(rec).(*planv1.ErrorRecord), Duplicate: true}, nil)
+		}
+	} else {
+		for _, f := range op.followers {
+			f.Reply(resp, err)
+		}
+	}
+	op.followers = nil
+}
+
+// abandonOp gives up answering op and its followers (see abandon).
+func (o *owner) abandonOp(op *op) {
+	abandon(op.replier)
+	for _, f := range op.followers {
+		abandon(f)
+	}
+	if op.kind == opRecordError && o.byRecord[op.recordID] == op {
+		delete(o.byRecord, op.recordID)
+	}
+}
+
+// recordsExist ends b, which the store refused because record ids of it
+// are stored already; nothing of b was stored. Each op whose id is stored
+// for this plan is a retry of a record committed earlier (by an earlier
+// activation, or one recent forgot) and is answered with it; one whose id
+// is stored for another plan fails with ALREADY_EXISTS. The other ops go
+// back to the head of the queue and are recomputed from committed, which
+// already includes every stored record of the plan (it was loaded after
+// this activation's epoch committed), so the next write carries none of
+// the stored ids.
+func (o *owner) recordsExist(ctx actor.Context, b *batch, e *persistence.RecordsExistError) {
+	stored := make(map[string]*planv1.ErrorRecord, len(e.Stored))
+	for _, r := range e.Stored {
+		stored[r.GetRecordId()] = r
+	}
+	var resend []*op
+	stale := false
+	for _, op := range b.ops {
+		r, ok := stored[op.recordID]
+		switch {
+		case !ok || op.kind != opRecordError:
+			resend = append(resend, op)
+		case r.GetPlanId() == o.planID:
+			// A stored record of this plan that committed does not
+			// count means memory and store disagree: reload.
+			stale = stale || r.GetSequence() >= o.committed.nextSeq
+			o.answer(op, &planv1.RecordErrorResponse{Record: r, Duplicate: true}, nil)
+		default:
+			o.answer(op, nil, errs.AlreadyExists("record_id %s is recorded for another plan; a record_id names one record of one plan", op.recordID))
+		}
+	}
+	if len(resend) == len(b.ops) {
+		// The store named no record of b: resending would fail again.
+		o.fail(b.ops, errs.Internal("plan %s: the store refused a write for stored record ids it did not name: %v", o.planID, e))
+		o.rollback()
+		return
+	}
+	o.queue = append(resend, o.queue...)
+	if stale {
+		o.reload(ctx)
+		return
+	}
+	o.rollback()
+}
