@@ -36,6 +36,8 @@ func planRecordErrorCmd(o *clientOptions) *cobra.Command {
 	c.Flags().StringVar(&req.ActorName, "actor", "", "actor that hit the error")
 	c.Flags().StringVar(&req.StackSummary, "stack", "", "stack summary")
 	c.Flags().StringVar(&req.AttributesJson, "attributes", "", "attributes, a JSON object")
+	c.Flags().StringVar(&req.RecordId, "record-id", "", "client-chosen record id (a ULID) that makes a retry idempotent: "+
+		"a retry prints the stored record with duplicate: true")
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
 		if err := requireFlags(cmd, "plan", "phase", "type"); err != nil {
 			return err
