@@ -8,9 +8,10 @@
 //   - Node builds (BuildNode), starts, SIGKILLs and restarts the binary on
 //     one database file and fixed addresses, waiting for /readyz.
 //   - Load runs C sequential clients over S sessions: appends of 1..3
-//     messages with client-chosen message ids, plan errors, synchronous
-//     audit entries and replays of acknowledged turns. A failed request is
-//     retried with the same ids until it is acknowledged.
+//     messages with client-chosen message ids, plan errors with
+//     client-chosen record ids, synchronous audit entries and replays of
+//     acknowledged turns. A failed request is retried with the same ids
+//     until it is acknowledged.
 //   - Ledger records every acknowledgement exactly as answered.
 //   - Observe reads everything back (Get, paged ListMessages, History,
 //     audit Get and Verify); Check compares ledger and observation and

@@ -86,8 +86,12 @@ type Ledger struct {
 	sent         map[string]map[string]Msg // session → message id → message
 	appends      []AppendAck
 	planAttempts map[string]int // plan → RecordError attempts sent (acked or not)
-	plans        []PlanAck
-	audit        []AuditAck
+	// planNamed: plan → record ids its requests named; planUnnamed: plan →
+	// attempts of requests that named none (each may have stored a record).
+	planNamed   map[string]map[string]bool
+	planUnnamed map[string]int
+	plans       []PlanAck
+	audit       []AuditAck
 }
 
 // NewLedger returns an empty ledger.
@@ -97,6 +101,8 @@ func NewLedger() *Ledger {
 		sent:         make(map[string]map[string]Msg),
 		firstSent:    make(map[string]int64),
 		planAttempts: make(map[string]int),
+		planNamed:    make(map[string]map[string]bool),
+		planUnnamed:  make(map[string]int),
 	}
 }
 
@@ -152,13 +158,25 @@ func (l *Ledger) AppendAcked(client int, t Turn, replay bool, resp *sessionv1.Ap
 	l.appends = append(l.appends, a)
 }
 
-// PlanErrorSent records one RecordError attempt for plan. A RecordError
-// carries no client id, so an attempt whose answer was lost may still have
-// stored a record: attempts bound how many records a plan may hold.
-func (l *Ledger) PlanErrorSent(plan string) {
+// PlanErrorSent records one attempt of req. A request that names its
+// record (record_id) stores it at most once however often it is sent, so
+// its retries are safe and a stored record of an unnamed id is a phantom.
+// An attempt of a request without a record_id whose answer was lost may
+// still have stored a record: those attempts bound how many records of
+// unnamed ids a plan may hold.
+func (l *Ledger) PlanErrorSent(req *planv1.RecordErrorRequest) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	plan := req.GetPlanId()
 	l.planAttempts[plan]++
+	if id := req.GetRecordId(); id != "" {
+		if l.planNamed[plan] == nil {
+			l.planNamed[plan] = make(map[string]bool)
+		}
+		l.planNamed[plan][id] = true
+	} else {
+		l.planUnnamed[plan]++
+	}
 }
 
 // PlanErrorAcked records the node's OK answer to req.

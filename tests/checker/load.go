@@ -406,10 +406,14 @@ func (c *client) recordPlanError(ctx context.Context, n int) error {
 		ErrorType: "TimeoutError",
 		Message:   fmt.Sprintf("client %d op %d: timed out", c.id, n),
 		ActorName: "checker",
+		// Named, so that every retry (also after an unknown outcome) is
+		// safe: the node stores the record once and answers retries
+		// with it.
+		RecordId: ids.New(),
 	}
 	var resp *planv1.RecordErrorResponse
-	err := c.ld.call(ctx, "record error for "+req.PlanId, &c.at, false, func(ctx context.Context, conn int, ready grpc.CallOption) error {
-		c.ld.ledger.PlanErrorSent(req.PlanId)
+	err := c.ld.call(ctx, "record error for "+req.PlanId, &c.at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+		c.ld.ledger.PlanErrorSent(req)
 		var err error
 		resp, err = c.ld.targets[conn].plans.RecordError(ctx, req, ready)
 		return err

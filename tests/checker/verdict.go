@@ -46,15 +46,16 @@ type Report struct {
 	RetriedStored   int
 	MessagesStored  int
 	PlanErrorsAcked int
-	PlanRecords     int // records stored (retries may legitimately add some)
+	PlanRecords     int // records stored (retries of requests without a record_id may add some)
 	AuditAcked      int
 	AuditChecked    int64 // entries Verify walked
 	Kills           int   // SIGKILLs delivered to the node
 	Attempts        int64 // RPC attempts by the load
 	Failed          int64 // attempts that failed (retried, or ending the request)
-	// MaybeApplied counts requests without client ids (plan errors, audit
-	// entries) answered OUTCOME_UNKNOWN (gRPC DEADLINE_EXCEEDED): neither
-	// acknowledged nor retried; each may or may not be stored.
+	// MaybeApplied counts requests without client ids (audit entries; plan
+	// errors carry a record_id and are retried) answered OUTCOME_UNKNOWN
+	// (gRPC DEADLINE_EXCEEDED): neither acknowledged nor retried; each may
+	// or may not be stored.
 	MaybeApplied int64
 
 	Lost        int // acknowledged, not found (a message, a plan record, an audit entry, a session)
@@ -289,8 +290,9 @@ func checkSession(l *Ledger, o *Observed, sid string, acked map[string]ackedMsg,
 }
 
 // checkPlans: per plan, records dense 0..n-1 in read order, record ids
-// unique, no more records than attempts; every acknowledged record present
-// as acknowledged.
+// unique, every record either of a record id a request named or within the
+// attempts of requests that named none; every acknowledged record present
+// as acknowledged, under the record id its request named.
 func checkPlans(l *Ledger, o *Observed, r *Report) {
 	stored := make(map[string]*planv1.ErrorRecord)
 	for _, plan := range sortedKeys(l.planAttempts) {
@@ -305,8 +307,15 @@ func checkPlans(l *Ledger, o *Observed, r *Report) {
 			}
 			stored[rec.GetRecordId()] = rec
 		}
-		if n, attempts := len(recs), l.planAttempts[plan]; n > attempts {
-			r.problemN(&r.Phantom, n-attempts, "plan %s: %d records stored, only %d RecordError attempts made", plan, n, attempts)
+		unnamed := 0
+		for _, rec := range recs {
+			if !l.planNamed[plan][rec.GetRecordId()] {
+				unnamed++
+			}
+		}
+		if attempts := l.planUnnamed[plan]; unnamed > attempts {
+			r.problemN(&r.Phantom, unnamed-attempts, "plan %s: %d records of ids no request named, only %d RecordError attempts without a record_id made",
+				plan, unnamed, attempts)
 		}
 	}
 	ackedIDs := make(map[string]bool)
@@ -318,6 +327,10 @@ func checkPlans(l *Ledger, o *Observed, r *Report) {
 			r.problem(&r.BadAcks, "plan %s: record id %s acknowledged for two attempts", a.Req.GetPlanId(), id)
 		}
 		ackedIDs[id] = true
+		if named := a.Req.GetRecordId(); named != "" && id != named {
+			r.problem(&r.BadAcks, "plan %s: request for record %s acknowledged with record %s", a.Req.GetPlanId(), named, id)
+			continue
+		}
 		if rec.GetPlanId() != a.Req.GetPlanId() || rec.GetMessage() != a.Req.GetMessage() {
 			r.problem(&r.BadAcks, "plan %s: acknowledged record %s belongs to plan %q with message %q", a.Req.GetPlanId(), id, rec.GetPlanId(), rec.GetMessage())
 			continue

@@ -28,7 +28,8 @@ type world struct {
 
 // newWorld: one session with four acknowledged turns (sequences 0-1 and
 // 2-3 for client 0, 4 for client 1, 5-6 for client 0), a replay, one plan
-// with three records (one extra attempt whose answer was lost), two
+// with three records of unnamed requests (one extra attempt whose answer
+// was lost) and one of a request named and retried, two
 // synchronous audit entries, a verified chain.
 func newWorld(t *testing.T) *world {
 	t.Helper()
@@ -64,15 +65,24 @@ func newWorld(t *testing.T) *world {
 	w.replay(0, w.turns[0], true, 0)
 
 	for i := range 4 {
-		w.l.PlanErrorSent(w.plan)
+		req := &planv1.RecordErrorRequest{PlanId: w.plan, Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s", Message: fmt.Sprintf("e%d", i)}
+		w.l.PlanErrorSent(req)
 		if i == 3 {
 			break // the fourth attempt's answer was lost, its record not stored
 		}
-		req := &planv1.RecordErrorRequest{PlanId: w.plan, Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s", Message: fmt.Sprintf("e%d", i)}
 		rec := &planv1.ErrorRecord{RecordId: ids.New(), PlanId: w.plan, Sequence: int64(i), Phase: req.Phase, StepId: "s", Message: req.Message}
 		w.l.PlanErrorAcked(req, &planv1.RecordErrorResponse{Record: rec})
 		w.o.Plans[w.plan] = append(w.o.Plans[w.plan], proto.Clone(rec).(*planv1.ErrorRecord))
 	}
+	// A named request sent three times (two answers lost), stored once,
+	// its last retry answered with the original.
+	named := &planv1.RecordErrorRequest{PlanId: w.plan, Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s", Message: "e3", RecordId: ids.New()}
+	for range 3 {
+		w.l.PlanErrorSent(named)
+	}
+	rec := &planv1.ErrorRecord{RecordId: named.RecordId, PlanId: w.plan, Sequence: 3, Phase: named.Phase, StepId: "s", Message: named.Message}
+	w.l.PlanErrorAcked(named, &planv1.RecordErrorResponse{Record: rec, Duplicate: true})
+	w.o.Plans[w.plan] = append(w.o.Plans[w.plan], proto.Clone(rec).(*planv1.ErrorRecord))
 
 	for i := range 2 {
 		req := &auditv1.RecordRequest{EventType: "resource_modified", ActorName: "client-0", DetailsJson: "{}", Sync: true}
@@ -104,7 +114,7 @@ func TestCheckCleanWorld(t *testing.T) {
 		t.Fatalf("a correct observation was judged wrong: %v", err)
 	}
 	want := checker.Report{Sessions: 1, AppendsAcked: 4, MessagesAcked: 7, Replays: 1, RetriedStored: 1, MessagesStored: 7,
-		PlanErrorsAcked: 3, PlanRecords: 3, AuditAcked: 2, AuditChecked: 9}
+		PlanErrorsAcked: 4, PlanRecords: 4, AuditAcked: 2, AuditChecked: 9}
 	if fmt.Sprint(r) != fmt.Sprint(want) {
 		t.Fatalf("figures:\n got %+v\nwant %+v", r, want)
 	}
@@ -180,11 +190,12 @@ func TestCheckDetects(t *testing.T) {
 			v.Session.MessageCount = 9
 		}, badAcks, 1},
 		{"plan record lost", func(w *world) {
-			w.o.Plans[w.plan] = w.o.Plans[w.plan][:2]
+			recs := w.o.Plans[w.plan]
+			w.o.Plans[w.plan] = recs[:len(recs)-1]
 		}, lost, 1},
 		{"plan record sequence gap", func(w *world) {
 			recs := w.o.Plans[w.plan]
-			w.o.Plans[w.plan] = append(recs[:1:1], recs[2:]...)
+			w.o.Plans[w.plan] = append(recs[:2:2], recs[3:]...)
 		}, gaps, 1},
 		{"plan record id stored twice", func(w *world) {
 			recs := w.o.Plans[w.plan]
@@ -200,6 +211,25 @@ func TestCheckDetects(t *testing.T) {
 			w.o.Plans[w.plan] = recs
 		}, phantom, 2},
 		{"plan record changed", func(w *world) { w.o.Plans[w.plan][1].Message = "other" }, changed, 1},
+		{"named plan request acknowledged with another record", func(w *world) {
+			req := &planv1.RecordErrorRequest{PlanId: w.plan, Message: "e4", RecordId: ids.New()}
+			w.l.PlanErrorSent(req)
+			rec := &planv1.ErrorRecord{RecordId: ids.New(), PlanId: w.plan, Sequence: 4, Message: "e4"}
+			w.l.PlanErrorAcked(req, &planv1.RecordErrorResponse{Record: rec})
+			w.o.Plans[w.plan] = append(w.o.Plans[w.plan], proto.Clone(rec).(*planv1.ErrorRecord))
+		}, badAcks, 1},
+		{"plan records of named requests do not cover unnamed ones", func(w *world) {
+			// A named request retried: its attempts cover its one
+			// record, not the two unnamed ones stored besides, of
+			// which the lost unnamed attempt covers one.
+			named := &planv1.RecordErrorRequest{PlanId: w.plan, Message: "e4", RecordId: ids.New()}
+			w.l.PlanErrorSent(named)
+			w.l.PlanErrorSent(named)
+			w.o.Plans[w.plan] = append(w.o.Plans[w.plan],
+				&planv1.ErrorRecord{RecordId: named.RecordId, PlanId: w.plan, Sequence: 4, Message: "e4"},
+				&planv1.ErrorRecord{RecordId: ids.New(), PlanId: w.plan, Sequence: 5},
+				&planv1.ErrorRecord{RecordId: ids.New(), PlanId: w.plan, Sequence: 6})
+		}, phantom, 1},
 		{"audit entry lost", func(w *world) { delete(w.o.Audit, w.event[1]) }, lost, 1},
 		{"audit entry changed", func(w *world) { w.o.Audit[w.event[0]].Hash = strings.Repeat("f", 64) }, changed, 1},
 		{"audit chain broken", func(w *world) {
