@@ -305,3 +305,29 @@ func TestRecordIDMustBeAULID(t *testing.T) {
 		t.Fatalf("valid record id: %v", r)
 	}
 }
+
+// A retry that reaches another activation of the plan (another directory,
+// as after a cluster move) is answered from the store with the original.
+func TestRetryThroughAnotherActivation(t *testing.T) {
+	h := newHarness(t, inMemory, plan.Config{})
+	a, b := h.svc, secondService(t, h)
+	const p = "moved"
+	id := ids.New()
+	orig := recordResp(t, a, withID(timeoutOn(p, execute, "s"), id))
+	if orig.GetDuplicate() {
+		t.Fatal("the first attempt was answered as a duplicate")
+	}
+	wantOriginal(t, "retry through the other directory", recordResp(t, b, withID(timeoutOn(p, execute, "s"), id)), orig.GetRecord())
+	if next := record(t, b, timeoutOn(p, execute, "s")); next.GetSequence() != 1 || next.GetRetryCount() != 2 {
+		t.Fatalf("next record: sequence %d retry_count %d; want 1 2", next.GetSequence(), next.GetRetryCount())
+	}
+	// Back through the first directory, whose actor remembers the record
+	// (a committed record stays the answer even for a fenced actor), then
+	// after it stopped: a fresh actor answers from the store as well.
+	wantOriginal(t, "retry back through the first directory", recordResp(t, a, withID(timeoutOn(p, execute, "s"), id)), orig.GetRecord())
+	a.PassivateAll()
+	wantOriginal(t, "retry through a fresh actor", recordResp(t, a, withID(timeoutOn(p, execute, "s"), id)), orig.GetRecord())
+	if n := len(history(t, a, p)); n != 2 {
+		t.Fatalf("%d records; want 2", n)
+	}
+}
