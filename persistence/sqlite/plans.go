@@ -16,13 +16,19 @@ const (
 	ON CONFLICT (plan_id) DO UPDATE SET
 		max_retries = COALESCE(?2, max_retries),
 		error_details_json = CASE WHEN ?3 = '' THEN error_details_json ELSE ?3 END`
+	// A record is inserted only where it continues the plan's sequence:
+	// at 0, or after a stored sequence - 1; with UNIQUE (plan_id, sequence)
+	// (a taken sequence is an error) that keeps the sequence dense without
+	// a separate read of the plan's last sequence. A stored record id is
+	// skipped rather than an error, so that the command can say which
+	// record it is (recordsExist). Either way nothing is inserted, and
+	// notInserted tells which.
 	insertErrorSQL = `INSERT INTO plan_errors (record_id, plan_id, sequence, phase, step_id, error_type,
 	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
 	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19
+	WHERE ?3 = 0 OR EXISTS (SELECT 1 FROM plan_errors WHERE plan_id = ?2 AND sequence = ?3 - 1)
 	ON CONFLICT (record_id) DO NOTHING`
-	// A stored record id is skipped rather than an error, so that the
-	// command can say which record it is (recordsExist).
 	storedErrorSQL = `SELECT plan_id, sequence, phase, step_id, error_type, message, tool,
 	actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
 	recovery_action, recovery_hint, recovery_command, recorded_at FROM plan_errors WHERE record_id = ?`
@@ -32,7 +38,7 @@ const (
 
 // planWrite upserts the plan row first (so records and step counters have
 // their parent), then appends records, which must continue the plan's
-// dense sequence exactly.
+// dense sequence exactly (insertErrorSQL checks it).
 func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error) {
 	if c.PlanID == "" {
 		return persistence.Result{}, errs.InvalidArgument("plan write: no plan id")
@@ -47,39 +53,32 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 	if _, err := a.exec(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, persistence.DefaultMaxRetries); err != nil {
 		return persistence.Result{}, err
 	}
-	if len(c.Records) > 0 {
-		var next int64
-		if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE plan_id = ?`, c.PlanID).Scan(&next); err != nil {
+	for i, r := range c.Records {
+		switch {
+		case r == nil:
+			return persistence.Result{}, errs.InvalidArgument("plan %s: nil error record", c.PlanID)
+		case r.GetRecordId() == "":
+			return persistence.Result{}, errs.InvalidArgument("plan %s: error record has no record_id", c.PlanID)
+		case r.GetPlanId() != "" && r.GetPlanId() != c.PlanID:
+			return persistence.Result{}, errs.InvalidArgument("plan %s: error record %s belongs to plan %s", c.PlanID, r.RecordId, r.PlanId)
+		case i > 0 && r.GetSequence() != c.Records[i-1].GetSequence()+1:
+			return persistence.Result{}, errs.FailedPrecondition("plan %s: error record %s has sequence %d after %d",
+				c.PlanID, r.RecordId, r.Sequence, c.Records[i-1].GetSequence())
+		}
+		res, err := a.exec(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
+			r.Message, r.Tool, r.ActorName, r.StackSummary, orEmptyObject(r.AttributesJson), int64(r.Category),
+			boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
+			r.RecoveryHint, r.RecoveryCommand, persistence.UnixNanos(r.RecordedAt))
+		if err != nil {
+			if constraint(err) == sqlite3.ErrConstraintUnique {
+				return persistence.Result{}, errs.FailedPrecondition("plan %s: sequence %d is taken", c.PlanID, r.Sequence)
+			}
 			return persistence.Result{}, err
 		}
-		for i, r := range c.Records {
-			switch {
-			case r == nil:
-				return persistence.Result{}, errs.InvalidArgument("plan %s: nil error record", c.PlanID)
-			case r.GetRecordId() == "":
-				return persistence.Result{}, errs.InvalidArgument("plan %s: error record has no record_id", c.PlanID)
-			case r.GetPlanId() != "" && r.GetPlanId() != c.PlanID:
-				return persistence.Result{}, errs.InvalidArgument("plan %s: error record %s belongs to plan %s", c.PlanID, r.RecordId, r.PlanId)
-			case r.GetSequence() != next:
-				return persistence.Result{}, errs.FailedPrecondition("plan %s: error record %s has sequence %d, but the next sequence is %d",
-					c.PlanID, r.RecordId, r.Sequence, next)
-			}
-			res, err := a.exec(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
-				r.Message, r.Tool, r.ActorName, r.StackSummary, orEmptyObject(r.AttributesJson), int64(r.Category),
-				boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
-				r.RecoveryHint, r.RecoveryCommand, persistence.UnixNanos(r.RecordedAt))
-			if err != nil {
-				if constraint(err) == sqlite3.ErrConstraintUnique {
-					return persistence.Result{}, errs.FailedPrecondition("plan %s: sequence %d is taken", c.PlanID, r.Sequence)
-				}
-				return persistence.Result{}, err
-			}
-			if n, err := rowsAffected(res); err != nil {
-				return persistence.Result{}, err
-			} else if n == 0 {
-				return persistence.Result{}, a.recordsExist(c.PlanID, c.Records, i)
-			}
-			next++
+		if n, err := rowsAffected(res); err != nil {
+			return persistence.Result{}, err
+		} else if n == 0 {
+			return persistence.Result{}, a.notInserted(c.PlanID, c.Records, i)
 		}
 	}
 	for _, sr := range c.StepRetries {
@@ -91,6 +90,24 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 		return persistence.Result{}, err
 	}
 	return persistence.Result{}, nil
+}
+
+// notInserted explains why records[i] was not inserted: its record id is
+// stored already (recordsExist), or its sequence does not continue the
+// plan's.
+func (a *applier) notInserted(planID string, records []*planv1.ErrorRecord, i int) error {
+	r := records[i]
+	if _, err := a.storedRecord(r.RecordId); err == nil {
+		return a.recordsExist(planID, records, i)
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	var next int64
+	if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE plan_id = ?`, planID).Scan(&next); err != nil {
+		return err
+	}
+	return errs.FailedPrecondition("plan %s: error record %s has sequence %d, but the next sequence is %d",
+		planID, r.RecordId, r.Sequence, next)
 }
 
 // recordsExist explains why records[i] was not inserted: its record id is

@@ -117,6 +117,16 @@ var planCases = []testCase{
 			h.Fatalf("failed writes changed the plan: %+v", p)
 		}
 	}},
+	{"records of one write must be consecutive", func(h *harness) {
+		h.ok(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{
+			h.record("p", 0, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)}})
+		h.fails(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{
+			h.record("p", 1, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL),
+			h.record("p", 3, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)}}, errs.FailedPreconditionCode)
+		if p := h.plan("p"); p.NextSequence != 1 {
+			h.Fatalf("next sequence %d after the refused write, want 1", p.NextSequence)
+		}
+	}},
 	{"duplicate record id is ALREADY_EXISTS", func(h *harness) {
 		r := h.record("p", 0, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)
 		h.ok(&persistence.PlanWrite{PlanID: "p", Records: []*planv1.ErrorRecord{r}})
