@@ -32,6 +32,11 @@
 // answer within the short per-attempt timeout, a dead letter); a request
 // sent but unanswered fails OUTCOME_UNKNOWN, and the caller retries it only
 // if it is idempotent (appends carry message ids; a RecordError does not).
+// The Router follows its member's topology: a request in flight to a member
+// that leaves fails OUTCOME_UNKNOWN as soon as the departure is seen, and
+// an owner lookup waiting on it is abandoned and retried, instead of both
+// waiting out the attempt timeout (the library answers nothing for a dead
+// member); so a member's death costs its sessions about one provider poll.
 //
 // Member starts a member with the automanaged provider (a static peer
 // list, no external server); production deployments may use the library's

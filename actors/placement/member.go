@@ -81,6 +81,11 @@ func StartMember(sys *actor.ActorSystem, cfg MemberConfig, router *Router) (m *M
 			m, err = nil, fmt.Errorf("start cluster member: %v", p)
 		}
 	}()
+	if router != nil {
+		// Before the first topology, so the router knows the membership
+		// from the start.
+		router.topo.watch(sys.EventStream)
+	}
 	c.StartMember()
 	if router != nil {
 		router.Bind(c)

@@ -39,6 +39,12 @@ type oneMember struct {
 
 func startOneMember(t *testing.T, extra ...*cluster.Kind) *oneMember {
 	t.Helper()
+	return startMember(t, extra)
+}
+
+// startMember is startOneMember with options for the member's remote.
+func startMember(t *testing.T, extra []*cluster.Kind, ropts ...remote.ConfigOption) *oneMember {
+	t.Helper()
 	store, err := sqlite.Open("memory:" + strings.ReplaceAll(t.Name(), "/", "-"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +61,7 @@ func startOneMember(t *testing.T, extra ...*cluster.Kind) *oneMember {
 		t.Fatal(err)
 	}
 	cfg := cluster.Configure("placement-test", test.NewTestProvider(test.NewInMemAgent()), disthash.New(),
-		remote.Configure("127.0.0.1", 0),
+		remote.Configure("127.0.0.1", 0, ropts...),
 		cluster.WithKinds(append(placement.Kinds(node.Sessions(), node.Plans()), extra...)...),
 		cluster.WithRequestTimeout(placement.DefaultRequestTimeout))
 	c := cluster.New(sys, cfg)

@@ -18,8 +18,9 @@ import (
 
 // scripted is a cluster kind whose activations answer a request
 // *commonv1.Error{Code: c} with that error the first failures times they
-// see it, and with *emptypb.Empty (a response) after; a request with code
-// UNSPECIFIED is never answered. received counts requests per identity.
+// see it, and with *emptypb.Empty (a response) after; a request with
+// message "ok" is answered *emptypb.Empty at once, other requests with code
+// UNSPECIFIED never. received counts requests per identity.
 type scripted struct {
 	failures int
 	mu       sync.Mutex
@@ -41,6 +42,8 @@ func (s *scripted) kind() *cluster.Kind {
 		n := s.received[id]
 		s.mu.Unlock()
 		switch {
+		case m.GetMessage() == "ok":
+			ctx.Respond(&emptypb.Empty{})
 		case m.GetCode() == commonv1.ErrorCode_ERROR_CODE_UNSPECIFIED:
 		case n <= s.failures:
 			ctx.Respond(m)

@@ -42,6 +42,7 @@ type RouterConfig struct {
 type Router struct {
 	cfg     RouterConfig
 	cluster atomic.Pointer[cluster.Cluster]
+	topo    topologyWatch
 	retries atomic.Int64
 }
 
@@ -58,8 +59,14 @@ func NewRouter(cfg RouterConfig) *Router {
 	return &Router{cfg: cfg}
 }
 
-// Bind makes r route through c. The kinds must be registered in c (Kinds).
-func (r *Router) Bind(c *cluster.Cluster) { r.cluster.Store(c) }
+// Bind makes r route through c, a started member. The kinds must be
+// registered in c (Kinds). r follows c's membership from the next topology
+// change on (StartMember has it follow from the start), so that an attempt
+// that depends on a member stops waiting when that member leaves.
+func (r *Router) Bind(c *cluster.Cluster) {
+	r.topo.watch(c.ActorSystem.EventStream)
+	r.cluster.Store(c)
+}
 
 // Retries is the number of attempts retried so far (failover shows here).
 func (r *Router) Retries() int64 { return r.retries.Load() }
@@ -109,28 +116,41 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 }
 
 // attempt makes one cluster request. Failing before msg was sent (no
-// cluster, no owner found) or msg not delivered is UNAVAILABLE; msg sent and
-// no answer is OUTCOME_UNKNOWN; an answered *commonv1.Error is the owner's.
-// The whole attempt — finding the owner and its answer — ends at timeout:
-// cluster.Request cannot promise that, because its owner lookup waits up
-// to a hard-coded 5 s for a member that may just have died.
+// cluster, no owner found, the owner's member gone) or msg not delivered is
+// UNAVAILABLE; msg sent and no answer is OUTCOME_UNKNOWN; an answered
+// *commonv1.Error is the owner's. The whole attempt — finding the owner and
+// its answer — ends at timeout, or as soon as the member it waits on
+// leaves the topology: cluster.Request cannot promise either, because its
+// owner lookup waits up to a hard-coded 5 s for a member that may just have
+// died, and a request to a dead member is never failed before its timeout.
 func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Duration) (proto.Message, error) {
 	c := r.cluster.Load()
 	if c == nil {
 		return nil, errs.Unavailable("the cluster is not started yet")
 	}
 	deadline := time.Now().Add(timeout)
-	pid, err := resolve(c, kind, id, timeout)
+	pid, err := resolve(c, kind, id, timeout, r.topo.load().changes())
 	if err != nil {
 		return nil, err
 	}
-	raw, err := c.ActorSystem.Root.RequestFuture(pid, proto.Clone(msg), time.Until(deadline)).Result()
+	// A PID cached before its member left (the library drops a left
+	// member's PIDs from its cache, but a lookup that was running then may
+	// have put one back): nothing is sent, the next attempt looks it up anew.
+	self := c.ActorSystem.Address()
+	if t := r.topo.load(); pid.Address != self && !t.has(pid.Address) {
+		c.PidCache.RemoveByValue(id, kind, pid)
+		return nil, errs.Unavailable("%s %s: its owner's member %s left the cluster", kind, id, pid.Address)
+	}
+	raw, err := r.await(c, pid, proto.Clone(msg), time.Until(deadline))
 	if err != nil {
 		// A dead or stopped activation: the next attempt looks the owner up anew.
 		c.PidCache.RemoveByValue(id, kind, pid)
 		undelivered := errors.Is(err, actor.ErrDeadLetter) || errors.Is(err, remote.ErrDeadLetter)
 		if undelivered {
 			return nil, errs.Unavailable("%s %s: %v", kind, id, err)
+		}
+		if errors.Is(err, errMemberLeft) {
+			return nil, errs.OutcomeUnknown("%s %s: %v; it may have been applied", kind, id, err)
 		}
 		return nil, errs.OutcomeUnknown("%s %s: no answer within %v, the request may have been applied: %v", kind, id, timeout, err)
 	}
@@ -144,12 +164,50 @@ func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Durati
 	}
 }
 
+// errMemberLeft fails a request in flight whose member left the cluster:
+// no answer can come any more, but the member may have applied it first.
+var errMemberLeft = errors.New("its member left the cluster with the request in flight")
+
+// await sends msg to pid and waits for the answer, at most timeout, and
+// only while pid's member (if remote) is in the topology: a request to a
+// member that left is never answered, so waiting longer only delays the
+// caller's retry. It fails with errMemberLeft then, else as the future does.
+func (r *Router) await(c *cluster.Cluster, pid *actor.PID, msg proto.Message, timeout time.Duration) (any, error) {
+	type answer struct {
+		msg any
+		err error
+	}
+	local := pid.Address == c.ActorSystem.Address()
+	t := r.topo.load()
+	f := c.ActorSystem.Root.RequestFuture(pid, msg, timeout)
+	if local || t == nil {
+		return f.Result()
+	}
+	done := make(chan answer, 1)
+	go func() { // ends when the future does: answered, dead letter or timeout
+		m, err := f.Result()
+		done <- answer{m, err}
+	}()
+	for {
+		select {
+		case a := <-done:
+			return a.msg, a.err
+		case <-t.changes():
+			if t = r.topo.load(); !t.has(pid.Address) {
+				return nil, errMemberLeft
+			}
+		}
+	}
+}
+
 // resolve returns the PID of id's activation, from the cluster's cache or
-// its identity lookup, waiting at most timeout. A lookup still running at
-// the timeout finishes on its own goroutine (within the library's 5 s) and
+// its identity lookup, waiting at most timeout, and only until a member
+// leaves (departed closes): the lookup may be waiting on that member, and
+// a new one uses the new membership. A lookup still running when resolve
+// gives up finishes on its own goroutine (within the library's 5 s) and
 // fills the cache; it only activates, it never carries msg, so an abandoned
 // attempt cannot deliver a write late, after the caller moved on.
-func resolve(c *cluster.Cluster, kind, id string, timeout time.Duration) (*actor.PID, error) {
+func resolve(c *cluster.Cluster, kind, id string, timeout time.Duration, departed <-chan struct{}) (*actor.PID, error) {
 	if pid, ok := c.PidCache.Get(id, kind); ok && pid != nil {
 		return pid, nil
 	}
@@ -171,5 +229,7 @@ func resolve(c *cluster.Cluster, kind, id string, timeout time.Duration) (*actor
 		return pid, nil
 	case <-t.C:
 		return nil, errs.Unavailable("%s %s: owner lookup did not answer within %v", kind, id, timeout)
+	case <-departed:
+		return nil, errs.Unavailable("%s %s: a member left during the owner lookup", kind, id)
 	}
 }

@@ -31,7 +31,8 @@ func NewFailover() *Failover {
 	return &Failover{out: make(map[string]time.Time)}
 }
 
-// Killed records a kill at t.
+// Killed records a kill at t. Call it just before the kill: a failure
+// the kill causes may reach Append before the killing call returns.
 func (f *Failover) Killed(t time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
