@@ -26,7 +26,9 @@ import (
 //   - working == committed advanced by inflight's ops, then queue's ops;
 //   - a request is answered only after the write carrying it committed, or
 //     with the error that rolled it back; so replies, like sequences, are in
-//     arrival order, and an acknowledged record is durable;
+//     arrival order, and an acknowledged record is durable. The exception
+//     is a retry of a committed record (retry.go): it is answered with that
+//     record as soon as the actor or the store knows it;
 //   - nothing is loaded or decided before the actor's Activate committed
 //     (activation != 0 until then; calls wait in pending), and every
 //     PlanWrite carries the epoch it returned (see fencing.go).
