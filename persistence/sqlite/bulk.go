@@ -10,12 +10,16 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// Multi-row message inserts: the rows of an append command go in
-// statements of these many rows, largest first (few sizes, so few cached
-// prepared statements). One statement per row costs a trip through
+// Multi-row message inserts: the message rows of all the append commands
+// of an attempt without savepoints wait in applier.msgs and go in
+// statements of these many rows, largest first (powers of two, so a
+// remainder takes at most six statements and the writer's statement cache
+// holds every size). One statement per row costs a trip through
 // database/sql and the driver and a step per row, on the writer, which is
-// the one serial resource of the append path.
-var messageChunks = [...]int{64, 8, 1}
+// the one serial resource of the append path; a busy transaction carries
+// dozens of sessions with a few rows each, so the rows are pooled across
+// commands rather than per command.
+var messageChunks = [...]int{64, 32, 16, 8, 4, 2, 1}
 
 var insertMessagesSQL = map[int]string{}
 
@@ -63,18 +67,12 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 		turns[i].Messages = out
 		rows = append(rows, out...)
 	}
-	for len(rows) > 0 {
-		n := 1
-		for _, k := range messageChunks {
-			if len(rows) >= k {
-				n = k
-				break
-			}
-		}
-		if err := a.insertMessages(rows[:n]); err != nil {
+	a.msgs = append(a.msgs, rows...)
+	for len(a.msgs) >= messageChunks[0] {
+		if err := a.insertMessages(a.msgs[:messageChunks[0]]); err != nil {
 			return 0, err
 		}
-		rows = rows[n:]
+		a.msgs = a.msgs[messageChunks[0]:]
 	}
 	// The entries follow their turns' rows, in turn order, as turn
 	// writes them.
@@ -88,7 +86,31 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 	return next, nil
 }
 
+// flushMessages writes the message rows still queued. The attempt calls it
+// before any command other than an append (a delete must find the rows it
+// removes) and before the audit rows and the commit.
+func (a *applier) flushMessages() error {
+	for len(a.msgs) > 0 {
+		n := 1
+		for _, k := range messageChunks {
+			if len(a.msgs) >= k {
+				n = k
+				break
+			}
+		}
+		if err := a.insertMessages(a.msgs[:n]); err != nil {
+			return err
+		}
+		a.msgs = a.msgs[n:]
+	}
+	a.msgs = nil
+	return nil
+}
+
 // insertMessages writes ms (len one of messageChunks) in one statement.
+// The rows may belong to several commands, so its errors name none: they
+// are command-level on purpose, and the attempt's replay with savepoints
+// finds the command and the real cause.
 func (a *applier) insertMessages(ms []*sessionv1.Message) error {
 	args := a.args[:0]
 	for _, m := range ms {
@@ -102,7 +124,7 @@ func (a *applier) insertMessages(ms []*sessionv1.Message) error {
 	case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
 		return errConflictInBulk
 	case sqlite3.ErrConstraintForeignKey:
-		return errs.NotFound("session %s not found", ms[0].SessionId)
+		return errs.NotFound("a session of the batch was not found; replayed command by command")
 	}
 	return err
 }

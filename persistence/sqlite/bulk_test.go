@@ -125,3 +125,69 @@ func TestBulkAppendReplaysRetriedTurns(t *testing.T) {
 		}
 	}
 }
+
+// Without savepoints, the message rows of all the batch's appends are
+// pooled into multi-row statements that cross command boundaries. A delete
+// in the same batch must still remove the rows queued before it, and an
+// append to a missing session, whose rows share a statement with other
+// sessions' rows, must fail alone after the replay.
+func TestBulkAppendPoolsRowsAcrossCommands(t *testing.T) {
+	s := mustOpen(t, "memory:bulk-pool")
+	defer mustClose(t, s)
+	a, b, c, gone := createSession(t, s), createSession(t, s), createSession(t, s), ids.New()
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	at := timestamppb.Now()
+	turns := func(prefix string, n int) []persistence.Turn {
+		out := make([]persistence.Turn, n)
+		for i := range out {
+			out[i].Messages = []*sessionv1.Message{newMsg(fmt.Sprint(prefix, i), at)}
+		}
+		return out
+	}
+	// 40 + 40 rows: the first 64-row statement holds rows of a and b.
+	res := applyOK(t, w,
+		&persistence.AppendMessages{SessionID: a, Turns: turns("a", 40), UpdatedAt: at.AsTime()},
+		&persistence.AppendMessages{SessionID: b, Turns: turns("b", 40), UpdatedAt: at.AsTime()},
+		&persistence.DeleteSession{SessionID: a},
+	)
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("command %d: %v", i, r.Err)
+		}
+	}
+	if res[1].NextSequence != 40 || res[2].MessagesRemoved != 40 {
+		t.Fatalf("b next %d, a removed %d; want 40 and 40", res[1].NextSequence, res[2].MessagesRemoved)
+	}
+	if n := len(storedMessages(t, s, b)); n != 40 {
+		t.Fatalf("b holds %d messages, want 40", n)
+	}
+
+	// A missing session between two live ones: its rows would sit in the
+	// same statement as theirs.
+	res = applyOK(t, w,
+		&persistence.AppendMessages{SessionID: b, NextSequence: 40, Turns: turns("b", 30), UpdatedAt: at.AsTime()},
+		&persistence.AppendMessages{SessionID: gone, Turns: turns("g", 30), UpdatedAt: at.AsTime()},
+		&persistence.AppendMessages{SessionID: c, Turns: turns("c", 30), UpdatedAt: at.AsTime()},
+	)
+	if res[0].Err != nil || res[0].NextSequence != 70 || res[2].Err != nil || res[2].NextSequence != 30 {
+		t.Fatalf("live sessions: %+v / %+v", res[0], res[2])
+	}
+	if errs.CodeOf(res[1].Err) != errs.NotFoundCode {
+		t.Fatalf("missing session: %v, want NOT_FOUND", res[1].Err)
+	}
+	for session, want := range map[string]int{b: 70, c: 30, gone: 0} {
+		ms := storedMessages(t, s, session)
+		if len(ms) != want {
+			t.Errorf("session %s holds %d messages, want %d", session, len(ms), want)
+		}
+		for i, m := range ms {
+			if m.Sequence != int64(i) {
+				t.Fatalf("session %s row %d has sequence %d", session, i, m.Sequence)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 )
 
@@ -96,7 +97,12 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		if savepoints {
 			res, err = a.command(cmd)
 		} else {
-			res, err = a.dispatch(cmd)
+			if _, isAppend := cmd.(*persistence.AppendMessages); !isAppend {
+				err = a.flushMessages()
+			}
+			if err == nil {
+				res, err = a.dispatch(cmd)
+			}
 			var cmdErr *errs.Error
 			if errors.As(err, &cmdErr) {
 				abort()
@@ -113,7 +119,11 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		abort()
 		return nil, false, storeErr("apply", err)
 	}
-	if err := a.flushAudit(); err != nil {
+	err = a.flushMessages()
+	if err == nil {
+		err = a.flushAudit()
+	}
+	if err != nil {
 		abort()
 		var cmdErr *errs.Error
 		if errors.As(err, &cmdErr) {
@@ -141,6 +151,9 @@ type applier struct {
 	// without savepoints, where a failure aborts the attempt anyway.
 	buffered bool
 	pending  []*auditv1.AuditEntry
+	// msgs: message rows of buffered appends waiting for a multi-row
+	// insert (see messageChunks); like pending, only without savepoints.
+	msgs []*sessionv1.Message
 	// args is reused for multi-row statements.
 	args []any
 }
@@ -162,6 +175,7 @@ func (a *applier) restore(m mark) {
 	}
 	a.assigned = a.assigned[:m.n]
 	a.pending = nil
+	a.msgs = nil
 	a.pos, a.hash = m.pos, m.hash
 }
 
