@@ -79,8 +79,9 @@ func (r *Router) Retries() int64 { return r.retries.Load() }
 // have been applied, and so may one whose owner answered OUTCOME_UNKNOWN
 // (the store lost COMMIT's answer): Route returns OUTCOME_UNKNOWN for the
 // caller to decide, because retrying a request without a client-chosen id
-// (RecordError) could store it twice. Any other answer is final. Each attempt sends a copy of msg, so a local
-// owner never shares it with a retry.
+// (RecordError) could store it twice. Any other answer is final. Each
+// attempt sends a copy of msg, so a local owner never shares it with a
+// retry.
 func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error) {
 	backoff := defaultBackoff
 	var last error
