@@ -13,13 +13,13 @@ import (
 // Multi-row message inserts: the message rows of all the append commands
 // of an attempt without savepoints wait in applier.msgs and go in
 // statements of these many rows, largest first (powers of two, so a
-// remainder takes at most six statements and the writer's statement cache
-// holds every size). One statement per row costs a trip through
+// remainder takes at most eight statements and the writer's statement
+// cache holds every size). One statement per row costs a trip through
 // database/sql and the driver and a step per row, on the writer, which is
 // the one serial resource of the append path; a busy transaction carries
 // dozens of sessions with a few rows each, so the rows are pooled across
 // commands rather than per command.
-var messageChunks = [...]int{64, 32, 16, 8, 4, 2, 1}
+var messageChunks = [...]int{256, 128, 64, 32, 16, 8, 4, 2, 1}
 
 var insertMessagesSQL = map[int]string{}
 
@@ -86,9 +86,18 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 	return next, nil
 }
 
+// flushAppends applies what the attempt's appends queued: their session
+// advances and their message rows.
+func (a *applier) flushAppends() error {
+	if err := a.flushAdvances(); err != nil {
+		return err
+	}
+	return a.flushMessages()
+}
+
 // flushMessages writes the message rows still queued. The attempt calls it
-// before any command other than an append (a delete must find the rows it
-// removes) and before the audit rows and the commit.
+// (through flushAppends) before any command other than an append (a delete
+// must find the rows it removes) and before the audit rows and the commit.
 func (a *applier) flushMessages() error {
 	for len(a.msgs) > 0 {
 		n := 1

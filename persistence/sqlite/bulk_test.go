@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -188,6 +189,59 @@ func TestBulkAppendPoolsRowsAcrossCommands(t *testing.T) {
 			if m.Sequence != int64(i) {
 				t.Fatalf("session %s row %d has sequence %d", session, i, m.Sequence)
 			}
+		}
+	}
+}
+
+// The pooled session advance carries each append's epoch and expected
+// sequence; one stale epoch or moved sequence among many appends fails
+// only its own command, with its own error, after the replay.
+func TestBulkAppendPooledAdvanceChecksEachCommand(t *testing.T) {
+	s := mustOpen(t, "memory:bulk-advance")
+	defer mustClose(t, s)
+	a, b, c := createSession(t, s), createSession(t, s), createSession(t, s)
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	var epochs []int64
+	for range 2 {
+		res := applyOK(t, w, &persistence.Activate{Kind: persistence.OwnerSession, ID: a})[0]
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		epochs = append(epochs, res.Epoch)
+	}
+	at := timestamppb.Now()
+	one := func() []persistence.Turn {
+		return []persistence.Turn{{Messages: []*sessionv1.Message{newMsg("m", at)}}}
+	}
+	// Each failing command in a batch of its own with a good one: a
+	// second advance of the same session would force the replay anyway.
+	res := applyOK(t, w,
+		&persistence.AppendMessages{SessionID: b, Turns: one(), UpdatedAt: at.AsTime()},
+		&persistence.AppendMessages{SessionID: a, Epoch: epochs[0], Turns: one(), UpdatedAt: at.AsTime()},
+	)
+	if res[0].Err != nil || res[0].NextSequence != 1 {
+		t.Errorf("b: %+v", res[0])
+	}
+	if !errors.Is(res[1].Err, persistence.ErrFenced) {
+		t.Errorf("a with the old epoch %d: %v, want ErrFenced", epochs[0], res[1].Err)
+	}
+	res = applyOK(t, w,
+		&persistence.AppendMessages{SessionID: a, Epoch: epochs[1], Turns: one(), UpdatedAt: at.AsTime()},
+		&persistence.AppendMessages{SessionID: c, NextSequence: 3, Turns: one(), UpdatedAt: at.AsTime()},
+	)
+	if res[0].Err != nil || res[0].NextSequence != 1 {
+		t.Errorf("a with the current epoch %d: %+v", epochs[1], res[0])
+	}
+	if errs.CodeOf(res[1].Err) != errs.FailedPreconditionCode {
+		t.Errorf("c at a moved sequence: %v, want FAILED_PRECONDITION", res[1].Err)
+	}
+	for session, want := range map[string]int{a: 1, b: 1, c: 0} {
+		if n := len(storedMessages(t, s, session)); n != want {
+			t.Errorf("session %s holds %d messages, want %d", session, n, want)
 		}
 	}
 }

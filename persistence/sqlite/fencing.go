@@ -14,7 +14,10 @@ import (
 //
 // Invariant: a fenced command is applied only when the epoch it carries is
 // its key's row in owners (no row counts as epoch 0). The check is the
-// command's first statement, inside its transaction (and savepoint), and
+// command's first statement, inside its transaction (and savepoint) — or,
+// for appends pooled in an attempt without savepoints, a condition of the
+// pooled UPDATE that advances their sessions (advance.go), where any miss
+// abandons the whole attempt — and
 // the writer holds the database's write lock from BEGIN IMMEDIATE to
 // COMMIT; so no Activate can commit between the check and the write, and
 // once an Activate committed, every later write of an older epoch fails.

@@ -122,6 +122,13 @@ func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Res
 			next += n
 		}
 	}
+	if a.buffered {
+		// The epoch check and the sequence compare-and-set are pooled too
+		// (see advance); dispatch skipped checkEpoch for this command.
+		a.queueAdvance(c, next)
+		res.NextSequence = next
+		return res, nil
+	}
 	stored := next != c.NextSequence && !c.UpdatedAt.IsZero()
 	upd, err := a.exec(`UPDATE sessions SET next_sequence = ?1,
 		updated_at = CASE WHEN ?2 THEN ?3 ELSE updated_at END

@@ -98,7 +98,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 			res, err = a.command(cmd)
 		} else {
 			if _, isAppend := cmd.(*persistence.AppendMessages); !isAppend {
-				err = a.flushMessages()
+				err = a.flushAppends()
 			}
 			if err == nil {
 				res, err = a.dispatch(cmd)
@@ -119,7 +119,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		abort()
 		return nil, false, storeErr("apply", err)
 	}
-	err = a.flushMessages()
+	err = a.flushAppends()
 	if err == nil {
 		err = a.flushAudit()
 	}
@@ -154,6 +154,8 @@ type applier struct {
 	// msgs: message rows of buffered appends waiting for a multi-row
 	// insert (see messageChunks); like pending, only without savepoints.
 	msgs []*sessionv1.Message
+	// advances: the session-row updates of buffered appends (see advance).
+	advances []advance
 	// args is reused for multi-row statements.
 	args []any
 }
@@ -176,6 +178,7 @@ func (a *applier) restore(m mark) {
 	a.assigned = a.assigned[:m.n]
 	a.pending = nil
 	a.msgs = nil
+	a.advances = nil
 	a.pos, a.hash = m.pos, m.hash
 }
 
@@ -206,8 +209,10 @@ func (a *applier) command(cmd persistence.Command) (persistence.Result, error) {
 }
 
 func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) {
-	if err := a.checkEpoch(cmd); err != nil {
-		return persistence.Result{}, err
+	if _, pooled := cmd.(*persistence.AppendMessages); !pooled || !a.buffered {
+		if err := a.checkEpoch(cmd); err != nil {
+			return persistence.Result{}, err
+		}
 	}
 	switch c := cmd.(type) {
 	case *persistence.Activate:

@@ -1,0 +1,94 @@
+package sqlite
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+)
+
+// An append's session row moves from the sequence the actor expected to the
+// next one, but only where the row still stands at the expected sequence and
+// the command's epoch is the session's current one (see checkEpoch): that
+// compare-and-set is what keeps two writers from both advancing a session.
+// Without savepoints, the advances of all the attempt's appends wait in
+// applier.advances and are applied by one UPDATE per advanceChunks rows
+// rather than an epoch query and an UPDATE per command. The UPDATE must
+// change exactly one row per advance; if it changes fewer, some command met
+// a moved sequence, a stale epoch or a missing session, and the attempt is
+// replayed with savepoints, where each command checks its own and gets its
+// own error.
+type advance struct {
+	sessionID string
+	expect    int64
+	next      int64
+	touch     bool // stored rows: updated_at moves too
+	updatedAt int64
+	epoch     int64
+}
+
+var advanceChunks = [...]int{256, 64, 16, 4, 1}
+
+var advanceSQL = map[int]string{}
+
+func init() {
+	for _, n := range advanceChunks {
+		advanceSQL[n] = `UPDATE sessions SET next_sequence = v.column3,
+	updated_at = CASE WHEN v.column4 THEN v.column5 ELSE sessions.updated_at END
+	FROM (VALUES ` + strings.Repeat("(?, ?, ?, ?, ?, ?), ", n-1) + `(?, ?, ?, ?, ?, ?)) AS v
+	WHERE sessions.session_id = v.column1 AND sessions.next_sequence = v.column2
+	AND COALESCE((SELECT epoch FROM owners WHERE kind = ` + fmt.Sprint(int64(persistence.OwnerSession)) +
+			` AND id = v.column1), 0) = v.column6`
+	}
+}
+
+// errAdvanceMissed fails an attempt without savepoints whose pooled UPDATE
+// did not advance every session; the replay with savepoints names the
+// command and its cause.
+var errAdvanceMissed = errs.FailedPrecondition("an append's session did not stand at its expected sequence and epoch; replayed command by command")
+
+func (a *applier) queueAdvance(c *persistence.AppendMessages, next int64) {
+	stored := next != c.NextSequence && !c.UpdatedAt.IsZero()
+	var at int64
+	if stored {
+		at = persistence.TimeNanos(c.UpdatedAt)
+	}
+	a.advances = append(a.advances, advance{sessionID: c.SessionID, expect: c.NextSequence, next: next,
+		touch: stored, updatedAt: at, epoch: c.Epoch})
+}
+
+// flushAdvances applies the queued advances. Like flushMessages, the
+// attempt calls it before any command other than an append and before the
+// commit.
+func (a *applier) flushAdvances() error {
+	for len(a.advances) > 0 {
+		n := 1
+		for _, k := range advanceChunks {
+			if len(a.advances) >= k {
+				n = k
+				break
+			}
+		}
+		args := a.args[:0]
+		for _, v := range a.advances[:n] {
+			args = append(args, v.sessionID, v.expect, v.next, v.touch, v.updatedAt, v.epoch)
+		}
+		res, err := a.exec(advanceSQL[n], args...)
+		clear(args)
+		a.args = args[:0]
+		if err != nil {
+			return err
+		}
+		changed, err := rowsAffected(res)
+		if err != nil {
+			return err
+		}
+		if changed != int64(n) {
+			return errAdvanceMissed
+		}
+		a.advances = a.advances[n:]
+	}
+	a.advances = nil
+	return nil
+}
