@@ -35,10 +35,11 @@ type applier struct {
 	pipe     *pgx.Batch
 }
 
-// begin starts the transaction and takes its id and, when the batch writes
-// audit entries, the lock on the chain's tail, in one round trip. The
-// returned tx is nil only when BEGIN never ran.
-func (a *applier) begin(conn *pgx.Conn, chain bool) (pgx.Tx, error) {
+// begin starts the transaction and takes its id and its locks in their
+// global order (see lockorder.go): when the batch writes audit entries the
+// lock on the chain's tail, then the owner rows of owners, all in one round
+// trip. The returned tx is nil only when BEGIN never ran.
+func (a *applier) begin(conn *pgx.Conn, chain bool, owners ownerLocks) (pgx.Tx, error) {
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if chain {
@@ -47,6 +48,12 @@ func (a *applier) begin(conn *pgx.Conn, chain bool) (pgx.Tx, error) {
 			QueryRow(func(row pgx.Row) error { return row.Scan(&a.xid, &a.pos, &a.hash) })
 	} else {
 		b.Queue("SELECT pg_current_xact_id()::text").QueryRow(func(row pgx.Row) error { return row.Scan(&a.xid) })
+	}
+	if len(owners.create) > 0 {
+		b.Queue(insertOwnersSQL, keyArgs(owners.create)...)
+	}
+	if len(owners.all) > 0 {
+		b.Queue(lockOwnersSQL, keyArgs(owners.all)...)
 	}
 	br := conn.SendBatch(a.ctx, b)
 	a.tx = br.Tx()

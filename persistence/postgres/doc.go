@@ -47,13 +47,19 @@
 //     NextSequence against it; a plan write's upsert locks the plan row
 //     before it reads the next record sequence. The UNIQUE keys on
 //     (session_id, sequence) and (plan_id, sequence) are the backstop.
-//   - Locks are taken in one order (chain, owner epoch, entity row). A
-//     deadlock that remains possible between batches of several keys is
-//     broken by the server, and Apply runs the aborted transaction again.
+//   - Locks are taken in one global order, before the batch's first
+//     command (lockorder.go): the chain row, then the owner_epochs rows of
+//     every session and plan the batch writes, FOR UPDATE in key order.
+//     Every other row a command locks belongs to a key whose owner row the
+//     transaction then holds exclusively, so two nodes' batches over the
+//     same keys, in any order, take turns instead of deadlocking (which
+//     the server detects only after deadlock_timeout). A deadlock that
+//     still happens (a writer that does not follow the order) is broken by
+//     the server, and Apply runs the aborted transaction again.
 //
 // Writing. Writer.Apply runs a batch in one transaction: see
-// persistence.Writer for the result semantics. BEGIN and the chain lock go
-// in one round trip. Then it runs the batch without savepoints: appends and
+// persistence.Writer for the result semantics. BEGIN, the chain lock and
+// the owner locks go in one round trip. Then it runs the batch without savepoints: appends and
 // session updates are pipelined (their statements queued with a check of
 // each answer, see pipeline.go) and sent with the batch's audit rows, in
 // array (unnest) INSERTs, and the chain's move, in one more round trip; the

@@ -297,52 +297,6 @@ func TestFencingAcrossWriters(t *testing.T) {
 	verifyChain(t, a.store.Reader())
 }
 
-// Two nodes updating two sessions in opposite orders deadlock; the server
-// aborts one transaction and its Apply runs it again, so both succeed and
-// each change is applied once.
-func TestDeadlockBetweenWritersIsRetried(t *testing.T) {
-	a, b := twoNodes(t)
-	x, y := ids.New(), ids.New()
-	a.ok(&persistence.CreateSession{Session: newSession(x)})
-	a.ok(&persistence.CreateSession{Session: newSession(y)})
-	// Each node, after its first command, waits until the other has done
-	// its first: then each holds the row the other needs next.
-	aFirst, bFirst := make(chan struct{}), make(chan struct{})
-	barrier := func(mine, theirs chan struct{}) func(int) {
-		var once sync.Once
-		return func(i int) {
-			if i == 0 {
-				once.Do(func() {
-					close(mine)
-					<-theirs
-				})
-			}
-		}
-	}
-	a.store.afterCommand = barrier(aFirst, bFirst)
-	b.store.afterCommand = barrier(bFirst, aFirst)
-	update := func(id string) persistence.Command {
-		return &persistence.UpdateSession{SessionID: id, TokenDelta: &sessionv1.TokenUsage{InputTokens: 1}}
-	}
-	da := applyAsync(a, update(x), update(y))
-	db := applyAsync(b, update(y), update(x))
-	for name, d := range map[string]chan applied{"a": da, "b": db} {
-		got := <-d
-		if got.err != nil || got.res[0].Err != nil || got.res[1].Err != nil {
-			t.Fatalf("node %s: %v %+v", name, got.err, got.res)
-		}
-	}
-	if a.store.retries+b.store.retries == 0 {
-		t.Fatalf("no transaction was run again: the deadlock did not happen")
-	}
-	for _, id := range []string{x, y} {
-		s, err := a.store.Reader().GetSession(context.Background(), id)
-		if err != nil || s.TokenUsage.InputTokens != 2 {
-			t.Fatalf("session %s after both updates: %v %v, want 2 input tokens", id, s, err)
-		}
-	}
-}
-
 // terminate ends backend pid and waits until it is gone.
 func terminate(t *testing.T, pid uint32) {
 	t.Helper()

@@ -56,10 +56,15 @@ type Store struct {
 	connects int
 	retries  int
 	replays  int
+	// retried is the error of the last attempt that was run again.
+	retried error
 	// Test hooks: commit commits tx (tests lose its answer); afterCommand,
-	// when set, runs after each command of an attempt.
+	// when set, runs after each command of an attempt; unordered skips the
+	// up-front owner locks (lockorder.go), as writers did before them, so
+	// that tests can show the deadlocks those locks prevent.
 	commit       func(ctx context.Context, tx pgx.Tx) error
 	afterCommand func(i int)
+	unordered    bool
 }
 
 var _ persistence.Store = (*Store)(nil)

@@ -71,6 +71,7 @@ func (w *writer) Apply(ctx context.Context, batch []persistence.Command) ([]pers
 			continue
 		case next == runAgain && attempt < maxAttempts:
 			s.retries++
+			s.retried = err
 			continue
 		case err != nil:
 			return nil, storeErr("apply", err)
@@ -116,7 +117,11 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		return finished, err
 	}
 	a := &applier{ctx: ctx, buffered: !savepoints}
-	tx, err := a.begin(conn, needsChain(batch))
+	var owners ownerLocks
+	if !s.unordered {
+		owners = batchOwners(batch)
+	}
+	tx, err := a.begin(conn, needsChain(batch), owners)
 	abort := func(err error) ([]persistence.Result, outcome, error) {
 		a.restore(mark{})
 		if tx != nil {

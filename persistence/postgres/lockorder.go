@@ -1,0 +1,132 @@
+package postgres
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentstate/agentstate/persistence"
+)
+
+// Lock order. Two nodes' writers may run batches that touch the same keys
+// at the same time (during a failover two members briefly both hold
+// activations of a key: fencing decides which one's writes count, but both
+// still lock rows). If each batch took its row locks command by command, in
+// batch order, two batches with the same keys in opposite orders would
+// deadlock; the server only notices after deadlock_timeout (1 s by
+// default), stalling both writers that long before it aborts one.
+//
+// So every transaction takes its locks in one global order, all of them
+// before its first command:
+//
+//  1. the audit_chain row, when the batch may write audit entries
+//     (needsChain);
+//  2. the owner_epochs rows of every session and plan the batch writes,
+//     FOR UPDATE, in (kind, id) order, id in byte order (COLLATE "C"), in
+//     two sorted passes: first the insert of the rows that a command of the
+//     batch may create (an Activate, an unfenced write), which waits only
+//     for other transactions' uncommitted inserts of those keys; then the
+//     lock of every key's committed row, which waits only for committed
+//     rows locked by others. A transaction never waits in the first pass
+//     while holding a lock of the second, and each pass goes in one order,
+//     so no wait-for cycle can form.
+//
+// After that, a command only locks rows that belong to a key whose owner
+// row the transaction holds exclusively: the session's row, messages and
+// links; the plan's row, records and step counters (every command that
+// writes them fences its key first, and no foreign key crosses keys). So
+// no other writer can hold them, and a command never waits for another
+// node's writer. The fencing invariant is unchanged: the owner row lock is
+// stronger than the share lock a fenced write takes, and an Activate still
+// increments the epoch under it.
+//
+// A key whose row is missing and not created by the batch (a fenced write
+// of a never-activated key, or of one whose first Activate has not
+// committed yet) is not locked; its command's fence check finds no row and
+// fails, touching nothing.
+//
+// What is left: a deadlock with a writer that does not follow this order
+// (an older build during a rolling upgrade) is still broken by the server,
+// and Apply runs the aborted transaction again (maxAttempts).
+const (
+	insertOwnersSQL = `INSERT INTO owner_epochs (kind, id, epoch)
+	SELECT k.kind, k.id, 0 FROM unnest($1::smallint[], $2::text[]) AS k(kind, id)
+	ORDER BY k.kind, k.id COLLATE "C"
+	ON CONFLICT (kind, id) DO NOTHING`
+	// ORDER BY is applied before FOR UPDATE: rows are locked in key order.
+	lockOwnersSQL = `SELECT o.epoch FROM owner_epochs o
+	JOIN unnest($1::smallint[], $2::text[]) AS k(kind, id) ON o.kind = k.kind AND o.id = k.id
+	ORDER BY o.kind, o.id
+	FOR UPDATE OF o`
+)
+
+// ownerKey is one session or plan owner.
+type ownerKey struct {
+	kind persistence.OwnerKind
+	id   string
+}
+
+// ownerLocks lists the owner rows a batch locks up front, each sorted and
+// without repeats: create are those a command may insert (created with
+// epoch 0 first, which a fenced write of epoch 0 expects and an Activate
+// increments), all is every key the batch writes.
+type ownerLocks struct {
+	create, all []ownerKey
+}
+
+// batchOwners returns the owner keys of batch. A command without a valid
+// key adds none: it fails on its own (its validation, or the server's
+// rejection of the id in its fence statement) before touching a row, and
+// a key the server would reject must not fail the whole batch here.
+func batchOwners(batch []persistence.Command) ownerLocks {
+	var l ownerLocks
+	add := func(kind persistence.OwnerKind, id string, epoch int64) {
+		if id == "" || epoch < 0 || strings.IndexByte(id, 0) >= 0 || !utf8.ValidString(id) {
+			return
+		}
+		k := ownerKey{kind, id}
+		if epoch == 0 {
+			l.create = append(l.create, k)
+		}
+		l.all = append(l.all, k)
+	}
+	for _, cmd := range batch {
+		switch c := cmd.(type) {
+		case *persistence.Activate:
+			if c.Kind == persistence.OwnerSession || c.Kind == persistence.OwnerPlan {
+				add(c.Kind, c.ID, 0)
+			}
+		case *persistence.CreateSession:
+			add(persistence.OwnerSession, c.Session.GetSessionId(), c.Epoch)
+		case *persistence.AppendMessages:
+			add(persistence.OwnerSession, c.SessionID, c.Epoch)
+		case *persistence.UpdateSession:
+			add(persistence.OwnerSession, c.SessionID, c.Epoch)
+		case *persistence.DeleteSession:
+			add(persistence.OwnerSession, c.SessionID, c.Epoch)
+		case *persistence.PlanWrite:
+			add(persistence.OwnerPlan, c.PlanID, c.Epoch)
+		}
+	}
+	l.create, l.all = sortKeys(l.create), sortKeys(l.all)
+	return l
+}
+
+// sortKeys sorts keys as the lock statements do ((kind, id), id in byte
+// order) and drops repeats.
+func sortKeys(keys []ownerKey) []ownerKey {
+	slices.SortFunc(keys, func(a, b ownerKey) int {
+		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.id, b.id))
+	})
+	return slices.Compact(keys)
+}
+
+// keyArgs are the ($1 kinds, $2 ids) arguments of the lock statements.
+func keyArgs(keys []ownerKey) []any {
+	kinds, ids := make([]int16, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		kinds[i], ids[i] = int16(k.kind), k.id
+	}
+	return []any{kinds, ids}
+}
