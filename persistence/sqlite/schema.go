@@ -142,6 +142,31 @@ CREATE TABLE owners (
 	PRIMARY KEY (kind, id)
 ) WITHOUT ROWID;
 `,
+	// 3: the message-id uniqueness of session_messages is keyed
+	// (message_id, session_id) instead of (session_id, message_id): the same
+	// constraint, but message ids are ULIDs, so a transaction's new rows land
+	// at the index's right edge rather than on one leaf page per session it
+	// appends to. With dozens of sessions per group commit that halves the
+	// pages each commit writes (docs/BENCHMARKS.md, Sessions). SQLite cannot
+	// drop a table constraint, so the table is rebuilt.
+	`
+CREATE TABLE session_messages_v3 (
+	id            INTEGER PRIMARY KEY,
+	session_id    TEXT NOT NULL REFERENCES sessions(session_id),
+	sequence      INTEGER NOT NULL,
+	message_id    TEXT NOT NULL,
+	role          INTEGER NOT NULL,
+	content       TEXT NOT NULL,
+	metadata_json TEXT NOT NULL,
+	created_at    INTEGER NOT NULL,
+	UNIQUE (session_id, sequence),
+	UNIQUE (message_id, session_id)
+);
+INSERT INTO session_messages_v3 (id, session_id, sequence, message_id, role, content, metadata_json, created_at)
+	SELECT id, session_id, sequence, message_id, role, content, metadata_json, created_at FROM session_messages;
+DROP TABLE session_messages;
+ALTER TABLE session_messages_v3 RENAME TO session_messages;
+`,
 }
 
 // migrate brings the database to the latest schema version inside one

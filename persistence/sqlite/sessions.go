@@ -19,7 +19,7 @@ const (
 	// A stored message id is skipped, not an error: that is how duplicate
 	// turns are found without a lookup per message. A taken sequence still
 	// fails.
-	appendMessageSQL = insertMessageSQL + ` ON CONFLICT (session_id, message_id) DO NOTHING`
+	appendMessageSQL = insertMessageSQL + ` ON CONFLICT (message_id, session_id) DO NOTHING`
 	upsertLinkSQL    = `INSERT INTO session_links (session_id, plan_id, phase, state) VALUES (?, ?, ?, ?)
 	ON CONFLICT (session_id, plan_id) DO UPDATE SET phase = excluded.phase, state = excluded.state`
 )

@@ -33,7 +33,7 @@ CREATE TABLE session_messages (
 	metadata_json TEXT NOT NULL,
 	created_at    INTEGER NOT NULL,
 	UNIQUE (session_id, sequence),
-	UNIQUE (session_id, message_id)
+	UNIQUE (message_id, session_id)
 );
 `
 
