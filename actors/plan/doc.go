@@ -37,7 +37,11 @@
 //   - when a write fails (disk full, I/O), exactly the requests it carried
 //     fail with its error, nothing of them is stored, and the actor rolls
 //     back to its last committed state and recomputes the queued requests,
-//     so the next record gets the next dense sequence.
+//     so the next record gets the next dense sequence. A write answered
+//     OUTCOME_UNKNOWN (it may have committed) or FAILED_PRECONDITION (the
+//     store disagrees) makes the actor reload the plan instead, so that a
+//     write which did commit is counted and the next one does not conflict
+//     with it.
 //
 // # Idempotent retry
 //

@@ -182,3 +182,61 @@ func TestUnloadablePlanRefusesThenRecovers(t *testing.T) {
 		t.Fatalf("after recovery: sequence %d retry_count %d; want 1 2", r.GetSequence(), r.GetRetryCount())
 	}
 }
+
+// A write answered OUTCOME_UNKNOWN may have committed (here it did): the
+// actor reloads instead of rolling back, so the requests queued behind it
+// are recomputed from what the store holds and commit at once, densely
+// after the write, counting its record; none fails FAILED_PRECONDITION.
+func TestOutcomeUnknownWriteReloads(t *testing.T) {
+	h := newHarness(t, inMemory, plan.Config{})
+	ctx := ctxT(t)
+	record(t, h.svc, timeoutOn("p", execute, "s"))
+	record(t, h.svc, timeoutOn("p", execute, "s"))
+
+	entered, release := h.gate.armHold()
+	h.gate.commitThenFailNext(errs.OutcomeUnknown("injected: the answer of COMMIT was lost"))
+	aErr := make(chan error, 1)
+	go func() {
+		_, err := h.svc.RecordError(ctx, timeoutOn("p", execute, "s"))
+		aErr <- err
+	}()
+	<-entered // A's write is in flight and held.
+
+	// B and C queue behind A (the probe, answered by the actor itself,
+	// returns after they arrived).
+	root := h.sys.Root
+	b, c := make(directory.ChanReplier, 1), make(directory.ChanReplier, 1)
+	root.Send(h.svc.PID(), &directory.Call{Msg: timeoutOn("p", execute, "s"), Replier: b})
+	root.Send(h.svc.PID(), &directory.Call{Msg: timeoutOn("p", execute, "s"), Replier: c})
+	if _, err := directory.Ask(ctx, root, h.svc.PID(), &planv1.RecordErrorRequest{PlanId: "p", ErrorType: "x"}); !isInvalid(err) {
+		t.Fatalf("probe: %v; want INVALID_ARGUMENT", err)
+	}
+	release()
+
+	if err := <-aErr; !errors.Is(err, errs.ErrOutcomeUnknown) {
+		t.Fatalf("A: %v; want the injected OUTCOME_UNKNOWN", err)
+	}
+	for i, ch := range []directory.ChanReplier{b, c} {
+		r := <-ch
+		if r.Err != nil {
+			t.Fatalf("queued request %d: %v", i, r.Err)
+		}
+		rec := r.Msg.(*planv1.RecordErrorResponse).GetRecord()
+		if rec.GetSequence() != int64(3+i) || rec.GetRetryCount() != int32(4+i) {
+			t.Fatalf("queued request %d: sequence %d retry_count %d; want %d %d", i, rec.GetSequence(), rec.GetRetryCount(), 3+i, 4+i)
+		}
+	}
+	// And the next request too, without a failure in between.
+	if r := record(t, h.svc, timeoutOn("p", execute, "s")); r.GetSequence() != 5 || r.GetRetryCount() != 6 {
+		t.Fatalf("after: sequence %d retry_count %d; want 5 6", r.GetSequence(), r.GetRetryCount())
+	}
+	recs := history(t, h.svc, "p")
+	if len(recs) != 6 {
+		t.Fatalf("history has %d records, want 6", len(recs))
+	}
+	for i, rec := range recs {
+		if rec.GetSequence() != int64(i) || rec.GetRetryCount() != int32(i+1) {
+			t.Fatalf("history[%d]: sequence %d retry_count %d", i, rec.GetSequence(), rec.GetRetryCount())
+		}
+	}
+}

@@ -161,6 +161,9 @@ type gatedWriter struct {
 	entered chan struct{}
 	txErr   error // the next Apply rolls back with it
 	cmdErr  error // the next Apply's commands all fail on their own with it
+	// lostErr: the next Apply commits, then answers with it (as if the
+	// answer of COMMIT were lost: OUTCOME_UNKNOWN).
+	lostErr error
 }
 
 // armHold makes the next Apply wait; it returns a channel that receives
@@ -179,10 +182,17 @@ func (g *gatedStore) failNext(txErr, cmdErr error) {
 	g.gw.txErr, g.gw.cmdErr = txErr, cmdErr
 }
 
+// commitThenFailNext makes the next Apply commit and then answer err.
+func (g *gatedStore) commitThenFailNext(err error) {
+	g.gw.mu.Lock()
+	defer g.gw.mu.Unlock()
+	g.gw.lostErr = err
+}
+
 func (g *gatedWriter) Apply(ctx context.Context, batch []persistence.Command) ([]persistence.Result, error) {
 	g.mu.Lock()
-	hold, entered, txErr, cmdErr := g.hold, g.entered, g.txErr, g.cmdErr
-	g.hold, g.entered, g.txErr, g.cmdErr = nil, nil, nil, nil
+	hold, entered, txErr, cmdErr, lostErr := g.hold, g.entered, g.txErr, g.cmdErr, g.lostErr
+	g.hold, g.entered, g.txErr, g.cmdErr, g.lostErr = nil, nil, nil, nil, nil
 	g.mu.Unlock()
 	if hold != nil {
 		entered <- struct{}{}
@@ -197,6 +207,12 @@ func (g *gatedWriter) Apply(ctx context.Context, batch []persistence.Command) ([
 			res[i].Err = cmdErr
 		}
 		return res, nil
+	}
+	if lostErr != nil {
+		if _, err := g.w.Apply(ctx, batch); err != nil {
+			return nil, err
+		}
+		return nil, lostErr
 	}
 	return g.w.Apply(ctx, batch)
 }

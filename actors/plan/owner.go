@@ -293,7 +293,8 @@ func (o *owner) flush(ctx actor.Context) {
 
 // applied ends the write in flight: on commit, committed advances by its
 // ops and they are answered; on failure, exactly its ops fail and the
-// queued ones are recomputed from the last committed state.
+// queued ones are recomputed from the last committed state (reloaded
+// first when the failure leaves it in doubt: mayDisagree).
 func (o *owner) applied(ctx actor.Context, a *audit.Applied) {
 	b := o.inflight
 	if b == nil || a.Tag != b.tag {
@@ -307,9 +308,7 @@ func (o *owner) applied(ctx actor.Context, a *audit.Applied) {
 		o.recordsExist(ctx, b, exist)
 	} else if err != nil {
 		o.fail(b.ops, err)
-		if errors.Is(err, errs.ErrFailedPrecondition) {
-			// The store disagrees with committed (a sequence is taken):
-			// committed is not what the store holds, so reload it.
+		if mayDisagree(err) {
 			o.reload(ctx)
 		} else {
 			o.rollback()
@@ -322,6 +321,21 @@ func (o *owner) applied(ctx actor.Context, a *audit.Applied) {
 	}
 	o.flush(ctx)
 	o.stopIfDone(ctx)
+}
+
+// mayDisagree reports whether a failed write's error says that committed
+// is not, or may not be, what the store holds: a sequence is taken
+// (FAILED_PRECONDITION), the store found a bug (INTERNAL), or the write
+// may have committed after all (OUTCOME_UNKNOWN: COMMIT's answer was
+// lost). Then committed must be reloaded; rolling back to it would make
+// the next write conflict with the write that did commit. Other errors
+// (disk full, unavailable) promise that nothing was stored.
+func mayDisagree(err error) bool {
+	switch errs.CodeOf(err) {
+	case errs.FailedPreconditionCode, errs.InternalCode, errs.OutcomeUnknownCode:
+		return true
+	}
+	return false
 }
 
 func (o *owner) fail(ops []*op, err error) {
