@@ -111,7 +111,8 @@ func drive(ctx context.Context, cfg config, mode string, t target, done *atomic.
 		}
 		c := &client{session: i % cfg.Sessions, msgs: make([]message, k)}
 		for j := range c.msgs {
-			c.msgs[j] = message{ID: ids.New(), Assistant: j%2 == 1, Content: content}
+			// The id is made at send time, as node bench does (see its plan).
+			c.msgs[j] = message{Assistant: j%2 == 1, Content: content}
 		}
 		if c.app, err = t.NewClient(ctx, sessions[c.session]); err != nil {
 			return res, fmt.Errorf("%s: client: %w", mode, err)
@@ -126,9 +127,11 @@ func drive(ctx context.Context, cfg config, mode string, t target, done *atomic.
 		go func() {
 			defer wg.Done()
 			<-start
-			for _, m := range c.msgs {
+			for j := range c.msgs {
+				m := &c.msgs[j]
+				m.ID = ids.New()
 				t0 := time.Now()
-				seq, attempts, err := c.app.Append(ctx, m)
+				seq, attempts, err := c.app.Append(ctx, *m)
 				done.Add(1)
 				c.retries += max(0, attempts-1)
 				if err != nil {

@@ -151,8 +151,12 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 	return res, nil
 }
 
-// plan spreads cfg.Appends over the clients and makes every message up
-// front, so that id generation and content building are not timed.
+// plan spreads cfg.Appends over the clients and builds every message's
+// content up front, so that it is not timed. The message id is made when the
+// message is first sent, as a real client makes it: ULIDs made at send time
+// arrive roughly in id order, which the store's (message_id, session_id)
+// index relies on; ids made up front per client would arrive scattered over
+// the whole range, as no client's would.
 func plan(cfg Config) []*client {
 	n := cfg.Sessions * cfg.Clients
 	content := strings.Repeat("x", cfg.MessageBytes)
@@ -165,7 +169,7 @@ func plan(cfg Config) []*client {
 		c := &client{session: i % cfg.Sessions, msgs: make([]Message, k),
 			acked: make([]ackedMsg, 0, k)}
 		for j := range c.msgs {
-			c.msgs[j] = Message{ID: ids.New(), Assistant: j%2 == 1, Content: content}
+			c.msgs[j] = Message{Assistant: j%2 == 1, Content: content}
 		}
 		clients[i] = c
 	}
@@ -173,9 +177,11 @@ func plan(cfg Config) []*client {
 }
 
 func (c *client) run(ctx context.Context, t Target, sessionID string, done *atomic.Int64) {
-	for _, m := range c.msgs {
+	for j := range c.msgs {
+		m := &c.msgs[j]
+		m.ID = ids.New()
 		t0 := time.Now()
-		ack, err := t.Append(ctx, sessionID, m)
+		ack, err := t.Append(ctx, sessionID, *m)
 		done.Add(1)
 		if ack.Attempts > 1 {
 			c.retries += ack.Attempts - 1
