@@ -103,6 +103,14 @@ func drive(ctx context.Context, cfg config, mode string, t target, done *atomic.
 	}
 	n := cfg.Sessions * cfg.Clients
 	content := strings.Repeat("x", cfg.MessageBytes)
+	// Ids are made up front in one ordered pool that clients draw from at
+	// send time, as node bench does (see its plan): they reach the store in
+	// roughly id order, as ULIDs made at send time do, and are not timed.
+	pool := make([]string, cfg.Appends)
+	for i := range pool {
+		pool[i] = ids.New()
+	}
+	var taken atomic.Int64
 	clients := make([]*client, n)
 	for i := range clients {
 		k := cfg.Appends / n
@@ -111,7 +119,6 @@ func drive(ctx context.Context, cfg config, mode string, t target, done *atomic.
 		}
 		c := &client{session: i % cfg.Sessions, msgs: make([]message, k)}
 		for j := range c.msgs {
-			// The id is made at send time, as node bench does (see its plan).
 			c.msgs[j] = message{Assistant: j%2 == 1, Content: content}
 		}
 		if c.app, err = t.NewClient(ctx, sessions[c.session]); err != nil {
@@ -129,7 +136,7 @@ func drive(ctx context.Context, cfg config, mode string, t target, done *atomic.
 			<-start
 			for j := range c.msgs {
 				m := &c.msgs[j]
-				m.ID = ids.New()
+				m.ID = pool[taken.Add(1)-1]
 				t0 := time.Now()
 				seq, attempts, err := c.app.Append(ctx, *m)
 				done.Add(1)

@@ -67,12 +67,21 @@ type Stored struct {
 // client is one writer: its session, its messages, and what it observed.
 type client struct {
 	session int
+	ids     *idPool
 	msgs    []Message
 	acked   []ackedMsg
 	errors  int
 	retries int
 	first   error
 }
+
+// idPool hands out the run's message ids in the order they were made.
+type idPool struct {
+	next atomic.Int64
+	ids  []string
+}
+
+func (p *idPool) take() string { return p.ids[p.next.Add(1)-1] }
 
 // ackedMsg is one acknowledged append: its id, the position the target
 // answered (-1: none), and when the client sent it and got the answer.
@@ -152,21 +161,26 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 }
 
 // plan spreads cfg.Appends over the clients and builds every message's
-// content up front, so that it is not timed. The message id is made when the
-// message is first sent, as a real client makes it: ULIDs made at send time
-// arrive roughly in id order, which the store's (message_id, session_id)
-// index relies on; ids made up front per client would arrive scattered over
-// the whole range, as no client's would.
+// content up front, so that it is not timed. Message ids are made up front
+// too (as the raw ceiling's are), in one ordered pool that clients draw
+// from when they first send a message: so ids reach the store roughly in id
+// order, as ULIDs that real clients make at send time do — which the
+// store's (message_id, session_id) index relies on. Ids made per client up
+// front would arrive scattered over the whole range, as no client's would.
 func plan(cfg Config) []*client {
 	n := cfg.Sessions * cfg.Clients
 	content := strings.Repeat("x", cfg.MessageBytes)
+	pool := &idPool{ids: make([]string, cfg.Appends)}
+	for i := range pool.ids {
+		pool.ids[i] = ids.New()
+	}
 	clients := make([]*client, n)
 	for i := range clients {
 		k := cfg.Appends / n
 		if i < cfg.Appends%n {
 			k++
 		}
-		c := &client{session: i % cfg.Sessions, msgs: make([]Message, k),
+		c := &client{session: i % cfg.Sessions, msgs: make([]Message, k), ids: pool,
 			acked: make([]ackedMsg, 0, k)}
 		for j := range c.msgs {
 			c.msgs[j] = Message{Assistant: j%2 == 1, Content: content}
@@ -179,7 +193,7 @@ func plan(cfg Config) []*client {
 func (c *client) run(ctx context.Context, t Target, sessionID string, done *atomic.Int64) {
 	for j := range c.msgs {
 		m := &c.msgs[j]
-		m.ID = ids.New()
+		m.ID = c.ids.take()
 		t0 := time.Now()
 		ack, err := t.Append(ctx, sessionID, *m)
 		done.Add(1)
