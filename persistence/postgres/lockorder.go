@@ -70,7 +70,9 @@ type ownerKey struct {
 // ownerLocks lists the owner rows a batch locks up front, each sorted and
 // without repeats: create are those a command may insert (created with
 // epoch 0 first, which a fenced write of epoch 0 expects and an Activate
-// increments), all is every key the batch writes.
+// increments), all is every key the batch writes. A row of epoch 0 fences
+// exactly as a missing row does, so one left behind by a command that then
+// failed on its own changes nothing.
 type ownerLocks struct {
 	create, all []ownerKey
 }
