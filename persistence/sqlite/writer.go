@@ -242,6 +242,19 @@ func (a *applier) exec(query string, args ...any) (sql.Result, error) {
 	return a.tx.ExecContext(a.ctx, query, args...)
 }
 
+// insert runs a multi-row INSERT through Query rather than Exec: the
+// driver binds a query's arguments and takes its first step (which runs an
+// INSERT to completion) in one cgo crossing, where Exec binds every text
+// argument with a crossing of its own — hundreds per multi-row statement,
+// on the writer, the append path's one serial resource.
+func (a *applier) insert(query string, args ...any) error {
+	rows, err := a.tx.QueryContext(a.ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
 func (a *applier) queryRow(query string, args ...any) *sql.Row {
 	return a.tx.QueryRowContext(a.ctx, query, args...)
 }
