@@ -153,7 +153,7 @@ func (s *Service) call(ctx context.Context, it *item, slot bool) (persistence.Re
 	case r := <-it.done:
 		return r, nil
 	case <-ctx.Done():
-		return persistence.Result{}, errs.Unavailable("no answer from the audit writer before the deadline (%v); the command may still commit", ctx.Err())
+		return persistence.Result{}, errs.OutcomeUnknown("no answer from the audit writer before the deadline (%v); the command may still commit", ctx.Err())
 	}
 }
 

@@ -377,7 +377,7 @@ func (o *owner) failAll() {
 				o.abandonOp(op)
 			}
 		} else {
-			o.fail(o.inflight.ops, errs.Unavailable("plan %s stopped before its write was answered; the write may still commit", o.planID))
+			o.fail(o.inflight.ops, errs.OutcomeUnknown("plan %s stopped before its write was answered; the write may still commit", o.planID))
 		}
 		o.inflight = nil
 	}

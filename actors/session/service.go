@@ -262,8 +262,9 @@ func call[T proto.Message](ctx context.Context, s *Service, msg proto.Message) (
 		return out, nil
 	case <-ctx.Done():
 		// The request may still be carried out, as with any network
-		// call; a retry with the same message ids is safe.
-		return zero, errs.Unavailable("no answer from the session actor: %v", ctx.Err())
+		// call (OUTCOME_UNKNOWN, not UNAVAILABLE, which promises nothing
+		// was stored); a retry with the same message ids is safe.
+		return zero, errs.OutcomeUnknown("no answer from the session actor: %v", ctx.Err())
 	}
 }
 
