@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
@@ -233,23 +234,22 @@ func (r *checkedReplier) Reply(resp proto.Message, err error) {
 
 // call admits a normalised write into the backlog (in-process callers
 // wait; network callers are refused when it is full), hands it to its
-// session actor through the directory, and waits for the answer.
+// session actor through the directory, and waits for the answer, at most
+// AskTimeout. It allocates no context of its own on the common path (a
+// deadline context costs a timer, a channel and a cancel func per append):
+// only a caller that must wait for a backlog slot gets one.
 func call[T proto.Message](ctx context.Context, s *Service, msg proto.Message) (T, error) {
 	var zero T
 	if s.closing.Load() {
 		return zero, errUnavailableStopping()
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.env.cfg.AskTimeout)
-	defer cancel()
-	if audit.Waits(ctx) {
-		if err := s.backlog.Acquire(ctx); err != nil {
-			return zero, err
-		}
-	} else if err := s.backlog.TryAcquire(); err != nil {
+	if err := s.admit(ctx); err != nil {
 		return zero, err
 	}
 	r := &checkedReplier{ch: make(chan directory.Reply, 1), release: s.backlog.Release}
 	s.sys.Root.Send(s.pid, &directory.Call{Msg: msg, Replier: r})
+	timeout := time.NewTimer(s.env.cfg.AskTimeout)
+	defer timeout.Stop()
 	select {
 	case rep := <-r.ch:
 		if rep.Err != nil {
@@ -261,11 +261,32 @@ func call[T proto.Message](ctx context.Context, s *Service, msg proto.Message) (
 		}
 		return out, nil
 	case <-ctx.Done():
-		// The request may still be carried out, as with any network
-		// call (OUTCOME_UNKNOWN, not UNAVAILABLE, which promises nothing
-		// was stored); a retry with the same message ids is safe.
-		return zero, errs.OutcomeUnknown("no answer from the session actor: %v", ctx.Err())
+		return zero, noAnswer(ctx.Err())
+	case <-timeout.C:
+		return zero, noAnswer(context.DeadlineExceeded)
 	}
+}
+
+// noAnswer: the request may still be carried out, as with any network call
+// (OUTCOME_UNKNOWN, not UNAVAILABLE, which promises nothing was stored); a
+// retry with the same message ids is safe.
+func noAnswer(cause error) error {
+	return errs.OutcomeUnknown("no answer from the session actor: %v", cause)
+}
+
+// admit takes a backlog slot for one write. A network caller never waits;
+// an in-process caller waits for a slot until its context or AskTimeout
+// ends, whichever comes first.
+func (s *Service) admit(ctx context.Context) error {
+	if !audit.Waits(ctx) {
+		return s.backlog.TryAcquire()
+	}
+	if s.backlog.TryAcquire() == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.env.cfg.AskTimeout)
+	defer cancel()
+	return s.backlog.Acquire(ctx)
 }
 
 // liveSet counts live session actors and signals every change, so Stop
