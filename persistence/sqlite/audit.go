@@ -98,7 +98,7 @@ func (a *applier) insertAudit(es []*auditv1.AuditEntry) error {
 		args = append(args, e.Position, e.EventId, e.EventType, e.PlanId, e.SessionId, e.ProjectName,
 			e.ActorName, e.UserIdentity, e.DetailsJson, persistence.UnixNanos(e.CreatedAt), e.PrevHash, e.Hash)
 	}
-	err := a.insert(insertAuditSQL[len(es)], args...)
+	err := a.insert(insertAuditSQL[len(es)], args)
 	clear(args)
 	a.args = args[:0]
 	if err != nil {

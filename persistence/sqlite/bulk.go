@@ -126,7 +126,7 @@ func (a *applier) insertMessages(ms []*sessionv1.Message) error {
 		args = append(args, m.SessionId, m.Sequence, m.MessageId, int64(m.Role), m.Content, m.MetadataJson,
 			persistence.UnixNanos(m.CreatedAt))
 	}
-	err := a.insert(insertMessagesSQL[len(ms)], args...)
+	err := a.insert(insertMessagesSQL[len(ms)], args)
 	clear(args)
 	a.args = args[:0]
 	switch constraint(err) {
