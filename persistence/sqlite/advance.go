@@ -62,33 +62,27 @@ func (a *applier) queueAdvance(c *persistence.AppendMessages, next int64) {
 // attempt calls it before any command other than an append and before the
 // commit.
 func (a *applier) flushAdvances() error {
-	for len(a.advances) > 0 {
-		n := 1
-		for _, k := range advanceChunks {
-			if len(a.advances) >= k {
-				n = k
-				break
-			}
-		}
-		args := a.args[:0]
-		for _, v := range a.advances[:n] {
-			args = append(args, v.sessionID, v.expect, v.next, v.touch, v.updatedAt, v.epoch)
-		}
-		res, err := a.exec(advanceSQL[n], args...)
-		clear(args)
-		a.args = args[:0]
-		if err != nil {
-			return err
-		}
-		changed, err := rowsAffected(res)
-		if err != nil {
-			return err
-		}
-		if changed != int64(n) {
-			return errAdvanceMissed
-		}
-		a.advances = a.advances[n:]
+	return inChunks(&a.advances, advanceChunks[:], a.applyAdvances)
+}
+
+// applyAdvances runs vs (len one of advanceChunks) as one UPDATE.
+func (a *applier) applyAdvances(vs []advance) error {
+	args := a.args[:0]
+	for _, v := range vs {
+		args = append(args, v.sessionID, v.expect, v.next, v.touch, v.updatedAt, v.epoch)
 	}
-	a.advances = nil
+	res, err := a.exec(advanceSQL[len(vs)], args...)
+	clear(args)
+	a.args = args[:0]
+	if err != nil {
+		return err
+	}
+	changed, err := rowsAffected(res)
+	if err != nil {
+		return err
+	}
+	if changed != int64(len(vs)) {
+		return errAdvanceMissed
+	}
 	return nil
 }

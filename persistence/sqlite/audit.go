@@ -74,21 +74,7 @@ func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 
 // flushAudit writes the queued entries.
 func (a *applier) flushAudit() error {
-	for len(a.pending) > 0 {
-		n := 1
-		for _, c := range auditChunks {
-			if len(a.pending) >= c {
-				n = c
-				break
-			}
-		}
-		if err := a.insertAudit(a.pending[:n]); err != nil {
-			return err
-		}
-		a.pending = a.pending[n:]
-	}
-	a.pending = nil
-	return nil
+	return inChunks(&a.pending, auditChunks[:], a.insertAudit)
 }
 
 // insertAudit writes es (len one of auditChunks) in one statement.

@@ -99,20 +99,28 @@ func (a *applier) flushAppends() error {
 // (through flushAppends) before any command other than an append (a delete
 // must find the rows it removes) and before the audit rows and the commit.
 func (a *applier) flushMessages() error {
-	for len(a.msgs) > 0 {
+	return inChunks(&a.msgs, messageChunks[:], a.insertMessages)
+}
+
+// inChunks hands what *items holds to write in statements of the largest
+// of sizes (descending, ending in 1) that fits what is left, and empties
+// *items. On an error the items not yet written stay in *items; the attempt
+// is abandoned then anyway.
+func inChunks[T any](items *[]T, sizes []int, write func([]T) error) error {
+	for len(*items) > 0 {
 		n := 1
-		for _, k := range messageChunks {
-			if len(a.msgs) >= k {
+		for _, k := range sizes {
+			if len(*items) >= k {
 				n = k
 				break
 			}
 		}
-		if err := a.insertMessages(a.msgs[:n]); err != nil {
+		if err := write((*items)[:n]); err != nil {
 			return err
 		}
-		a.msgs = a.msgs[n:]
+		*items = (*items)[n:]
 	}
-	a.msgs = nil
+	*items = nil
 	return nil
 }
 
