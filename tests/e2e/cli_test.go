@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"github.com/agentstate/agentstate/messages/ids"
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 )
@@ -238,6 +240,67 @@ func TestCLICommands(t *testing.T) {
 	if r := n.cli(none, "session", "get"); r.code != exitUsage {
 		t.Fatalf("session get without --session: exit %d, want %d", r.code, exitUsage)
 	}
+}
+
+// TestCLIRecordErrorRecordID: a retried `plan record-error --record-id`
+// prints the stored record with duplicate true and stores nothing; the same
+// id on another plan and a malformed id are refused with their own exit
+// statuses.
+func TestCLIRecordErrorRecordID(t *testing.T) {
+	n := startNode(t)
+	var none []string
+	plan, otherPlan, recID := ids.New(), ids.New(), ids.New()
+	recordError := func(onPlan, recordID, msg string) cliResult {
+		return n.cli(none, "plan", "record-error", "--plan", onPlan, "--phase", "execute", "--step", "s1",
+			"--type", "TimeoutError", "--message", msg, "--record-id", recordID)
+	}
+
+	var first, retry planv1.RecordErrorResponse
+	r1 := recordError(plan, recID, "slow").ok(t, &first)
+	r2 := recordError(plan, recID, "slow (retried)").ok(t, &retry)
+	// The flag must be printed, not merely default to false when decoded.
+	if d, ok := duplicateField(t, r1); !ok || d {
+		t.Fatalf("first record-error printed duplicate=%v (present %v), want an explicit false:\n%s", d, ok, r1.stdout)
+	}
+	if d, ok := duplicateField(t, r2); !ok || !d {
+		t.Fatalf("retried record-error printed duplicate=%v (present %v), want true:\n%s", d, ok, r2.stdout)
+	}
+	a, b := first.GetRecord(), retry.GetRecord()
+	if a.GetRecordId() != recID || b.GetRecordId() != recID || a.GetSequence() != 0 || b.GetSequence() != 0 ||
+		b.GetMessage() != "slow" || b.GetRetryCount() != a.GetRetryCount() {
+		t.Fatalf("record-error printed %v then %v; want record %s at sequence 0 both times, the retry showing the original",
+			a, b, recID)
+	}
+	var hist planv1.HistoryResponse
+	n.cli(none, "plan", "history", "--plan", plan).ok(t, &hist)
+	if len(hist.GetRecords()) != 1 || hist.GetRecords()[0].GetRecordId() != recID {
+		t.Fatalf("history after a retried record-error printed %v, want the one record %s", &hist, recID)
+	}
+
+	recordError(otherPlan, recID, "elsewhere").fails(t, exitAlreadyExists, "ALREADY_EXISTS")
+	recordError(plan, "not-a-ulid", "slow").fails(t, exitInvalidArgument, "INVALID_ARGUMENT")
+	n.cli(none, "plan", "history", "--plan", plan).ok(t, &hist)
+	if len(hist.GetRecords()) != 1 {
+		t.Fatalf("refused record-errors stored something: history %v", &hist)
+	}
+}
+
+// duplicateField decodes the "duplicate" field of a RecordErrorResponse
+// line as printed, reporting whether the line carries it at all.
+func duplicateField(t *testing.T, r cliResult) (dup, present bool) {
+	t.Helper()
+	var line map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(r.lines()[0]), &line); err != nil {
+		t.Fatalf("node %v printed %q: %v", r.args, r.stdout, err)
+	}
+	raw, present := line["duplicate"]
+	if !present {
+		return false, false
+	}
+	if err := json.Unmarshal(raw, &dup); err != nil {
+		t.Fatalf("node %v printed duplicate %s: %v", r.args, raw, err)
+	}
+	return dup, true
 }
 
 // TestCLIEnvironment: the client takes its flags from AGENTSTATE_*, the
