@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"slices"
+
 	"github.com/agentstate/agentstate/messages/errs"
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
@@ -8,24 +10,31 @@ import (
 
 const (
 	// The upsert also locks the plan row until commit, so that two writers
-	// appending records to one plan take turns, and the second reads the
-	// first's records when it computes the next sequence.
+	// appending records to one plan take turns, and the second's insert
+	// sees the first's records when it checks the sequence.
 	upsertPlanSQL = `INSERT INTO plans (plan_id, max_retries, error_details_json)
 	VALUES ($1, COALESCE($2::bigint, $4::bigint), CASE WHEN $3::text = '' THEN '{}' ELSE $3::text END)
 	ON CONFLICT (plan_id) DO UPDATE SET
 		max_retries = COALESCE($2::bigint, plans.max_retries),
 		error_details_json = CASE WHEN $3::text = '' THEN plans.error_details_json ELSE $3::text END`
+	// A write's records are inserted only where they continue the plan's
+	// sequence: the first ($20) at 0 or after a stored $20 - 1, the rest
+	// consecutive (checked before); with UNIQUE (plan_id, sequence)
+	// refusing a taken one, that keeps the sequence dense without a
+	// separate read of the plan's last sequence. The check covers the
+	// whole statement: it inserts all of the records or none.
 	insertErrorsSQL = `INSERT INTO plan_errors (plan_id, record_id, sequence, phase, step_id, error_type,
 	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
 	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
 	SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::boolean[], $14::bigint[],
 		$15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::bigint[])
+	WHERE $20::bigint = 0 OR EXISTS (SELECT 1 FROM plan_errors p WHERE p.plan_id = $1 AND p.sequence = $20::bigint - 1)
 	ON CONFLICT (record_id) DO NOTHING
 	RETURNING record_id`
 	// A stored record id is skipped rather than an error (which would abort
 	// the transaction until the savepoint's rollback), so that the command
-	// can look up which record it is (recordsExist).
+	// can look up which record it is (notInserted).
 	storedErrorsSQL = `SELECT record_id, plan_id, sequence, phase, step_id, error_type, message, tool,
 	actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
 	recovery_action, recovery_hint, recovery_command, recorded_at FROM plan_errors WHERE record_id = ANY($1::text[])`
@@ -35,7 +44,7 @@ const (
 
 // planWrite upserts the plan row first (so records and step counters have
 // their parent), then appends records, which must continue the plan's
-// dense sequence exactly.
+// dense sequence exactly (insertErrorsSQL checks it).
 func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error) {
 	if c.PlanID == "" {
 		return persistence.Result{}, errs.InvalidArgument("plan write: no plan id")
@@ -48,7 +57,7 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 		n := int64(*c.MaxRetries)
 		maxRetries = &n
 	}
-	for _, r := range c.Records {
+	for i, r := range c.Records {
 		switch {
 		case r == nil:
 			return persistence.Result{}, errs.InvalidArgument("plan %s: nil error record", c.PlanID)
@@ -56,6 +65,9 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 			return persistence.Result{}, errs.InvalidArgument("plan %s: error record has no record_id", c.PlanID)
 		case r.GetPlanId() != "" && r.GetPlanId() != c.PlanID:
 			return persistence.Result{}, errs.InvalidArgument("plan %s: error record %s belongs to plan %s", c.PlanID, r.RecordId, r.PlanId)
+		case i > 0 && r.GetSequence() != c.Records[i-1].GetSequence()+1:
+			return persistence.Result{}, errs.FailedPrecondition("plan %s: error record %s has sequence %d after %d",
+				c.PlanID, r.RecordId, r.Sequence, c.Records[i-1].GetSequence())
 		}
 	}
 	if err := a.fence(persistence.OwnerPlan, c.PlanID, c.Epoch); err != nil {
@@ -80,14 +92,10 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 	return persistence.Result{}, nil
 }
 
-// insertRecords checks that records continue the plan's sequence, then
-// inserts them in one statement. Called with the plan row locked.
+// insertRecords inserts records, consecutive already, in one statement
+// that checks they continue the plan's sequence. Called with the plan's
+// owner row locked.
 func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) error {
-	var next int64
-	if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE plan_id = $1`,
-		[]any{planID}, &next); err != nil {
-		return err
-	}
 	n := len(records)
 	var (
 		ids, steps, types, msgs, tools, actors, stacks, attrs, hints, cmds = make([]string, n), make([]string, n),
@@ -98,10 +106,6 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 		retriable = make([]bool, n)
 	)
 	for i, r := range records {
-		if r.Sequence != next+int64(i) {
-			return errs.FailedPrecondition("plan %s: error record %s has sequence %d, but the next sequence is %d",
-				planID, r.RecordId, r.Sequence, next+int64(i))
-		}
 		ids[i], seqs[i], phases[i], steps[i], types[i] = r.RecordId, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType
 		msgs[i], tools[i], actors[i], stacks[i] = r.Message, r.Tool, r.ActorName, r.StackSummary
 		attrs[i], cats[i], retriable[i], retries[i] = orEmptyObject(r.AttributesJson), int64(r.Category), r.IsRetriable, int64(r.RetryCount)
@@ -111,7 +115,7 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 	inserted := make(map[string]bool, n)
 	var id string
 	err := a.forEachRow(insertErrorsSQL, []any{planID, ids, seqs, phases, steps, types, msgs, tools, actors, stacks, attrs,
-		cats, retriable, retries, maxes, actions, hints, cmds, recorded}, []any{&id}, func() error {
+		cats, retriable, retries, maxes, actions, hints, cmds, recorded, seqs[0]}, []any{&id}, func() error {
 		inserted[id] = true
 		return nil
 	})
@@ -121,22 +125,29 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 			return err
 		}
 	case "plan_errors_sequence_key":
-		return errs.FailedPrecondition("plan %s: a sequence from %d is taken", planID, next)
+		return errs.FailedPrecondition("plan %s: sequence %d is taken", planID, seqs[0])
 	default:
 		return err
 	}
 	if len(inserted) == n {
 		return nil
 	}
-	return a.recordsExist(planID, ids, inserted)
+	return a.notInserted(planID, records, ids, inserted)
 }
 
-// recordsExist explains why some of ids were not inserted: they are stored
-// already. The error lists each one's stored record, so that one failed
-// write resolves all of them; an id twice in the command (inserted once,
-// skipped once) is INVALID_ARGUMENT instead. The command rolls back either
-// way.
-func (a *applier) recordsExist(planID string, ids []string, inserted map[string]bool) error {
+// notInserted explains why some of records (with ids) were not inserted,
+// as the SQLite store does. If some were, the check of the sequence held
+// and the others are stored already. If none were, and the first is
+// stored, so may others be; if the first is not stored, it does not
+// continue the plan's sequence (stored or not, it would have gone in
+// otherwise), and only then is the plan's last sequence read, to word the
+// error.
+//
+// Stored records fail the command with a *RecordsExistError listing each
+// one's stored record, so that one failed write resolves all of them; an
+// id twice in the command (inserted once, skipped once) is
+// INVALID_ARGUMENT instead. The command rolls back either way.
+func (a *applier) notInserted(planID string, records []*planv1.ErrorRecord, ids []string, inserted map[string]bool) error {
 	seen := make(map[string]bool, len(ids))
 	var missing []string
 	for _, id := range ids {
@@ -148,13 +159,35 @@ func (a *applier) recordsExist(planID string, ids []string, inserted map[string]
 			missing = append(missing, id)
 		}
 	}
-	e := &persistence.RecordsExistError{PlanID: planID}
+	stored, err := a.storedRecords(missing)
+	if err != nil {
+		return err
+	}
+	firstStored := slices.ContainsFunc(stored, func(r *planv1.ErrorRecord) bool { return r.RecordId == ids[0] })
+	switch {
+	case len(inserted) > 0 && len(stored) != len(missing):
+		return errs.Internal("plan %s: %d error record(s) were neither inserted nor found stored", planID, len(missing)-len(stored))
+	case len(inserted) > 0 || firstStored:
+		return &persistence.RecordsExistError{PlanID: planID, Stored: stored}
+	}
+	var next int64
+	if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE plan_id = $1`,
+		[]any{planID}, &next); err != nil {
+		return err
+	}
+	return errs.FailedPrecondition("plan %s: error record %s has sequence %d, but the next sequence is %d",
+		planID, records[0].RecordId, records[0].Sequence, next)
+}
+
+// storedRecords returns the stored records of ids, in no particular order.
+func (a *applier) storedRecords(ids []string) ([]*planv1.ErrorRecord, error) {
+	var out []*planv1.ErrorRecord
 	var r planv1.ErrorRecord
 	var phase, category, retries, maxes, action, recordedAt int64
-	err := a.forEachRow(storedErrorsSQL, []any{missing}, []any{&r.RecordId, &r.PlanId, &r.Sequence, &phase, &r.StepId,
+	err := a.forEachRow(storedErrorsSQL, []any{ids}, []any{&r.RecordId, &r.PlanId, &r.Sequence, &phase, &r.StepId,
 		&r.ErrorType, &r.Message, &r.Tool, &r.ActorName, &r.StackSummary, &r.AttributesJson, &category,
 		&r.IsRetriable, &retries, &maxes, &action, &r.RecoveryHint, &r.RecoveryCommand, &recordedAt}, func() error {
-		e.Stored = append(e.Stored, &planv1.ErrorRecord{RecordId: r.RecordId, PlanId: r.PlanId, Sequence: r.Sequence,
+		out = append(out, &planv1.ErrorRecord{RecordId: r.RecordId, PlanId: r.PlanId, Sequence: r.Sequence,
 			Phase: planv1.Phase(phase), StepId: r.StepId, ErrorType: r.ErrorType, Message: r.Message, Tool: r.Tool,
 			ActorName: r.ActorName, StackSummary: r.StackSummary, AttributesJson: r.AttributesJson,
 			Category: planv1.ErrorCategory(category), IsRetriable: r.IsRetriable, RetryCount: int32(retries),
@@ -162,11 +195,5 @@ func (a *applier) recordsExist(planID string, ids []string, inserted map[string]
 			RecoveryCommand: r.RecoveryCommand, RecordedAt: persistence.Stamp(recordedAt)})
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if len(e.Stored) != len(missing) {
-		return errs.Internal("plan %s: %d error record(s) were neither inserted nor found stored", planID, len(missing)-len(e.Stored))
-	}
-	return e
+	return out, err
 }
