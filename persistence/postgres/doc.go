@@ -44,8 +44,9 @@
 //     can commit, and none can commit in between. An unfenced write (epoch 0)
 //     first inserts the row with epoch 0, so that it too has a row to lock.
 //   - An append locks its session row (FOR UPDATE) and checks the caller's
-//     NextSequence against it; a plan write's upsert locks the plan row
-//     before it reads the next record sequence. The UNIQUE keys on
+//     NextSequence against it; a plan write's upsert locks the plan row,
+//     and its record insert checks that it continues the plan's sequence
+//     (the last sequence is read only to word a refusal). The UNIQUE keys on
 //     (session_id, sequence) and (plan_id, sequence) are the backstop.
 //   - Locks are taken in one global order, before the batch's first
 //     command (lockorder.go): the chain row, then the owner_epochs rows of
