@@ -14,7 +14,8 @@ import (
 // compare-and-set is what keeps two writers from both advancing a session.
 // Without savepoints, the advances of all the attempt's appends wait in
 // applier.advances and are applied by one UPDATE per advanceChunks rows
-// rather than an epoch query and an UPDATE per command. The UPDATE must
+// rather than an epoch query and an UPDATE per command; with savepoints,
+// each append applies its own advance with the same UPDATE. The UPDATE must
 // change exactly one row per advance; if it changes fewer, some command met
 // a moved sequence, a stale epoch or a missing session, and the attempt is
 // replayed with savepoints, where each command checks its own and gets its
@@ -48,14 +49,16 @@ func init() {
 // command and its cause.
 var errAdvanceMissed = errs.FailedPrecondition("an append's session did not stand at its expected sequence and epoch; replayed command by command")
 
-func (a *applier) queueAdvance(c *persistence.AppendMessages, next int64) {
+// advanceOf is c's advance to next. An attempt with savepoints applies it
+// at once, alone; one without queues it.
+func advanceOf(c *persistence.AppendMessages, next int64) advance {
 	stored := next != c.NextSequence && !c.UpdatedAt.IsZero()
 	var at int64
 	if stored {
 		at = persistence.TimeNanos(c.UpdatedAt)
 	}
-	a.advances = append(a.advances, advance{sessionID: c.SessionID, expect: c.NextSequence, next: next,
-		touch: stored, updatedAt: at, epoch: c.Epoch})
+	return advance{sessionID: c.SessionID, expect: c.NextSequence, next: next,
+		touch: stored, updatedAt: at, epoch: c.Epoch}
 }
 
 // flushAdvances applies the queued advances. Like flushMessages, the

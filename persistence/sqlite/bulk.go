@@ -45,7 +45,6 @@ var errConflictInBulk = errs.FailedPrecondition("append met a stored message id 
 // attempt's earlier work in place, which only a rollback clears.
 func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.TurnResult) (int64, error) {
 	next := c.NextSequence
-	rows := make([]*sessionv1.Message, 0, len(c.Turns))
 	var lastIn, lastOut *timestamppb.Timestamp
 	for i := range c.Turns {
 		t := &c.Turns[i]
@@ -65,9 +64,8 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 			next++
 		}
 		turns[i].Messages = out
-		rows = append(rows, out...)
+		a.msgs = append(a.msgs, out...)
 	}
-	a.msgs = append(a.msgs, rows...)
 	for len(a.msgs) >= messageChunks[0] {
 		if err := a.insertMessages(a.msgs[:messageChunks[0]]); err != nil {
 			return 0, err

@@ -122,25 +122,16 @@ func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Res
 			next += n
 		}
 	}
+	v := advanceOf(c, next)
 	if a.buffered {
 		// The epoch check and the sequence compare-and-set are pooled too
 		// (see advance); dispatch skipped checkEpoch for this command.
-		a.queueAdvance(c, next)
-		res.NextSequence = next
-		return res, nil
-	}
-	stored := next != c.NextSequence && !c.UpdatedAt.IsZero()
-	upd, err := a.exec(`UPDATE sessions SET next_sequence = ?1,
-		updated_at = CASE WHEN ?2 THEN ?3 ELSE updated_at END
-		WHERE session_id = ?4 AND next_sequence = ?5`,
-		next, stored, persistence.TimeNanos(c.UpdatedAt), c.SessionID, c.NextSequence)
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	if n, err := rowsAffected(upd); err != nil {
-		return persistence.Result{}, err
-	} else if n == 0 {
+		a.advances = append(a.advances, v)
+	} else if err := a.applyAdvances([]advance{v}); err == errAdvanceMissed {
+		// dispatch checked the epoch: the session moved on or is gone.
 		return persistence.Result{}, a.sequenceMismatch(c.SessionID, c.NextSequence)
+	} else if err != nil {
+		return persistence.Result{}, err
 	}
 	res.NextSequence = next
 	return res, nil
