@@ -42,8 +42,9 @@ func benchCommand() *cobra.Command {
 		Long: "bench runs the append workload — sessions × clients concurrent writers (clients per session), each\n" +
 			"appending its share of --appends one message at a time — against each --mode, then reads every\n" +
 			"session back and checks that every acknowledged message is stored, dense and in order.\n\n" +
-			"Modes: inprocess (the Go API), grpc (over gRPC, appends on AppendStream streams: --addr, or a\n" +
-			"loopback server started here), grpc-unary (the same with one unary Append call per append),\n" +
+			"Modes: inprocess (the Go API), grpc (over gRPC as the Go client appends: concurrent appends\n" +
+			"share an AppendBatches stream per connection; --addr, or a loopback server started here),\n" +
+			"grpc-stream (one AppendStream message per append), grpc-unary (one unary Append per append),\n" +
 			"baseline (the seed design: count-then-insert on pooled database/sql), raw (one goroutine,\n" +
 			"1000-row transactions: the SQLite ceiling). Each mode gets a fresh database under --data-dir.\n" +
 			"A progress bar goes to stderr; the table (or --json) to stdout. It fails when agentstate lost,\n" +
@@ -51,7 +52,7 @@ func benchCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.modes, "mode", "inprocess,grpc,grpc-unary,baseline,raw", "comma-separated modes to run, in order")
+	fl.StringVar(&f.modes, "mode", "inprocess,grpc,grpc-stream,grpc-unary,baseline,raw", "comma-separated modes to run, in order")
 	fl.IntVar(&f.sessions, "sessions", bench.DefaultSessions, "sessions written to")
 	fl.IntVar(&f.clients, "clients", bench.DefaultClients, "concurrent clients per session")
 	fl.IntVar(&f.appends, "appends", bench.DefaultAppends, "total appends, spread over sessions × clients")
@@ -120,7 +121,8 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 func agentstateIntact(rs []bench.Result) error {
 	var bad []string
 	for _, r := range rs {
-		agentstate := r.Mode == bench.ModeInProcess || r.Mode == bench.ModeGRPC || r.Mode == bench.ModeGRPCUnary
+		agentstate := r.Mode == bench.ModeInProcess || r.Mode == bench.ModeGRPC || r.Mode == bench.ModeGRPCStream ||
+			r.Mode == bench.ModeGRPCUnary
 		if agentstate && (!r.Complete || r.Unacked > 0) {
 			bad = append(bad, fmt.Sprintf("%s %s", r.Mode, r.Workload()))
 		}

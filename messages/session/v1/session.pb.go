@@ -1863,6 +1863,205 @@ func (*AppendStreamResponse_Response) isAppendStreamResponse_Outcome() {}
 
 func (*AppendStreamResponse_Error) isAppendStreamResponse_Outcome() {}
 
+// TaggedAppend is one append of an AppendBatch: the request and the tag its
+// outcome comes back with. The client chooses tags; they must differ among
+// the appends it has in flight on one stream.
+type TaggedAppend struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tag           uint64                 `protobuf:"varint,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	Request       *AppendRequest         `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaggedAppend) Reset() {
+	*x = TaggedAppend{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaggedAppend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaggedAppend) ProtoMessage() {}
+
+func (x *TaggedAppend) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaggedAppend.ProtoReflect.Descriptor instead.
+func (*TaggedAppend) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *TaggedAppend) GetTag() uint64 {
+	if x != nil {
+		return x.Tag
+	}
+	return 0
+}
+
+func (x *TaggedAppend) GetRequest() *AppendRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+// AppendBatch carries appends of concurrent callers in one stream message.
+type AppendBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Appends       []*TaggedAppend        `protobuf:"bytes,1,rep,name=appends,proto3" json:"appends,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendBatch) Reset() {
+	*x = AppendBatch{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendBatch) ProtoMessage() {}
+
+func (x *AppendBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendBatch.ProtoReflect.Descriptor instead.
+func (*AppendBatch) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *AppendBatch) GetAppends() []*TaggedAppend {
+	if x != nil {
+		return x.Appends
+	}
+	return nil
+}
+
+// TaggedOutcome is the outcome of the TaggedAppend with the same tag.
+type TaggedOutcome struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tag           uint64                 `protobuf:"varint,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	Outcome       *AppendStreamResponse  `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaggedOutcome) Reset() {
+	*x = TaggedOutcome{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaggedOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaggedOutcome) ProtoMessage() {}
+
+func (x *TaggedOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaggedOutcome.ProtoReflect.Descriptor instead.
+func (*TaggedOutcome) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *TaggedOutcome) GetTag() uint64 {
+	if x != nil {
+		return x.Tag
+	}
+	return 0
+}
+
+func (x *TaggedOutcome) GetOutcome() *AppendStreamResponse {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+// AppendOutcomes carries outcomes of appends of one AppendBatches stream,
+// in the order they were decided, not the order of the requests.
+type AppendOutcomes struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Outcomes      []*TaggedOutcome       `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendOutcomes) Reset() {
+	*x = AppendOutcomes{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendOutcomes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendOutcomes) ProtoMessage() {}
+
+func (x *AppendOutcomes) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendOutcomes.ProtoReflect.Descriptor instead.
+func (*AppendOutcomes) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *AppendOutcomes) GetOutcomes() []*TaggedOutcome {
+	if x != nil {
+		return x.Outcomes
+	}
+	return nil
+}
+
 var File_messages_session_v1_session_proto protoreflect.FileDescriptor
 
 const file_messages_session_v1_session_proto_rawDesc = "" +
@@ -2006,7 +2205,17 @@ const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\x14AppendStreamResponse\x12C\n" +
 	"\bresponse\x18\x01 \x01(\v2%.agentstate.session.v1.AppendResponseH\x00R\bresponse\x123\n" +
 	"\x05error\x18\x02 \x01(\v2\x1b.agentstate.common.v1.ErrorH\x00R\x05errorB\t\n" +
-	"\aoutcome*a\n" +
+	"\aoutcome\"`\n" +
+	"\fTaggedAppend\x12\x10\n" +
+	"\x03tag\x18\x01 \x01(\x04R\x03tag\x12>\n" +
+	"\arequest\x18\x02 \x01(\v2$.agentstate.session.v1.AppendRequestR\arequest\"L\n" +
+	"\vAppendBatch\x12=\n" +
+	"\aappends\x18\x01 \x03(\v2#.agentstate.session.v1.TaggedAppendR\aappends\"h\n" +
+	"\rTaggedOutcome\x12\x10\n" +
+	"\x03tag\x18\x01 \x01(\x04R\x03tag\x12E\n" +
+	"\aoutcome\x18\x02 \x01(\v2+.agentstate.session.v1.AppendStreamResponseR\aoutcome\"R\n" +
+	"\x0eAppendOutcomes\x12@\n" +
+	"\boutcomes\x18\x01 \x03(\v2$.agentstate.session.v1.TaggedOutcomeR\boutcomes*a\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SESSION_STATE_ACTIVE\x10\x01\x12\x18\n" +
@@ -2016,7 +2225,8 @@ const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\tROLE_USER\x10\x01\x12\x12\n" +
 	"\x0eROLE_ASSISTANT\x10\x02\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x03\x12\r\n" +
-	"\tROLE_TOOL\x10\x042\xbc\t\n" +
+	"\tROLE_TOOL\x10\x042\x9c\n" +
+	"\n" +
 	"\x0eSessionService\x12c\n" +
 	"\x06Create\x12+.agentstate.session.v1.CreateSessionRequest\x1a,.agentstate.session.v1.CreateSessionResponse\x12Z\n" +
 	"\x03Get\x12(.agentstate.session.v1.GetSessionRequest\x1a).agentstate.session.v1.GetSessionResponse\x12_\n" +
@@ -2029,7 +2239,8 @@ const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\bLinkPlan\x12&.agentstate.session.v1.LinkPlanRequest\x1a'.agentstate.session.v1.LinkPlanResponse\x12c\n" +
 	"\x06Export\x12+.agentstate.session.v1.ExportSessionRequest\x1a,.agentstate.session.v1.ExportSessionResponse\x12c\n" +
 	"\x06Import\x12+.agentstate.session.v1.ImportSessionRequest\x1a,.agentstate.session.v1.ImportSessionResponse\x12e\n" +
-	"\fAppendStream\x12$.agentstate.session.v1.AppendRequest\x1a+.agentstate.session.v1.AppendStreamResponse(\x010\x01B@Z>github.com/agentstate/agentstate/messages/session/v1;sessionv1b\x06proto3"
+	"\fAppendStream\x12$.agentstate.session.v1.AppendRequest\x1a+.agentstate.session.v1.AppendStreamResponse(\x010\x01\x12^\n" +
+	"\rAppendBatches\x12\".agentstate.session.v1.AppendBatch\x1a%.agentstate.session.v1.AppendOutcomes(\x010\x01B@Z>github.com/agentstate/agentstate/messages/session/v1;sessionv1b\x06proto3"
 
 var (
 	file_messages_session_v1_session_proto_rawDescOnce sync.Once
@@ -2044,7 +2255,7 @@ func file_messages_session_v1_session_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_session_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_messages_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_messages_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_messages_session_v1_session_proto_goTypes = []any{
 	(SessionState)(0),                // 0: agentstate.session.v1.SessionState
 	(Role)(0),                        // 1: agentstate.session.v1.Role
@@ -2077,20 +2288,24 @@ var file_messages_session_v1_session_proto_goTypes = []any{
 	(*ImportSessionRequest)(nil),     // 28: agentstate.session.v1.ImportSessionRequest
 	(*ImportSessionResponse)(nil),    // 29: agentstate.session.v1.ImportSessionResponse
 	(*AppendStreamResponse)(nil),     // 30: agentstate.session.v1.AppendStreamResponse
-	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
-	(*v1.Error)(nil),                 // 32: agentstate.common.v1.Error
+	(*TaggedAppend)(nil),             // 31: agentstate.session.v1.TaggedAppend
+	(*AppendBatch)(nil),              // 32: agentstate.session.v1.AppendBatch
+	(*TaggedOutcome)(nil),            // 33: agentstate.session.v1.TaggedOutcome
+	(*AppendOutcomes)(nil),           // 34: agentstate.session.v1.AppendOutcomes
+	(*timestamppb.Timestamp)(nil),    // 35: google.protobuf.Timestamp
+	(*v1.Error)(nil),                 // 36: agentstate.common.v1.Error
 }
 var file_messages_session_v1_session_proto_depIdxs = []int32{
 	0,  // 0: agentstate.session.v1.Session.state:type_name -> agentstate.session.v1.SessionState
 	2,  // 1: agentstate.session.v1.Session.token_usage:type_name -> agentstate.session.v1.TokenUsage
 	3,  // 2: agentstate.session.v1.Session.linked_plans:type_name -> agentstate.session.v1.LinkedPlan
-	31, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	31, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	31, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
+	35, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	35, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	35, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
 	1,  // 6: agentstate.session.v1.Message.role:type_name -> agentstate.session.v1.Role
-	31, // 7: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	35, // 7: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 8: agentstate.session.v1.NewMessage.role:type_name -> agentstate.session.v1.Role
-	31, // 9: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
+	35, // 9: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
 	4,  // 10: agentstate.session.v1.CreateSessionResponse.session:type_name -> agentstate.session.v1.Session
 	4,  // 11: agentstate.session.v1.GetSessionResponse.session:type_name -> agentstate.session.v1.Session
 	0,  // 12: agentstate.session.v1.ListSessionsRequest.state:type_name -> agentstate.session.v1.SessionState
@@ -2104,36 +2319,42 @@ var file_messages_session_v1_session_proto_depIdxs = []int32{
 	4,  // 20: agentstate.session.v1.LinkPlanResponse.session:type_name -> agentstate.session.v1.Session
 	4,  // 21: agentstate.session.v1.ImportSessionResponse.session:type_name -> agentstate.session.v1.Session
 	19, // 22: agentstate.session.v1.AppendStreamResponse.response:type_name -> agentstate.session.v1.AppendResponse
-	32, // 23: agentstate.session.v1.AppendStreamResponse.error:type_name -> agentstate.common.v1.Error
-	8,  // 24: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
-	10, // 25: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
-	12, // 26: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
-	14, // 27: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
-	16, // 28: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
-	18, // 29: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
-	20, // 30: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
-	22, // 31: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
-	24, // 32: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
-	26, // 33: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
-	28, // 34: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
-	18, // 35: agentstate.session.v1.SessionService.AppendStream:input_type -> agentstate.session.v1.AppendRequest
-	9,  // 36: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
-	11, // 37: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
-	13, // 38: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
-	15, // 39: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
-	17, // 40: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
-	19, // 41: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
-	21, // 42: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
-	23, // 43: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
-	25, // 44: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
-	27, // 45: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
-	29, // 46: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
-	30, // 47: agentstate.session.v1.SessionService.AppendStream:output_type -> agentstate.session.v1.AppendStreamResponse
-	36, // [36:48] is the sub-list for method output_type
-	24, // [24:36] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	36, // 23: agentstate.session.v1.AppendStreamResponse.error:type_name -> agentstate.common.v1.Error
+	18, // 24: agentstate.session.v1.TaggedAppend.request:type_name -> agentstate.session.v1.AppendRequest
+	31, // 25: agentstate.session.v1.AppendBatch.appends:type_name -> agentstate.session.v1.TaggedAppend
+	30, // 26: agentstate.session.v1.TaggedOutcome.outcome:type_name -> agentstate.session.v1.AppendStreamResponse
+	33, // 27: agentstate.session.v1.AppendOutcomes.outcomes:type_name -> agentstate.session.v1.TaggedOutcome
+	8,  // 28: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
+	10, // 29: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
+	12, // 30: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
+	14, // 31: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
+	16, // 32: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
+	18, // 33: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
+	20, // 34: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
+	22, // 35: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
+	24, // 36: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
+	26, // 37: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
+	28, // 38: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
+	18, // 39: agentstate.session.v1.SessionService.AppendStream:input_type -> agentstate.session.v1.AppendRequest
+	32, // 40: agentstate.session.v1.SessionService.AppendBatches:input_type -> agentstate.session.v1.AppendBatch
+	9,  // 41: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
+	11, // 42: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
+	13, // 43: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
+	15, // 44: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
+	17, // 45: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
+	19, // 46: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
+	21, // 47: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
+	23, // 48: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
+	25, // 49: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
+	27, // 50: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
+	29, // 51: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
+	30, // 52: agentstate.session.v1.SessionService.AppendStream:output_type -> agentstate.session.v1.AppendStreamResponse
+	34, // 53: agentstate.session.v1.SessionService.AppendBatches:output_type -> agentstate.session.v1.AppendOutcomes
+	41, // [41:54] is the sub-list for method output_type
+	28, // [28:41] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_messages_session_v1_session_proto_init() }
@@ -2151,7 +2372,7 @@ func file_messages_session_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_session_v1_session_proto_rawDesc), len(file_messages_session_v1_session_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   29,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,7 @@ const (
 	SessionService_Export_FullMethodName           = "/agentstate.session.v1.SessionService/Export"
 	SessionService_Import_FullMethodName           = "/agentstate.session.v1.SessionService/Import"
 	SessionService_AppendStream_FullMethodName     = "/agentstate.session.v1.SessionService/AppendStream"
+	SessionService_AppendBatches_FullMethodName    = "/agentstate.session.v1.SessionService/AppendBatches"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -59,6 +60,16 @@ type SessionServiceClient interface {
 	// committed; a client wanting concurrency opens more streams. It saves
 	// the per-call cost of a unary Append (stream setup, headers, trailers).
 	AppendStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AppendRequest, AppendStreamResponse], error)
+	// AppendBatches carries the appends of many concurrent callers on one
+	// stream: a client sends the appends waiting to be sent as one
+	// AppendBatch, and the node serves the appends of a stream concurrently,
+	// each with Append's meaning (its idempotent retries by message id
+	// included), answering each with one TaggedOutcome once it committed or
+	// failed; outcomes ready together travel in one AppendOutcomes. Appends
+	// in flight together are not ordered among themselves: a caller whose
+	// appends must keep their order waits for each one's outcome, as with
+	// concurrent Append calls. A failed append does not end the stream.
+	AppendBatches(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AppendBatch, AppendOutcomes], error)
 }
 
 type sessionServiceClient struct {
@@ -192,6 +203,19 @@ func (c *sessionServiceClient) AppendStream(ctx context.Context, opts ...grpc.Ca
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_AppendStreamClient = grpc.BidiStreamingClient[AppendRequest, AppendStreamResponse]
 
+func (c *sessionServiceClient) AppendBatches(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AppendBatch, AppendOutcomes], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SessionService_ServiceDesc.Streams[1], SessionService_AppendBatches_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AppendBatch, AppendOutcomes]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_AppendBatchesClient = grpc.BidiStreamingClient[AppendBatch, AppendOutcomes]
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -214,6 +238,16 @@ type SessionServiceServer interface {
 	// committed; a client wanting concurrency opens more streams. It saves
 	// the per-call cost of a unary Append (stream setup, headers, trailers).
 	AppendStream(grpc.BidiStreamingServer[AppendRequest, AppendStreamResponse]) error
+	// AppendBatches carries the appends of many concurrent callers on one
+	// stream: a client sends the appends waiting to be sent as one
+	// AppendBatch, and the node serves the appends of a stream concurrently,
+	// each with Append's meaning (its idempotent retries by message id
+	// included), answering each with one TaggedOutcome once it committed or
+	// failed; outcomes ready together travel in one AppendOutcomes. Appends
+	// in flight together are not ordered among themselves: a caller whose
+	// appends must keep their order waits for each one's outcome, as with
+	// concurrent Append calls. A failed append does not end the stream.
+	AppendBatches(grpc.BidiStreamingServer[AppendBatch, AppendOutcomes]) error
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -259,6 +293,9 @@ func (UnimplementedSessionServiceServer) Import(context.Context, *ImportSessionR
 }
 func (UnimplementedSessionServiceServer) AppendStream(grpc.BidiStreamingServer[AppendRequest, AppendStreamResponse]) error {
 	return status.Error(codes.Unimplemented, "method AppendStream not implemented")
+}
+func (UnimplementedSessionServiceServer) AppendBatches(grpc.BidiStreamingServer[AppendBatch, AppendOutcomes]) error {
+	return status.Error(codes.Unimplemented, "method AppendBatches not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -486,6 +523,13 @@ func _SessionService_AppendStream_Handler(srv interface{}, stream grpc.ServerStr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_AppendStreamServer = grpc.BidiStreamingServer[AppendRequest, AppendStreamResponse]
 
+func _SessionService_AppendBatches_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SessionServiceServer).AppendBatches(&grpc.GenericServerStream[AppendBatch, AppendOutcomes]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_AppendBatchesServer = grpc.BidiStreamingServer[AppendBatch, AppendOutcomes]
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -542,6 +586,12 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "AppendStream",
 			Handler:       _SessionService_AppendStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "AppendBatches",
+			Handler:       _SessionService_AppendBatches_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

@@ -53,6 +53,8 @@ type harness struct {
 	streams  atomic.Int64 // streams the server saw opened
 	observed atomic.Int64
 	client   *appendstream.Client
+	batch    *appendstream.BatchClient
+	srv      *grpc.Server
 }
 
 func newHarness(t *testing.T) *harness {
@@ -76,8 +78,11 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.client = appendstream.NewClient(sessionv1.NewSessionServiceClient(conn))
+	h.batch = appendstream.NewBatchClient(sessionv1.NewSessionServiceClient(conn))
+	h.srv = srv
 	t.Cleanup(func() {
 		h.client.Close()
+		h.batch.Close()
 		conn.Close()
 		srv.Stop()
 	})

@@ -23,21 +23,32 @@ type sessionAPI interface {
 
 // grpcSessions spreads calls over a few connections: one HTTP/2
 // connection serializes its frames on one socket, which would measure the
-// client's connection rather than the node. With streams set, appends go
-// over AppendStream (streams[i] uses clients[i]'s connection).
+// client's connection rather than the node. Appends go, by mode, over
+// AppendBatches (ModeGRPC), AppendStream (ModeGRPCStream) or unary Append;
+// appenders[i] uses clients[i]'s connection.
 type grpcSessions struct {
-	clients []sessionv1.SessionServiceClient
-	streams []*appendstream.Client
-	next    atomic.Uint64
+	clients   []sessionv1.SessionServiceClient
+	appenders []appender
+	next      atomic.Uint64
 }
 
-func newGRPCSessions(conns []*grpc.ClientConn, stream bool) *grpcSessions {
+// appender is a streaming append client: appendstream.Client or
+// appendstream.BatchClient.
+type appender interface {
+	Append(context.Context, *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error)
+	Close()
+}
+
+func newGRPCSessions(conns []*grpc.ClientConn, mode Mode) *grpcSessions {
 	g := &grpcSessions{}
 	for _, c := range conns {
 		cl := sessionv1.NewSessionServiceClient(c)
 		g.clients = append(g.clients, cl)
-		if stream {
-			g.streams = append(g.streams, appendstream.NewClient(cl))
+		switch mode {
+		case ModeGRPC:
+			g.appenders = append(g.appenders, appendstream.NewBatchClient(cl))
+		case ModeGRPCStream:
+			g.appenders = append(g.appenders, appendstream.NewClient(cl))
 		}
 	}
 	return g
@@ -47,8 +58,8 @@ func (g *grpcSessions) pick() int { return int(g.next.Add(1) % uint64(len(g.clie
 
 // close ends the append streams.
 func (g *grpcSessions) close() {
-	for _, s := range g.streams {
-		s.Close()
+	for _, a := range g.appenders {
+		a.Close()
 	}
 }
 
@@ -57,8 +68,8 @@ func (g *grpcSessions) Create(ctx context.Context, r *sessionv1.CreateSessionReq
 }
 
 func (g *grpcSessions) Append(ctx context.Context, r *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
-	if g.streams != nil {
-		return g.streams[g.pick()].Append(ctx, r)
+	if g.appenders != nil {
+		return g.appenders[g.pick()].Append(ctx, r)
 	}
 	return g.clients[g.pick()].Append(ctx, r)
 }

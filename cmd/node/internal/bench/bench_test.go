@@ -17,7 +17,7 @@ func tiny(mode Mode) Config {
 }
 
 func TestRunEachMode(t *testing.T) {
-	for _, mode := range []Mode{ModeInProcess, ModeGRPC, ModeGRPCUnary, ModeRaw} {
+	for _, mode := range []Mode{ModeInProcess, ModeGRPC, ModeGRPCStream, ModeGRPCUnary, ModeRaw} {
 		t.Run(mode, func(t *testing.T) {
 			cfg := tiny(mode)
 			cfg.DataDir = t.TempDir()

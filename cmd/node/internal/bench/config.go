@@ -12,11 +12,15 @@ type Mode = string
 const (
 	// ModeInProcess calls the sessions service's Go API in this process.
 	ModeInProcess Mode = "inprocess"
-	// ModeGRPC calls the sessions service over gRPC, appending on
-	// AppendStream streams (each client one stream at a time): at
-	// Config.Addr, or, when Addr is empty, at a server this run starts on
-	// loopback.
+	// ModeGRPC calls the sessions service over gRPC the way the Go
+	// client does, appending on AppendBatches streams (one per
+	// connection, shared by the clients: the appends waiting when a
+	// stream is free to send travel in one message): at Config.Addr, or,
+	// when Addr is empty, at a server this run starts on loopback.
 	ModeGRPC Mode = "grpc"
+	// ModeGRPCStream is ModeGRPC with one AppendStream message per
+	// append (each client one stream at a time).
+	ModeGRPCStream Mode = "grpc-stream"
 	// ModeGRPCUnary is ModeGRPC with one unary Append call per append.
 	ModeGRPCUnary Mode = "grpc-unary"
 	// ModeBaseline is the seed design: count-then-insert on pooled
@@ -28,7 +32,7 @@ const (
 )
 
 // Modes lists Run's modes in the order reports show them.
-var Modes = []Mode{ModeInProcess, ModeGRPC, ModeGRPCUnary, ModeBaseline, ModeRaw}
+var Modes = []Mode{ModeInProcess, ModeGRPC, ModeGRPCStream, ModeGRPCUnary, ModeBaseline, ModeRaw}
 
 // Defaults of the zero Config fields: the S=64×C=64 workload.
 const (
@@ -62,7 +66,7 @@ type Config struct {
 	// default) or "normal". Ignored by grpc against a remote Addr (the
 	// node decides).
 	Synchronous string
-	// Addr is a node's gRPC address for ModeGRPC and ModeGRPCUnary;
+	// Addr is a node's gRPC address for the gRPC modes;
 	// empty starts one here.
 	Addr string
 	// DataDir holds the databases this run creates; empty means a

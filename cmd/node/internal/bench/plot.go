@@ -23,7 +23,7 @@ import (
 // justify a plotting library and its dependency tree.
 
 // plotOrder is the order of bars in a group; unknown modes follow.
-var plotOrder = []Mode{ModeInProcess, ModeGRPC, ModeGRPCUnary, "adk", "adk-serialized", ModeBaseline, ModeRaw}
+var plotOrder = []Mode{ModeInProcess, ModeGRPC, ModeGRPCStream, ModeGRPCUnary, "adk", "adk-serialized", ModeBaseline, ModeRaw}
 
 var plotColors = []color.RGBA{
 	{0x1f, 0x77, 0xb4, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff},

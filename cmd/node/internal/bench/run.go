@@ -47,7 +47,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		res, err := Drive(ctx, cfg, n.target())
 		return res, errors.Join(err, stopNode(n))
-	case ModeGRPC, ModeGRPCUnary:
+	case ModeGRPC, ModeGRPCStream, ModeGRPCUnary:
 		return runLoopback(ctx, cfg, path)
 	}
 	return Result{}, fmt.Errorf("bench: unknown mode %q", cfg.Mode)
@@ -68,7 +68,7 @@ func runLoopback(ctx context.Context, cfg Config, path string) (Result, error) {
 		srv.Stop()
 		return Result{}, errors.Join(err, stopNode(n))
 	}
-	api := newGRPCSessions(conns, cfg.Mode == ModeGRPC)
+	api := newGRPCSessions(conns, cfg.Mode)
 	res, err := Drive(ctx, cfg, &agentstate{api: api, counter: &n.commits})
 	api.close()
 	closeConns(conns)
@@ -84,14 +84,14 @@ func runRemote(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	defer closeConns(conns)
-	api := newGRPCSessions(conns, cfg.Mode == ModeGRPC)
+	api := newGRPCSessions(conns, cfg.Mode)
 	defer api.close()
 	res, err := Drive(ctx, cfg, &agentstate{api: api})
 	res.Synchronous = "node's"
 	return res, err
 }
 
-func isGRPC(m Mode) bool { return m == ModeGRPC || m == ModeGRPCUnary }
+func isGRPC(m Mode) bool { return m == ModeGRPC || m == ModeGRPCStream || m == ModeGRPCUnary }
 
 func stopNode(n *localNode) error {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)

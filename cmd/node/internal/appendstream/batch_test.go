@@ -1,0 +1,168 @@
+package appendstream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentstate/agentstate/cmd/node/internal/appendstream"
+	"github.com/agentstate/agentstate/messages/errs"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestBatchCallersShareOneStreamAndGetTheirOwnAnswers(t *testing.T) {
+	h := newHarness(t)
+	const callers, each = 64, 50
+	var wg sync.WaitGroup
+	errc := make(chan error, callers)
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				id := fmt.Sprintf("%d-%d", g, i)
+				resp, err := h.batch.Append(context.Background(), req("s", id))
+				if err != nil {
+					errc <- err
+					return
+				}
+				if got := resp.GetMessages()[0].GetMessageId(); got != id {
+					errc <- fmt.Errorf("answer for %s to request %s", got, id)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	if n := h.fake.served.Load(); n != callers*each {
+		t.Fatalf("served %d, want %d", n, callers*each)
+	}
+	if n := h.streams.Load(); n != 1 {
+		t.Fatalf("%d streams for one batch client, want 1", n)
+	}
+	if n := h.observed.Load(); n != callers*each {
+		t.Fatalf("Observe saw %d appends, want %d", n, callers*each)
+	}
+	if n := h.fake.unmarked.Load(); n != 0 {
+		t.Fatalf("%d appends ran without the Mark context", n)
+	}
+}
+
+func TestBatchRequestErrorKeepsTheStream(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	_, err := h.batch.Append(ctx, req("fail", "a"))
+	if !errors.Is(err, errs.ErrResourceExhausted) || status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("err = %v (code %v), want RESOURCE_EXHAUSTED", err, status.Code(err))
+	}
+	if _, err := h.batch.Append(ctx, nil); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Fatalf("err = %v for an append without a request, want INVALID_ARGUMENT", err)
+	}
+	if _, err := h.batch.Append(ctx, req("s", "b")); err != nil {
+		t.Fatalf("append after refused ones: %v", err)
+	}
+	if n := h.streams.Load(); n != 1 {
+		t.Fatalf("%d streams, want the first one kept after request errors", n)
+	}
+}
+
+// On one AppendStream stream a held append holds every later one; on an
+// AppendBatches stream the others go on.
+func TestBatchAppendsOfOneStreamAreServedConcurrently(t *testing.T) {
+	h := newHarness(t)
+	held := make(chan error, 1)
+	go func() {
+		_, err := h.batch.Append(context.Background(), req("block", "held"))
+		held <- err
+	}()
+	<-h.fake.entered
+	// Served one after another, these would wait for the held one: the
+	// deadline turns that into a failure instead of a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 10 {
+		if _, err := h.batch.Append(ctx, req("s", fmt.Sprint(i))); err != nil {
+			t.Fatalf("append %d while another is held: %v", i, err)
+		}
+	}
+	close(h.fake.release)
+	if err := <-held; err != nil {
+		t.Fatalf("held append: %v", err)
+	}
+	if n := h.streams.Load(); n != 1 {
+		t.Fatalf("%d streams, want 1", n)
+	}
+}
+
+func TestBatchEndedContextKeepsTheStream(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.batch.Append(ctx, req("block", "a"))
+		done <- err
+	}()
+	<-h.fake.entered
+	cancel()
+	if err := <-done; !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("err = %v, want UNAVAILABLE", err)
+	}
+	close(h.fake.release) // its outcome now arrives for nobody
+	if _, err := h.batch.Append(context.Background(), req("s", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.streams.Load(); n != 1 {
+		t.Fatalf("%d streams; an abandoned append must not cost the stream", n)
+	}
+}
+
+func TestBatchStreamFailureFailsWaitingAppends(t *testing.T) {
+	h := newHarness(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.batch.Append(context.Background(), req("block", "a"))
+		done <- err
+	}()
+	<-h.fake.entered
+	h.srv.Stop()
+	if err := <-done; !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("err = %v, want UNAVAILABLE when the stream failed", err)
+	}
+	close(h.fake.release)
+}
+
+func TestBatchOversizedAppendGoesUnary(t *testing.T) {
+	h := newHarness(t)
+	big := req("s", "big")
+	big.Messages[0].Content = strings.Repeat("x", appendstream.MaxBatchBytes+1)
+	resp, err := h.batch.Append(context.Background(), big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.GetMessages()[0].GetMessageId(); got != "big" {
+		t.Fatalf("answered %q", got)
+	}
+	if n := h.streams.Load(); n != 0 {
+		t.Fatalf("%d streams opened for an append above MaxBatchBytes, want a unary call", n)
+	}
+}
+
+func TestBatchClosedClientRefuses(t *testing.T) {
+	h := newHarness(t)
+	if _, err := h.batch.Append(context.Background(), req("s", "a")); err != nil {
+		t.Fatal(err)
+	}
+	h.batch.Close()
+	if _, err := h.batch.Append(context.Background(), req("s", "b")); !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("err = %v, want UNAVAILABLE after Close", err)
+	}
+}

@@ -1,0 +1,338 @@
+package appendstream
+
+import (
+	"context"
+	"sync"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+const (
+	// MaxBatchBytes bounds the encoded appends of one AppendBatch, far
+	// below a node's receive limit (4 MiB by default). An append larger
+	// than this alone goes as a unary Append, which refuses it with the
+	// node's own error if it is too large.
+	MaxBatchBytes = 1 << 20
+	// maxBatchAppends bounds the appends of one AppendBatch.
+	maxBatchAppends = 1024
+)
+
+// BatchClient appends over one AppendBatches stream, shared by all its
+// callers: each Append waits for its own outcome while the appends of
+// concurrent callers travel together, as many per stream message as are
+// waiting when the stream is free to send. It is safe for concurrent use.
+//
+// One caller's appends keep their order only if it waits for each one's
+// outcome before sending the next, as with concurrent unary calls.
+//
+// A failed stream fails the appends waiting on it with UNAVAILABLE (they
+// may have committed; a retry with the same message ids is safe, the node
+// answers it with the original sequences), and the next Append opens a new
+// stream.
+type BatchClient struct {
+	api  sessionv1.SessionServiceClient
+	opts []grpc.CallOption
+
+	mu     sync.Mutex
+	cur    *batchStream // nil: none open, or the last one failed
+	closed bool
+}
+
+// NewBatchClient returns a BatchClient calling api; opts go to its streams
+// and to the unary Appends of oversized requests.
+func NewBatchClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption) *BatchClient {
+	return &BatchClient{api: api, opts: opts}
+}
+
+// Append appends req and returns its response or its error: the node's
+// typed error for the request (an *errs.Error), UNAVAILABLE when the stream
+// failed or ctx ended first (then the append may still have committed).
+func (c *BatchClient) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
+	size := proto.Size(req)
+	if size > MaxBatchBytes {
+		return c.api.Append(ctx, req, c.opts...)
+	}
+	bs, err := c.stream()
+	if err != nil {
+		return nil, err
+	}
+	call, err := bs.enqueue(req, size)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-call.done:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return decode(r.out)
+	case <-ctx.Done():
+		if bs.withdraw(call) {
+			return nil, errs.Unavailable("append not sent: %v", context.Cause(ctx))
+		}
+		return nil, errs.Unavailable("no append answer before the deadline: %v", context.Cause(ctx))
+	}
+}
+
+// Close ends the stream: appends waiting fail with UNAVAILABLE, later
+// Appends are refused.
+func (c *BatchClient) Close() {
+	c.mu.Lock()
+	c.closed = true
+	bs := c.cur
+	c.cur = nil
+	c.mu.Unlock()
+	if bs != nil {
+		bs.fail(errs.Unavailable("append batch client is closed"))
+	}
+}
+
+// stream returns the open stream, or opens one.
+func (c *BatchClient) stream() (*batchStream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errs.Unavailable("append batch client is closed")
+	}
+	if c.cur != nil {
+		return c.cur, nil
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	s, err := c.api.AppendBatches(sctx, c.opts...)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	bs := &batchStream{c: c, s: s, cancel: cancel, wake: make(chan struct{}, 1), stop: sctx.Done(),
+		inflight: map[uint64]*batchCall{}}
+	c.cur = bs
+	go bs.sendOn()
+	go bs.receive()
+	return bs, nil
+}
+
+// forget drops bs as the open stream once it failed.
+func (c *BatchClient) forget(bs *batchStream) {
+	c.mu.Lock()
+	if c.cur == bs {
+		c.cur = nil
+	}
+	c.mu.Unlock()
+}
+
+func decode(out *sessionv1.AppendStreamResponse) (*sessionv1.AppendResponse, error) {
+	switch o := out.GetOutcome().(type) {
+	case *sessionv1.AppendStreamResponse_Response:
+		return o.Response, nil
+	case *sessionv1.AppendStreamResponse_Error:
+		return nil, errs.FromProto(o.Error)
+	}
+	return nil, errs.Internal("append outcome carries neither a response nor an error")
+}
+
+// batchStream is one AppendBatches stream and the appends on it.
+//
+// Sending: at most one goroutine sends at a time — the one that set
+// sending. A caller that finds no send under way sends the pending
+// appends itself, one message (no hand-off to another goroutine when few
+// callers are about); if more are pending after that, it hands the
+// sending over to the stream's sending goroutine through wake, which
+// sends until none are pending. Meanwhile callers only queue.
+//
+// Invariants: an append is in pending until a sender takes it, then in
+// inflight under its tag until its outcome arrives or the stream fails;
+// done receives exactly one result per call that was enqueued and not
+// withdrawn; once err is set nothing is enqueued; sending is cleared only
+// under mu by take finding nothing pending, so no append is left pending
+// without a sender.
+type batchStream struct {
+	c      *BatchClient
+	s      grpc.BidiStreamingClient[sessionv1.AppendBatch, sessionv1.AppendOutcomes]
+	cancel context.CancelFunc
+	wake   chan struct{} // capacity 1: sending handed to sendOn
+	stop   <-chan struct{}
+
+	mu       sync.Mutex
+	pending  []*batchCall
+	inflight map[uint64]*batchCall
+	nextTag  uint64
+	sending  bool
+	err      error
+}
+
+type batchCall struct {
+	tag  uint64
+	req  *sessionv1.AppendRequest
+	size int
+	done chan batchResult // capacity 1
+}
+
+type batchResult struct {
+	out *sessionv1.AppendStreamResponse
+	err error
+}
+
+func (bs *batchStream) enqueue(req *sessionv1.AppendRequest, size int) (*batchCall, error) {
+	bs.mu.Lock()
+	if bs.err != nil {
+		err := bs.err
+		bs.mu.Unlock()
+		return nil, err
+	}
+	bs.nextTag++
+	call := &batchCall{tag: bs.nextTag, req: req, size: size, done: make(chan batchResult, 1)}
+	bs.pending = append(bs.pending, call)
+	send := !bs.sending
+	bs.sending = true
+	bs.mu.Unlock()
+	if send {
+		bs.sendOnce()
+	}
+	return call, nil
+}
+
+// sendOnce sends one message of pending appends for the caller that
+// became the sender, then stops sending or hands it to sendOn.
+func (bs *batchStream) sendOnce() {
+	batch := bs.take()
+	if batch == nil {
+		return
+	}
+	if err := bs.s.Send(batch); err != nil {
+		bs.sendFailed()
+		return
+	}
+	if bs.more() {
+		select {
+		case bs.wake <- struct{}{}:
+		case <-bs.stop: // failed meanwhile: fail answers what is pending
+		}
+	}
+}
+
+// more reports whether appends are pending, clearing sending if none are.
+func (bs *batchStream) more() bool {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if len(bs.pending) == 0 || bs.err != nil {
+		bs.sending = false
+		return false
+	}
+	return true
+}
+
+// sendFailed ends a stream whose Send failed. The stream's real status
+// comes from Recv (Send's error, io.EOF, says only that it ended), which
+// the cancellation ends; sending stays set, so nothing more is sent.
+func (bs *batchStream) sendFailed() { bs.cancel() }
+
+// withdraw takes call back if it was not sent yet; false once it was.
+func (bs *batchStream) withdraw(call *batchCall) bool {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	for i, p := range bs.pending {
+		if p == call {
+			bs.pending = append(bs.pending[:i], bs.pending[i+1:]...)
+			return true
+		}
+	}
+	// Sent: its outcome, when it comes, goes to the buffered done and is
+	// dropped with call.
+	delete(bs.inflight, call.tag)
+	return false
+}
+
+// sendOn is the stream's sending goroutine: handed the sending through
+// wake, it sends until no appends are pending.
+func (bs *batchStream) sendOn() {
+	for {
+		select {
+		case <-bs.wake:
+		case <-bs.stop:
+			return
+		}
+		for {
+			batch := bs.take()
+			if batch == nil {
+				break
+			}
+			if err := bs.s.Send(batch); err != nil {
+				bs.sendFailed()
+				return
+			}
+		}
+	}
+}
+
+// take moves the oldest pending appends, within the bounds of one
+// message, to inflight and returns them as a batch; nil, with sending
+// cleared, when none wait.
+func (bs *batchStream) take() *sessionv1.AppendBatch {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if len(bs.pending) == 0 || bs.err != nil {
+		bs.sending = false
+		return nil
+	}
+	batch := &sessionv1.AppendBatch{}
+	n, bytes := 0, 0
+	for n < len(bs.pending) && n < maxBatchAppends && (n == 0 || bytes+bs.pending[n].size <= MaxBatchBytes) {
+		call := bs.pending[n]
+		bytes += call.size
+		batch.Appends = append(batch.Appends, &sessionv1.TaggedAppend{Tag: call.tag, Request: call.req})
+		bs.inflight[call.tag] = call
+		n++
+	}
+	rest := copy(bs.pending, bs.pending[n:])
+	clear(bs.pending[rest:])
+	bs.pending = bs.pending[:rest]
+	return batch
+}
+
+// receive delivers outcomes to their calls until the stream fails.
+func (bs *batchStream) receive() {
+	for {
+		msg, err := bs.s.Recv()
+		if err != nil {
+			bs.fail(errs.Unavailable("append stream ended: %v", err))
+			return
+		}
+		for _, o := range msg.GetOutcomes() {
+			bs.mu.Lock()
+			call := bs.inflight[o.GetTag()]
+			delete(bs.inflight, o.GetTag())
+			bs.mu.Unlock()
+			if call != nil {
+				call.done <- batchResult{out: o.GetOutcome()}
+			}
+		}
+	}
+}
+
+// fail ends the stream: every append waiting on it gets err, and the
+// client opens a new stream for the next Append.
+func (bs *batchStream) fail(err error) {
+	bs.mu.Lock()
+	if bs.err != nil {
+		bs.mu.Unlock()
+		return
+	}
+	bs.err = err
+	calls := bs.pending
+	bs.pending = nil
+	for _, call := range bs.inflight {
+		calls = append(calls, call)
+	}
+	bs.inflight = nil
+	bs.mu.Unlock()
+	bs.c.forget(bs)
+	// Cancelling resets the stream; CloseSend could race the sending
+	// goroutine's Send.
+	bs.cancel()
+	for _, call := range calls {
+		call.done <- batchResult{err: err}
+	}
+}

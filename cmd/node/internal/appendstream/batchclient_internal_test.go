@@ -1,0 +1,55 @@
+package appendstream
+
+import (
+	"testing"
+
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+)
+
+func pendingStream(sizes ...int) *batchStream {
+	bs := &batchStream{inflight: map[uint64]*batchCall{}}
+	for i, size := range sizes {
+		bs.pending = append(bs.pending, &batchCall{tag: uint64(i + 1), req: &sessionv1.AppendRequest{}, size: size})
+	}
+	return bs
+}
+
+func TestTakeKeepsABatchWithinItsBounds(t *testing.T) {
+	cases := []struct {
+		name  string
+		sizes []int
+		want  []int // appends per batch, in order
+	}{
+		{"all fit", []int{10, 10, 10}, []int{3}},
+		{"bytes", []int{MaxBatchBytes / 2, MaxBatchBytes / 2, 1, MaxBatchBytes}, []int{2, 1, 1}},
+		{"one at the limit alone", []int{MaxBatchBytes, 1}, []int{1, 1}},
+		{"count", make([]int, maxBatchAppends+5), []int{maxBatchAppends, 5}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bs := pendingStream(c.sizes...)
+			var got []int
+			next := uint64(1)
+			for b := bs.take(); b != nil; b = bs.take() {
+				got = append(got, len(b.GetAppends()))
+				for _, a := range b.GetAppends() {
+					if a.GetTag() != next {
+						t.Fatalf("tag %d sent where %d was next: batches must keep the callers' order", a.GetTag(), next)
+					}
+					next++
+				}
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("batches %v, want %v", got, c.want)
+			}
+			for i := range got {
+				if got[i] != c.want[i] {
+					t.Fatalf("batches %v, want %v", got, c.want)
+				}
+			}
+			if len(bs.inflight) != len(c.sizes) || len(bs.pending) != 0 {
+				t.Fatalf("%d in flight and %d pending after taking all of %d", len(bs.inflight), len(bs.pending), len(c.sizes))
+			}
+		})
+	}
+}
