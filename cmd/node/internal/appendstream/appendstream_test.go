@@ -22,7 +22,8 @@ type markKey struct{}
 
 // fake answers an append with one message whose id is the request's first
 // message id and whose sequence counts the appends it served; a session id
-// of "fail" is refused, one of "block" waits for release.
+// of "fail" is refused, one of "block" waits for release, one of "panic"
+// panics.
 type fake struct {
 	sessionv1.UnimplementedSessionServiceServer
 	served   atomic.Int64
@@ -38,6 +39,8 @@ func (f *fake) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessi
 	switch req.GetSessionId() {
 	case "fail":
 		return nil, errs.ResourceExhausted("backlog full")
+	case "panic":
+		panic("fake service failure")
 	case "block":
 		f.entered <- struct{}{}
 		<-f.release

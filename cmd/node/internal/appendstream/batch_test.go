@@ -156,6 +156,20 @@ func TestBatchOversizedAppendGoesUnary(t *testing.T) {
 	}
 }
 
+func TestBatchServicePanicFailsOnlyItsAppend(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.batch.Append(ctx, req("panic", "a")); !errors.Is(err, errs.ErrInternal) {
+		t.Fatalf("err = %v, want INTERNAL for an append whose service panicked", err)
+	}
+	if _, err := h.batch.Append(ctx, req("s", "b")); err != nil {
+		t.Fatalf("append after the panic: %v", err)
+	}
+	if n := h.streams.Load(); n != 1 {
+		t.Fatalf("%d streams, want the stream kept", n)
+	}
+}
+
 func TestBatchClosedClientRefuses(t *testing.T) {
 	h := newHarness(t)
 	if _, err := h.batch.Append(context.Background(), req("s", "a")); err != nil {

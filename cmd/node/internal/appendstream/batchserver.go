@@ -76,13 +76,7 @@ func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingSe
 			serving.Add(1)
 			go func(tag uint64, req *sessionv1.AppendRequest) {
 				defer serving.Done()
-				var resp *sessionv1.AppendResponse
-				var err error
-				if req == nil {
-					err = errs.InvalidArgument("append %d of the batch has no request", tag)
-				} else {
-					resp, err = s.Append(ctx, req)
-				}
+				resp, err := s.serveOne(ctx, tag, req)
 				if s.Observe != nil {
 					s.Observe(resp, err)
 				}
@@ -94,6 +88,21 @@ func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingSe
 			}(a.GetTag(), a.GetRequest())
 		}
 	}
+}
+
+// serveOne serves one append of a batch. It runs on a goroutine of its
+// own, outside the stream handler's recovery, so a panic of the service
+// becomes this append's INTERNAL error instead of ending the process.
+func (s *Server) serveOne(ctx context.Context, tag uint64, req *sessionv1.AppendRequest) (resp *sessionv1.AppendResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, errs.Internal("append %d of the batch failed: %v", tag, p)
+		}
+	}()
+	if req == nil {
+		return nil, errs.InvalidArgument("append %d of the batch has no request", tag)
+	}
+	return s.Append(ctx, req)
 }
 
 // sendOutcomes sends what arrives on outcomes, everything ready at once in
