@@ -51,7 +51,7 @@ func NewBatchClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption)
 // typed error for the request (an *errs.Error), UNAVAILABLE when the stream
 // failed or ctx ended first (then the append may still have committed).
 func (c *BatchClient) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
-	size := proto.Size(req)
+	size := sizeOf(req)
 	if size > MaxBatchBytes {
 		return c.api.Append(ctx, req, c.opts...)
 	}
@@ -121,6 +121,22 @@ func (c *BatchClient) forget(bs *batchStream) {
 		c.cur = nil
 	}
 	c.mu.Unlock()
+}
+
+// sizeOf is req's encoded size, or a bound on it: the exact size costs a
+// walk of the message on every append, so a request whose text fields are
+// well below MaxBatchBytes is counted by those alone, plus a bound on the
+// tags, lengths and numbers of each field.
+func sizeOf(req *sessionv1.AppendRequest) int {
+	const perField = 16 // tag, length, varint: at most this much per field
+	n := len(req.GetSessionId()) + 4*perField
+	for _, m := range req.GetMessages() {
+		n += len(m.GetMessageId()) + len(m.GetContent()) + len(m.GetMetadataJson()) + 8*perField
+	}
+	if n > MaxBatchBytes/4 {
+		return proto.Size(req)
+	}
+	return n
 }
 
 func decode(out *sessionv1.AppendStreamResponse) (*sessionv1.AppendResponse, error) {

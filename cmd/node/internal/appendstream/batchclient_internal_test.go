@@ -1,9 +1,11 @@
 package appendstream
 
 import (
+	"strings"
 	"testing"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 func pendingStream(sizes ...int) *batchStream {
@@ -51,5 +53,31 @@ func TestTakeKeepsABatchWithinItsBounds(t *testing.T) {
 				t.Fatalf("%d in flight and %d pending after taking all of %d", len(bs.inflight), len(bs.pending), len(c.sizes))
 			}
 		})
+	}
+}
+
+func TestSizeOfBoundsTheEncodedSize(t *testing.T) {
+	msg := func(content string) *sessionv1.NewMessage {
+		return &sessionv1.NewMessage{Role: sessionv1.Role_ROLE_TOOL, Content: content,
+			MetadataJson: `{"k":"v"}`, MessageId: "01J00000000000000000000000"}
+	}
+	many := &sessionv1.AppendRequest{SessionId: "01J00000000000000000000001"}
+	for range 100 {
+		many.Messages = append(many.Messages, msg("ü"))
+	}
+	big := &sessionv1.AppendRequest{SessionId: "s", Messages: []*sessionv1.NewMessage{msg(strings.Repeat("x", MaxBatchBytes))}}
+	for name, req := range map[string]*sessionv1.AppendRequest{
+		"empty":    {},
+		"one":      {SessionId: "s", Messages: []*sessionv1.NewMessage{msg("hello")}},
+		"many":     many,
+		"long":     {SessionId: "s", Messages: []*sessionv1.NewMessage{msg(strings.Repeat("y", 100000))}},
+		"oversize": big,
+	} {
+		if got, exact := sizeOf(req), proto.Size(req); got < exact {
+			t.Errorf("%s: sizeOf = %d below the encoded size %d", name, got, exact)
+		}
+	}
+	if got := sizeOf(big); got != proto.Size(big) {
+		t.Errorf("oversize: sizeOf = %d, want the exact %d above the estimate's range", got, proto.Size(big))
 	}
 }

@@ -43,10 +43,12 @@ func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendB
 	sent := make(chan error, 1)
 	go func() { sent <- sendOutcomes(stream, outcomes) }()
 
-	recvErr := s.receiveBatches(ctx, stream, slots, &serving, outcomes)
-	// Every append received has its goroutine: once they have all put
-	// their outcome, the sender drains the channel and stops.
+	work := &workers{jobs: make(chan func())}
+	recvErr := s.receiveBatches(ctx, stream, slots, &serving, work, outcomes)
+	// Every append received has its worker: once they have all put their
+	// outcome, the sender drains the channel and stops.
 	serving.Wait()
+	close(work.jobs)
 	close(outcomes)
 	sendErr := <-sent
 	if recvErr != nil {
@@ -58,7 +60,7 @@ func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendB
 // receiveBatches reads batches until the client closes its side (nil) or
 // the stream fails, starting one goroutine per append.
 func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes],
-	slots chan struct{}, serving *sync.WaitGroup, outcomes chan<- *sessionv1.TaggedOutcome) error {
+	slots chan struct{}, serving *sync.WaitGroup, work *workers, outcomes chan<- *sessionv1.TaggedOutcome) error {
 	for {
 		batch, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -74,7 +76,8 @@ func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingSe
 				return context.Cause(ctx)
 			}
 			serving.Add(1)
-			go func(tag uint64, req *sessionv1.AppendRequest) {
+			tag, req := a.GetTag(), a.GetRequest()
+			work.run(func() {
 				defer serving.Done()
 				resp, err := s.serveOne(ctx, tag, req)
 				if s.Observe != nil {
@@ -85,8 +88,30 @@ func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingSe
 				// at MaxStreamInFlight.
 				outcomes <- &sessionv1.TaggedOutcome{Tag: tag, Outcome: outcome(resp, err)}
 				<-slots
-			}(a.GetTag(), a.GetRequest())
+			})
 		}
+	}
+}
+
+// workers runs a stream's appends on goroutines that outlive one append:
+// an append descends deep (the façade, the actor call), and a fresh
+// goroutine per append regrows its stack every time. A job goes to an idle
+// worker if one waits, else to a new one; workers end when jobs is closed,
+// once the stream's appends are all answered. There are never more
+// workers than the stream's peak of appends in flight (MaxStreamInFlight).
+type workers struct{ jobs chan func() }
+
+func (w *workers) run(job func()) {
+	select {
+	case w.jobs <- job:
+	default:
+		go w.loop(job)
+	}
+}
+
+func (w *workers) loop(job func()) {
+	for ; job != nil; job = <-w.jobs {
+		job()
 	}
 }
 
