@@ -139,16 +139,6 @@ func sizeOf(req *sessionv1.AppendRequest) int {
 	return n
 }
 
-func decode(out *sessionv1.AppendStreamResponse) (*sessionv1.AppendResponse, error) {
-	switch o := out.GetOutcome().(type) {
-	case *sessionv1.AppendStreamResponse_Response:
-		return o.Response, nil
-	case *sessionv1.AppendStreamResponse_Error:
-		return nil, errs.FromProto(o.Error)
-	}
-	return nil, errs.Internal("append outcome carries neither a response nor an error")
-}
-
 // batchStream is one AppendBatches stream and the appends on it.
 //
 // Sending: at most one goroutine sends at a time — the one that set

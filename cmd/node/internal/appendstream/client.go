@@ -66,13 +66,7 @@ func (c *Client) Append(ctx context.Context, req *sessionv1.AppendRequest) (*ses
 	default:
 		c.give(st)
 	}
-	switch o := out.GetOutcome().(type) {
-	case *sessionv1.AppendStreamResponse_Response:
-		return o.Response, nil
-	case *sessionv1.AppendStreamResponse_Error:
-		return nil, errs.FromProto(o.Error)
-	}
-	return nil, errs.Internal("append stream answered neither a response nor an error")
+	return decode(out)
 }
 
 func roundTrip(st *stream, req *sessionv1.AppendRequest) (*sessionv1.AppendStreamResponse, error) {
