@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/agentstate/agentstate/cmd/node/internal/appendstream"
+	"github.com/agentstate/agentstate/cmd/node/appendstream"
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"

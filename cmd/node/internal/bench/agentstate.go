@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentstate/agentstate/cmd/node/internal/appendstream"
+	"github.com/agentstate/agentstate/cmd/node/appendstream"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"

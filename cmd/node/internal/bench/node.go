@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors"
 	"github.com/agentstate/agentstate/actors/audit"
-	"github.com/agentstate/agentstate/cmd/node/internal/appendstream"
+	"github.com/agentstate/agentstate/cmd/node/appendstream"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"

@@ -36,9 +36,10 @@ type BatchClient struct {
 	api  sessionv1.SessionServiceClient
 	opts []grpc.CallOption
 
-	mu     sync.Mutex
-	cur    *batchStream // nil: none open, or the last one failed
-	closed bool
+	mu      sync.Mutex
+	cur     *batchStream  // nil: none open, or the last one failed
+	opening chan struct{} // non-nil while a caller opens a stream; closed when done
+	closed  bool
 }
 
 // NewBatchClient returns a BatchClient calling api; opts go to its streams
@@ -55,7 +56,7 @@ func (c *BatchClient) Append(ctx context.Context, req *sessionv1.AppendRequest) 
 	if size > MaxBatchBytes {
 		return c.api.Append(ctx, req, c.opts...)
 	}
-	bs, err := c.stream()
+	bs, err := c.stream(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -90,28 +91,71 @@ func (c *BatchClient) Close() {
 	}
 }
 
-// stream returns the open stream, or opens one.
-func (c *BatchClient) stream() (*batchStream, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, errs.Unavailable("append batch client is closed")
+// stream returns the open stream, or opens one: one caller opens while
+// the others wait for it (or for their ctx to end).
+func (c *BatchClient) stream(ctx context.Context) (*batchStream, error) {
+	for {
+		c.mu.Lock()
+		switch {
+		case c.closed:
+			c.mu.Unlock()
+			return nil, errs.Unavailable("append batch client is closed")
+		case c.cur != nil:
+			bs := c.cur
+			c.mu.Unlock()
+			return bs, nil
+		case c.opening != nil:
+			wait := c.opening
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, errs.Unavailable("append not sent: %v", context.Cause(ctx))
+			}
+		}
+		done := make(chan struct{})
+		c.opening = done
+		c.mu.Unlock()
+		bs, err := c.open(ctx)
+		c.mu.Lock()
+		c.opening = nil
+		if err == nil && c.closed {
+			err = errs.Unavailable("append batch client is closed")
+		}
+		if err == nil {
+			c.cur = bs
+		}
+		c.mu.Unlock()
+		close(done)
+		if err != nil {
+			if bs != nil {
+				bs.cancel()
+			}
+			return nil, err
+		}
+		go bs.sendOn()
+		go bs.receive()
+		return bs, nil
 	}
-	if c.cur != nil {
-		return c.cur, nil
-	}
+}
+
+// open opens a stream that outlives ctx; ctx bounds only the opening
+// (which, with grpc.WaitForReady, waits for the connection).
+func (c *BatchClient) open(ctx context.Context) (*batchStream, error) {
 	sctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel)
 	s, err := c.api.AppendBatches(sctx, c.opts...)
+	if !stop() {
+		cancel()
+		return nil, errs.Unavailable("append stream not opened: %v", context.Cause(ctx))
+	}
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	bs := &batchStream{c: c, s: s, cancel: cancel, wake: make(chan struct{}, 1), stop: sctx.Done(),
-		inflight: map[uint64]*batchCall{}}
-	c.cur = bs
-	go bs.sendOn()
-	go bs.receive()
-	return bs, nil
+	return &batchStream{c: c, s: s, cancel: cancel, wake: make(chan struct{}, 1), stop: sctx.Done(),
+		inflight: map[uint64]*batchCall{}}, nil
 }
 
 // forget drops bs as the open stream once it failed.

@@ -4,15 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/cmd/node/internal/appendstream"
+	"github.com/agentstate/agentstate/cmd/node/appendstream"
 	"github.com/agentstate/agentstate/messages/errs"
+	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
 )
 
 func TestBatchCallersShareOneStreamAndGetTheirOwnAnswers(t *testing.T) {
@@ -178,5 +183,25 @@ func TestBatchClosedClientRefuses(t *testing.T) {
 	h.batch.Close()
 	if _, err := h.batch.Append(context.Background(), req("s", "b")); !errors.Is(err, errs.ErrUnavailable) {
 		t.Fatalf("err = %v, want UNAVAILABLE after Close", err)
+	}
+}
+
+// With grpc.WaitForReady, opening a stream waits for the connection; the
+// caller's context still bounds that wait.
+func TestBatchOpenEndsWithTheCallersContext(t *testing.T) {
+	lis := bufconn.Listen(1 << 10) // never served: the connection is never ready
+	conn, err := grpc.NewClient("passthrough:///unserved",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	b := appendstream.NewBatchClient(sessionv1.NewSessionServiceClient(conn), grpc.WaitForReady(true))
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := b.Append(ctx, req("s", "a")); !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("err = %v, want UNAVAILABLE once the caller's context ended", err)
 	}
 }

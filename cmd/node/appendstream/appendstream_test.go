@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/agentstate/agentstate/cmd/node/internal/appendstream"
+	"github.com/agentstate/agentstate/cmd/node/appendstream"
 	"github.com/agentstate/agentstate/messages/errs"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"google.golang.org/grpc"
