@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentstate/agentstate/cmd/node/appendstream"
 	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
 	"github.com/agentstate/agentstate/messages/ids"
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
@@ -29,6 +30,11 @@ type LoadConfig struct {
 	// audit entry, or a replay of a turn it saw acknowledged; the rest are
 	// appends. Negative means never. [7, 11, 13]
 	PlanErrorEvery, AuditEvery, ReplayEvery int
+	// Every n-th client (client ids 0, n, 2n, ...) appends through the
+	// AppendBatches stream of its connection (appendstream.BatchClient,
+	// shared with the other such clients), the others with unary Append.
+	// Negative means none. [2]
+	BatchEvery int
 	// RPCTimeout bounds one attempt; an attempt that times out is retried
 	// like any other unavailability. [15s]
 	RPCTimeout time.Duration
@@ -54,6 +60,7 @@ func (c LoadConfig) withDefaults() LoadConfig {
 	def(&c.PlanErrorEvery, 7)
 	def(&c.AuditEvery, 11)
 	def(&c.ReplayEvery, 13)
+	def(&c.BatchEvery, 2)
 	if c.RPCTimeout == 0 {
 		c.RPCTimeout = 15 * time.Second
 	}
@@ -75,6 +82,7 @@ type Load struct {
 	planIDs    []string
 
 	acked        atomic.Int64 // operations acknowledged
+	batchAcked   atomic.Int64 // of which appends over AppendBatches
 	maybeApplied atomic.Int64 // non-idempotent operations given up as "may have been applied"
 	attempts     atomic.Int64
 	mu           sync.Mutex
@@ -88,6 +96,8 @@ type target struct {
 	sessions sessionv1.SessionServiceClient
 	plans    planv1.PlanServiceClient
 	audit    auditv1.AuditServiceClient
+	// batch appends over the connection's AppendBatches stream.
+	batch *appendstream.BatchClient
 }
 
 // NewLoad returns a load for the node at conn that records into l.
@@ -110,10 +120,12 @@ func NewClusterLoad(conns []grpc.ClientConnInterface, l *Ledger, cfg LoadConfig)
 		lastErr:  make(map[codes.Code]string),
 	}
 	for _, conn := range conns {
+		sessions := sessionv1.NewSessionServiceClient(conn)
 		ld.targets = append(ld.targets, target{
-			sessions: sessionv1.NewSessionServiceClient(conn),
+			sessions: sessions,
 			plans:    planv1.NewPlanServiceClient(conn),
 			audit:    auditv1.NewAuditServiceClient(conn),
+			batch:    appendstream.NewBatchClient(sessions, grpc.WaitForReady(len(conns) == 1)),
 		})
 	}
 	for range cfg.Plans {
@@ -156,6 +168,9 @@ func (ld *Load) Run(ctx context.Context, stop <-chan struct{}) error {
 	var err error
 	for range ld.cfg.Clients {
 		err = errors.Join(err, <-errc)
+	}
+	for _, t := range ld.targets {
+		t.batch.Close()
 	}
 	return err
 }
@@ -203,6 +218,7 @@ func (ld *Load) LastFailures() map[codes.Code]string {
 // requests refused for good (which count as violations).
 func (ld *Load) Fill(r *Report) {
 	r.Attempts = ld.attempts.Load()
+	r.BatchAcked = ld.batchAcked.Load()
 	r.MaybeApplied = ld.maybeApplied.Load()
 	ld.mu.Lock()
 	defer ld.mu.Unlock()
@@ -307,7 +323,8 @@ func (ld *Load) call(ctx context.Context, what string, at *int, idempotent bool,
 // client is one sequential caller: it sends a request, waits for its
 // answer (retrying), records it, and only then sends the next.
 func (ld *Load) client(ctx context.Context, i int, stop <-chan struct{}) error {
-	c := &client{ld: ld, id: i, at: i % len(ld.targets), rng: rand.New(rand.NewPCG(ld.cfg.Seed, uint64(i)))}
+	c := &client{ld: ld, id: i, at: i % len(ld.targets), rng: rand.New(rand.NewPCG(ld.cfg.Seed, uint64(i))),
+		batch: ld.cfg.BatchEvery > 0 && i%ld.cfg.BatchEvery == 0}
 	for n := 1; ; n++ {
 		select {
 		case <-stop:
@@ -344,6 +361,8 @@ type client struct {
 	at   int // index of the target (node) the client calls now
 	rng  *rand.Rand
 	done []Turn // recently acknowledged turns, for replays
+	// batch: appends go over AppendBatches (see LoadConfig.BatchEvery).
+	batch bool
 }
 
 // probeEventType is the type of the load's audit entries: the node only
@@ -385,7 +404,11 @@ func (c *client) send(ctx context.Context, t Turn, replay bool) error {
 	err := c.ld.call(ctx, "append to "+t.Session, &c.at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		c.ld.ledger.AppendSent(t)
 		var err error
-		resp, err = c.ld.targets[conn].sessions.Append(ctx, req, ready)
+		if c.batch {
+			resp, err = c.ld.targets[conn].batch.Append(ctx, req)
+		} else {
+			resp, err = c.ld.targets[conn].sessions.Append(ctx, req, ready)
+		}
 		if c.ld.cfg.OnAppend != nil {
 			c.ld.cfg.OnAppend(conn, t.Session, err)
 		}
@@ -395,6 +418,9 @@ func (c *client) send(ctx context.Context, t Turn, replay bool) error {
 		return err
 	}
 	c.ld.ledger.AppendAcked(c.id, t, replay, resp)
+	if c.batch {
+		c.ld.batchAcked.Add(1)
+	}
 	return nil
 }
 

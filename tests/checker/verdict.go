@@ -36,8 +36,11 @@ type SessionView struct {
 // Report holds the checker's figures. The fields from Lost on are
 // violations: a correct node leaves every one of them at zero.
 type Report struct {
-	Sessions      int
-	AppendsAcked  int // turns acknowledged (first acknowledgements, not replays)
+	Sessions     int
+	AppendsAcked int // turns acknowledged (first acknowledgements, not replays)
+	// BatchAcked counts the acknowledgements (replays included) that
+	// came over AppendBatches streams (LoadConfig.BatchEvery).
+	BatchAcked    int64
 	MessagesAcked int // distinct messages acknowledged
 	Replays       int // acknowledged re-sends of already acknowledged turns
 	// RetriedStored counts turns whose retry was answered as a duplicate:
@@ -95,10 +98,10 @@ func (r *Report) Err() error {
 
 // String prints the figures on one line each group.
 func (r *Report) String() string {
-	return fmt.Sprintf("sessions=%d appends_acked=%d messages_acked=%d replays=%d retried_stored=%d messages_stored=%d "+
+	return fmt.Sprintf("sessions=%d appends_acked=%d batch_acked=%d messages_acked=%d replays=%d retried_stored=%d messages_stored=%d "+
 		"plan_errors_acked=%d plan_records=%d audit_acked=%d audit_verified=%d kills=%d attempts=%d failed_attempts=%d maybe_applied=%d | "+
 		"lost=%d duplicated=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d rejected=%d",
-		r.Sessions, r.AppendsAcked, r.MessagesAcked, r.Replays, r.RetriedStored, r.MessagesStored,
+		r.Sessions, r.AppendsAcked, r.BatchAcked, r.MessagesAcked, r.Replays, r.RetriedStored, r.MessagesStored,
 		r.PlanErrorsAcked, r.PlanRecords, r.AuditAcked, r.AuditChecked, r.Kills, r.Attempts, r.Failed, r.MaybeApplied,
 		r.Lost, r.Duplicated, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.Rejected)
 }
