@@ -175,6 +175,26 @@ func TestBatchServicePanicFailsOnlyItsAppend(t *testing.T) {
 	}
 }
 
+// Close lets an append already sent finish: the node answers what it
+// received, then ends the stream.
+func TestBatchCloseAnswersWhatWasSent(t *testing.T) {
+	h := newHarness(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.batch.Append(context.Background(), req("block", "a"))
+		done <- err
+	}()
+	<-h.fake.entered
+	h.batch.Close()
+	close(h.fake.release)
+	if err := <-done; err != nil {
+		t.Fatalf("append sent before Close: %v, want its answer", err)
+	}
+	if n := h.fake.served.Load(); n != 1 {
+		t.Fatalf("served %d, want 1", n)
+	}
+}
+
 func TestBatchClosedClientRefuses(t *testing.T) {
 	h := newHarness(t)
 	if _, err := h.batch.Append(context.Background(), req("s", "a")); err != nil {

@@ -78,8 +78,10 @@ func (c *BatchClient) Append(ctx context.Context, req *sessionv1.AppendRequest) 
 	}
 }
 
-// Close ends the stream: appends waiting fail with UNAVAILABLE, later
-// Appends are refused.
+// Close refuses later Appends and ends the stream: appends not yet sent
+// fail with UNAVAILABLE; those sent still get their outcomes when no send
+// is under way (the stream is closed from this side and the node answers
+// what it received, then ends it), else they fail with UNAVAILABLE too.
 func (c *BatchClient) Close() {
 	c.mu.Lock()
 	c.closed = true
@@ -87,7 +89,7 @@ func (c *BatchClient) Close() {
 	c.cur = nil
 	c.mu.Unlock()
 	if bs != nil {
-		bs.fail(errs.Unavailable("append batch client is closed"))
+		bs.close(errs.Unavailable("append batch client is closed"))
 	}
 }
 
@@ -210,6 +212,7 @@ type batchStream struct {
 	inflight map[uint64]*batchCall
 	nextTag  uint64
 	sending  bool
+	closing  bool // Close came during a send: the sender closes the sending side
 	err      error
 }
 
@@ -268,10 +271,21 @@ func (bs *batchStream) more() bool {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	if len(bs.pending) == 0 || bs.err != nil {
-		bs.sending = false
+		bs.stopSending()
 		return false
 	}
 	return true
+}
+
+// stopSending clears sending, the sender's last act; if Close came while
+// it was sending, it closes the sending side now that no send can race
+// it. Called with mu held by the sender.
+func (bs *batchStream) stopSending() {
+	bs.sending = false
+	if bs.closing {
+		bs.closing = false
+		_ = bs.s.CloseSend()
+	}
 }
 
 // sendFailed ends a stream whose Send failed. The stream's real status
@@ -324,7 +338,7 @@ func (bs *batchStream) take() *sessionv1.AppendBatch {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	if len(bs.pending) == 0 || bs.err != nil {
-		bs.sending = false
+		bs.stopSending()
 		return nil
 	}
 	batch := &sessionv1.AppendBatch{}
@@ -362,15 +376,36 @@ func (bs *batchStream) receive() {
 	}
 }
 
-// fail ends the stream: every append waiting on it gets err, and the
-// client opens a new stream for the next Append.
+// close stops the stream taking appends, fails those not sent, and
+// closes the sending side — now if no send is under way (none can start
+// once err is set), else by the sender when its send ends — so the node
+// answers the appends in flight and then ends the stream.
+func (bs *batchStream) close(err error) {
+	bs.mu.Lock()
+	if bs.err == nil {
+		bs.err = err
+	}
+	calls := bs.pending
+	bs.pending = nil
+	if bs.sending {
+		bs.closing = true
+	} else {
+		_ = bs.s.CloseSend()
+	}
+	bs.mu.Unlock()
+	for _, call := range calls {
+		call.done <- batchResult{err: err}
+	}
+}
+
+// fail ends the stream: every append waiting on it gets err (or the
+// stream's first error), and the client opens a new stream for the next
+// Append.
 func (bs *batchStream) fail(err error) {
 	bs.mu.Lock()
-	if bs.err != nil {
-		bs.mu.Unlock()
-		return
+	if bs.err == nil {
+		bs.err = err
 	}
-	bs.err = err
 	calls := bs.pending
 	bs.pending = nil
 	for _, call := range bs.inflight {
@@ -379,8 +414,8 @@ func (bs *batchStream) fail(err error) {
 	bs.inflight = nil
 	bs.mu.Unlock()
 	bs.c.forget(bs)
-	// Cancelling resets the stream; CloseSend could race the sending
-	// goroutine's Send.
+	// Cancelling resets the stream if it still runs; CloseSend could race
+	// a send under way.
 	bs.cancel()
 	for _, call := range calls {
 		call.done <- batchResult{err: err}
