@@ -66,13 +66,15 @@ func (c *BatchClient) Append(ctx context.Context, req *sessionv1.AppendRequest) 
 	}
 	select {
 	case r := <-call.done:
-		if r.err != nil {
-			return nil, r.err
-		}
-		return decode(r.out)
+		return r.decode()
 	case <-ctx.Done():
 		if bs.withdraw(call) {
 			return nil, errs.Unavailable("append not sent: %v", context.Cause(ctx))
+		}
+		select {
+		case r := <-call.done: // answered as ctx ended: the answer wins
+			return r.decode()
+		default:
 		}
 		return nil, errs.Unavailable("no append answer before the deadline: %v", context.Cause(ctx))
 	}
@@ -226,6 +228,13 @@ type batchCall struct {
 type batchResult struct {
 	out *sessionv1.AppendStreamResponse
 	err error
+}
+
+func (r batchResult) decode() (*sessionv1.AppendResponse, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	return decode(r.out)
 }
 
 func (bs *batchStream) enqueue(req *sessionv1.AppendRequest, size int) (*batchCall, error) {
