@@ -23,44 +23,39 @@ const (
 )
 
 // AppendBatches serves the stream's batches: every append is served with
-// the embedded service's Append on a goroutine of its own, concurrently with
+// the embedded service's Append on a worker goroutine, concurrently with
 // the stream's other appends, and its outcome (response or typed error) is
 // sent as soon as it is decided, together with the others decided by then.
 // It returns nil once the client closed its side and every append received
 // was answered, or the stream's error when receiving or sending fails.
 //
-// Invariants: only the sending goroutine calls stream.Send; every append
-// received is answered exactly once unless the stream failed; at most
-// MaxStreamInFlight appends of the stream are being served at a time.
+// Invariants: every append received is answered exactly once unless the
+// stream failed; at most MaxStreamInFlight appends of the stream are
+// between their receipt and the send of their outcome; the handler returns
+// only after every worker's last send (see outbox).
 func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes]) error {
 	ctx := stream.Context()
 	if s.Mark != nil {
 		ctx = s.Mark(ctx)
 	}
-	outcomes := make(chan *sessionv1.TaggedOutcome, maxOutcomesPerMessage)
-	slots := make(chan struct{}, MaxStreamInFlight)
+	out := &outbox{stream: stream, slots: make(chan struct{}, MaxStreamInFlight)}
 	var serving sync.WaitGroup
-	sent := make(chan error, 1)
-	go func() { sent <- sendOutcomes(stream, outcomes) }()
-
 	work := &workers{jobs: make(chan func())}
-	recvErr := s.receiveBatches(ctx, stream, slots, &serving, work, outcomes)
-	// Every append received has its worker: once they have all put their
-	// outcome, the sender drains the channel and stops.
+	recvErr := s.receiveBatches(ctx, stream, &serving, work, out)
+	// Every append received has its worker, which returns only once its
+	// outcome is sent (or dropped after a failed send).
 	serving.Wait()
 	close(work.jobs)
-	close(outcomes)
-	sendErr := <-sent
 	if recvErr != nil {
 		return recvErr
 	}
-	return sendErr
+	return out.failure()
 }
 
 // receiveBatches reads batches until the client closes its side (nil) or
-// the stream fails, starting one goroutine per append.
+// the stream fails, handing each append to a worker.
 func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes],
-	slots chan struct{}, serving *sync.WaitGroup, work *workers, outcomes chan<- *sessionv1.TaggedOutcome) error {
+	serving *sync.WaitGroup, work *workers, out *outbox) error {
 	for {
 		batch, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -71,7 +66,7 @@ func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingSe
 		}
 		for _, a := range batch.GetAppends() {
 			select {
-			case slots <- struct{}{}:
+			case out.slots <- struct{}{}:
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}
@@ -83,11 +78,7 @@ func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingSe
 				if s.Observe != nil {
 					s.Observe(resp, err)
 				}
-				// The slot is freed only once the outcome is queued: a
-				// client that stops reading holds the stream's appends
-				// at MaxStreamInFlight.
-				outcomes <- &sessionv1.TaggedOutcome{Tag: tag, Outcome: outcome(resp, err)}
-				<-slots
+				out.put(&sessionv1.TaggedOutcome{Tag: tag, Outcome: outcome(resp, err)})
 			})
 		}
 	}
@@ -130,28 +121,61 @@ func (s *Server) serveOne(ctx context.Context, tag uint64, req *sessionv1.Append
 	return s.Append(ctx, req)
 }
 
-// sendOutcomes sends what arrives on outcomes, everything ready at once in
-// one message, until outcomes is closed. After a send failed it keeps
-// draining (the appends still finish) and returns that failure.
-func sendOutcomes(stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes], outcomes <-chan *sessionv1.TaggedOutcome) error {
-	var failed error
-	for first := range outcomes {
-		msg := &sessionv1.AppendOutcomes{Outcomes: []*sessionv1.TaggedOutcome{first}}
-	gather:
-		for len(msg.Outcomes) < maxOutcomesPerMessage {
-			select {
-			case o, ok := <-outcomes:
-				if !ok {
-					break gather
-				}
-				msg.Outcomes = append(msg.Outcomes, o)
-			default:
-				break gather
-			}
+// outbox sends a stream's outcomes. The worker that puts an outcome while
+// no send is under way becomes the sender: it sends every outcome put by
+// then in one message, and goes on until none wait; the others only queue
+// theirs. So a lone outcome costs no hand-off to another goroutine, and
+// under load one message carries many. The stream's slot of an outcome is
+// freed once the outcome was sent: a client that stops reading holds the
+// stream at MaxStreamInFlight appends.
+//
+// Invariants: at most one goroutine (the one that set sending) calls
+// stream.Send; sending is cleared, under mu, only when nothing is pending;
+// after a failed send outcomes are dropped, not sent.
+type outbox struct {
+	stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes]
+	slots  chan struct{}
+
+	mu      sync.Mutex
+	pending []*sessionv1.TaggedOutcome
+	sending bool
+	err     error
+}
+
+func (o *outbox) put(oc *sessionv1.TaggedOutcome) {
+	o.mu.Lock()
+	o.pending = append(o.pending, oc)
+	if o.sending {
+		o.mu.Unlock()
+		return
+	}
+	o.sending = true
+	for len(o.pending) > 0 {
+		n := min(len(o.pending), maxOutcomesPerMessage)
+		msg := &sessionv1.AppendOutcomes{Outcomes: o.pending[:n:n]}
+		o.pending = o.pending[n:]
+		failed := o.err != nil
+		o.mu.Unlock()
+		var err error
+		if !failed {
+			err = o.stream.Send(msg)
 		}
-		if failed == nil {
-			failed = stream.Send(msg)
+		for range n {
+			<-o.slots
+		}
+		o.mu.Lock()
+		if err != nil {
+			o.err = err
 		}
 	}
-	return failed
+	o.pending = nil
+	o.sending = false
+	o.mu.Unlock()
+}
+
+// failure is the first failed send, once every worker has returned.
+func (o *outbox) failure() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
 }
