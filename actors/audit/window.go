@@ -26,10 +26,19 @@ const (
 // carried, plus those that were queued when it committed — or until the
 // window closes.
 //
+// The window is as long as the last transaction took (within CommitWindow):
+// holding costs the held commands at most one more transaction's time, and
+// where the senders come back slowly — session actors of a node whose CPU
+// goes to serving gRPC, each resending only after it answered its own
+// callers — waiting that long lets each commit carry twice or more the
+// commands, and a commit has a fixed cost (node bench round 4: over gRPC,
+// transactions of ~60 appends became ~100, for 8–10% less CPU per append;
+// with a quarter of the Apply time the window expired and shrank away).
+//
 // Invariants: a batch is held only while open; a window opens at most once
 // per commit, only after a transaction of less than windowBatchBytes, for
-// at most min(Config.CommitWindow, a quarter of the last transaction's
-// Apply time, halved shrink times), and never while draining or once a
+// at most min(Config.CommitWindow, the last transaction's Apply time,
+// halved shrink times), and never while draining or once a
 // full batch is queued; gen tells the open window's timer from those of
 // windows that closed early. A single sender never waits: it is all the
 // writer expects.
@@ -79,7 +88,7 @@ func (win *window) hold(queued int, full, draining bool, bound time.Duration) (w
 	if !want {
 		return false, 0
 	}
-	d := min(bound, win.last/4) >> win.shrink
+	d := min(bound, win.last) >> win.shrink
 	if d < minCommitWindow {
 		win.shrink = max(win.shrink-1, 0)
 		return false, 0

@@ -5,14 +5,14 @@ import (
 	"time"
 )
 
-const txTime = 4 * time.Millisecond // a quarter of it is 1ms
+const txTime = 4 * time.Millisecond
 
 func TestWindowWaitsForTheAnsweredSenders(t *testing.T) {
 	var win window
 	win.committed(31, 31*300, 33, txTime) // 31 answered, 33 queued meanwhile
 	wait, d := win.hold(33, false, false, time.Hour)
-	if !wait || d != txTime/4 {
-		t.Fatalf("hold with 33 of 64 queued = %v, %v; want to wait a quarter of the last transaction", wait, d)
+	if !wait || d != txTime {
+		t.Fatalf("hold with 33 of 64 queued = %v, %v; want to wait as long as the last transaction took", wait, d)
 	}
 	if wait, d := win.hold(50, false, false, time.Hour); !wait || d != 0 {
 		t.Fatalf("hold while open = %v, %v; want to keep waiting, no second timer", wait, d)
@@ -58,7 +58,7 @@ func TestWindowNeverHolds(t *testing.T) {
 		{"draining", func(w *window) { w.committed(8, 2400, 0, txTime) }, 1, false, true, time.Hour},
 		{"disabled (negative CommitWindow)", func(w *window) { w.committed(8, 2400, 0, txTime) }, 1, false, false, -1},
 		{"last transaction large enough", func(w *window) { w.committed(8, windowBatchBytes, 0, txTime) }, 1, false, false, time.Hour},
-		{"last transaction too short for a timer", func(w *window) { w.committed(8, 2400, 0, 100*time.Microsecond) }, 1, false, false, time.Hour},
+		{"last transaction too short for a timer", func(w *window) { w.committed(8, 2400, 0, 40*time.Microsecond) }, 1, false, false, time.Hour},
 	}
 	for _, c := range cases {
 		var win window
@@ -93,30 +93,30 @@ func TestWindowAdaptsToLateSenders(t *testing.T) {
 		}
 		win.close(win.gen)
 	}
-	late(time.Millisecond)
-	late(500 * time.Microsecond)
-	late(250 * time.Microsecond)
-	late(125 * time.Microsecond)
-	late(62500 * time.Nanosecond)
-	late(62500 * time.Nanosecond) // a sixteenth at most
+	late(txTime)
+	late(txTime / 2)
+	late(txTime / 4)
+	late(txTime / 8)
+	late(txTime / 16)
+	late(txTime / 16) // a sixteenth at most
 
 	// The senders come back in time: the next window is twice as long.
 	win.committed(8, 2400, 0, txTime)
-	if _, d := win.hold(1, false, false, time.Hour); d != 62500*time.Nanosecond {
+	if _, d := win.hold(1, false, false, time.Hour); d != txTime/16 {
 		t.Fatalf("window %v", d)
 	}
 	if wait, _ := win.hold(8, false, false, time.Hour); wait {
 		t.Fatal("all expected arrived: the batch must go")
 	}
 	win.committed(8, 2400, 0, txTime)
-	if _, d := win.hold(1, false, false, time.Hour); d != 125*time.Microsecond {
-		t.Fatalf("window after an early close %v, want 125µs", d)
+	if _, d := win.hold(1, false, false, time.Hour); d != txTime/8 {
+		t.Fatalf("window %v after one that closed early, want %v (twice the last)", d, txTime/8)
 	}
 
 	// Too short to open: each such commit lets the window grow, so
 	// it opens again once it is long enough.
 	win = window{shrink: maxShrink}
-	short := 400 * time.Microsecond // a quarter is 100µs
+	short := 100 * time.Microsecond
 	opened := 0
 	for range 4 {
 		win.committed(8, 2400, 0, short)
