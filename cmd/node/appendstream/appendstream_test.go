@@ -181,8 +181,8 @@ func TestEndedContextDropsTheStream(t *testing.T) {
 	}()
 	<-h.fake.entered // the server holds the request: give up on it
 	cancel()
-	if err := <-done; !errors.Is(err, errs.ErrUnavailable) {
-		t.Fatalf("err = %v, want UNAVAILABLE", err)
+	if err := <-done; !errors.Is(err, errs.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want OUTCOME_UNKNOWN: the append was sent", err)
 	}
 	close(h.fake.release)
 	if _, err := h.client.Append(context.Background(), req("s", "b")); err != nil {

@@ -118,8 +118,8 @@ func TestBatchEndedContextKeepsTheStream(t *testing.T) {
 	}()
 	<-h.fake.entered
 	cancel()
-	if err := <-done; !errors.Is(err, errs.ErrUnavailable) {
-		t.Fatalf("err = %v, want UNAVAILABLE", err)
+	if err := <-done; !errors.Is(err, errs.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want OUTCOME_UNKNOWN: the append was sent", err)
 	}
 	close(h.fake.release) // its outcome now arrives for nobody
 	if _, err := h.batch.Append(context.Background(), req("s", "b")); err != nil {
@@ -139,8 +139,8 @@ func TestBatchStreamFailureFailsWaitingAppends(t *testing.T) {
 	}()
 	<-h.fake.entered
 	h.srv.Stop()
-	if err := <-done; !errors.Is(err, errs.ErrUnavailable) {
-		t.Fatalf("err = %v, want UNAVAILABLE when the stream failed", err)
+	if err := <-done; !errors.Is(err, errs.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want OUTCOME_UNKNOWN when the stream failed after the send", err)
 	}
 	close(h.fake.release)
 }

@@ -28,10 +28,10 @@ const (
 // One caller's appends keep their order only if it waits for each one's
 // outcome before sending the next, as with concurrent unary calls.
 //
-// A failed stream fails the appends waiting on it with UNAVAILABLE (they
-// may have committed; a retry with the same message ids is safe, the node
-// answers it with the original sequences), and the next Append opens a new
-// stream.
+// A failed stream fails the appends waiting on it — UNAVAILABLE for those
+// not sent yet, OUTCOME_UNKNOWN for those sent (they may have committed; a
+// retry with the same message ids is safe, the node answers it with the
+// original sequences) — and the next Append opens a new stream.
 type BatchClient struct {
 	api  sessionv1.SessionServiceClient
 	opts []grpc.CallOption
@@ -49,8 +49,9 @@ func NewBatchClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption)
 }
 
 // Append appends req and returns its response or its error: the node's
-// typed error for the request (an *errs.Error), UNAVAILABLE when the stream
-// failed or ctx ended first (then the append may still have committed).
+// typed error for the request (an *errs.Error); UNAVAILABLE when it was
+// not sent (nothing stored); OUTCOME_UNKNOWN when it was sent but the
+// stream failed or ctx ended before the answer (it may have committed).
 func (c *BatchClient) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
 	size := sizeOf(req)
 	if size > MaxBatchBytes {
@@ -76,14 +77,14 @@ func (c *BatchClient) Append(ctx context.Context, req *sessionv1.AppendRequest) 
 			return r.decode()
 		default:
 		}
-		return nil, errs.Unavailable("no append answer before the deadline: %v", context.Cause(ctx))
+		return nil, errs.OutcomeUnknown("no append answer before the deadline: %v", context.Cause(ctx))
 	}
 }
 
 // Close refuses later Appends and ends the stream: appends not yet sent
-// fail with UNAVAILABLE; those sent still get their outcomes when no send
-// is under way (the stream is closed from this side and the node answers
-// what it received, then ends it), else they fail with UNAVAILABLE too.
+// fail with UNAVAILABLE; those sent still get their outcomes (the stream
+// is closed from this side once no send is under way, and the node
+// answers what it received, then ends it).
 func (c *BatchClient) Close() {
 	c.mu.Lock()
 	c.closed = true
@@ -370,7 +371,7 @@ func (bs *batchStream) receive() {
 	for {
 		msg, err := bs.s.Recv()
 		if err != nil {
-			bs.fail(errs.Unavailable("append stream ended: %v", err))
+			bs.fail(err)
 			return
 		}
 		for _, o := range msg.GetOutcomes() {
@@ -407,26 +408,27 @@ func (bs *batchStream) close(err error) {
 	}
 }
 
-// fail ends the stream: every append waiting on it gets err (or the
-// stream's first error), and the client opens a new stream for the next
-// Append.
-func (bs *batchStream) fail(err error) {
+// fail ends the stream after cause: the appends not sent get UNAVAILABLE,
+// those sent OUTCOME_UNKNOWN, and the client opens a new stream for the
+// next Append.
+func (bs *batchStream) fail(cause error) {
+	notSent := errs.Unavailable("append not sent: append stream ended: %v", cause)
+	unknown := errs.OutcomeUnknown("append stream ended before the answer: %v", cause)
 	bs.mu.Lock()
 	if bs.err == nil {
-		bs.err = err
+		bs.err = notSent
 	}
-	calls := bs.pending
-	bs.pending = nil
-	for _, call := range bs.inflight {
-		calls = append(calls, call)
-	}
-	bs.inflight = nil
+	pending, inflight := bs.pending, bs.inflight
+	bs.pending, bs.inflight = nil, nil
 	bs.mu.Unlock()
 	bs.c.forget(bs)
 	// Cancelling resets the stream if it still runs; CloseSend could race
 	// a send under way.
 	bs.cancel()
-	for _, call := range calls {
-		call.done <- batchResult{err: err}
+	for _, call := range pending {
+		call.done <- batchResult{err: notSent}
+	}
+	for _, call := range inflight {
+		call.done <- batchResult{err: unknown}
 	}
 }

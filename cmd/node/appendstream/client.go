@@ -43,9 +43,9 @@ func NewClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption) *Cli
 
 // Append appends req and returns its response, or its error: the node's
 // typed error for the request (an *errs.Error, which carries its gRPC
-// status), the stream's gRPC status when the stream failed, or UNAVAILABLE
-// when ctx ended first. After a stream failure or an ended ctx the append
-// may still have committed; a retry with the same message ids is safe.
+// status), or OUTCOME_UNKNOWN when the stream failed or ctx ended before
+// the answer — the append may have committed then; a retry with the same
+// message ids is safe (the node answers it with the original sequences).
 func (c *Client) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
 	st, err := c.take(ctx)
 	if err != nil {
@@ -57,10 +57,10 @@ func (c *Client) Append(ctx context.Context, req *sessionv1.AppendRequest) (*ses
 	out, err := roundTrip(st, req)
 	switch ended := !stop(); {
 	case ended && err != nil:
-		return nil, errs.Unavailable("no append answer before the deadline: %v", context.Cause(ctx))
+		return nil, errs.OutcomeUnknown("no append answer before the deadline: %v", context.Cause(ctx))
 	case err != nil:
 		st.cancel()
-		return nil, err
+		return nil, errs.OutcomeUnknown("append stream failed before the answer: %v", err)
 	case ended:
 		// Answered, but the stream is cancelled: not reusable.
 	default:

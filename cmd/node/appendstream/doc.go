@@ -33,6 +33,8 @@
 //	resp, err := b.Append(ctx, req)
 //
 // A request's failure comes back as an *errs.Error with its code, as a
-// unary call's status would be; a broken stream fails the requests waiting
-// on it with UNAVAILABLE, and a retry with the same message ids is safe.
+// unary call's status would be. A broken stream, or a caller's context
+// that ends first, fails an append with UNAVAILABLE if it was not sent
+// (nothing stored) or OUTCOME_UNKNOWN if it was (it may have committed); a
+// retry with the same message ids is safe either way.
 package appendstream

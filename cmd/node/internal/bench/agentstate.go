@@ -80,8 +80,9 @@ func (g *grpcSessions) ListMessages(ctx context.Context, r *sessionv1.ListMessag
 
 // Retries of a refused append. A network sender is refused with
 // RESOURCE_EXHAUSTED when the node's backlog is full, and may see
-// UNAVAILABLE; it retries with the same message id, which the node answers
-// with the original sequence if the first attempt was stored after all.
+// UNAVAILABLE, or OUTCOME_UNKNOWN (DEADLINE_EXCEEDED) when an answer was
+// lost; it retries with the same message id, which the node answers with
+// the original sequence if the first attempt was stored after all.
 const (
 	maxAttempts  = 200
 	firstBackoff = time.Millisecond
@@ -134,7 +135,8 @@ func (a *agentstate) Append(ctx context.Context, sessionID string, m Message) (A
 			ack.Seq = r.GetMessages()[0].GetSequence()
 			return ack, nil
 		}
-		if c := status.Code(err); (c != codes.ResourceExhausted && c != codes.Unavailable) || ack.Attempts >= maxAttempts {
+		if c := status.Code(err); (c != codes.ResourceExhausted && c != codes.Unavailable && c != codes.DeadlineExceeded) ||
+			ack.Attempts >= maxAttempts {
 			return ack, err
 		}
 		// Client backoff before a retry, not synchronization.
