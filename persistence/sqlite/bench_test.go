@@ -205,3 +205,34 @@ func BenchmarkApplyAudit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApplyAuditTx commits transactions of a few one-entry RecordAudit
+// commands, as the audit actor's group commit does for closed-loop sync
+// senders (a transaction per round of 1, 16, 64 or 256 senders): what one
+// such transaction costs the store alone. The commands are built before
+// the clock starts.
+func BenchmarkApplyAuditTx(b *testing.B) {
+	for _, n := range []int{1, 16, 64, 256} {
+		b.Run(fmt.Sprintf("commands=%d", n), func(b *testing.B) {
+			_, w := benchStore(b)
+			ctx := context.Background()
+			now := timestamppb.Now()
+			batches := make([][]persistence.Command, b.N)
+			for i := range batches {
+				batches[i] = make([]persistence.Command, n)
+				for k := range batches[i] {
+					batches[i][k] = &persistence.RecordAudit{Entries: []*auditv1.AuditEntry{{EventId: ids.New(),
+						EventType: "resource_modified", PlanId: "plan-1", ActorName: "bench",
+						DetailsJson: `{"resource":"file:///src/main.go","modification":"edit","tool":"write_file"}`, CreatedAt: now}}}
+				}
+			}
+			t := startTimer(b)
+			for i := range b.N {
+				if _, err := w.Apply(ctx, batches[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			t.report(n)
+		})
+	}
+}
