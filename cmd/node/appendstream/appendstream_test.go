@@ -3,6 +3,7 @@ package appendstream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -92,6 +93,53 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
+// appendFunc is Client.Append or BatchClient.Append.
+type appendFunc func(context.Context, *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error)
+
+// appendConcurrently has callers goroutines append each messages apiece,
+// with ids of their own, and fails the test on an error or on an answer
+// carrying another request's id.
+func appendConcurrently(t *testing.T, appendTo appendFunc, callers, each int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errc := make(chan error, callers)
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				id := fmt.Sprintf("%d-%d", g, i)
+				resp, err := appendTo(context.Background(), req("s", id))
+				if err != nil {
+					errc <- err
+					return
+				}
+				if got := resp.GetMessages()[0].GetMessageId(); got != id {
+					errc <- fmt.Errorf("answer for %s to request %s", got, id)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+}
+
+// held starts a "block" append through appendTo with ctx and returns once
+// the server holds it; the channel gets the append's error when it ends.
+func (h *harness) held(ctx context.Context, appendTo appendFunc) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := appendTo(ctx, req("block", "held"))
+		done <- err
+	}()
+	<-h.fake.entered
+	return done
+}
+
 func req(session, id string) *sessionv1.AppendRequest {
 	return &sessionv1.AppendRequest{SessionId: session, Messages: []*sessionv1.NewMessage{{MessageId: id, Content: "x"}}}
 }
@@ -138,31 +186,7 @@ func TestRequestErrorKeepsTheStream(t *testing.T) {
 func TestConcurrentAppendsGetTheirOwnAnswers(t *testing.T) {
 	h := newHarness(t)
 	const callers, each = 16, 50
-	var wg sync.WaitGroup
-	errc := make(chan error, callers)
-	for g := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				id := string(rune('A'+g)) + string(rune('a'+i%26)) + string(rune('0'+i/26))
-				resp, err := h.client.Append(context.Background(), req("s", id))
-				if err != nil {
-					errc <- err
-					return
-				}
-				if got := resp.GetMessages()[0].GetMessageId(); got != id {
-					errc <- errors.New("answer for " + got + " to request " + id)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
+	appendConcurrently(t, h.client.Append, callers, each)
 	if n := h.fake.served.Load(); n != callers*each {
 		t.Fatalf("served %d, want %d", n, callers*each)
 	}
@@ -174,12 +198,7 @@ func TestConcurrentAppendsGetTheirOwnAnswers(t *testing.T) {
 func TestEndedContextDropsTheStream(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.client.Append(ctx, req("block", "a"))
-		done <- err
-	}()
-	<-h.fake.entered // the server holds the request: give up on it
+	done := h.held(ctx, h.client.Append) // the server holds it: give up on it
 	cancel()
 	if err := <-done; !errors.Is(err, errs.ErrOutcomeUnknown) {
 		t.Fatalf("err = %v, want OUTCOME_UNKNOWN: the append was sent", err)
@@ -194,12 +213,18 @@ func TestEndedContextDropsTheStream(t *testing.T) {
 }
 
 func TestClosedClientRefuses(t *testing.T) {
-	h := newHarness(t)
-	if _, err := h.client.Append(context.Background(), req("s", "a")); err != nil {
-		t.Fatal(err)
-	}
-	h.client.Close()
-	if _, err := h.client.Append(context.Background(), req("s", "b")); !errors.Is(err, errs.ErrUnavailable) {
-		t.Fatalf("err = %v, want UNAVAILABLE after Close", err)
+	for name, client := range map[string]func(*harness) (appendFunc, func()){
+		"Client":      func(h *harness) (appendFunc, func()) { return h.client.Append, h.client.Close },
+		"BatchClient": func(h *harness) (appendFunc, func()) { return h.batch.Append, h.batch.Close },
+	} {
+		h := newHarness(t)
+		appendTo, closeClient := client(h)
+		if _, err := appendTo(context.Background(), req("s", "a")); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		closeClient()
+		if _, err := appendTo(context.Background(), req("s", "b")); !errors.Is(err, errs.ErrUnavailable) {
+			t.Fatalf("%s: err = %v, want UNAVAILABLE after Close", name, err)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,31 +22,7 @@ import (
 func TestBatchCallersShareOneStreamAndGetTheirOwnAnswers(t *testing.T) {
 	h := newHarness(t)
 	const callers, each = 64, 50
-	var wg sync.WaitGroup
-	errc := make(chan error, callers)
-	for g := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				id := fmt.Sprintf("%d-%d", g, i)
-				resp, err := h.batch.Append(context.Background(), req("s", id))
-				if err != nil {
-					errc <- err
-					return
-				}
-				if got := resp.GetMessages()[0].GetMessageId(); got != id {
-					errc <- fmt.Errorf("answer for %s to request %s", got, id)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
+	appendConcurrently(t, h.batch.Append, callers, each)
 	if n := h.fake.served.Load(); n != callers*each {
 		t.Fatalf("served %d, want %d", n, callers*each)
 	}
@@ -84,12 +59,7 @@ func TestBatchRequestErrorKeepsTheStream(t *testing.T) {
 // AppendBatches stream the others go on.
 func TestBatchAppendsOfOneStreamAreServedConcurrently(t *testing.T) {
 	h := newHarness(t)
-	held := make(chan error, 1)
-	go func() {
-		_, err := h.batch.Append(context.Background(), req("block", "held"))
-		held <- err
-	}()
-	<-h.fake.entered
+	held := h.held(context.Background(), h.batch.Append)
 	// Served one after another, these would wait for the held one: the
 	// deadline turns that into a failure instead of a hang.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -111,12 +81,7 @@ func TestBatchAppendsOfOneStreamAreServedConcurrently(t *testing.T) {
 func TestBatchEndedContextKeepsTheStream(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.batch.Append(ctx, req("block", "a"))
-		done <- err
-	}()
-	<-h.fake.entered
+	done := h.held(ctx, h.batch.Append)
 	cancel()
 	if err := <-done; !errors.Is(err, errs.ErrOutcomeUnknown) {
 		t.Fatalf("err = %v, want OUTCOME_UNKNOWN: the append was sent", err)
@@ -132,12 +97,7 @@ func TestBatchEndedContextKeepsTheStream(t *testing.T) {
 
 func TestBatchStreamFailureFailsWaitingAppends(t *testing.T) {
 	h := newHarness(t)
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.batch.Append(context.Background(), req("block", "a"))
-		done <- err
-	}()
-	<-h.fake.entered
+	done := h.held(context.Background(), h.batch.Append)
 	h.srv.Stop()
 	if err := <-done; !errors.Is(err, errs.ErrOutcomeUnknown) {
 		t.Fatalf("err = %v, want OUTCOME_UNKNOWN when the stream failed after the send", err)
@@ -179,12 +139,7 @@ func TestBatchServicePanicFailsOnlyItsAppend(t *testing.T) {
 // received, then ends the stream.
 func TestBatchCloseAnswersWhatWasSent(t *testing.T) {
 	h := newHarness(t)
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.batch.Append(context.Background(), req("block", "a"))
-		done <- err
-	}()
-	<-h.fake.entered
+	done := h.held(context.Background(), h.batch.Append)
 	h.batch.Close()
 	close(h.fake.release)
 	if err := <-done; err != nil {
@@ -192,17 +147,6 @@ func TestBatchCloseAnswersWhatWasSent(t *testing.T) {
 	}
 	if n := h.fake.served.Load(); n != 1 {
 		t.Fatalf("served %d, want 1", n)
-	}
-}
-
-func TestBatchClosedClientRefuses(t *testing.T) {
-	h := newHarness(t)
-	if _, err := h.batch.Append(context.Background(), req("s", "a")); err != nil {
-		t.Fatal(err)
-	}
-	h.batch.Close()
-	if _, err := h.batch.Append(context.Background(), req("s", "b")); !errors.Is(err, errs.ErrUnavailable) {
-		t.Fatalf("err = %v, want UNAVAILABLE after Close", err)
 	}
 }
 
