@@ -169,3 +169,26 @@ func TestBatchOpenEndsWithTheCallersContext(t *testing.T) {
 		t.Fatalf("err = %v, want UNAVAILABLE once the caller's context ended", err)
 	}
 }
+
+// A node that does not serve AppendBatches refuses the stream: the append
+// gets that refusal (UNIMPLEMENTED), not an UNAVAILABLE that invites a
+// retry forever.
+func TestBatchStreamRefusedByTheNode(t *testing.T) {
+	lis := bufconn.Listen(1 << 16)
+	srv := grpc.NewServer()
+	sessionv1.RegisterSessionServiceServer(srv, &fake{entered: make(chan struct{}, 1), release: make(chan struct{})})
+	go srv.Serve(lis) //nolint:errcheck // ends with Stop
+	defer srv.Stop()
+	conn, err := grpc.NewClient("passthrough:///old",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	b := appendstream.NewBatchClient(sessionv1.NewSessionServiceClient(conn))
+	defer b.Close()
+	if _, err := b.Append(context.Background(), req("s", "a")); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("err = %v (code %v), want UNIMPLEMENTED from a node without AppendBatches", err, status.Code(err))
+	}
+}

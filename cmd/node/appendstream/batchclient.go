@@ -7,6 +7,8 @@ import (
 	"github.com/agentstate/agentstate/messages/errs"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -157,7 +159,7 @@ func (c *BatchClient) open(ctx context.Context) (*batchStream, error) {
 	}
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, errs.From(err)
 	}
 	return &batchStream{c: c, s: s, cancel: cancel, wake: make(chan struct{}, 1), stop: sctx.Done(),
 		inflight: map[uint64]*batchCall{}}, nil
@@ -410,10 +412,16 @@ func (bs *batchStream) close(err error) {
 
 // fail ends the stream after cause: the appends not sent get UNAVAILABLE,
 // those sent OUTCOME_UNKNOWN, and the client opens a new stream for the
-// next Append.
+// next Append. A stream the node refused as a whole (no or wrong token, a
+// node without AppendBatches) served nothing: every append gets that
+// refusal, which retrying does not cure, instead of an invitation to retry.
 func (bs *batchStream) fail(cause error) {
-	notSent := errs.Unavailable("append not sent: append stream ended: %v", cause)
-	unknown := errs.OutcomeUnknown("append stream ended before the answer: %v", cause)
+	var notSent, unknown error = errs.Unavailable("append not sent: append stream ended: %v", cause),
+		errs.OutcomeUnknown("append stream ended before the answer: %v", cause)
+	switch status.Code(cause) {
+	case codes.Unauthenticated, codes.PermissionDenied, codes.Unimplemented:
+		notSent, unknown = cause, cause
+	}
 	bs.mu.Lock()
 	if bs.err == nil {
 		bs.err = notSent
