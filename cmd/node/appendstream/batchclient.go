@@ -45,7 +45,10 @@ type BatchClient struct {
 }
 
 // NewBatchClient returns a BatchClient calling api; opts go to its streams
-// and to the unary Appends of oversized requests.
+// and to the unary Appends of oversized requests. A stream outlives the
+// callers whose appends it carries, so it does not see their contexts'
+// metadata: a node's bearer token must come from the connection
+// (grpc.WithPerRPCCredentials) or from opts (grpc.PerRPCCredentials).
 func NewBatchClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption) *BatchClient {
 	return &BatchClient{api: api, opts: opts}
 }
