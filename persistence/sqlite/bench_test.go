@@ -236,3 +236,56 @@ func BenchmarkApplyAuditTx(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRawAuditTx is BenchmarkApplyAuditTx's ceiling: the same audit
+// rows, positions and chain hashes computed before the clock starts,
+// inserted with the store's own multi-row statements on its writer
+// connection, with no Apply around them (no validation, hashing, result
+// slices or savepoint bookkeeping). Its µs/tx at rows=1 against rows=64
+// bounds what any group commit on this store can gain for 64 closed-loop
+// sync senders over one transaction per entry: 64 × T(1) / T(64).
+func BenchmarkRawAuditTx(b *testing.B) {
+	for _, n := range []int{1, 16, 64, 256} {
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
+			s, w := benchStore(b)
+			w.Release()
+			ctx := context.Background()
+			created := time.Now().UnixNano()
+			const details = `{"resource":"file:///src/main.go","modification":"edit","tool":"write_file"}`
+			rows := make([][]any, b.N*n)
+			prev := ""
+			for i := range rows {
+				e := &auditv1.AuditEntry{EventId: ids.New(), EventType: "resource_modified", PlanId: "plan-1",
+					ActorName: "bench", DetailsJson: details, CreatedAt: timestamppb.New(time.Unix(0, created))}
+				h := persistence.AuditHash(prev, e)
+				rows[i] = []any{int64(i + 1), e.EventId, e.EventType, e.PlanId, "", "", e.ActorName, "", details, created, prev, h}
+				prev = h
+			}
+			args := make([]any, 0, auditColumnsN*auditChunks[0])
+			t := startTimer(b)
+			for i := range b.N {
+				tx, err := s.wconn.BeginTx(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				batch := rows[i*n : (i+1)*n]
+				err = inChunks(&batch, auditChunks[:], func(chunk [][]any) error {
+					args = args[:0]
+					for _, r := range chunk {
+						args = append(args, r...)
+					}
+					_, err := tx.ExecContext(ctx, insertAuditSQL[len(chunk)], args...)
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			t.report(n)
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/tx")
+		})
+	}
+}
