@@ -69,6 +69,15 @@ func startMember(t *testing.T, extra []*cluster.Kind, ropts ...remote.ConfigOpti
 	router.Bind(c)
 	m := &oneMember{node: node, router: router, cluster: c, sys: sys, store: store}
 	t.Cleanup(func() {
+		// protoactor-go reads its member list without a lock when an
+		// activation terminates (disthash's placement actor broadcasts
+		// ActivationTerminated) and writes it when the provider
+		// deregisters this member at the start of Shutdown. Poisoning the
+		// placement actor first, and waiting for it, puts every such read
+		// before that write (TestActivationStoppingAtShutdown). Shutdown
+		// stops the placement actor again, which is harmless (it already
+		// does so twice).
+		c.IdentityLookup.Shutdown()
 		c.Shutdown(true)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
