@@ -59,8 +59,6 @@ type owner struct {
 	n     int64
 }
 
-type workDone struct{ c *directory.Call }
-
 func (o *owner) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:

@@ -145,7 +145,7 @@ func waitOrFail(t *testing.T, wg *sync.WaitGroup) {
 }
 
 func TestSharedIsOnePool(t *testing.T) {
-	if dispatch.Shared() != dispatch.Shared() {
+	if a, b := dispatch.Shared(), dispatch.Shared(); a != b {
 		t.Fatal("Shared() returned two pools")
 	}
 	if dispatch.Shared().Throughput() != dispatch.DefaultThroughput {

@@ -31,10 +31,10 @@ func parseCluster(f *serveFlags) (*clusterFlags, error) {
 		return nil, nil
 	}
 	if f.amPort <= 0 || f.amPort > 65535 {
-		return nil, fmt.Errorf("--cluster needs --am-port (this member's automanaged port)")
+		return nil, fmt.Errorf("--cluster needs --am-port, this member's automanaged port")
 	}
 	if !isPostgres(f.data) {
-		return nil, fmt.Errorf("--cluster needs a store all members share: --data postgres://...")
+		return nil, fmt.Errorf("--cluster needs a store all members share: --data postgres://HOST/DB")
 	}
 	c := &clusterFlags{host: "127.0.0.1"}
 	for _, p := range strings.Split(f.peers, ",") {

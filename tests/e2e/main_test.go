@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 )
@@ -68,19 +67,9 @@ func build(out string, race bool) error {
 		args = append(args, "-race")
 	}
 	args = append(args, "github.com/agentstate/agentstate/cmd/node")
-	cmd := exec.Command(goTool(), args...)
+	// go test puts its own GOROOT/bin first on the PATH it gives tests
+	// (Go 1.19 and later), so "go" is the toolchain running this test.
+	cmd := exec.Command("go", args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()
-}
-
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
