@@ -38,9 +38,14 @@ fuzz:
 	  done; \
 	done
 
+# staticcheck runs at a pinned version through `go run pkg@version`, so that
+# neither it nor its dependencies enter go.mod (docs/DEPENDENCIES.md).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 proto:
 	protoc -I . \
