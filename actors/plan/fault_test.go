@@ -89,40 +89,13 @@ func TestFailedWriteRecomputesQueuedRequests(t *testing.T) {
 	record(t, h.svc, timeoutOn("p", execute, "s"))
 	record(t, h.svc, timeoutOn("p", execute, "s"))
 
-	entered, release := h.gate.armHold()
-	h.gate.failNext(errs.ResourceExhausted("injected: disk full"), nil)
-	aErr := make(chan error, 1)
-	go func() {
-		_, err := h.svc.RecordError(ctx, timeoutOn("p", execute, "s"))
-		aErr <- err
-	}()
-	<-entered // A's write is in flight and held.
-
-	// B and C reach the plan actor while A is in flight; the probe, sent
-	// after them by the same sender, is answered by the actor itself, so
-	// when it returns B and C are queued with sequences 3 and 4.
-	root := h.sys.Root
-	b, c := make(directory.ChanReplier, 1), make(directory.ChanReplier, 1)
-	root.Send(h.svc.PID(), &directory.Call{Msg: timeoutOn("p", execute, "s"), Replier: b})
-	root.Send(h.svc.PID(), &directory.Call{Msg: timeoutOn("p", execute, "s"), Replier: c})
-	if _, err := directory.Ask(ctx, root, h.svc.PID(), &planv1.RecordErrorRequest{PlanId: "p", ErrorType: "x"}); !isInvalid(err) {
-		t.Fatalf("probe: %v; want INVALID_ARGUMENT", err)
-	}
-	release()
-
-	if err := <-aErr; !errors.Is(err, errs.ErrResourceExhausted) {
+	w := queueTwoBehindAHeldWrite(t, h, ctx, func() {
+		h.gate.failNext(errs.ResourceExhausted("injected: disk full"), nil)
+	})
+	if err := <-w.a; !errors.Is(err, errs.ErrResourceExhausted) {
 		t.Fatalf("A: %v; want the injected RESOURCE_EXHAUSTED", err)
 	}
-	for i, ch := range []directory.ChanReplier{b, c} {
-		r := <-ch
-		if r.Err != nil {
-			t.Fatalf("queued request %d: %v", i, r.Err)
-		}
-		rec := r.Msg.(*planv1.RecordErrorResponse).GetRecord()
-		if rec.GetSequence() != int64(2+i) || rec.GetRetryCount() != int32(3+i) {
-			t.Fatalf("queued request %d: sequence %d retry_count %d; want %d %d", i, rec.GetSequence(), rec.GetRetryCount(), 2+i, 3+i)
-		}
-	}
+	w.expectQueued(t, 2)
 	recs := history(t, h.svc, "p")
 	if len(recs) != 4 || recs[3].GetSequence() != 3 || recs[3].GetRetryCount() != 4 {
 		t.Fatalf("history: %v", recs)
@@ -193,39 +166,13 @@ func TestOutcomeUnknownWriteReloads(t *testing.T) {
 	record(t, h.svc, timeoutOn("p", execute, "s"))
 	record(t, h.svc, timeoutOn("p", execute, "s"))
 
-	entered, release := h.gate.armHold()
-	h.gate.commitThenFailNext(errs.OutcomeUnknown("injected: the answer of COMMIT was lost"))
-	aErr := make(chan error, 1)
-	go func() {
-		_, err := h.svc.RecordError(ctx, timeoutOn("p", execute, "s"))
-		aErr <- err
-	}()
-	<-entered // A's write is in flight and held.
-
-	// B and C queue behind A (the probe, answered by the actor itself,
-	// returns after they arrived).
-	root := h.sys.Root
-	b, c := make(directory.ChanReplier, 1), make(directory.ChanReplier, 1)
-	root.Send(h.svc.PID(), &directory.Call{Msg: timeoutOn("p", execute, "s"), Replier: b})
-	root.Send(h.svc.PID(), &directory.Call{Msg: timeoutOn("p", execute, "s"), Replier: c})
-	if _, err := directory.Ask(ctx, root, h.svc.PID(), &planv1.RecordErrorRequest{PlanId: "p", ErrorType: "x"}); !isInvalid(err) {
-		t.Fatalf("probe: %v; want INVALID_ARGUMENT", err)
-	}
-	release()
-
-	if err := <-aErr; !errors.Is(err, errs.ErrOutcomeUnknown) {
+	w := queueTwoBehindAHeldWrite(t, h, ctx, func() {
+		h.gate.commitThenFailNext(errs.OutcomeUnknown("injected: the answer of COMMIT was lost"))
+	})
+	if err := <-w.a; !errors.Is(err, errs.ErrOutcomeUnknown) {
 		t.Fatalf("A: %v; want the injected OUTCOME_UNKNOWN", err)
 	}
-	for i, ch := range []directory.ChanReplier{b, c} {
-		r := <-ch
-		if r.Err != nil {
-			t.Fatalf("queued request %d: %v", i, r.Err)
-		}
-		rec := r.Msg.(*planv1.RecordErrorResponse).GetRecord()
-		if rec.GetSequence() != int64(3+i) || rec.GetRetryCount() != int32(4+i) {
-			t.Fatalf("queued request %d: sequence %d retry_count %d; want %d %d", i, rec.GetSequence(), rec.GetRetryCount(), 3+i, 4+i)
-		}
-	}
+	w.expectQueued(t, 3)
 	// And the next request too, without a failure in between.
 	if r := record(t, h.svc, timeoutOn("p", execute, "s")); r.GetSequence() != 5 || r.GetRetryCount() != 6 {
 		t.Fatalf("after: sequence %d retry_count %d; want 5 6", r.GetSequence(), r.GetRetryCount())
@@ -237,6 +184,55 @@ func TestOutcomeUnknownWriteReloads(t *testing.T) {
 	for i, rec := range recs {
 		if rec.GetSequence() != int64(i) || rec.GetRetryCount() != int32(i+1) {
 			t.Fatalf("history[%d]: sequence %d retry_count %d", i, rec.GetSequence(), rec.GetRetryCount())
+		}
+	}
+}
+
+// heldWrite is a write A, held in flight with a fault armed for it, and two
+// requests B and C queued behind it on plan "p".
+type heldWrite struct {
+	a    <-chan error
+	b, c directory.ChanReplier
+}
+
+// queueTwoBehindAHeldWrite holds the next write, arms it with arm, starts
+// A, and sends B and C to the plan actor while A is in flight. The probe,
+// sent after them by the same sender, is answered by the actor itself, so
+// when it returns B and C are queued. Then A is released.
+func queueTwoBehindAHeldWrite(t *testing.T, h *harness, ctx context.Context, arm func()) heldWrite {
+	t.Helper()
+	entered, release := h.gate.armHold()
+	arm()
+	a := make(chan error, 1)
+	go func() {
+		_, err := h.svc.RecordError(ctx, timeoutOn("p", execute, "s"))
+		a <- err
+	}()
+	<-entered // A's write is in flight and held.
+	root := h.sys.Root
+	w := heldWrite{a: a, b: make(directory.ChanReplier, 1), c: make(directory.ChanReplier, 1)}
+	root.Send(h.svc.PID(), &directory.Call{Msg: timeoutOn("p", execute, "s"), Replier: w.b})
+	root.Send(h.svc.PID(), &directory.Call{Msg: timeoutOn("p", execute, "s"), Replier: w.c})
+	if _, err := directory.Ask(ctx, root, h.svc.PID(), &planv1.RecordErrorRequest{PlanId: "p", ErrorType: "x"}); !isInvalid(err) {
+		t.Fatalf("probe: %v; want INVALID_ARGUMENT", err)
+	}
+	release()
+	return w
+}
+
+// expectQueued checks that B and C committed with sequences seq and seq+1
+// (retry counts one more: every request is the same step's timeout).
+func (w heldWrite) expectQueued(t *testing.T, seq int64) {
+	t.Helper()
+	for i, ch := range []directory.ChanReplier{w.b, w.c} {
+		r := <-ch
+		if r.Err != nil {
+			t.Fatalf("queued request %d: %v", i, r.Err)
+		}
+		rec := r.Msg.(*planv1.RecordErrorResponse).GetRecord()
+		want := seq + int64(i)
+		if rec.GetSequence() != want || rec.GetRetryCount() != int32(want+1) {
+			t.Fatalf("queued request %d: sequence %d retry_count %d; want %d %d", i, rec.GetSequence(), rec.GetRetryCount(), want, want+1)
 		}
 	}
 }

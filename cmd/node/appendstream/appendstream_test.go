@@ -170,16 +170,23 @@ func TestSequentialAppendsShareOneStream(t *testing.T) {
 
 func TestRequestErrorKeepsTheStream(t *testing.T) {
 	h := newHarness(t)
+	requestErrorKeepsTheStream(t, h, h.client.Append)
+}
+
+// requestErrorKeepsTheStream checks, for either client, that a request the
+// node refuses fails alone and its stream carries the next append.
+func requestErrorKeepsTheStream(t *testing.T, h *harness, appendTo appendFunc) {
+	t.Helper()
 	ctx := context.Background()
-	_, err := h.client.Append(ctx, req("fail", "a"))
+	_, err := appendTo(ctx, req("fail", "a"))
 	if !errors.Is(err, errs.ErrResourceExhausted) || status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("err = %v (code %v), want RESOURCE_EXHAUSTED", err, status.Code(err))
 	}
-	if _, err := h.client.Append(ctx, req("s", "b")); err != nil {
+	if _, err := appendTo(ctx, req("s", "b")); err != nil {
 		t.Fatalf("append after a refused one: %v", err)
 	}
 	if n := h.streams.Load(); n != 1 {
-		t.Fatalf("%d streams, want the first one reused after a request error", n)
+		t.Fatalf("%d streams, want the first one kept after a request error", n)
 	}
 }
 
