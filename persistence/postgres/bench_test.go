@@ -29,16 +29,23 @@ func benchSessions(b *testing.B, w persistence.Writer, n int) []string {
 			&persistence.CreateSession{Epoch: 1, Session: &sessionv1.Session{SessionId: out[i], ActorName: "bench",
 				Namespace: "local", MetadataJson: "{}", CreatedAt: now, UpdatedAt: now}})
 	}
+	applyAllOK(b, w, cmds)
+	return out
+}
+
+// applyAllOK applies cmds in one transaction and fails tb unless it and
+// every command succeeded.
+func applyAllOK(tb testing.TB, w persistence.Writer, cmds []persistence.Command) {
+	tb.Helper()
 	res, err := w.Apply(context.Background(), cmds)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	for _, r := range res {
 		if r.Err != nil {
-			b.Fatal(r.Err)
+			tb.Fatal(r.Err)
 		}
 	}
-	return out
 }
 
 // appendBatch is one group commit: one single-message turn, with its audit

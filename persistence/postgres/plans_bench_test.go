@@ -22,15 +22,7 @@ func benchPlans(b *testing.B, w persistence.Writer, n int) []string {
 		out[i] = ids.New()
 		cmds[i] = &persistence.Activate{Kind: persistence.OwnerPlan, ID: out[i]}
 	}
-	res, err := w.Apply(context.Background(), cmds)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, r := range res {
-		if r.Err != nil {
-			b.Fatal(r.Err)
-		}
-	}
+	applyAllOK(b, w, cmds)
 	return out
 }
 
