@@ -1,6 +1,6 @@
 // Package baseline holds faithful Go ports of the four upstream Python
-// designs whose races are described in the seed bug reports
-// (/work/shared/seeds). It exists only so that tests/seeds can run the same
+// designs whose races are described in the seed bug reports (summarised
+// in docs/SEEDS.md). It exists only so that tests/seeds can run the same
 // stress test against the old design and against agentstate and show that
 // the test catches the bug in the former and finds none in the latter. No
 // production code may import it.

@@ -1,5 +1,5 @@
 // Package seeds shows each race of the four seed bug reports
-// (/work/shared/seeds): the same stress test runs against a faithful port
+// (docs/SEEDS.md): the same stress test runs against a faithful port
 // of the upstream design (tests/baseline) and against agentstate, and the
 // same checker judges both. Every test asserts that the checker finds the
 // bug in the baseline — a stress test that cannot catch the bug proves
