@@ -8,7 +8,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"github.com/agentstate/agentstate/cmd/node/internal/bench"
+	"github.com/agentstate/agentstate/node/bench"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )

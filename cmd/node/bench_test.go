@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentstate/agentstate/cmd/node/internal/bench"
+	"github.com/agentstate/agentstate/node/bench"
 )
 
 // TestBenchCommand runs node bench end to end on a tiny workload: flags to

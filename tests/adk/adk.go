@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentstate/agentstate/node/bench"
 	"google.golang.org/adk/session"
 	"google.golang.org/adk/session/database"
 	"google.golang.org/genai"
@@ -26,7 +27,9 @@ const (
 	maxAttempts = 50
 )
 
-// adkTarget is adk-go's database session service as a target.
+// adkTarget is adk-go's database session service as a bench.Target. It is
+// also a bench.PerClient: in mode adk every client holds its own handle,
+// as every concurrent runner invocation does.
 type adkTarget struct {
 	svc session.Service
 	db  *sql.DB
@@ -100,7 +103,17 @@ func (a *adkTarget) fresh(ctx context.Context, sessionID string) (session.Sessio
 	return r.Session, nil
 }
 
-func (a *adkTarget) NewClient(ctx context.Context, sessionID string) (appender, error) {
+// Append serves a target without per-client handles: it appends through a
+// freshly read handle, retrying stale-handle failures as a client would.
+func (a *adkTarget) Append(ctx context.Context, sessionID string, m bench.Message) (bench.Ack, error) {
+	c, err := a.NewClient(ctx, sessionID)
+	if err != nil {
+		return bench.Ack{Seq: -1, Attempts: 1}, err
+	}
+	return c.Append(ctx, m)
+}
+
+func (a *adkTarget) NewClient(ctx context.Context, sessionID string) (bench.Appender, error) {
 	if a.serialized {
 		return &adkClient{t: a, id: sessionID, shared: a.shared[sessionID]}, nil
 	}
@@ -119,7 +132,7 @@ type adkClient struct {
 	shared *sharedHandle
 }
 
-func event(m message) *session.Event {
+func event(m bench.Message) *session.Event {
 	role, author := genai.RoleUser, "user"
 	if m.Assistant {
 		role, author = genai.RoleModel, "assistant"
@@ -131,41 +144,44 @@ func event(m message) *session.Event {
 	return ev
 }
 
-func (c *adkClient) Append(ctx context.Context, m message) (int64, int, error) {
+// Append returns Seq -1: adk has no sequence, its order is the read-back
+// order (events by timestamp), so bench checks order and completeness only.
+func (c *adkClient) Append(ctx context.Context, m bench.Message) (bench.Ack, error) {
 	if c.shared != nil {
 		c.shared.mu.Lock()
 		defer c.shared.mu.Unlock()
-		return -1, 1, c.t.svc.AppendEvent(ctx, c.shared.sess, event(m))
+		return bench.Ack{Seq: -1, Attempts: 1}, c.t.svc.AppendEvent(ctx, c.shared.sess, event(m))
 	}
 	var err error
 	for attempt := 1; ; attempt++ {
 		ev := event(m)
 		ev.Timestamp = time.Now()
 		if err = c.t.svc.AppendEvent(ctx, c.sess, ev); err == nil {
-			return -1, attempt, nil
+			return bench.Ack{Seq: -1, Attempts: attempt}, nil
 		}
 		if attempt == maxAttempts || ctx.Err() != nil {
-			return -1, attempt, err
+			return bench.Ack{Seq: -1, Attempts: attempt}, err
 		}
 		// Stale handle (another client appended since it was read) or a
 		// lock timeout: both rolled back, so re-read and retry the same
 		// event id.
 		s, ferr := c.t.fresh(ctx, c.id)
 		if ferr != nil {
-			return -1, attempt, fmt.Errorf("%w; re-reading the session: %v", err, ferr)
+			return bench.Ack{Seq: -1, Attempts: attempt}, fmt.Errorf("%w; re-reading the session: %v", err, ferr)
 		}
 		c.sess = s
 	}
 }
 
-func (a *adkTarget) ReadBack(ctx context.Context, sessionID string) ([]stored, error) {
+func (a *adkTarget) ReadBack(ctx context.Context, sessionID string) ([]bench.Stored, error) {
 	r, err := a.svc.Get(ctx, &session.GetRequest{AppName: appName, UserID: userID, SessionID: sessionID})
 	if err != nil {
 		return nil, err
 	}
-	var out []stored
+	// Seq is the read-back index: adk's order is its stored order.
+	var out []bench.Stored
 	for ev := range r.Session.Events().All() {
-		out = append(out, stored{ID: ev.ID, Seq: -1})
+		out = append(out, bench.Stored{ID: ev.ID, Seq: int64(len(out))})
 	}
 	return out, nil
 }

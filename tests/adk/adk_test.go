@@ -2,16 +2,18 @@ package main
 
 import (
 	"context"
+	"io"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/agentstate/agentstate/node/bench"
 )
 
 func TestEachModeTiny(t *testing.T) {
-	cfg := config{Sessions: 2, Clients: 2, Appends: 40, MessageBytes: 32, Synchronous: "normal", DataDir: t.TempDir()}
+	cfg := bench.Config{Sessions: 2, Clients: 2, Appends: 40, MessageBytes: 32, Synchronous: "normal", DataDir: t.TempDir()}
 	for _, mode := range allModes {
 		t.Run(mode, func(t *testing.T) {
-			res, err := measure(context.Background(), cfg, mode, testWriter{t})
+			res, err := measure(context.Background(), cfg, mode, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -27,40 +29,53 @@ func TestEachModeTiny(t *testing.T) {
 	}
 }
 
-func TestCheckFindsFaults(t *testing.T) {
-	at := func(ms int) time.Time { return time.Unix(0, int64(ms)*int64(time.Millisecond)) }
-	c := &client{acked: []acked{
-		{id: "a", seq: -1, start: at(0), end: at(1)},
-		{id: "b", seq: -1, start: at(2), end: at(3)},
-		{id: "c", seq: -1, start: at(4), end: at(5)},
-	}}
-	var res Result
-	// b is stored before a although a was answered before b was sent; c
-	// is lost; "x" was never acknowledged.
-	check([]stored{{ID: "b", Seq: -1}, {ID: "a", Seq: -1}, {ID: "x", Seq: -1}}, []*client{c}, &res)
-	if res.OutOfOrder != 1 || res.Missing != 1 || res.Unacked != 1 || res.Stored != 3 {
-		t.Fatalf("got %+v", res)
-	}
-}
-
-func TestDriveCountsProgress(t *testing.T) {
-	cfg := config{Sessions: 1, Clients: 3, Appends: 10, MessageBytes: 8, Synchronous: "normal"}
-	tg, err := openADK(t.TempDir()+"/p.db", cfg.Synchronous, true)
+// TestPerClientHandles checks that mode adk really gives each client a
+// handle of its own: bench asks the target once per client.
+func TestPerClientHandles(t *testing.T) {
+	tg, err := openADK(t.TempDir()+"/h.db", "normal", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	var done atomic.Int64
-	res, err := drive(context.Background(), cfg, "adk-serialized", tg, &done)
+	counted := &countingTarget{adkTarget: tg}
+	cfg := bench.Config{Mode: "adk", Sessions: 2, Clients: 3, Appends: 12, MessageBytes: 8, Synchronous: "normal"}
+	res, err := bench.Drive(context.Background(), cfg, counted)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done.Load() != 10 || res.Appends != 10 || !res.Complete {
-		t.Fatalf("done %d, %+v", done.Load(), res)
+	if got := counted.clients.Load(); got != 6 {
+		t.Fatalf("NewClient called %d times; want one per client (6)", got)
+	}
+	if res.Appends+res.Errors != 12 || res.Missing != 0 || res.Unacked != 0 {
+		t.Fatalf("%+v", res)
 	}
 }
 
-// testWriter sends the progress bar to the test log.
-type testWriter struct{ t *testing.T }
+func TestDriveCountsProgress(t *testing.T) {
+	tg, err := openADK(t.TempDir()+"/p.db", "normal", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	var last atomic.Int64
+	cfg := bench.Config{Mode: "adk-serialized", Sessions: 1, Clients: 3, Appends: 10, MessageBytes: 8, Synchronous: "normal",
+		Progress: func(done, _ int) { last.Store(int64(done)) }}
+	res, err := bench.Drive(context.Background(), cfg, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.Load() != 10 || res.Appends != 10 || !res.Complete {
+		t.Fatalf("progress %d, %+v", last.Load(), res)
+	}
+}
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+// countingTarget counts the per-client handles bench asks for.
+type countingTarget struct {
+	*adkTarget
+	clients atomic.Int64
+}
+
+func (c *countingTarget) NewClient(ctx context.Context, sessionID string) (bench.Appender, error) {
+	c.clients.Add(1)
+	return c.adkTarget.NewClient(ctx, sessionID)
+}

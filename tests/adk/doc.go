@@ -10,14 +10,15 @@
 // libraries, gorm) stays out of agentstate's go.mod; the root module's
 // ./... does not include it and `make test` does not run it.
 //
-// The workload is node bench's: Sessions × Clients clients (Clients per
-// session), each appending its share of Appends one message at a time.
-// node bench's engine is internal to cmd/node, so the driver here is a
-// small re-implementation of it with the same verification: after the run
-// every session is read back; every acknowledged message must be stored,
-// and a message answered before another was sent must be stored before it.
-// adk has no sequence numbers; its order is the read-back order (events by
-// timestamp), so "dense" holds by construction there.
+// The workload, the driver and the verification are node bench's own
+// (package node/bench, imported, not copied): Sessions × Clients clients
+// (Clients per session), each appending its share of Appends one message
+// at a time; after the run every session is read back, every acknowledged
+// message must be stored, and a message answered before another was sent
+// must be stored before it. adk has no sequence numbers; its order is the
+// read-back order (events by timestamp), so "dense" holds by construction
+// there. adkTarget implements bench.Target, and bench.PerClient for the
+// handle each adk client holds.
 //
 // Modes:
 //

@@ -302,3 +302,45 @@ func TestTables(t *testing.T) {
 		t.Errorf("markdown checks:\n%s", b.String())
 	}
 }
+
+// perClientFake is fake with a handle per client: every append must come
+// through the handle Drive asked for, never through Target.Append.
+type perClientFake struct {
+	fake
+	handles   atomic.Int64
+	viaShared atomic.Int64
+}
+
+type fakeHandle struct {
+	f   *perClientFake
+	sid string
+	n   int
+}
+
+func (p *perClientFake) NewClient(_ context.Context, sid string) (Appender, error) {
+	p.handles.Add(1)
+	return &fakeHandle{f: p, sid: sid}, nil
+}
+
+func (p *perClientFake) Append(ctx context.Context, sid string, m Message) (Ack, error) {
+	p.viaShared.Add(1)
+	return p.fake.Append(ctx, sid, m)
+}
+
+func (h *fakeHandle) Append(ctx context.Context, m Message) (Ack, error) {
+	h.n++
+	return h.f.fake.Append(ctx, h.sid, m)
+}
+
+func TestDrivePerClient(t *testing.T) {
+	cfg := Config{Mode: "fake", Sessions: 2, Clients: 3, Appends: 30, MessageBytes: 1}
+	p := &perClientFake{}
+	res, err := Drive(context.Background(), cfg, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.handles.Load() != 6 || p.viaShared.Load() != 0 {
+		t.Fatalf("%d handles (want 6, one per client), %d appends through Target.Append (want 0)", p.handles.Load(), p.viaShared.Load())
+	}
+	assertComplete(t, res, 30)
+}

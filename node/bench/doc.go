@@ -21,7 +21,8 @@
 //	bench.WriteTable(os.Stdout, []bench.Result{res})
 //
 // Another system can be measured with the same driver and verifier by
-// implementing Target and calling Drive; tests/adk does that for adk-go's
+// implementing Target (and PerClient when each client holds a handle of its
+// own) and calling Drive; tests/adk does that for adk-go's
 // database session service.
 //
 // The timed window is from the release of the first client to the last

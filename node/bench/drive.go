@@ -29,6 +29,20 @@ type Target interface {
 	ReadBack(ctx context.Context, sessionID string) ([]Stored, error)
 }
 
+// PerClient is implemented by targets whose clients each hold state of
+// their own, as a framework's session handle or a client's stream: Drive
+// then asks for one Appender per client before the timed window and sends
+// that client's appends through it instead of Target.Append.
+type PerClient interface {
+	NewClient(ctx context.Context, sessionID string) (Appender, error)
+}
+
+// Appender is one client's own path to a session; it is called by that
+// client only, never concurrently.
+type Appender interface {
+	Append(ctx context.Context, m Message) (Ack, error)
+}
+
 // Committer is implemented by targets that can count their committed
 // write transactions; Drive then reports Result.MeanBatch and
 // Result.WriterBusy.
@@ -67,6 +81,8 @@ type Stored struct {
 // client is one writer: its session, its messages, and what it observed.
 type client struct {
 	session int
+	// own is the client's Appender when the target is a PerClient.
+	own     Appender
 	ids     *idPool
 	msgs    []Message
 	acked   []ackedMsg
@@ -106,6 +122,13 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 		return res, fmt.Errorf("bench %s: create sessions: %w", cfg.Mode, err)
 	}
 	clients := plan(cfg)
+	if pc, ok := t.(PerClient); ok {
+		for _, c := range clients {
+			if c.own, err = pc.NewClient(ctx, sessions[c.session]); err != nil {
+				return res, fmt.Errorf("bench %s: new client: %w", cfg.Mode, err)
+			}
+		}
+	}
 
 	var commits0 int64
 	var busy0 time.Duration
@@ -195,7 +218,13 @@ func (c *client) run(ctx context.Context, t Target, sessionID string, done *atom
 		m := &c.msgs[j]
 		m.ID = c.ids.take()
 		t0 := time.Now()
-		ack, err := t.Append(ctx, sessionID, *m)
+		var ack Ack
+		var err error
+		if c.own != nil {
+			ack, err = c.own.Append(ctx, *m)
+		} else {
+			ack, err = t.Append(ctx, sessionID, *m)
+		}
 		done.Add(1)
 		if ack.Attempts > 1 {
 			c.retries += ack.Attempts - 1
