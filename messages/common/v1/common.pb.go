@@ -25,8 +25,13 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// ErrorCode classifies every failure agentstate reports. Each code maps to
-// one gRPC status code of the same name.
+// ErrorCode classifies every failure agentstate reports. Over gRPC each code
+// travels as the gRPC status code of the same name, except OUTCOME_UNKNOWN,
+// which gRPC lacks: it travels as DEADLINE_EXCEEDED (whose contract is the
+// same: "may have completed"). Every status the node sends also carries an
+// Error message (below) in its details with the exact code, so a client can
+// tell the node's OUTCOME_UNKNOWN from its own deadline; a status without
+// that detail (a client-side deadline, a transport failure) is gRPC's own.
 type ErrorCode int32
 
 const (
