@@ -1,7 +1,11 @@
 # agentstate — see README.md. `make run` starts a node; `make test` runs the suite.
 GO       ?= go
 DATA     ?= ./data/agentstate.db
-PROTOS   := $(shell find messages -name '*.proto' | sort)
+# The .proto files' include root is messages/: each file's directory is its
+# package (agentstate/session/v1/session.proto is agentstate.session.v1), as
+# every language's generator and Buf expect.
+PROTO_ROOT := messages
+PROTOS   := $(shell cd $(PROTO_ROOT) && find agentstate -name '*.proto' | sort)
 # The race detector needs cgo (which go-sqlite3 needs anyway) and a 64-bit host.
 RACE     ?= -race
 TESTFLAGS ?=
@@ -48,10 +52,10 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 proto:
-	protoc -I . \
-	  --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
-	  --plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
-	  --plugin=protoc-gen-go-vtproto="$$($(GO) tool -n protoc-gen-go-vtproto)" \
+	cd $(PROTO_ROOT) && protoc -I . \
+	  --plugin=protoc-gen-go="$$(cd $(CURDIR) && $(GO) tool -n protoc-gen-go)" \
+	  --plugin=protoc-gen-go-grpc="$$(cd $(CURDIR) && $(GO) tool -n protoc-gen-go-grpc)" \
+	  --plugin=protoc-gen-go-vtproto="$$(cd $(CURDIR) && $(GO) tool -n protoc-gen-go-vtproto)" \
 	  --go_out=. --go_opt=paths=source_relative \
 	  --go-grpc_out=. --go-grpc_opt=paths=source_relative \
 	  --go-vtproto_out=. --go-vtproto_opt=paths=source_relative,features=marshal+unmarshal+size \

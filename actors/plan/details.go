@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/jsonobj"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 )
 
 // The keys of error_details that belong to the plan actor: it writes them

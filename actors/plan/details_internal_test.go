@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"google.golang.org/protobuf/proto"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/plan"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 )
 
 // secondService starts another plans service on h's actor system, audit

@@ -3,8 +3,8 @@ package session
 import (
 	"context"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 )
 
 // The façade: sessionv1.SessionServiceServer for in-process and gRPC

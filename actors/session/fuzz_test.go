@@ -6,10 +6,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/messages/jsonobj"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 

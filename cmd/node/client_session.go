@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"

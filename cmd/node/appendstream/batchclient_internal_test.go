@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"google.golang.org/protobuf/proto"
 )
 

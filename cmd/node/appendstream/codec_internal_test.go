@@ -3,8 +3,8 @@ package appendstream
 import (
 	"testing"
 
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"google.golang.org/grpc"
 )
 

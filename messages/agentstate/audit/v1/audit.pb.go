@@ -7,7 +7,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: messages/audit/v1/audit.proto
+// source: agentstate/audit/v1/audit.proto
 
 package auditv1
 
@@ -52,7 +52,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[0]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -64,7 +64,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[0]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -77,7 +77,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{0}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *AuditEntry) GetEventId() string {
@@ -182,7 +182,7 @@ type RecordRequest struct {
 
 func (x *RecordRequest) Reset() {
 	*x = RecordRequest{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[1]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -194,7 +194,7 @@ func (x *RecordRequest) String() string {
 func (*RecordRequest) ProtoMessage() {}
 
 func (x *RecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[1]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -207,7 +207,7 @@ func (x *RecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordRequest.ProtoReflect.Descriptor instead.
 func (*RecordRequest) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{1}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *RecordRequest) GetEventType() string {
@@ -277,7 +277,7 @@ type RecordResponse struct {
 
 func (x *RecordResponse) Reset() {
 	*x = RecordResponse{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[2]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -289,7 +289,7 @@ func (x *RecordResponse) String() string {
 func (*RecordResponse) ProtoMessage() {}
 
 func (x *RecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[2]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -302,7 +302,7 @@ func (x *RecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordResponse.ProtoReflect.Descriptor instead.
 func (*RecordResponse) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{2}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RecordResponse) GetEntry() *AuditEntry {
@@ -334,7 +334,7 @@ type Filter struct {
 
 func (x *Filter) Reset() {
 	*x = Filter{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[3]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -346,7 +346,7 @@ func (x *Filter) String() string {
 func (*Filter) ProtoMessage() {}
 
 func (x *Filter) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[3]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -359,7 +359,7 @@ func (x *Filter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Filter.ProtoReflect.Descriptor instead.
 func (*Filter) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{3}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Filter) GetEventType() string {
@@ -417,7 +417,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[4]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -429,7 +429,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[4]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -442,7 +442,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{4}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListRequest) GetFilter() *Filter {
@@ -478,7 +478,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[5]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +490,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[5]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +503,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{5}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListResponse) GetEntries() []*AuditEntry {
@@ -529,7 +529,7 @@ type CountRequest struct {
 
 func (x *CountRequest) Reset() {
 	*x = CountRequest{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[6]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +541,7 @@ func (x *CountRequest) String() string {
 func (*CountRequest) ProtoMessage() {}
 
 func (x *CountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[6]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +554,7 @@ func (x *CountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountRequest.ProtoReflect.Descriptor instead.
 func (*CountRequest) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{6}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CountRequest) GetFilter() *Filter {
@@ -573,7 +573,7 @@ type CountResponse struct {
 
 func (x *CountResponse) Reset() {
 	*x = CountResponse{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[7]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -585,7 +585,7 @@ func (x *CountResponse) String() string {
 func (*CountResponse) ProtoMessage() {}
 
 func (x *CountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[7]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -598,7 +598,7 @@ func (x *CountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountResponse.ProtoReflect.Descriptor instead.
 func (*CountResponse) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{7}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CountResponse) GetCount() int64 {
@@ -617,7 +617,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[8]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +629,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[8]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +642,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{8}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetRequest) GetEventId() string {
@@ -661,7 +661,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[9]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -673,7 +673,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[9]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -686,7 +686,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{9}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetResponse) GetEntry() *AuditEntry {
@@ -704,7 +704,7 @@ type VerifyRequest struct {
 
 func (x *VerifyRequest) Reset() {
 	*x = VerifyRequest{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[10]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +716,7 @@ func (x *VerifyRequest) String() string {
 func (*VerifyRequest) ProtoMessage() {}
 
 func (x *VerifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[10]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +729,7 @@ func (x *VerifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyRequest.ProtoReflect.Descriptor instead.
 func (*VerifyRequest) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{10}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{10}
 }
 
 type VerifyResponse struct {
@@ -745,7 +745,7 @@ type VerifyResponse struct {
 
 func (x *VerifyResponse) Reset() {
 	*x = VerifyResponse{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[11]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +757,7 @@ func (x *VerifyResponse) String() string {
 func (*VerifyResponse) ProtoMessage() {}
 
 func (x *VerifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[11]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +770,7 @@ func (x *VerifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyResponse.ProtoReflect.Descriptor instead.
 func (*VerifyResponse) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{11}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *VerifyResponse) GetOk() bool {
@@ -811,7 +811,7 @@ type PruneRequest struct {
 
 func (x *PruneRequest) Reset() {
 	*x = PruneRequest{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[12]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +823,7 @@ func (x *PruneRequest) String() string {
 func (*PruneRequest) ProtoMessage() {}
 
 func (x *PruneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[12]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +836,7 @@ func (x *PruneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PruneRequest.ProtoReflect.Descriptor instead.
 func (*PruneRequest) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{12}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PruneRequest) GetOlderThan() *timestamppb.Timestamp {
@@ -855,7 +855,7 @@ type PruneResponse struct {
 
 func (x *PruneResponse) Reset() {
 	*x = PruneResponse{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[13]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +867,7 @@ func (x *PruneResponse) String() string {
 func (*PruneResponse) ProtoMessage() {}
 
 func (x *PruneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[13]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +880,7 @@ func (x *PruneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PruneResponse.ProtoReflect.Descriptor instead.
 func (*PruneResponse) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{13}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PruneResponse) GetRemoved() int64 {
@@ -898,7 +898,7 @@ type FlushRequest struct {
 
 func (x *FlushRequest) Reset() {
 	*x = FlushRequest{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[14]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +910,7 @@ func (x *FlushRequest) String() string {
 func (*FlushRequest) ProtoMessage() {}
 
 func (x *FlushRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[14]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +923,7 @@ func (x *FlushRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlushRequest.ProtoReflect.Descriptor instead.
 func (*FlushRequest) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{14}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{14}
 }
 
 type FlushResponse struct {
@@ -934,7 +934,7 @@ type FlushResponse struct {
 
 func (x *FlushResponse) Reset() {
 	*x = FlushResponse{}
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[15]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -946,7 +946,7 @@ func (x *FlushResponse) String() string {
 func (*FlushResponse) ProtoMessage() {}
 
 func (x *FlushResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_audit_v1_audit_proto_msgTypes[15]
+	mi := &file_agentstate_audit_v1_audit_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -959,14 +959,14 @@ func (x *FlushResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlushResponse.ProtoReflect.Descriptor instead.
 func (*FlushResponse) Descriptor() ([]byte, []int) {
-	return file_messages_audit_v1_audit_proto_rawDescGZIP(), []int{15}
+	return file_agentstate_audit_v1_audit_proto_rawDescGZIP(), []int{15}
 }
 
-var File_messages_audit_v1_audit_proto protoreflect.FileDescriptor
+var File_agentstate_audit_v1_audit_proto protoreflect.FileDescriptor
 
-const file_messages_audit_v1_audit_proto_rawDesc = "" +
+const file_agentstate_audit_v1_audit_proto_rawDesc = "" +
 	"\n" +
-	"\x1dmessages/audit/v1/audit.proto\x12\x13agentstate.audit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x90\x03\n" +
+	"\x1fagentstate/audit/v1/audit.proto\x12\x13agentstate.audit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x90\x03\n" +
 	"\n" +
 	"AuditEntry\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1d\n" +
@@ -1048,22 +1048,22 @@ const file_messages_audit_v1_audit_proto_rawDesc = "" +
 	"\x03Get\x12\x1f.agentstate.audit.v1.GetRequest\x1a .agentstate.audit.v1.GetResponse\x12Q\n" +
 	"\x06Verify\x12\".agentstate.audit.v1.VerifyRequest\x1a#.agentstate.audit.v1.VerifyResponse\x12N\n" +
 	"\x05Prune\x12!.agentstate.audit.v1.PruneRequest\x1a\".agentstate.audit.v1.PruneResponse\x12N\n" +
-	"\x05Flush\x12!.agentstate.audit.v1.FlushRequest\x1a\".agentstate.audit.v1.FlushResponseB<Z:github.com/agentstate/agentstate/messages/audit/v1;auditv1b\x06proto3"
+	"\x05Flush\x12!.agentstate.audit.v1.FlushRequest\x1a\".agentstate.audit.v1.FlushResponseBGZEgithub.com/agentstate/agentstate/messages/agentstate/audit/v1;auditv1b\x06proto3"
 
 var (
-	file_messages_audit_v1_audit_proto_rawDescOnce sync.Once
-	file_messages_audit_v1_audit_proto_rawDescData []byte
+	file_agentstate_audit_v1_audit_proto_rawDescOnce sync.Once
+	file_agentstate_audit_v1_audit_proto_rawDescData []byte
 )
 
-func file_messages_audit_v1_audit_proto_rawDescGZIP() []byte {
-	file_messages_audit_v1_audit_proto_rawDescOnce.Do(func() {
-		file_messages_audit_v1_audit_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_messages_audit_v1_audit_proto_rawDesc), len(file_messages_audit_v1_audit_proto_rawDesc)))
+func file_agentstate_audit_v1_audit_proto_rawDescGZIP() []byte {
+	file_agentstate_audit_v1_audit_proto_rawDescOnce.Do(func() {
+		file_agentstate_audit_v1_audit_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_agentstate_audit_v1_audit_proto_rawDesc), len(file_agentstate_audit_v1_audit_proto_rawDesc)))
 	})
-	return file_messages_audit_v1_audit_proto_rawDescData
+	return file_agentstate_audit_v1_audit_proto_rawDescData
 }
 
-var file_messages_audit_v1_audit_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
-var file_messages_audit_v1_audit_proto_goTypes = []any{
+var file_agentstate_audit_v1_audit_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_agentstate_audit_v1_audit_proto_goTypes = []any{
 	(*AuditEntry)(nil),            // 0: agentstate.audit.v1.AuditEntry
 	(*RecordRequest)(nil),         // 1: agentstate.audit.v1.RecordRequest
 	(*RecordResponse)(nil),        // 2: agentstate.audit.v1.RecordResponse
@@ -1082,7 +1082,7 @@ var file_messages_audit_v1_audit_proto_goTypes = []any{
 	(*FlushResponse)(nil),         // 15: agentstate.audit.v1.FlushResponse
 	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
 }
-var file_messages_audit_v1_audit_proto_depIdxs = []int32{
+var file_agentstate_audit_v1_audit_proto_depIdxs = []int32{
 	16, // 0: agentstate.audit.v1.AuditEntry.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: agentstate.audit.v1.RecordResponse.entry:type_name -> agentstate.audit.v1.AuditEntry
 	16, // 2: agentstate.audit.v1.Filter.since:type_name -> google.protobuf.Timestamp
@@ -1113,26 +1113,26 @@ var file_messages_audit_v1_audit_proto_depIdxs = []int32{
 	0,  // [0:9] is the sub-list for field type_name
 }
 
-func init() { file_messages_audit_v1_audit_proto_init() }
-func file_messages_audit_v1_audit_proto_init() {
-	if File_messages_audit_v1_audit_proto != nil {
+func init() { file_agentstate_audit_v1_audit_proto_init() }
+func file_agentstate_audit_v1_audit_proto_init() {
+	if File_agentstate_audit_v1_audit_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_audit_v1_audit_proto_rawDesc), len(file_messages_audit_v1_audit_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentstate_audit_v1_audit_proto_rawDesc), len(file_agentstate_audit_v1_audit_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
-		GoTypes:           file_messages_audit_v1_audit_proto_goTypes,
-		DependencyIndexes: file_messages_audit_v1_audit_proto_depIdxs,
-		MessageInfos:      file_messages_audit_v1_audit_proto_msgTypes,
+		GoTypes:           file_agentstate_audit_v1_audit_proto_goTypes,
+		DependencyIndexes: file_agentstate_audit_v1_audit_proto_depIdxs,
+		MessageInfos:      file_agentstate_audit_v1_audit_proto_msgTypes,
 	}.Build()
-	File_messages_audit_v1_audit_proto = out.File
-	file_messages_audit_v1_audit_proto_goTypes = nil
-	file_messages_audit_v1_audit_proto_depIdxs = nil
+	File_agentstate_audit_v1_audit_proto = out.File
+	file_agentstate_audit_v1_audit_proto_goTypes = nil
+	file_agentstate_audit_v1_audit_proto_depIdxs = nil
 }

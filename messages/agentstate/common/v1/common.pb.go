@@ -6,7 +6,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: messages/common/v1/common.proto
+// source: agentstate/common/v1/common.proto
 
 package commonv1
 
@@ -103,11 +103,11 @@ func (x ErrorCode) String() string {
 }
 
 func (ErrorCode) Descriptor() protoreflect.EnumDescriptor {
-	return file_messages_common_v1_common_proto_enumTypes[0].Descriptor()
+	return file_agentstate_common_v1_common_proto_enumTypes[0].Descriptor()
 }
 
 func (ErrorCode) Type() protoreflect.EnumType {
-	return &file_messages_common_v1_common_proto_enumTypes[0]
+	return &file_agentstate_common_v1_common_proto_enumTypes[0]
 }
 
 func (x ErrorCode) Number() protoreflect.EnumNumber {
@@ -116,7 +116,7 @@ func (x ErrorCode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorCode.Descriptor instead.
 func (ErrorCode) EnumDescriptor() ([]byte, []int) {
-	return file_messages_common_v1_common_proto_rawDescGZIP(), []int{0}
+	return file_agentstate_common_v1_common_proto_rawDescGZIP(), []int{0}
 }
 
 // Error is the reply an actor sends instead of its normal reply when a
@@ -133,7 +133,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_messages_common_v1_common_proto_msgTypes[0]
+	mi := &file_agentstate_common_v1_common_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -145,7 +145,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_common_v1_common_proto_msgTypes[0]
+	mi := &file_agentstate_common_v1_common_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -158,7 +158,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_messages_common_v1_common_proto_rawDescGZIP(), []int{0}
+	return file_agentstate_common_v1_common_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Error) GetCode() ErrorCode {
@@ -175,11 +175,11 @@ func (x *Error) GetMessage() string {
 	return ""
 }
 
-var File_messages_common_v1_common_proto protoreflect.FileDescriptor
+var File_agentstate_common_v1_common_proto protoreflect.FileDescriptor
 
-const file_messages_common_v1_common_proto_rawDesc = "" +
+const file_agentstate_common_v1_common_proto_rawDesc = "" +
 	"\n" +
-	"\x1fmessages/common/v1/common.proto\x12\x14agentstate.common.v1\"V\n" +
+	"!agentstate/common/v1/common.proto\x12\x14agentstate.common.v1\"V\n" +
 	"\x05Error\x123\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x1f.agentstate.common.v1.ErrorCodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage*\xbd\x02\n" +
@@ -193,27 +193,27 @@ const file_messages_common_v1_common_proto_rawDesc = "" +
 	"\x16ERROR_CODE_UNAVAILABLE\x10\x06\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\a\x12\x1e\n" +
 	"\x1aERROR_CODE_UNAUTHENTICATED\x10\b\x12\x1e\n" +
-	"\x1aERROR_CODE_OUTCOME_UNKNOWN\x10\tB>Z<github.com/agentstate/agentstate/messages/common/v1;commonv1b\x06proto3"
+	"\x1aERROR_CODE_OUTCOME_UNKNOWN\x10\tBIZGgithub.com/agentstate/agentstate/messages/agentstate/common/v1;commonv1b\x06proto3"
 
 var (
-	file_messages_common_v1_common_proto_rawDescOnce sync.Once
-	file_messages_common_v1_common_proto_rawDescData []byte
+	file_agentstate_common_v1_common_proto_rawDescOnce sync.Once
+	file_agentstate_common_v1_common_proto_rawDescData []byte
 )
 
-func file_messages_common_v1_common_proto_rawDescGZIP() []byte {
-	file_messages_common_v1_common_proto_rawDescOnce.Do(func() {
-		file_messages_common_v1_common_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_messages_common_v1_common_proto_rawDesc), len(file_messages_common_v1_common_proto_rawDesc)))
+func file_agentstate_common_v1_common_proto_rawDescGZIP() []byte {
+	file_agentstate_common_v1_common_proto_rawDescOnce.Do(func() {
+		file_agentstate_common_v1_common_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_agentstate_common_v1_common_proto_rawDesc), len(file_agentstate_common_v1_common_proto_rawDesc)))
 	})
-	return file_messages_common_v1_common_proto_rawDescData
+	return file_agentstate_common_v1_common_proto_rawDescData
 }
 
-var file_messages_common_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_messages_common_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
-var file_messages_common_v1_common_proto_goTypes = []any{
+var file_agentstate_common_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_agentstate_common_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_agentstate_common_v1_common_proto_goTypes = []any{
 	(ErrorCode)(0), // 0: agentstate.common.v1.ErrorCode
 	(*Error)(nil),  // 1: agentstate.common.v1.Error
 }
-var file_messages_common_v1_common_proto_depIdxs = []int32{
+var file_agentstate_common_v1_common_proto_depIdxs = []int32{
 	0, // 0: agentstate.common.v1.Error.code:type_name -> agentstate.common.v1.ErrorCode
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
@@ -222,27 +222,27 @@ var file_messages_common_v1_common_proto_depIdxs = []int32{
 	0, // [0:1] is the sub-list for field type_name
 }
 
-func init() { file_messages_common_v1_common_proto_init() }
-func file_messages_common_v1_common_proto_init() {
-	if File_messages_common_v1_common_proto != nil {
+func init() { file_agentstate_common_v1_common_proto_init() }
+func file_agentstate_common_v1_common_proto_init() {
+	if File_agentstate_common_v1_common_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_common_v1_common_proto_rawDesc), len(file_messages_common_v1_common_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentstate_common_v1_common_proto_rawDesc), len(file_agentstate_common_v1_common_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   1,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_messages_common_v1_common_proto_goTypes,
-		DependencyIndexes: file_messages_common_v1_common_proto_depIdxs,
-		EnumInfos:         file_messages_common_v1_common_proto_enumTypes,
-		MessageInfos:      file_messages_common_v1_common_proto_msgTypes,
+		GoTypes:           file_agentstate_common_v1_common_proto_goTypes,
+		DependencyIndexes: file_agentstate_common_v1_common_proto_depIdxs,
+		EnumInfos:         file_agentstate_common_v1_common_proto_enumTypes,
+		MessageInfos:      file_agentstate_common_v1_common_proto_msgTypes,
 	}.Build()
-	File_messages_common_v1_common_proto = out.File
-	file_messages_common_v1_common_proto_goTypes = nil
-	file_messages_common_v1_common_proto_depIdxs = nil
+	File_agentstate_common_v1_common_proto = out.File
+	file_agentstate_common_v1_common_proto_goTypes = nil
+	file_agentstate_common_v1_common_proto_depIdxs = nil
 }

@@ -6,7 +6,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: messages/session/v1/session.proto
+// source: agentstate/session/v1/session.proto
 
 package sessionv1
 
@@ -596,5 +596,5 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "messages/session/v1/session.proto",
+	Metadata: "agentstate/session/v1/session.proto",
 }

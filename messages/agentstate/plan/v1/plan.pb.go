@@ -7,7 +7,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: messages/plan/v1/plan.proto
+// source: agentstate/plan/v1/plan.proto
 
 package planv1
 
@@ -66,11 +66,11 @@ func (x Phase) String() string {
 }
 
 func (Phase) Descriptor() protoreflect.EnumDescriptor {
-	return file_messages_plan_v1_plan_proto_enumTypes[0].Descriptor()
+	return file_agentstate_plan_v1_plan_proto_enumTypes[0].Descriptor()
 }
 
 func (Phase) Type() protoreflect.EnumType {
-	return &file_messages_plan_v1_plan_proto_enumTypes[0]
+	return &file_agentstate_plan_v1_plan_proto_enumTypes[0]
 }
 
 func (x Phase) Number() protoreflect.EnumNumber {
@@ -79,7 +79,7 @@ func (x Phase) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Phase.Descriptor instead.
 func (Phase) EnumDescriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{0}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{0}
 }
 
 type ErrorCategory int32
@@ -137,11 +137,11 @@ func (x ErrorCategory) String() string {
 }
 
 func (ErrorCategory) Descriptor() protoreflect.EnumDescriptor {
-	return file_messages_plan_v1_plan_proto_enumTypes[1].Descriptor()
+	return file_agentstate_plan_v1_plan_proto_enumTypes[1].Descriptor()
 }
 
 func (ErrorCategory) Type() protoreflect.EnumType {
-	return &file_messages_plan_v1_plan_proto_enumTypes[1]
+	return &file_agentstate_plan_v1_plan_proto_enumTypes[1]
 }
 
 func (x ErrorCategory) Number() protoreflect.EnumNumber {
@@ -150,7 +150,7 @@ func (x ErrorCategory) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorCategory.Descriptor instead.
 func (ErrorCategory) EnumDescriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{1}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{1}
 }
 
 type RecoveryAction int32
@@ -195,11 +195,11 @@ func (x RecoveryAction) String() string {
 }
 
 func (RecoveryAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_messages_plan_v1_plan_proto_enumTypes[2].Descriptor()
+	return file_agentstate_plan_v1_plan_proto_enumTypes[2].Descriptor()
 }
 
 func (RecoveryAction) Type() protoreflect.EnumType {
-	return &file_messages_plan_v1_plan_proto_enumTypes[2]
+	return &file_agentstate_plan_v1_plan_proto_enumTypes[2]
 }
 
 func (x RecoveryAction) Number() protoreflect.EnumNumber {
@@ -208,7 +208,7 @@ func (x RecoveryAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecoveryAction.Descriptor instead.
 func (RecoveryAction) EnumDescriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{2}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{2}
 }
 
 type ErrorRecord struct {
@@ -243,7 +243,7 @@ type ErrorRecord struct {
 
 func (x *ErrorRecord) Reset() {
 	*x = ErrorRecord{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[0]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -255,7 +255,7 @@ func (x *ErrorRecord) String() string {
 func (*ErrorRecord) ProtoMessage() {}
 
 func (x *ErrorRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[0]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -268,7 +268,7 @@ func (x *ErrorRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorRecord.ProtoReflect.Descriptor instead.
 func (*ErrorRecord) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{0}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *ErrorRecord) GetRecordId() string {
@@ -422,7 +422,7 @@ type ErrorDetails struct {
 
 func (x *ErrorDetails) Reset() {
 	*x = ErrorDetails{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[1]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +434,7 @@ func (x *ErrorDetails) String() string {
 func (*ErrorDetails) ProtoMessage() {}
 
 func (x *ErrorDetails) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[1]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +447,7 @@ func (x *ErrorDetails) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetails.ProtoReflect.Descriptor instead.
 func (*ErrorDetails) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{1}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ErrorDetails) GetErrorCategory() ErrorCategory {
@@ -532,7 +532,7 @@ type RecordErrorRequest struct {
 
 func (x *RecordErrorRequest) Reset() {
 	*x = RecordErrorRequest{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[2]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +544,7 @@ func (x *RecordErrorRequest) String() string {
 func (*RecordErrorRequest) ProtoMessage() {}
 
 func (x *RecordErrorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[2]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +557,7 @@ func (x *RecordErrorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordErrorRequest.ProtoReflect.Descriptor instead.
 func (*RecordErrorRequest) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{2}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RecordErrorRequest) GetPlanId() string {
@@ -642,7 +642,7 @@ type RecordErrorResponse struct {
 
 func (x *RecordErrorResponse) Reset() {
 	*x = RecordErrorResponse{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[3]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +654,7 @@ func (x *RecordErrorResponse) String() string {
 func (*RecordErrorResponse) ProtoMessage() {}
 
 func (x *RecordErrorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[3]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +667,7 @@ func (x *RecordErrorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordErrorResponse.ProtoReflect.Descriptor instead.
 func (*RecordErrorResponse) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{3}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RecordErrorResponse) GetRecord() *ErrorRecord {
@@ -695,7 +695,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[4]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +707,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[4]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +720,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{4}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SetPolicyRequest) GetPlanId() string {
@@ -747,7 +747,7 @@ type SetPolicyResponse struct {
 
 func (x *SetPolicyResponse) Reset() {
 	*x = SetPolicyResponse{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[5]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +759,7 @@ func (x *SetPolicyResponse) String() string {
 func (*SetPolicyResponse) ProtoMessage() {}
 
 func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[5]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +772,7 @@ func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{5}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SetPolicyResponse) GetPlanId() string {
@@ -800,7 +800,7 @@ type RecordSuccessRequest struct {
 
 func (x *RecordSuccessRequest) Reset() {
 	*x = RecordSuccessRequest{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[6]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +812,7 @@ func (x *RecordSuccessRequest) String() string {
 func (*RecordSuccessRequest) ProtoMessage() {}
 
 func (x *RecordSuccessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[6]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +825,7 @@ func (x *RecordSuccessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordSuccessRequest.ProtoReflect.Descriptor instead.
 func (*RecordSuccessRequest) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{6}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RecordSuccessRequest) GetPlanId() string {
@@ -859,7 +859,7 @@ type RecordSuccessResponse struct {
 
 func (x *RecordSuccessResponse) Reset() {
 	*x = RecordSuccessResponse{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[7]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +871,7 @@ func (x *RecordSuccessResponse) String() string {
 func (*RecordSuccessResponse) ProtoMessage() {}
 
 func (x *RecordSuccessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[7]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +884,7 @@ func (x *RecordSuccessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordSuccessResponse.ProtoReflect.Descriptor instead.
 func (*RecordSuccessResponse) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{7}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RecordSuccessResponse) GetPreviousRetryCount() int32 {
@@ -910,7 +910,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[8]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +922,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[8]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +935,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{8}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *HistoryRequest) GetPlanId() string {
@@ -984,7 +984,7 @@ type HistoryResponse struct {
 
 func (x *HistoryResponse) Reset() {
 	*x = HistoryResponse{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[9]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +996,7 @@ func (x *HistoryResponse) String() string {
 func (*HistoryResponse) ProtoMessage() {}
 
 func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[9]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1009,7 @@ func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
 func (*HistoryResponse) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{9}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HistoryResponse) GetRecords() []*ErrorRecord {
@@ -1035,7 +1035,7 @@ type ErrorDetailsRequest struct {
 
 func (x *ErrorDetailsRequest) Reset() {
 	*x = ErrorDetailsRequest{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[10]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1047,7 +1047,7 @@ func (x *ErrorDetailsRequest) String() string {
 func (*ErrorDetailsRequest) ProtoMessage() {}
 
 func (x *ErrorDetailsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[10]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1060,7 +1060,7 @@ func (x *ErrorDetailsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetailsRequest.ProtoReflect.Descriptor instead.
 func (*ErrorDetailsRequest) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{10}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ErrorDetailsRequest) GetPlanId() string {
@@ -1083,7 +1083,7 @@ type ErrorDetailsResponse struct {
 
 func (x *ErrorDetailsResponse) Reset() {
 	*x = ErrorDetailsResponse{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[11]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1095,7 @@ func (x *ErrorDetailsResponse) String() string {
 func (*ErrorDetailsResponse) ProtoMessage() {}
 
 func (x *ErrorDetailsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[11]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1108,7 @@ func (x *ErrorDetailsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetailsResponse.ProtoReflect.Descriptor instead.
 func (*ErrorDetailsResponse) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{11}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ErrorDetailsResponse) GetDetails() *ErrorDetails {
@@ -1144,7 +1144,7 @@ type MergeErrorDetailsRequest struct {
 
 func (x *MergeErrorDetailsRequest) Reset() {
 	*x = MergeErrorDetailsRequest{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[12]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1156,7 +1156,7 @@ func (x *MergeErrorDetailsRequest) String() string {
 func (*MergeErrorDetailsRequest) ProtoMessage() {}
 
 func (x *MergeErrorDetailsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[12]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,7 +1169,7 @@ func (x *MergeErrorDetailsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeErrorDetailsRequest.ProtoReflect.Descriptor instead.
 func (*MergeErrorDetailsRequest) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{12}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MergeErrorDetailsRequest) GetPlanId() string {
@@ -1195,7 +1195,7 @@ type MergeErrorDetailsResponse struct {
 
 func (x *MergeErrorDetailsResponse) Reset() {
 	*x = MergeErrorDetailsResponse{}
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[13]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1207,7 +1207,7 @@ func (x *MergeErrorDetailsResponse) String() string {
 func (*MergeErrorDetailsResponse) ProtoMessage() {}
 
 func (x *MergeErrorDetailsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_plan_v1_plan_proto_msgTypes[13]
+	mi := &file_agentstate_plan_v1_plan_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1220,7 +1220,7 @@ func (x *MergeErrorDetailsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeErrorDetailsResponse.ProtoReflect.Descriptor instead.
 func (*MergeErrorDetailsResponse) Descriptor() ([]byte, []int) {
-	return file_messages_plan_v1_plan_proto_rawDescGZIP(), []int{13}
+	return file_agentstate_plan_v1_plan_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MergeErrorDetailsResponse) GetDetailsJson() string {
@@ -1230,11 +1230,11 @@ func (x *MergeErrorDetailsResponse) GetDetailsJson() string {
 	return ""
 }
 
-var File_messages_plan_v1_plan_proto protoreflect.FileDescriptor
+var File_agentstate_plan_v1_plan_proto protoreflect.FileDescriptor
 
-const file_messages_plan_v1_plan_proto_rawDesc = "" +
+const file_agentstate_plan_v1_plan_proto_rawDesc = "" +
 	"\n" +
-	"\x1bmessages/plan/v1/plan.proto\x12\x12agentstate.plan.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\x05\n" +
+	"\x1dagentstate/plan/v1/plan.proto\x12\x12agentstate.plan.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\x05\n" +
 	"\vErrorRecord\x12\x1b\n" +
 	"\trecord_id\x18\x01 \x01(\tR\brecordId\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x12\x1a\n" +
@@ -1355,23 +1355,23 @@ const file_messages_plan_v1_plan_proto_rawDesc = "" +
 	"\rRecordSuccess\x12(.agentstate.plan.v1.RecordSuccessRequest\x1a).agentstate.plan.v1.RecordSuccessResponse\x12R\n" +
 	"\aHistory\x12\".agentstate.plan.v1.HistoryRequest\x1a#.agentstate.plan.v1.HistoryResponse\x12a\n" +
 	"\fErrorDetails\x12'.agentstate.plan.v1.ErrorDetailsRequest\x1a(.agentstate.plan.v1.ErrorDetailsResponse\x12p\n" +
-	"\x11MergeErrorDetails\x12,.agentstate.plan.v1.MergeErrorDetailsRequest\x1a-.agentstate.plan.v1.MergeErrorDetailsResponseB:Z8github.com/agentstate/agentstate/messages/plan/v1;planv1b\x06proto3"
+	"\x11MergeErrorDetails\x12,.agentstate.plan.v1.MergeErrorDetailsRequest\x1a-.agentstate.plan.v1.MergeErrorDetailsResponseBEZCgithub.com/agentstate/agentstate/messages/agentstate/plan/v1;planv1b\x06proto3"
 
 var (
-	file_messages_plan_v1_plan_proto_rawDescOnce sync.Once
-	file_messages_plan_v1_plan_proto_rawDescData []byte
+	file_agentstate_plan_v1_plan_proto_rawDescOnce sync.Once
+	file_agentstate_plan_v1_plan_proto_rawDescData []byte
 )
 
-func file_messages_plan_v1_plan_proto_rawDescGZIP() []byte {
-	file_messages_plan_v1_plan_proto_rawDescOnce.Do(func() {
-		file_messages_plan_v1_plan_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_messages_plan_v1_plan_proto_rawDesc), len(file_messages_plan_v1_plan_proto_rawDesc)))
+func file_agentstate_plan_v1_plan_proto_rawDescGZIP() []byte {
+	file_agentstate_plan_v1_plan_proto_rawDescOnce.Do(func() {
+		file_agentstate_plan_v1_plan_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_agentstate_plan_v1_plan_proto_rawDesc), len(file_agentstate_plan_v1_plan_proto_rawDesc)))
 	})
-	return file_messages_plan_v1_plan_proto_rawDescData
+	return file_agentstate_plan_v1_plan_proto_rawDescData
 }
 
-var file_messages_plan_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_messages_plan_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
-var file_messages_plan_v1_plan_proto_goTypes = []any{
+var file_agentstate_plan_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_agentstate_plan_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_agentstate_plan_v1_plan_proto_goTypes = []any{
 	(Phase)(0),                        // 0: agentstate.plan.v1.Phase
 	(ErrorCategory)(0),                // 1: agentstate.plan.v1.ErrorCategory
 	(RecoveryAction)(0),               // 2: agentstate.plan.v1.RecoveryAction
@@ -1391,7 +1391,7 @@ var file_messages_plan_v1_plan_proto_goTypes = []any{
 	(*MergeErrorDetailsResponse)(nil), // 16: agentstate.plan.v1.MergeErrorDetailsResponse
 	(*timestamppb.Timestamp)(nil),     // 17: google.protobuf.Timestamp
 }
-var file_messages_plan_v1_plan_proto_depIdxs = []int32{
+var file_agentstate_plan_v1_plan_proto_depIdxs = []int32{
 	0,  // 0: agentstate.plan.v1.ErrorRecord.phase:type_name -> agentstate.plan.v1.Phase
 	1,  // 1: agentstate.plan.v1.ErrorRecord.category:type_name -> agentstate.plan.v1.ErrorCategory
 	2,  // 2: agentstate.plan.v1.ErrorRecord.recovery_action:type_name -> agentstate.plan.v1.RecoveryAction
@@ -1425,27 +1425,27 @@ var file_messages_plan_v1_plan_proto_depIdxs = []int32{
 	0,  // [0:14] is the sub-list for field type_name
 }
 
-func init() { file_messages_plan_v1_plan_proto_init() }
-func file_messages_plan_v1_plan_proto_init() {
-	if File_messages_plan_v1_plan_proto != nil {
+func init() { file_agentstate_plan_v1_plan_proto_init() }
+func file_agentstate_plan_v1_plan_proto_init() {
+	if File_agentstate_plan_v1_plan_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_plan_v1_plan_proto_rawDesc), len(file_messages_plan_v1_plan_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentstate_plan_v1_plan_proto_rawDesc), len(file_agentstate_plan_v1_plan_proto_rawDesc)),
 			NumEnums:      3,
 			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
-		GoTypes:           file_messages_plan_v1_plan_proto_goTypes,
-		DependencyIndexes: file_messages_plan_v1_plan_proto_depIdxs,
-		EnumInfos:         file_messages_plan_v1_plan_proto_enumTypes,
-		MessageInfos:      file_messages_plan_v1_plan_proto_msgTypes,
+		GoTypes:           file_agentstate_plan_v1_plan_proto_goTypes,
+		DependencyIndexes: file_agentstate_plan_v1_plan_proto_depIdxs,
+		EnumInfos:         file_agentstate_plan_v1_plan_proto_enumTypes,
+		MessageInfos:      file_agentstate_plan_v1_plan_proto_msgTypes,
 	}.Build()
-	File_messages_plan_v1_plan_proto = out.File
-	file_messages_plan_v1_plan_proto_goTypes = nil
-	file_messages_plan_v1_plan_proto_depIdxs = nil
+	File_agentstate_plan_v1_plan_proto = out.File
+	file_agentstate_plan_v1_plan_proto_goTypes = nil
+	file_agentstate_plan_v1_plan_proto_depIdxs = nil
 }

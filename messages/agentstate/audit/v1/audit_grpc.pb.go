@@ -7,7 +7,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: messages/audit/v1/audit.proto
+// source: agentstate/audit/v1/audit.proto
 
 package auditv1
 
@@ -350,5 +350,5 @@ var AuditService_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "messages/audit/v1/audit.proto",
+	Metadata: "agentstate/audit/v1/audit.proto",
 }

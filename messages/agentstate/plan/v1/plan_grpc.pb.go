@@ -7,7 +7,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: messages/plan/v1/plan.proto
+// source: agentstate/plan/v1/plan.proto
 
 package planv1
 
@@ -312,5 +312,5 @@ var PlanService_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "messages/plan/v1/plan.proto",
+	Metadata: "agentstate/plan/v1/plan.proto",
 }
