@@ -227,7 +227,8 @@ type Reader interface {
 	// f.AfterID.
 	ListSessions(ctx context.Context, f SessionFilter) ([]*sessionv1.Session, error)
 	// ListMessages returns messages with sequence >= from, in sequence
-	// order. An unknown session gives an empty list.
+	// order: at most limit, and no more than fit in MaxPageBytes (but
+	// always one, if there is one). An unknown session gives an empty list.
 	ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error)
 	// GetPlan returns the plan's stored state. NOT_FOUND when nothing was
 	// ever written for it.

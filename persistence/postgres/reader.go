@@ -116,9 +116,16 @@ func (r *reader) ListSessions(ctx context.Context, f persistence.SessionFilter) 
 }
 
 func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error) {
+	// The byte cap is applied by the server: a row past it is never sent
+	// (pgx would have to read to the end of a result it stopped using).
+	// octet_length of a stored value reads its size, not the value.
 	rows, err := r.pool.Query(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at
-		FROM session_messages WHERE session_id = $1 AND sequence >= $2 ORDER BY sequence LIMIT $3`,
-		sessionID, from, persistence.ClampLimit(limit))
+		FROM (SELECT sequence, message_id, role, content, metadata_json, created_at,
+			sum(octet_length(content) + octet_length(metadata_json) + $4) OVER (ORDER BY sequence) AS upto
+			FROM session_messages WHERE session_id = $1 AND sequence >= $2 ORDER BY sequence LIMIT $3) page
+		WHERE upto <= $5 OR sequence = (SELECT min(sequence) FROM session_messages WHERE session_id = $1 AND sequence >= $2)
+		ORDER BY sequence`,
+		sessionID, from, persistence.ClampLimit(limit), persistence.MessageOverhead, persistence.MaxPageBytes)
 	if err != nil {
 		return nil, storeErr("list messages", err)
 	}

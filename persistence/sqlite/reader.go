@@ -102,19 +102,26 @@ func whereClause(conds []string) string {
 }
 
 func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at
+	rows, err := r.db.QueryContext(ctx, `SELECT length(CAST(content AS BLOB)) + length(CAST(metadata_json AS BLOB)) + ?,
+		sequence, message_id, role, content, metadata_json, created_at
 		FROM session_messages WHERE session_id = ? AND sequence >= ? ORDER BY sequence LIMIT ?`,
-		sessionID, from, persistence.ClampLimit(limit))
+		persistence.MessageOverhead, sessionID, from, persistence.ClampLimit(limit))
 	if err != nil {
 		return nil, storeErr("list messages", err)
 	}
 	defer rows.Close()
 	var out []*sessionv1.Message
+	// SQLite steps the statement row by row, so stopping here at the byte
+	// cap reads no further row; the sizes are taken before the values are.
+	bytes := 0
 	for rows.Next() {
 		m := &sessionv1.Message{SessionId: sessionID}
-		var role, created int64
-		if err := rows.Scan(&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created); err != nil {
+		var role, created, size int64
+		if err := rows.Scan(&size, &m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created); err != nil {
 			return nil, storeErr("list messages", err)
+		}
+		if bytes += int(size); len(out) > 0 && bytes > persistence.MaxPageBytes {
+			break
 		}
 		m.Role, m.CreatedAt = sessionv1.Role(role), persistence.Stamp(created)
 		out = append(out, m)
