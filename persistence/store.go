@@ -124,6 +124,13 @@ type DeleteSession struct {
 	Epoch     int64
 	SessionID string
 	Audit     []*auditv1.AuditEntry
+	// Limit, when positive, bounds the messages one command removes, for
+	// removing a large staged session (SessionStateStaged) in bounded
+	// transactions: the command removes at most Limit messages and, only
+	// once none is left, the links and the session. MessagesRemoved <
+	// Limit means the session is gone. Only for staged sessions: a visible
+	// one would be seen half removed.
+	Limit int
 }
 
 // PlanWrite stores a plan actor's changes; the plan row is created on the

@@ -65,7 +65,7 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 }
 
 func (r *reader) GetSession(ctx context.Context, sessionID string) (*sessionv1.Session, error) {
-	out, err := r.sessions(ctx, `SELECT * FROM sessions WHERE session_id = ?`, sessionID)
+	out, err := r.sessions(ctx, `SELECT * FROM sessions WHERE session_id = ? AND state != ?`, sessionID, int64(persistence.SessionStateStaged))
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +89,8 @@ func (r *reader) ListSessions(ctx context.Context, f persistence.SessionFilter) 
 	}
 	if f.State != sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {
 		where, args = append(where, "state = ?"), append(args, int64(f.State))
+	} else {
+		where, args = append(where, "state != ?"), append(args, int64(persistence.SessionStateStaged))
 	}
 	inner := "SELECT * FROM sessions" + whereClause(where) + " ORDER BY session_id LIMIT ?"
 	return r.sessions(ctx, inner, append(args, persistence.ClampLimit(f.Limit))...)
@@ -102,10 +104,12 @@ func whereClause(conds []string) string {
 }
 
 func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT length(CAST(content AS BLOB)) + length(CAST(metadata_json AS BLOB)) + ?,
+	rows, err := r.db.QueryContext(ctx, `SELECT length(CAST(content AS BLOB)) + length(CAST(metadata_json AS BLOB)) + ?1,
 		sequence, message_id, role, content, metadata_json, created_at
-		FROM session_messages WHERE session_id = ? AND sequence >= ? ORDER BY sequence LIMIT ?`,
-		persistence.MessageOverhead, sessionID, from, persistence.ClampLimit(limit))
+		FROM session_messages WHERE session_id = ?2 AND sequence >= ?3
+		AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?2 AND state = ?5)
+		ORDER BY sequence LIMIT ?4`,
+		persistence.MessageOverhead, sessionID, from, persistence.ClampLimit(limit), int64(persistence.SessionStateStaged))
 	if err != nil {
 		return nil, storeErr("list messages", err)
 	}
