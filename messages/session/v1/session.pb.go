@@ -1263,7 +1263,10 @@ type ListMessagesRequest struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	SessionId    string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	FromSequence int64                  `protobuf:"varint,2,opt,name=from_sequence,json=fromSequence,proto3" json:"from_sequence,omitempty"`
-	// Default 100, at most 1000.
+	// Default 100, at most 1000. A page also stops before its messages'
+	// content and metadata pass about 1 MiB (it always holds one message), so
+	// it may hold fewer than limit with more to come: page until a reply is
+	// empty.
 	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1626,6 +1629,9 @@ func (x *ExportSessionRequest) GetSessionId() string {
 	return ""
 }
 
+// ExportSessionResponse is a whole export in one message, for sessions whose
+// export fits in one (4 MiB); a larger one is RESOURCE_EXHAUSTED: use
+// ExportStream.
 type ExportSessionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Canonical JSON of the session, its messages and linked plans.
@@ -1730,8 +1736,10 @@ type ImportSessionResponse struct {
 	// A new session id; messages keep their order and plan links are kept.
 	Session          *Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
 	MessagesImported int64    `protobuf:"varint,2,opt,name=messages_imported,json=messagesImported,proto3" json:"messages_imported,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The checksum the import verified: the export's.
+	Checksum      string `protobuf:"bytes,3,opt,name=checksum,proto3" json:"checksum,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ImportSessionResponse) Reset() {
@@ -1778,6 +1786,362 @@ func (x *ImportSessionResponse) GetMessagesImported() int64 {
 	return 0
 }
 
+func (x *ImportSessionResponse) GetChecksum() string {
+	if x != nil {
+		return x.Checksum
+	}
+	return ""
+}
+
+// ExportChunk is one message of an ExportStream, and ImportChunk of an
+// ImportStream: one header, then message pages, then one trailer. The
+// checksum covers exactly what the header and the pages carry, in the
+// canonical form of the single-message export (ExportSessionResponse.data),
+// so a session's ExportStream and Export have the same checksum.
+type ExportChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*ExportChunk_Header
+	//	*ExportChunk_Page
+	//	*ExportChunk_Trailer
+	Part          isExportChunk_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportChunk) Reset() {
+	*x = ExportChunk{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportChunk) ProtoMessage() {}
+
+func (x *ExportChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportChunk.ProtoReflect.Descriptor instead.
+func (*ExportChunk) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ExportChunk) GetPart() isExportChunk_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *ExportChunk) GetHeader() *ExportHeader {
+	if x != nil {
+		if x, ok := x.Part.(*ExportChunk_Header); ok {
+			return x.Header
+		}
+	}
+	return nil
+}
+
+func (x *ExportChunk) GetPage() *ExportPage {
+	if x != nil {
+		if x, ok := x.Part.(*ExportChunk_Page); ok {
+			return x.Page
+		}
+	}
+	return nil
+}
+
+func (x *ExportChunk) GetTrailer() *ExportTrailer {
+	if x != nil {
+		if x, ok := x.Part.(*ExportChunk_Trailer); ok {
+			return x.Trailer
+		}
+	}
+	return nil
+}
+
+type isExportChunk_Part interface {
+	isExportChunk_Part()
+}
+
+type ExportChunk_Header struct {
+	Header *ExportHeader `protobuf:"bytes,1,opt,name=header,proto3,oneof"`
+}
+
+type ExportChunk_Page struct {
+	Page *ExportPage `protobuf:"bytes,2,opt,name=page,proto3,oneof"`
+}
+
+type ExportChunk_Trailer struct {
+	Trailer *ExportTrailer `protobuf:"bytes,3,opt,name=trailer,proto3,oneof"`
+}
+
+func (*ExportChunk_Header) isExportChunk_Part() {}
+
+func (*ExportChunk_Page) isExportChunk_Part() {}
+
+func (*ExportChunk_Trailer) isExportChunk_Part() {}
+
+type ImportChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*ImportChunk_Header
+	//	*ImportChunk_Page
+	//	*ImportChunk_Trailer
+	Part          isImportChunk_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportChunk) Reset() {
+	*x = ImportChunk{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportChunk) ProtoMessage() {}
+
+func (x *ImportChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportChunk.ProtoReflect.Descriptor instead.
+func (*ImportChunk) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ImportChunk) GetPart() isImportChunk_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *ImportChunk) GetHeader() *ExportHeader {
+	if x != nil {
+		if x, ok := x.Part.(*ImportChunk_Header); ok {
+			return x.Header
+		}
+	}
+	return nil
+}
+
+func (x *ImportChunk) GetPage() *ExportPage {
+	if x != nil {
+		if x, ok := x.Part.(*ImportChunk_Page); ok {
+			return x.Page
+		}
+	}
+	return nil
+}
+
+func (x *ImportChunk) GetTrailer() *ExportTrailer {
+	if x != nil {
+		if x, ok := x.Part.(*ImportChunk_Trailer); ok {
+			return x.Trailer
+		}
+	}
+	return nil
+}
+
+type isImportChunk_Part interface {
+	isImportChunk_Part()
+}
+
+type ImportChunk_Header struct {
+	Header *ExportHeader `protobuf:"bytes,1,opt,name=header,proto3,oneof"`
+}
+
+type ImportChunk_Page struct {
+	Page *ExportPage `protobuf:"bytes,2,opt,name=page,proto3,oneof"`
+}
+
+type ImportChunk_Trailer struct {
+	Trailer *ExportTrailer `protobuf:"bytes,3,opt,name=trailer,proto3,oneof"`
+}
+
+func (*ImportChunk_Header) isImportChunk_Part() {}
+
+func (*ImportChunk_Page) isImportChunk_Part() {}
+
+func (*ImportChunk_Trailer) isImportChunk_Part() {}
+
+type ExportHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "agentstate.session/1".
+	SchemaVersion string `protobuf:"bytes,1,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
+	// The session as exported, with its linked plans; message_count is the
+	// number of messages the pages carry.
+	Session       *Session `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportHeader) Reset() {
+	*x = ExportHeader{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportHeader) ProtoMessage() {}
+
+func (x *ExportHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportHeader.ProtoReflect.Descriptor instead.
+func (*ExportHeader) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ExportHeader) GetSchemaVersion() string {
+	if x != nil {
+		return x.SchemaVersion
+	}
+	return ""
+}
+
+func (x *ExportHeader) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// ExportPage carries the next messages in sequence order (sequences continue
+// from the previous page, from 0). An export's pages are capped as
+// ListMessages pages are; an import's pages must fit the node's request
+// size limit.
+type ExportPage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*Message             `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportPage) Reset() {
+	*x = ExportPage{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportPage) ProtoMessage() {}
+
+func (x *ExportPage) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportPage.ProtoReflect.Descriptor instead.
+func (*ExportPage) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ExportPage) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type ExportTrailer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "sha256:<hex>" over the canonical form (see ExportChunk).
+	Checksum      string `protobuf:"bytes,1,opt,name=checksum,proto3" json:"checksum,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportTrailer) Reset() {
+	*x = ExportTrailer{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportTrailer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportTrailer) ProtoMessage() {}
+
+func (x *ExportTrailer) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportTrailer.ProtoReflect.Descriptor instead.
+func (*ExportTrailer) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ExportTrailer) GetChecksum() string {
+	if x != nil {
+		return x.Checksum
+	}
+	return ""
+}
+
 // AppendStreamResponse answers one AppendRequest of an AppendStream: the
 // append's response, or why it failed (nothing of it was stored, as for a
 // failed Append). A failed request does not end the stream.
@@ -1794,7 +2158,7 @@ type AppendStreamResponse struct {
 
 func (x *AppendStreamResponse) Reset() {
 	*x = AppendStreamResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[28]
+	mi := &file_messages_session_v1_session_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +2170,7 @@ func (x *AppendStreamResponse) String() string {
 func (*AppendStreamResponse) ProtoMessage() {}
 
 func (x *AppendStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[28]
+	mi := &file_messages_session_v1_session_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +2183,7 @@ func (x *AppendStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendStreamResponse.ProtoReflect.Descriptor instead.
 func (*AppendStreamResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{28}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AppendStreamResponse) GetOutcome() isAppendStreamResponse_Outcome {
@@ -1876,7 +2240,7 @@ type TaggedAppend struct {
 
 func (x *TaggedAppend) Reset() {
 	*x = TaggedAppend{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[29]
+	mi := &file_messages_session_v1_session_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1888,7 +2252,7 @@ func (x *TaggedAppend) String() string {
 func (*TaggedAppend) ProtoMessage() {}
 
 func (x *TaggedAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[29]
+	mi := &file_messages_session_v1_session_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1901,7 +2265,7 @@ func (x *TaggedAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaggedAppend.ProtoReflect.Descriptor instead.
 func (*TaggedAppend) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{29}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TaggedAppend) GetTag() uint64 {
@@ -1928,7 +2292,7 @@ type AppendBatch struct {
 
 func (x *AppendBatch) Reset() {
 	*x = AppendBatch{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[30]
+	mi := &file_messages_session_v1_session_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1940,7 +2304,7 @@ func (x *AppendBatch) String() string {
 func (*AppendBatch) ProtoMessage() {}
 
 func (x *AppendBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[30]
+	mi := &file_messages_session_v1_session_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1953,7 +2317,7 @@ func (x *AppendBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendBatch.ProtoReflect.Descriptor instead.
 func (*AppendBatch) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{30}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AppendBatch) GetAppends() []*TaggedAppend {
@@ -1974,7 +2338,7 @@ type TaggedOutcome struct {
 
 func (x *TaggedOutcome) Reset() {
 	*x = TaggedOutcome{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[31]
+	mi := &file_messages_session_v1_session_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2350,7 @@ func (x *TaggedOutcome) String() string {
 func (*TaggedOutcome) ProtoMessage() {}
 
 func (x *TaggedOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[31]
+	mi := &file_messages_session_v1_session_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2363,7 @@ func (x *TaggedOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaggedOutcome.ProtoReflect.Descriptor instead.
 func (*TaggedOutcome) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{31}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TaggedOutcome) GetTag() uint64 {
@@ -2027,7 +2391,7 @@ type AppendOutcomes struct {
 
 func (x *AppendOutcomes) Reset() {
 	*x = AppendOutcomes{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[32]
+	mi := &file_messages_session_v1_session_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2403,7 @@ func (x *AppendOutcomes) String() string {
 func (*AppendOutcomes) ProtoMessage() {}
 
 func (x *AppendOutcomes) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[32]
+	mi := &file_messages_session_v1_session_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2416,7 @@ func (x *AppendOutcomes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendOutcomes.ProtoReflect.Descriptor instead.
 func (*AppendOutcomes) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{32}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AppendOutcomes) GetOutcomes() []*TaggedOutcome {
@@ -2198,10 +2562,29 @@ const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\tR\x04data\x12\x1a\n" +
 	"\bchecksum\x18\x02 \x01(\tR\bchecksum\"*\n" +
 	"\x14ImportSessionRequest\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\tR\x04data\"~\n" +
+	"\x04data\x18\x01 \x01(\tR\x04data\"\x9a\x01\n" +
 	"\x15ImportSessionResponse\x128\n" +
 	"\asession\x18\x01 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\x12+\n" +
-	"\x11messages_imported\x18\x02 \x01(\x03R\x10messagesImported\"\x9b\x01\n" +
+	"\x11messages_imported\x18\x02 \x01(\x03R\x10messagesImported\x12\x1a\n" +
+	"\bchecksum\x18\x03 \x01(\tR\bchecksum\"\xcf\x01\n" +
+	"\vExportChunk\x12=\n" +
+	"\x06header\x18\x01 \x01(\v2#.agentstate.session.v1.ExportHeaderH\x00R\x06header\x127\n" +
+	"\x04page\x18\x02 \x01(\v2!.agentstate.session.v1.ExportPageH\x00R\x04page\x12@\n" +
+	"\atrailer\x18\x03 \x01(\v2$.agentstate.session.v1.ExportTrailerH\x00R\atrailerB\x06\n" +
+	"\x04part\"\xcf\x01\n" +
+	"\vImportChunk\x12=\n" +
+	"\x06header\x18\x01 \x01(\v2#.agentstate.session.v1.ExportHeaderH\x00R\x06header\x127\n" +
+	"\x04page\x18\x02 \x01(\v2!.agentstate.session.v1.ExportPageH\x00R\x04page\x12@\n" +
+	"\atrailer\x18\x03 \x01(\v2$.agentstate.session.v1.ExportTrailerH\x00R\atrailerB\x06\n" +
+	"\x04part\"o\n" +
+	"\fExportHeader\x12%\n" +
+	"\x0eschema_version\x18\x01 \x01(\tR\rschemaVersion\x128\n" +
+	"\asession\x18\x02 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\"H\n" +
+	"\n" +
+	"ExportPage\x12:\n" +
+	"\bmessages\x18\x01 \x03(\v2\x1e.agentstate.session.v1.MessageR\bmessages\"+\n" +
+	"\rExportTrailer\x12\x1a\n" +
+	"\bchecksum\x18\x01 \x01(\tR\bchecksum\"\x9b\x01\n" +
 	"\x14AppendStreamResponse\x12C\n" +
 	"\bresponse\x18\x01 \x01(\v2%.agentstate.session.v1.AppendResponseH\x00R\bresponse\x123\n" +
 	"\x05error\x18\x02 \x01(\v2\x1b.agentstate.common.v1.ErrorH\x00R\x05errorB\t\n" +
@@ -2225,8 +2608,7 @@ const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\tROLE_USER\x10\x01\x12\x12\n" +
 	"\x0eROLE_ASSISTANT\x10\x02\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x03\x12\r\n" +
-	"\tROLE_TOOL\x10\x042\x9c\n" +
-	"\n" +
+	"\tROLE_TOOL\x10\x042\xe3\v\n" +
 	"\x0eSessionService\x12c\n" +
 	"\x06Create\x12+.agentstate.session.v1.CreateSessionRequest\x1a,.agentstate.session.v1.CreateSessionResponse\x12Z\n" +
 	"\x03Get\x12(.agentstate.session.v1.GetSessionRequest\x1a).agentstate.session.v1.GetSessionResponse\x12_\n" +
@@ -2240,7 +2622,9 @@ const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\x06Export\x12+.agentstate.session.v1.ExportSessionRequest\x1a,.agentstate.session.v1.ExportSessionResponse\x12c\n" +
 	"\x06Import\x12+.agentstate.session.v1.ImportSessionRequest\x1a,.agentstate.session.v1.ImportSessionResponse\x12e\n" +
 	"\fAppendStream\x12$.agentstate.session.v1.AppendRequest\x1a+.agentstate.session.v1.AppendStreamResponse(\x010\x01\x12^\n" +
-	"\rAppendBatches\x12\".agentstate.session.v1.AppendBatch\x1a%.agentstate.session.v1.AppendOutcomes(\x010\x01B@Z>github.com/agentstate/agentstate/messages/session/v1;sessionv1b\x06proto3"
+	"\rAppendBatches\x12\".agentstate.session.v1.AppendBatch\x1a%.agentstate.session.v1.AppendOutcomes(\x010\x01\x12a\n" +
+	"\fExportStream\x12+.agentstate.session.v1.ExportSessionRequest\x1a\".agentstate.session.v1.ExportChunk0\x01\x12b\n" +
+	"\fImportStream\x12\".agentstate.session.v1.ImportChunk\x1a,.agentstate.session.v1.ImportSessionResponse(\x01B@Z>github.com/agentstate/agentstate/messages/session/v1;sessionv1b\x06proto3"
 
 var (
 	file_messages_session_v1_session_proto_rawDescOnce sync.Once
@@ -2255,7 +2639,7 @@ func file_messages_session_v1_session_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_session_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_messages_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_messages_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_messages_session_v1_session_proto_goTypes = []any{
 	(SessionState)(0),                // 0: agentstate.session.v1.SessionState
 	(Role)(0),                        // 1: agentstate.session.v1.Role
@@ -2287,25 +2671,30 @@ var file_messages_session_v1_session_proto_goTypes = []any{
 	(*ExportSessionResponse)(nil),    // 27: agentstate.session.v1.ExportSessionResponse
 	(*ImportSessionRequest)(nil),     // 28: agentstate.session.v1.ImportSessionRequest
 	(*ImportSessionResponse)(nil),    // 29: agentstate.session.v1.ImportSessionResponse
-	(*AppendStreamResponse)(nil),     // 30: agentstate.session.v1.AppendStreamResponse
-	(*TaggedAppend)(nil),             // 31: agentstate.session.v1.TaggedAppend
-	(*AppendBatch)(nil),              // 32: agentstate.session.v1.AppendBatch
-	(*TaggedOutcome)(nil),            // 33: agentstate.session.v1.TaggedOutcome
-	(*AppendOutcomes)(nil),           // 34: agentstate.session.v1.AppendOutcomes
-	(*timestamppb.Timestamp)(nil),    // 35: google.protobuf.Timestamp
-	(*v1.Error)(nil),                 // 36: agentstate.common.v1.Error
+	(*ExportChunk)(nil),              // 30: agentstate.session.v1.ExportChunk
+	(*ImportChunk)(nil),              // 31: agentstate.session.v1.ImportChunk
+	(*ExportHeader)(nil),             // 32: agentstate.session.v1.ExportHeader
+	(*ExportPage)(nil),               // 33: agentstate.session.v1.ExportPage
+	(*ExportTrailer)(nil),            // 34: agentstate.session.v1.ExportTrailer
+	(*AppendStreamResponse)(nil),     // 35: agentstate.session.v1.AppendStreamResponse
+	(*TaggedAppend)(nil),             // 36: agentstate.session.v1.TaggedAppend
+	(*AppendBatch)(nil),              // 37: agentstate.session.v1.AppendBatch
+	(*TaggedOutcome)(nil),            // 38: agentstate.session.v1.TaggedOutcome
+	(*AppendOutcomes)(nil),           // 39: agentstate.session.v1.AppendOutcomes
+	(*timestamppb.Timestamp)(nil),    // 40: google.protobuf.Timestamp
+	(*v1.Error)(nil),                 // 41: agentstate.common.v1.Error
 }
 var file_messages_session_v1_session_proto_depIdxs = []int32{
 	0,  // 0: agentstate.session.v1.Session.state:type_name -> agentstate.session.v1.SessionState
 	2,  // 1: agentstate.session.v1.Session.token_usage:type_name -> agentstate.session.v1.TokenUsage
 	3,  // 2: agentstate.session.v1.Session.linked_plans:type_name -> agentstate.session.v1.LinkedPlan
-	35, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	35, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	35, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
+	40, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	40, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	40, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
 	1,  // 6: agentstate.session.v1.Message.role:type_name -> agentstate.session.v1.Role
-	35, // 7: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	40, // 7: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 8: agentstate.session.v1.NewMessage.role:type_name -> agentstate.session.v1.Role
-	35, // 9: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
+	40, // 9: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
 	4,  // 10: agentstate.session.v1.CreateSessionResponse.session:type_name -> agentstate.session.v1.Session
 	4,  // 11: agentstate.session.v1.GetSessionResponse.session:type_name -> agentstate.session.v1.Session
 	0,  // 12: agentstate.session.v1.ListSessionsRequest.state:type_name -> agentstate.session.v1.SessionState
@@ -2318,43 +2707,55 @@ var file_messages_session_v1_session_proto_depIdxs = []int32{
 	3,  // 19: agentstate.session.v1.LinkPlanRequest.plan:type_name -> agentstate.session.v1.LinkedPlan
 	4,  // 20: agentstate.session.v1.LinkPlanResponse.session:type_name -> agentstate.session.v1.Session
 	4,  // 21: agentstate.session.v1.ImportSessionResponse.session:type_name -> agentstate.session.v1.Session
-	19, // 22: agentstate.session.v1.AppendStreamResponse.response:type_name -> agentstate.session.v1.AppendResponse
-	36, // 23: agentstate.session.v1.AppendStreamResponse.error:type_name -> agentstate.common.v1.Error
-	18, // 24: agentstate.session.v1.TaggedAppend.request:type_name -> agentstate.session.v1.AppendRequest
-	31, // 25: agentstate.session.v1.AppendBatch.appends:type_name -> agentstate.session.v1.TaggedAppend
-	30, // 26: agentstate.session.v1.TaggedOutcome.outcome:type_name -> agentstate.session.v1.AppendStreamResponse
-	33, // 27: agentstate.session.v1.AppendOutcomes.outcomes:type_name -> agentstate.session.v1.TaggedOutcome
-	8,  // 28: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
-	10, // 29: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
-	12, // 30: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
-	14, // 31: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
-	16, // 32: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
-	18, // 33: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
-	20, // 34: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
-	22, // 35: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
-	24, // 36: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
-	26, // 37: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
-	28, // 38: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
-	18, // 39: agentstate.session.v1.SessionService.AppendStream:input_type -> agentstate.session.v1.AppendRequest
-	32, // 40: agentstate.session.v1.SessionService.AppendBatches:input_type -> agentstate.session.v1.AppendBatch
-	9,  // 41: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
-	11, // 42: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
-	13, // 43: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
-	15, // 44: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
-	17, // 45: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
-	19, // 46: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
-	21, // 47: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
-	23, // 48: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
-	25, // 49: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
-	27, // 50: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
-	29, // 51: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
-	30, // 52: agentstate.session.v1.SessionService.AppendStream:output_type -> agentstate.session.v1.AppendStreamResponse
-	34, // 53: agentstate.session.v1.SessionService.AppendBatches:output_type -> agentstate.session.v1.AppendOutcomes
-	41, // [41:54] is the sub-list for method output_type
-	28, // [28:41] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	32, // 22: agentstate.session.v1.ExportChunk.header:type_name -> agentstate.session.v1.ExportHeader
+	33, // 23: agentstate.session.v1.ExportChunk.page:type_name -> agentstate.session.v1.ExportPage
+	34, // 24: agentstate.session.v1.ExportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
+	32, // 25: agentstate.session.v1.ImportChunk.header:type_name -> agentstate.session.v1.ExportHeader
+	33, // 26: agentstate.session.v1.ImportChunk.page:type_name -> agentstate.session.v1.ExportPage
+	34, // 27: agentstate.session.v1.ImportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
+	4,  // 28: agentstate.session.v1.ExportHeader.session:type_name -> agentstate.session.v1.Session
+	5,  // 29: agentstate.session.v1.ExportPage.messages:type_name -> agentstate.session.v1.Message
+	19, // 30: agentstate.session.v1.AppendStreamResponse.response:type_name -> agentstate.session.v1.AppendResponse
+	41, // 31: agentstate.session.v1.AppendStreamResponse.error:type_name -> agentstate.common.v1.Error
+	18, // 32: agentstate.session.v1.TaggedAppend.request:type_name -> agentstate.session.v1.AppendRequest
+	36, // 33: agentstate.session.v1.AppendBatch.appends:type_name -> agentstate.session.v1.TaggedAppend
+	35, // 34: agentstate.session.v1.TaggedOutcome.outcome:type_name -> agentstate.session.v1.AppendStreamResponse
+	38, // 35: agentstate.session.v1.AppendOutcomes.outcomes:type_name -> agentstate.session.v1.TaggedOutcome
+	8,  // 36: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
+	10, // 37: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
+	12, // 38: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
+	14, // 39: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
+	16, // 40: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
+	18, // 41: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
+	20, // 42: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
+	22, // 43: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
+	24, // 44: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
+	26, // 45: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
+	28, // 46: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
+	18, // 47: agentstate.session.v1.SessionService.AppendStream:input_type -> agentstate.session.v1.AppendRequest
+	37, // 48: agentstate.session.v1.SessionService.AppendBatches:input_type -> agentstate.session.v1.AppendBatch
+	26, // 49: agentstate.session.v1.SessionService.ExportStream:input_type -> agentstate.session.v1.ExportSessionRequest
+	31, // 50: agentstate.session.v1.SessionService.ImportStream:input_type -> agentstate.session.v1.ImportChunk
+	9,  // 51: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
+	11, // 52: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
+	13, // 53: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
+	15, // 54: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
+	17, // 55: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
+	19, // 56: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
+	21, // 57: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
+	23, // 58: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
+	25, // 59: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
+	27, // 60: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
+	29, // 61: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
+	35, // 62: agentstate.session.v1.SessionService.AppendStream:output_type -> agentstate.session.v1.AppendStreamResponse
+	39, // 63: agentstate.session.v1.SessionService.AppendBatches:output_type -> agentstate.session.v1.AppendOutcomes
+	30, // 64: agentstate.session.v1.SessionService.ExportStream:output_type -> agentstate.session.v1.ExportChunk
+	29, // 65: agentstate.session.v1.SessionService.ImportStream:output_type -> agentstate.session.v1.ImportSessionResponse
+	51, // [51:66] is the sub-list for method output_type
+	36, // [36:51] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_messages_session_v1_session_proto_init() }
@@ -2363,6 +2764,16 @@ func file_messages_session_v1_session_proto_init() {
 		return
 	}
 	file_messages_session_v1_session_proto_msgTypes[28].OneofWrappers = []any{
+		(*ExportChunk_Header)(nil),
+		(*ExportChunk_Page)(nil),
+		(*ExportChunk_Trailer)(nil),
+	}
+	file_messages_session_v1_session_proto_msgTypes[29].OneofWrappers = []any{
+		(*ImportChunk_Header)(nil),
+		(*ImportChunk_Page)(nil),
+		(*ImportChunk_Trailer)(nil),
+	}
+	file_messages_session_v1_session_proto_msgTypes[33].OneofWrappers = []any{
 		(*AppendStreamResponse_Response)(nil),
 		(*AppendStreamResponse_Error)(nil),
 	}
@@ -2372,7 +2783,7 @@ func file_messages_session_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_session_v1_session_proto_rawDesc), len(file_messages_session_v1_session_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   33,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
