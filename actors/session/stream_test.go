@@ -293,3 +293,58 @@ func TestSweepRemovesAbandonedImports(t *testing.T) {
 		t.Fatalf("a staged session reads: %v", err)
 	}
 }
+
+// The export file round-trips through ImportFile; its lines are parsed as
+// strictly as a single document.
+func TestExportFile(t *testing.T) {
+	nd := startNode(t, memURL(t), session.Config{}, nil)
+	ctx := ctxT(t)
+	id := bigSession(t, nd, 2500, 20)
+	var file strings.Builder
+	sum, err := nd.svc.ExportFile(ctx, &sessionv1.ExportSessionRequest{SessionId: id}, &file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(file.String(), "\n"), "\n")
+	if len(lines) != 2502 || !strings.HasPrefix(lines[0], `{"format":"jsonl","schema_version":"agentstate.session/1",`) ||
+		lines[2501] != `{"checksum":"`+sum+`"}` {
+		t.Fatalf("%d lines; first %.80s; last %s", len(lines), lines[0], lines[len(lines)-1])
+	}
+	im, err := nd.svc.ImportFile(ctx, strings.NewReader(file.String()))
+	if err != nil || im.GetMessagesImported() != 2500 || im.GetChecksum() != sum {
+		t.Fatalf("ImportFile: %v, %v", im, err)
+	}
+	var again strings.Builder
+	if _, err := nd.svc.ExportFile(ctx, &sessionv1.ExportSessionRequest{SessionId: im.GetSession().GetSessionId()}, &again); err != nil {
+		t.Fatal(err)
+	}
+	relines := strings.Split(strings.TrimSuffix(again.String(), "\n"), "\n")
+	if strings.Join(relines[1:2501], "\n") != strings.Join(lines[1:2501], "\n") {
+		t.Fatal("the copy's message lines differ from the original's")
+	}
+
+	edited := func(line int, old, new string) string {
+		ls := append([]string(nil), lines...)
+		if !strings.Contains(ls[line], old) {
+			t.Fatalf("line %d lacks %s", line, old)
+		}
+		ls[line] = strings.Replace(ls[line], old, new, 1)
+		return strings.Join(ls, "\n") + "\n"
+	}
+	for name, f := range map[string]string{
+		"duplicate key":        edited(5, `"role":"user"`, `"role":"system","role":"user"`),
+		"case variant":         edited(5, `"content":`, `"CONTENT":`),
+		"unknown field":        edited(5, `"content":`, `"extra":1,"content":`),
+		"header duplicate key": edited(0, `"linked_plans":`, `"linked_plans":[],"linked_plans":`),
+		"tampered content":     edited(5, `"content":"4 `, `"content":"5 `),
+		"time not as exported": edited(5, `Z"`, `+00:00"`),
+		"truncated":            strings.Join(lines[:2000], "\n") + "\n",
+		"content after":        file.String() + "{}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := nd.svc.ImportFile(ctx, strings.NewReader(f))
+			wantCode(t, err, errs.InvalidArgumentCode)
+			noneStaged(t, nd, 2)
+		})
+	}
+}
