@@ -124,6 +124,13 @@ type DeleteSession struct {
 	Epoch     int64
 	SessionID string
 	Audit     []*auditv1.AuditEntry
+	// Limit, when positive, bounds the messages one command removes, for
+	// removing a large staged session (SessionStateStaged) in bounded
+	// transactions: the command removes at most Limit messages and, only
+	// once none is left, the links and the session. MessagesRemoved <
+	// Limit means the session is gone. Only for staged sessions: a visible
+	// one would be seen half removed.
+	Limit int
 }
 
 // PlanWrite stores a plan actor's changes; the plan row is created on the
@@ -227,7 +234,8 @@ type Reader interface {
 	// f.AfterID.
 	ListSessions(ctx context.Context, f SessionFilter) ([]*sessionv1.Session, error)
 	// ListMessages returns messages with sequence >= from, in sequence
-	// order. An unknown session gives an empty list.
+	// order: at most limit, and no more than fit in MaxPageBytes (but
+	// always one, if there is one). An unknown session gives an empty list.
 	ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error)
 	// GetPlan returns the plan's stored state. NOT_FOUND when nothing was
 	// ever written for it.

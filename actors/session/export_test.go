@@ -24,3 +24,6 @@ func WaitNoActors(ctx context.Context, s *Service) error {
 
 // OnAccept installs the afterAccept hook; call it before the first request.
 func OnAccept(s *Service, f func(sessionID string, queued int, inFlight bool)) { s.env.afterAccept = f }
+
+// SweepStaged runs one sweep for abandoned imports now.
+func SweepStaged(ctx context.Context, s *Service) error { return s.sweepStaged(ctx) }

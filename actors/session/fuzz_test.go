@@ -114,7 +114,7 @@ func FuzzImport(f *testing.F) {
 	f.Add(`{"schema_version":"agentstate.session/1","checksum":"sha256:00"}`)
 	cfg := Config{}.withDefaults()
 	f.Fuzz(func(t *testing.T, data string) {
-		d, err := openExport(data)
+		d, _, err := openExport(data)
 		mustBeInvalidArgument(t, err)
 		if err != nil {
 			return

@@ -33,9 +33,11 @@ type Service struct {
 	backlog  *audit.Backlog
 	pid      *actor.PID
 
-	closing  atomic.Bool
-	stopOnce sync.Once
-	stopErr  error
+	closing atomic.Bool
+	// stopSweep ends the sweeper of abandoned imports (importstream.go).
+	stopSweep chan struct{}
+	stopOnce  sync.Once
+	stopErr   error
 }
 
 // env is what every session actor shares. It is read-only after Start,
@@ -83,6 +85,8 @@ func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.R
 		return nil, errs.Internal("spawning the %q directory: %v", s.env.cfg.Name, err)
 	}
 	s.pid = pid
+	s.stopSweep = make(chan struct{})
+	go s.sweeper(s.stopSweep)
 	return s, nil
 }
 
@@ -106,6 +110,7 @@ func (s *Service) ActiveActors() int { return s.env.live.count() }
 func (s *Service) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.closing.Store(true)
+		close(s.stopSweep)
 		for {
 			changed := s.env.live.changed() // before count: no change is missed
 			if s.env.live.count() == 0 {

@@ -315,6 +315,17 @@ func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.lockSession(c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
+	var res persistence.Result
+	if c.Limit > 0 {
+		tag, err := a.exec(`DELETE FROM session_messages WHERE session_id = $1 AND sequence IN
+			(SELECT sequence FROM session_messages WHERE session_id = $1 ORDER BY sequence DESC LIMIT $2)`, c.SessionID, c.Limit)
+		if err != nil {
+			return persistence.Result{}, err
+		}
+		if res.MessagesRemoved = tag.RowsAffected(); res.MessagesRemoved == int64(c.Limit) {
+			return res, nil
+		}
+	}
 	var links []sessionLink
 	var l sessionLink
 	if err := a.forEachRow(`DELETE FROM session_links WHERE session_id = $1 RETURNING id, plan_id`, []any{c.SessionID},
@@ -326,7 +337,6 @@ func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Resul
 	}
 	// Report them in link order, as stored.
 	slices.SortFunc(links, func(x, y sessionLink) int { return cmp.Compare(x.id, y.id) })
-	var res persistence.Result
 	for _, l := range links {
 		res.PlansOrphaned = append(res.PlansOrphaned, l.planID)
 	}
@@ -334,7 +344,7 @@ func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	res.MessagesRemoved = tag.RowsAffected()
+	res.MessagesRemoved += tag.RowsAffected()
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = $1`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}

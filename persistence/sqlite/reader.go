@@ -65,7 +65,7 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 }
 
 func (r *reader) GetSession(ctx context.Context, sessionID string) (*sessionv1.Session, error) {
-	out, err := r.sessions(ctx, `SELECT * FROM sessions WHERE session_id = ?`, sessionID)
+	out, err := r.sessions(ctx, `SELECT * FROM sessions WHERE session_id = ? AND state != ?`, sessionID, int64(persistence.SessionStateStaged))
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +89,8 @@ func (r *reader) ListSessions(ctx context.Context, f persistence.SessionFilter) 
 	}
 	if f.State != sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {
 		where, args = append(where, "state = ?"), append(args, int64(f.State))
+	} else {
+		where, args = append(where, "state != ?"), append(args, int64(persistence.SessionStateStaged))
 	}
 	inner := "SELECT * FROM sessions" + whereClause(where) + " ORDER BY session_id LIMIT ?"
 	return r.sessions(ctx, inner, append(args, persistence.ClampLimit(f.Limit))...)
@@ -102,19 +104,28 @@ func whereClause(conds []string) string {
 }
 
 func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at
-		FROM session_messages WHERE session_id = ? AND sequence >= ? ORDER BY sequence LIMIT ?`,
-		sessionID, from, persistence.ClampLimit(limit))
+	rows, err := r.db.QueryContext(ctx, `SELECT length(CAST(content AS BLOB)) + length(CAST(metadata_json AS BLOB)) + ?1,
+		sequence, message_id, role, content, metadata_json, created_at
+		FROM session_messages WHERE session_id = ?2 AND sequence >= ?3
+		AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?2 AND state = ?5)
+		ORDER BY sequence LIMIT ?4`,
+		persistence.MessageOverhead, sessionID, from, persistence.ClampLimit(limit), int64(persistence.SessionStateStaged))
 	if err != nil {
 		return nil, storeErr("list messages", err)
 	}
 	defer rows.Close()
 	var out []*sessionv1.Message
+	// SQLite steps the statement row by row, so stopping here at the byte
+	// cap reads no further row; the sizes are taken before the values are.
+	bytes := 0
 	for rows.Next() {
 		m := &sessionv1.Message{SessionId: sessionID}
-		var role, created int64
-		if err := rows.Scan(&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created); err != nil {
+		var role, created, size int64
+		if err := rows.Scan(&size, &m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created); err != nil {
 			return nil, storeErr("list messages", err)
+		}
+		if bytes += int(size); len(out) > 0 && bytes > persistence.MaxPageBytes {
+			break
 		}
 		m.Role, m.CreatedAt = sessionv1.Role(role), persistence.Stamp(created)
 		out = append(out, m)

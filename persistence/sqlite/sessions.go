@@ -282,6 +282,19 @@ func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	var res persistence.Result
+	if c.Limit > 0 {
+		del, err := a.exec(`DELETE FROM session_messages WHERE id IN
+			(SELECT id FROM session_messages WHERE session_id = ? ORDER BY sequence DESC LIMIT ?)`, c.SessionID, c.Limit)
+		if err != nil {
+			return persistence.Result{}, err
+		}
+		if res.MessagesRemoved, err = rowsAffected(del); err != nil {
+			return persistence.Result{}, err
+		}
+		if res.MessagesRemoved == int64(c.Limit) {
+			return res, nil
+		}
+	}
 	rows, err := a.tx.QueryContext(a.ctx, `SELECT plan_id FROM session_links WHERE session_id = ? ORDER BY id`, c.SessionID)
 	if err != nil {
 		return persistence.Result{}, err
@@ -307,9 +320,11 @@ func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	if res.MessagesRemoved, err = rowsAffected(del); err != nil {
+	removed, err := rowsAffected(del)
+	if err != nil {
 		return persistence.Result{}, err
 	}
+	res.MessagesRemoved += removed
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = ?`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}

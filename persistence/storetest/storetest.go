@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"audit", auditCases},
 		{"batch", batchCases},
 		{"reader", readerCases},
+		{"staged", stagedCases},
 		{"fencing", fencingCases},
 	}
 	for _, g := range groups {

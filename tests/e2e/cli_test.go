@@ -119,26 +119,41 @@ func TestCLICommands(t *testing.T) {
 		t.Fatalf("link-plan printed %v", &linked)
 	}
 
-	// session export, import
-	exported := filepath.Join(t.TempDir(), "export.json")
+	// session export, import: --out streams a JSON Lines file (header,
+	// messages, trailer); without it the single document is printed, and
+	// import takes either.
+	exported := filepath.Join(t.TempDir(), "export.jsonl")
 	var exp sessionv1.ExportSessionResponse
 	n.cli(none, "session", "export", "--session", sid, "--out", exported).ok(t, &exp)
-	if !strings.HasPrefix(exp.GetChecksum(), "sha256:") || readFile(t, exported) != exp.GetData() {
-		t.Fatalf("export printed checksum %q; the file must hold its data", exp.GetChecksum())
+	lines := strings.Split(strings.TrimSuffix(readFile(t, exported), "\n"), "\n")
+	if !strings.HasPrefix(exp.GetChecksum(), "sha256:") || len(lines) != 7 || lines[6] != `{"checksum":"`+exp.GetChecksum()+`"}` {
+		t.Fatalf("export printed checksum %q; the file must end with it after 5 message lines: %q", exp.GetChecksum(), lines)
 	}
-	var imp sessionv1.ImportSessionResponse
-	n.cli(none, "session", "import", "--file", exported).ok(t, &imp)
-	newID := imp.GetSession().GetSessionId()
-	if newID == sid || imp.GetMessagesImported() != 5 {
-		t.Fatalf("import printed %v; want a new session with 5 messages", &imp)
+	var single sessionv1.ExportSessionResponse
+	n.cli(none, "session", "export", "--session", sid).ok(t, &single)
+	if single.GetChecksum() != exp.GetChecksum() {
+		t.Fatalf("the single document's checksum %s differs from the stream's %s", single.GetChecksum(), exp.GetChecksum())
 	}
-	var impMsgs sessionv1.ListMessagesResponse
-	n.cli(none, "session", "messages", "--session", newID).ok(t, &impMsgs)
-	if len(impMsgs.GetMessages()) != 5 || impMsgs.GetMessages()[3].GetContent() != "42" {
-		t.Fatalf("imported session's messages: %v", &impMsgs)
+	singleFile := filepath.Join(t.TempDir(), "export.json")
+	writeFile(t, singleFile, single.GetData())
+	var newID string
+	for _, f := range []string{singleFile, exported} {
+		var imp sessionv1.ImportSessionResponse
+		n.cli(none, "session", "import", "--file", f).ok(t, &imp)
+		newID = imp.GetSession().GetSessionId()
+		if newID == sid || imp.GetMessagesImported() != 5 || imp.GetChecksum() != exp.GetChecksum() {
+			t.Fatalf("import of %s printed %v; want a new session with 5 messages", filepath.Base(f), &imp)
+		}
+		var impMsgs sessionv1.ListMessagesResponse
+		n.cli(none, "session", "messages", "--session", newID).ok(t, &impMsgs)
+		if len(impMsgs.GetMessages()) != 5 || impMsgs.GetMessages()[3].GetContent() != "42" {
+			t.Fatalf("imported session's messages: %v", &impMsgs)
+		}
 	}
-	writeFile(t, exported, strings.Replace(exp.GetData(), "it is 42", "it is 43", 1))
+	writeFile(t, exported, strings.Replace(readFile(t, exported), "it is 42", "it is 43", 1))
 	n.cli(none, "session", "import", "--file", exported).fails(t, exitInvalidArgument, "INVALID_ARGUMENT")
+	writeFile(t, singleFile, strings.Replace(single.GetData(), "it is 42", "it is 43", 1))
+	n.cli(none, "session", "import", "--file", singleFile).fails(t, exitInvalidArgument, "INVALID_ARGUMENT")
 
 	// session close, then append is refused; delete
 	var closed sessionv1.CloseSessionResponse

@@ -6,7 +6,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: agentstate/session/v1/session.proto
+// source: messages/session/v1/session.proto
 
 package sessionv1
 
@@ -61,11 +61,11 @@ func (x SessionState) String() string {
 }
 
 func (SessionState) Descriptor() protoreflect.EnumDescriptor {
-	return file_agentstate_session_v1_session_proto_enumTypes[0].Descriptor()
+	return file_messages_session_v1_session_proto_enumTypes[0].Descriptor()
 }
 
 func (SessionState) Type() protoreflect.EnumType {
-	return &file_agentstate_session_v1_session_proto_enumTypes[0]
+	return &file_messages_session_v1_session_proto_enumTypes[0]
 }
 
 func (x SessionState) Number() protoreflect.EnumNumber {
@@ -74,7 +74,7 @@ func (x SessionState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionState.Descriptor instead.
 func (SessionState) EnumDescriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{0}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{0}
 }
 
 type Role int32
@@ -116,11 +116,11 @@ func (x Role) String() string {
 }
 
 func (Role) Descriptor() protoreflect.EnumDescriptor {
-	return file_agentstate_session_v1_session_proto_enumTypes[1].Descriptor()
+	return file_messages_session_v1_session_proto_enumTypes[1].Descriptor()
 }
 
 func (Role) Type() protoreflect.EnumType {
-	return &file_agentstate_session_v1_session_proto_enumTypes[1]
+	return &file_messages_session_v1_session_proto_enumTypes[1]
 }
 
 func (x Role) Number() protoreflect.EnumNumber {
@@ -129,7 +129,7 @@ func (x Role) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Role.Descriptor instead.
 func (Role) EnumDescriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{1}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{1}
 }
 
 type TokenUsage struct {
@@ -143,7 +143,7 @@ type TokenUsage struct {
 
 func (x *TokenUsage) Reset() {
 	*x = TokenUsage{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[0]
+	mi := &file_messages_session_v1_session_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -155,7 +155,7 @@ func (x *TokenUsage) String() string {
 func (*TokenUsage) ProtoMessage() {}
 
 func (x *TokenUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[0]
+	mi := &file_messages_session_v1_session_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -168,7 +168,7 @@ func (x *TokenUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenUsage.ProtoReflect.Descriptor instead.
 func (*TokenUsage) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{0}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *TokenUsage) GetInputTokens() int64 {
@@ -203,7 +203,7 @@ type LinkedPlan struct {
 
 func (x *LinkedPlan) Reset() {
 	*x = LinkedPlan{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[1]
+	mi := &file_messages_session_v1_session_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -215,7 +215,7 @@ func (x *LinkedPlan) String() string {
 func (*LinkedPlan) ProtoMessage() {}
 
 func (x *LinkedPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[1]
+	mi := &file_messages_session_v1_session_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -228,7 +228,7 @@ func (x *LinkedPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkedPlan.ProtoReflect.Descriptor instead.
 func (*LinkedPlan) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{1}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *LinkedPlan) GetPlanId() string {
@@ -277,7 +277,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[2]
+	mi := &file_messages_session_v1_session_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -289,7 +289,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[2]
+	mi := &file_messages_session_v1_session_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -302,7 +302,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{2}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Session) GetSessionId() string {
@@ -407,7 +407,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[3]
+	mi := &file_messages_session_v1_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +419,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[3]
+	mi := &file_messages_session_v1_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +432,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{3}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Message) GetSessionId() string {
@@ -499,7 +499,7 @@ type NewMessage struct {
 
 func (x *NewMessage) Reset() {
 	*x = NewMessage{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[4]
+	mi := &file_messages_session_v1_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +511,7 @@ func (x *NewMessage) String() string {
 func (*NewMessage) ProtoMessage() {}
 
 func (x *NewMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[4]
+	mi := &file_messages_session_v1_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +524,7 @@ func (x *NewMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewMessage.ProtoReflect.Descriptor instead.
 func (*NewMessage) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{4}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NewMessage) GetRole() Role {
@@ -566,7 +566,7 @@ type AppendedMessage struct {
 
 func (x *AppendedMessage) Reset() {
 	*x = AppendedMessage{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[5]
+	mi := &file_messages_session_v1_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +578,7 @@ func (x *AppendedMessage) String() string {
 func (*AppendedMessage) ProtoMessage() {}
 
 func (x *AppendedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[5]
+	mi := &file_messages_session_v1_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +591,7 @@ func (x *AppendedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendedMessage.ProtoReflect.Descriptor instead.
 func (*AppendedMessage) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{5}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AppendedMessage) GetMessageId() string {
@@ -631,7 +631,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[6]
+	mi := &file_messages_session_v1_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +643,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[6]
+	mi := &file_messages_session_v1_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +656,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{6}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateSessionRequest) GetSessionId() string {
@@ -704,7 +704,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[7]
+	mi := &file_messages_session_v1_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +716,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[7]
+	mi := &file_messages_session_v1_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +729,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{7}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -755,7 +755,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[8]
+	mi := &file_messages_session_v1_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +767,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[8]
+	mi := &file_messages_session_v1_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +780,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{8}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -799,7 +799,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[9]
+	mi := &file_messages_session_v1_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +811,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[9]
+	mi := &file_messages_session_v1_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +824,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{9}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -849,7 +849,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[10]
+	mi := &file_messages_session_v1_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +861,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[10]
+	mi := &file_messages_session_v1_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +874,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{10}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListSessionsRequest) GetActorName() string {
@@ -924,7 +924,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[11]
+	mi := &file_messages_session_v1_session_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +936,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[11]
+	mi := &file_messages_session_v1_session_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +949,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{11}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -975,7 +975,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[12]
+	mi := &file_messages_session_v1_session_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +987,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[12]
+	mi := &file_messages_session_v1_session_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1000,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{12}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1019,7 +1019,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[13]
+	mi := &file_messages_session_v1_session_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1031,7 +1031,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[13]
+	mi := &file_messages_session_v1_session_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1044,7 +1044,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{13}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CloseSessionResponse) GetSession() *Session {
@@ -1063,7 +1063,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[14]
+	mi := &file_messages_session_v1_session_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1075,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[14]
+	mi := &file_messages_session_v1_session_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1088,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{14}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1109,7 +1109,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[15]
+	mi := &file_messages_session_v1_session_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1121,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[15]
+	mi := &file_messages_session_v1_session_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1134,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{15}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeleteSessionResponse) GetMessagesRemoved() int64 {
@@ -1163,7 +1163,7 @@ type AppendRequest struct {
 
 func (x *AppendRequest) Reset() {
 	*x = AppendRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[16]
+	mi := &file_messages_session_v1_session_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1175,7 @@ func (x *AppendRequest) String() string {
 func (*AppendRequest) ProtoMessage() {}
 
 func (x *AppendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[16]
+	mi := &file_messages_session_v1_session_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1188,7 @@ func (x *AppendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendRequest.ProtoReflect.Descriptor instead.
 func (*AppendRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{16}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AppendRequest) GetSessionId() string {
@@ -1217,7 +1217,7 @@ type AppendResponse struct {
 
 func (x *AppendResponse) Reset() {
 	*x = AppendResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[17]
+	mi := &file_messages_session_v1_session_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1229,7 @@ func (x *AppendResponse) String() string {
 func (*AppendResponse) ProtoMessage() {}
 
 func (x *AppendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[17]
+	mi := &file_messages_session_v1_session_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1242,7 @@ func (x *AppendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendResponse.ProtoReflect.Descriptor instead.
 func (*AppendResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{17}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AppendResponse) GetMessages() []*AppendedMessage {
@@ -1263,7 +1263,10 @@ type ListMessagesRequest struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	SessionId    string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	FromSequence int64                  `protobuf:"varint,2,opt,name=from_sequence,json=fromSequence,proto3" json:"from_sequence,omitempty"`
-	// Default 100, at most 1000.
+	// Default 100, at most 1000. A page also stops before its messages'
+	// content and metadata pass about 1 MiB (it always holds one message), so
+	// it may hold fewer than limit with more to come: page until a reply is
+	// empty.
 	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1271,7 +1274,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[18]
+	mi := &file_messages_session_v1_session_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1286,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[18]
+	mi := &file_messages_session_v1_session_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1299,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{18}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListMessagesRequest) GetSessionId() string {
@@ -1331,7 +1334,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[19]
+	mi := &file_messages_session_v1_session_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1346,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[19]
+	mi := &file_messages_session_v1_session_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1359,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{19}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*Message {
@@ -1386,7 +1389,7 @@ type UpdateTokenUsageRequest struct {
 
 func (x *UpdateTokenUsageRequest) Reset() {
 	*x = UpdateTokenUsageRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[20]
+	mi := &file_messages_session_v1_session_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1401,7 @@ func (x *UpdateTokenUsageRequest) String() string {
 func (*UpdateTokenUsageRequest) ProtoMessage() {}
 
 func (x *UpdateTokenUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[20]
+	mi := &file_messages_session_v1_session_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1414,7 @@ func (x *UpdateTokenUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenUsageRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTokenUsageRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{20}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UpdateTokenUsageRequest) GetSessionId() string {
@@ -1451,7 +1454,7 @@ type UpdateTokenUsageResponse struct {
 
 func (x *UpdateTokenUsageResponse) Reset() {
 	*x = UpdateTokenUsageResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[21]
+	mi := &file_messages_session_v1_session_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1466,7 @@ func (x *UpdateTokenUsageResponse) String() string {
 func (*UpdateTokenUsageResponse) ProtoMessage() {}
 
 func (x *UpdateTokenUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[21]
+	mi := &file_messages_session_v1_session_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1479,7 @@ func (x *UpdateTokenUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenUsageResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTokenUsageResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{21}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UpdateTokenUsageResponse) GetTotal() *TokenUsage {
@@ -1496,7 +1499,7 @@ type LinkPlanRequest struct {
 
 func (x *LinkPlanRequest) Reset() {
 	*x = LinkPlanRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[22]
+	mi := &file_messages_session_v1_session_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1511,7 @@ func (x *LinkPlanRequest) String() string {
 func (*LinkPlanRequest) ProtoMessage() {}
 
 func (x *LinkPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[22]
+	mi := &file_messages_session_v1_session_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1524,7 @@ func (x *LinkPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkPlanRequest.ProtoReflect.Descriptor instead.
 func (*LinkPlanRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{22}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LinkPlanRequest) GetSessionId() string {
@@ -1547,7 +1550,7 @@ type LinkPlanResponse struct {
 
 func (x *LinkPlanResponse) Reset() {
 	*x = LinkPlanResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[23]
+	mi := &file_messages_session_v1_session_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1562,7 @@ func (x *LinkPlanResponse) String() string {
 func (*LinkPlanResponse) ProtoMessage() {}
 
 func (x *LinkPlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[23]
+	mi := &file_messages_session_v1_session_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1575,7 @@ func (x *LinkPlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkPlanResponse.ProtoReflect.Descriptor instead.
 func (*LinkPlanResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{23}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LinkPlanResponse) GetSession() *Session {
@@ -1591,7 +1594,7 @@ type ExportSessionRequest struct {
 
 func (x *ExportSessionRequest) Reset() {
 	*x = ExportSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[24]
+	mi := &file_messages_session_v1_session_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1606,7 @@ func (x *ExportSessionRequest) String() string {
 func (*ExportSessionRequest) ProtoMessage() {}
 
 func (x *ExportSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[24]
+	mi := &file_messages_session_v1_session_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1619,7 @@ func (x *ExportSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSessionRequest.ProtoReflect.Descriptor instead.
 func (*ExportSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{24}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExportSessionRequest) GetSessionId() string {
@@ -1626,6 +1629,9 @@ func (x *ExportSessionRequest) GetSessionId() string {
 	return ""
 }
 
+// ExportSessionResponse is a whole export in one message, for sessions whose
+// export fits in one (4 MiB); a larger one is RESOURCE_EXHAUSTED: use
+// ExportStream.
 type ExportSessionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Canonical JSON of the session, its messages and linked plans.
@@ -1638,7 +1644,7 @@ type ExportSessionResponse struct {
 
 func (x *ExportSessionResponse) Reset() {
 	*x = ExportSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[25]
+	mi := &file_messages_session_v1_session_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1656,7 @@ func (x *ExportSessionResponse) String() string {
 func (*ExportSessionResponse) ProtoMessage() {}
 
 func (x *ExportSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[25]
+	mi := &file_messages_session_v1_session_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1669,7 @@ func (x *ExportSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSessionResponse.ProtoReflect.Descriptor instead.
 func (*ExportSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{25}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ExportSessionResponse) GetData() string {
@@ -1690,7 +1696,7 @@ type ImportSessionRequest struct {
 
 func (x *ImportSessionRequest) Reset() {
 	*x = ImportSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[26]
+	mi := &file_messages_session_v1_session_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +1708,7 @@ func (x *ImportSessionRequest) String() string {
 func (*ImportSessionRequest) ProtoMessage() {}
 
 func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[26]
+	mi := &file_messages_session_v1_session_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +1721,7 @@ func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionRequest.ProtoReflect.Descriptor instead.
 func (*ImportSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{26}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ImportSessionRequest) GetData() string {
@@ -1730,13 +1736,15 @@ type ImportSessionResponse struct {
 	// A new session id; messages keep their order and plan links are kept.
 	Session          *Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
 	MessagesImported int64    `protobuf:"varint,2,opt,name=messages_imported,json=messagesImported,proto3" json:"messages_imported,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The checksum the import verified: the export's.
+	Checksum      string `protobuf:"bytes,3,opt,name=checksum,proto3" json:"checksum,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ImportSessionResponse) Reset() {
 	*x = ImportSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[27]
+	mi := &file_messages_session_v1_session_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +1756,7 @@ func (x *ImportSessionResponse) String() string {
 func (*ImportSessionResponse) ProtoMessage() {}
 
 func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[27]
+	mi := &file_messages_session_v1_session_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +1769,7 @@ func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionResponse.ProtoReflect.Descriptor instead.
 func (*ImportSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{27}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ImportSessionResponse) GetSession() *Session {
@@ -1776,6 +1784,362 @@ func (x *ImportSessionResponse) GetMessagesImported() int64 {
 		return x.MessagesImported
 	}
 	return 0
+}
+
+func (x *ImportSessionResponse) GetChecksum() string {
+	if x != nil {
+		return x.Checksum
+	}
+	return ""
+}
+
+// ExportChunk is one message of an ExportStream, and ImportChunk of an
+// ImportStream: one header, then message pages, then one trailer. The
+// checksum covers exactly what the header and the pages carry, in the
+// canonical form of the single-message export (ExportSessionResponse.data),
+// so a session's ExportStream and Export have the same checksum.
+type ExportChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*ExportChunk_Header
+	//	*ExportChunk_Page
+	//	*ExportChunk_Trailer
+	Part          isExportChunk_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportChunk) Reset() {
+	*x = ExportChunk{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportChunk) ProtoMessage() {}
+
+func (x *ExportChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportChunk.ProtoReflect.Descriptor instead.
+func (*ExportChunk) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ExportChunk) GetPart() isExportChunk_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *ExportChunk) GetHeader() *ExportHeader {
+	if x != nil {
+		if x, ok := x.Part.(*ExportChunk_Header); ok {
+			return x.Header
+		}
+	}
+	return nil
+}
+
+func (x *ExportChunk) GetPage() *ExportPage {
+	if x != nil {
+		if x, ok := x.Part.(*ExportChunk_Page); ok {
+			return x.Page
+		}
+	}
+	return nil
+}
+
+func (x *ExportChunk) GetTrailer() *ExportTrailer {
+	if x != nil {
+		if x, ok := x.Part.(*ExportChunk_Trailer); ok {
+			return x.Trailer
+		}
+	}
+	return nil
+}
+
+type isExportChunk_Part interface {
+	isExportChunk_Part()
+}
+
+type ExportChunk_Header struct {
+	Header *ExportHeader `protobuf:"bytes,1,opt,name=header,proto3,oneof"`
+}
+
+type ExportChunk_Page struct {
+	Page *ExportPage `protobuf:"bytes,2,opt,name=page,proto3,oneof"`
+}
+
+type ExportChunk_Trailer struct {
+	Trailer *ExportTrailer `protobuf:"bytes,3,opt,name=trailer,proto3,oneof"`
+}
+
+func (*ExportChunk_Header) isExportChunk_Part() {}
+
+func (*ExportChunk_Page) isExportChunk_Part() {}
+
+func (*ExportChunk_Trailer) isExportChunk_Part() {}
+
+type ImportChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*ImportChunk_Header
+	//	*ImportChunk_Page
+	//	*ImportChunk_Trailer
+	Part          isImportChunk_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportChunk) Reset() {
+	*x = ImportChunk{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportChunk) ProtoMessage() {}
+
+func (x *ImportChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportChunk.ProtoReflect.Descriptor instead.
+func (*ImportChunk) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ImportChunk) GetPart() isImportChunk_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *ImportChunk) GetHeader() *ExportHeader {
+	if x != nil {
+		if x, ok := x.Part.(*ImportChunk_Header); ok {
+			return x.Header
+		}
+	}
+	return nil
+}
+
+func (x *ImportChunk) GetPage() *ExportPage {
+	if x != nil {
+		if x, ok := x.Part.(*ImportChunk_Page); ok {
+			return x.Page
+		}
+	}
+	return nil
+}
+
+func (x *ImportChunk) GetTrailer() *ExportTrailer {
+	if x != nil {
+		if x, ok := x.Part.(*ImportChunk_Trailer); ok {
+			return x.Trailer
+		}
+	}
+	return nil
+}
+
+type isImportChunk_Part interface {
+	isImportChunk_Part()
+}
+
+type ImportChunk_Header struct {
+	Header *ExportHeader `protobuf:"bytes,1,opt,name=header,proto3,oneof"`
+}
+
+type ImportChunk_Page struct {
+	Page *ExportPage `protobuf:"bytes,2,opt,name=page,proto3,oneof"`
+}
+
+type ImportChunk_Trailer struct {
+	Trailer *ExportTrailer `protobuf:"bytes,3,opt,name=trailer,proto3,oneof"`
+}
+
+func (*ImportChunk_Header) isImportChunk_Part() {}
+
+func (*ImportChunk_Page) isImportChunk_Part() {}
+
+func (*ImportChunk_Trailer) isImportChunk_Part() {}
+
+type ExportHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "agentstate.session/1".
+	SchemaVersion string `protobuf:"bytes,1,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
+	// The session as exported, with its linked plans; message_count is the
+	// number of messages the pages carry.
+	Session       *Session `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportHeader) Reset() {
+	*x = ExportHeader{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportHeader) ProtoMessage() {}
+
+func (x *ExportHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportHeader.ProtoReflect.Descriptor instead.
+func (*ExportHeader) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ExportHeader) GetSchemaVersion() string {
+	if x != nil {
+		return x.SchemaVersion
+	}
+	return ""
+}
+
+func (x *ExportHeader) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// ExportPage carries the next messages in sequence order (sequences continue
+// from the previous page, from 0). An export's pages are capped as
+// ListMessages pages are; an import's pages must fit the node's request
+// size limit.
+type ExportPage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*Message             `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportPage) Reset() {
+	*x = ExportPage{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportPage) ProtoMessage() {}
+
+func (x *ExportPage) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportPage.ProtoReflect.Descriptor instead.
+func (*ExportPage) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ExportPage) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+type ExportTrailer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "sha256:<hex>" over the canonical form (see ExportChunk).
+	Checksum      string `protobuf:"bytes,1,opt,name=checksum,proto3" json:"checksum,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportTrailer) Reset() {
+	*x = ExportTrailer{}
+	mi := &file_messages_session_v1_session_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportTrailer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportTrailer) ProtoMessage() {}
+
+func (x *ExportTrailer) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_session_v1_session_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportTrailer.ProtoReflect.Descriptor instead.
+func (*ExportTrailer) Descriptor() ([]byte, []int) {
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ExportTrailer) GetChecksum() string {
+	if x != nil {
+		return x.Checksum
+	}
+	return ""
 }
 
 // AppendStreamResponse answers one AppendRequest of an AppendStream: the
@@ -1794,7 +2158,7 @@ type AppendStreamResponse struct {
 
 func (x *AppendStreamResponse) Reset() {
 	*x = AppendStreamResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[28]
+	mi := &file_messages_session_v1_session_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +2170,7 @@ func (x *AppendStreamResponse) String() string {
 func (*AppendStreamResponse) ProtoMessage() {}
 
 func (x *AppendStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[28]
+	mi := &file_messages_session_v1_session_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +2183,7 @@ func (x *AppendStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendStreamResponse.ProtoReflect.Descriptor instead.
 func (*AppendStreamResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{28}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AppendStreamResponse) GetOutcome() isAppendStreamResponse_Outcome {
@@ -1876,7 +2240,7 @@ type TaggedAppend struct {
 
 func (x *TaggedAppend) Reset() {
 	*x = TaggedAppend{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[29]
+	mi := &file_messages_session_v1_session_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1888,7 +2252,7 @@ func (x *TaggedAppend) String() string {
 func (*TaggedAppend) ProtoMessage() {}
 
 func (x *TaggedAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[29]
+	mi := &file_messages_session_v1_session_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1901,7 +2265,7 @@ func (x *TaggedAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaggedAppend.ProtoReflect.Descriptor instead.
 func (*TaggedAppend) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{29}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TaggedAppend) GetTag() uint64 {
@@ -1928,7 +2292,7 @@ type AppendBatch struct {
 
 func (x *AppendBatch) Reset() {
 	*x = AppendBatch{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[30]
+	mi := &file_messages_session_v1_session_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1940,7 +2304,7 @@ func (x *AppendBatch) String() string {
 func (*AppendBatch) ProtoMessage() {}
 
 func (x *AppendBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[30]
+	mi := &file_messages_session_v1_session_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1953,7 +2317,7 @@ func (x *AppendBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendBatch.ProtoReflect.Descriptor instead.
 func (*AppendBatch) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{30}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AppendBatch) GetAppends() []*TaggedAppend {
@@ -1974,7 +2338,7 @@ type TaggedOutcome struct {
 
 func (x *TaggedOutcome) Reset() {
 	*x = TaggedOutcome{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[31]
+	mi := &file_messages_session_v1_session_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2350,7 @@ func (x *TaggedOutcome) String() string {
 func (*TaggedOutcome) ProtoMessage() {}
 
 func (x *TaggedOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[31]
+	mi := &file_messages_session_v1_session_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2363,7 @@ func (x *TaggedOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaggedOutcome.ProtoReflect.Descriptor instead.
 func (*TaggedOutcome) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{31}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TaggedOutcome) GetTag() uint64 {
@@ -2027,7 +2391,7 @@ type AppendOutcomes struct {
 
 func (x *AppendOutcomes) Reset() {
 	*x = AppendOutcomes{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[32]
+	mi := &file_messages_session_v1_session_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2403,7 @@ func (x *AppendOutcomes) String() string {
 func (*AppendOutcomes) ProtoMessage() {}
 
 func (x *AppendOutcomes) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[32]
+	mi := &file_messages_session_v1_session_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2416,7 @@ func (x *AppendOutcomes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendOutcomes.ProtoReflect.Descriptor instead.
 func (*AppendOutcomes) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{32}
+	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AppendOutcomes) GetOutcomes() []*TaggedOutcome {
@@ -2062,11 +2426,11 @@ func (x *AppendOutcomes) GetOutcomes() []*TaggedOutcome {
 	return nil
 }
 
-var File_agentstate_session_v1_session_proto protoreflect.FileDescriptor
+var File_messages_session_v1_session_proto protoreflect.FileDescriptor
 
-const file_agentstate_session_v1_session_proto_rawDesc = "" +
+const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"#agentstate/session/v1/session.proto\x12\x15agentstate.session.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!agentstate/common/v1/common.proto\"h\n" +
+	"!messages/session/v1/session.proto\x12\x15agentstate.session.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fmessages/common/v1/common.proto\"h\n" +
 	"\n" +
 	"TokenUsage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
@@ -2198,10 +2562,29 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\tR\x04data\x12\x1a\n" +
 	"\bchecksum\x18\x02 \x01(\tR\bchecksum\"*\n" +
 	"\x14ImportSessionRequest\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\tR\x04data\"~\n" +
+	"\x04data\x18\x01 \x01(\tR\x04data\"\x9a\x01\n" +
 	"\x15ImportSessionResponse\x128\n" +
 	"\asession\x18\x01 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\x12+\n" +
-	"\x11messages_imported\x18\x02 \x01(\x03R\x10messagesImported\"\x9b\x01\n" +
+	"\x11messages_imported\x18\x02 \x01(\x03R\x10messagesImported\x12\x1a\n" +
+	"\bchecksum\x18\x03 \x01(\tR\bchecksum\"\xcf\x01\n" +
+	"\vExportChunk\x12=\n" +
+	"\x06header\x18\x01 \x01(\v2#.agentstate.session.v1.ExportHeaderH\x00R\x06header\x127\n" +
+	"\x04page\x18\x02 \x01(\v2!.agentstate.session.v1.ExportPageH\x00R\x04page\x12@\n" +
+	"\atrailer\x18\x03 \x01(\v2$.agentstate.session.v1.ExportTrailerH\x00R\atrailerB\x06\n" +
+	"\x04part\"\xcf\x01\n" +
+	"\vImportChunk\x12=\n" +
+	"\x06header\x18\x01 \x01(\v2#.agentstate.session.v1.ExportHeaderH\x00R\x06header\x127\n" +
+	"\x04page\x18\x02 \x01(\v2!.agentstate.session.v1.ExportPageH\x00R\x04page\x12@\n" +
+	"\atrailer\x18\x03 \x01(\v2$.agentstate.session.v1.ExportTrailerH\x00R\atrailerB\x06\n" +
+	"\x04part\"o\n" +
+	"\fExportHeader\x12%\n" +
+	"\x0eschema_version\x18\x01 \x01(\tR\rschemaVersion\x128\n" +
+	"\asession\x18\x02 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\"H\n" +
+	"\n" +
+	"ExportPage\x12:\n" +
+	"\bmessages\x18\x01 \x03(\v2\x1e.agentstate.session.v1.MessageR\bmessages\"+\n" +
+	"\rExportTrailer\x12\x1a\n" +
+	"\bchecksum\x18\x01 \x01(\tR\bchecksum\"\x9b\x01\n" +
 	"\x14AppendStreamResponse\x12C\n" +
 	"\bresponse\x18\x01 \x01(\v2%.agentstate.session.v1.AppendResponseH\x00R\bresponse\x123\n" +
 	"\x05error\x18\x02 \x01(\v2\x1b.agentstate.common.v1.ErrorH\x00R\x05errorB\t\n" +
@@ -2225,8 +2608,7 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\tROLE_USER\x10\x01\x12\x12\n" +
 	"\x0eROLE_ASSISTANT\x10\x02\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x03\x12\r\n" +
-	"\tROLE_TOOL\x10\x042\x9c\n" +
-	"\n" +
+	"\tROLE_TOOL\x10\x042\xe3\v\n" +
 	"\x0eSessionService\x12c\n" +
 	"\x06Create\x12+.agentstate.session.v1.CreateSessionRequest\x1a,.agentstate.session.v1.CreateSessionResponse\x12Z\n" +
 	"\x03Get\x12(.agentstate.session.v1.GetSessionRequest\x1a).agentstate.session.v1.GetSessionResponse\x12_\n" +
@@ -2240,23 +2622,25 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\x06Export\x12+.agentstate.session.v1.ExportSessionRequest\x1a,.agentstate.session.v1.ExportSessionResponse\x12c\n" +
 	"\x06Import\x12+.agentstate.session.v1.ImportSessionRequest\x1a,.agentstate.session.v1.ImportSessionResponse\x12e\n" +
 	"\fAppendStream\x12$.agentstate.session.v1.AppendRequest\x1a+.agentstate.session.v1.AppendStreamResponse(\x010\x01\x12^\n" +
-	"\rAppendBatches\x12\".agentstate.session.v1.AppendBatch\x1a%.agentstate.session.v1.AppendOutcomes(\x010\x01BKZIgithub.com/agentstate/agentstate/messages/agentstate/session/v1;sessionv1b\x06proto3"
+	"\rAppendBatches\x12\".agentstate.session.v1.AppendBatch\x1a%.agentstate.session.v1.AppendOutcomes(\x010\x01\x12a\n" +
+	"\fExportStream\x12+.agentstate.session.v1.ExportSessionRequest\x1a\".agentstate.session.v1.ExportChunk0\x01\x12b\n" +
+	"\fImportStream\x12\".agentstate.session.v1.ImportChunk\x1a,.agentstate.session.v1.ImportSessionResponse(\x01B@Z>github.com/agentstate/agentstate/messages/agentstate/session/v1;sessionv1b\x06proto3"
 
 var (
-	file_agentstate_session_v1_session_proto_rawDescOnce sync.Once
-	file_agentstate_session_v1_session_proto_rawDescData []byte
+	file_messages_session_v1_session_proto_rawDescOnce sync.Once
+	file_messages_session_v1_session_proto_rawDescData []byte
 )
 
-func file_agentstate_session_v1_session_proto_rawDescGZIP() []byte {
-	file_agentstate_session_v1_session_proto_rawDescOnce.Do(func() {
-		file_agentstate_session_v1_session_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_agentstate_session_v1_session_proto_rawDesc), len(file_agentstate_session_v1_session_proto_rawDesc)))
+func file_messages_session_v1_session_proto_rawDescGZIP() []byte {
+	file_messages_session_v1_session_proto_rawDescOnce.Do(func() {
+		file_messages_session_v1_session_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_messages_session_v1_session_proto_rawDesc), len(file_messages_session_v1_session_proto_rawDesc)))
 	})
-	return file_agentstate_session_v1_session_proto_rawDescData
+	return file_messages_session_v1_session_proto_rawDescData
 }
 
-var file_agentstate_session_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agentstate_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
-var file_agentstate_session_v1_session_proto_goTypes = []any{
+var file_messages_session_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_messages_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_messages_session_v1_session_proto_goTypes = []any{
 	(SessionState)(0),                // 0: agentstate.session.v1.SessionState
 	(Role)(0),                        // 1: agentstate.session.v1.Role
 	(*TokenUsage)(nil),               // 2: agentstate.session.v1.TokenUsage
@@ -2287,25 +2671,30 @@ var file_agentstate_session_v1_session_proto_goTypes = []any{
 	(*ExportSessionResponse)(nil),    // 27: agentstate.session.v1.ExportSessionResponse
 	(*ImportSessionRequest)(nil),     // 28: agentstate.session.v1.ImportSessionRequest
 	(*ImportSessionResponse)(nil),    // 29: agentstate.session.v1.ImportSessionResponse
-	(*AppendStreamResponse)(nil),     // 30: agentstate.session.v1.AppendStreamResponse
-	(*TaggedAppend)(nil),             // 31: agentstate.session.v1.TaggedAppend
-	(*AppendBatch)(nil),              // 32: agentstate.session.v1.AppendBatch
-	(*TaggedOutcome)(nil),            // 33: agentstate.session.v1.TaggedOutcome
-	(*AppendOutcomes)(nil),           // 34: agentstate.session.v1.AppendOutcomes
-	(*timestamppb.Timestamp)(nil),    // 35: google.protobuf.Timestamp
-	(*v1.Error)(nil),                 // 36: agentstate.common.v1.Error
+	(*ExportChunk)(nil),              // 30: agentstate.session.v1.ExportChunk
+	(*ImportChunk)(nil),              // 31: agentstate.session.v1.ImportChunk
+	(*ExportHeader)(nil),             // 32: agentstate.session.v1.ExportHeader
+	(*ExportPage)(nil),               // 33: agentstate.session.v1.ExportPage
+	(*ExportTrailer)(nil),            // 34: agentstate.session.v1.ExportTrailer
+	(*AppendStreamResponse)(nil),     // 35: agentstate.session.v1.AppendStreamResponse
+	(*TaggedAppend)(nil),             // 36: agentstate.session.v1.TaggedAppend
+	(*AppendBatch)(nil),              // 37: agentstate.session.v1.AppendBatch
+	(*TaggedOutcome)(nil),            // 38: agentstate.session.v1.TaggedOutcome
+	(*AppendOutcomes)(nil),           // 39: agentstate.session.v1.AppendOutcomes
+	(*timestamppb.Timestamp)(nil),    // 40: google.protobuf.Timestamp
+	(*v1.Error)(nil),                 // 41: agentstate.common.v1.Error
 }
-var file_agentstate_session_v1_session_proto_depIdxs = []int32{
+var file_messages_session_v1_session_proto_depIdxs = []int32{
 	0,  // 0: agentstate.session.v1.Session.state:type_name -> agentstate.session.v1.SessionState
 	2,  // 1: agentstate.session.v1.Session.token_usage:type_name -> agentstate.session.v1.TokenUsage
 	3,  // 2: agentstate.session.v1.Session.linked_plans:type_name -> agentstate.session.v1.LinkedPlan
-	35, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	35, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	35, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
+	40, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	40, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	40, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
 	1,  // 6: agentstate.session.v1.Message.role:type_name -> agentstate.session.v1.Role
-	35, // 7: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	40, // 7: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 8: agentstate.session.v1.NewMessage.role:type_name -> agentstate.session.v1.Role
-	35, // 9: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
+	40, // 9: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
 	4,  // 10: agentstate.session.v1.CreateSessionResponse.session:type_name -> agentstate.session.v1.Session
 	4,  // 11: agentstate.session.v1.GetSessionResponse.session:type_name -> agentstate.session.v1.Session
 	0,  // 12: agentstate.session.v1.ListSessionsRequest.state:type_name -> agentstate.session.v1.SessionState
@@ -2318,51 +2707,73 @@ var file_agentstate_session_v1_session_proto_depIdxs = []int32{
 	3,  // 19: agentstate.session.v1.LinkPlanRequest.plan:type_name -> agentstate.session.v1.LinkedPlan
 	4,  // 20: agentstate.session.v1.LinkPlanResponse.session:type_name -> agentstate.session.v1.Session
 	4,  // 21: agentstate.session.v1.ImportSessionResponse.session:type_name -> agentstate.session.v1.Session
-	19, // 22: agentstate.session.v1.AppendStreamResponse.response:type_name -> agentstate.session.v1.AppendResponse
-	36, // 23: agentstate.session.v1.AppendStreamResponse.error:type_name -> agentstate.common.v1.Error
-	18, // 24: agentstate.session.v1.TaggedAppend.request:type_name -> agentstate.session.v1.AppendRequest
-	31, // 25: agentstate.session.v1.AppendBatch.appends:type_name -> agentstate.session.v1.TaggedAppend
-	30, // 26: agentstate.session.v1.TaggedOutcome.outcome:type_name -> agentstate.session.v1.AppendStreamResponse
-	33, // 27: agentstate.session.v1.AppendOutcomes.outcomes:type_name -> agentstate.session.v1.TaggedOutcome
-	8,  // 28: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
-	10, // 29: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
-	12, // 30: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
-	14, // 31: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
-	16, // 32: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
-	18, // 33: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
-	20, // 34: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
-	22, // 35: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
-	24, // 36: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
-	26, // 37: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
-	28, // 38: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
-	18, // 39: agentstate.session.v1.SessionService.AppendStream:input_type -> agentstate.session.v1.AppendRequest
-	32, // 40: agentstate.session.v1.SessionService.AppendBatches:input_type -> agentstate.session.v1.AppendBatch
-	9,  // 41: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
-	11, // 42: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
-	13, // 43: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
-	15, // 44: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
-	17, // 45: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
-	19, // 46: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
-	21, // 47: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
-	23, // 48: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
-	25, // 49: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
-	27, // 50: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
-	29, // 51: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
-	30, // 52: agentstate.session.v1.SessionService.AppendStream:output_type -> agentstate.session.v1.AppendStreamResponse
-	34, // 53: agentstate.session.v1.SessionService.AppendBatches:output_type -> agentstate.session.v1.AppendOutcomes
-	41, // [41:54] is the sub-list for method output_type
-	28, // [28:41] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	32, // 22: agentstate.session.v1.ExportChunk.header:type_name -> agentstate.session.v1.ExportHeader
+	33, // 23: agentstate.session.v1.ExportChunk.page:type_name -> agentstate.session.v1.ExportPage
+	34, // 24: agentstate.session.v1.ExportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
+	32, // 25: agentstate.session.v1.ImportChunk.header:type_name -> agentstate.session.v1.ExportHeader
+	33, // 26: agentstate.session.v1.ImportChunk.page:type_name -> agentstate.session.v1.ExportPage
+	34, // 27: agentstate.session.v1.ImportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
+	4,  // 28: agentstate.session.v1.ExportHeader.session:type_name -> agentstate.session.v1.Session
+	5,  // 29: agentstate.session.v1.ExportPage.messages:type_name -> agentstate.session.v1.Message
+	19, // 30: agentstate.session.v1.AppendStreamResponse.response:type_name -> agentstate.session.v1.AppendResponse
+	41, // 31: agentstate.session.v1.AppendStreamResponse.error:type_name -> agentstate.common.v1.Error
+	18, // 32: agentstate.session.v1.TaggedAppend.request:type_name -> agentstate.session.v1.AppendRequest
+	36, // 33: agentstate.session.v1.AppendBatch.appends:type_name -> agentstate.session.v1.TaggedAppend
+	35, // 34: agentstate.session.v1.TaggedOutcome.outcome:type_name -> agentstate.session.v1.AppendStreamResponse
+	38, // 35: agentstate.session.v1.AppendOutcomes.outcomes:type_name -> agentstate.session.v1.TaggedOutcome
+	8,  // 36: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
+	10, // 37: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
+	12, // 38: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
+	14, // 39: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
+	16, // 40: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
+	18, // 41: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
+	20, // 42: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
+	22, // 43: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
+	24, // 44: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
+	26, // 45: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
+	28, // 46: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
+	18, // 47: agentstate.session.v1.SessionService.AppendStream:input_type -> agentstate.session.v1.AppendRequest
+	37, // 48: agentstate.session.v1.SessionService.AppendBatches:input_type -> agentstate.session.v1.AppendBatch
+	26, // 49: agentstate.session.v1.SessionService.ExportStream:input_type -> agentstate.session.v1.ExportSessionRequest
+	31, // 50: agentstate.session.v1.SessionService.ImportStream:input_type -> agentstate.session.v1.ImportChunk
+	9,  // 51: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
+	11, // 52: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
+	13, // 53: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
+	15, // 54: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
+	17, // 55: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
+	19, // 56: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
+	21, // 57: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
+	23, // 58: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
+	25, // 59: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
+	27, // 60: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
+	29, // 61: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
+	35, // 62: agentstate.session.v1.SessionService.AppendStream:output_type -> agentstate.session.v1.AppendStreamResponse
+	39, // 63: agentstate.session.v1.SessionService.AppendBatches:output_type -> agentstate.session.v1.AppendOutcomes
+	30, // 64: agentstate.session.v1.SessionService.ExportStream:output_type -> agentstate.session.v1.ExportChunk
+	29, // 65: agentstate.session.v1.SessionService.ImportStream:output_type -> agentstate.session.v1.ImportSessionResponse
+	51, // [51:66] is the sub-list for method output_type
+	36, // [36:51] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
-func init() { file_agentstate_session_v1_session_proto_init() }
-func file_agentstate_session_v1_session_proto_init() {
-	if File_agentstate_session_v1_session_proto != nil {
+func init() { file_messages_session_v1_session_proto_init() }
+func file_messages_session_v1_session_proto_init() {
+	if File_messages_session_v1_session_proto != nil {
 		return
 	}
-	file_agentstate_session_v1_session_proto_msgTypes[28].OneofWrappers = []any{
+	file_messages_session_v1_session_proto_msgTypes[28].OneofWrappers = []any{
+		(*ExportChunk_Header)(nil),
+		(*ExportChunk_Page)(nil),
+		(*ExportChunk_Trailer)(nil),
+	}
+	file_messages_session_v1_session_proto_msgTypes[29].OneofWrappers = []any{
+		(*ImportChunk_Header)(nil),
+		(*ImportChunk_Page)(nil),
+		(*ImportChunk_Trailer)(nil),
+	}
+	file_messages_session_v1_session_proto_msgTypes[33].OneofWrappers = []any{
 		(*AppendStreamResponse_Response)(nil),
 		(*AppendStreamResponse_Error)(nil),
 	}
@@ -2370,18 +2781,18 @@ func file_agentstate_session_v1_session_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentstate_session_v1_session_proto_rawDesc), len(file_agentstate_session_v1_session_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_session_v1_session_proto_rawDesc), len(file_messages_session_v1_session_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   33,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
-		GoTypes:           file_agentstate_session_v1_session_proto_goTypes,
-		DependencyIndexes: file_agentstate_session_v1_session_proto_depIdxs,
-		EnumInfos:         file_agentstate_session_v1_session_proto_enumTypes,
-		MessageInfos:      file_agentstate_session_v1_session_proto_msgTypes,
+		GoTypes:           file_messages_session_v1_session_proto_goTypes,
+		DependencyIndexes: file_messages_session_v1_session_proto_depIdxs,
+		EnumInfos:         file_messages_session_v1_session_proto_enumTypes,
+		MessageInfos:      file_messages_session_v1_session_proto_msgTypes,
 	}.Build()
-	File_agentstate_session_v1_session_proto = out.File
-	file_agentstate_session_v1_session_proto_goTypes = nil
-	file_agentstate_session_v1_session_proto_depIdxs = nil
+	File_messages_session_v1_session_proto = out.File
+	file_messages_session_v1_session_proto_goTypes = nil
+	file_messages_session_v1_session_proto_depIdxs = nil
 }

@@ -36,6 +36,8 @@ const (
 	SessionService_Import_FullMethodName           = "/agentstate.session.v1.SessionService/Import"
 	SessionService_AppendStream_FullMethodName     = "/agentstate.session.v1.SessionService/AppendStream"
 	SessionService_AppendBatches_FullMethodName    = "/agentstate.session.v1.SessionService/AppendBatches"
+	SessionService_ExportStream_FullMethodName     = "/agentstate.session.v1.SessionService/ExportStream"
+	SessionService_ImportStream_FullMethodName     = "/agentstate.session.v1.SessionService/ImportStream"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -70,6 +72,16 @@ type SessionServiceClient interface {
 	// appends must keep their order waits for each one's outcome, as with
 	// concurrent Append calls. A failed append does not end the stream.
 	AppendBatches(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AppendBatch, AppendOutcomes], error)
+	// ExportStream is Export of any size: a header, pages of messages and a
+	// trailer with the checksum. The node holds one page at a time.
+	ExportStream(ctx context.Context, in *ExportSessionRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportChunk], error)
+	// ImportStream is Import of any size: the client sends an export's
+	// chunks (header, pages, trailer). The node stores the pages as they
+	// come, in bounded transactions, under a new session id that no read
+	// shows; the session appears only once the trailer's checksum matched,
+	// all at once. Any failure (a bad chunk, a checksum mismatch, the client
+	// leaving) removes what was stored, and nothing is ever visible.
+	ImportStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ImportChunk, ImportSessionResponse], error)
 }
 
 type sessionServiceClient struct {
@@ -216,6 +228,38 @@ func (c *sessionServiceClient) AppendBatches(ctx context.Context, opts ...grpc.C
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_AppendBatchesClient = grpc.BidiStreamingClient[AppendBatch, AppendOutcomes]
 
+func (c *sessionServiceClient) ExportStream(ctx context.Context, in *ExportSessionRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SessionService_ServiceDesc.Streams[2], SessionService_ExportStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExportSessionRequest, ExportChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_ExportStreamClient = grpc.ServerStreamingClient[ExportChunk]
+
+func (c *sessionServiceClient) ImportStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ImportChunk, ImportSessionResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SessionService_ServiceDesc.Streams[3], SessionService_ImportStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ImportChunk, ImportSessionResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_ImportStreamClient = grpc.ClientStreamingClient[ImportChunk, ImportSessionResponse]
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -248,6 +292,16 @@ type SessionServiceServer interface {
 	// appends must keep their order waits for each one's outcome, as with
 	// concurrent Append calls. A failed append does not end the stream.
 	AppendBatches(grpc.BidiStreamingServer[AppendBatch, AppendOutcomes]) error
+	// ExportStream is Export of any size: a header, pages of messages and a
+	// trailer with the checksum. The node holds one page at a time.
+	ExportStream(*ExportSessionRequest, grpc.ServerStreamingServer[ExportChunk]) error
+	// ImportStream is Import of any size: the client sends an export's
+	// chunks (header, pages, trailer). The node stores the pages as they
+	// come, in bounded transactions, under a new session id that no read
+	// shows; the session appears only once the trailer's checksum matched,
+	// all at once. Any failure (a bad chunk, a checksum mismatch, the client
+	// leaving) removes what was stored, and nothing is ever visible.
+	ImportStream(grpc.ClientStreamingServer[ImportChunk, ImportSessionResponse]) error
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -296,6 +350,12 @@ func (UnimplementedSessionServiceServer) AppendStream(grpc.BidiStreamingServer[A
 }
 func (UnimplementedSessionServiceServer) AppendBatches(grpc.BidiStreamingServer[AppendBatch, AppendOutcomes]) error {
 	return status.Error(codes.Unimplemented, "method AppendBatches not implemented")
+}
+func (UnimplementedSessionServiceServer) ExportStream(*ExportSessionRequest, grpc.ServerStreamingServer[ExportChunk]) error {
+	return status.Error(codes.Unimplemented, "method ExportStream not implemented")
+}
+func (UnimplementedSessionServiceServer) ImportStream(grpc.ClientStreamingServer[ImportChunk, ImportSessionResponse]) error {
+	return status.Error(codes.Unimplemented, "method ImportStream not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -530,6 +590,24 @@ func _SessionService_AppendBatches_Handler(srv interface{}, stream grpc.ServerSt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_AppendBatchesServer = grpc.BidiStreamingServer[AppendBatch, AppendOutcomes]
 
+func _SessionService_ExportStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ExportSessionRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SessionServiceServer).ExportStream(m, &grpc.GenericServerStream[ExportSessionRequest, ExportChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_ExportStreamServer = grpc.ServerStreamingServer[ExportChunk]
+
+func _SessionService_ImportStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SessionServiceServer).ImportStream(&grpc.GenericServerStream[ImportChunk, ImportSessionResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionService_ImportStreamServer = grpc.ClientStreamingServer[ImportChunk, ImportSessionResponse]
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -593,6 +671,16 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "AppendBatches",
 			Handler:       _SessionService_AppendBatches_Handler,
 			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "ExportStream",
+			Handler:       _SessionService_ExportStream_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ImportStream",
+			Handler:       _SessionService_ImportStream_Handler,
 			ClientStreams: true,
 		},
 	},
