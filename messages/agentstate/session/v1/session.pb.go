@@ -6,7 +6,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: messages/session/v1/session.proto
+// source: agentstate/session/v1/session.proto
 
 package sessionv1
 
@@ -61,11 +61,11 @@ func (x SessionState) String() string {
 }
 
 func (SessionState) Descriptor() protoreflect.EnumDescriptor {
-	return file_messages_session_v1_session_proto_enumTypes[0].Descriptor()
+	return file_agentstate_session_v1_session_proto_enumTypes[0].Descriptor()
 }
 
 func (SessionState) Type() protoreflect.EnumType {
-	return &file_messages_session_v1_session_proto_enumTypes[0]
+	return &file_agentstate_session_v1_session_proto_enumTypes[0]
 }
 
 func (x SessionState) Number() protoreflect.EnumNumber {
@@ -74,7 +74,7 @@ func (x SessionState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionState.Descriptor instead.
 func (SessionState) EnumDescriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{0}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{0}
 }
 
 type Role int32
@@ -116,11 +116,11 @@ func (x Role) String() string {
 }
 
 func (Role) Descriptor() protoreflect.EnumDescriptor {
-	return file_messages_session_v1_session_proto_enumTypes[1].Descriptor()
+	return file_agentstate_session_v1_session_proto_enumTypes[1].Descriptor()
 }
 
 func (Role) Type() protoreflect.EnumType {
-	return &file_messages_session_v1_session_proto_enumTypes[1]
+	return &file_agentstate_session_v1_session_proto_enumTypes[1]
 }
 
 func (x Role) Number() protoreflect.EnumNumber {
@@ -129,7 +129,7 @@ func (x Role) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Role.Descriptor instead.
 func (Role) EnumDescriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{1}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{1}
 }
 
 type TokenUsage struct {
@@ -143,7 +143,7 @@ type TokenUsage struct {
 
 func (x *TokenUsage) Reset() {
 	*x = TokenUsage{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[0]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -155,7 +155,7 @@ func (x *TokenUsage) String() string {
 func (*TokenUsage) ProtoMessage() {}
 
 func (x *TokenUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[0]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -168,7 +168,7 @@ func (x *TokenUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenUsage.ProtoReflect.Descriptor instead.
 func (*TokenUsage) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{0}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *TokenUsage) GetInputTokens() int64 {
@@ -203,7 +203,7 @@ type LinkedPlan struct {
 
 func (x *LinkedPlan) Reset() {
 	*x = LinkedPlan{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[1]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -215,7 +215,7 @@ func (x *LinkedPlan) String() string {
 func (*LinkedPlan) ProtoMessage() {}
 
 func (x *LinkedPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[1]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -228,7 +228,7 @@ func (x *LinkedPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkedPlan.ProtoReflect.Descriptor instead.
 func (*LinkedPlan) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{1}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *LinkedPlan) GetPlanId() string {
@@ -277,7 +277,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[2]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -289,7 +289,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[2]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -302,7 +302,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{2}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Session) GetSessionId() string {
@@ -407,7 +407,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[3]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +419,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[3]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +432,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{3}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Message) GetSessionId() string {
@@ -499,7 +499,7 @@ type NewMessage struct {
 
 func (x *NewMessage) Reset() {
 	*x = NewMessage{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[4]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +511,7 @@ func (x *NewMessage) String() string {
 func (*NewMessage) ProtoMessage() {}
 
 func (x *NewMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[4]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +524,7 @@ func (x *NewMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewMessage.ProtoReflect.Descriptor instead.
 func (*NewMessage) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{4}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NewMessage) GetRole() Role {
@@ -566,7 +566,7 @@ type AppendedMessage struct {
 
 func (x *AppendedMessage) Reset() {
 	*x = AppendedMessage{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[5]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +578,7 @@ func (x *AppendedMessage) String() string {
 func (*AppendedMessage) ProtoMessage() {}
 
 func (x *AppendedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[5]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +591,7 @@ func (x *AppendedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendedMessage.ProtoReflect.Descriptor instead.
 func (*AppendedMessage) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{5}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AppendedMessage) GetMessageId() string {
@@ -631,7 +631,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[6]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +643,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[6]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +656,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{6}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateSessionRequest) GetSessionId() string {
@@ -704,7 +704,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[7]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +716,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[7]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +729,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{7}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -755,7 +755,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[8]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +767,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[8]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +780,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{8}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -799,7 +799,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[9]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +811,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[9]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +824,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{9}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -849,7 +849,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[10]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +861,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[10]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +874,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{10}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListSessionsRequest) GetActorName() string {
@@ -924,7 +924,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[11]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +936,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[11]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +949,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{11}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -975,7 +975,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[12]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +987,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[12]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1000,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{12}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1019,7 +1019,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[13]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1031,7 +1031,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[13]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1044,7 +1044,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{13}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CloseSessionResponse) GetSession() *Session {
@@ -1063,7 +1063,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[14]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1075,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[14]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1088,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{14}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1109,7 +1109,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[15]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1121,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[15]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1134,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{15}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeleteSessionResponse) GetMessagesRemoved() int64 {
@@ -1163,7 +1163,7 @@ type AppendRequest struct {
 
 func (x *AppendRequest) Reset() {
 	*x = AppendRequest{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[16]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1175,7 @@ func (x *AppendRequest) String() string {
 func (*AppendRequest) ProtoMessage() {}
 
 func (x *AppendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[16]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1188,7 @@ func (x *AppendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendRequest.ProtoReflect.Descriptor instead.
 func (*AppendRequest) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{16}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AppendRequest) GetSessionId() string {
@@ -1217,7 +1217,7 @@ type AppendResponse struct {
 
 func (x *AppendResponse) Reset() {
 	*x = AppendResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[17]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1229,7 @@ func (x *AppendResponse) String() string {
 func (*AppendResponse) ProtoMessage() {}
 
 func (x *AppendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[17]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1242,7 @@ func (x *AppendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendResponse.ProtoReflect.Descriptor instead.
 func (*AppendResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{17}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AppendResponse) GetMessages() []*AppendedMessage {
@@ -1274,7 +1274,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[18]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1286,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[18]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1299,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{18}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListMessagesRequest) GetSessionId() string {
@@ -1334,7 +1334,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[19]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1346,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[19]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1359,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{19}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*Message {
@@ -1389,7 +1389,7 @@ type UpdateTokenUsageRequest struct {
 
 func (x *UpdateTokenUsageRequest) Reset() {
 	*x = UpdateTokenUsageRequest{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[20]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1401,7 +1401,7 @@ func (x *UpdateTokenUsageRequest) String() string {
 func (*UpdateTokenUsageRequest) ProtoMessage() {}
 
 func (x *UpdateTokenUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[20]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1414,7 +1414,7 @@ func (x *UpdateTokenUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenUsageRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTokenUsageRequest) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{20}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UpdateTokenUsageRequest) GetSessionId() string {
@@ -1454,7 +1454,7 @@ type UpdateTokenUsageResponse struct {
 
 func (x *UpdateTokenUsageResponse) Reset() {
 	*x = UpdateTokenUsageResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[21]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1466,7 +1466,7 @@ func (x *UpdateTokenUsageResponse) String() string {
 func (*UpdateTokenUsageResponse) ProtoMessage() {}
 
 func (x *UpdateTokenUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[21]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1479,7 +1479,7 @@ func (x *UpdateTokenUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenUsageResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTokenUsageResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{21}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UpdateTokenUsageResponse) GetTotal() *TokenUsage {
@@ -1499,7 +1499,7 @@ type LinkPlanRequest struct {
 
 func (x *LinkPlanRequest) Reset() {
 	*x = LinkPlanRequest{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[22]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1511,7 @@ func (x *LinkPlanRequest) String() string {
 func (*LinkPlanRequest) ProtoMessage() {}
 
 func (x *LinkPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[22]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1524,7 @@ func (x *LinkPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkPlanRequest.ProtoReflect.Descriptor instead.
 func (*LinkPlanRequest) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{22}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LinkPlanRequest) GetSessionId() string {
@@ -1550,7 +1550,7 @@ type LinkPlanResponse struct {
 
 func (x *LinkPlanResponse) Reset() {
 	*x = LinkPlanResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[23]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1562,7 @@ func (x *LinkPlanResponse) String() string {
 func (*LinkPlanResponse) ProtoMessage() {}
 
 func (x *LinkPlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[23]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1575,7 @@ func (x *LinkPlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkPlanResponse.ProtoReflect.Descriptor instead.
 func (*LinkPlanResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{23}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LinkPlanResponse) GetSession() *Session {
@@ -1594,7 +1594,7 @@ type ExportSessionRequest struct {
 
 func (x *ExportSessionRequest) Reset() {
 	*x = ExportSessionRequest{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[24]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1606,7 @@ func (x *ExportSessionRequest) String() string {
 func (*ExportSessionRequest) ProtoMessage() {}
 
 func (x *ExportSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[24]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1619,7 @@ func (x *ExportSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSessionRequest.ProtoReflect.Descriptor instead.
 func (*ExportSessionRequest) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{24}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExportSessionRequest) GetSessionId() string {
@@ -1644,7 +1644,7 @@ type ExportSessionResponse struct {
 
 func (x *ExportSessionResponse) Reset() {
 	*x = ExportSessionResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[25]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1656,7 +1656,7 @@ func (x *ExportSessionResponse) String() string {
 func (*ExportSessionResponse) ProtoMessage() {}
 
 func (x *ExportSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[25]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1669,7 +1669,7 @@ func (x *ExportSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSessionResponse.ProtoReflect.Descriptor instead.
 func (*ExportSessionResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{25}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ExportSessionResponse) GetData() string {
@@ -1696,7 +1696,7 @@ type ImportSessionRequest struct {
 
 func (x *ImportSessionRequest) Reset() {
 	*x = ImportSessionRequest{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[26]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1708,7 @@ func (x *ImportSessionRequest) String() string {
 func (*ImportSessionRequest) ProtoMessage() {}
 
 func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[26]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1721,7 @@ func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionRequest.ProtoReflect.Descriptor instead.
 func (*ImportSessionRequest) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{26}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ImportSessionRequest) GetData() string {
@@ -1744,7 +1744,7 @@ type ImportSessionResponse struct {
 
 func (x *ImportSessionResponse) Reset() {
 	*x = ImportSessionResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[27]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +1756,7 @@ func (x *ImportSessionResponse) String() string {
 func (*ImportSessionResponse) ProtoMessage() {}
 
 func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[27]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +1769,7 @@ func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionResponse.ProtoReflect.Descriptor instead.
 func (*ImportSessionResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{27}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ImportSessionResponse) GetSession() *Session {
@@ -1812,7 +1812,7 @@ type ExportChunk struct {
 
 func (x *ExportChunk) Reset() {
 	*x = ExportChunk{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[28]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +1824,7 @@ func (x *ExportChunk) String() string {
 func (*ExportChunk) ProtoMessage() {}
 
 func (x *ExportChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[28]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +1837,7 @@ func (x *ExportChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportChunk.ProtoReflect.Descriptor instead.
 func (*ExportChunk) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{28}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ExportChunk) GetPart() isExportChunk_Part {
@@ -1910,7 +1910,7 @@ type ImportChunk struct {
 
 func (x *ImportChunk) Reset() {
 	*x = ImportChunk{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[29]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +1922,7 @@ func (x *ImportChunk) String() string {
 func (*ImportChunk) ProtoMessage() {}
 
 func (x *ImportChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[29]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +1935,7 @@ func (x *ImportChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportChunk.ProtoReflect.Descriptor instead.
 func (*ImportChunk) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{29}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ImportChunk) GetPart() isImportChunk_Part {
@@ -2007,7 +2007,7 @@ type ExportHeader struct {
 
 func (x *ExportHeader) Reset() {
 	*x = ExportHeader{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[30]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2019,7 +2019,7 @@ func (x *ExportHeader) String() string {
 func (*ExportHeader) ProtoMessage() {}
 
 func (x *ExportHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[30]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2032,7 +2032,7 @@ func (x *ExportHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportHeader.ProtoReflect.Descriptor instead.
 func (*ExportHeader) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{30}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ExportHeader) GetSchemaVersion() string {
@@ -2062,7 +2062,7 @@ type ExportPage struct {
 
 func (x *ExportPage) Reset() {
 	*x = ExportPage{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[31]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2074,7 @@ func (x *ExportPage) String() string {
 func (*ExportPage) ProtoMessage() {}
 
 func (x *ExportPage) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[31]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2087,7 @@ func (x *ExportPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportPage.ProtoReflect.Descriptor instead.
 func (*ExportPage) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{31}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExportPage) GetMessages() []*Message {
@@ -2107,7 +2107,7 @@ type ExportTrailer struct {
 
 func (x *ExportTrailer) Reset() {
 	*x = ExportTrailer{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[32]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2119,7 @@ func (x *ExportTrailer) String() string {
 func (*ExportTrailer) ProtoMessage() {}
 
 func (x *ExportTrailer) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[32]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2132,7 @@ func (x *ExportTrailer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportTrailer.ProtoReflect.Descriptor instead.
 func (*ExportTrailer) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{32}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExportTrailer) GetChecksum() string {
@@ -2158,7 +2158,7 @@ type AppendStreamResponse struct {
 
 func (x *AppendStreamResponse) Reset() {
 	*x = AppendStreamResponse{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[33]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2170,7 @@ func (x *AppendStreamResponse) String() string {
 func (*AppendStreamResponse) ProtoMessage() {}
 
 func (x *AppendStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[33]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2183,7 @@ func (x *AppendStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendStreamResponse.ProtoReflect.Descriptor instead.
 func (*AppendStreamResponse) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{33}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AppendStreamResponse) GetOutcome() isAppendStreamResponse_Outcome {
@@ -2240,7 +2240,7 @@ type TaggedAppend struct {
 
 func (x *TaggedAppend) Reset() {
 	*x = TaggedAppend{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[34]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2252,7 +2252,7 @@ func (x *TaggedAppend) String() string {
 func (*TaggedAppend) ProtoMessage() {}
 
 func (x *TaggedAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[34]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2265,7 +2265,7 @@ func (x *TaggedAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaggedAppend.ProtoReflect.Descriptor instead.
 func (*TaggedAppend) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{34}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TaggedAppend) GetTag() uint64 {
@@ -2292,7 +2292,7 @@ type AppendBatch struct {
 
 func (x *AppendBatch) Reset() {
 	*x = AppendBatch{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[35]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2304,7 @@ func (x *AppendBatch) String() string {
 func (*AppendBatch) ProtoMessage() {}
 
 func (x *AppendBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[35]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2317,7 @@ func (x *AppendBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendBatch.ProtoReflect.Descriptor instead.
 func (*AppendBatch) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{35}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AppendBatch) GetAppends() []*TaggedAppend {
@@ -2338,7 +2338,7 @@ type TaggedOutcome struct {
 
 func (x *TaggedOutcome) Reset() {
 	*x = TaggedOutcome{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[36]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2350,7 +2350,7 @@ func (x *TaggedOutcome) String() string {
 func (*TaggedOutcome) ProtoMessage() {}
 
 func (x *TaggedOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[36]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2363,7 +2363,7 @@ func (x *TaggedOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaggedOutcome.ProtoReflect.Descriptor instead.
 func (*TaggedOutcome) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{36}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TaggedOutcome) GetTag() uint64 {
@@ -2391,7 +2391,7 @@ type AppendOutcomes struct {
 
 func (x *AppendOutcomes) Reset() {
 	*x = AppendOutcomes{}
-	mi := &file_messages_session_v1_session_proto_msgTypes[37]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2403,7 +2403,7 @@ func (x *AppendOutcomes) String() string {
 func (*AppendOutcomes) ProtoMessage() {}
 
 func (x *AppendOutcomes) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_session_v1_session_proto_msgTypes[37]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2416,7 +2416,7 @@ func (x *AppendOutcomes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendOutcomes.ProtoReflect.Descriptor instead.
 func (*AppendOutcomes) Descriptor() ([]byte, []int) {
-	return file_messages_session_v1_session_proto_rawDescGZIP(), []int{37}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AppendOutcomes) GetOutcomes() []*TaggedOutcome {
@@ -2426,11 +2426,11 @@ func (x *AppendOutcomes) GetOutcomes() []*TaggedOutcome {
 	return nil
 }
 
-var File_messages_session_v1_session_proto protoreflect.FileDescriptor
+var File_agentstate_session_v1_session_proto protoreflect.FileDescriptor
 
-const file_messages_session_v1_session_proto_rawDesc = "" +
+const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"!messages/session/v1/session.proto\x12\x15agentstate.session.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fmessages/common/v1/common.proto\"h\n" +
+	"#agentstate/session/v1/session.proto\x12\x15agentstate.session.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!agentstate/common/v1/common.proto\"h\n" +
 	"\n" +
 	"TokenUsage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
@@ -2624,23 +2624,23 @@ const file_messages_session_v1_session_proto_rawDesc = "" +
 	"\fAppendStream\x12$.agentstate.session.v1.AppendRequest\x1a+.agentstate.session.v1.AppendStreamResponse(\x010\x01\x12^\n" +
 	"\rAppendBatches\x12\".agentstate.session.v1.AppendBatch\x1a%.agentstate.session.v1.AppendOutcomes(\x010\x01\x12a\n" +
 	"\fExportStream\x12+.agentstate.session.v1.ExportSessionRequest\x1a\".agentstate.session.v1.ExportChunk0\x01\x12b\n" +
-	"\fImportStream\x12\".agentstate.session.v1.ImportChunk\x1a,.agentstate.session.v1.ImportSessionResponse(\x01B@Z>github.com/agentstate/agentstate/messages/agentstate/session/v1;sessionv1b\x06proto3"
+	"\fImportStream\x12\".agentstate.session.v1.ImportChunk\x1a,.agentstate.session.v1.ImportSessionResponse(\x01BKZIgithub.com/agentstate/agentstate/messages/agentstate/session/v1;sessionv1b\x06proto3"
 
 var (
-	file_messages_session_v1_session_proto_rawDescOnce sync.Once
-	file_messages_session_v1_session_proto_rawDescData []byte
+	file_agentstate_session_v1_session_proto_rawDescOnce sync.Once
+	file_agentstate_session_v1_session_proto_rawDescData []byte
 )
 
-func file_messages_session_v1_session_proto_rawDescGZIP() []byte {
-	file_messages_session_v1_session_proto_rawDescOnce.Do(func() {
-		file_messages_session_v1_session_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_messages_session_v1_session_proto_rawDesc), len(file_messages_session_v1_session_proto_rawDesc)))
+func file_agentstate_session_v1_session_proto_rawDescGZIP() []byte {
+	file_agentstate_session_v1_session_proto_rawDescOnce.Do(func() {
+		file_agentstate_session_v1_session_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_agentstate_session_v1_session_proto_rawDesc), len(file_agentstate_session_v1_session_proto_rawDesc)))
 	})
-	return file_messages_session_v1_session_proto_rawDescData
+	return file_agentstate_session_v1_session_proto_rawDescData
 }
 
-var file_messages_session_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_messages_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
-var file_messages_session_v1_session_proto_goTypes = []any{
+var file_agentstate_session_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_agentstate_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_agentstate_session_v1_session_proto_goTypes = []any{
 	(SessionState)(0),                // 0: agentstate.session.v1.SessionState
 	(Role)(0),                        // 1: agentstate.session.v1.Role
 	(*TokenUsage)(nil),               // 2: agentstate.session.v1.TokenUsage
@@ -2684,7 +2684,7 @@ var file_messages_session_v1_session_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),    // 40: google.protobuf.Timestamp
 	(*v1.Error)(nil),                 // 41: agentstate.common.v1.Error
 }
-var file_messages_session_v1_session_proto_depIdxs = []int32{
+var file_agentstate_session_v1_session_proto_depIdxs = []int32{
 	0,  // 0: agentstate.session.v1.Session.state:type_name -> agentstate.session.v1.SessionState
 	2,  // 1: agentstate.session.v1.Session.token_usage:type_name -> agentstate.session.v1.TokenUsage
 	3,  // 2: agentstate.session.v1.Session.linked_plans:type_name -> agentstate.session.v1.LinkedPlan
@@ -2758,22 +2758,22 @@ var file_messages_session_v1_session_proto_depIdxs = []int32{
 	0,  // [0:36] is the sub-list for field type_name
 }
 
-func init() { file_messages_session_v1_session_proto_init() }
-func file_messages_session_v1_session_proto_init() {
-	if File_messages_session_v1_session_proto != nil {
+func init() { file_agentstate_session_v1_session_proto_init() }
+func file_agentstate_session_v1_session_proto_init() {
+	if File_agentstate_session_v1_session_proto != nil {
 		return
 	}
-	file_messages_session_v1_session_proto_msgTypes[28].OneofWrappers = []any{
+	file_agentstate_session_v1_session_proto_msgTypes[28].OneofWrappers = []any{
 		(*ExportChunk_Header)(nil),
 		(*ExportChunk_Page)(nil),
 		(*ExportChunk_Trailer)(nil),
 	}
-	file_messages_session_v1_session_proto_msgTypes[29].OneofWrappers = []any{
+	file_agentstate_session_v1_session_proto_msgTypes[29].OneofWrappers = []any{
 		(*ImportChunk_Header)(nil),
 		(*ImportChunk_Page)(nil),
 		(*ImportChunk_Trailer)(nil),
 	}
-	file_messages_session_v1_session_proto_msgTypes[33].OneofWrappers = []any{
+	file_agentstate_session_v1_session_proto_msgTypes[33].OneofWrappers = []any{
 		(*AppendStreamResponse_Response)(nil),
 		(*AppendStreamResponse_Error)(nil),
 	}
@@ -2781,18 +2781,18 @@ func file_messages_session_v1_session_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_session_v1_session_proto_rawDesc), len(file_messages_session_v1_session_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentstate_session_v1_session_proto_rawDesc), len(file_agentstate_session_v1_session_proto_rawDesc)),
 			NumEnums:      2,
 			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
-		GoTypes:           file_messages_session_v1_session_proto_goTypes,
-		DependencyIndexes: file_messages_session_v1_session_proto_depIdxs,
-		EnumInfos:         file_messages_session_v1_session_proto_enumTypes,
-		MessageInfos:      file_messages_session_v1_session_proto_msgTypes,
+		GoTypes:           file_agentstate_session_v1_session_proto_goTypes,
+		DependencyIndexes: file_agentstate_session_v1_session_proto_depIdxs,
+		EnumInfos:         file_agentstate_session_v1_session_proto_enumTypes,
+		MessageInfos:      file_agentstate_session_v1_session_proto_msgTypes,
 	}.Build()
-	File_messages_session_v1_session_proto = out.File
-	file_messages_session_v1_session_proto_goTypes = nil
-	file_messages_session_v1_session_proto_depIdxs = nil
+	File_agentstate_session_v1_session_proto = out.File
+	file_agentstate_session_v1_session_proto_goTypes = nil
+	file_agentstate_session_v1_session_proto_depIdxs = nil
 }
