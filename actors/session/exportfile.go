@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/agentstate/agentstate/messages/errs"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )

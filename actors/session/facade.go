@@ -3,8 +3,8 @@ package session
 import (
 	"context"
 
-	"github.com/agentstate/agentstate/messages/ids"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/ids"
 	"google.golang.org/grpc"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/session"
-	"github.com/agentstate/agentstate/messages/errs"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
-	"github.com/agentstate/agentstate/messages/ids"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
 )
 

@@ -3,8 +3,8 @@ package storetest
 import (
 	"errors"
 
-	"github.com/agentstate/agentstate/messages/errs"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 )
 
