@@ -10,7 +10,7 @@ PROTOS   := $(shell cd $(PROTO_ROOT) && find agentstate -name '*.proto' | sort)
 RACE     ?= -race
 TESTFLAGS ?=
 
-.PHONY: build run test race bench fuzz lint proto proto-check clean
+.PHONY: build run test race bench fuzz lint proto proto-check proto-lint clean
 
 build:
 	$(GO) build -o bin/node ./cmd/node
@@ -45,11 +45,33 @@ fuzz:
 # staticcheck runs at a pinned version through `go run pkg@version`, so that
 # neither it nor its dependencies enter go.mod (docs/DEPENDENCIES.md).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Buf lints the protobuf contract and checks that it stays compatible; pinned
+# and run the same way (docs/DEPENDENCIES.md).
+BUF ?= $(GO) run github.com/bufbuild/buf/cmd/buf@v1.75.0
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	$(MAKE) proto-lint
+
+# PACKAGE: compatible on the wire (binary and JSON) and by full name (the
+# Proto.Actor remote protocol sends messages by name), while files may move
+# within their package. Given inline so that it applies to old commits too,
+# including those from before messages/buf.yaml.
+BUF_BREAKING := {"version":"v1","breaking":{"use":["PACKAGE"]}}
+
+# Buf's standard rules on messages/ (the exceptions and why: messages/buf.yaml),
+# then every recent commit that changed the contract against its parent, so
+# a breaking change fails CI however many commits a landing has.
+proto-lint:
+	$(BUF) lint $(PROTO_ROOT)
+	@set -e; for c in $$(git rev-list -n 30 HEAD -- $(PROTO_ROOT)/agentstate $(PROTO_ROOT)/buf.yaml); do \
+	  git rev-parse -q --verify "$$c^" >/dev/null || { echo "proto-lint: $$c has no parent here (shallow clone): not compared"; continue; }; \
+	  side() { if git cat-file -e "$$1:$(PROTO_ROOT)/agentstate" 2>/dev/null; then echo ".git#ref=$$1,subdir=$(PROTO_ROOT)"; else echo ".git#ref=$$1"; fi; }; \
+	  echo "proto-lint: $$(git log -1 --format='%h %s' $$c | cut -c1-70) — wire-compatible with its parent?"; \
+	  $(BUF) breaking "$$(side $$c)" --against "$$(side $$c^)" --config '$(BUF_BREAKING)' --against-config '$(BUF_BREAKING)'; \
+	done
 
 proto:
 	cd $(PROTO_ROOT) && protoc -I . \
