@@ -83,6 +83,11 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.peers, "peers", "", "every cluster member's host:am-port, this one included, comma-separated")
 	fs.IntVar(&f.amPort, "am-port", 0, "this member's automanaged port (listens on all interfaces, unauthenticated: firewall it)")
 	fs.DurationVar(&f.clusterWait, "cluster-wait", 15*time.Second, "how long /readyz waits for every peer to join before going ready anyway")
+	// Every flag of serve is a server setting.
+	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file",
+		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
+		"shutdown-timeout", "idle-timeout", "backlog", "batch-max-commands", "batch-max-bytes", "audit-messages",
+		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		log, err := newLogger(cmd.ErrOrStderr(), f.logFormat, f.logLevel)
 		if err != nil {
