@@ -197,6 +197,10 @@ func TestCLICommands(t *testing.T) {
 	if strings.Contains(rec.GetEntry().GetDetailsJson(), "hunter2") {
 		t.Fatalf("audit record kept a secret: %s", rec.GetEntry().GetDetailsJson())
 	}
+	// agentstate's own types are written by agentstate only: a caller's
+	// session_deleted would attest a deletion that never happened.
+	n.cli(none, "audit", "record", "--type", "session_deleted", "--session", "01JDQ7ZZZZZZZZZZZZZZZZZZZZ").
+		fails(t, exitInvalidArgument, "INVALID_ARGUMENT")
 	n.cli(none, "audit", "flush").ok(t)
 	var all auditv1.ListResponse
 	n.cli(none, "audit", "list", "--limit", "1000").ok(t, &all)
@@ -209,6 +213,9 @@ func TestCLICommands(t *testing.T) {
 		if types[want] == 0 {
 			t.Errorf("audit list has no %s entry; it has %v", want, types)
 		}
+	}
+	if types["session_deleted"] != 1 {
+		t.Errorf("audit list has %d session_deleted entries, want 1 (the real deletion); it has %v", types["session_deleted"], types)
 	}
 	var cnt auditv1.CountResponse
 	n.cli(none, "audit", "count", "--type", "plan_error_recorded", "--plan", planID).ok(t, &cnt)
