@@ -59,6 +59,9 @@ type owner struct {
 	standalone bool
 	admit      func() error
 	release    func()
+	// serveRead serves a cluster kind's reads, which need no owner, as
+	// the directory's Unkeyed does; it replies itself.
+	serveRead func(*directory.Call)
 	// broken is set when the plan could not be loaded; every request is
 	// answered with it until the directory has stopped this actor.
 	broken error
