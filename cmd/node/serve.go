@@ -208,10 +208,7 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 		return err
 	})
 
-	actorLog := log.With("component", "protoactor")
-	if !log.Enabled(context.Background(), slog.LevelDebug) {
-		actorLog = slog.New(minLevel{Handler: log.Handler(), min: slog.LevelWarn}).With("component", "protoactor")
-	}
+	actorLog := libraryLogger(log)
 	s.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actorLog }))
 
 	m := newMetrics()
