@@ -321,13 +321,18 @@ func (s *server) goServe(fn func() error) {
 // shutdown drains the node. Each phase has its own budget of timeout:
 //  1. /readyz turns 503 and health reports NOT_SERVING;
 //  2. the gRPC API and the remote endpoint stop accepting and let requests
-//     in flight finish (after timeout the API cuts what is left);
+//     in flight finish (append streams answer what they took, refuse the
+//     rest UNAVAILABLE and end; after timeout the API cuts what is left);
 //  3. the actors drain: sessions and plans answer their writes in flight,
 //     then the audit actor commits everything it accepted;
 //  4. the HTTP server, the actor system and the database close.
 func (s *server) shutdown(timeout time.Duration) error {
 	s.ready.draining.Store(true)
 	s.api.health.Shutdown()
+	// Append streams stop taking appends and end once they answered
+	// those they took; GracefulStop below would otherwise wait for
+	// their clients to close them, up to timeout.
+	close(s.api.draining)
 
 	var wg sync.WaitGroup
 	wg.Add(1)
