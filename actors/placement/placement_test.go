@@ -220,6 +220,9 @@ func TestDoubleActivationIsFencedAndRetried(t *testing.T) {
 	if m.router.Retries() == before {
 		t.Fatal("the cluster's old activation wrote after a newer one activated: it was not fenced")
 	}
+	if n := s.FencedActivations(); n != 1 {
+		t.Fatalf("%d fenced session activations counted, want 1", n)
+	}
 	// Now the rogue is the older activation: its write is refused.
 	err = appendVia(rogue, "r2")
 	if errs.CodeOf(err) != errs.UnavailableCode || !strings.Contains(err.Error(), "newer activation") {

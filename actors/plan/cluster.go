@@ -80,6 +80,11 @@ func abandon(r directory.Replier) {
 	}
 }
 
+// FencedActivations is how many plan activations found a newer one had
+// taken their plan (the store fenced their write; they answered
+// UNAVAILABLE and stopped).
+func (s *Service) FencedActivations() int64 { return s.env.fenced.Load() }
+
 // clusterInit takes the actor's identity and activates. The cluster
 // delivers it right after Started, before any request.
 func (o *owner) clusterInit(ctx actor.Context, m *cluster.ClusterInit) {

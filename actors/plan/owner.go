@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
@@ -79,6 +80,7 @@ type env struct {
 	auditPID *actor.PID
 	cfg      Config
 	live     *liveSet
+	fenced   atomic.Int64 // activations whose write the store fenced
 }
 
 func newOwner(planID string, e *env) actor.Actor { return &owner{planID: planID, env: e} }

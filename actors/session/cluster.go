@@ -35,6 +35,12 @@ func (s *Service) ClusterProps() *actor.Props {
 	})
 }
 
+// FencedActivations is how many session activations found a newer one
+// had taken their session (the store fenced their write; they answered
+// UNAVAILABLE and stopped). Expected after a member rejoins; a steady
+// rise means members disagree about placement.
+func (s *Service) FencedActivations() int64 { return s.env.fenced.Load() }
+
 // clusterInit takes the actor's identity. The cluster delivers it right
 // after Started, before any request.
 func (o *owner) clusterInit(m *cluster.ClusterInit) {

@@ -236,6 +236,7 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 		if s.member, err = startMember(s.sys, s.node, f, cl, router, m, log.With("component", "cluster")); err != nil {
 			return s, err
 		}
+		m.clusterGauges(s.member.Members, router.Retries, s.node.Sessions().FencedActivations, s.node.Plans().FencedActivations)
 	} else if f.remoteAddr != "" {
 		s.remote, err = startRemote(s.sys, remoteOptions{
 			Addr: f.remoteAddr, Advertise: f.remoteAdvertise,
