@@ -83,13 +83,17 @@ func (s *Service) PID() *actor.PID { return s.pid }
 // before submitting and release it once answered.
 func (s *Service) Backlog() *Backlog { return s.backlog }
 
-// Record validates req (NewEntry) and hands the entry to the writer. With
+// Record validates req (NewEntry; agentstate's own event types are
+// refused: ReservedEventType) and hands the entry to the writer. With
 // req.Sync it answers after the entry's transaction committed (durable);
 // otherwise it answers at once with durable=false, and the entry commits
 // in the next transaction. Either way the entry returned carries its final
 // event_id and created_at. A full backlog makes it wait, or refuses it
 // with RESOURCE_EXHAUSTED when ctx is marked NoWait.
 func (s *Service) Record(ctx context.Context, req *auditv1.RecordRequest) (*auditv1.RecordResponse, error) {
+	if err := checkCallerEventType(req.GetEventType()); err != nil {
+		return nil, err
+	}
 	e, err := NewEntry(req, time.Now())
 	if err != nil {
 		return nil, err

@@ -104,6 +104,10 @@ func TestFencingDoubleActivation(t *testing.T) {
 		t.Fatalf("record after the policy change: max_retries %d, want 9", r3.GetMaxRetries())
 	}
 
+	if fa, fb := a.FencedActivations(), b.FencedActivations(); fa != 2 || fb != 1 {
+		t.Fatalf("fenced activations counted: %d through a, %d through b; want 2 and 1", fa, fb)
+	}
+
 	got := history(t, b, id)
 	want := []*planv1.ErrorRecord{r0, r1, r2, r3}
 	if len(got) != len(want) {

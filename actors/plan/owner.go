@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
@@ -59,6 +60,9 @@ type owner struct {
 	standalone bool
 	admit      func() error
 	release    func()
+	// serveRead serves a cluster kind's reads, which need no owner, as
+	// the directory's Unkeyed does; it replies itself.
+	serveRead func(*directory.Call)
 	// broken is set when the plan could not be loaded; every request is
 	// answered with it until the directory has stopped this actor.
 	broken error
@@ -76,6 +80,7 @@ type env struct {
 	auditPID *actor.PID
 	cfg      Config
 	live     *liveSet
+	fenced   atomic.Int64 // activations whose write the store fenced
 }
 
 func newOwner(planID string, e *env) actor.Actor { return &owner{planID: planID, env: e} }

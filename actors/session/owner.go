@@ -55,6 +55,9 @@ type owner struct {
 	standalone bool
 	admit      func() error
 	release    func()
+	// unkeyed serves a cluster kind's requests that need no owner (reads,
+	// imports), as the directory's Unkeyed does; it replies itself.
+	unkeyed func(*directory.Call)
 }
 
 // request is one accepted Call with its normalised message.

@@ -49,6 +49,7 @@ type env struct {
 
 	live        liveSet
 	activations atomic.Int64
+	fenced      atomic.Int64 // activations whose write the store fenced
 
 	// afterAccept, when set (by tests, before the first request), is
 	// called on the session actor's goroutine after it queued a request,

@@ -40,6 +40,7 @@ func (o *clientOptions) register(c *cobra.Command) {
 	fs.StringVar(&o.serverName, "tls-server-name", "", "name to verify in the node's certificate (default: the host of --addr)")
 	fs.BoolVar(&o.insecure, "insecure", false, "use TLS without verifying the node's certificate (testing only)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline of each request")
+	fromEnv(fs, "addr", "token-file", "tls", "tls-ca", "tls-server-name", "insecure", "timeout")
 }
 
 // client is one connection to a node plus the call conventions of the CLI.

@@ -134,6 +134,11 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 		}
 		switch {
 		case single:
+			// An empty message is stored only when asked for by name
+			// (--content ""): a forgotten --content is a mistake.
+			if !cmd.Flags().Changed("content") {
+				return usagef(cmd, `--content is required with --role (give --content "" for an empty message)`)
+			}
 			r, err := parseRole(role)
 			if err != nil {
 				return usagef(cmd, "%v", err)

@@ -40,11 +40,14 @@ type apiServer struct {
 	srv     *grpc.Server
 	health  *health.Server
 	auditor *failureAuditor // nil without a token
+	// draining is closed by shutdown, before GracefulStop: open append
+	// streams end (appendstream.Server.Draining) instead of holding it.
+	draining chan struct{}
 }
 
 func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger) (*apiServer, error) {
 	var auth *authenticator
-	a := &apiServer{}
+	a := &apiServer{draining: make(chan struct{})}
 	if opt.Token != "" {
 		a.auditor = newFailureAuditor(svc.Audit, opt.MarkNetwork, m, log)
 		auth = newAuthenticator(opt.Token, a.auditor, m, log)
@@ -71,7 +74,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	// stream interceptors see the stream, so its appends are marked and
 	// counted here, one by one.
 	sessionv1.RegisterSessionServiceServer(a.srv, &appendstream.Server{
-		SessionServiceServer: svc.Sessions, Mark: opt.MarkNetwork, Observe: m.countAppend,
+		SessionServiceServer: svc.Sessions, Mark: opt.MarkNetwork, Observe: m.countAppend, Draining: a.draining,
 	})
 	planv1.RegisterPlanServiceServer(a.srv, svc.Plans)
 	auditv1.RegisterAuditServiceServer(a.srv, svc.Audit)

@@ -212,6 +212,10 @@ func TestCLICommands(t *testing.T) {
 	if strings.Contains(rec.GetEntry().GetDetailsJson(), "hunter2") {
 		t.Fatalf("audit record kept a secret: %s", rec.GetEntry().GetDetailsJson())
 	}
+	// agentstate's own types are written by agentstate only: a caller's
+	// session_deleted would attest a deletion that never happened.
+	n.cli(none, "audit", "record", "--type", "session_deleted", "--session", "01JDQ7ZZZZZZZZZZZZZZZZZZZZ").
+		fails(t, exitInvalidArgument, "INVALID_ARGUMENT")
 	n.cli(none, "audit", "flush").ok(t)
 	var all auditv1.ListResponse
 	n.cli(none, "audit", "list", "--limit", "1000").ok(t, &all)
@@ -224,6 +228,9 @@ func TestCLICommands(t *testing.T) {
 		if types[want] == 0 {
 			t.Errorf("audit list has no %s entry; it has %v", want, types)
 		}
+	}
+	if types["session_deleted"] != 1 {
+		t.Errorf("audit list has %d session_deleted entries, want 1 (the real deletion); it has %v", types["session_deleted"], types)
 	}
 	var cnt auditv1.CountResponse
 	n.cli(none, "audit", "count", "--type", "plan_error_recorded", "--plan", planID).ok(t, &cnt)
@@ -327,6 +334,27 @@ func TestCLIEnvironment(t *testing.T) {
 	if created.GetSession().GetActorName() != "env" {
 		t.Fatalf("create through AGENTSTATE_ADDR printed %v", &created)
 	}
+	// Per-request flags ignore the environment: AGENTSTATE_ACTOR does not
+	// filter the list, AGENTSTATE_CONTENT does not fill a forgotten --content.
+	stray := []string{"AGENTSTATE_ADDR=" + n.grpcAddr(), "AGENTSTATE_ACTOR=nobody", "AGENTSTATE_CONTENT=stray"}
+	var listed sessionv1.ListSessionsResponse
+	runCLI(t, stray, "session", "list").ok(t, &listed)
+	if len(listed.GetSessions()) != 1 || listed.GetSessions()[0].GetActorName() != "env" {
+		t.Fatalf("list with AGENTSTATE_ACTOR exported printed %v; want the unfiltered list", &listed)
+	}
+	sid := created.GetSession().GetSessionId()
+	r := runCLI(t, stray, "session", "append", "--session", sid, "--role", "user")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--content") {
+		t.Fatalf("append without --content: exit %d, stderr %q; want %d naming --content", r.code, r.stderr, exitUsage)
+	}
+	var empty sessionv1.AppendResponse
+	runCLI(t, stray, "session", "append", "--session", sid, "--role", "user", "--content", "").ok(t, &empty)
+	var msgs sessionv1.ListMessagesResponse
+	runCLI(t, stray, "session", "messages", "--session", sid).ok(t, &msgs)
+	if len(msgs.GetMessages()) != 1 || msgs.GetMessages()[0].GetContent() != "" {
+		t.Fatalf("after one refused and one explicit empty append, messages are %v; want one empty message", &msgs)
+	}
+
 	env := []string{"AGENTSTATE_ADDR=" + n.grpcAddr(), "AGENTSTATE_TIMEOUT=2s"}
 	runCLI(t, env, "session", "list", "--addr", "127.0.0.1:1").fails(t, 8, "UNAVAILABLE")
 }

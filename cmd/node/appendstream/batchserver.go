@@ -27,7 +27,10 @@ const (
 // the stream's other appends, and its outcome (response or typed error) is
 // sent as soon as it is decided, together with the others decided by then.
 // It returns nil once the client closed its side and every append received
-// was answered, or the stream's error when receiving or sending fails.
+// was answered, or the stream's error when receiving or sending fails. When
+// Draining closes, it stops taking appends (those received after are
+// answered UNAVAILABLE, unserved), answers those it took, and returns
+// errDraining.
 //
 // Invariants: every append received is answered exactly once unless the
 // stream failed; at most MaxStreamInFlight appends of the stream are
@@ -52,19 +55,40 @@ func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendB
 	return out.failure()
 }
 
-// receiveBatches reads batches until the client closes its side (nil) or
-// the stream fails, handing each append to a worker.
+// receiveBatches reads batches until the client closes its side (nil),
+// the stream fails, or Draining closes (errDraining), handing each append
+// to a worker. Once Draining is seen, the appends of a batch received but
+// not handed over are answered UNAVAILABLE, unserved.
 func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes],
 	serving *sync.WaitGroup, work *workers, out *outbox) error {
+	done := make(chan struct{})
+	defer close(done)
+	batches := receive(stream.Recv, done)
 	for {
-		batch, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
+		var r received[sessionv1.AppendBatch]
+		select {
+		case r = <-batches:
+		case <-s.Draining: // nil without Draining: never
+			select {
+			case r = <-batches: // received already: refused below
+			default:
+			}
+			if r.err == nil && r.msg != nil {
+				return refuseAppends(ctx, out, r.msg.GetAppends())
+			}
+			return errDraining()
+		}
+		if errors.Is(r.err, io.EOF) {
 			return nil
 		}
-		if err != nil {
-			return err
+		if r.err != nil {
+			return r.err
 		}
-		for _, a := range batch.GetAppends() {
+		appends := r.msg.GetAppends()
+		for i, a := range appends {
+			if s.draining() {
+				return refuseAppends(ctx, out, appends[i:])
+			}
 			select {
 			case out.slots <- struct{}{}:
 			case <-ctx.Done():
@@ -82,6 +106,21 @@ func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingSe
 			})
 		}
 	}
+}
+
+// refuseAppends answers each of appends UNAVAILABLE without serving it
+// (the node is draining) and returns errDraining. Each outcome takes a
+// stream slot as a served one does (the outbox frees it once sent).
+func refuseAppends(ctx context.Context, out *outbox, appends []*sessionv1.TaggedAppend) error {
+	for _, a := range appends {
+		select {
+		case out.slots <- struct{}{}:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		out.put(&sessionv1.TaggedOutcome{Tag: a.GetTag(), Outcome: outcome(nil, errDraining())})
+	}
+	return errDraining()
 }
 
 // workers runs a stream's appends on goroutines that outlive one append:
