@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/cmd/node/appendstream"
-	"github.com/agentstate/agentstate/messages/errs"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
