@@ -92,6 +92,7 @@ type Ledger struct {
 	planUnnamed map[string]int
 	plans       []PlanAck
 	audit       []AuditAck
+	auditSent   map[string]*auditv1.RecordRequest // event id → request, for every attempt
 }
 
 // NewLedger returns an empty ledger.
@@ -103,6 +104,7 @@ func NewLedger() *Ledger {
 		planAttempts: make(map[string]int),
 		planNamed:    make(map[string]map[string]bool),
 		planUnnamed:  make(map[string]int),
+		auditSent:    make(map[string]*auditv1.RecordRequest),
 	}
 }
 
@@ -184,6 +186,14 @@ func (l *Ledger) PlanErrorAcked(req *planv1.RecordErrorRequest, resp *planv1.Rec
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.plans = append(l.plans, PlanAck{Req: req, Record: resp.GetRecord()})
+}
+
+// AuditSent records one attempt of req, which names its event (event_id):
+// however often it is sent, it may be stored once.
+func (l *Ledger) AuditSent(req *auditv1.RecordRequest) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.auditSent[req.GetEventId()] = req
 }
 
 // AuditAcked records the node's OK answer to a synchronous audit Record.

@@ -246,13 +246,14 @@ func FormatFailures(m map[codes.Code]int64) string {
 
 // retriable codes are those a crash, a restart or a full database cause;
 // a retry with the same request is correct for each, if the request is
-// idempotent. DEADLINE_EXCEEDED is the node's OUTCOME_UNKNOWN (or the
-// client's own deadline): the request may have been applied, so only an
-// idempotent request (one with client ids) is retried after it. UNAVAILABLE
-// promises nothing was stored — but a client cannot tell the node's
-// UNAVAILABLE from a connection cut under a request in flight, so every
-// attempt of a request without client ids counts toward what it may have
-// stored (Ledger.PlanErrorSent).
+// idempotent. DEADLINE_EXCEEDED is OUTCOME_UNKNOWN (the node's, or the
+// client's for a connection cut under a request in flight — see
+// appendstream.OutcomeOptions, which the load's connections are dialed
+// with — or the client's own deadline): the request may have been applied,
+// so only an idempotent request (one with client ids) is retried after it.
+// UNAVAILABLE promises nothing was stored. Every request of the load
+// carries client ids; the ledger still counts each attempt (AppendSent,
+// PlanErrorSent, AuditSent).
 func retriable(c codes.Code, idempotent bool) bool {
 	switch c {
 	case codes.Unavailable, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
@@ -457,9 +458,14 @@ func (c *client) recordAudit(ctx context.Context, n int) error {
 		ActorName:   fmt.Sprintf("client-%d", c.id),
 		DetailsJson: fmt.Sprintf(`{"client":%d,"op":%d}`, c.id, n),
 		Sync:        true,
+		// Named, so that every retry (also after an unknown outcome) is
+		// safe: the node stores the entry once and answers retries with
+		// it (duplicate=true).
+		EventId: ids.New(),
 	}
 	var resp *auditv1.RecordResponse
-	err := c.ld.call(ctx, "audit record", &c.at, false, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+	err := c.ld.call(ctx, "audit record", &c.at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+		c.ld.ledger.AuditSent(req)
 		var err error
 		resp, err = c.ld.targets[conn].audit.Record(ctx, req, ready)
 		return err
