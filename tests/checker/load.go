@@ -141,7 +141,7 @@ func (ld *Load) Setup(ctx context.Context) error {
 	for i := range ld.cfg.Sessions {
 		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker", Namespace: "checker",
 			MetadataJson: fmt.Sprintf(`{"index":%d}`, i)}
-		err := ld.call(ctx, "create session", &at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+		err := ld.call(ctx, "create session", &at, true, nil, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 			_, err := ld.targets[conn].sessions.Create(ctx, req, ready)
 			return err
 		})
@@ -280,7 +280,10 @@ var errMaybeApplied = errors.New("may have been applied")
 // one node (it comes back), failing fast with several (another may be up).
 // Backoff between attempts keeps a down node from being hammered; it is
 // not synchronization.
-func (ld *Load) call(ctx context.Context, what string, at *int, idempotent bool, f func(ctx context.Context, conn int, ready grpc.CallOption) error) error {
+//
+// failed, when not nil, receives the code of every failed attempt.
+func (ld *Load) call(ctx context.Context, what string, at *int, idempotent bool, failed *[]codes.Code,
+	f func(ctx context.Context, conn int, ready grpc.CallOption) error) error {
 	backoff := 5 * time.Millisecond
 	ready := grpc.WaitForReady(len(ld.targets) == 1)
 	for {
@@ -295,6 +298,9 @@ func (ld *Load) call(ctx context.Context, what string, at *int, idempotent bool,
 			return ctx.Err()
 		}
 		code := status.Code(err)
+		if failed != nil {
+			*failed = append(*failed, code)
+		}
 		ld.mu.Lock()
 		ld.failures[code]++
 		ld.lastErr[code] = status.Convert(err).Message()
@@ -402,7 +408,8 @@ func (c *client) replay(ctx context.Context) error {
 func (c *client) send(ctx context.Context, t Turn, replay bool) error {
 	req := t.Request()
 	var resp *sessionv1.AppendResponse
-	err := c.ld.call(ctx, "append to "+t.Session, &c.at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+	var failed []codes.Code
+	err := c.ld.call(ctx, "append to "+t.Session, &c.at, true, &failed, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		c.ld.ledger.AppendSent(t)
 		var err error
 		if c.batch {
@@ -417,6 +424,9 @@ func (c *client) send(ctx context.Context, t Turn, replay bool) error {
 	})
 	if err != nil {
 		return err
+	}
+	if !replay {
+		c.ld.ledger.RetryAnswered("append of "+t.Messages[0].ID+" to "+t.Session, failed, resp.GetDuplicate())
 	}
 	c.ld.ledger.AppendAcked(c.id, t, replay, resp)
 	if c.batch {
@@ -439,7 +449,8 @@ func (c *client) recordPlanError(ctx context.Context, n int) error {
 		RecordId: ids.New(),
 	}
 	var resp *planv1.RecordErrorResponse
-	err := c.ld.call(ctx, "record error for "+req.PlanId, &c.at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+	var failed []codes.Code
+	err := c.ld.call(ctx, "record error for "+req.PlanId, &c.at, true, &failed, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		c.ld.ledger.PlanErrorSent(req)
 		var err error
 		resp, err = c.ld.targets[conn].plans.RecordError(ctx, req, ready)
@@ -448,6 +459,7 @@ func (c *client) recordPlanError(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
+	c.ld.ledger.RetryAnswered("plan record "+req.RecordId, failed, resp.GetDuplicate())
 	c.ld.ledger.PlanErrorAcked(req, resp)
 	return nil
 }
@@ -464,7 +476,8 @@ func (c *client) recordAudit(ctx context.Context, n int) error {
 		EventId: ids.New(),
 	}
 	var resp *auditv1.RecordResponse
-	err := c.ld.call(ctx, "audit record", &c.at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+	var failed []codes.Code
+	err := c.ld.call(ctx, "audit record", &c.at, true, &failed, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		c.ld.ledger.AuditSent(req)
 		var err error
 		resp, err = c.ld.targets[conn].audit.Record(ctx, req, ready)
@@ -473,6 +486,7 @@ func (c *client) recordAudit(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
+	c.ld.ledger.RetryAnswered("audit record "+req.EventId, failed, resp.GetDuplicate())
 	c.ld.ledger.AuditAcked(req, resp)
 	return nil
 }

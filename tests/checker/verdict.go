@@ -81,7 +81,11 @@ type Report struct {
 	Phantom        int // stored but never sent, or more plan records than attempts
 	BadAcks        int // an answer inconsistent in itself (ids, consecutive sequences, durable flag)
 	ChainBroken    int // 1 when the audit chain does not verify
-	Rejected       int // requests refused with a code that retrying can never cure
+	// FalseUnavailable counts requests answered "stored already" on a
+	// retry although each earlier attempt had been answered UNAVAILABLE or
+	// RESOURCE_EXHAUSTED, which promise that nothing was stored.
+	FalseUnavailable int
+	Rejected         int // requests refused with a code that retrying can never cure
 
 	// Problems describes the first violations found.
 	Problems []string
@@ -92,7 +96,7 @@ const maxProblems = 20
 
 // Violations is the number of things a correct node never does.
 func (r *Report) Violations() int {
-	return r.Lost + r.DupAppends + r.DupPlanRecords + r.DupAudit + r.Gaps + r.Changed + r.Reordered + r.Phantom + r.BadAcks + r.ChainBroken + r.Rejected
+	return r.Lost + r.DupAppends + r.DupPlanRecords + r.DupAudit + r.Gaps + r.Changed + r.Reordered + r.Phantom + r.BadAcks + r.ChainBroken + r.FalseUnavailable + r.Rejected
 }
 
 // ErrViolations is returned (wrapped) by Report.Err when the node broke
@@ -112,10 +116,10 @@ func (r *Report) Err() error {
 func (r *Report) String() string {
 	return fmt.Sprintf("sessions=%d appends_acked=%d batch_acked=%d messages_acked=%d replays=%d retried_stored=%d messages_stored=%d "+
 		"plan_errors_acked=%d plan_records=%d audit_acked=%d audit_retried_stored=%d audit_verified=%d kills=%d attempts=%d failed_attempts=%d maybe_applied=%d | "+
-		"lost=%d dup_appends=%d dup_plan_records=%d dup_audit=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d rejected=%d",
+		"lost=%d dup_appends=%d dup_plan_records=%d dup_audit=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d false_unavailable=%d rejected=%d",
 		r.Sessions, r.AppendsAcked, r.BatchAcked, r.MessagesAcked, r.Replays, r.RetriedStored, r.MessagesStored,
 		r.PlanErrorsAcked, r.PlanRecords, r.AuditAcked, r.AuditRetriedStored, r.AuditChecked, r.Kills, r.Attempts, r.Failed, r.MaybeApplied,
-		r.Lost, r.DupAppends, r.DupPlanRecords, r.DupAudit, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.Rejected)
+		r.Lost, r.DupAppends, r.DupPlanRecords, r.DupAudit, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.FalseUnavailable, r.Rejected)
 }
 
 func (r *Report) problem(counter *int, format string, args ...any) {
@@ -143,6 +147,9 @@ func Check(l *Ledger, o *Observed) Report {
 	}
 	checkPlans(l, o, &r)
 	checkAudit(l, o, &r)
+	for _, p := range l.falseUnavailable {
+		r.problem(&r.FalseUnavailable, "%s", p)
+	}
 	return r
 }
 

@@ -11,6 +11,7 @@ import (
 	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/tests/checker"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -94,6 +95,11 @@ func newWorld(t *testing.T) *world {
 		w.l.AuditSent(req)
 		if i == 1 {
 			w.l.AuditSent(req)
+		}
+		if i == 1 {
+			// Its first answer was lost with the connection (OUTCOME_UNKNOWN),
+			// the second attempt found the node down (UNAVAILABLE).
+			w.l.RetryAnswered("audit record "+req.EventId, []codes.Code{codes.DeadlineExceeded, codes.Unavailable}, true)
 		}
 		w.l.AuditAcked(req, &auditv1.RecordResponse{Entry: e, Durable: true, Duplicate: i == 1})
 		w.o.Audit[e.EventId] = proto.Clone(e).(*auditv1.AuditEntry)
@@ -261,6 +267,9 @@ func TestCheckDetects(t *testing.T) {
 			w.o.AuditLog = append(w.o.AuditLog, &auditv1.AuditEntry{EventId: ids.New(), EventType: "resource_modified",
 				ActorName: "client-9", DetailsJson: `{"op":9}`, Position: 7})
 		}, phantom, 1},
+		{"retry stored already after nothing-stored answers", func(w *world) {
+			w.l.RetryAnswered("audit record x", []codes.Code{codes.Unavailable, codes.ResourceExhausted}, true)
+		}, falseUnavailable, 1},
 		{"audit entry lost", func(w *world) { delete(w.o.Audit, w.event[1]) }, lost, 1},
 		{"audit entry changed", func(w *world) { w.o.Audit[w.event[0]].Hash = strings.Repeat("f", 64) }, changed, 1},
 		{"audit chain broken", func(w *world) {
@@ -312,12 +321,15 @@ func gaps(r *checker.Report) int           { return r.Gaps }
 func dupAppends(r *checker.Report) int     { return r.DupAppends }
 func dupPlanRecords(r *checker.Report) int { return r.DupPlanRecords }
 func dupAudit(r *checker.Report) int       { return r.DupAudit }
-func changed(r *checker.Report) int        { return r.Changed }
-func lost(r *checker.Report) int           { return r.Lost }
-func reordered(r *checker.Report) int      { return r.Reordered }
-func phantom(r *checker.Report) int        { return r.Phantom }
-func badAcks(r *checker.Report) int        { return r.BadAcks }
-func chainBroken(r *checker.Report) int    { return r.ChainBroken }
+func falseUnavailable(r *checker.Report) int {
+	return r.FalseUnavailable
+}
+func changed(r *checker.Report) int     { return r.Changed }
+func lost(r *checker.Report) int        { return r.Lost }
+func reordered(r *checker.Report) int   { return r.Reordered }
+func phantom(r *checker.Report) int     { return r.Phantom }
+func badAcks(r *checker.Report) int     { return r.BadAcks }
+func chainBroken(r *checker.Report) int { return r.ChainBroken }
 
 // twoTurns builds a session with turns x (client 0) and y (client 1), each
 // of one message, stored as sequence xSeq and 1-xSeq; order says how their
