@@ -214,6 +214,8 @@ type Result struct {
 	Removed int64
 	// Activate: the new epoch.
 	Epoch int64
+	// RecordClientAudit: one outcome per entry.
+	Recorded []RecordedAudit
 }
 
 // TurnResult is the outcome of one turn of an AppendMessages.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentstate/agentstate/cmd/node/appendstream"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -75,7 +76,9 @@ func (o *clientOptions) dial(cmd *cobra.Command) (*client, error) {
 		}
 		c.token = tok
 	}
-	conn, err := grpc.NewClient(o.addr, grpc.WithTransportCredentials(creds))
+	// OutcomeOptions: a write whose connection broke after it was sent
+	// exits 11 (outcome unknown), not 8 (unavailable, nothing stored).
+	conn, err := grpc.NewClient(o.addr, append(appendstream.OutcomeOptions(), grpc.WithTransportCredentials(creds))...)
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", o.addr, err)
 	}

@@ -149,6 +149,8 @@ func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) 
 		return a.planWrite(c)
 	case *persistence.RecordAudit:
 		return persistence.Result{}, a.audit(c.Entries)
+	case *persistence.RecordClientAudit:
+		return a.recordClientAudit(c)
 	case *persistence.PruneAudit:
 		return a.pruneAudit(c)
 	case *persistence.Activate:

@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"append", appendCases},
 		{"plans", planCases},
 		{"audit", auditCases},
+		{"audit ids", clientAuditCases},
 		{"batch", batchCases},
 		{"pool", poolCases},
 		{"reader", readerCases},

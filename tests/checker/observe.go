@@ -52,6 +52,18 @@ func Observe(ctx context.Context, conn grpc.ClientConnInterface, l *Ledger) (*Ob
 		}
 		o.Audit[id] = resp.GetEntry()
 	}
+	after := ""
+	for {
+		page, err := audit.List(ctx, &auditv1.ListRequest{Filter: &auditv1.Filter{EventType: probeEventType},
+			AfterEventId: after, Limit: readPage}, grpc.WaitForReady(true))
+		if err != nil {
+			return nil, fmt.Errorf("checker: audit list after %q: %w", after, err)
+		}
+		o.AuditLog = append(o.AuditLog, page.GetEntries()...)
+		if after = page.GetNextCursor(); after == "" {
+			break
+		}
+	}
 	chain, err := audit.Verify(ctx, &auditv1.VerifyRequest{}, grpc.WaitForReady(true))
 	if err != nil {
 		return nil, fmt.Errorf("checker: audit verify: %w", err)

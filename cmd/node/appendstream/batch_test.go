@@ -102,7 +102,7 @@ func TestBatchStreamFailureFailsWaitingAppends(t *testing.T) {
 	close(h.fake.release)
 }
 
-func TestBatchOversizedAppendGoesUnary(t *testing.T) {
+func TestBatchOversizedAppendGoesAlone(t *testing.T) {
 	h := newHarness(t)
 	big := req("s", "big")
 	big.Messages[0].Content = strings.Repeat("x", appendstream.MaxBatchBytes+1)
@@ -113,8 +113,14 @@ func TestBatchOversizedAppendGoesUnary(t *testing.T) {
 	if got := resp.GetMessages()[0].GetMessageId(); got != "big" {
 		t.Fatalf("answered %q", got)
 	}
-	if n := h.streams.Load(); n != 0 {
-		t.Fatalf("%d streams opened for an append above MaxBatchBytes, want a unary call", n)
+	if n := h.streams.Load(); n != 1 {
+		t.Fatalf("%d streams opened for an append above MaxBatchBytes, want a stream of its own", n)
+	}
+	if _, err := h.batch.Append(context.Background(), req("s", "small")); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.streams.Load(); n != 2 {
+		t.Fatalf("%d streams after a small append, want the batch stream opened only now", n)
 	}
 }
 

@@ -15,8 +15,9 @@ import (
 const (
 	// MaxBatchBytes bounds the encoded appends of one AppendBatch, far
 	// below a node's receive limit (4 MiB by default). An append larger
-	// than this alone goes as a unary Append, which refuses it with the
-	// node's own error if it is too large.
+	// than this goes alone on an AppendStream stream (Client), which
+	// knows whether it was sent, and the node refuses it with its own
+	// error if it is too large.
 	MaxBatchBytes = 1 << 20
 	// maxBatchAppends bounds the appends of one AppendBatch.
 	maxBatchAppends = 1024
@@ -37,6 +38,11 @@ const (
 type BatchClient struct {
 	api  sessionv1.SessionServiceClient
 	opts []grpc.CallOption
+	// single carries the appends above MaxBatchBytes, one per stream
+	// round trip. Not a unary Append: a unary call's failure cannot tell
+	// "not sent" from "sent, answer lost" without OutcomeOptions on the
+	// connection, which this client does not own.
+	single *Client
 
 	mu      sync.Mutex
 	cur     *batchStream  // nil: none open, or the last one failed
@@ -45,12 +51,12 @@ type BatchClient struct {
 }
 
 // NewBatchClient returns a BatchClient calling api; opts go to its streams
-// and to the unary Appends of oversized requests. A stream outlives the
+// and to the AppendStream streams of oversized requests. A stream outlives the
 // callers whose appends it carries, so it does not see their contexts'
 // metadata: a node's bearer token must come from the connection
 // (grpc.WithPerRPCCredentials) or from opts (grpc.PerRPCCredentials).
 func NewBatchClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption) *BatchClient {
-	return &BatchClient{api: api, opts: opts}
+	return &BatchClient{api: api, opts: opts, single: NewClient(api, opts...)}
 }
 
 // Append appends req and returns its response or its error: the node's
@@ -60,7 +66,7 @@ func NewBatchClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption)
 func (c *BatchClient) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
 	size := sizeOf(req)
 	if size > MaxBatchBytes {
-		return c.api.Append(ctx, req, c.opts...)
+		return c.single.Append(ctx, req)
 	}
 	bs, err := c.stream(ctx)
 	if err != nil {
@@ -96,6 +102,7 @@ func (c *BatchClient) Close() {
 	bs := c.cur
 	c.cur = nil
 	c.mu.Unlock()
+	c.single.Close()
 	if bs != nil {
 		bs.close(errs.Unavailable("append batch client is closed"))
 	}

@@ -7,6 +7,8 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Client appends over AppendStream streams. It is safe for concurrent use:
@@ -43,9 +45,11 @@ func NewClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption) *Cli
 
 // Append appends req and returns its response, or its error: the node's
 // typed error for the request (an *errs.Error, which carries its gRPC
-// status), or OUTCOME_UNKNOWN when the stream failed or ctx ended before
-// the answer — the append may have committed then; a retry with the same
-// message ids is safe (the node answers it with the original sequences).
+// status); UNAVAILABLE when it was not sent (no stream could be opened, or
+// the stream had ended before the send: nothing stored); OUTCOME_UNKNOWN
+// when it was sent and the stream failed or ctx ended before the answer —
+// the append may have committed then; a retry with the same message ids is
+// safe either way (the node answers it with the original sequences).
 func (c *Client) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
 	st, err := c.take(ctx)
 	if err != nil {
@@ -54,8 +58,11 @@ func (c *Client) Append(ctx context.Context, req *sessionv1.AppendRequest) (*ses
 	// An ended ctx cancels the stream, which ends a blocked Recv; the
 	// stream is then dropped, as it may still deliver this response.
 	stop := context.AfterFunc(ctx, st.cancel)
-	out, err := roundTrip(st, req)
+	out, sent, err := roundTrip(st, req)
 	switch ended := !stop(); {
+	case err != nil && !sent:
+		st.cancel()
+		return nil, notSent(err)
 	case ended && err != nil:
 		return nil, errs.OutcomeUnknown("no append answer before the deadline: %v", context.Cause(ctx))
 	case err != nil:
@@ -69,15 +76,31 @@ func (c *Client) Append(ctx context.Context, req *sessionv1.AppendRequest) (*ses
 	return decode(out)
 }
 
-func roundTrip(st *stream, req *sessionv1.AppendRequest) (*sessionv1.AppendStreamResponse, error) {
+// roundTrip sends req on st and receives its answer; sent reports whether
+// req was handed to the transport. grpc-go's Send fails only before it
+// queues the message (a stream that already ended: a stale one after a
+// node restart, or one the node refused), so a failed Send sent nothing.
+func roundTrip(st *stream, req *sessionv1.AppendRequest) (_ *sessionv1.AppendStreamResponse, sent bool, _ error) {
 	if err := st.s.Send(req); err != nil {
 		// The stream's real status comes from Recv.
 		if _, rerr := st.s.Recv(); rerr != nil {
-			return nil, rerr
+			return nil, false, rerr
 		}
-		return nil, err
+		return nil, false, err
 	}
-	return st.s.Recv()
+	out, err := st.s.Recv()
+	return out, true, err
+}
+
+// notSent is the error of an append whose stream ended before it was
+// sent: the node's refusal of the whole stream (no or a wrong token, a
+// node without the rpc), which a retry does not cure, or UNAVAILABLE.
+func notSent(cause error) error {
+	switch status.Code(cause) {
+	case codes.Unauthenticated, codes.PermissionDenied, codes.Unimplemented:
+		return errs.From(cause)
+	}
+	return errs.Unavailable("append not sent: append stream ended: %v", cause)
 }
 
 // take returns an idle stream, or opens one.
@@ -101,8 +124,9 @@ func (c *Client) take(ctx context.Context) (*stream, error) {
 	sctx, cancel := context.WithCancel(c.base)
 	s, err := c.api.AppendStream(sctx, c.opts...)
 	if err != nil {
+		// Opening a stream sends no append.
 		cancel()
-		return nil, err
+		return nil, notSent(err)
 	}
 	return &stream{s: s, cancel: cancel}, nil
 }

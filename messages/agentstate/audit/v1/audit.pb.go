@@ -175,7 +175,13 @@ type RecordRequest struct {
 	DetailsJson  string                 `protobuf:"bytes,7,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
 	// false: answered on acceptance, durable at the next commit.
 	// true: answered after the entry's transaction committed.
-	Sync          bool `protobuf:"varint,8,opt,name=sync,proto3" json:"sync,omitempty"`
+	Sync bool `protobuf:"varint,8,opt,name=sync,proto3" json:"sync,omitempty"`
+	// Optional client-chosen ULID making the request safe to retry: a
+	// request whose event_id is already stored with the same content is
+	// answered with the stored entry (duplicate = true) and stores nothing;
+	// the same id with other content is ALREADY_EXISTS. Empty: the node
+	// assigns one, and a retry may store the entry twice.
+	EventId       string `protobuf:"bytes,9,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -266,11 +272,21 @@ func (x *RecordRequest) GetSync() bool {
 	return false
 }
 
+func (x *RecordRequest) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
 type RecordResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Entry *AuditEntry            `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
 	// True when the entry was committed before this reply.
-	Durable       bool `protobuf:"varint,2,opt,name=durable,proto3" json:"durable,omitempty"`
+	Durable bool `protobuf:"varint,2,opt,name=durable,proto3" json:"durable,omitempty"`
+	// True when event_id was already stored with this content: entry is the
+	// stored original and nothing was written.
+	Duplicate     bool `protobuf:"varint,3,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -315,6 +331,13 @@ func (x *RecordResponse) GetEntry() *AuditEntry {
 func (x *RecordResponse) GetDurable() bool {
 	if x != nil {
 		return x.Durable
+	}
+	return false
+}
+
+func (x *RecordResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
 	}
 	return false
 }
@@ -985,7 +1008,7 @@ const file_agentstate_audit_v1_audit_proto_rawDesc = "" +
 	"\bposition\x18\n" +
 	" \x01(\x03R\bposition\x12\x12\n" +
 	"\x04hash\x18\v \x01(\tR\x04hash\x12\x1b\n" +
-	"\tprev_hash\x18\f \x01(\tR\bprevHash\"\x84\x02\n" +
+	"\tprev_hash\x18\f \x01(\tR\bprevHash\"\x9f\x02\n" +
 	"\rRecordRequest\x12\x1d\n" +
 	"\n" +
 	"event_type\x18\x01 \x01(\tR\teventType\x12\x17\n" +
@@ -997,10 +1020,12 @@ const file_agentstate_audit_v1_audit_proto_rawDesc = "" +
 	"actor_name\x18\x05 \x01(\tR\tactorName\x12#\n" +
 	"\ruser_identity\x18\x06 \x01(\tR\fuserIdentity\x12!\n" +
 	"\fdetails_json\x18\a \x01(\tR\vdetailsJson\x12\x12\n" +
-	"\x04sync\x18\b \x01(\bR\x04sync\"a\n" +
+	"\x04sync\x18\b \x01(\bR\x04sync\x12\x19\n" +
+	"\bevent_id\x18\t \x01(\tR\aeventId\"\x7f\n" +
 	"\x0eRecordResponse\x125\n" +
 	"\x05entry\x18\x01 \x01(\v2\x1f.agentstate.audit.v1.AuditEntryR\x05entry\x12\x18\n" +
-	"\adurable\x18\x02 \x01(\bR\adurable\"\xe2\x01\n" +
+	"\adurable\x18\x02 \x01(\bR\adurable\x12\x1c\n" +
+	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"\xe2\x01\n" +
 	"\x06Filter\x12\x1d\n" +
 	"\n" +
 	"event_type\x18\x01 \x01(\tR\teventType\x12\x17\n" +
