@@ -70,9 +70,15 @@ func (s *Service) ImportFrom(ctx context.Context, next func() (*sessionv1.Import
 	if err != nil && im.epoch > 0 && !im.committing {
 		s.discardStaged(sess.SessionId, im.epoch)
 	}
-	if errors.Is(err, persistence.ErrFenced) {
+	switch {
+	case errors.Is(err, persistence.ErrFenced):
 		// Only the sweep takes a staged session from its importer.
 		return nil, errs.Unavailable("import abandoned: nothing was received for longer than %v, and what was staged is removed; import again", s.env.cfg.ImportIdleTimeout)
+	case err != nil && !im.committing && errs.CodeOf(err) == errs.OutcomeUnknownCode:
+		// A staged write whose outcome is unknown does not make the
+		// import's outcome unknown: nothing of it is visible before the
+		// last write, and what was staged is removed.
+		return nil, errs.Unavailable("import failed before its last write (%s); nothing of it is visible; import again", errs.From(err).Msg)
 	}
 	return resp, err
 }
@@ -257,10 +263,10 @@ func (s *Service) discardStaged(id string, epoch int64) {
 }
 
 // sweepStaged removes the staged sessions whose import has written nothing
-// for Config.ImportIdleTimeout: their importer is gone (or too slow, and
-// its next write is fenced by the sweep's activation).
-func (s *Service) sweepStaged(ctx context.Context) error {
-	cutoff := time.Now().Add(-s.env.cfg.ImportIdleTimeout)
+// for idle (Config.ImportIdleTimeout): their importer is gone (or too slow,
+// and its next write is fenced by the sweep's activation).
+func (s *Service) sweepStaged(ctx context.Context, idle time.Duration) error {
+	cutoff := time.Now().Add(-idle)
 	after := ""
 	for {
 		page, err := s.env.reader.ListSessions(ctx, persistence.SessionFilter{State: persistence.SessionStateStaged, AfterID: after, Limit: 100})
@@ -301,7 +307,7 @@ func (s *Service) sweeper(stop <-chan struct{}) {
 	t := time.NewTicker(s.env.cfg.ImportIdleTimeout)
 	defer t.Stop()
 	for {
-		_ = s.sweepStaged(ctx) // a failed sweep is retried at the next tick
+		_ = s.sweepStaged(ctx, s.env.cfg.ImportIdleTimeout) // a failed sweep is retried at the next tick
 		select {
 		case <-t.C:
 		case <-stop:

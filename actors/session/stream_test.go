@@ -282,7 +282,7 @@ func TestSweepRemovesAbandonedImports(t *testing.T) {
 		return id
 	}
 	old, young := stage(time.Now().Add(-2*time.Hour)), stage(time.Now())
-	if err := session.SweepStaged(ctx, nd.svc); err != nil {
+	if err := session.SweepStaged(ctx, nd.svc, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	staged, err := nd.store.Reader().ListSessions(ctx, persistence.SessionFilter{State: persistence.SessionStateStaged})
@@ -347,4 +347,29 @@ func TestExportFile(t *testing.T) {
 			noneStaged(t, nd, 2)
 		})
 	}
+}
+
+// An importer too slow for the sweep is fenced out by it: its next write
+// fails, it answers UNAVAILABLE, and nothing of the import remains — the
+// sweep cannot leave a half-removed session for the importer to make
+// active.
+func TestSweepFencesASlowImporter(t *testing.T) {
+	nd := startNode(t, memURL(t), session.Config{}, nil)
+	ctx := ctxT(t)
+	id := bigSession(t, nd, 3000, 10)
+	chunks := exportChunks(t, nd, id)
+	next := feed(chunks)
+	sent := 0
+	_, err := nd.svc.ImportFrom(ctx, func() (*sessionv1.ImportChunk, error) {
+		if sent++; sent == 3 {
+			// Two pages are staged (one batch each): the importer now
+			// stalls, and the sweep finds its staged session idle.
+			if err := session.SweepStaged(ctx, nd.svc, -time.Hour); err != nil {
+				t.Errorf("sweep: %v", err)
+			}
+		}
+		return next()
+	})
+	wantCode(t, err, errs.UnavailableCode)
+	noneStaged(t, nd, 1)
 }
