@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -47,6 +48,9 @@ func (s *Service) ImportFrom(ctx context.Context, next func() (*sessionv1.Import
 	first, err := next()
 	if err != nil {
 		return nil, receiveErr(err, "the header")
+	}
+	if err := checkKnownFields(first.ProtoReflect(), "chunk 0"); err != nil {
+		return nil, err
 	}
 	h := first.GetHeader()
 	if h == nil {
@@ -97,6 +101,7 @@ type streamedImport struct {
 	batch      []persistence.Turn
 	batchBytes int
 	received   int64
+	chunks     int
 	// committing: the write that makes the session visible was sent, so
 	// it may have committed and the session must not be removed.
 	committing bool
@@ -129,6 +134,10 @@ func (im *streamedImport) run(ctx context.Context, links []exportLink) (*session
 		c, err := im.next()
 		if err != nil {
 			return nil, receiveErr(err, "a page or the trailer")
+		}
+		im.chunks++
+		if err := checkKnownFields(c.ProtoReflect(), fmt.Sprintf("chunk %d", im.chunks)); err != nil {
+			return nil, err
 		}
 		switch p := c.GetPart().(type) {
 		case *sessionv1.ImportChunk_Page:

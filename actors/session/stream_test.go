@@ -13,6 +13,7 @@ import (
 	"github.com/agentstate/agentstate/messages/ids"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -231,6 +232,11 @@ func TestImportStreamFailureLeavesNothing(t *testing.T) {
 		}), errs.InvalidArgumentCode},
 		"a page before the header": {edit(func(cs []*sessionv1.ImportChunk) []*sessionv1.ImportChunk {
 			return cs[1:]
+		}), errs.InvalidArgumentCode},
+		"a field the node does not know": {edit(func(cs []*sessionv1.ImportChunk) []*sessionv1.ImportChunk {
+			unknown := protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1)
+			cs[2].GetPage().Messages[3].ProtoReflect().SetUnknown(unknown)
+			return cs
 		}), errs.InvalidArgumentCode},
 		"invalid message": {edit(func(cs []*sessionv1.ImportChunk) []*sessionv1.ImportChunk {
 			cs[2].GetPage().Messages[5].Role = 0
