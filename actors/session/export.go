@@ -188,10 +188,9 @@ func exportMessageOf(m *sessionv1.Message) exportMessage {
 // the value alone), so a stream's checksum is the single document's, and
 // computing it takes one message at a time.
 type canonicalWriter struct {
-	w     io.Writer
-	n     int64
-	began bool
-	err   error
+	w   io.Writer
+	n   int64
+	err error
 }
 
 func (c *canonicalWriter) write(b []byte) {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -48,6 +49,9 @@ func (s *Service) ImportFrom(ctx context.Context, next func() (*sessionv1.Import
 	if err != nil {
 		return nil, receiveErr(err, "the header")
 	}
+	if err := checkKnownFields(first.ProtoReflect(), "chunk 0"); err != nil {
+		return nil, err
+	}
 	h := first.GetHeader()
 	if h == nil {
 		return nil, errs.InvalidArgument("an import starts with its header chunk")
@@ -70,9 +74,15 @@ func (s *Service) ImportFrom(ctx context.Context, next func() (*sessionv1.Import
 	if err != nil && im.epoch > 0 && !im.committing {
 		s.discardStaged(sess.SessionId, im.epoch)
 	}
-	if errors.Is(err, persistence.ErrFenced) {
+	switch {
+	case errors.Is(err, persistence.ErrFenced):
 		// Only the sweep takes a staged session from its importer.
 		return nil, errs.Unavailable("import abandoned: nothing was received for longer than %v, and what was staged is removed; import again", s.env.cfg.ImportIdleTimeout)
+	case err != nil && !im.committing && errs.CodeOf(err) == errs.OutcomeUnknownCode:
+		// A staged write whose outcome is unknown does not make the
+		// import's outcome unknown: nothing of it is visible before the
+		// last write, and what was staged is removed.
+		return nil, errs.Unavailable("import failed before its last write (%s); nothing of it is visible; import again", errs.From(err).Msg)
 	}
 	return resp, err
 }
@@ -91,6 +101,7 @@ type streamedImport struct {
 	batch      []persistence.Turn
 	batchBytes int
 	received   int64
+	chunks     int
 	// committing: the write that makes the session visible was sent, so
 	// it may have committed and the session must not be removed.
 	committing bool
@@ -123,6 +134,10 @@ func (im *streamedImport) run(ctx context.Context, links []exportLink) (*session
 		c, err := im.next()
 		if err != nil {
 			return nil, receiveErr(err, "a page or the trailer")
+		}
+		im.chunks++
+		if err := checkKnownFields(c.ProtoReflect(), fmt.Sprintf("chunk %d", im.chunks)); err != nil {
+			return nil, err
 		}
 		switch p := c.GetPart().(type) {
 		case *sessionv1.ImportChunk_Page:
@@ -257,10 +272,10 @@ func (s *Service) discardStaged(id string, epoch int64) {
 }
 
 // sweepStaged removes the staged sessions whose import has written nothing
-// for Config.ImportIdleTimeout: their importer is gone (or too slow, and
-// its next write is fenced by the sweep's activation).
-func (s *Service) sweepStaged(ctx context.Context) error {
-	cutoff := time.Now().Add(-s.env.cfg.ImportIdleTimeout)
+// for idle (Config.ImportIdleTimeout): their importer is gone (or too slow,
+// and its next write is fenced by the sweep's activation).
+func (s *Service) sweepStaged(ctx context.Context, idle time.Duration) error {
+	cutoff := time.Now().Add(-idle)
 	after := ""
 	for {
 		page, err := s.env.reader.ListSessions(ctx, persistence.SessionFilter{State: persistence.SessionStateStaged, AfterID: after, Limit: 100})
@@ -301,7 +316,7 @@ func (s *Service) sweeper(stop <-chan struct{}) {
 	t := time.NewTicker(s.env.cfg.ImportIdleTimeout)
 	defer t.Stop()
 	for {
-		_ = s.sweepStaged(ctx) // a failed sweep is retried at the next tick
+		_ = s.sweepStaged(ctx, s.env.cfg.ImportIdleTimeout) // a failed sweep is retried at the next tick
 		select {
 		case <-t.C:
 		case <-stop:

@@ -13,6 +13,7 @@ import (
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -232,6 +233,11 @@ func TestImportStreamFailureLeavesNothing(t *testing.T) {
 		"a page before the header": {edit(func(cs []*sessionv1.ImportChunk) []*sessionv1.ImportChunk {
 			return cs[1:]
 		}), errs.InvalidArgumentCode},
+		"a field the node does not know": {edit(func(cs []*sessionv1.ImportChunk) []*sessionv1.ImportChunk {
+			unknown := protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1)
+			cs[2].GetPage().Messages[3].ProtoReflect().SetUnknown(unknown)
+			return cs
+		}), errs.InvalidArgumentCode},
 		"invalid message": {edit(func(cs []*sessionv1.ImportChunk) []*sessionv1.ImportChunk {
 			cs[2].GetPage().Messages[5].Role = 0
 			return cs
@@ -282,7 +288,7 @@ func TestSweepRemovesAbandonedImports(t *testing.T) {
 		return id
 	}
 	old, young := stage(time.Now().Add(-2*time.Hour)), stage(time.Now())
-	if err := session.SweepStaged(ctx, nd.svc); err != nil {
+	if err := session.SweepStaged(ctx, nd.svc, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	staged, err := nd.store.Reader().ListSessions(ctx, persistence.SessionFilter{State: persistence.SessionStateStaged})
@@ -347,4 +353,29 @@ func TestExportFile(t *testing.T) {
 			noneStaged(t, nd, 2)
 		})
 	}
+}
+
+// An importer too slow for the sweep is fenced out by it: its next write
+// fails, it answers UNAVAILABLE, and nothing of the import remains — the
+// sweep cannot leave a half-removed session for the importer to make
+// active.
+func TestSweepFencesASlowImporter(t *testing.T) {
+	nd := startNode(t, memURL(t), session.Config{}, nil)
+	ctx := ctxT(t)
+	id := bigSession(t, nd, 3000, 10)
+	chunks := exportChunks(t, nd, id)
+	next := feed(chunks)
+	sent := 0
+	_, err := nd.svc.ImportFrom(ctx, func() (*sessionv1.ImportChunk, error) {
+		if sent++; sent == 3 {
+			// Two pages are staged (one batch each): the importer now
+			// stalls, and the sweep finds its staged session idle.
+			if err := session.SweepStaged(ctx, nd.svc, -time.Hour); err != nil {
+				t.Errorf("sweep: %v", err)
+			}
+		}
+		return next()
+	})
+	wantCode(t, err, errs.UnavailableCode)
+	noneStaged(t, nd, 1)
 }

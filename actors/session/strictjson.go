@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // decodeStrict decodes one JSON value, data, into v (a pointer to a struct
@@ -123,4 +124,29 @@ func knownFields(fields map[string]reflect.Type) string {
 	}
 	slices.Sort(names)
 	return "known, case-sensitive: " + strings.Join(names, ", ")
+}
+
+// checkKnownFields refuses a protobuf message of an import that carries
+// fields this node does not know, at any depth: the checksum covers only
+// the fields it knows, so anything else would be imported unchecked or
+// silently dropped — the protobuf form of an unknown JSON key.
+func checkKnownFields(m protoreflect.Message, path string) error {
+	if len(m.GetUnknown()) > 0 {
+		return errs.InvalidArgument("%s has fields this node does not know", path)
+	}
+	var err error
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.Message() == nil || fd.IsMap():
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len() && err == nil; i++ {
+				err = checkKnownFields(l.Get(i).Message(), fmt.Sprintf("%s.%s[%d]", path, fd.Name(), i))
+			}
+		default:
+			err = checkKnownFields(v.Message(), path+"."+string(fd.Name()))
+		}
+		return err == nil
+	})
+	return err
 }

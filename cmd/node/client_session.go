@@ -392,6 +392,7 @@ func importFromFile(parent context.Context, cl *client, r io.Reader) (*sessionv1
 		return nil, cl.streamErr(ctx, err)
 	}
 	fr := session.NewExportFileReader(r)
+	complete := false // the trailer was sent: the node may make the session visible
 	for {
 		c, err := fr.Next()
 		if err == io.EOF {
@@ -407,13 +408,30 @@ func importFromFile(parent context.Context, cl *client, r io.Reader) (*sessionv1
 			}
 			return nil, cl.streamErr(ctx, err)
 		}
+		complete = complete || c.GetTrailer() != nil
 		progress()
 	}
 	resp, err := stream.CloseAndRecv()
 	if err != nil {
-		return nil, cl.streamErr(ctx, err)
+		return nil, importErr(cl.streamErr(ctx, err), complete)
 	}
 	return resp, nil
+}
+
+// importErr tells the truth about a failed import stream. Before the
+// trailer reached the node nothing of the import can be visible, and a
+// broken stream is UNAVAILABLE (import again). Once the trailer was sent the
+// node may have stored the session when the stream broke: that is
+// OUTCOME_UNKNOWN, since a second import would store a second copy. (The
+// node's own UNAVAILABLE answers after the trailer — its store refusing the
+// last writes — look the same to the client and are reported unknown too:
+// the cautious side.)
+func importErr(err error, complete bool) error {
+	e, ok := remoteError(err)
+	if !complete || !ok || e.Code != errs.UnavailableCode {
+		return err
+	}
+	return errs.OutcomeUnknown("the import stream broke after its last chunk was sent (%s); the session may have been imported: look for it (session list) before importing again", e.Msg)
 }
 
 // errStreamIdle ends a stream that made no progress for --timeout.

@@ -100,3 +100,51 @@ func TestExportImportStreamsOverGRPC(t *testing.T) {
 		t.Fatalf("CLI: exported checksum %s, imported %d messages with checksum %s; want %s", out.GetChecksum(), in.GetMessagesImported(), in.GetChecksum(), sum)
 	}
 }
+
+// The largest message a node accepts (1 MiB of content and 1 MiB of
+// metadata) pages alone, and a default client receives its page and its
+// export.
+func TestLargestMessagesPageThroughADefaultClient(t *testing.T) {
+	n := startNode(t)
+	sessions := sessionv1.NewSessionServiceClient(n.conn())
+	ctx := ctxT(t)
+	cr, err := sessions.Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "large"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := cr.GetSession().GetSessionId()
+	meta := `{"k":"` + strings.Repeat("y", 1<<20-8) + `"}`
+	for i := 0; i < 3; i++ {
+		_, err := sessions.Append(ctx, &sessionv1.AppendRequest{SessionId: sid, Messages: []*sessionv1.NewMessage{
+			{Role: sessionv1.Role_ROLE_TOOL, Content: strings.Repeat(string(rune('a'+i)), 1<<20), MetadataJson: meta}}})
+		if err != nil {
+			t.Fatalf("append of the largest message: %v", err)
+		}
+	}
+	for from := int64(0); from < 3; from++ {
+		page, err := sessions.ListMessages(ctx, &sessionv1.ListMessagesRequest{SessionId: sid, FromSequence: from, Limit: 1000})
+		if err != nil || len(page.GetMessages()) != 1 || page.GetNextSequence() != from+1 {
+			t.Fatalf("page from %d: %d messages, %v", from, len(page.GetMessages()), err)
+		}
+	}
+	ex, err := sessions.ExportStream(ctx, &sessionv1.ExportSessionRequest{SessionId: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := 0
+	for {
+		c, err := ex.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("ExportStream: %v", err)
+		}
+		if c.GetPage() != nil {
+			pages++
+		}
+	}
+	if pages != 3 {
+		t.Fatalf("%d pages; want one per message", pages)
+	}
+}
