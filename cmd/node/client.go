@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentstate/agentstate/cmd/node/appendstream"
+	"github.com/agentstate/agentstate/node/appendstream"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"

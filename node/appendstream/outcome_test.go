@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/cmd/node/appendstream"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/node/appendstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
