@@ -65,6 +65,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("load TLS key pair: %w", err)
 		}
+		warnCNOnly(log, "--tls-cert", cert)
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(&tls.Config{
 			Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
 		})))
