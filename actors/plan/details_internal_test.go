@@ -49,3 +49,31 @@ func TestDetailsRoundTrip(t *testing.T) {
 		t.Fatalf("empty details: %s", doc)
 	}
 }
+
+// TestForeignBytesIsTheStoredSize: the merge cap counts what the other
+// writers' keys take when stored — escapes of their keys included — so a
+// plan's error_details never stores more than the documented cap (a key of
+// control characters once counted as its decoded length, a sixth of what
+// it stores).
+func TestForeignBytesIsTheStoredSize(t *testing.T) {
+	ctrl := string([]byte{1, 2, 3, 4, 5, 6, 7, 8})
+	cases := []struct{ foreign, add map[string]json.RawMessage }{
+		{nil, nil},
+		{nil, map[string]json.RawMessage{"a": json.RawMessage(`1`)}},
+		{map[string]json.RawMessage{"a": json.RawMessage(`1`), "b": json.RawMessage(`"x"`)},
+			map[string]json.RawMessage{"b": json.RawMessage(`[1,2,3]`), ctrl: json.RawMessage(`{"k":"v"}`)}},
+		{map[string]json.RawMessage{`q"uote\`: json.RawMessage(`null`)}, map[string]json.RawMessage{"é日": json.RawMessage(`true`)}},
+	}
+	for _, c := range cases {
+		merged := map[string]json.RawMessage{}
+		for k, v := range c.foreign {
+			merged[k] = v
+		}
+		for k, v := range c.add {
+			merged[k] = v
+		}
+		if got, want := foreignBytes(c.foreign, c.add), len(joinDetails(merged, nil)); got != want {
+			t.Errorf("foreignBytes = %d, stored %d bytes (%s)", got, want, joinDetails(merged, nil))
+		}
+	}
+}

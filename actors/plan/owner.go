@@ -256,19 +256,12 @@ func (o *owner) opOf(c *directory.Call) (*op, error) {
 }
 
 // checkDetailsSize refuses a merge that would grow the other writers' part
-// of error_details beyond Config.MaxMessageBytes times four.
+// of error_details, as stored (foreignBytes), beyond Config.MaxMessageBytes
+// times four.
 func (o *owner) checkDetailsSize(add map[string]json.RawMessage) error {
-	size := 2
-	for k, v := range o.working.foreign {
-		if _, replaced := add[k]; !replaced {
-			size += len(k) + len(v) + 4
-		}
-	}
-	for k, v := range add {
-		size += len(k) + len(v) + 4
-	}
+	size := foreignBytes(o.working.foreign, add)
 	if max := o.env.cfg.maxDetailsBytes(); size > max {
-		return errs.InvalidArgument("error_details of plan %s would be about %d bytes after the merge; at most %d allowed", o.planID, size, max)
+		return errs.InvalidArgument("error_details of plan %s: the other writers' keys would take %d bytes after the merge; at most %d allowed", o.planID, size, max)
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func (o *clientOptions) dial(cmd *cobra.Command) (*client, error) {
 			}
 			cfg.RootCAs = pool
 		}
-		creds = credentials.NewTLS(cfg)
+		creds = explainCNOnly(credentials.NewTLS(cfg), "the node")
 	default:
 		creds = insecure.NewCredentials()
 	}

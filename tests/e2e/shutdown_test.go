@@ -13,6 +13,7 @@ import (
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
 
@@ -160,9 +161,10 @@ func TestSIGTERMUnderLoadLosesNothing(t *testing.T) {
 	}
 }
 
-// TestSIGTERMEndsHeldAppendStreams: clients hold an AppendStream and an
-// AppendBatches stream open, idle, when the node gets SIGTERM. The node
-// must not wait out its shutdown timeout (60 s here) for them: both
+// TestSIGTERMEndsHeldAppendStreams: clients hold an AppendStream, an
+// AppendBatches stream and a health Watch open, idle, when the node gets
+// SIGTERM. The node
+// must not wait out its shutdown timeout (60 s here) for them: the
 // streams end with UNAVAILABLE by themselves, and the node exits 0 well
 // before the timeout, with what was acknowledged on them stored.
 func TestSIGTERMEndsHeldAppendStreams(t *testing.T) {
@@ -204,8 +206,25 @@ func TestSIGTERMEndsHeldAppendStreams(t *testing.T) {
 		t.Fatalf("append on the batch stream: %v, %v", out, err)
 	}
 
-	// Both streams stay open and idle; each must be ended by the node.
-	ended := make(chan error, 2)
+	// A health Watch stream is held as well.
+	watch, err := healthpb.NewHealthClient(n.conn()).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := watch.Recv(); err != nil || st.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health watch: %v, %v", st, err)
+	}
+
+	// The streams stay open and idle; each must be ended by the node.
+	ended := make(chan error, 3)
+	go func() {
+		for {
+			if _, err := watch.Recv(); err != nil { // NOT_SERVING may come first
+				ended <- err
+				return
+			}
+		}
+	}()
 	go func() {
 		_, err := single.Recv()
 		ended <- err
@@ -218,7 +237,7 @@ func TestSIGTERMEndsHeldAppendStreams(t *testing.T) {
 	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 {
+	for range 3 {
 		if err := <-ended; status.Code(err) != codes.Unavailable {
 			t.Fatalf("a held stream ended with %v, want UNAVAILABLE from the draining node", err)
 		}
@@ -227,7 +246,7 @@ func TestSIGTERMEndsHeldAppendStreams(t *testing.T) {
 		t.Fatalf("node exited %d after SIGTERM, want 0", code)
 	}
 	took := time.Since(start)
-	t.Logf("SIGTERM to exit with two held streams: %v", took)
+	t.Logf("SIGTERM to exit with three held streams: %v", took)
 	if took > shutdownTimeout/3 {
 		t.Fatalf("shutdown took %v with held streams; it waited on them (timeout %v)", took, shutdownTimeout)
 	}
