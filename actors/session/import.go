@@ -124,6 +124,10 @@ func importMessages(in []exportMessage, id string, cfg Config) ([]*sessionv1.Mes
 		}
 		seen[nm.MessageId] = i
 		created, err := parseTime("created_at", em.CreatedAt)
+		if err == nil {
+			// Stored exactly or refused: never wrapped into another year.
+			_, err = persistence.StoredNanos("created_at", created)
+		}
 		if err != nil {
 			return nil, errs.InvalidArgument("messages[%d].%s", i, errs.From(err).Msg)
 		}

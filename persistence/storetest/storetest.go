@@ -41,6 +41,8 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"batch", batchCases},
 		{"reader", readerCases},
 		{"fencing", fencingCases},
+		{"times", timeCases},
+		{"tokens", tokenCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
