@@ -108,6 +108,16 @@ func ClampLimit(n int) int {
 	return n
 }
 
+// Of names the entity whose time StoredNanos refused ("message <id>
+// created_at ..."); nil stays nil. Callers pass constant field names and
+// add the entity only on failure, so the append path builds no names.
+func Of(kind, id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return errs.InvalidArgument("%s %s %s", kind, id, errs.From(err).Msg)
+}
+
 // MessageNanos checks a message a command stores (it has an id and a
 // storable created_at) and returns its created_at as stored.
 func MessageNanos(m *sessionv1.Message) (int64, error) {
@@ -119,7 +129,8 @@ func MessageNanos(m *sessionv1.Message) (int64, error) {
 	case m.GetCreatedAt() == nil:
 		return 0, errs.InvalidArgument("message %s has no created_at", m.GetMessageId())
 	}
-	return StoredNanos("message "+m.GetMessageId()+" created_at", m.GetCreatedAt())
+	n, err := StoredNanos("created_at", m.GetCreatedAt())
+	return n, Of("message", m.GetMessageId(), err)
 }
 
 // SessionNanos returns a session's created_at, updated_at and closed_at as
@@ -129,8 +140,8 @@ func SessionNanos(s *sessionv1.Session) (out [3]int64, err error) {
 		name string
 		ts   *timestamppb.Timestamp
 	}{{"created_at", s.GetCreatedAt()}, {"updated_at", s.GetUpdatedAt()}, {"closed_at", s.GetClosedAt()}} {
-		if out[i], err = StoredNanos("session "+s.GetSessionId()+" "+f.name, f.ts); err != nil {
-			return out, err
+		if out[i], err = StoredNanos(f.name, f.ts); err != nil {
+			return out, Of("session", s.GetSessionId(), err)
 		}
 	}
 	return out, nil

@@ -32,8 +32,8 @@ func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 		case e.GetPosition() != 0:
 			return errs.InvalidArgument("audit entry %s is committed already (position %d)", e.GetEventId(), e.GetPosition())
 		}
-		if _, err := persistence.StoredNanos("audit entry "+e.GetEventId()+" created_at", e.GetCreatedAt()); err != nil {
-			return err
+		if _, err := persistence.StoredNanos("created_at", e.GetCreatedAt()); err != nil {
+			return persistence.Of("audit entry", e.GetEventId(), err)
 		}
 	}
 	if len(entries) > 0 && !a.chain {

@@ -115,9 +115,9 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			res.Turns[i].Err = err
 			continue
 		}
-		updatedAt, err := persistence.StoredTimeNanos("session "+c.SessionID+" updated_at", c.UpdatedAt)
+		updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
 		if err != nil {
-			return persistence.Result{}, err
+			return persistence.Result{}, persistence.Of("session", c.SessionID, err)
 		}
 		want := int64(len(t.Messages))
 		args := append(rows.args(c.SessionID), !c.UpdatedAt.IsZero(), want, updatedAt, next)

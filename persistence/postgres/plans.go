@@ -69,8 +69,8 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 			return persistence.Result{}, errs.FailedPrecondition("plan %s: error record %s has sequence %d after %d",
 				c.PlanID, r.RecordId, r.Sequence, c.Records[i-1].GetSequence())
 		}
-		if _, err := persistence.StoredNanos("error record "+r.RecordId+" recorded_at", r.RecordedAt); err != nil {
-			return persistence.Result{}, err
+		if _, err := persistence.StoredNanos("recorded_at", r.RecordedAt); err != nil {
+			return persistence.Result{}, persistence.Of("error record", r.RecordId, err)
 		}
 	}
 	if err := a.fence(persistence.OwnerPlan, c.PlanID, c.Epoch); err != nil {

@@ -197,9 +197,9 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 	if err != nil {
 		return persistence.TurnResult{Err: err}, 0, nil
 	}
-	updatedAt, err := persistence.StoredTimeNanos("session "+sessionID+" updated_at", c.UpdatedAt)
+	updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
 	if err != nil {
-		return persistence.TurnResult{}, 0, err
+		return persistence.TurnResult{}, 0, persistence.Of("session", sessionID, err)
 	}
 	args := append(rows.args(sessionID), !c.UpdatedAt.IsZero(), int64(len(t.Messages)), updatedAt)
 	inserted, err := a.insertReturningIDs(appendTurnSQL, args)
@@ -291,13 +291,13 @@ const updateSessionSQL = `UPDATE sessions SET
 	AND ($5::double precision = 0 OR cost::numeric + $5::double precision::numeric <= $9::double precision::numeric)`
 
 func updateSessionArgs(c *persistence.UpdateSession) ([]any, error) {
-	closedAt, err := persistence.StoredTimeNanos("session "+c.SessionID+" closed_at", c.ClosedAt)
+	closedAt, err := persistence.StoredTimeNanos("closed_at", c.ClosedAt)
 	if err != nil {
-		return nil, err
+		return nil, persistence.Of("session", c.SessionID, err)
 	}
-	updatedAt, err := persistence.StoredTimeNanos("session "+c.SessionID+" updated_at", c.UpdatedAt)
+	updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
 	if err != nil {
-		return nil, err
+		return nil, persistence.Of("session", c.SessionID, err)
 	}
 	tu := c.TokenDelta
 	if err := persistence.CheckTokenDelta(tu); err != nil {

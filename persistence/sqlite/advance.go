@@ -56,8 +56,8 @@ func advanceOf(c *persistence.AppendMessages, next int64) (advance, error) {
 	var at int64
 	if stored {
 		var err error
-		if at, err = persistence.StoredTimeNanos("session "+c.SessionID+" updated_at", c.UpdatedAt); err != nil {
-			return advance{}, err
+		if at, err = persistence.StoredTimeNanos("updated_at", c.UpdatedAt); err != nil {
+			return advance{}, persistence.Of("session", c.SessionID, err)
 		}
 	}
 	return advance{sessionID: c.SessionID, expect: c.NextSequence, next: next,

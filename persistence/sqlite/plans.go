@@ -65,9 +65,9 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 			return persistence.Result{}, errs.FailedPrecondition("plan %s: error record %s has sequence %d after %d",
 				c.PlanID, r.RecordId, r.Sequence, c.Records[i-1].GetSequence())
 		}
-		recorded, err := persistence.StoredNanos("error record "+r.RecordId+" recorded_at", r.RecordedAt)
+		recorded, err := persistence.StoredNanos("recorded_at", r.RecordedAt)
 		if err != nil {
-			return persistence.Result{}, err
+			return persistence.Result{}, persistence.Of("error record", r.RecordId, err)
 		}
 		res, err := a.exec(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
 			r.Message, r.Tool, r.ActorName, r.StackSummary, orEmptyObject(r.AttributesJson), int64(r.Category),

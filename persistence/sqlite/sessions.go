@@ -241,13 +241,13 @@ func (a *applier) storedMessage(sessionID, messageID string) (*sessionv1.Message
 }
 
 func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Result, error) {
-	closedAt, err := persistence.StoredTimeNanos("session "+c.SessionID+" closed_at", c.ClosedAt)
+	closedAt, err := persistence.StoredTimeNanos("closed_at", c.ClosedAt)
 	if err != nil {
-		return persistence.Result{}, err
+		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
 	}
-	updatedAt, err := persistence.StoredTimeNanos("session "+c.SessionID+" updated_at", c.UpdatedAt)
+	updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
 	if err != nil {
-		return persistence.Result{}, err
+		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
 	}
 	tu := c.TokenDelta
 	if err := persistence.CheckTokenDelta(tu); err != nil {
