@@ -225,6 +225,9 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 		if err != nil {
 			return persistence.TurnResult{}, 0, err
 		}
+		if err := persistence.CheckRetry(sessionID, t.Messages, out); err != nil {
+			return persistence.TurnResult{Err: err}, 0, nil
+		}
 		return persistence.TurnResult{Duplicate: true, Messages: out}, 0, nil
 	}
 	// Some ids were stored before, some not: undo this turn's rows and its
@@ -234,7 +237,18 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 		sessionID, inserted); err != nil {
 		return persistence.TurnResult{}, 0, err
 	}
-	return persistence.TurnResult{Err: errs.FailedPrecondition("session %s: turn mixes stored and new message ids", sessionID)}, 0, nil
+	return persistence.TurnResult{Err: persistence.MessageIDTaken(sessionID, firstStored(rows.ids, inserted))}, 0, nil
+}
+
+// firstStored is the first of ids that is not among inserted: one stored
+// before.
+func firstStored(ids, inserted []string) string {
+	for _, id := range ids {
+		if !slices.Contains(inserted, id) {
+			return id
+		}
+	}
+	return ""
 }
 
 // insertReturningIDs runs an INSERT ... RETURNING of one text column.

@@ -174,7 +174,7 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 	}
 	out := make([]*sessionv1.Message, len(t.Messages))
 	var inserted int64
-	skipped := 0
+	skipped, firstSkipped := 0, ""
 	for i, m := range t.Messages {
 		created, err := persistence.MessageNanos(m)
 		if err != nil {
@@ -196,6 +196,9 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 			return persistence.TurnResult{}, 0, err
 		}
 		if n == 0 {
+			if skipped == 0 {
+				firstSkipped = m.MessageId
+			}
 			skipped++
 			continue
 		}
@@ -215,7 +218,7 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 			sessionID, seq, seq+inserted); err != nil {
 			return persistence.TurnResult{}, 0, err
 		}
-		return persistence.TurnResult{Err: errs.FailedPrecondition("session %s: turn mixes stored and new message ids", sessionID)}, 0, nil
+		return persistence.TurnResult{Err: persistence.MessageIDTaken(sessionID, firstSkipped)}, 0, nil
 	}
 	for i, m := range t.Messages {
 		stored, err := a.storedMessage(sessionID, m.MessageId)
@@ -223,6 +226,9 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 			return persistence.TurnResult{}, 0, err
 		}
 		out[i] = stored
+	}
+	if err := persistence.CheckRetry(sessionID, t.Messages, out); err != nil {
+		return persistence.TurnResult{Err: err}, 0, nil
 	}
 	return persistence.TurnResult{Duplicate: true, Messages: out}, 0, nil
 }
