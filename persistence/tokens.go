@@ -45,6 +45,14 @@ func CheckTokenDelta(d *sessionv1.TokenUsage) error {
 
 // AddTokens returns total + d, or TokenOverflow when a sum would not fit.
 // d must have passed CheckTokenDelta.
+//
+// The stores check the same in SQL: counts as "total <= MaxTokenTotal - d"
+// (d >= 0, so nothing overflows), the cost as "cost / 2 + d / 2 <=
+// MaxCostTotal / 2". Halving is exact, so the halved sum rounds to exactly
+// half the float64 sum, and it is at most MaxCostTotal / 2 exactly when the
+// float64 sum is finite, which is what AddTokens checks. Unlike
+// "cost + d", it cannot raise PostgreSQL's float overflow error, and both
+// databases compute it alike.
 func AddTokens(sessionID string, total, d *sessionv1.TokenUsage) (*sessionv1.TokenUsage, error) {
 	in, out, cost := total.GetInputTokens(), total.GetOutputTokens(), total.GetCost()
 	if in > MaxTokenTotal-d.GetInputTokens() || out > MaxTokenTotal-d.GetOutputTokens() {

@@ -34,7 +34,7 @@ type messageRows struct {
 	roles, created       []int64
 }
 
-// newMessageRows fails only for a message that checkMessage refuses.
+// newMessageRows fails only for a message that checkTurn refuses.
 func newMessageRows(ms []*sessionv1.Message, first int64) (*messageRows, error) {
 	r := &messageRows{}
 	for i, m := range ms {
@@ -288,9 +288,9 @@ func (a *applier) storedMessages(sessionID string, ids []string) ([]*sessionv1.M
 }
 
 // updateSessionSQL changes the fields that are set, adds the token delta.
-// It matches no row when a sum would overflow (checked before it is made,
-// the cost in exact numeric arithmetic), as the SQLite store does, so both
-// refuse it with persistence.TokenOverflow rather than PostgreSQL's
+// It matches no row when a sum would overflow, checked before it is made
+// exactly as the SQLite store checks it (see persistence.AddTokens), so
+// both refuse it with persistence.TokenOverflow rather than PostgreSQL's
 // out-of-range error.
 const updateSessionSQL = `UPDATE sessions SET
 	state = CASE WHEN $1::bigint <> 0 THEN $1::bigint ELSE state END,
@@ -302,7 +302,7 @@ const updateSessionSQL = `UPDATE sessions SET
 	WHERE session_id = $7
 	AND ($3::bigint = 0 OR input_tokens <= $8::bigint - $3::bigint)
 	AND ($4::bigint = 0 OR output_tokens <= $8::bigint - $4::bigint)
-	AND ($5::double precision = 0 OR cost::numeric + $5::double precision::numeric <= $9::double precision::numeric)`
+	AND ($5::double precision = 0 OR cost / 2 + $5::double precision / 2 <= $9::double precision / 2)`
 
 func updateSessionArgs(c *persistence.UpdateSession) ([]any, error) {
 	closedAt, err := persistence.StoredTimeNanos("closed_at", c.ClosedAt)

@@ -260,7 +260,8 @@ func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	// The sums are checked before they are made: SQLite would turn an
-	// overflowing integer sum into a REAL, and a cost into Infinity.
+	// overflowing integer sum into a REAL, and a cost into Infinity. The
+	// cost check is persistence.AddTokens's, as in PostgreSQL.
 	res, err := a.exec(`UPDATE sessions SET
 		state = CASE WHEN ?1 != 0 THEN ?1 ELSE state END,
 		closed_at = CASE WHEN ?2 != 0 THEN ?2 ELSE closed_at END,
@@ -271,7 +272,7 @@ func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Resul
 		WHERE session_id = ?7
 		AND (?3 = 0 OR input_tokens <= ?8 - ?3)
 		AND (?4 = 0 OR output_tokens <= ?8 - ?4)
-		AND (?5 = 0 OR cost + ?5 <= ?9)`,
+		AND (?5 = 0 OR cost / 2 + ?5 / 2 <= ?9 / 2)`,
 		int64(c.State), closedAt, tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
 		updatedAt, c.SessionID, int64(persistence.MaxTokenTotal), persistence.MaxCostTotal)
 	if err != nil {

@@ -53,6 +53,35 @@ var tokenCases = []testCase{
 		}
 		h.ok(&persistence.DeleteSession{SessionID: s.SessionId})
 	}},
+	{"a cost fits exactly when its float64 sum is finite", func(h *harness) {
+		below := math.Nextafter(math.MaxFloat64, 0) // one ulp (2^971) below the maximum
+		for _, c := range []struct {
+			stored, delta float64
+			fits          bool
+		}{
+			{math.MaxFloat64, math.Ldexp(1, 969), true}, // a quarter ulp: rounds back to the maximum
+			{below, math.Ldexp(1, 970), true},           // half an ulp: ties to the even one below
+			{below, math.Ldexp(3, 970), false},          // one and a half: ties to 2^1024, Infinity
+			{math.MaxFloat64, math.Ldexp(1, 970), false},
+		} {
+			s := h.create()
+			h.ok(&persistence.UpdateSession{SessionID: s.SessionId, TokenDelta: &sessionv1.TokenUsage{Cost: c.stored}})
+			res := h.apply(&persistence.UpdateSession{SessionID: s.SessionId, TokenDelta: &sessionv1.TokenUsage{Cost: c.delta}})[0]
+			want := c.stored + c.delta
+			_, goErr := persistence.AddTokens(s.SessionId, &sessionv1.TokenUsage{Cost: c.stored}, &sessionv1.TokenUsage{Cost: c.delta})
+			switch {
+			case c.fits && (res.Err != nil || goErr != nil):
+				h.Fatalf("%g + %g: store %v, AddTokens %v; want it to fit", c.stored, c.delta, res.Err, goErr)
+			case !c.fits && (errs.CodeOf(res.Err) != errs.FailedPreconditionCode || goErr == nil):
+				h.Fatalf("%g + %g: store %v, AddTokens %v; want TokenOverflow", c.stored, c.delta, res.Err, goErr)
+			case !c.fits:
+				want = c.stored
+			}
+			if got := h.get(s.SessionId).GetTokenUsage().GetCost(); got != want {
+				h.Fatalf("%g + %g: stored %g, want %g", c.stored, c.delta, got, want)
+			}
+		}
+	}},
 	{"bad token deltas are INVALID_ARGUMENT; a missing session NOT_FOUND", func(h *harness) {
 		s := h.create()
 		for _, d := range []*sessionv1.TokenUsage{{InputTokens: -1}, {OutputTokens: -1}, {Cost: -1}, {Cost: math.NaN()}, {Cost: math.Inf(1)}} {
