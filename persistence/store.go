@@ -72,10 +72,13 @@ type CreateSession struct {
 // command in Result.NextSequence.
 //
 // Per turn (TurnResult):
-//   - every message id already stored in the session: Duplicate = true,
-//     Messages are the stored originals, nothing is written (not even the
-//     turn's audit entries);
-//   - some but not all stored: Err is FAILED_PRECONDITION, nothing written;
+//   - every message id already stored in the session, as a retry of the
+//     same turn (CheckRetry: same ids in the same order, same role,
+//     content and metadata): Duplicate = true, Messages are the stored
+//     originals, nothing is written (not even the turn's audit entries);
+//   - every id stored but not as that turn, or some but not all stored:
+//     Err is ALREADY_EXISTS naming a stored id (MessageIDTaken), nothing
+//     written;
 //   - none stored: the turn's messages and audit entries are inserted.
 //
 // A sequence that is already taken (a stale NextSequence) fails the whole

@@ -105,6 +105,32 @@ func TestMaskingNestedCaseInsensitive(t *testing.T) {
 	}
 }
 
+// A key is secret by what it decodes to: JSON escapes in a key must not
+// hide it from masking, nor may an escape anywhere else unmask one.
+func TestMaskingDecodesEscapedKeys(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"\u0070assword":"hunter2"}`:                `{"password":"***"}`,
+		`{"api\u005fkey":"hunter2","n":1}`:           `{"api_key":"***","n":1}`,
+		`{"a":{"\u0054OKEN":["hunter2"]}}`:           `{"a":{"TOKEN":"***"}}`,
+		`{"x":"\n","\u0063ookie":"hunter2"}`:         `{"x":"\n","cookie":"***"}`,
+		`{"\u0073\u0065\u0063\u0072\u0065\u0074":1}`: `{"secret":"***"}`,
+	} {
+		e, err := audit.NewEntry(&auditv1.RecordRequest{EventType: audit.EventConfigChanged, DetailsJson: in}, time.Now())
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if e.DetailsJson != want {
+			t.Errorf("%s: stored %s, want %s", in, e.DetailsJson, want)
+		}
+	}
+	// Escapes without a secret key change nothing.
+	in := `{"a":"<\n\u0041>"}`
+	e, err := audit.NewEntry(&auditv1.RecordRequest{EventType: audit.EventConfigChanged, DetailsJson: in}, time.Now())
+	if err != nil || e.DetailsJson != in {
+		t.Fatalf("stored %q (%v), want %q", e.GetDetailsJson(), err, in)
+	}
+}
+
 func TestMaskingKeepsOtherDetailsExactly(t *testing.T) {
 	// No secret key: the normalized object is stored as is, numbers and
 	// key order included.

@@ -168,6 +168,10 @@ func importMessage(i int, em exportMessage, id string, cfg Config) (*sessionv1.M
 		return nil, err
 	}
 	created, err := parseTime("created_at", em.CreatedAt)
+	if err == nil {
+		// Stored exactly or refused: never wrapped into another year.
+		_, err = persistence.StoredNanos("created_at", created)
+	}
 	if err != nil {
 		return nil, errs.InvalidArgument("messages[%d].%s", i, errs.From(err).Msg)
 	}

@@ -71,7 +71,7 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 		if cur == nil || cur.SessionId != id {
 			cur = &sessionv1.Session{SessionId: id, ActorName: actor, Namespace: ns, Automation: automation,
 				MetadataJson: meta, State: sessionv1.SessionState(state),
-				TokenUsage: &sessionv1.TokenUsage{InputTokens: in, OutputTokens: outTokens, Cost: cost},
+				TokenUsage: &sessionv1.TokenUsage{InputTokens: in, OutputTokens: outTokens, Cost: persistence.ReadableCost(cost)},
 				CreatedAt:  persistence.Stamp(created), UpdatedAt: persistence.Stamp(updated), ClosedAt: persistence.Stamp(closed), MessageCount: count}
 			out = append(out, cur)
 		}
@@ -236,10 +236,10 @@ func auditWhere(q *query, f *auditv1.Filter) {
 		q.cond("actor_name = " + q.arg(v) + " AND actor_name <> ''")
 	}
 	if f.GetSince() != nil {
-		q.cond("created_at >= " + q.arg(persistence.UnixNanos(f.Since)))
+		q.cond("created_at >= " + q.arg(persistence.BoundNanos(f.GetSince().AsTime())))
 	}
 	if f.GetUntil() != nil {
-		q.cond("created_at < " + q.arg(persistence.UnixNanos(f.Until)))
+		q.cond("created_at < " + q.arg(persistence.BoundNanos(f.GetUntil().AsTime())))
 	}
 }
 

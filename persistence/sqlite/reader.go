@@ -25,8 +25,13 @@ var _ persistence.Reader = (*reader)(nil)
 // sessionSelect yields one row per (session, linked plan), sessions in id
 // order and links in insertion order; a session without links has one row
 // with NULL link columns. The inner query picks the sessions.
+//
+// Token totals are read saturated (CAST of an out-of-range REAL gives the
+// int64 end) and the cost clamped (persistence.ReadableCost), so a row
+// that an overflowing update corrupted before such updates were refused
+// still reads, exports and deletes.
 const sessionSelect = `SELECT s.session_id, s.actor_name, s.namespace, s.automation, s.metadata_json, s.state,
-	s.input_tokens, s.output_tokens, s.cost, s.created_at, s.updated_at, s.closed_at, s.next_sequence,
+	CAST(s.input_tokens AS INTEGER), CAST(s.output_tokens AS INTEGER), s.cost, s.created_at, s.updated_at, s.closed_at, s.next_sequence,
 	l.plan_id, l.phase, l.state
 	FROM (%s) s LEFT JOIN session_links l ON l.session_id = s.session_id
 	ORDER BY s.session_id, l.id`
@@ -49,6 +54,7 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 			return nil, storeErr("read sessions", err)
 		}
 		if cur == nil || cur.SessionId != s.SessionId {
+			s.TokenUsage.Cost = persistence.ReadableCost(s.TokenUsage.Cost)
 			s.State = sessionv1.SessionState(state)
 			s.CreatedAt, s.UpdatedAt, s.ClosedAt = persistence.Stamp(created), persistence.Stamp(updated), persistence.Stamp(closed)
 			out = append(out, s)
@@ -229,10 +235,10 @@ func auditWhere(f *auditv1.Filter) ([]string, []any) {
 		where, args = append(where, "actor_name = ? AND actor_name != ''"), append(args, v)
 	}
 	if f.GetSince() != nil {
-		where, args = append(where, "created_at >= ?"), append(args, persistence.UnixNanos(f.Since))
+		where, args = append(where, "created_at >= ?"), append(args, persistence.BoundNanos(f.GetSince().AsTime()))
 	}
 	if f.GetUntil() != nil {
-		where, args = append(where, "created_at < ?"), append(args, persistence.UnixNanos(f.Until))
+		where, args = append(where, "created_at < ?"), append(args, persistence.BoundNanos(f.GetUntil().AsTime()))
 	}
 	return where, args
 }

@@ -44,6 +44,8 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"reader", readerCases},
 		{"staged", stagedCases},
 		{"fencing", fencingCases},
+		{"times", timeCases},
+		{"tokens", tokenCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -279,7 +279,7 @@ func TestCLIRecordErrorRecordID(t *testing.T) {
 
 	var first, retry planv1.RecordErrorResponse
 	r1 := recordError(plan, recID, "slow").ok(t, &first)
-	r2 := recordError(plan, recID, "slow (retried)").ok(t, &retry)
+	r2 := recordError(plan, recID, "slow").ok(t, &retry)
 	// The flag must be printed, not merely default to false when decoded.
 	if d, ok := duplicateField(t, r1); !ok || d {
 		t.Fatalf("first record-error printed duplicate=%v (present %v), want an explicit false:\n%s", d, ok, r1.stdout)
@@ -300,6 +300,8 @@ func TestCLIRecordErrorRecordID(t *testing.T) {
 	}
 
 	recordError(otherPlan, recID, "elsewhere").fails(t, exitAlreadyExists, "ALREADY_EXISTS")
+	// The same id with another message is no retry.
+	recordError(plan, recID, "slow (retried)").fails(t, exitAlreadyExists, "ALREADY_EXISTS")
 	recordError(plan, "not-a-ulid", "slow").fails(t, exitInvalidArgument, "INVALID_ARGUMENT")
 	n.cli(none, "plan", "history", "--plan", plan).ok(t, &hist)
 	if len(hist.GetRecords()) != 1 {

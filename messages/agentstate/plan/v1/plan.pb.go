@@ -521,8 +521,11 @@ type RecordErrorRequest struct {
 	// safe. A retry with the same record_id for the same plan is answered
 	// with the stored record (duplicate = true; its original sequence,
 	// retry_count and recovery advice) and stores nothing, also after the
-	// plan's actor was passivated or moved; the retry's other fields are not
-	// compared. The same record_id for another plan is ALREADY_EXISTS. Not a
+	// plan's actor was passivated or moved. A retry is the same request: the
+	// same record_id with any other field different (phase, step_id,
+	// error_type, message, tool, actor_name, stack_summary, attributes_json)
+	// is ALREADY_EXISTS naming it, and stores nothing. The same record_id
+	// for another plan is ALREADY_EXISTS. Not a
 	// ULID is INVALID_ARGUMENT. Empty: the plan actor makes a new ULID, and a
 	// retry may record the error twice.
 	RecordId      string `protobuf:"bytes,10,opt,name=record_id,json=recordId,proto3" json:"record_id,omitempty"`

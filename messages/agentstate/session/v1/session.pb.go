@@ -486,7 +486,9 @@ func (x *Message) GetCreatedAt() *timestamppb.Timestamp {
 
 // NewMessage is one message of an append. message_id is optional: when the
 // client supplies one, a retry with the same id returns the original
-// sequence and stores nothing.
+// sequence and stores nothing. A retry is the same turn (the same ids in
+// the same order, each with the same role, content and metadata); a stored
+// id in any other append is ALREADY_EXISTS naming it, and nothing is stored.
 type NewMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Role          Role                   `protobuf:"varint,1,opt,name=role,proto3,enum=agentstate.session.v1.Role" json:"role,omitempty"`
