@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/asynkron/protoactor-go/actor"
@@ -176,7 +177,10 @@ func (g *remoteGuard) answer(b *remote.MessageBatch, env *remote.MessageEnvelope
 	if to.GetAddress() == "" || to.GetAddress() == g.localAddr() {
 		return // never answer ourselves: that would loop through the guard
 	}
-	g.reply(to, errs.ToProto(errs.InvalidArgument("%s", msg)))
+	// A peer's names reach here decoded as proto3 strings (UTF-8), and
+	// clipName keeps them so; the reply must marshal whatever the input,
+	// so anything else is replaced rather than left to fail the send.
+	g.reply(to, errs.ToProto(errs.InvalidArgument("%s", strings.ToValidUTF8(msg, "\uFFFD"))))
 }
 
 func (g *remoteGuard) fatal(reason, msg string) error {
@@ -185,11 +189,20 @@ func (g *remoteGuard) fatal(reason, msg string) error {
 	return status.Error(codes.InvalidArgument, msg)
 }
 
+// clipName bounds a peer-supplied name for a log line or a reply. It cuts
+// at a rune boundary: a reply is a proto3 string, which must be UTF-8, and
+// a reply that does not marshal is never sent (its sender would wait out
+// its timeout).
 func clipName(s string) string {
-	if len(s) > 120 {
-		return s[:120] + "..."
+	const max = 120
+	if len(s) <= max {
+		return s
 	}
-	return s
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 func quoteClip(s string) string { return "\"" + clipName(s) + "\"" }

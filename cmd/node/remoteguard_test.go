@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
@@ -239,5 +241,32 @@ func TestGuardRefusesTheUnimplementedUnaryMethods(t *testing.T) {
 		func(context.Context, any) (any, error) { called = true; panic("implement me") })
 	if called || status.Code(err) != codes.Unimplemented {
 		t.Fatalf("called=%v err=%v; want the handler skipped and UNIMPLEMENTED", called, err)
+	}
+}
+
+// A refused type name longer than the clip, whose clip point falls inside
+// a multi-byte character, still gets a reply that marshals (a proto3
+// string must be UTF-8; a reply that does not marshal is never sent).
+func TestGuardAnswersWhenTheClipEndsInsideACharacter(t *testing.T) {
+	for pad := 0; pad < 4; pad++ {
+		// Type names and targets: the clip point lands on each byte of "é" and "€".
+		name := typePrefix + strings.Repeat("a", 120-len(typePrefix)-pad) + strings.Repeat("é€", 40)
+		for _, tc := range []struct{ typeName, target string }{
+			{name, "sessions"},
+			{"agentstate.session.v1.GetSessionRequest", strings.Repeat("b", 120-len(nodeAddr)-1-pad) + strings.Repeat("€", 40)},
+		} {
+			g, replies := newTestGuard()
+			b := batch(t, []string{tc.typeName}, []string{tc.target})
+			if err := g.screen(b); err != nil {
+				t.Fatal(err)
+			}
+			if len(*replies) != 1 {
+				t.Fatalf("pad %d: %d replies, want 1", pad, len(*replies))
+			}
+			e := (*replies)[0].msg.(*commonv1.Error)
+			if _, err := proto.Marshal(e); err != nil || !utf8.ValidString(e.GetMessage()) {
+				t.Fatalf("pad %d: the reply %q does not marshal: %v", pad, e.GetMessage(), err)
+			}
+		}
 	}
 }
