@@ -20,6 +20,7 @@ import (
 	"github.com/agentstate/agentstate/actors/placement"
 	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/actors/session"
+	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/postgres"
 	"github.com/agentstate/agentstate/persistence/sqlite"
@@ -146,6 +147,12 @@ func dataURL(data, synchronous string) (string, error) {
 		if i := strings.IndexByte(path, '?'); i >= 0 {
 			path = path[:i]
 		}
+		// --data names the database file; the directory it is created in
+		// (./data for make run) is no database.
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return "", fmt.Errorf("--data %s is a directory; it must name the database file, such as %s",
+				data, strings.TrimSuffix(path, "/")+"/agentstate.db")
+		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return "", fmt.Errorf("create the database directory: %w", err)
 		}
@@ -154,6 +161,35 @@ func dataURL(data, synchronous string) (string, error) {
 		return data, nil
 	}
 	return data + "?synchronous=" + strings.ToLower(synchronous), nil
+}
+
+// openStore opens the store --data names (url is its SQLite URL). On
+// failure the Store is an untyped nil: a typed nil pointer in the
+// interface would look open to abort, whose Close would then panic and
+// hide the cause.
+func openStore(data, url string) (persistence.Store, error) {
+	if isPostgres(data) {
+		octx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		st, err := postgres.Open(octx, data)
+		if err != nil {
+			return nil, storeOpenFailed("open PostgreSQL store", err)
+		}
+		return st, nil
+	}
+	st, err := sqlite.Open(url)
+	if err != nil {
+		return nil, storeOpenFailed("open database "+data, err)
+	}
+	return st, nil
+}
+
+// storeOpenFailed is the error of a store that could not be opened. The
+// store's typed error (INTERNAL, UNAVAILABLE, ...) classifies a request's
+// failure for a client; a node that cannot start has no client, so it is
+// a local failure (exit 1), whose message says what and why.
+func storeOpenFailed(what string, err error) error {
+	return fmt.Errorf("%s: %s", what, errs.From(err).Msg)
 }
 
 func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
@@ -187,15 +223,8 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 			s = nil
 		}
 	}()
-	if isPostgres(f.data) {
-		octx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		s.store, err = postgres.Open(octx, f.data)
-		cancel()
-		if err != nil {
-			return s, fmt.Errorf("open PostgreSQL store: %w", err)
-		}
-	} else if s.store, err = sqlite.Open(url); err != nil {
-		return s, fmt.Errorf("open database %s: %w", f.data, err)
+	if s.store, err = openStore(f.data, url); err != nil {
+		return s, err
 	}
 	reader := s.store.Reader()
 	s.ready.probe = probeNotFound(func(ctx context.Context) error {
