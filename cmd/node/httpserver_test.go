@@ -75,3 +75,52 @@ func TestDataURLCreatesTheDirectory(t *testing.T) {
 		t.Fatalf("memory url = %q", url)
 	}
 }
+
+// TestReadyzFollowsWrites: /readyz is 503, with the reason, from a
+// transaction of the writer that rolled back until one commits; while it
+// is so, a check starts a probe write (one at a time), whose commit makes
+// the node ready again with no client writing. /healthz stays 200.
+func TestReadyzFollowsWrites(t *testing.T) {
+	r := &readiness{}
+	r.started.Store(true)
+	probes := make(chan chan error)
+	reported := make(chan struct{})
+	r.writes.probeWrite = func(context.Context) error {
+		outcome := make(chan error)
+		probes <- outcome
+		err := <-outcome
+		r.writes.committed(err) // as the writer's Observer reports it
+		reported <- struct{}{}
+		return err
+	}
+	obs := writeObserver{newMetrics(), &r.writes}
+	h := newHTTPHandler(obs.metrics, r)
+	readyz := func(name string, want int, mention string) {
+		t.Helper()
+		code, body := get(t, h, "/readyz")
+		if code != want || !strings.Contains(body, mention) {
+			t.Fatalf("%s: /readyz = %d %q, want %d mentioning %q", name, code, body, want, mention)
+		}
+		if code, _ := get(t, h, "/healthz"); code != http.StatusOK {
+			t.Fatalf("%s: /healthz = %d, want 200 (liveness)", name, code)
+		}
+	}
+	obs.BatchCommitted(3, 100, 0, nil)
+	readyz("writes commit", http.StatusOK, "ready")
+
+	obs.BatchCommitted(3, 100, 0, errs.ResourceExhausted("database or disk is full"))
+	readyz("a transaction rolled back", http.StatusServiceUnavailable, "writes failing since")
+	probe := <-probes // that check started a probe
+	readyz("probe in flight", http.StatusServiceUnavailable, "disk is full")
+	select {
+	case <-probes:
+		t.Fatal("a second probe started while one was in flight")
+	default:
+	}
+	probe <- nil
+	<-reported
+	readyz("the probe committed", http.StatusOK, "ready")
+	if got := counterValue(t, obs.commitErrors); got != 1 {
+		t.Fatalf("commit errors counted %v, want 1 (the metrics still see every transaction)", got)
+	}
+}

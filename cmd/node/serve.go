@@ -242,7 +242,7 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 	cfg := actors.Config{
 		Audit: audit.Config{
 			Backlog: f.backlog, MaxBatchCommands: f.batchCommands, MaxBatchBytes: f.batchBytes,
-			Observer: m, Logger: log.With("component", "audit"),
+			Observer: writeObserver{m, &s.ready.writes}, Logger: log.With("component", "audit"),
 		},
 		Sessions: session.Config{IdleTimeout: f.idleTimeout, AuditMessages: f.auditMessages},
 		Plans:    plan.Config{IdleTimeout: f.idleTimeout},
@@ -256,6 +256,13 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 		return s, fmt.Errorf("start actors: %w", err)
 	}
 	m.gauges(s.node.Audit().Backlog().Pending, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
+	auditSvc := s.node.Audit()
+	s.ready.writes.probeWrite = func(ctx context.Context) error {
+		// A new fencing epoch for a session id no session can have (not a
+		// ULID): a real write and commit that no client reads.
+		_, err := auditSvc.Apply(ctx, &persistence.Activate{Kind: persistence.OwnerSession, ID: "readiness-probe"})
+		return err
+	}
 
 	// The remote starts before any gRPC server of ours: it replaces gRPC's
 	// global logger, which must not happen while gRPC goroutines run.
