@@ -32,9 +32,10 @@ import (
 //     range, a nil PID) or that names a serializer other than protobuf ends
 //     the stream with INVALID_ARGUMENT: the peer is broken or hostile;
 //   - an envelope whose type is not an agentstate message this binary links,
-//     or whose target is not one of the exposed actors at this node's
-//     address, is dropped; its sender, if any, is answered with an
-//     INVALID_ARGUMENT commonv1.Error, so a request does not hang.
+//     whose target is not one of the exposed actors at this node's
+//     address, or whose data is not a message of its type, is dropped; its
+//     sender, if any, is answered with an INVALID_ARGUMENT commonv1.Error,
+//     so a request does not hang.
 //
 // A recovering interceptor stays underneath as the backstop: a panic on the
 // stream's goroutine ends that stream, not the process. The remote's two
@@ -130,7 +131,7 @@ func (g *remoteGuard) screen(b *remote.MessageBatch) error {
 		}
 		typeName := b.TypeNames[env.TypeId]
 		target := b.Targets[env.Target]
-		if reason, msg := g.refuse(typeName, target); reason != "" {
+		if reason, msg := g.refuse(typeName, target, env.MessageData); reason != "" {
 			g.m.remoteRejected.WithLabelValues(reason).Inc()
 			g.log.Warn("remote: dropped a message", "reason", reason, "type", clipName(typeName), "target", clipName(target.GetId()))
 			g.answer(b, env, msg)
@@ -146,20 +147,27 @@ func (g *remoteGuard) screen(b *remote.MessageBatch) error {
 	return nil
 }
 
-// refuse says why an envelope of typeName for target may not be
-// delivered ("" when it may), with the message for its sender.
-func (g *remoteGuard) refuse(typeName string, target *actor.PID) (reason, msg string) {
+// refuse says why an envelope of typeName for target, carrying data, may
+// not be delivered ("" when it may), with the message for its sender.
+func (g *remoteGuard) refuse(typeName string, target *actor.PID, data []byte) (reason, msg string) {
 	if g.cluster && target.GetAddress() == g.localAddr() && clusterTraffic(typeName, target.GetId()) {
 		return "", ""
 	}
 	if !strings.HasPrefix(typeName, typePrefix) {
 		return "type_not_allowed", "message type " + quoteClip(typeName) + " is not accepted from a remote peer"
 	}
-	if _, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(typeName)); err != nil {
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(typeName))
+	if err != nil {
 		return "unknown_type", "message type " + quoteClip(typeName) + " is unknown to this node (an older build?)"
 	}
 	if target.GetAddress() != g.localAddr() || !g.exposed[target.GetId()] {
 		return "target_not_exposed", "actor " + quoteClip(target.GetAddress()+"/"+target.GetId()) + " is not served to remote peers"
+	}
+	// The reader ends the whole stream, answering nobody, on a message it
+	// cannot decode; decoded here first, such a request is refused alone,
+	// as INVALID_ARGUMENT like an undecodable gRPC request.
+	if err := proto.Unmarshal(data, mt.New().Interface()); err != nil {
+		return "undecodable", "the request could not be decoded as " + typeName + ": " + err.Error()
 	}
 	return "", ""
 }

@@ -270,3 +270,36 @@ func TestGuardAnswersWhenTheClipEndsInsideACharacter(t *testing.T) {
 		}
 	}
 }
+
+// An envelope whose data is not a message of its type (bytes that do not
+// parse, a string that is not UTF-8) is refused alone, with an
+// INVALID_ARGUMENT reply: delivered, the library's reader would end the
+// whole stream on it, answering nobody.
+func TestGuardRefusesUndecodableData(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"garbage":       {0x0a, 0x05, 'x'},
+		"invalid UTF-8": {0x0a, 0x01, 0xff}, // session_id = "\xff"
+	} {
+		t.Run(name, func(t *testing.T) {
+			g, replies := newTestGuard()
+			b := batch(t, []string{"agentstate.session.v1.GetSessionRequest", "agentstate.session.v1.GetSessionRequest"}, []string{"sessions", "sessions"})
+			b.Envelopes[0].MessageData = data
+			if err := g.screen(b); err != nil {
+				t.Fatalf("screen: %v (one bad envelope must not end the stream)", err)
+			}
+			if len(b.Envelopes) != 1 || b.Envelopes[0].TypeId != 1 {
+				t.Fatalf("kept %v; want only the decodable envelope", b.Envelopes)
+			}
+			if got := counterValue(t, g.m.remoteRejected.WithLabelValues("undecodable")); got != 1 {
+				t.Fatalf("rejected{reason=undecodable} = %v, want 1", got)
+			}
+			if len(*replies) != 1 {
+				t.Fatalf("%d replies, want 1", len(*replies))
+			}
+			e, ok := (*replies)[0].msg.(*commonv1.Error)
+			if !ok || e.GetCode() != commonv1.ErrorCode_ERROR_CODE_INVALID_ARGUMENT || !strings.Contains(e.GetMessage(), "could not be decoded") {
+				t.Fatalf("reply %v, want INVALID_ARGUMENT saying the request could not be decoded", (*replies)[0].msg)
+			}
+		})
+	}
+}
