@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/messages/errs"
@@ -55,6 +56,14 @@ type remoteGuard struct {
 	cluster bool
 	m       *metrics
 	log     *slog.Logger
+
+	// quiesce orders the stream handlers' reads of the library's reader
+	// state before the write of its graceful Shutdown (which sets a flag
+	// the handlers read unsynchronized): a handler passes it (a read lock,
+	// at once released) before and after each receive, and the endpoint's
+	// Shutdown holds it. A handler that cannot pass ends its stream as
+	// UNAVAILABLE instead of waiting: the node is going away.
+	quiesce sync.RWMutex
 }
 
 // typePrefix is the protobuf package prefix of every message a peer may
@@ -87,7 +96,13 @@ type guardedStream struct {
 }
 
 func (s *guardedStream) RecvMsg(m any) error {
+	if err := s.g.pass(); err != nil {
+		return err
+	}
 	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err // the reader reads no state of its own on an error
+	}
+	if err := s.g.pass(); err != nil {
 		return err
 	}
 	rm, ok := m.(*remote.RemoteMessage)
@@ -97,6 +112,16 @@ func (s *guardedStream) RecvMsg(m any) error {
 	if b := rm.GetMessageBatch(); b != nil {
 		return s.g.screen(b)
 	}
+	return nil
+}
+
+// pass returns UNAVAILABLE while the endpoint is shutting down (see
+// quiesce).
+func (g *remoteGuard) pass() error {
+	if !g.quiesce.TryRLock() {
+		return status.Error(codes.Unavailable, "the node is shutting down")
+	}
+	g.quiesce.RUnlock()
 	return nil
 }
 

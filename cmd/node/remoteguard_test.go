@@ -303,3 +303,23 @@ func TestGuardRefusesUndecodableData(t *testing.T) {
 		})
 	}
 }
+
+// While the endpoint shuts down (it holds quiesce), a stream's receive
+// ends the stream as UNAVAILABLE at once, neither waiting for the
+// shutdown nor handing the library's reader another message.
+func TestGuardedStreamEndsWhileShuttingDown(t *testing.T) {
+	g, _ := newTestGuard()
+	b := batch(t, []string{"agentstate.session.v1.GetSessionRequest"}, []string{"sessions"})
+	ss := &fakeStream{msgs: []*remote.RemoteMessage{{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}}}}
+	gs := &guardedStream{ServerStream: ss, g: g}
+	g.quiesce.Lock()
+	var m remote.RemoteMessage
+	err := gs.RecvMsg(&m)
+	g.quiesce.Unlock()
+	if status.Code(err) != codes.Unavailable || len(ss.msgs) != 1 {
+		t.Fatalf("RecvMsg while shutting down = %v with %d messages left; want UNAVAILABLE and the message unread", err, len(ss.msgs))
+	}
+	if err := gs.RecvMsg(&m); err != nil || m.GetMessageBatch() == nil {
+		t.Fatalf("RecvMsg outside a shutdown = %v, %v", err, &m)
+	}
+}
