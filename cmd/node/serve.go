@@ -142,6 +142,9 @@ func dataURL(data, synchronous string) (string, error) {
 	default:
 		return "", fmt.Errorf("--synchronous %q: want full or normal", synchronous)
 	}
+	if data == "" {
+		return "", fmt.Errorf("--data is empty; it names the database file, such as ./data/agentstate.db")
+	}
 	if !strings.HasPrefix(data, "memory:") {
 		path := strings.TrimPrefix(data, "file:")
 		if i := strings.IndexByte(path, '?'); i >= 0 {

@@ -38,6 +38,7 @@ func TestServeReportsAStoreItCannotOpen(t *testing.T) {
 		mention    []string
 	}{
 		{"a directory", "./data", []string{"--data ./data is a directory", "./data/agentstate.db"}},
+		{"nothing", "", []string{"--data is empty", "./data/agentstate.db"}},
 		{"a file that is not SQLite", "./notes.txt", []string{"open database ./notes.txt", "not a database"}},
 		{"a PostgreSQL server that is down", "postgres://agentstate:s3cret@" + down + "/agentstate?connect_timeout=10",
 			[]string{"open PostgreSQL store", down, "connection refused"}},
