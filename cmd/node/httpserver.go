@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -97,6 +99,19 @@ func (w *writeHealth) failure() (error, time.Time) {
 // probeWriteTimeout bounds a probe write's wait, which includes the
 // writer's back-off between failed transactions.
 const probeWriteTimeout = 30 * time.Second
+
+// probeKey is the session id the probe write activates: not a ULID, so
+// no session has it.
+const probeKey = "readiness-probe"
+
+// probeWriteThrough is the probe write through the audit writer: a new
+// fencing epoch for probeKey, a real write and commit that no client reads.
+func probeWriteThrough(w *audit.Service) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := w.Apply(ctx, &persistence.Activate{Kind: persistence.OwnerSession, ID: probeKey})
+		return err
+	}
+}
 
 // writeObserver is the audit writer's Observer: the metrics, and each
 // transaction's outcome for readiness.

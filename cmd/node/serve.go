@@ -259,13 +259,7 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 		return s, fmt.Errorf("start actors: %w", err)
 	}
 	m.gauges(s.node.Audit().Backlog().Pending, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
-	auditSvc := s.node.Audit()
-	s.ready.writes.probeWrite = func(ctx context.Context) error {
-		// A new fencing epoch for a session id no session can have (not a
-		// ULID): a real write and commit that no client reads.
-		_, err := auditSvc.Apply(ctx, &persistence.Activate{Kind: persistence.OwnerSession, ID: "readiness-probe"})
-		return err
-	}
+	s.ready.writes.probeWrite = probeWriteThrough(s.node.Audit())
 
 	// The remote starts before any gRPC server of ours: it replaces gRPC's
 	// global logger, which must not happen while gRPC goroutines run.
