@@ -44,7 +44,7 @@ func (r *readiness) check(ctx context.Context) (int, string) {
 			return http.StatusServiceUnavailable, "database not readable: " + err.Error()
 		}
 	}
-	if err, since := r.writes.failure(); err != nil {
+	if since, err := r.writes.failure(); err != nil {
 		return http.StatusServiceUnavailable, fmt.Sprintf("writes failing since %s: %v",
 			since.UTC().Format(time.RFC3339), err)
 	}
@@ -77,10 +77,10 @@ func (w *writeHealth) committed(err error) {
 	w.err = err
 }
 
-// failure returns the error of the failing writes and when they began
-// failing (nil when the latest transaction committed), starting a probe
-// write when they fail.
-func (w *writeHealth) failure() (error, time.Time) {
+// failure returns when the failing writes began failing and their error
+// (nil when the latest transaction committed), starting a probe write
+// when they fail.
+func (w *writeHealth) failure() (time.Time, error) {
 	w.mu.Lock()
 	err, since := w.err, w.since
 	w.mu.Unlock()
@@ -93,7 +93,7 @@ func (w *writeHealth) failure() (error, time.Time) {
 			_ = w.probeWrite(ctx)
 		}()
 	}
-	return err, since
+	return since, err
 }
 
 // probeWriteTimeout bounds a probe write's wait, which includes the
