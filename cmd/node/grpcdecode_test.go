@@ -34,12 +34,22 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return nil
 }
 
+// receivingSessions implements nothing but reads the first message of a
+// client stream, as the real ImportStream does: the decoding of a client
+// stream's messages happens when its handler receives them.
+type receivingSessions struct{ sessionv1.UnimplementedSessionServiceServer }
+
+func (receivingSessions) ImportStream(s grpc.ClientStreamingServer[sessionv1.ImportChunk, sessionv1.ImportSessionResponse]) error {
+	_, err := s.Recv()
+	return err
+}
+
 // servedAPI serves the gRPC API (with services that implement nothing:
 // an undecodable request must not reach them) on a loopback port.
 func servedAPI(t *testing.T) (*apiServer, *grpc.ClientConn) {
 	t.Helper()
 	a, err := newAPIServer(apiServices{
-		Sessions: sessionv1.UnimplementedSessionServiceServer{},
+		Sessions: receivingSessions{},
 		Plans:    planv1.UnimplementedPlanServiceServer{},
 		Audit:    auditv1.UnimplementedAuditServiceServer{},
 	}, apiOptions{MaxRecvBytes: 1 << 20}, newMetrics(), quietLog())
