@@ -59,6 +59,12 @@ class AsyncSessions:
         self._core = core
         self._batch = AsyncBatchAppender(core.channel, core.metadata, self._append_unary_once) if batched else None
 
+    @property
+    def appender(self) -> Optional[AsyncBatchAppender]:
+        """The shared AppendBatches stream's appender (None without batched appends); its
+        batches_sent, appends_sent and streams_opened count what it did."""
+        return self._batch
+
     async def create(
         self,
         actor_name: str,
@@ -89,16 +95,19 @@ class AsyncSessions:
     ) -> session_pb2.AppendResponse:
         """Appends one turn atomically; message ids are filled in before the first attempt."""
         req = build.append_request(session_id, messages)
-        return await self.append_request(req, timeout=timeout)
+        return await self._append(req, timeout, True)
 
     async def append_request(
         self, req: session_pb2.AppendRequest, *, timeout: Optional[float] = _UNSET
     ) -> session_pb2.AppendResponse:
+        """Appends a ready AppendRequest as is; without message ids it is not retried on OUTCOME_UNKNOWN."""
+        return await self._append(req, timeout, all(m.message_id for m in req.messages))
+
+    async def _append(
+        self, req: session_pb2.AppendRequest, timeout: Optional[float], idempotent: bool
+    ) -> session_pb2.AppendResponse:
         once = self._batch.append if self._batch is not None else self._append_unary_once
-        idempotent = all(m.message_id for m in req.messages)
-        return await retries.call_async(
-            self._core.policy, lambda left: once(req, left), self._core.deadline(timeout), idempotent
-        )
+        return await retries.call_async(self._core.policy, lambda left: once(req, left), self._core.deadline(timeout), idempotent)
 
     async def _append_unary_once(
         self, req: session_pb2.AppendRequest, timeout: Optional[float]

@@ -17,7 +17,7 @@ import grpc
 import grpc.aio
 
 from agentstate import errors, wire
-from agentstate.batch import _REFUSALS, MAX_BATCH_APPENDS, MAX_BATCH_BYTES, METHOD
+from agentstate.batch import _REFUSALS, DEFAULT_LINGER, MAX_BATCH_APPENDS, MAX_BATCH_BYTES, METHOD
 from agentstate.connection import Metadata
 from agentstate.session.v1 import session_pb2
 
@@ -53,6 +53,9 @@ class _Stream:
         self._inflight: Dict[int, _Call] = {}
         self._next_tag = 0
         self._wake = asyncio.Event()
+        # Set when as many appends wait as are in flight (see batch.DEFAULT_LINGER).
+        self._enough = asyncio.Event()
+        self._linger = owner._linger
         self._closing = False
         self.err: Optional[errors.AgentStateError] = None
         self._rpc = owner._open()
@@ -66,6 +69,8 @@ class _Stream:
         call = _Call(self._next_tag, data, self._loop.create_future())
         self._pending.append(call)
         self._wake.set()
+        if len(self._pending) >= len(self._inflight):
+            self._enough.set()
         return call
 
     def expire(self, call: _Call) -> None:
@@ -93,8 +98,10 @@ class _Stream:
         for call in pending:
             _settle(call, error=self.err)
         self._wake.set()
+        self._enough.set()
 
     def _take(self) -> bytes:
+        self._owner.batches_sent += 1
         parts: List[bytes] = []
         size = n = 0
         for call in self._pending:
@@ -106,6 +113,7 @@ class _Stream:
             self._inflight[call.tag] = call
             n += 1
         del self._pending[:n]
+        self._owner.appends_sent += n
         return b"".join(parts)
 
     async def _write(self) -> None:
@@ -114,6 +122,7 @@ class _Stream:
                 await self._wake.wait()
                 self._wake.clear()
                 while self._pending:
+                    await self._linger_for_more()
                     await self._rpc.write(self._take())
                 if self._closing:
                     await self._rpc.done_writing()
@@ -121,6 +130,15 @@ class _Stream:
         except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
             # The reader sees the stream's real status and fails the appends.
             return
+
+    async def _linger_for_more(self) -> None:
+        if self._linger <= 0 or self._closing or len(self._pending) >= len(self._inflight):
+            return
+        self._enough.clear()
+        try:
+            await asyncio.wait_for(self._enough.wait(), self._linger)
+        except asyncio.TimeoutError:
+            pass
 
     async def _read(self) -> None:
         try:
@@ -158,6 +176,7 @@ class _Stream:
         self._owner._forget(self)
         self._rpc.cancel()
         self._wake.set()
+        self._enough.set()
         for call in pending:
             _settle(call, error=not_sent)
         for call in inflight.values():
@@ -171,7 +190,9 @@ class AsyncBatchAppender:
     policy. Create and use it on one event loop.
     """
 
-    def __init__(self, channel: grpc.aio.Channel, metadata: Metadata, unary: AsyncUnaryAppend) -> None:
+    def __init__(
+        self, channel: grpc.aio.Channel, metadata: Metadata, unary: AsyncUnaryAppend, linger: float = DEFAULT_LINGER
+    ) -> None:
         self._method = channel.stream_stream(
             METHOD,
             request_serializer=None,  # batches arrive encoded (wire.tagged_append)
@@ -179,8 +200,12 @@ class AsyncBatchAppender:
         )
         self._metadata = metadata
         self._unary = unary
+        self._linger = linger
         self._stream: Optional[_Stream] = None
         self._closed = False
+        self.batches_sent = 0
+        self.appends_sent = 0
+        self.streams_opened = 0
 
     async def append(self, req: session_pb2.AppendRequest, timeout: Optional[float]) -> session_pb2.AppendResponse:
         """Appends req; raises the node's error, Unavailable (not sent) or OutcomeUnknown."""
@@ -217,6 +242,7 @@ class AsyncBatchAppender:
             raise errors.Unavailable("append batch client is closed")
         if self._stream is None or self._stream.err is not None:
             self._stream = _Stream(self)
+            self.streams_opened += 1
         return self._stream
 
     def _open(self) -> Any:

@@ -64,6 +64,12 @@ class Sessions:
             BatchAppender(core.channel, core.metadata, self._append_unary_once) if batched else None
         )
 
+    @property
+    def appender(self) -> Optional[BatchAppender]:
+        """The shared AppendBatches stream's appender (None without batched appends); its
+        batches_sent, appends_sent and streams_opened count what it did."""
+        return self._batch
+
     def create(
         self,
         actor_name: str,
@@ -131,14 +137,18 @@ class Sessions:
         batched_appends=False.
         """
         req = build.append_request(session_id, messages)
-        return self.append_request(req, timeout=timeout)
+        return self._append(req, timeout, True)
 
     def append_request(
         self, req: session_pb2.AppendRequest, *, timeout: Optional[float] = _UNSET
     ) -> session_pb2.AppendResponse:
-        """Appends a ready AppendRequest as is (messages without ids are not retried safely)."""
+        """Appends a ready AppendRequest as is; without message ids it is not retried on OUTCOME_UNKNOWN."""
+        return self._append(req, timeout, all(m.message_id for m in req.messages))
+
+    def _append(
+        self, req: session_pb2.AppendRequest, timeout: Optional[float], idempotent: bool
+    ) -> session_pb2.AppendResponse:
         once = self._batch.append if self._batch is not None else self._append_unary_once
-        idempotent = all(m.message_id for m in req.messages)
         return retries.call(self._core.policy, lambda left: once(req, left), self._core.deadline(timeout), idempotent)
 
     def _append_unary_once(self, req: session_pb2.AppendRequest, timeout: Optional[float]) -> session_pb2.AppendResponse:

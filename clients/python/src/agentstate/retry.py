@@ -68,11 +68,13 @@ def call(
     idempotent: bool,
 ) -> T:
     """Runs attempt(timeout) until it succeeds, fails for good, or the deadline passes."""
-    waits = policy.backoffs()
+    waits: Optional[Iterator[float]] = None  # made on the first failure: most calls have none
     while True:
         try:
             return attempt(_remaining(deadline))
         except AgentStateError as err:
+            if waits is None:
+                waits = policy.backoffs()
             wait = next(waits, None)
             left = _remaining(deadline)
             if wait is None or not policy.retryable(err, idempotent) or (left is not None and left <= wait):
@@ -87,11 +89,13 @@ async def call_async(
     idempotent: bool,
 ) -> T:
     """The asyncio form of :func:`call`."""
-    waits = policy.backoffs()
+    waits: Optional[Iterator[float]] = None
     while True:
         try:
             return await attempt(_remaining(deadline))
         except AgentStateError as err:
+            if waits is None:
+                waits = policy.backoffs()
             wait = next(waits, None)
             left = _remaining(deadline)
             if wait is None or not policy.retryable(err, idempotent) or (left is not None and left <= wait):

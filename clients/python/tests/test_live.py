@@ -1,0 +1,200 @@
+"""The client against a real node (bin/node serve on a temp SQLite file)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import unittest
+from typing import Dict, List, Optional, Tuple
+
+import grpc
+
+from agentstate import Client, RetryPolicy, errors, new_message, new_ulid
+from agentstate.audit.v1 import audit_pb2
+from agentstate.plan.v1 import plan_pb2
+from tests.node import Node
+
+node: Optional[Node] = None
+
+
+def setUpModule() -> None:
+    global node
+    node = Node()
+
+
+def tearDownModule() -> None:
+    if node is not None:
+        node.stop()
+
+
+class LiveTest(unittest.TestCase):
+    def setUp(self) -> None:
+        assert node is not None
+        self.client = Client(node.grpc_addr, timeout=20)
+        self.addCleanup(self.client.close)
+
+
+class SessionsTest(LiveTest):
+    def test_create_get_append_list(self) -> None:
+        c = self.client
+        created = c.sessions.create("planner", metadata={"team": "py"})
+        self.assertTrue(created.created)
+        sid = created.session.session_id
+        again = c.sessions.create("planner", session_id=sid, metadata={"team": "py"})
+        self.assertFalse(again.created, "creating an existing id with the same fields is a no-op")
+
+        r = c.sessions.append(sid, [("user", "hi", {"lang": "en"}), ("assistant", "hello")])
+        self.assertEqual([m.sequence for m in r.messages], [0, 1])
+        self.assertFalse(r.duplicate)
+        got = c.sessions.get(sid)
+        self.assertEqual(got.message_count, 2)
+        self.assertEqual(json.loads(got.metadata_json), {"team": "py"})
+        msgs = list(c.sessions.iter_messages(sid))
+        self.assertEqual([(m.sequence, m.content) for m in msgs], [(0, "hi"), (1, "hello")])
+        self.assertEqual(json.loads(msgs[0].metadata_json), {"lang": "en"})
+
+    def test_sixteen_threads_on_one_batched_stream_get_dense_sequences(self) -> None:
+        c = self.client
+        sid = c.sessions.create("swarm").session.session_id
+        per_thread = 40
+        acks: Dict[int, List[Tuple[int, str]]] = {}
+        failures: List[BaseException] = []
+        start = threading.Barrier(16)
+
+        def worker(i: int) -> None:
+            mine: List[Tuple[int, str]] = []
+            try:
+                start.wait()
+                for k in range(per_thread):
+                    m = new_message("user", f"thread {i} message {k}")
+                    r = c.sessions.append(sid, [m])
+                    self.assertEqual(r.messages[0].message_id, m.message_id)
+                    mine.append((r.messages[0].sequence, m.message_id))
+            except BaseException as e:  # noqa: BLE001 - reported by the main thread
+                failures.append(e)
+            acks[i] = mine
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(failures, [])
+        n = 16 * per_thread
+        all_acks = sorted(a for mine in acks.values() for a in mine)
+        self.assertEqual([s for s, _ in all_acks], list(range(n)), "sequences must be dense and unique")
+        for mine in acks.values():
+            seqs = [s for s, _ in mine]
+            self.assertEqual(seqs, sorted(seqs), "one caller's appends keep their order")
+        stored = [(m.sequence, m.message_id) for m in c.sessions.iter_messages(sid)]
+        self.assertEqual(stored, all_acks, "every acknowledged message is stored at its acknowledged sequence")
+        app = c.sessions.appender
+        assert app is not None
+        self.assertGreaterEqual(app.appends_sent, n)
+        self.assertEqual(app.streams_opened, 1, "all threads share one stream")
+
+    def test_retried_append_returns_the_original_sequences(self) -> None:
+        for batched in (True, False):
+            with self.subTest(batched=batched), Client(node.grpc_addr, batched_appends=batched) as c:  # type: ignore[union-attr]
+                sid = c.sessions.create("retry").session.session_id
+                c.sessions.append(sid, [("system", "first")])
+                turn = [new_message("user", "q"), new_message("assistant", "a")]
+                first = c.sessions.append(sid, turn)
+                c.sessions.append(sid, [("user", "later")])
+                again = c.sessions.append(sid, turn)
+                self.assertFalse(first.duplicate)
+                self.assertTrue(again.duplicate)
+                self.assertEqual([m.sequence for m in first.messages], [1, 2])
+                self.assertEqual([m.sequence for m in again.messages], [1, 2])
+                self.assertEqual(c.sessions.get(sid).message_count, 4, "the retry stored nothing")
+
+    def test_export_import(self) -> None:
+        c = self.client
+        sid = c.sessions.create("exporter").session.session_id
+        c.sessions.append(sid, [("user", "one"), ("assistant", "two")])
+        exp = c.sessions.export(sid)
+        self.assertTrue(exp.checksum.startswith("sha256:"))
+        imp = c.sessions.import_session(exp.data)
+        self.assertEqual(imp.messages_imported, 2)
+        self.assertNotEqual(imp.session.session_id, sid)
+        self.assertEqual([m.content for m in c.sessions.iter_messages(imp.session.session_id)], ["one", "two"])
+
+    def test_errors_have_their_classes(self) -> None:
+        c = self.client
+        with self.assertRaises(errors.InvalidArgument) as cm:
+            c.sessions.get("not-a-ulid")
+        self.assertEqual(cm.exception.grpc_code, grpc.StatusCode.INVALID_ARGUMENT)
+        with self.assertRaises(errors.NotFound):
+            c.sessions.get(new_ulid())
+        # Through the batched stream the error comes back as the append's outcome.
+        with self.assertRaises(errors.NotFound) as nf:
+            c.sessions.append(new_ulid(), [("user", "nobody home")])
+        self.assertIsNone(nf.exception.grpc_code)
+        with self.assertRaises(errors.InvalidArgument):
+            c.sessions.append(new_ulid(), [new_message("user", "x", message_id=new_ulid().lower())])
+        sid = c.sessions.create("closer").session.session_id
+        c.sessions.close(sid)
+        with self.assertRaises(errors.FailedPrecondition):
+            c.sessions.append(sid, [("user", "too late")])
+        with self.assertRaises(errors.InvalidArgument):
+            c.sessions.append(sid, [("robot", "x")])
+
+    def test_unreachable_node_is_unavailable_after_bounded_retries(self) -> None:
+        # Port 1 on loopback: nothing listens there, so the connection is refused.
+        with Client("127.0.0.1:1", retry=RetryPolicy(attempts=3, initial_backoff=0.01), timeout=10) as c:
+            with self.assertRaises(errors.Unavailable):
+                c.sessions.get(new_ulid())
+            with self.assertRaises(errors.Unavailable):
+                c.sessions.append(new_ulid(), [("user", "x")])
+
+
+class PlansTest(LiveTest):
+    def test_record_errors_history_and_duplicates(self) -> None:
+        p = self.client.plans
+        plan = new_ulid()
+        rec_id = new_ulid()
+        first = p.record_error(plan, phase="execute", step_id="s1", error_type="timeout", message="tool timed out",
+                               tool="shell", attributes={"attempt": 1}, record_id=rec_id)
+        self.assertFalse(first.duplicate)
+        self.assertEqual(first.record.record_id, rec_id)
+        self.assertEqual(first.record.sequence, 0)
+        self.assertEqual(first.record.phase, plan_pb2.PHASE_EXECUTE)
+        dup = p.record_error(plan, phase="execute", step_id="s1", error_type="timeout", message="again", record_id=rec_id)
+        self.assertTrue(dup.duplicate)
+        self.assertEqual(dup.record.sequence, 0)
+        self.assertEqual(dup.record.message, "tool timed out", "the stored original is answered")
+        second = p.record_error(plan, phase="execute", step_id="s1", error_type="timeout", message="twice")
+        self.assertEqual(second.record.sequence, 1)
+        self.assertEqual(second.record.retry_count, 2)
+        with self.assertRaises(errors.AlreadyExists):
+            p.record_error(new_ulid(), phase="execute", step_id="s1", error_type="timeout", record_id=rec_id)
+
+        hist = p.history(plan)
+        self.assertEqual([r.sequence for r in hist.records], [0, 1])
+        self.assertEqual(hist.next_sequence, -1)
+        details = p.error_details(plan)
+        self.assertEqual(details.details.retry_count, 2)
+        self.assertEqual(details.details.error_phase, plan_pb2.PHASE_EXECUTE)
+        with self.assertRaises(errors.InvalidArgument):
+            p.record_error(plan, phase="execute", record_id="not-a-ulid")
+
+
+class AuditTest(LiveTest):
+    def test_record_list_and_verify(self) -> None:
+        a = self.client.audit
+        plan = new_ulid()
+        rec = a.record("config_changed", plan_id=plan, actor_name="tester", details={"k": "v"}, sync=True)
+        self.assertTrue(rec.durable)
+        self.assertGreater(rec.entry.position, 0)
+        self.assertEqual(len(rec.entry.hash), 64)
+        listed = a.list(filter=audit_pb2.Filter(plan_id=plan))
+        self.assertEqual([e.event_id for e in listed.entries], [rec.entry.event_id])
+        self.assertEqual(a.count(filter=audit_pb2.Filter(plan_id=plan)), 1)
+        self.assertEqual(a.get(rec.entry.event_id).hash, rec.entry.hash)
+        v = a.verify()
+        self.assertTrue(v.ok, v.reason)
+        self.assertGreaterEqual(v.entries_checked, 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
