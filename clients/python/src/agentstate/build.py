@@ -39,20 +39,30 @@ def json_object(value: JSONObject, field: str) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+_ENUM_CACHE: dict = {}
+
+
 def enum_value(enum: Any, prefix: str, value: Union[str, int, None]) -> int:
     """An enum number from its number, its full name or its short name ("user" for ROLE_USER)."""
     if value is None:
         return 0
     if isinstance(value, int):
         return value
+    key = (prefix, value)
+    found = _ENUM_CACHE.get(key)
+    if found is not None:
+        return found
     name = value.upper()
     if not name.startswith(prefix):
         name = prefix + name
     try:
-        return int(enum.Value(name))
+        number = int(enum.Value(name))
     except ValueError:
         names = ", ".join(n[len(prefix):].lower() for n in enum.keys()[1:])
         raise InvalidArgument(f"unknown {prefix.rstrip('_').lower()} {value!r}; want one of {names}") from None
+    # Names are few and fixed; caching them saves a lookup on every message.
+    _ENUM_CACHE[key] = number
+    return number
 
 
 def new_message(
@@ -80,7 +90,12 @@ def append_request(session_id: str, messages: Iterable[MessageLike]) -> session_
             if not nm.message_id:
                 nm.message_id = ids.new_ulid()
         elif isinstance(m, tuple) and len(m) in (2, 3):
-            req.messages.append(new_message(*m))
+            req.messages.add(
+                role=enum_value(session_pb2.Role, "ROLE_", m[0]),
+                content=m[1],
+                metadata_json=json_object(m[2], "metadata") if len(m) == 3 else "",
+                message_id=ids.new_ulid(),
+            )
         else:
             raise InvalidArgument(
                 "a message is a session_pb2.NewMessage or (role, content[, metadata]), "

@@ -8,6 +8,7 @@ here.
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 import time
@@ -44,15 +45,17 @@ def new_ulid() -> str:
     return encode((ms << _RANDOM_BITS) | rnd)
 
 
+# RFC 4648 base32 to Crockford's: the same 5-bit groups, another alphabet.
+_TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ALPHABET.encode())
+
+
 def encode(value: int) -> str:
     """The 26-character form of a 128-bit ULID value."""
     if not 0 <= value < (1 << 128):
         raise ValueError("a ULID is a 128-bit unsigned value")
-    out = []
-    for _ in range(26):
-        out.append(ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(out))
+    # 20 bytes are 32 base32 characters; the value's 128 bits fill the last
+    # 26 (130 bits, the first two zero), the 6 before them are zero bits.
+    return base64.b32encode(value.to_bytes(20, "big"))[6:].translate(_TO_CROCKFORD).decode("ascii")
 
 
 def decode(s: str) -> int:
