@@ -36,12 +36,12 @@ def percentile(sorted_values: List[float], p: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(p * len(sorted_values)))]
 
 
-def run_threads(addr: str, sessions: List[str], callers: int, per_caller: int, content: str) -> Tuple[float, List[float], Acks]:
+def run_threads(addr: str, sessions: List[str], callers: int, per_caller: int, content: str, opts: Dict[str, float]) -> Tuple[float, List[float], Acks]:
     acks: Acks = {s: [] for s in sessions}
     lats: List[float] = []
     lock = threading.Lock()
     start = threading.Barrier(callers + 1)
-    with Client(addr) as c:
+    with Client(addr, **opts) as c:
         # Warm the stream up outside the measurement.
         c.sessions.get(sessions[0])
 
@@ -71,10 +71,10 @@ def run_threads(addr: str, sessions: List[str], callers: int, per_caller: int, c
     return elapsed, lats, acks
 
 
-async def run_tasks(addr: str, sessions: List[str], callers: int, per_caller: int, content: str) -> Tuple[float, List[float], Acks]:
+async def run_tasks(addr: str, sessions: List[str], callers: int, per_caller: int, content: str, opts: Dict[str, float]) -> Tuple[float, List[float], Acks]:
     acks: Acks = {s: [] for s in sessions}
     lats: List[float] = []
-    async with AsyncClient(addr) as c:
+    async with AsyncClient(addr, **opts) as c:
         await c.sessions.get(sessions[0])
 
         async def caller(i: int) -> None:
@@ -112,17 +112,20 @@ def main() -> None:
     p.add_argument("--appends", type=int, default=65536, help="total appends, spread over the callers")
     p.add_argument("--message-bytes", type=int, default=200)
     p.add_argument("--mode", choices=["threads", "asyncio"], default="threads")
+    p.add_argument("--linger", type=float, default=None, help="the clients' append_linger in seconds (default: theirs)")
     a = p.parse_args()
     n_sessions = a.sessions or a.callers
     per_caller = max(1, a.appends // a.callers)
     with Client(a.addr) as c:
         sessions = [c.sessions.create("bench").session.session_id for _ in range(n_sessions)]
     content = "x" * a.message_bytes
+    opts: Dict[str, float] = {} if a.linger is None else {"append_linger": a.linger}
+    cpu0 = time.process_time()
     if a.mode == "threads":
-        elapsed, lats, acks = run_threads(a.addr, sessions, a.callers, per_caller, content)
+        elapsed, lats, acks = run_threads(a.addr, sessions, a.callers, per_caller, content, opts)
     else:
-        elapsed, lats, acks = asyncio.run(run_tasks(a.addr, sessions, a.callers, per_caller, content))
-    cpu = time.process_time()
+        elapsed, lats, acks = asyncio.run(run_tasks(a.addr, sessions, a.callers, per_caller, content, opts))
+    cpu = time.process_time() - cpu0
     verify(a.addr, acks)
     total = per_caller * a.callers
     lats.sort()

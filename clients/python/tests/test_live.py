@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import threading
 import unittest
@@ -12,7 +14,7 @@ import grpc
 from agentstate import Client, RetryPolicy, errors, new_message, new_ulid
 from agentstate.audit.v1 import audit_pb2
 from agentstate.plan.v1 import plan_pb2
-from tests.node import Node
+from tests.node import REPO, Node
 
 node: Optional[Node] = None
 
@@ -146,6 +148,21 @@ class SessionsTest(LiveTest):
                 c.sessions.get(new_ulid())
             with self.assertRaises(errors.Unavailable):
                 c.sessions.append(new_ulid(), [("user", "x")])
+
+
+class ReadmeTest(LiveTest):
+    def test_the_readme_python_example_runs(self) -> None:
+        text = (REPO / "README.md").read_text()
+        start = text.index("```python\n", text.index("### Python")) + len("```python\n")
+        code = text[start : text.index("```", start)]
+        self.assertIn('Client("127.0.0.1:7420")', code)
+        assert node is not None
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code.replace("127.0.0.1:7420", node.grpc_addr), "README.md", "exec"), {})
+        lines = out.getvalue().splitlines()
+        self.assertEqual(lines[:2], ["[0, 1]", "['What changed?', 'Two files.']"])
+        self.assertRegex(lines[2], r"^not found: session [0-9A-Z]{26} not found$")
 
 
 class PlansTest(LiveTest):

@@ -16,6 +16,7 @@ import grpc.aio
 from agentstate import build, errors
 from agentstate import retry as retries
 from agentstate.aio_batch import AsyncBatchAppender
+from agentstate.batch import DEFAULT_LINGER
 from agentstate.audit.v1 import audit_pb2, audit_pb2_grpc
 from agentstate.client import DEFAULT_TIMEOUT
 from agentstate.connection import TLSArg, auth_metadata, open_aio_channel, tls_settings
@@ -55,9 +56,11 @@ class _Core:
 class AsyncSessions:
     """Sessions, as coroutines; see :class:`agentstate.client.Sessions`."""
 
-    def __init__(self, core: _Core, batched: bool) -> None:
+    def __init__(self, core: _Core, batched: bool, linger: float = DEFAULT_LINGER) -> None:
         self._core = core
-        self._batch = AsyncBatchAppender(core.channel, core.metadata, self._append_unary_once) if batched else None
+        self._batch = (
+            AsyncBatchAppender(core.channel, core.metadata, self._append_unary_once, linger) if batched else None
+        )
 
     @property
     def appender(self) -> Optional[AsyncBatchAppender]:
@@ -234,11 +237,12 @@ class AsyncClient:
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         retry: RetryPolicy = RetryPolicy(),
         batched_appends: bool = True,
+        append_linger: float = DEFAULT_LINGER,
         options: Iterable[Any] = (),
     ) -> None:
         self.channel = open_aio_channel(target, tls_settings(tls), options)
         core = _Core(self.channel, token, timeout, retry)
-        self.sessions = AsyncSessions(core, batched_appends)
+        self.sessions = AsyncSessions(core, batched_appends, append_linger)
         self.plans = AsyncPlans(core)
         self.audit = AsyncAudit(core)
 

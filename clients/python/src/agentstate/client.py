@@ -15,7 +15,7 @@ from agentstate import build, errors
 from agentstate import retry as retries
 from agentstate.retry import RetryPolicy
 from agentstate.audit.v1 import audit_pb2, audit_pb2_grpc
-from agentstate.batch import BatchAppender
+from agentstate.batch import DEFAULT_LINGER, BatchAppender
 from agentstate.connection import TLSArg, auth_metadata, open_channel, tls_settings
 from agentstate.plan.v1 import plan_pb2, plan_pb2_grpc
 from agentstate.session.v1 import session_pb2, session_pb2_grpc
@@ -58,10 +58,10 @@ class _Core:
 class Sessions:
     """Sessions: ordered messages with dense 0-based sequences."""
 
-    def __init__(self, core: _Core, batched: bool) -> None:
+    def __init__(self, core: _Core, batched: bool, linger: float = DEFAULT_LINGER) -> None:
         self._core = core
         self._batch: Optional[BatchAppender] = (
-            BatchAppender(core.channel, core.metadata, self._append_unary_once) if batched else None
+            BatchAppender(core.channel, core.metadata, self._append_unary_once, linger) if batched else None
         )
 
     @property
@@ -368,6 +368,8 @@ class Client:
         retry: the retry policy (agentstate.NO_RETRY for none).
         batched_appends: appends share one AppendBatches stream (True) or
             are unary Append calls.
+        append_linger: most seconds a batch waits for more appends while
+            more are in flight than waiting (0: never waits).
         options: extra gRPC channel options.
     """
 
@@ -380,11 +382,12 @@ class Client:
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         retry: RetryPolicy = RetryPolicy(),
         batched_appends: bool = True,
+        append_linger: float = DEFAULT_LINGER,
         options: Iterable[Any] = (),
     ) -> None:
         self.channel = open_channel(target, tls_settings(tls), options)
         core = _Core(self.channel, token, timeout, retry)
-        self.sessions = Sessions(core, batched_appends)
+        self.sessions = Sessions(core, batched_appends, append_linger)
         self.plans = Plans(core)
         self.audit = Audit(core)
 
