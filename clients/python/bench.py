@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 import time
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "src"))
 
@@ -36,7 +36,7 @@ def percentile(sorted_values: List[float], p: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(p * len(sorted_values)))]
 
 
-def run_threads(addr: str, sessions: List[str], callers: int, per_caller: int, content: str, opts: Dict[str, float]) -> Tuple[float, List[float], Acks]:
+def run_threads(addr: str, sessions: List[str], callers: int, per_caller: int, content: str, opts: Dict[str, Any]) -> Tuple[float, List[float], Acks]:
     acks: Acks = {s: [] for s in sessions}
     lats: List[float] = []
     lock = threading.Lock()
@@ -71,7 +71,7 @@ def run_threads(addr: str, sessions: List[str], callers: int, per_caller: int, c
     return elapsed, lats, acks
 
 
-async def run_tasks(addr: str, sessions: List[str], callers: int, per_caller: int, content: str, opts: Dict[str, float]) -> Tuple[float, List[float], Acks]:
+async def run_tasks(addr: str, sessions: List[str], callers: int, per_caller: int, content: str, opts: Dict[str, Any]) -> Tuple[float, List[float], Acks]:
     acks: Acks = {s: [] for s in sessions}
     lats: List[float] = []
     async with AsyncClient(addr, **opts) as c:
@@ -119,7 +119,7 @@ def main() -> None:
     with Client(a.addr) as c:
         sessions = [c.sessions.create("bench").session.session_id for _ in range(n_sessions)]
     content = "x" * a.message_bytes
-    opts: Dict[str, float] = {} if a.linger is None else {"append_linger": a.linger}
+    opts: Dict[str, Any] = {} if a.linger is None else {"append_linger": a.linger}
     cpu0 = time.process_time()
     if a.mode == "threads":
         elapsed, lats, acks = run_threads(a.addr, sessions, a.callers, per_caller, content, opts)

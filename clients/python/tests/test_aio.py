@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import unittest
-from typing import List, Optional, Tuple
+from typing import Awaitable, List, Optional, Tuple, TypeVar
 
 from agentstate import AsyncClient, Client, errors, new_message, new_ulid
 from tests.node import Node
 
 node: Optional[Node] = None
+T = TypeVar("T")
 
 
 def setUpModule() -> None:
@@ -23,7 +24,7 @@ def tearDownModule() -> None:
 
 
 class AsyncClientTest(unittest.TestCase):
-    def run_async(self, coro) -> object:  # type: ignore[no-untyped-def]
+    def run_async(self, coro: Awaitable[T]) -> T:
         return asyncio.run(asyncio.wait_for(coro, 60))
 
     def test_create_get_append_and_errors(self) -> None:
@@ -74,7 +75,7 @@ class AsyncClientTest(unittest.TestCase):
                 self.assertGreaterEqual(app.appends_sent, 640)
                 return sid, acks, app.batches_sent
 
-        sid, acks, batches = self.run_async(run())  # type: ignore[misc]
+        sid, acks, batches = self.run_async(run())
         acks.sort()
         self.assertEqual([s for s, _ in acks], list(range(640)))
         assert node is not None

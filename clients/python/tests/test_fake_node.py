@@ -124,6 +124,7 @@ class FakeNodeTest(unittest.TestCase):
         self.sessions.stream_failures = 1
         with Client(self.addr, retry=FAST, token="t0k") as c:
             r = c.sessions.append("S", [("user", "a")])
+            assert c.sessions.appender is not None
             self.assertEqual(c.sessions.appender.streams_opened, 2)
         ids = self.sessions.stream_ids
         self.assertEqual(len(ids), 2, ids)
@@ -166,6 +167,7 @@ class FakeNodeTest(unittest.TestCase):
         async def run() -> session_pb2.AppendResponse:
             async with AsyncClient(self.addr, retry=FAST) as c:
                 r = await c.sessions.append("S", [("user", "a")])
+                assert c.sessions.appender is not None
                 self.assertEqual(c.sessions.appender.streams_opened, 2)
                 return r
 

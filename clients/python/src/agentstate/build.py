@@ -42,8 +42,12 @@ def json_object(value: JSONObject, field: str) -> str:
 _ENUM_CACHE: dict = {}
 
 
-def enum_value(enum: Any, prefix: str, value: Union[str, int, None]) -> int:
-    """An enum number from its number, its full name or its short name ("user" for ROLE_USER)."""
+def enum_value(enum: Any, prefix: str, value: Union[str, int, None]) -> Any:
+    """An enum number from its number, its full name or its short name ("user" for ROLE_USER).
+
+    Typed Any because the generated stubs type enum fields by enum class,
+    whose values are plain ints at run time.
+    """
     if value is None:
         return 0
     if isinstance(value, int):
@@ -90,10 +94,11 @@ def append_request(session_id: str, messages: Iterable[MessageLike]) -> session_
             if not nm.message_id:
                 nm.message_id = ids.new_ulid()
         elif isinstance(m, tuple) and len(m) in (2, 3):
+            t: Tuple[Any, ...] = m
             req.messages.add(
-                role=enum_value(session_pb2.Role, "ROLE_", m[0]),
-                content=m[1],
-                metadata_json=json_object(m[2], "metadata") if len(m) == 3 else "",
+                role=enum_value(session_pb2.Role, "ROLE_", t[0]),
+                content=t[1],
+                metadata_json=json_object(t[2], "metadata") if len(t) == 3 else "",
                 message_id=ids.new_ulid(),
             )
         else:

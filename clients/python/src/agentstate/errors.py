@@ -17,7 +17,7 @@ that sends it lets a client tell the node's OUTCOME_UNKNOWN from a deadline
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple, Type
 
 import grpc
 
@@ -122,7 +122,7 @@ class OutcomeUnknown(AgentStateError):
     code = common_pb2.ERROR_CODE_OUTCOME_UNKNOWN
 
 
-_CLASSES = {
+_CLASSES: Dict[int, Type["AgentStateError"]] = {
     cls.code: cls
     for cls in (
         InvalidArgument,
@@ -137,7 +137,7 @@ _CLASSES = {
     )
 }
 
-_NAMES = {
+_NAMES: Dict[int, str] = {
     common_pb2.ERROR_CODE_INVALID_ARGUMENT: "invalid argument",
     common_pb2.ERROR_CODE_NOT_FOUND: "not found",
     common_pb2.ERROR_CODE_ALREADY_EXISTS: "already exists",
@@ -152,7 +152,7 @@ _NAMES = {
 # The inverse of the node's code mapping (messages/errs: fromGRPCCode). CANCELLED
 # is a call this side ended; the node's only CANCELLED is a shutdown's, and
 # its UNAVAILABLE meaning is kept.
-_FROM_GRPC = {
+_FROM_GRPC: Dict[grpc.StatusCode, Type[AgentStateError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
     grpc.StatusCode.OUT_OF_RANGE: InvalidArgument,
     grpc.StatusCode.NOT_FOUND: NotFound,
@@ -167,7 +167,7 @@ _FROM_GRPC = {
 }
 
 
-def error_class(code: int) -> type:
+def error_class(code: int) -> Type[AgentStateError]:
     """The exception class of an agentstate code (Internal for unknown codes)."""
     return _CLASSES.get(code, Internal)
 
