@@ -154,6 +154,27 @@ class FakeNodeTest(unittest.TestCase):
                 c.sessions.append("S", [("user", "a")], timeout=0.3)
         self.assertGreaterEqual(len(self.sessions.stream_ids), 1)
 
+    def test_async_deadlines_expire_sent_appends_in_any_order(self) -> None:
+        self.sessions.silent = True
+
+        async def run() -> None:
+            async with AsyncClient(self.addr, retry=FAST) as c:
+                loop = asyncio.get_running_loop()
+                start = loop.time()
+                done_at = {}
+
+                async def append(name: str, timeout: float) -> None:
+                    with self.assertRaises(errors.OutcomeUnknown):
+                        await c.sessions.append("S", [("user", name)], timeout=timeout)
+                    done_at[name] = loop.time() - start
+
+                # The second deadline is earlier than the first: both must still fire.
+                await asyncio.gather(append("long", 0.6), append("short", 0.2))
+                self.assertLess(done_at["short"], done_at["long"])
+                self.assertLess(done_at["long"], 3.0)
+
+        asyncio.run(run())
+
     def test_audit_record_is_not_retried_on_outcome_unknown(self) -> None:
         with Client(self.addr, retry=FAST) as c:
             with self.assertRaises(errors.OutcomeUnknown) as cm:

@@ -11,7 +11,8 @@ locks.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Dict, List, Optional
+from collections import deque
+from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Tuple
 
 import grpc
 import grpc.aio
@@ -58,6 +59,13 @@ class _Stream:
         self._linger = owner._linger
         self._closing = False
         self.err: Optional[errors.AgentStateError] = None
+        # Deadlines of the calls in enqueue order, watched by one timer: a
+        # timer per append costs the event loop a heap push and pop on every
+        # append. Calls made with the same timeout (the usual case) have
+        # non-decreasing deadlines; one whose deadline is earlier than the
+        # last gets a timer of its own.
+        self._deadlines: Deque[Tuple[float, _Call]] = deque()
+        self._watchdog: Optional[asyncio.TimerHandle] = None
         self._rpc = owner._open()
         self._writer = self._loop.create_task(self._write())
         self._reader = self._loop.create_task(self._read())
@@ -72,6 +80,31 @@ class _Stream:
         if len(self._pending) >= len(self._inflight):
             self._enough.set()
         return call
+
+    def watch(self, call: _Call, deadline: float) -> Optional[asyncio.TimerHandle]:
+        """Makes call expire at deadline (loop time); returns a timer the caller must cancel, if one was needed."""
+        if self._deadlines and deadline < self._deadlines[-1][0]:
+            return self._loop.call_at(deadline, self.expire, call)
+        self._deadlines.append((deadline, call))
+        if self._watchdog is None:
+            self._watchdog = self._loop.call_at(deadline, self._expire_due)
+        return None
+
+    def _expire_due(self) -> None:
+        self._watchdog = None
+        now = self._loop.time()
+        dl = self._deadlines
+        while dl and (dl[0][1].future.done() or dl[0][0] <= now):
+            _, call = dl.popleft()
+            self.expire(call)
+        if dl:
+            self._watchdog = self._loop.call_at(dl[0][0], self._expire_due)
+
+    def _forget_done(self) -> None:
+        # Outcomes come roughly in enqueue order, so this keeps the deque short.
+        dl = self._deadlines
+        while dl and dl[0][1].future.done():
+            dl.popleft()
 
     def expire(self, call: _Call) -> None:
         """The caller's deadline passed: Unavailable if not sent (withdrawn), else OutcomeUnknown."""
@@ -150,6 +183,7 @@ class _Stream:
                     call = self._inflight.pop(o.tag, None)
                     if call is not None:
                         _settle(call, o.outcome)
+                self._forget_done()
         except grpc.aio.AioRpcError as e:
             self._fail(e)
             return
@@ -177,6 +211,10 @@ class _Stream:
         self._rpc.cancel()
         self._wake.set()
         self._enough.set()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        self._deadlines.clear()
         for call in pending:
             _settle(call, error=not_sent)
         for call in inflight.values():
@@ -216,7 +254,7 @@ class AsyncBatchAppender:
         call = stream.enqueue(data)
         timer = None
         if timeout is not None:
-            timer = asyncio.get_running_loop().call_later(max(timeout, 0), stream.expire, call)
+            timer = stream.watch(call, stream._loop.time() + max(timeout, 0))
         try:
             outcome = await call.future
         except asyncio.CancelledError:
