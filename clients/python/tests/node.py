@@ -34,12 +34,20 @@ def node_binary() -> str:
 class Node:
     """A running node; stop() drains it (SIGTERM) and removes its files."""
 
-    def __init__(self, token: Optional[str] = None, tls_cert: Optional[Path] = None, tls_key: Optional[Path] = None) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="agentstate-py-"))
+    def __init__(
+        self,
+        token: Optional[str] = None,
+        tls_cert: Optional[Path] = None,
+        tls_key: Optional[Path] = None,
+        grpc_addr: str = "127.0.0.1:0",
+        dir: Optional[Path] = None,
+    ) -> None:
+        """Starts a node; dir (kept by stop(keep=True)) restarts one on its database."""
+        self.dir = dir if dir is not None else Path(tempfile.mkdtemp(prefix="agentstate-py-"))
         args: List[str] = [
             node_binary(), "serve",
             "--data", str(self.dir / "agentstate.db"),
-            "--grpc-addr", "127.0.0.1:0",
+            "--grpc-addr", grpc_addr,
             "--http-addr", "127.0.0.1:0",
             "--log-format", "json",
         ]
@@ -55,7 +63,8 @@ class Node:
         self.grpc_addr = ""
         self.http_addr = ""
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        threading.Thread(target=self._drain, daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
         try:
             self._wait_ready()
         except BaseException:
@@ -94,15 +103,20 @@ class Node:
                 raise RuntimeError("node not ready in time:\n" + "".join(self.log))
             time.sleep(0.05)  # polling /readyz with a deadline, not synchronization
 
-    def stop(self) -> None:
+    def stop(self, keep: bool = False, kill: bool = False) -> None:
+        """Drains the node (SIGTERM), or kills it (SIGKILL, a crash); keep leaves its files."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self._drainer.join(timeout=5)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        if not keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> "Node":
         return self

@@ -150,6 +150,35 @@ class SessionsTest(LiveTest):
                 c.sessions.append(new_ulid(), [("user", "x")])
 
 
+class RestartTest(unittest.TestCase):
+    def test_appends_survive_a_node_restart_through_retries(self) -> None:
+        first = Node()
+        addr = first.grpc_addr
+        policy = RetryPolicy(attempts=40, initial_backoff=0.05, max_backoff=0.5)
+        second: Optional[Node] = None
+        try:
+            with Client(addr, retry=policy, timeout=30) as c:
+                sid = c.sessions.create("restart").session.session_id
+                c.sessions.append(sid, [("user", "before")])
+                # A crash: a drained node would first wait (up to its
+                # --shutdown-timeout) for the client's open append stream to end.
+                first.stop(keep=True, kill=True)
+                # The client's stream and connection broke with the node; the
+                # next append fails until the node is back, then is retried.
+                second = Node(grpc_addr=addr, dir=first.dir)
+                r = c.sessions.append(sid, [("user", "after")])
+                self.assertEqual(r.messages[0].sequence, 1)
+                app = c.sessions.appender
+                assert app is not None
+                self.assertGreaterEqual(app.streams_opened, 2)
+                self.assertEqual([m.content for m in c.sessions.iter_messages(sid)], ["before", "after"])
+        finally:
+            if second is not None:
+                second.stop()
+            else:
+                first.stop()
+
+
 class ReadmeTest(LiveTest):
     def test_the_readme_python_example_runs(self) -> None:
         text = (REPO / "README.md").read_text()

@@ -156,12 +156,15 @@ class _Stream:
                 self._wake.clear()
                 while self._pending:
                     await self._linger_for_more()
-                    await self._rpc.write(self._take())
+                    if self._pending:  # else closed or failed meanwhile
+                        await self._rpc.write(self._take())
                 if self._closing:
                     await self._rpc.done_writing()
                     return
-        except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
-            # The reader sees the stream's real status and fails the appends.
+        except Exception:  # noqa: BLE001
+            # A write fails only on a stream that ended; the reader sees its
+            # real status and fails the appends. Nothing awaits this task
+            # after a failure, so an exception left in it would only be logged.
             return
 
     async def _linger_for_more(self) -> None:

@@ -155,6 +155,8 @@ class _Stream:
                     self._lingering = True
                     self._cond.wait_for(self._enough, self._linger)
                     self._lingering = False
+                    if not self._pending:  # closed or failed meanwhile
+                        continue
                 batch = self._take()
             yield batch
 
