@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors"
 	"github.com/agentstate/agentstate/actors/audit"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
 )

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 )
 
 // AuditHash returns the hash that chains e onto prev: the lowercase hex

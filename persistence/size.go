@@ -1,7 +1,7 @@
 package persistence
 
 import (
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"google.golang.org/protobuf/proto"
 )
 

@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 )
 
 // Store is one database.
@@ -72,10 +72,13 @@ type CreateSession struct {
 // command in Result.NextSequence.
 //
 // Per turn (TurnResult):
-//   - every message id already stored in the session: Duplicate = true,
-//     Messages are the stored originals, nothing is written (not even the
-//     turn's audit entries);
-//   - some but not all stored: Err is FAILED_PRECONDITION, nothing written;
+//   - every message id already stored in the session, as a retry of the
+//     same turn (CheckRetry: same ids in the same order, same role,
+//     content and metadata): Duplicate = true, Messages are the stored
+//     originals, nothing is written (not even the turn's audit entries);
+//   - every id stored but not as that turn, or some but not all stored:
+//     Err is ALREADY_EXISTS naming a stored id (MessageIDTaken), nothing
+//     written;
 //   - none stored: the turn's messages and audit entries are inserted.
 //
 // A sequence that is already taken (a stale NextSequence) fails the whole
@@ -124,6 +127,13 @@ type DeleteSession struct {
 	Epoch     int64
 	SessionID string
 	Audit     []*auditv1.AuditEntry
+	// Limit, when positive, bounds the messages one command removes, for
+	// removing a large staged session (SessionStateStaged) in bounded
+	// transactions: the command removes at most Limit messages and, only
+	// once none is left, the links and the session. MessagesRemoved <
+	// Limit means the session is gone. Only for staged sessions: a visible
+	// one would be seen half removed.
+	Limit int
 }
 
 // PlanWrite stores a plan actor's changes; the plan row is created on the
@@ -207,6 +217,8 @@ type Result struct {
 	Removed int64
 	// Activate: the new epoch.
 	Epoch int64
+	// RecordClientAudit: one outcome per entry.
+	Recorded []RecordedAudit
 }
 
 // TurnResult is the outcome of one turn of an AppendMessages.
@@ -227,7 +239,8 @@ type Reader interface {
 	// f.AfterID.
 	ListSessions(ctx context.Context, f SessionFilter) ([]*sessionv1.Session, error)
 	// ListMessages returns messages with sequence >= from, in sequence
-	// order. An unknown session gives an empty list.
+	// order: at most limit, and no more than fit in MaxPageBytes (but
+	// always one, if there is one). An unknown session gives an empty list.
 	ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error)
 	// GetPlan returns the plan's stored state. NOT_FOUND when nothing was
 	// ever written for it.

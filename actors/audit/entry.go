@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/messages/jsonobj"
@@ -22,8 +22,9 @@ const (
 // NewEntry builds the entry req describes, ready to be committed: the event
 // type is checked against the registry, details_json is normalized to a
 // compact JSON object ("{}" when empty) with every secret masked, and the
-// entry gets a fresh ULID event_id and created_at = now. Position, Hash and
-// PrevHash stay zero; the writer sets them at commit.
+// entry gets created_at = now and the request's event_id (a ULID the client
+// chose, which makes a retry safe: see Service.Record) or a fresh ULID.
+// Position, Hash and PrevHash stay zero; the writer sets them at commit.
 //
 // Session and plan actors call it to build the entries they commit with
 // their state changes; Record calls it for stand-alone entries. It is safe
@@ -31,6 +32,12 @@ const (
 func NewEntry(req *auditv1.RecordRequest, now time.Time) (*auditv1.AuditEntry, error) {
 	if req == nil {
 		return nil, errs.InvalidArgument("record request is missing")
+	}
+	eventID := req.GetEventId()
+	if eventID == "" {
+		eventID = ids.New()
+	} else if err := ids.Check("event_id", eventID); err != nil {
+		return nil, err
 	}
 	if req.GetEventType() == "" {
 		return nil, errs.InvalidArgument("event_type is empty")
@@ -62,7 +69,7 @@ func NewEntry(req *auditv1.RecordRequest, now time.Time) (*auditv1.AuditEntry, e
 		return nil, errs.InvalidArgument("details_json: %v", err)
 	}
 	return &auditv1.AuditEntry{
-		EventId:      ids.New(),
+		EventId:      eventID,
 		EventType:    req.GetEventType(),
 		PlanId:       req.GetPlanId(),
 		SessionId:    req.GetSessionId(),

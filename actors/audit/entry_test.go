@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 )
@@ -102,6 +102,32 @@ func TestMaskingNestedCaseInsensitive(t *testing.T) {
 	var v map[string]any
 	if err := json.Unmarshal([]byte(e.DetailsJson), &v); err != nil {
 		t.Fatalf("masked details are not JSON: %v", err)
+	}
+}
+
+// A key is secret by what it decodes to: JSON escapes in a key must not
+// hide it from masking, nor may an escape anywhere else unmask one.
+func TestMaskingDecodesEscapedKeys(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"\u0070assword":"hunter2"}`:                `{"password":"***"}`,
+		`{"api\u005fkey":"hunter2","n":1}`:           `{"api_key":"***","n":1}`,
+		`{"a":{"\u0054OKEN":["hunter2"]}}`:           `{"a":{"TOKEN":"***"}}`,
+		`{"x":"\n","\u0063ookie":"hunter2"}`:         `{"x":"\n","cookie":"***"}`,
+		`{"\u0073\u0065\u0063\u0072\u0065\u0074":1}`: `{"secret":"***"}`,
+	} {
+		e, err := audit.NewEntry(&auditv1.RecordRequest{EventType: audit.EventConfigChanged, DetailsJson: in}, time.Now())
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if e.DetailsJson != want {
+			t.Errorf("%s: stored %s, want %s", in, e.DetailsJson, want)
+		}
+	}
+	// Escapes without a secret key change nothing.
+	in := `{"a":"<\n\u0041>"}`
+	e, err := audit.NewEntry(&auditv1.RecordRequest{EventType: audit.EventConfigChanged, DetailsJson: in}, time.Now())
+	if err != nil || e.DetailsJson != in {
+		t.Fatalf("stored %q (%v), want %q", e.GetDetailsJson(), err, in)
 	}
 }
 

@@ -1,6 +1,10 @@
 package audit
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/agentstate/agentstate/messages/errs"
+)
 
 // The event types of the original platform's audit subscriber.
 const (
@@ -42,6 +46,29 @@ var registry = map[string]bool{
 	EventTokenUsageUpdated: true, EventPlanLinked: true, EventSessionImported: true,
 	EventSessionExported: true, EventPlanErrorRecorded: true, EventPlanPolicySet: true,
 	EventPlanRetryReset: true, EventAuditPruned: true,
+}
+
+// reserved is agentstate's own event types: each one attests a state change
+// agentstate made and committed with it, so a caller's Record of one (a
+// session_deleted for a session that never existed) would forge that
+// attestation. NewEntry builds them for the actors; Record refuses them.
+var reserved = map[string]bool{
+	EventSessionClosed: true, EventSessionDeleted: true, EventMessageAppended: true,
+	EventTokenUsageUpdated: true, EventPlanLinked: true, EventSessionImported: true,
+	EventSessionExported: true, EventPlanErrorRecorded: true, EventPlanPolicySet: true,
+	EventPlanRetryReset: true, EventAuditPruned: true,
+}
+
+// ReservedEventType reports whether t is written by agentstate only.
+func ReservedEventType(t string) bool { return reserved[t] }
+
+// checkCallerEventType refuses a reserved type in a caller's Record.
+func checkCallerEventType(t string) error {
+	if reserved[t] {
+		return errs.InvalidArgument("event_type %q is written by agentstate only, with the change it records; "+
+			"record one of the caller event types instead", t)
+	}
+	return nil
 }
 
 // KnownEventType reports whether t is in the registry.

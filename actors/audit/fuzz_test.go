@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/messages/jsonobj"
@@ -22,6 +22,7 @@ func FuzzNewEntry(f *testing.F) {
 	f.Add("nope", "{}")
 	f.Add("session_created", `{"a":[{"token":"t"}]}`)
 	f.Add("plan_applied", "[1,2]")
+	f.Add("config_changed", `{"\u0070assword":"hunter2","x":{"\u0063ookie":["c"]}}`)
 	f.Fuzz(func(t *testing.T, eventType, details string) {
 		e, err := audit.NewEntry(&auditv1.RecordRequest{EventType: eventType, DetailsJson: details}, time.Now())
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"

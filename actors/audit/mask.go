@@ -24,7 +24,9 @@ var (
 		"pwd": true, "auth": true, "cookie": true, "setcookie": true,
 	}
 	// hints is a cheap pre-filter: a details object none of whose
-	// lower-cased text contains one of these has no secret key.
+	// lower-cased text contains one of these has no secret key. It holds
+	// only for text without escapes: a key is secret by what it decodes
+	// to, and "\u0070assword" spells none of them (see maskSecrets).
 	hints = []string{"pass", "pwd", "secret", "token", "key", "auth", "cookie", "credential"}
 )
 
@@ -50,12 +52,17 @@ func IsSecretKey(key string) bool {
 
 // maskSecrets returns obj (a compact JSON object, as jsonobj.Normalize
 // makes it) with the value of every secret key, at any depth and inside
-// arrays, replaced by the string Masked. Key order is kept.
+// arrays, replaced by the string Masked. Key order is kept. Keys are
+// judged decoded, so an escaped key ("\u0070assword") is masked like its
+// plain spelling. An object in which nothing is masked is returned as
+// it came, byte for byte.
 func maskSecrets(obj string) (string, error) {
 	lower := strings.ToLower(obj)
-	found := false
+	// Any backslash may hide a hint inside an escape: decode the whole
+	// object then, rather than trust the raw text.
+	found := strings.IndexByte(obj, '\\') >= 0
 	for _, h := range hints {
-		if strings.Contains(lower, h) {
+		if found || strings.Contains(lower, h) {
 			found = true
 			break
 		}
@@ -69,12 +76,16 @@ func maskSecrets(obj string) (string, error) {
 	if err := m.value(false); err != nil {
 		return "", err
 	}
+	if !m.masked {
+		return obj, nil
+	}
 	return m.out.String(), nil
 }
 
 type masker struct {
-	dec *json.Decoder
-	out bytes.Buffer
+	dec    *json.Decoder
+	out    bytes.Buffer
+	masked bool // some value was replaced: out differs from the input
 }
 
 // value copies the next JSON value to out, or skips it and writes Masked
@@ -85,6 +96,7 @@ func (m *masker) value(mask bool) error {
 		return err
 	}
 	if mask {
+		m.masked = true
 		if _, ok := tok.(json.Delim); ok {
 			if err := m.skip(); err != nil {
 				return err

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
@@ -103,7 +103,9 @@ func checkFilter(f *auditv1.Filter) error {
 // together with an audit_pruned entry, and the store keeps the last
 // removed hash as the chain's anchor, so Verify still passes on what
 // remains. An older_than in the future is taken as now: entries created
-// after the prune started are never its concern.
+// after the prune started are never its concern. Only an unset older_than
+// is missing; any valid timestamp is a bound, however far in the past
+// (year 1, Go's zero time, included: it removes nothing).
 //
 // When a chunk fails, the chunks before it stay committed; the error says
 // how many entries they removed.

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/agentstate/agentstate/actors/directory"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 )

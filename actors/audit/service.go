@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/dispatch"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -83,20 +84,45 @@ func (s *Service) PID() *actor.PID { return s.pid }
 // before submitting and release it once answered.
 func (s *Service) Backlog() *Backlog { return s.backlog }
 
-// Record validates req (NewEntry) and hands the entry to the writer. With
+// Record validates req (NewEntry; agentstate's own event types are
+// refused: ReservedEventType) and hands the entry to the writer. With
 // req.Sync it answers after the entry's transaction committed (durable);
 // otherwise it answers at once with durable=false, and the entry commits
 // in the next transaction. Either way the entry returned carries its final
 // event_id and created_at. A full backlog makes it wait, or refuses it
 // with RESOURCE_EXHAUSTED when ctx is marked NoWait.
+//
+// With a client-chosen req.EventId the request is safe to retry: if that
+// id is stored with the same content, the answer is the stored entry with
+// duplicate=true (and durable=true) and nothing is written; with other
+// content it is ALREADY_EXISTS. The store decides inside the writer's
+// transaction (persistence.RecordClientAudit), so this holds for a retry
+// that overtakes its original in one batch, after a restart, and on
+// another node of a cluster. An async request is looked up first, so that
+// a retry of a committed entry is answered as the duplicate it is; one
+// that races its still uncommitted original is accepted and stored once.
 func (s *Service) Record(ctx context.Context, req *auditv1.RecordRequest) (*auditv1.RecordResponse, error) {
+	if err := checkCallerEventType(req.GetEventType()); err != nil {
+		return nil, err
+	}
 	e, err := NewEntry(req, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	cmd := &persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}}
-	it := &item{cmd: cmd, size: cmd.Size(), record: true}
+	var it *item
+	if req.GetEventId() != "" {
+		cmd := &persistence.RecordClientAudit{Entries: []*auditv1.AuditEntry{e}}
+		it = &item{cmd: cmd, size: cmd.Size(), record: true, clientID: true}
+	} else {
+		cmd := &persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}}
+		it = &item{cmd: cmd, size: cmd.Size(), record: true}
+	}
 	if !req.GetSync() {
+		if it.clientID {
+			if resp, err := s.storedRecord(ctx, e); resp != nil || err != nil {
+				return resp, err
+			}
+		}
 		// The writer sets Position and the hashes on e while the caller
 		// may use what it got: it gets a copy.
 		out := &auditv1.AuditEntry{EventId: e.EventId, EventType: e.EventType, PlanId: e.PlanId,
@@ -116,7 +142,27 @@ func (s *Service) Record(ctx context.Context, req *auditv1.RecordRequest) (*audi
 	if r.Err != nil {
 		return nil, r.Err
 	}
+	if it.clientID && len(r.Recorded) == 1 && r.Recorded[0].Duplicate {
+		return &auditv1.RecordResponse{Entry: proto.Clone(r.Recorded[0].Entry).(*auditv1.AuditEntry),
+			Durable: true, Duplicate: true}, nil
+	}
 	return &auditv1.RecordResponse{Entry: e, Durable: true}, nil
+}
+
+// storedRecord answers an async record whose client-chosen event id is
+// committed already: the stored entry as a duplicate, or ALREADY_EXISTS
+// when its content differs. Both nil: the id is not stored (yet).
+func (s *Service) storedRecord(ctx context.Context, e *auditv1.AuditEntry) (*auditv1.RecordResponse, error) {
+	stored, err := s.reader.GetAudit(ctx, e.GetEventId())
+	switch {
+	case errs.CodeOf(err) == errs.NotFoundCode:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case !persistence.SameAuditContent(stored, e):
+		return nil, errs.AlreadyExists("audit event_id %s is stored already with other content", e.GetEventId())
+	}
+	return &auditv1.RecordResponse{Entry: stored, Durable: true, Duplicate: true}, nil
 }
 
 // Flush returns once everything accepted before it has committed, or the

@@ -3,15 +3,16 @@ package audit_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -493,4 +494,61 @@ func TestStartRefusesASecondWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Release()
+}
+
+// TestCallersCannotRecordAgentstateTypes: agentstate's own event types
+// attest changes it made (a session_deleted for a session that never
+// existed would be a forgery), so a caller's Record of one is
+// INVALID_ARGUMENT and stores nothing, in process and as a remote request;
+// agentstate's own writes of them (here Prune's audit_pruned) still commit.
+func TestCallersCannotRecordAgentstateTypes(t *testing.T) {
+	st, _ := openFile(t, "")
+	sys := newSystem(t)
+	svc := start(t, sys, st, audit.Config{})
+	ctx := context.Background()
+	n := 0
+	for _, typ := range audit.EventTypes() {
+		if !audit.ReservedEventType(typ) {
+			continue
+		}
+		n++
+		for _, sync := range []bool{true, false} {
+			_, err := svc.Record(ctx, &auditv1.RecordRequest{EventType: typ, SessionId: "never-existed", Sync: sync})
+			if !errors.Is(err, errs.ErrInvalidArgument) || !strings.Contains(err.Error(), "agentstate only") {
+				t.Errorf("Record(%s, sync %v): err = %v, want INVALID_ARGUMENT saying agentstate writes it", typ, sync, err)
+			}
+		}
+		res, err := sys.Root.RequestFuture(svc.PID(), &auditv1.RecordRequest{EventType: typ, Sync: true}, 10*time.Second).Result()
+		if e, ok := res.(*commonv1.Error); err != nil || !ok || e.Code != errs.InvalidArgumentCode {
+			t.Errorf("remote Record(%s): reply %v, %v; want INVALID_ARGUMENT", typ, res, err)
+		}
+	}
+	for _, typ := range []string{audit.EventSessionDeleted, audit.EventAuditPruned, audit.EventMessageAppended} {
+		if !audit.ReservedEventType(typ) {
+			t.Errorf("%s is not reserved", typ)
+		}
+	}
+	if n < 11 {
+		t.Fatalf("only %d reserved types checked", n)
+	}
+	if _, err := svc.Record(ctx, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true}); err != nil {
+		t.Fatalf("caller type: %v", err)
+	}
+	if _, err := svc.Prune(ctx, &auditv1.PruneRequest{OlderThan: timestamppb.New(time.Unix(0, 0))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Flush(ctx, &auditv1.FlushRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := svc.List(ctx, &auditv1.ListRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range l.Entries {
+		types = append(types, e.EventType)
+	}
+	if strings.Join(types, ",") != audit.EventConfigChanged+","+audit.EventAuditPruned {
+		t.Fatalf("stored %v; want only the caller's config_changed and agentstate's own audit_pruned", types)
+	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )

@@ -4,12 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	_ "github.com/mattn/go-sqlite3" // the tamperer's own handle
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -166,6 +167,55 @@ func TestPruneInTheFutureMeansNow(t *testing.T) {
 		}
 	}
 	mustVerify(t, svc)
+}
+
+// TestPruneBoundsFarInThePast: a bound before every entry, far outside the
+// stores' nanosecond range (1600 once wrapped to 2184 and removed the whole
+// trail) or Go's zero time, removes nothing; only an unset older_than is
+// missing, and a timestamp invalid as protobuf is INVALID_ARGUMENT. Since
+// and until filters far out either way mean what they say.
+func TestPruneBoundsFarInThePast(t *testing.T) {
+	st, _ := openFile(t, "")
+	svc := start(t, newSystem(t), st, audit.Config{PruneChunk: 5})
+	ctx := context.Background()
+	for range 7 {
+		record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true})
+	}
+	for _, older := range []*timestamppb.Timestamp{
+		timestamppb.New(time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)),
+		timestamppb.New(time.Time{}),
+		timestamppb.New(time.Unix(0, math.MinInt64)),
+	} {
+		resp, err := svc.Prune(ctx, &auditv1.PruneRequest{OlderThan: older})
+		if err != nil || resp.Removed != 0 {
+			t.Fatalf("prune older than %v: %v, %v; want nothing removed", older.AsTime(), resp, err)
+		}
+	}
+	if n := len(listAll(t, svc, &auditv1.Filter{EventType: audit.EventConfigChanged})); n != 7 {
+		t.Fatalf("%d entries left, want 7", n)
+	}
+	mustVerify(t, svc)
+	for _, bad := range []*auditv1.PruneRequest{{}, {OlderThan: &timestamppb.Timestamp{Seconds: 253402300800}}} {
+		if _, err := svc.Prune(ctx, bad); errs.CodeOf(err) != errs.InvalidArgumentCode {
+			t.Fatalf("prune %v: %v; want INVALID_ARGUMENT", bad, err)
+		}
+	}
+
+	y1600, y3000 := timestamppb.New(time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)), timestamppb.New(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))
+	for _, c := range []struct {
+		f    *auditv1.Filter
+		want int64
+	}{
+		{&auditv1.Filter{EventType: audit.EventConfigChanged, Since: y1600}, 7},
+		{&auditv1.Filter{EventType: audit.EventConfigChanged, Until: y3000}, 7},
+		{&auditv1.Filter{EventType: audit.EventConfigChanged, Until: y1600}, 0},
+		{&auditv1.Filter{EventType: audit.EventConfigChanged, Since: y3000}, 0},
+	} {
+		resp, err := svc.Count(ctx, &auditv1.CountRequest{Filter: c.f})
+		if err != nil || resp.Count != c.want {
+			t.Fatalf("count %v: %v, %v; want %d", c.f, resp, err, c.want)
+		}
+	}
 }
 
 // TestVerifyWhilePruning: a prune that removes entries while Verify walks

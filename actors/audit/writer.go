@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
@@ -32,7 +32,11 @@ type item struct {
 	async  bool
 	// record marks a stand-alone RecordAudit of one entry made by
 	// Record; all records of one batch are merged into one command.
-	record bool
+	// clientID marks one whose event id the client chose (a
+	// RecordClientAudit of one entry): those are merged into a command of
+	// their own, whose per-entry outcomes go back to their items.
+	record   bool
+	clientID bool
 	// slot is the backlog slot the item holds until it is answered.
 	slot *Backlog
 }
@@ -47,6 +51,7 @@ type (
 	applied struct {
 		batch    []*item
 		idx      []int // idx[i]: the command of batch[i] in results; -1 for a marker
+		sub      []int // sub[i]: a clientID record's entry within its command
 		results  []persistence.Result
 		err      error
 		dur      time.Duration
@@ -184,13 +189,13 @@ func (w *writer) start(ctx actor.Context) {
 		}
 		return
 	}
-	cmds, idx := commands(batch)
+	cmds, idx, sub := commands(batch)
 	w.inflight = true
 	if w.txs == nil {
 		w.txs = make(chan *tx, 1)
 		go runTxs(w.txs, w.w, ctx.ActorSystem().Root, ctx.Self())
 	}
-	w.txs <- &tx{cmds: cmds, done: applied{batch: batch, idx: idx, commands: n, bytes: bytes}}
+	w.txs <- &tx{cmds: cmds, done: applied{batch: batch, idx: idx, sub: sub, commands: n, bytes: bytes}}
 }
 
 // tx is one transaction for the transaction goroutine: its commands, and
@@ -214,16 +219,31 @@ func runTxs(txs <-chan *tx, pw persistence.Writer, root *actor.RootContext, self
 // commands turns a batch into the commands of one transaction. The
 // stand-alone records are merged into one RecordAudit at the place of the
 // first, which saves a savepoint per entry; they are independent and
-// already validated, so none can fail on its own.
-func commands(batch []*item) ([]persistence.Command, []int) {
+// already validated, so none can fail on its own. Records with client
+// event ids are merged likewise into one RecordClientAudit, whose entries
+// the store decides one by one (stored, duplicate, conflict); sub says
+// which entry is whose.
+func commands(batch []*item) ([]persistence.Command, []int, []int) {
 	cmds := make([]persistence.Command, 0, len(batch))
 	idx := make([]int, len(batch))
+	var sub []int
 	var merged *persistence.RecordAudit
-	at := -1
+	var mergedClient *persistence.RecordClientAudit
+	at, atClient := -1, -1
 	for i, it := range batch {
 		switch {
 		case it.cmd == nil:
 			idx[i] = -1
+		case it.clientID:
+			if mergedClient == nil {
+				mergedClient = &persistence.RecordClientAudit{}
+				atClient = len(cmds)
+				cmds = append(cmds, mergedClient)
+				sub = make([]int, len(batch))
+			}
+			sub[i] = len(mergedClient.Entries)
+			mergedClient.Entries = append(mergedClient.Entries, it.cmd.(*persistence.RecordClientAudit).Entries...)
+			idx[i] = atClient
 		case it.record:
 			if merged == nil {
 				merged = &persistence.RecordAudit{}
@@ -237,7 +257,20 @@ func commands(batch []*item) ([]persistence.Command, []int) {
 			cmds = append(cmds, it.cmd)
 		}
 	}
-	return cmds, idx
+	return cmds, idx, sub
+}
+
+// clientOutcome is the Result for the clientID record batch[i] of m: its
+// own entry's outcome out of the merged command's.
+func clientOutcome(m *applied, i int, r persistence.Result) persistence.Result {
+	if r.Err != nil {
+		return r
+	}
+	if m.sub[i] >= len(r.Recorded) { // the store broke its contract; the batch did commit
+		return persistence.Result{Err: errs.Internal("store returned %d audit outcomes for entry %d", len(r.Recorded), m.sub[i])}
+	}
+	rec := r.Recorded[m.sub[i]]
+	return persistence.Result{Err: rec.Err, Recorded: []persistence.RecordedAudit{rec}}
 }
 
 func (w *writer) finish(ctx actor.Context, m *applied) {
@@ -252,6 +285,8 @@ func (w *writer) finish(ctx actor.Context, m *applied) {
 			var r persistence.Result
 			switch {
 			case m.idx[i] < 0:
+			case m.idx[i] < len(m.results) && it.clientID:
+				r = clientOutcome(m, i, m.results[m.idx[i]])
 			case m.idx[i] < len(m.results):
 				r = m.results[m.idx[i]]
 			default: // the store broke its contract; the batch did commit

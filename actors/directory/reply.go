@@ -53,7 +53,9 @@ func (p *PIDReplier) Reply(resp proto.Message, err error) {
 
 // Ask sends msg to pid (a directory or an owner) as a *Call and waits for
 // the reply or for ctx. When ctx ends first the request may still be
-// carried out; the caller only stops waiting (as with any network call).
+// carried out; the caller only stops waiting (as with any network call),
+// so the answer is OUTCOME_UNKNOWN: UNAVAILABLE would promise that nothing
+// was stored.
 func Ask(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg proto.Message) (proto.Message, error) {
 	ch := make(ChanReplier, 1)
 	root.Send(pid, &Call{Msg: msg, Replier: ch})
@@ -61,6 +63,6 @@ func Ask(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg proto
 	case r := <-ch:
 		return r.Msg, r.Err
 	case <-ctx.Done():
-		return nil, errs.Unavailable("no reply before the deadline: %v", ctx.Err())
+		return nil, errs.OutcomeUnknown("no reply before the deadline, the request may still be applied: %v", ctx.Err())
 	}
 }

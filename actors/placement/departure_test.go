@@ -12,7 +12,7 @@ import (
 	"github.com/agentstate/agentstate/actors/placement"
 	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/actors/session"
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/asynkron/protoactor-go/actor"

@@ -3,8 +3,12 @@ package placement
 import (
 	"context"
 	"fmt"
+	stdlog "log"
+	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
+	"github.com/labstack/echo"
 )
 
 // DefaultRefresh is how often the automanaged provider polls its peers:
@@ -49,6 +54,9 @@ type MemberConfig struct {
 type Member struct {
 	Cluster *cluster.Cluster
 	once    sync.Once
+	// topo is the membership as published on the event stream: the
+	// library's own MemberList.Length reads without its lock.
+	topo topologyWatch
 }
 
 // StartMember joins sys to the cluster described by cfg and binds router
@@ -71,33 +79,50 @@ func StartMember(sys *actor.ActorSystem, cfg MemberConfig, router *Router) (m *M
 			return nil, errs.InvalidArgument("peer %q: bad port", p)
 		}
 	}
-	prov := automanaged.NewWithConfig(cfg.Refresh, cfg.AutoManagedPort, cfg.Peers...)
+	// The provider's own HTTP server would print a coloured "http server
+	// started" line to stdout and its errors there too; it is given one
+	// that logs through the actor system's logger instead. The library
+	// takes a caller's server only through NewWithTesting, which then
+	// leaves the health route to the caller (healthRoute).
+	srv := quietEcho(sys.Logger())
+	prov := automanaged.NewWithTesting(cfg.Refresh, cfg.AutoManagedPort, srv, cfg.Peers...)
 	rc := remote.Configure(cfg.Host, 0, cfg.RemoteOptions...)
 	cc := cluster.Configure(cfg.Name, prov, disthash.New(), rc,
 		cluster.WithKinds(cfg.Kinds...), cluster.WithRequestTimeout(cfg.RequestTimeout))
 	c := cluster.New(sys, cc)
+	healthRoute(srv, c, cfg.AutoManagedPort)
 	defer func() {
 		if p := recover(); p != nil { // the remote panics when it cannot listen
+			if m != nil {
+				sys.EventStream.Unsubscribe(m.topo.sub)
+			}
 			m, err = nil, fmt.Errorf("start cluster member: %v", p)
 		}
 	}()
+	m = &Member{Cluster: c}
+	// Before the first topology, so that the member and the router know
+	// the membership from the start.
+	m.topo.watch(sys.EventStream)
 	if router != nil {
-		// Before the first topology, so the router knows the membership
-		// from the start.
 		router.topo.watch(sys.EventStream)
 	}
 	c.StartMember()
 	if router != nil {
 		router.Bind(c)
 	}
-	return &Member{Cluster: c}, nil
+	return m, nil
 }
 
 // Address is the member's remote address (host:port).
 func (m *Member) Address() string { return m.Cluster.ActorSystem.Address() }
 
 // Members is the number of members in this member's topology.
-func (m *Member) Members() int { return m.Cluster.MemberList.Length() }
+func (m *Member) Members() int {
+	if t := m.topo.load(); t != nil {
+		return len(t.members)
+	}
+	return 0
+}
 
 // WaitMembers waits until the topology holds at least n members or ctx
 // ends. The member list changes on provider polls; it is checked every
@@ -119,4 +144,39 @@ func (m *Member) WaitMembers(ctx context.Context, n int) error {
 // stops the remote; only the first call does anything.
 func (m *Member) Shutdown() {
 	m.once.Do(func() { m.Cluster.Shutdown(true) })
+}
+
+// quietEcho is the automanaged provider's HTTP server, with nothing
+// written to stdout: no banner, no "started on" line, and its error log
+// (the http.Server's, and echo's own) through log at WARN.
+func quietEcho(log *slog.Logger) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	w := &lineLogger{log: log.With("component", "automanaged-http")}
+	e.Logger.SetOutput(w)
+	e.StdLogger = stdlog.New(w, "", 0)
+	return e
+}
+
+// healthRoute serves what the library's own server serves on /_health
+// (automanaged.NewWithConfig): this member as a NodeModel, which peers
+// poll to build the topology. Address and kinds are read per request:
+// the remote binds its port when the member starts.
+func healthRoute(e *echo.Echo, c *cluster.Cluster, autoManagedPort int) {
+	e.GET("/_health", func(ctx echo.Context) error {
+		host, port, err := c.ActorSystem.GetHostPort()
+		if err != nil {
+			return ctx.NoContent(http.StatusServiceUnavailable)
+		}
+		return ctx.JSON(http.StatusOK, automanaged.NewNode(c.Config.Name, c.ActorSystem.ID, host, port,
+			autoManagedPort, c.GetClusterKinds()))
+	})
+}
+
+// lineLogger logs each write (one line of a standard logger) at WARN.
+type lineLogger struct{ log *slog.Logger }
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.log.Warn(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

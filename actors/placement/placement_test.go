@@ -13,17 +13,18 @@ import (
 	"github.com/agentstate/agentstate/actors/placement"
 	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/actors/session"
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/protobuf/proto"
 )
 
 // oneMember starts a one-member cluster (one remote per test process: the
@@ -219,6 +220,9 @@ func TestDoubleActivationIsFencedAndRetried(t *testing.T) {
 	if m.router.Retries() == before {
 		t.Fatal("the cluster's old activation wrote after a newer one activated: it was not fenced")
 	}
+	if n := s.FencedActivations(); n != 1 {
+		t.Fatalf("%d fenced session activations counted, want 1", n)
+	}
 	// Now the rogue is the older activation: its write is refused.
 	err = appendVia(rogue, "r2")
 	if errs.CodeOf(err) != errs.UnavailableCode || !strings.Contains(err.Error(), "newer activation") {
@@ -237,5 +241,91 @@ func TestDoubleActivationIsFencedAndRetried(t *testing.T) {
 	}
 	if want := "a1,r1,a2"; strings.Join(got, ",") != want {
 		t.Fatalf("stored %v, want %s", got, want)
+	}
+}
+
+// TestClusterKindsServeReadsLikeTheDirectory: a read sent to a cluster
+// activation gets the answer the local directory gives (they once refused
+// it: `session "" cannot serve ListMessagesRequest`), and a request an
+// activation cannot serve is refused naming what was wrong.
+func TestClusterKindsServeReadsLikeTheDirectory(t *testing.T) {
+	m := startOneMember(t)
+	ctx := context.Background()
+	created, err := m.node.Sessions().Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := created.GetSession().GetSessionId()
+	if _, err := m.node.Sessions().Append(ctx, &sessionv1.AppendRequest{SessionId: sid, Messages: []*sessionv1.NewMessage{
+		{Role: sessionv1.Role_ROLE_USER, Content: "one"}, {Role: sessionv1.Role_ROLE_ASSISTANT, Content: "two"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	pid := ids.New()
+	if _, err := m.node.Plans().RecordError(ctx, &planv1.RecordErrorRequest{PlanId: pid, Phase: planv1.Phase_PHASE_EXECUTE,
+		StepId: "s", ErrorType: "TimeoutError", Message: "slow"}); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(what string, kind, identity string, req proto.Message) proto.Message {
+		t.Helper()
+		var (
+			res any
+			err error
+		)
+		if kind == "" {
+			dir := m.node.Sessions().PID()
+			if _, ok := req.(interface{ GetPlanId() string }); ok {
+				dir = m.node.Plans().PID()
+			}
+			res, err = m.sys.Root.RequestFuture(dir, req, 10*time.Second).Result()
+		} else {
+			res, err = m.cluster.Request(identity, kind, req)
+		}
+		if err != nil {
+			t.Fatalf("%s %T: %v", what, req, err)
+		}
+		return res.(proto.Message)
+	}
+	for _, tc := range []struct {
+		kind, identity string
+		req            proto.Message
+	}{
+		{session.ClusterKind, sid, &sessionv1.GetSessionRequest{SessionId: sid}},
+		{session.ClusterKind, sid, &sessionv1.ListMessagesRequest{SessionId: sid}},
+		{session.ClusterKind, sid, &sessionv1.ListSessionsRequest{}},
+		{plan.ClusterKind, pid, &planv1.HistoryRequest{PlanId: pid}},
+		{plan.ClusterKind, pid, &planv1.ErrorDetailsRequest{PlanId: pid}},
+	} {
+		local := ask("directory", "", "", tc.req)
+		if _, isErr := local.(*commonv1.Error); isErr {
+			t.Fatalf("the directory refused %T: %v", tc.req, local)
+		}
+		activation := ask("activation", tc.kind, tc.identity, tc.req)
+		if !proto.Equal(local, activation) {
+			t.Errorf("%T: the activation answered %v; the directory %v", tc.req, activation, local)
+		}
+	}
+
+	other := ids.New()
+	for _, tc := range []struct {
+		kind, identity string
+		req            proto.Message
+		want           []string
+	}{
+		{session.ClusterKind, sid, &sessionv1.CloseSessionRequest{SessionId: other}, []string{sid, other, "CloseSessionRequest"}},
+		{session.ClusterKind, sid, &planv1.HistoryRequest{PlanId: pid}, []string{"sessions service cannot serve", "HistoryRequest"}},
+		{plan.ClusterKind, pid, &planv1.SetPolicyRequest{PlanId: other, MaxRetries: 1}, []string{pid, other, "SetPolicyRequest"}},
+		{plan.ClusterKind, pid, &sessionv1.GetSessionRequest{SessionId: sid}, []string{"plans service cannot serve", "GetSessionRequest"}},
+	} {
+		e, ok := ask("activation", tc.kind, tc.identity, tc.req).(*commonv1.Error)
+		if !ok || e.GetCode() != errs.InvalidArgumentCode {
+			t.Errorf("%T to %s %s: answered %v, want INVALID_ARGUMENT", tc.req, tc.kind, tc.identity, e)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(e.GetMessage(), w) || strings.Contains(e.GetMessage(), `""`) {
+				t.Errorf("%T to %s %s: %q should name %q (and no empty id)", tc.req, tc.kind, tc.identity, e.GetMessage(), w)
+			}
+		}
 	}
 }

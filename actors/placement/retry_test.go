@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/placement"
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/asynkron/protoactor-go/actor"

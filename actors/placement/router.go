@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/actors/session"
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 )
 
 // The test's last act stops an activation: a missing session's actor

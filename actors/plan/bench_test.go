@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/plan"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 )
 
 // BenchmarkRecordError64Plans measures acknowledged (committed) records per

@@ -3,7 +3,7 @@ package plan
 import (
 	"strings"
 
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 )
 
 // Classification is what the table says about one error category. It is a

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/plan"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 )
 
 const (

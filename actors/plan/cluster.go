@@ -32,7 +32,8 @@ type Router interface {
 // does not stop it before its write in flight is answered (moveOut).
 func (s *Service) ClusterProps() *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &owner{env: s.env, standalone: true, admit: s.backlog.TryAcquire, release: s.backlog.Release}
+		return &owner{env: s.env, standalone: true, admit: s.backlog.TryAcquire, release: s.backlog.Release,
+			serveRead: s.serveRead}
 	}, actor.WithReceiverMiddleware(poisonAsMoveOut))
 }
 
@@ -79,6 +80,11 @@ func abandon(r directory.Replier) {
 	}
 }
 
+// FencedActivations is how many plan activations found a newer one had
+// taken their plan (the store fenced their write; they answered
+// UNAVAILABLE and stopped).
+func (s *Service) FencedActivations() int64 { return s.env.fenced.Load() }
+
 // clusterInit takes the actor's identity and activates. The cluster
 // delivers it right after Started, before any request.
 func (o *owner) clusterInit(ctx actor.Context, m *cluster.ClusterInit) {
@@ -103,16 +109,23 @@ func (o *owner) acceptBare(ctx actor.Context, m proto.Message) {
 			return
 		}
 	}
-	// The identity is the plan id: a request naming another plan
-	// reached the wrong actor.
-	if id, routed, err := planKey(m); err != nil || !routed || id != o.planID {
-		if err == nil {
-			err = errs.InvalidArgument("plan actor %s cannot serve %T for plan %q", o.planID, m, id)
-		}
+	id, routed, err := planKey(m)
+	switch {
+	case err != nil:
 		r.Reply(nil, err)
-		return
+	case !routed:
+		// Reads need no owner: served as the directory serves them (on
+		// their own goroutine, on the reader), so a request works the
+		// same whichever way it reached the node.
+		go o.serveRead(&directory.Call{Msg: m, Replier: r})
+	case id != o.planID:
+		// The identity is the plan id: a write naming another plan
+		// reached the wrong actor.
+		r.Reply(nil, errs.InvalidArgument("plan actor %s cannot serve %s for plan %q: send it to that plan's identity",
+			o.planID, m.ProtoReflect().Descriptor().Name(), id))
+	default:
+		o.call(ctx, &directory.Call{Msg: m, Replier: r})
 	}
-	o.call(ctx, &directory.Call{Msg: m, Replier: r})
 }
 
 // route sends a write to its plan actor through r (cluster mode).

@@ -21,7 +21,9 @@ type Config struct {
 	// MaxMessageBytes bounds a record's message, stack_summary and
 	// attributes_json, and a MergeErrorDetails payload (default
 	// DefaultMaxMessageBytes). The other writers' keys of one plan's
-	// error_details may take four times as much in total.
+	// error_details may take four times as much in total, counted as
+	// stored (the rendered JSON of those keys, escapes included); a merge
+	// past that is INVALID_ARGUMENT.
 	MaxMessageBytes int
 	// Name is the directory's actor name (default DirectoryName). Two
 	// Services in one actor system need different names; they then own

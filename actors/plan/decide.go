@@ -3,7 +3,7 @@ package plan
 import (
 	"strings"
 
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 )
 
 // Decision is the recovery advice for one recorded error.

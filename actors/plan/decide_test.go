@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/plan"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 )
 
 // The limit edges: retry_count 1..max retries, max+1 escalates; max 0

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/jsonobj"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 )
 
 // The keys of error_details that belong to the plan actor: it writes them
@@ -128,6 +128,30 @@ func joinDetails(foreign map[string]json.RawMessage, rec *planv1.ErrorDetails) s
 		}
 	}
 	return string(append(buf, '}'))
+}
+
+// foreignBytes is the exact size of joinDetails(merged, nil), merged being
+// foreign with add's keys added or replaced: the bytes the other writers'
+// keys take when stored. Keys count as rendered (escapes included), so a
+// key of control characters costs what it stores, not what it decodes to.
+func foreignBytes(foreign, add map[string]json.RawMessage) int {
+	size, n := 2, 0 // the braces
+	count := func(k string, v json.RawMessage) {
+		size += len(appendString(nil, k)) + 1 + len(v) // "key":value
+		n++
+	}
+	for k, v := range foreign {
+		if _, replaced := add[k]; !replaced {
+			count(k, v)
+		}
+	}
+	for k, v := range add {
+		count(k, v)
+	}
+	if n > 1 {
+		size += n - 1 // the commas
+	}
+	return size
 }
 
 func appendRecovery(buf []byte, key string, rec *planv1.ErrorDetails) []byte {

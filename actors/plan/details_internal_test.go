@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -47,5 +47,33 @@ func TestDetailsRoundTrip(t *testing.T) {
 	}
 	if doc := joinDetails(nil, nil); doc != "{}" {
 		t.Fatalf("empty details: %s", doc)
+	}
+}
+
+// TestForeignBytesIsTheStoredSize: the merge cap counts what the other
+// writers' keys take when stored — escapes of their keys included — so a
+// plan's error_details never stores more than the documented cap (a key of
+// control characters once counted as its decoded length, a sixth of what
+// it stores).
+func TestForeignBytesIsTheStoredSize(t *testing.T) {
+	ctrl := string([]byte{1, 2, 3, 4, 5, 6, 7, 8})
+	cases := []struct{ foreign, add map[string]json.RawMessage }{
+		{nil, nil},
+		{nil, map[string]json.RawMessage{"a": json.RawMessage(`1`)}},
+		{map[string]json.RawMessage{"a": json.RawMessage(`1`), "b": json.RawMessage(`"x"`)},
+			map[string]json.RawMessage{"b": json.RawMessage(`[1,2,3]`), ctrl: json.RawMessage(`{"k":"v"}`)}},
+		{map[string]json.RawMessage{`q"uote\`: json.RawMessage(`null`)}, map[string]json.RawMessage{"é日": json.RawMessage(`true`)}},
+	}
+	for _, c := range cases {
+		merged := map[string]json.RawMessage{}
+		for k, v := range c.foreign {
+			merged[k] = v
+		}
+		for k, v := range c.add {
+			merged[k] = v
+		}
+		if got, want := foreignBytes(c.foreign, c.add), len(joinDetails(merged, nil)); got != want {
+			t.Errorf("foreignBytes = %d, stored %d bytes (%s)", got, want, joinDetails(merged, nil))
+		}
 	}
 }

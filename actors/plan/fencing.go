@@ -58,6 +58,7 @@ func (o *owner) activated(ctx actor.Context, res persistence.Result) {
 // of them was stored), and so is every later call, until the directory,
 // asked now, stops the actor.
 func (o *owner) fence(ctx actor.Context, b *batch) {
+	o.env.fenced.Add(1)
 	o.broken = errs.Unavailable("plan %s is owned by a newer activation; retry", o.planID)
 	o.fail(b.ops, o.broken)
 	o.fail(o.queue, o.broken)

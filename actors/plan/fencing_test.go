@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/plan"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 )
 
 // secondService starts another plans service on h's actor system, audit
@@ -102,6 +102,10 @@ func TestFencingDoubleActivation(t *testing.T) {
 	check(r3, 3, 1)
 	if r3.GetMaxRetries() != 9 {
 		t.Fatalf("record after the policy change: max_retries %d, want 9", r3.GetMaxRetries())
+	}
+
+	if fa, fb := a.FencedActivations(), b.FencedActivations(); fa != 2 || fb != 1 {
+		t.Fatalf("fenced activations counted: %d through a, %d through b; want 2 and 1", fa, fb)
 	}
 
 	got := history(t, b, id)

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/messages/jsonobj"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 )
 
 // FuzzValidateRecordError: a RecordError is refused as INVALID_ARGUMENT or

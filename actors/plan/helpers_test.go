@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/plan"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"

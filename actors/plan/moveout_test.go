@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/plan"
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 )

@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
@@ -59,6 +60,9 @@ type owner struct {
 	standalone bool
 	admit      func() error
 	release    func()
+	// serveRead serves a cluster kind's reads, which need no owner, as
+	// the directory's Unkeyed does; it replies itself.
+	serveRead func(*directory.Call)
 	// broken is set when the plan could not be loaded; every request is
 	// answered with it until the directory has stopped this actor.
 	broken error
@@ -76,6 +80,7 @@ type env struct {
 	auditPID *actor.PID
 	cfg      Config
 	live     *liveSet
+	fenced   atomic.Int64 // activations whose write the store fenced
 }
 
 func newOwner(planID string, e *env) actor.Actor { return &owner{planID: planID, env: e} }
@@ -251,19 +256,12 @@ func (o *owner) opOf(c *directory.Call) (*op, error) {
 }
 
 // checkDetailsSize refuses a merge that would grow the other writers' part
-// of error_details beyond Config.MaxMessageBytes times four.
+// of error_details, as stored (foreignBytes), beyond Config.MaxMessageBytes
+// times four.
 func (o *owner) checkDetailsSize(add map[string]json.RawMessage) error {
-	size := 2
-	for k, v := range o.working.foreign {
-		if _, replaced := add[k]; !replaced {
-			size += len(k) + len(v) + 4
-		}
-	}
-	for k, v := range add {
-		size += len(k) + len(v) + 4
-	}
+	size := foreignBytes(o.working.foreign, add)
 	if max := o.env.cfg.maxDetailsBytes(); size > max {
-		return errs.InvalidArgument("error_details of plan %s would be about %d bytes after the merge; at most %d allowed", o.planID, size, max)
+		return errs.InvalidArgument("error_details of plan %s: the other writers' keys would take %d bytes after the merge; at most %d allowed", o.planID, size, max)
 	}
 	return nil
 }

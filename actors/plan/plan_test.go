@@ -4,15 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/plan"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 )
 
 const (
@@ -410,5 +411,37 @@ func TestStop(t *testing.T) {
 	}
 	if h.svc.ActiveActors() != 0 {
 		t.Fatalf("%d plan actors live after Stop", h.svc.ActiveActors())
+	}
+}
+
+// TestMergeCapIsWhatIsStored: the other writers' keys of one plan's
+// error_details never take more than 4 × MaxMessageBytes as stored. Keys
+// of control characters are stored escaped (six bytes each); the cap once
+// counted them decoded, so such merges stored six times the cap.
+func TestMergeCapIsWhatIsStored(t *testing.T) {
+	const maxMsg = 1024
+	h := newHarness(t, inMemory, plan.Config{MaxMessageBytes: maxMsg})
+	ctx := ctxT(t)
+	refused := false
+	for i := range 40 {
+		key := strings.Repeat(`\u0001`, 150) + strconv.Itoa(i) // 150 control characters: 900 bytes stored
+		_, err := h.svc.MergeErrorDetails(ctx, &planv1.MergeErrorDetailsRequest{PlanId: "cap", DetailsJson: `{"` + key + `":1}`})
+		if err != nil {
+			if !isInvalid(err) {
+				t.Fatalf("merge %d: %v, want INVALID_ARGUMENT past the cap", i, err)
+			}
+			refused = true
+			break
+		}
+	}
+	if !refused {
+		t.Fatal("40 merges of ~900 stored bytes each were all accepted under a cap of 4 KiB")
+	}
+	got, err := h.svc.ErrorDetails(ctx, &planv1.ErrorDetailsRequest{PlanId: "cap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.GetDetailsJson()); n > 4*maxMsg {
+		t.Fatalf("error_details stores %d bytes of other writers' keys; the cap is %d", n, 4*maxMsg)
 	}
 }

@@ -1,8 +1,8 @@
 package plan
 
 import (
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -18,6 +18,12 @@ import (
 // fails whole with a *persistence.RecordsExistError listing the stored
 // records (recordsExist, below). That is what makes a retry safe after
 // passivation, after a move to another member and after memory forgot it.
+//
+// A retry is the same request: a record_id names one error, so a request
+// reusing a known id with other content (sameError) is ALREADY_EXISTS
+// naming the id and changes nothing, rather than being answered with the
+// original while its own content is dropped. The content is compared only
+// once the id is found known, so a first attempt costs nothing more.
 
 // Bounds on what an actor remembers of its committed records with client
 // ids; older ones are resolved by the store, at the cost of a refused write.
@@ -79,10 +85,18 @@ func (o *owner) retried(n *op) bool {
 	}
 	id := n.recordID
 	if r := o.recent.get(id); r != nil {
+		if !sameError(n.recordErr, r) {
+			n.replier.Reply(nil, recordIDTaken(id))
+			return true
+		}
 		n.replier.Reply(&planv1.RecordErrorResponse{Record: r, Duplicate: true}, nil)
 		return true
 	}
 	if first, ok := o.byRecord[id]; ok {
+		if !sameRequest(n.recordErr, first.recordErr) {
+			n.replier.Reply(nil, recordIDTaken(id))
+			return true
+		}
 		first.followers = append(first.followers, n.replier)
 		return true
 	}
@@ -153,6 +167,10 @@ func (o *owner) recordsExist(ctx actor.Context, b *batch, e *persistence.Records
 			// A stored record of this plan that committed does not
 			// count means memory and store disagree: reload.
 			stale = stale || r.GetSequence() >= o.committed.nextSeq
+			if !sameError(op.recordErr, r) {
+				o.answer(op, nil, recordIDTaken(op.recordID))
+				continue
+			}
 			o.answer(op, &planv1.RecordErrorResponse{Record: r, Duplicate: true}, nil)
 		default:
 			o.answer(op, nil, errs.AlreadyExists("record_id %s is recorded for another plan; a record_id names one record of one plan", op.recordID))
@@ -170,4 +188,33 @@ func (o *owner) recordsExist(ctx actor.Context, b *batch, e *persistence.Records
 		return
 	}
 	o.rollback()
+}
+
+// sameError reports whether req (validated and normalized) asks for the
+// error that r records: every field the caller supplies is equal. What the
+// plan derived (sequence, retry count, advice, time) is not the caller's.
+func sameError(req *planv1.RecordErrorRequest, r *planv1.ErrorRecord) bool {
+	return req.GetPhase() == r.GetPhase() && req.GetStepId() == r.GetStepId() &&
+		req.GetErrorType() == r.GetErrorType() && req.GetMessage() == r.GetMessage() &&
+		req.GetTool() == r.GetTool() && req.GetActorName() == r.GetActorName() &&
+		req.GetStackSummary() == r.GetStackSummary() &&
+		orEmptyObject(req.GetAttributesJson()) == orEmptyObject(r.GetAttributesJson())
+}
+
+// sameRequest is sameError for two requests (validated and normalized).
+func sameRequest(a, b *planv1.RecordErrorRequest) bool {
+	return sameError(a, &planv1.ErrorRecord{Phase: b.GetPhase(), StepId: b.GetStepId(), ErrorType: b.GetErrorType(),
+		Message: b.GetMessage(), Tool: b.GetTool(), ActorName: b.GetActorName(), StackSummary: b.GetStackSummary(),
+		AttributesJson: b.GetAttributesJson()})
+}
+
+func recordIDTaken(id string) error {
+	return errs.AlreadyExists("record_id %s is recorded with other content; a retry must repeat its request exactly", id)
+}
+
+func orEmptyObject(s string) string {
+	if s == "" {
+		return "{}"
+	}
+	return s
 }

@@ -2,16 +2,17 @@ package plan_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
 	"github.com/agentstate/agentstate/actors/plan"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -85,8 +86,17 @@ func TestRecordErrorRetryIsIdempotent(t *testing.T) {
 	for _, ch := range retries {
 		h.sys.Root.Send(h.svc.PID(), &directory.Call{Msg: withID(timeoutOn(p, execute, "s"), id), Replier: ch})
 	}
+	// The same id with another message, while the original is in flight,
+	// is no retry of it.
+	reuse := make(directory.ChanReplier, 1)
+	changed := withID(timeoutOn(p, execute, "s"), id)
+	changed.Message += " (changed)"
+	h.sys.Root.Send(h.svc.PID(), &directory.Call{Msg: changed, Replier: reuse})
 	probe(t, h, p)
 	release()
+	if r := <-reuse; errs.CodeOf(r.Err) != errs.AlreadyExistsCode {
+		t.Fatalf("reused id with another message while in flight: %v, %v; want ALREADY_EXISTS", r.Msg, r.Err)
+	}
 
 	f := <-first
 	if f.Err != nil {
@@ -128,14 +138,23 @@ func TestRecordErrorRetryIsIdempotent(t *testing.T) {
 	}
 
 	// After passivation the actor remembers nothing: the store answers.
-	// The retry's other fields differ; the record id decides.
-	h.svc.PassivateAll()
-	if a := h.svc.ActiveActors(); a != 0 {
-		t.Fatalf("%d plan actors live after PassivateAll", a)
-	}
+	// A request reusing the id with other fields is no retry: refused,
+	// before and after passivation, naming the id.
 	other := withID(&planv1.RecordErrorRequest{PlanId: p, Phase: strategize, StepId: "t", ErrorType: "AuthError"}, id)
-	wantOriginal(t, "retry after passivation", recordResp(t, h.svc, other), orig.GetRecord())
-	wantOriginal(t, "second retry after passivation", recordResp(t, h.svc, other), orig.GetRecord())
+	for _, when := range []string{"remembered", "after passivation"} {
+		if when != "remembered" {
+			h.svc.PassivateAll()
+			if a := h.svc.ActiveActors(); a != 0 {
+				t.Fatalf("%d plan actors live after PassivateAll", a)
+			}
+		}
+		_, err := h.svc.RecordError(ctx, other)
+		if errs.CodeOf(err) != errs.AlreadyExistsCode || !strings.Contains(err.Error(), id) {
+			t.Fatalf("%s: reused id with other fields: %v; want ALREADY_EXISTS naming %s", when, err, id)
+		}
+	}
+	wantOriginal(t, "retry after passivation", recordResp(t, h.svc, withID(timeoutOn(p, execute, "s"), id)), orig.GetRecord())
+	wantOriginal(t, "second retry after passivation", recordResp(t, h.svc, withID(timeoutOn(p, execute, "s"), id)), orig.GetRecord())
 
 	// Nothing was bumped: the next error of the step is its third.
 	next := record(t, h.svc, timeoutOn(p, execute, "s"))
@@ -147,6 +166,51 @@ func TestRecordErrorRetryIsIdempotent(t *testing.T) {
 	}
 	if n := errorAudits(t, h, p); n != 3 {
 		t.Fatalf("%d plan_error_recorded entries; want 3", n)
+	}
+}
+
+// A request reusing a record id the actor does not remember, with other
+// content, rides in a write with new records: the store refuses the write,
+// the reuse is ALREADY_EXISTS, and the new records are resent as if it
+// had never come.
+func TestReusedRecordIDInABatchIsRefused(t *testing.T) {
+	h := newHarness(t, inMemory, plan.Config{})
+	ctx := ctxT(t)
+	const p = "reused"
+	id := ids.New()
+	recordResp(t, h.svc, withID(timeoutOn(p, execute, "s"), id)) // sequence 0, count 1
+	h.svc.PassivateAll()
+	record(t, h.svc, timeoutOn(p, execute, "s")) // a fresh actor: sequence 1, count 2
+
+	entered, release := h.gate.armHold()
+	held := make(chan error, 1)
+	go func() {
+		_, err := h.svc.RecordError(ctx, timeoutOn(p, execute, "s")) // sequence 2, count 3
+		held <- err
+	}()
+	<-entered
+	reuse, fresh := make(directory.ChanReplier, 1), make(directory.ChanReplier, 1)
+	changed := withID(timeoutOn(p, execute, "s"), id)
+	changed.StackSummary = "another stack"
+	h.sys.Root.Send(h.svc.PID(), &directory.Call{Msg: changed, Replier: reuse})
+	h.sys.Root.Send(h.svc.PID(), &directory.Call{Msg: timeoutOn(p, execute, "s"), Replier: fresh})
+	probe(t, h, p)
+	release()
+	if err := <-held; err != nil {
+		t.Fatalf("held write: %v", err)
+	}
+	if r := <-reuse; errs.CodeOf(r.Err) != errs.AlreadyExistsCode || !strings.Contains(r.Err.Error(), id) {
+		t.Fatalf("reused id: %v, %v; want ALREADY_EXISTS naming %s", r.Msg, r.Err, id)
+	}
+	f := <-fresh
+	if f.Err != nil {
+		t.Fatalf("new record behind the reuse: %v", f.Err)
+	}
+	if rec := f.Msg.(*planv1.RecordErrorResponse).GetRecord(); rec.GetSequence() != 3 || rec.GetRetryCount() != 4 {
+		t.Fatalf("new record: sequence %d retry_count %d; want 3 4", rec.GetSequence(), rec.GetRetryCount())
+	}
+	if recs := history(t, h.svc, p); len(recs) != 4 || recs[0].GetStackSummary() == "another stack" {
+		t.Fatalf("history: %v", recs)
 	}
 }
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/plan"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"google.golang.org/protobuf/proto"
 )
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/directory"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )

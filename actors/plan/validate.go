@@ -4,10 +4,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/messages/jsonobj"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
 )
 

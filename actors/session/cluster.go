@@ -30,9 +30,16 @@ type Router interface {
 // *commonv1.Error), and passivates itself when idle: it has no directory.
 func (s *Service) ClusterProps() *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &owner{env: s.env, stale: true, standalone: true, admit: s.admitRemote, release: s.backlog.Release}
+		return &owner{env: s.env, stale: true, standalone: true, admit: s.admitRemote, release: s.backlog.Release,
+			unkeyed: s.unkeyed}
 	})
 }
+
+// FencedActivations is how many session activations found a newer one
+// had taken their session (the store fenced their write; they answered
+// UNAVAILABLE and stopped). Expected after a member rejoins; a steady
+// rise means members disagree about placement.
+func (s *Service) FencedActivations() int64 { return s.env.fenced.Load() }
 
 // clusterInit takes the actor's identity. The cluster delivers it right
 // after Started, before any request.
@@ -57,16 +64,23 @@ func (o *owner) acceptBare(ctx actor.Context, m proto.Message) {
 			return
 		}
 	}
-	// The identity is the session id: a request naming another session
-	// reached the wrong actor.
-	if id, routed, err := routeKey(m); err != nil || !routed || id != o.id {
-		if err == nil {
-			err = errs.InvalidArgument("session actor %s cannot serve %T for session %q", o.id, m, id)
-		}
+	id, routed, err := routeKey(m)
+	switch {
+	case err != nil:
 		r.Reply(nil, err)
-		return
+	case !routed:
+		// Reads and imports need no owner: served as the directory
+		// serves them (on their own goroutine, on the reader), so a
+		// request works the same whichever way it reached the node.
+		go o.unkeyed(&directory.Call{Msg: m, Replier: r})
+	case id != o.id:
+		// The identity is the session id: a write naming another
+		// session reached the wrong actor.
+		r.Reply(nil, errs.InvalidArgument("session actor %s cannot serve %s for session %q: send it to that session's identity",
+			o.id, m.ProtoReflect().Descriptor().Name(), id))
+	default:
+		o.accept(&directory.Call{Msg: m, Replier: r})
 	}
-	o.accept(&directory.Call{Msg: m, Replier: r})
 }
 
 // routed sends a normalised write to its owner: through Config.Router when

@@ -11,6 +11,8 @@ const (
 	DefaultMaxContentBytes = 1 << 20
 	DefaultMaxTurnMessages = 1000
 	DefaultAskTimeout      = 30 * time.Second
+	// DefaultImportIdleTimeout: see Config.ImportIdleTimeout.
+	DefaultImportIdleTimeout = 5 * time.Minute
 )
 
 // Limits on the short text fields of a session and a plan link. They are
@@ -45,6 +47,11 @@ type Config struct {
 	// AskTimeout is how long façade calls wait for a session actor's
 	// answer, and for the audit actor on imports (default 30s).
 	AskTimeout time.Duration
+	// ImportIdleTimeout is how long a streamed import may go without
+	// storing a batch before its staged session is taken as abandoned and
+	// removed (default 5 minutes); the sweep for such sessions runs at
+	// Start and then at this interval.
+	ImportIdleTimeout time.Duration
 	// Name is the directory's actor name (default DirectoryName). Two
 	// Services in one actor system need different names; they then own
 	// sessions independently, as two processes would, and only fencing
@@ -68,6 +75,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AskTimeout <= 0 {
 		c.AskTimeout = DefaultAskTimeout
+	}
+	if c.ImportIdleTimeout <= 0 {
+		c.ImportIdleTimeout = DefaultImportIdleTimeout
 	}
 	if c.Name == "" {
 		c.Name = DirectoryName

@@ -58,8 +58,10 @@
 //   - A turn (the messages of one append) is stored whole or not at all:
 //     it is one Turn inside one transaction.
 //   - Idempotent retry: a turn whose message ids are all stored in the
-//     session is answered with the stored sequences and timestamps
-//     (duplicate = true) and stores nothing. The store checks this inside
+//     session, as the same turn (same ids in the same order, same role,
+//     content and metadata), is answered with the stored sequences and
+//     timestamps (duplicate = true) and stores nothing; a stored id reused
+//     otherwise is ALREADY_EXISTS naming it, and nothing is stored. The store checks this inside
 //     the writer's transaction, so it holds for a retry queued behind, or
 //     coalesced with, its original, and after passivation.
 //   - Requests to one session are decided in arrival order: appends queued

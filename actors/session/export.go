@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -129,40 +129,141 @@ func orEmptyObject(s string) string {
 func newExportDoc(s *sessionv1.Session, msgs []*sessionv1.Message) *exportDoc {
 	d := &exportDoc{
 		SchemaVersion: SchemaVersion,
-		Session: exportSession{
-			SessionID:    s.GetSessionId(),
-			ActorName:    s.GetActorName(),
-			Namespace:    s.GetNamespace(),
-			Automation:   s.GetAutomation(),
-			MetadataJSON: orEmptyObject(s.GetMetadataJson()),
-			State:        stateNames[s.GetState()],
-			TokenUsage: exportTokens{
-				InputTokens:  s.GetTokenUsage().GetInputTokens(),
-				OutputTokens: s.GetTokenUsage().GetOutputTokens(),
-				Cost:         s.GetTokenUsage().GetCost(),
-			},
-			MessageCount: int64(len(msgs)),
-			CreatedAt:    formatTime(s.GetCreatedAt()),
-			UpdatedAt:    formatTime(s.GetUpdatedAt()),
-			ClosedAt:     formatTime(s.GetClosedAt()),
-		},
-		Messages:    make([]exportMessage, len(msgs)),
-		LinkedPlans: make([]exportLink, len(s.GetLinkedPlans())),
+		Session:       exportSessionOf(s),
+		Messages:      make([]exportMessage, len(msgs)),
+		LinkedPlans:   exportLinksOf(s),
 	}
+	d.Session.MessageCount = int64(len(msgs))
 	for i, m := range msgs {
-		d.Messages[i] = exportMessage{
-			MessageID:    m.GetMessageId(),
-			Sequence:     m.GetSequence(),
-			Role:         roleNames[m.GetRole()],
-			Content:      m.GetContent(),
-			MetadataJSON: orEmptyObject(m.GetMetadataJson()),
-			CreatedAt:    formatTime(m.GetCreatedAt()),
-		}
-	}
-	for i, l := range s.GetLinkedPlans() {
-		d.LinkedPlans[i] = exportLink{PlanID: l.GetPlanId(), Phase: l.GetPhase(), State: l.GetState()}
+		d.Messages[i] = exportMessageOf(m)
 	}
 	return d
+}
+
+// exportSessionOf is the export form of s; its message_count is s's.
+func exportSessionOf(s *sessionv1.Session) exportSession {
+	return exportSession{
+		SessionID:    s.GetSessionId(),
+		ActorName:    s.GetActorName(),
+		Namespace:    s.GetNamespace(),
+		Automation:   s.GetAutomation(),
+		MetadataJSON: orEmptyObject(s.GetMetadataJson()),
+		State:        stateNames[s.GetState()],
+		TokenUsage: exportTokens{
+			InputTokens:  s.GetTokenUsage().GetInputTokens(),
+			OutputTokens: s.GetTokenUsage().GetOutputTokens(),
+			Cost:         s.GetTokenUsage().GetCost(),
+		},
+		MessageCount: s.GetMessageCount(),
+		CreatedAt:    formatTime(s.GetCreatedAt()),
+		UpdatedAt:    formatTime(s.GetUpdatedAt()),
+		ClosedAt:     formatTime(s.GetClosedAt()),
+	}
+}
+
+// exportLinksOf is never nil, so that no links encode as [], as an export
+// always wrote them.
+func exportLinksOf(s *sessionv1.Session) []exportLink {
+	out := make([]exportLink, len(s.GetLinkedPlans()))
+	for i, l := range s.GetLinkedPlans() {
+		out[i] = exportLink{PlanID: l.GetPlanId(), Phase: l.GetPhase(), State: l.GetState()}
+	}
+	return out
+}
+
+func exportMessageOf(m *sessionv1.Message) exportMessage {
+	return exportMessage{
+		MessageID:    m.GetMessageId(),
+		Sequence:     m.GetSequence(),
+		Role:         roleNames[m.GetRole()],
+		Content:      m.GetContent(),
+		MetadataJSON: orEmptyObject(m.GetMetadataJson()),
+		CreatedAt:    formatTime(m.GetCreatedAt()),
+	}
+}
+
+// canonicalWriter writes the canonical form of an export part by part:
+// begin, one message at a time, end. The bytes are exactly canonical(d) of
+// the whole document (encoding/json encodes a nested value as it encodes
+// the value alone), so a stream's checksum is the single document's, and
+// computing it takes one message at a time.
+type canonicalWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *canonicalWriter) write(b []byte) {
+	if c.err == nil {
+		_, c.err = c.w.Write(b)
+	}
+}
+
+func (c *canonicalWriter) value(v any) {
+	if c.err != nil {
+		return
+	}
+	b, err := encode(v)
+	if err != nil {
+		c.err = err
+		return
+	}
+	c.write(b)
+}
+
+func (c *canonicalWriter) begin(s exportSession) error {
+	c.write([]byte(`{"schema_version":`))
+	c.value(SchemaVersion)
+	c.write([]byte(`,"session":`))
+	c.value(s)
+	c.write([]byte(`,"messages":[`))
+	return c.err
+}
+
+func (c *canonicalWriter) message(m exportMessage) error {
+	if c.n > 0 {
+		c.write([]byte(","))
+	}
+	c.value(m)
+	c.n++
+	return c.err
+}
+
+func (c *canonicalWriter) end(links []exportLink) error {
+	if links == nil {
+		links = []exportLink{}
+	}
+	c.write([]byte(`],"linked_plans":`))
+	c.value(links)
+	c.write([]byte("}"))
+	return c.err
+}
+
+// newHashingWriter is a canonicalWriter into a SHA-256 (and into also,
+// when not nil); sum returns the checksum of what was written.
+func newHashingWriter(also io.Writer) (*canonicalWriter, func() string) {
+	h := sha256.New()
+	var w io.Writer = h
+	if also != nil {
+		w = io.MultiWriter(h, also)
+	}
+	return &canonicalWriter{w: w}, func() string { return checksumPrefix + hex.EncodeToString(h.Sum(nil)) }
+}
+
+// checkChecksum compares a stated checksum ("sha256:<hex>" or the bare hex,
+// either case) with the computed one.
+func checkChecksum(stated, computed string) error {
+	got := strings.ToLower(strings.TrimPrefix(strings.ToLower(stated), checksumPrefix))
+	if len(got) != sha256.Size*2 {
+		return errs.InvalidArgument("checksum %q is not a SHA-256 (\"sha256:<64 hex digits>\" or the bare hex)", clip(stated))
+	}
+	if _, err := hex.DecodeString(got); err != nil {
+		return errs.InvalidArgument("checksum %q is not hex", clip(stated))
+	}
+	if checksumPrefix+got != computed {
+		return errs.InvalidArgument("checksum verification failed: the data was changed after export (checksum %s, content hashes to %s)", stated, computed)
+	}
+	return nil
 }
 
 func encode(v any) ([]byte, error) {
@@ -204,38 +305,29 @@ func seal(d *exportDoc) (data string, checksum string, err error) {
 }
 
 // openExport parses data, checks its schema version and verifies its
-// checksum against the canonical form of what was parsed. The checksum may
-// be "sha256:<hex>" or bare hex, in either case. Unknown fields are refused:
-// they would not be covered by the checksum.
-func openExport(data string) (*exportDoc, error) {
+// checksum against the canonical form of what was parsed, which it returns. The checksum may
+// be "sha256:<hex>" or bare hex, in either case. The parse is strict
+// (decodeStrict): a duplicate key, a key in another case or an unknown
+// field would make the import something other than what the file shows,
+// and is not covered by the checksum.
+func openExport(data string) (*exportDoc, string, error) {
 	if data == "" {
-		return nil, errs.InvalidArgument("data is empty; want an export")
+		return nil, "", errs.InvalidArgument("data is empty; want an export")
 	}
-	dec := json.NewDecoder(strings.NewReader(data))
-	dec.DisallowUnknownFields()
 	var d exportDoc
-	if err := dec.Decode(&d); err != nil {
-		return nil, errs.InvalidArgument("data is not a session export: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errs.InvalidArgument("data has content after the export object")
+	if err := decodeStrict([]byte(data), &d); err != nil {
+		return nil, "", errs.InvalidArgument("data is not a session export: %s", errs.From(err).Msg)
 	}
 	if d.SchemaVersion != SchemaVersion {
-		return nil, errs.InvalidArgument("schema_version %q is not supported; want %q", clip(d.SchemaVersion), SchemaVersion)
-	}
-	got := strings.ToLower(strings.TrimPrefix(strings.ToLower(d.Checksum), checksumPrefix))
-	if len(got) != sha256.Size*2 {
-		return nil, errs.InvalidArgument("checksum %q is not a SHA-256 (\"sha256:<64 hex digits>\" or the bare hex)", clip(d.Checksum))
-	}
-	if _, err := hex.DecodeString(got); err != nil {
-		return nil, errs.InvalidArgument("checksum %q is not hex", clip(d.Checksum))
+		return nil, "", errs.InvalidArgument("schema_version %q is not supported; want %q", clip(d.SchemaVersion), SchemaVersion)
 	}
 	canon, err := canonical(&d)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if want := checksumOf(canon); checksumPrefix+got != want {
-		return nil, errs.InvalidArgument("checksum verification failed: the data was changed after export (checksum %s, content hashes to %s)", d.Checksum, want)
+	sum := checksumOf(canon)
+	if err := checkChecksum(d.Checksum, sum); err != nil {
+		return nil, "", err
 	}
-	return &d, nil
+	return &d, sum, nil
 }

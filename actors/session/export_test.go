@@ -1,6 +1,9 @@
 package session
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Test access to the service's internals.
 
@@ -24,3 +27,9 @@ func WaitNoActors(ctx context.Context, s *Service) error {
 
 // OnAccept installs the afterAccept hook; call it before the first request.
 func OnAccept(s *Service, f func(sessionID string, queued int, inFlight bool)) { s.env.afterAccept = f }
+
+// SweepStaged runs one sweep for abandoned imports now, taking imports idle
+// for longer than idle as abandoned.
+func SweepStaged(ctx context.Context, s *Service, idle time.Duration) error {
+	return s.sweepStaged(ctx, idle)
+}

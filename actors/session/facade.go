@@ -3,8 +3,9 @@ package session
 import (
 	"context"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"google.golang.org/grpc"
 )
 
 // The façade: sessionv1.SessionServiceServer for in-process and gRPC
@@ -90,4 +91,19 @@ func (s *Service) Import(ctx context.Context, req *sessionv1.ImportSessionReques
 	ctx, cancel := context.WithTimeout(ctx, s.env.cfg.AskTimeout)
 	defer cancel()
 	return s.importSession(ctx, req)
+}
+
+// ExportStream is ExportTo on a gRPC stream: the node holds one page at a
+// time, and HTTP/2 flow control holds it back while the client reads.
+func (s *Service) ExportStream(req *sessionv1.ExportSessionRequest, stream grpc.ServerStreamingServer[sessionv1.ExportChunk]) error {
+	return s.ExportTo(stream.Context(), req, stream.Send)
+}
+
+// ImportStream is ImportFrom on a gRPC stream.
+func (s *Service) ImportStream(stream grpc.ClientStreamingServer[sessionv1.ImportChunk, sessionv1.ImportSessionResponse]) error {
+	resp, err := s.ImportFrom(stream.Context(), stream.Recv)
+	if err != nil {
+		return err
+	}
+	return stream.SendAndClose(resp)
 }

@@ -49,6 +49,9 @@ func (o *owner) activated(res persistence.Result) {
 // session. w's requests and every queued one are answered UNAVAILABLE
 // (nothing of them was stored); pump then asks the directory to stop us.
 func (o *owner) fence(w *write) {
+	if !o.fenced {
+		o.env.fenced.Add(1)
+	}
 	o.fenced = true
 	err := o.fencedErr()
 	w.finish(persistence.Result{Err: err})

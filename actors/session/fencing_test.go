@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/session"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 )
 
 // secondService starts another sessions service on n's actor system, audit

@@ -6,10 +6,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/messages/jsonobj"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -114,7 +114,7 @@ func FuzzImport(f *testing.F) {
 	f.Add(`{"schema_version":"agentstate.session/1","checksum":"sha256:00"}`)
 	cfg := Config{}.withDefaults()
 	f.Fuzz(func(t *testing.T, data string) {
-		d, err := openExport(data)
+		d, _, err := openExport(data)
 		mustBeInvalidArgument(t, err)
 		if err != nil {
 			return

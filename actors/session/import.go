@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -17,9 +17,10 @@ import (
 // importSession verifies an export and stores it as a new session, with
 // its messages (sequences 0..n-1 in export order, original ids and
 // timestamps) and plan links, in one transaction. The new session is
-// active; its token totals are the exported ones.
+// active; its token totals are the exported ones. It serves the unary
+// Import, whose data fits one request; ImportFrom takes any size.
 func (s *Service) importSession(ctx context.Context, req *sessionv1.ImportSessionRequest) (*sessionv1.ImportSessionResponse, error) {
-	d, err := openExport(req.GetData())
+	d, sum, err := openExport(req.GetData())
 	if err != nil {
 		return nil, err
 	}
@@ -35,13 +36,34 @@ func (s *Service) importSession(ctx context.Context, req *sessionv1.ImportSessio
 	if err != nil {
 		return nil, err
 	}
-	return &sessionv1.ImportSessionResponse{Session: cmd.Session, MessagesImported: int64(len(cmd.Messages))}, nil
+	return &sessionv1.ImportSessionResponse{Session: cmd.Session, MessagesImported: int64(len(cmd.Messages)), Checksum: sum}, nil
 }
 
 // importCommand validates every field of d as the live calls would and
 // builds the CreateSession of the new session id.
 func importCommand(d *exportDoc, id string, now time.Time, cfg Config) (*persistence.CreateSession, error) {
-	ds := d.Session
+	if d.Session.MessageCount != int64(len(d.Messages)) {
+		return nil, errs.InvalidArgument("session.message_count is %d but the export has %d messages", d.Session.MessageCount, len(d.Messages))
+	}
+	sess, err := importHeader(d.Session, d.LinkedPlans, id, now, cfg)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := importMessages(d.Messages, id, cfg)
+	if err != nil {
+		return nil, err
+	}
+	e, err := importedEntry(sess, d.Session.SessionID, now)
+	if err != nil {
+		return nil, err
+	}
+	return &persistence.CreateSession{Session: sess, Messages: msgs, Audit: []*auditv1.AuditEntry{e}}, nil
+}
+
+// importHeader validates the exported session and its links and returns
+// the new session (id, active, created now) they make, its message_count
+// the exported one.
+func importHeader(ds exportSession, links []exportLink, id string, now time.Time, cfg Config) (*sessionv1.Session, error) {
 	c, err := normalizeCreate(&sessionv1.CreateSessionRequest{
 		SessionId:    id,
 		ActorName:    ds.ActorName,
@@ -56,8 +78,8 @@ func importCommand(d *exportDoc, id string, now time.Time, cfg Config) (*persist
 	if tu.InputTokens < 0 || tu.OutputTokens < 0 || tu.Cost < 0 || math.IsNaN(tu.Cost) || math.IsInf(tu.Cost, 0) {
 		return nil, errs.InvalidArgument("session.token_usage has negative or non-finite totals")
 	}
-	if ds.MessageCount != int64(len(d.Messages)) {
-		return nil, errs.InvalidArgument("session.message_count is %d but the export has %d messages", ds.MessageCount, len(d.Messages))
+	if ds.MessageCount < 0 {
+		return nil, errs.InvalidArgument("session.message_count is %d", ds.MessageCount)
 	}
 	ts := timestamppb.New(now)
 	sess := &sessionv1.Session{
@@ -68,16 +90,22 @@ func importCommand(d *exportDoc, id string, now time.Time, cfg Config) (*persist
 		MetadataJson: c.MetadataJson,
 		State:        sessionv1.SessionState_SESSION_STATE_ACTIVE,
 		TokenUsage:   &sessionv1.TokenUsage{InputTokens: tu.InputTokens, OutputTokens: tu.OutputTokens, Cost: tu.Cost},
-		MessageCount: int64(len(d.Messages)),
+		MessageCount: ds.MessageCount,
 		CreatedAt:    ts,
 		UpdatedAt:    ts,
 	}
-	msgs, err := importMessages(d.Messages, id, cfg)
-	if err != nil {
+	if sess.LinkedPlans, err = importLinks(links, id); err != nil {
 		return nil, err
 	}
-	seenPlan := make(map[string]bool, len(d.LinkedPlans))
-	for i, l := range d.LinkedPlans {
+	return sess, nil
+}
+
+// importLinks validates the exported plan links, one by one as LinkPlan
+// would, and refuses a plan linked twice.
+func importLinks(in []exportLink, id string) ([]*sessionv1.LinkedPlan, error) {
+	var out []*sessionv1.LinkedPlan
+	seenPlan := make(map[string]bool, len(in))
+	for i, l := range in {
 		n, err := normalizeLink(&sessionv1.LinkPlanRequest{
 			SessionId: id, Plan: &sessionv1.LinkedPlan{PlanId: l.PlanID, Phase: l.Phase, State: l.State},
 		})
@@ -88,54 +116,72 @@ func importCommand(d *exportDoc, id string, now time.Time, cfg Config) (*persist
 			return nil, errs.InvalidArgument("linked_plans[%d]: plan %s is linked twice", i, l.PlanID)
 		}
 		seenPlan[l.PlanID] = true
-		sess.LinkedPlans = append(sess.LinkedPlans, n.Plan)
+		out = append(out, n.Plan)
 	}
-	e, err := newEntry(audit.EventSessionImported, id, c.ActorName, "", map[string]any{
-		"source_session_id": ds.SessionID, "messages": len(msgs), "linked_plans": len(sess.LinkedPlans),
-	}, now)
-	if err != nil {
-		return nil, err
-	}
-	return &persistence.CreateSession{Session: sess, Messages: msgs, Audit: []*auditv1.AuditEntry{e}}, nil
+	return out, nil
 }
 
+// importedEntry is the session_imported audit entry of sess.
+func importedEntry(sess *sessionv1.Session, sourceID string, now time.Time) (*auditv1.AuditEntry, error) {
+	return newEntry(audit.EventSessionImported, sess.SessionId, sess.ActorName, "", map[string]any{
+		"source_session_id": sourceID, "messages": sess.MessageCount, "linked_plans": len(sess.LinkedPlans),
+	}, now)
+}
+
+// importMessages validates all messages of a single-document import
+// (importMessage) and refuses a message id used twice.
 func importMessages(in []exportMessage, id string, cfg Config) ([]*sessionv1.Message, error) {
 	out := make([]*sessionv1.Message, len(in))
 	seen := make(map[string]int, len(in))
 	for i, em := range in {
-		if em.Sequence != int64(i) {
-			return nil, errs.InvalidArgument("messages[%d].sequence is %d; an export lists sequences 0..n-1 in order", i, em.Sequence)
-		}
-		role, ok := lookup(roleNames, em.Role)
-		if !ok {
-			return nil, errs.InvalidArgument("messages[%d].role %q is not user, assistant, system or tool", i, clip(em.Role))
-		}
-		if em.MessageID == "" {
-			return nil, errs.InvalidArgument("messages[%d].message_id is empty", i)
-		}
-		nm, err := normalizeMessage(i, &sessionv1.NewMessage{
-			Role: role, Content: em.Content, MetadataJson: em.MetadataJSON, MessageId: em.MessageID,
-		}, cfg)
+		m, err := importMessage(i, em, id, cfg)
 		if err != nil {
 			return nil, err
 		}
-		if j, dup := seen[nm.MessageId]; dup {
-			return nil, errs.InvalidArgument("messages[%d].message_id %s repeats messages[%d]", i, nm.MessageId, j)
+		if j, dup := seen[m.MessageId]; dup {
+			return nil, errs.InvalidArgument("messages[%d].message_id %s repeats messages[%d]", i, m.MessageId, j)
 		}
-		seen[nm.MessageId] = i
-		created, err := parseTime("created_at", em.CreatedAt)
-		if err != nil {
-			return nil, errs.InvalidArgument("messages[%d].%s", i, errs.From(err).Msg)
-		}
-		out[i] = &sessionv1.Message{
-			SessionId:    id,
-			MessageId:    nm.MessageId,
-			Sequence:     int64(i),
-			Role:         nm.Role,
-			Content:      nm.Content,
-			MetadataJson: nm.MetadataJson,
-			CreatedAt:    created,
-		}
+		seen[m.MessageId] = i
+		out[i] = m
 	}
 	return out, nil
+}
+
+// importMessage validates the i-th exported message as an append would and
+// returns the message to store (sequence i, its id and time kept).
+// Uniqueness of its id is its caller's check.
+func importMessage(i int, em exportMessage, id string, cfg Config) (*sessionv1.Message, error) {
+	if em.Sequence != int64(i) {
+		return nil, errs.InvalidArgument("messages[%d].sequence is %d; an export lists sequences 0..n-1 in order", i, em.Sequence)
+	}
+	role, ok := lookup(roleNames, em.Role)
+	if !ok {
+		return nil, errs.InvalidArgument("messages[%d].role %q is not user, assistant, system or tool", i, clip(em.Role))
+	}
+	if em.MessageID == "" {
+		return nil, errs.InvalidArgument("messages[%d].message_id is empty", i)
+	}
+	nm, err := normalizeMessage(i, &sessionv1.NewMessage{
+		Role: role, Content: em.Content, MetadataJson: em.MetadataJSON, MessageId: em.MessageID,
+	}, cfg)
+	if err != nil {
+		return nil, err
+	}
+	created, err := parseTime("created_at", em.CreatedAt)
+	if err == nil {
+		// Stored exactly or refused: never wrapped into another year.
+		_, err = persistence.StoredNanos("created_at", created)
+	}
+	if err != nil {
+		return nil, errs.InvalidArgument("messages[%d].%s", i, errs.From(err).Msg)
+	}
+	return &sessionv1.Message{
+		SessionId:    id,
+		MessageId:    nm.MessageId,
+		Sequence:     int64(i),
+		Role:         nm.Role,
+		Content:      nm.Content,
+		MetadataJson: nm.MetadataJson,
+		CreatedAt:    created,
+	}, nil
 }

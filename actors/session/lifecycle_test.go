@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/session"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 )
 
 // A disk that fills up mid-turn: the whole turn is absent, and the next

@@ -6,8 +6,8 @@ import (
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
@@ -55,6 +55,9 @@ type owner struct {
 	standalone bool
 	admit      func() error
 	release    func()
+	// unkeyed serves a cluster kind's requests that need no owner (reads,
+	// imports), as the directory's Unkeyed does; it replies itself.
+	unkeyed func(*directory.Call)
 }
 
 // request is one accepted Call with its normalised message.
@@ -124,9 +127,12 @@ func (o *owner) Receive(ctx actor.Context) {
 	case *actor.Stopped, *actor.Restarting:
 		// Stopped without passivation (the directory was stopped) or
 		// restarting after a panic: this incarnation ends here, and
-		// whoever waits on it gets an answer (UNAVAILABLE: a write in
-		// flight may still commit; retries with message ids are safe).
-		o.failAll(errs.Unavailable("session %s: the session actor stopped", o.id))
+		// whoever waits on it gets an answer. The write in flight was
+		// submitted and may still commit: OUTCOME_UNKNOWN (retries with
+		// message ids are safe). The queued requests were never
+		// submitted: UNAVAILABLE, which promises exactly that.
+		o.failAll(errs.OutcomeUnknown("session %s: the session actor stopped with this write in flight; it may still commit", o.id),
+			errs.Unavailable("session %s: the session actor stopped; the request was not stored", o.id))
 		o.env.live.add(-1)
 	case proto.Message:
 		// Only a cluster kind is sent bare requests; a directory wraps
@@ -259,15 +265,16 @@ func (o *owner) submit(ctx actor.Context, cmd persistence.Command, finish func(p
 	ctx.Request(o.env.auditPID, &audit.Submit{Cmd: cmd, Tag: o.tag})
 }
 
-// failAll answers everything still pending; after it the actor holds no
+// failAll answers everything still pending — the write in flight with
+// inFlight, every queued request with queued; after it the actor holds no
 // request.
-func (o *owner) failAll(err error) {
+func (o *owner) failAll(inFlight, queued error) {
 	if w := o.busy; w != nil {
 		o.busy = nil
-		w.finish(persistence.Result{Err: err})
+		w.finish(persistence.Result{Err: inFlight})
 	}
 	for len(o.queue) > 0 {
-		o.pop().reply(nil, err)
+		o.pop().reply(nil, queued)
 	}
 }
 

@@ -1,11 +1,14 @@
 package session
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 )
 
 // Reads run on the store's read-only connections, never through a session
@@ -73,54 +76,112 @@ func (s *Service) listMessages(ctx context.Context, req *sessionv1.ListMessagesR
 	return &sessionv1.ListMessagesResponse{Messages: msgs, NextSequence: msgs[len(msgs)-1].GetSequence() + 1}, nil
 }
 
-// export reads the session, then its messages 0..message_count-1. Messages
-// are immutable once stored and sequences dense, so the export is the
-// session as of its read, whatever is appended meanwhile.
+// maxUnaryExportBytes bounds the data of a unary Export: its reply must fit
+// the 4 MiB a default gRPC client receives, with room for the checksum and
+// framing. A larger session is exported with ExportStream.
+const maxUnaryExportBytes = 4<<20 - 4<<10
+
+// export is ExportStream's walk, kept in one buffer: the canonical form
+// with the checksum added as its last field. It stops as soon as the data
+// would not fit one reply, so a session too large for it costs the node no
+// more than the cap.
 func (s *Service) export(ctx context.Context, req *sessionv1.ExportSessionRequest) (*sessionv1.ExportSessionResponse, error) {
-	if err := ids.Check("session_id", req.GetSessionId()); err != nil {
+	buf := &cappedBuffer{max: maxUnaryExportBytes}
+	var sum string
+	err := s.exportTo(ctx, req, buf, func(c *sessionv1.ExportChunk) error {
+		sum = c.GetTrailer().GetChecksum()
+		return nil
+	})
+	if errors.Is(err, errExportTooLarge) {
+		return nil, errs.ResourceExhausted("session %s: its export is larger than the %d bytes one reply carries; use ExportStream (the CLI: session export --out FILE)",
+			req.GetSessionId(), maxUnaryExportBytes)
+	}
+	if err != nil {
 		return nil, err
+	}
+	data := buf.b.Bytes()
+	// The checksum is the last field of the exported object (see exportDoc).
+	data = append(data[:len(data)-1], `,"checksum":"`+sum+`"}`...)
+	return &sessionv1.ExportSessionResponse{Data: string(data), Checksum: sum}, nil
+}
+
+var errExportTooLarge = errors.New("export too large for one reply")
+
+type cappedBuffer struct {
+	b   bytes.Buffer
+	max int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if c.b.Len()+len(p) > c.max {
+		return 0, errExportTooLarge
+	}
+	return c.b.Write(p)
+}
+
+// ExportTo exports a session as chunks, handing each to send as it is made:
+// a header (the session as read, its message_count the number of messages
+// that follow), pages of messages in sequence order (a page as
+// ListMessages returns it, so capped by bytes), and a trailer with the
+// checksum, computed as the pages go. The node holds one page at a time,
+// whatever the session's size. An error of send ends the export with it.
+func (s *Service) ExportTo(ctx context.Context, req *sessionv1.ExportSessionRequest, send func(*sessionv1.ExportChunk) error) error {
+	return s.exportTo(ctx, req, nil, send)
+}
+
+// exportTo reads the session, then its messages 0..message_count-1.
+// Messages are immutable once stored and sequences dense, so the export is
+// the session as of its read, whatever is appended meanwhile. doc, when not
+// nil, receives the canonical form as it is hashed.
+func (s *Service) exportTo(ctx context.Context, req *sessionv1.ExportSessionRequest, doc io.Writer, send func(*sessionv1.ExportChunk) error) error {
+	if err := ids.Check("session_id", req.GetSessionId()); err != nil {
+		return err
 	}
 	sess, err := s.env.reader.GetSession(ctx, req.GetSessionId())
 	if err != nil {
-		return nil, errs.From(err)
+		return errs.From(err)
 	}
-	msgs, err := s.readAll(ctx, sess.GetSessionId(), sess.GetMessageCount())
-	if err != nil {
-		return nil, err
+	id, n := sess.GetSessionId(), sess.GetMessageCount()
+	cw, sum := newHashingWriter(doc)
+	if err := cw.begin(exportSessionOf(sess)); err != nil {
+		return err
 	}
-	data, sum, err := seal(newExportDoc(sess, msgs))
-	if err != nil {
-		return nil, err
+	if err := send(&sessionv1.ExportChunk{Part: &sessionv1.ExportChunk_Header{Header: &sessionv1.ExportHeader{
+		SchemaVersion: SchemaVersion, Session: sess,
+	}}}); err != nil {
+		return err
 	}
-	return &sessionv1.ExportSessionResponse{Data: data, Checksum: sum}, nil
-}
-
-func (s *Service) readAll(ctx context.Context, id string, n int64) ([]*sessionv1.Message, error) {
-	msgs := make([]*sessionv1.Message, 0, n)
-	for int64(len(msgs)) < n {
-		page, err := s.env.reader.ListMessages(ctx, id, int64(len(msgs)), maxPageSize)
+	for next := int64(0); next < n; {
+		page, err := s.env.reader.ListMessages(ctx, id, next, maxPageSize)
 		if err != nil {
-			return nil, errs.From(err)
+			return errs.From(err)
 		}
 		if len(page) == 0 {
-			break
+			// The session went while we read it.
+			if _, err := s.env.reader.GetSession(ctx, id); err != nil {
+				return errs.From(err)
+			}
+			return errs.Unavailable("session %s: read %d of %d messages; retry", id, next, n)
 		}
-		for _, m := range page {
+		for i, m := range page {
 			if m.GetSequence() >= n {
+				page = page[:i]
 				break
 			}
-			if m.GetSequence() != int64(len(msgs)) {
-				return nil, errs.Internal("session %s: message sequence %d where %d was expected", id, m.GetSequence(), len(msgs))
+			if m.GetSequence() != next {
+				return errs.Internal("session %s: message sequence %d where %d was expected", id, m.GetSequence(), next)
 			}
-			msgs = append(msgs, m)
+			if err := cw.message(exportMessageOf(m)); err != nil {
+				return err
+			}
+			next++
+		}
+		if err := send(&sessionv1.ExportChunk{Part: &sessionv1.ExportChunk_Page{Page: &sessionv1.ExportPage{Messages: page}}}); err != nil {
+			return err
 		}
 	}
-	if int64(len(msgs)) < n {
-		// The session went while we read it.
-		if _, err := s.env.reader.GetSession(ctx, id); err != nil {
-			return nil, errs.From(err)
-		}
-		return nil, errs.Unavailable("session %s: read %d of %d messages; retry", id, len(msgs), n)
+	if err := cw.end(exportLinksOf(sess)); err != nil {
+		return err
 	}
-	return msgs, nil
+	return send(&sessionv1.ExportChunk{Part: &sessionv1.ExportChunk_Trailer{Trailer: &sessionv1.ExportTrailer{Checksum: sum()}}})
 }

@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/session"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"google.golang.org/protobuf/proto"
 )
 

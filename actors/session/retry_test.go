@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/session"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	_ "github.com/mattn/go-sqlite3"
 )
 
@@ -132,10 +132,11 @@ func TestRetriesAreIdempotent(t *testing.T) {
 			t.Fatalf("session %s has %d messages after late retries", sid, got)
 		}
 	}
-	// A turn that mixes stored and new ids is refused whole.
+	// A turn that mixes stored and new ids is refused whole: the stored
+	// id names another message.
 	mixed := turnWithIDs(sessions[0], results[0][0].req.Messages[0].MessageId, ids.New())
 	_, err := n.svc.Append(ctx, mixed)
-	wantCode(t, err, errs.FailedPreconditionCode)
+	wantCode(t, err, errs.AlreadyExistsCode)
 }
 
 type accepted struct {

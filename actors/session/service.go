@@ -9,9 +9,9 @@ import (
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
 	"github.com/agentstate/agentstate/actors/dispatch"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -33,9 +33,11 @@ type Service struct {
 	backlog  *audit.Backlog
 	pid      *actor.PID
 
-	closing  atomic.Bool
-	stopOnce sync.Once
-	stopErr  error
+	closing atomic.Bool
+	// stopSweep ends the sweeper of abandoned imports (importstream.go).
+	stopSweep chan struct{}
+	stopOnce  sync.Once
+	stopErr   error
 }
 
 // env is what every session actor shares. It is read-only after Start,
@@ -47,6 +49,7 @@ type env struct {
 
 	live        liveSet
 	activations atomic.Int64
+	fenced      atomic.Int64 // activations whose write the store fenced
 
 	// afterAccept, when set (by tests, before the first request), is
 	// called on the session actor's goroutine after it queued a request,
@@ -83,6 +86,8 @@ func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.R
 		return nil, errs.Internal("spawning the %q directory: %v", s.env.cfg.Name, err)
 	}
 	s.pid = pid
+	s.stopSweep = make(chan struct{})
+	go s.sweeper(s.stopSweep)
 	return s, nil
 }
 
@@ -106,6 +111,7 @@ func (s *Service) ActiveActors() int { return s.env.live.count() }
 func (s *Service) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.closing.Store(true)
+		close(s.stopSweep)
 		for {
 			changed := s.env.live.changed() // before count: no change is missed
 			if s.env.live.count() == 0 {

@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/session"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/session"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 )
 
 // stressRun has senders goroutines append each messages, sender g's i-th

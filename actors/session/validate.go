@@ -2,13 +2,12 @@ package session
 
 import (
 	"fmt"
-	"math"
 	"unicode/utf8"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/messages/jsonobj"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 )
 
@@ -171,13 +170,9 @@ func checkTokenUsage(req *sessionv1.UpdateTokenUsageRequest) error {
 	if err := ids.Check("session_id", req.GetSessionId()); err != nil {
 		return err
 	}
-	if req.GetInputTokens() < 0 || req.GetOutputTokens() < 0 {
-		return errs.InvalidArgument("token deltas must not be negative (input %d, output %d)", req.GetInputTokens(), req.GetOutputTokens())
-	}
-	if c := req.GetCost(); c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
-		return errs.InvalidArgument("cost delta %v must be a finite number >= 0", c)
-	}
-	return nil
+	return persistence.CheckTokenDelta(&sessionv1.TokenUsage{
+		InputTokens: req.GetInputTokens(), OutputTokens: req.GetOutputTokens(), Cost: req.GetCost(),
+	})
 }
 
 func normalizeLink(req *sessionv1.LinkPlanRequest) (*sessionv1.LinkPlanRequest, error) {

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -324,6 +324,13 @@ func (o *owner) addTokens(ctx actor.Context, r *request, m *sessionv1.UpdateToke
 	}
 	now := time.Now().UTC()
 	delta := &sessionv1.TokenUsage{InputTokens: m.GetInputTokens(), OutputTokens: m.GetOutputTokens(), Cost: m.GetCost()}
+	// Totals that would overflow are refused before any write; the store
+	// refuses them too (the same error), from what it holds.
+	total, err := persistence.AddTokens(o.id, o.sess.GetTokenUsage(), delta)
+	if err != nil {
+		r.reply(nil, err)
+		return
+	}
 	e, err := o.entry(audit.EventTokenUsageUpdated, "", map[string]any{
 		"input_tokens": delta.InputTokens, "output_tokens": delta.OutputTokens, "cost": delta.Cost,
 	}, now)
@@ -338,17 +345,10 @@ func (o *owner) addTokens(ctx actor.Context, r *request, m *sessionv1.UpdateToke
 			r.reply(nil, res.Err)
 			return
 		}
-		t := o.sess.GetTokenUsage()
-		if t == nil {
-			t = &sessionv1.TokenUsage{}
-			o.sess.TokenUsage = t
-		}
-		t.InputTokens += delta.InputTokens
-		t.OutputTokens += delta.OutputTokens
-		t.Cost += delta.Cost
+		o.sess.TokenUsage = total
 		o.sess.UpdatedAt = timestamppb.New(now)
 		r.reply(&sessionv1.UpdateTokenUsageResponse{Total: &sessionv1.TokenUsage{
-			InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, Cost: t.Cost,
+			InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, Cost: total.Cost,
 		}}, nil)
 	})
 }

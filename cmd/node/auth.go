@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"

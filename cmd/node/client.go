@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentstate/agentstate/node/appendstream"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -40,6 +41,7 @@ func (o *clientOptions) register(c *cobra.Command) {
 	fs.StringVar(&o.serverName, "tls-server-name", "", "name to verify in the node's certificate (default: the host of --addr)")
 	fs.BoolVar(&o.insecure, "insecure", false, "use TLS without verifying the node's certificate (testing only)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline of each request")
+	fromEnv(fs, "addr", "token-file", "tls", "tls-ca", "tls-server-name", "insecure", "timeout")
 }
 
 // client is one connection to a node plus the call conventions of the CLI.
@@ -62,7 +64,7 @@ func (o *clientOptions) dial(cmd *cobra.Command) (*client, error) {
 			}
 			cfg.RootCAs = pool
 		}
-		creds = credentials.NewTLS(cfg)
+		creds = explainCNOnly(credentials.NewTLS(cfg), "the node")
 	default:
 		creds = insecure.NewCredentials()
 	}
@@ -74,7 +76,9 @@ func (o *clientOptions) dial(cmd *cobra.Command) (*client, error) {
 		}
 		c.token = tok
 	}
-	conn, err := grpc.NewClient(o.addr, grpc.WithTransportCredentials(creds))
+	// OutcomeOptions: a write whose connection broke after it was sent
+	// exits 11 (outcome unknown), not 8 (unavailable, nothing stored).
+	conn, err := grpc.NewClient(o.addr, append(appendstream.OutcomeOptions(), grpc.WithTransportCredentials(creds))...)
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", o.addr, err)
 	}

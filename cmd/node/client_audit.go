@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -172,6 +172,7 @@ func auditRecordCmd(o *clientOptions) *cobra.Command {
 	c.Flags().StringVar(&req.UserIdentity, "user", "", "user identity")
 	c.Flags().StringVar(&req.DetailsJson, "details", "", "details, a JSON object (secrets are masked)")
 	c.Flags().BoolVar(&req.Sync, "sync", false, "answer only after the entry is committed")
+	c.Flags().StringVar(&req.EventId, "event-id", "", "client-chosen ULID making the record safe to retry: a retry with the same id and content stores nothing and answers the original (duplicate=true)")
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
 		if err := requireFlags(cmd, "type"); err != nil {
 			return err

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 )

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/grpc/status"
 )

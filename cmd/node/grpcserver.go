@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/agentstate/agentstate/cmd/node/appendstream"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/node/appendstream"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
 )
 
 // apiServices are the three services the gRPC API serves.
@@ -40,11 +42,14 @@ type apiServer struct {
 	srv     *grpc.Server
 	health  *health.Server
 	auditor *failureAuditor // nil without a token
+	// draining is closed by shutdown, before GracefulStop: open append
+	// streams end (appendstream.Server.Draining) instead of holding it.
+	draining chan struct{}
 }
 
 func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger) (*apiServer, error) {
 	var auth *authenticator
-	a := &apiServer{}
+	a := &apiServer{draining: make(chan struct{})}
 	if opt.Token != "" {
 		a.auditor = newFailureAuditor(svc.Audit, opt.MarkNetwork, m, log)
 		auth = newAuthenticator(opt.Token, a.auditor, m, log)
@@ -62,6 +67,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("load TLS key pair: %w", err)
 		}
+		warnCNOnly(log, "--tls-cert", cert)
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(&tls.Config{
 			Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
 		})))
@@ -71,13 +77,13 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	// stream interceptors see the stream, so its appends are marked and
 	// counted here, one by one.
 	sessionv1.RegisterSessionServiceServer(a.srv, &appendstream.Server{
-		SessionServiceServer: svc.Sessions, Mark: opt.MarkNetwork, Observe: m.countAppend,
+		SessionServiceServer: svc.Sessions, Mark: opt.MarkNetwork, Observe: m.countAppend, Draining: a.draining,
 	})
 	planv1.RegisterPlanServiceServer(a.srv, svc.Plans)
 	auditv1.RegisterAuditServiceServer(a.srv, svc.Audit)
 
 	a.health = health.NewServer()
-	healthpb.RegisterHealthServer(a.srv, a.health)
+	healthpb.RegisterHealthServer(a.srv, drainingHealth{Server: a.health, draining: a.draining})
 	for _, name := range []string{"", sessionv1.SessionService_ServiceDesc.ServiceName,
 		planv1.PlanService_ServiceDesc.ServiceName, auditv1.AuditService_ServiceDesc.ServiceName} {
 		a.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
@@ -98,3 +104,40 @@ func (m *metrics) countAppend(resp *sessionv1.AppendResponse, err error) {
 		m.appended.Add(float64(len(resp.GetMessages())))
 	}
 }
+
+// drainingHealth is the standard health service whose Watch streams end
+// (UNAVAILABLE) when the node drains, after health.Shutdown published
+// NOT_SERVING: like an open append stream, a watching client would
+// otherwise hold the graceful stop for its whole timeout.
+type drainingHealth struct {
+	*health.Server
+	draining <-chan struct{}
+}
+
+func (h drainingHealth) Watch(in *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-h.draining:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := h.Server.Watch(in, &watchStream{Health_WatchServer: stream, ctx: ctx})
+	select {
+	case <-h.draining:
+		return status.Error(codes.Unavailable, "the node is shutting down")
+	default:
+		return err
+	}
+}
+
+// watchStream is a Watch stream whose context also ends when the node
+// drains.
+type watchStream struct {
+	healthpb.Health_WatchServer
+	ctx context.Context
+}
+
+func (w *watchStream) Context() context.Context { return w.ctx }

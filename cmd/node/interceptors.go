@@ -7,8 +7,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,13 +16,14 @@ import (
 
 // The API's interceptor chains, outermost first:
 //
-//	observe  -> metrics by method and final code (auth failures and panics included)
+//	observe  -> metrics by method and final code (auth failures and panics
+//	            included); at debug level, one log line per request
 //	recover  -> a panic in a handler becomes INTERNAL, the process lives on
 //	auth     -> only with a token: UNAUTHENTICATED before anything else runs
 //	admit    -> marks the request as a network sender's (no waiting on a full
 //	            backlog) and gives every error a gRPC status
 func unaryChain(m *metrics, auth *authenticator, markNetwork func(context.Context) context.Context, log *slog.Logger) []grpc.UnaryServerInterceptor {
-	chain := []grpc.UnaryServerInterceptor{observeUnary(m), recoverUnary(m, log)}
+	chain := []grpc.UnaryServerInterceptor{observeUnary(m, log), recoverUnary(m, log)}
 	if auth != nil {
 		chain = append(chain, auth.unary)
 	}
@@ -30,14 +31,14 @@ func unaryChain(m *metrics, auth *authenticator, markNetwork func(context.Contex
 }
 
 func streamChain(m *metrics, auth *authenticator, log *slog.Logger) []grpc.StreamServerInterceptor {
-	chain := []grpc.StreamServerInterceptor{observeStream(m), recoverStream(m, "api", log)}
+	chain := []grpc.StreamServerInterceptor{observeStream(m, log), recoverStream(m, "api", log)}
 	if auth != nil {
 		chain = append(chain, auth.stream)
 	}
 	return chain
 }
 
-func observeUnary(m *metrics) grpc.UnaryServerInterceptor {
+func observeUnary(m *metrics, log *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
 		resp, err := handler(ctx, req)
@@ -45,17 +46,61 @@ func observeUnary(m *metrics) grpc.UnaryServerInterceptor {
 		if ar, ok := resp.(*sessionv1.AppendResponse); ok {
 			m.countAppend(ar, err)
 		}
+		if log.Enabled(ctx, slog.LevelDebug) {
+			logRequest(ctx, log, info.FullMethod, req, start, err)
+		}
 		return resp, err
 	}
 }
 
-func observeStream(m *metrics) grpc.StreamServerInterceptor {
+func observeStream(m *metrics, log *slog.Logger) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		start := time.Now()
 		err := handler(srv, ss)
 		m.observe(info.FullMethod, start, err)
+		if log.Enabled(ss.Context(), slog.LevelDebug) {
+			logRequest(ss.Context(), log, info.FullMethod, nil, start, err)
+		}
 		return err
 	}
+}
+
+// logRequest writes the debug line of one request (a stream: once, when it
+// ends): method, the ids the request names, the final code, its error's
+// message and the duration. Contents are never logged.
+func logRequest(ctx context.Context, log *slog.Logger, method string, req any, start time.Time, err error) {
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = append(attrs, slog.String("method", method))
+	if r, ok := req.(interface{ GetSessionId() string }); ok && r.GetSessionId() != "" {
+		attrs = append(attrs, slog.String("session_id", r.GetSessionId()))
+	}
+	if r, ok := req.(interface{ GetPlanId() string }); ok && r.GetPlanId() != "" {
+		attrs = append(attrs, slog.String("plan_id", r.GetPlanId()))
+	}
+	if r, ok := req.(interface{ GetEventId() string }); ok && r.GetEventId() != "" {
+		attrs = append(attrs, slog.String("event_id", r.GetEventId()))
+	}
+	if r, ok := req.(interface{ GetRecordId() string }); ok && r.GetRecordId() != "" {
+		attrs = append(attrs, slog.String("record_id", r.GetRecordId()))
+	}
+	if r, ok := req.(*sessionv1.AppendRequest); ok {
+		var mids []string
+		for _, msg := range r.GetMessages() {
+			if id := msg.GetMessageId(); id != "" {
+				mids = append(mids, id)
+			}
+		}
+		if len(mids) > 0 {
+			attrs = append(attrs, slog.Any("message_ids", mids))
+		}
+	}
+	st, _ := status.FromError(toStatus(err))
+	attrs = append(attrs, slog.String("code", st.Code().String()))
+	if err != nil {
+		attrs = append(attrs, slog.String("error", st.Message()))
+	}
+	attrs = append(attrs, slog.Duration("duration", time.Since(start)))
+	log.LogAttrs(ctx, slog.LevelDebug, "request", attrs...)
 }
 
 func (m *metrics) observe(method string, start time.Time, err error) {

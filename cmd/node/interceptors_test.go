@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -91,5 +94,56 @@ func TestChainCountsAppends(t *testing.T) {
 	}
 	if got := counterValue(t, m.appends.WithLabelValues("duplicate")); got != 1 {
 		t.Fatalf("duplicate turns = %v, want 1", got)
+	}
+}
+
+// TestRequestsAreLoggedAtDebug: at --log-level debug every request leaves
+// one line (method, the ids it names, final code, duration; never its
+// content); at info none.
+func TestRequestsAreLoggedAtDebug(t *testing.T) {
+	req := &sessionv1.AppendRequest{SessionId: "01JDQ70000000000000000000S", Messages: []*sessionv1.NewMessage{
+		{MessageId: "01JDQ70000000000000000000M", Content: "secret content"}}}
+	run := func(level string) string {
+		var buf bytes.Buffer
+		log, err := newLogger(&buf, "json", level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ics := unaryChain(newMetrics(), nil, audit.NoWait, log)
+		info := &grpc.UnaryServerInfo{FullMethod: "/agentstate.session.v1.SessionService/Append"}
+		var h grpc.UnaryHandler = func(context.Context, any) (any, error) { return nil, errs.NotFound("session gone") }
+		for i := len(ics) - 1; i >= 0; i-- {
+			ic, next := ics[i], h
+			h = func(ctx context.Context, req any) (any, error) { return ic(ctx, req, info, next) }
+		}
+		if _, err := h(context.Background(), req); status.Code(err) != codes.NotFound {
+			t.Fatalf("chain answered %v", err)
+		}
+		return buf.String()
+	}
+	if out := run("info"); out != "" {
+		t.Fatalf("at info a request logged %q", out)
+	}
+	out := run("debug")
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(out), &rec); err != nil {
+		t.Fatalf("want one JSON line, got %q", out)
+	}
+	for k, want := range map[string]any{
+		"level": "DEBUG", "msg": "request", "method": "/agentstate.session.v1.SessionService/Append",
+		"session_id": req.SessionId, "code": "NotFound", "error": "session gone",
+	} {
+		if rec[k] != want {
+			t.Errorf("%s = %v, want %v (line %s)", k, rec[k], want, out)
+		}
+	}
+	if ids, _ := rec["message_ids"].([]any); len(ids) != 1 || ids[0] != "01JDQ70000000000000000000M" {
+		t.Errorf("message_ids = %v", rec["message_ids"])
+	}
+	if _, ok := rec["duration"].(float64); !ok {
+		t.Errorf("no duration in %s", out)
+	}
+	if strings.Contains(out, "secret content") {
+		t.Errorf("the request's content was logged: %s", out)
 	}
 }

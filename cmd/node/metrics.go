@@ -129,3 +129,26 @@ func (m *metrics) gauges(backlog func() int, sessions, plans func() int) {
 		}, func() float64 { return float64(plans()) }),
 	)
 }
+
+// clusterGauges registers a cluster member's series, read at scrape time:
+// the members in its topology, the Router's retries (attempts known to
+// have done nothing, sent again), and activations fenced by a newer one.
+func (m *metrics) clusterGauges(members func() int, retries func() int64, fencedSessions, fencedPlans func() int64) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agentstate_cluster_members", Help: "Members in this member's cluster topology, itself included.",
+		}, func() float64 { return float64(members()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "agentstate_cluster_router_retries_total",
+			Help: "Requests the cluster router sent again after an attempt known to have stored nothing (fenced or moving owner, lookup timeout, dead letter).",
+		}, func() float64 { return float64(retries()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "agentstate_fenced_activations_total", Help: "Activations whose write the store fenced because a newer activation owns the id, by kind.",
+			ConstLabels: prometheus.Labels{"kind": "session"},
+		}, func() float64 { return float64(fencedSessions()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "agentstate_fenced_activations_total", Help: "Activations whose write the store fenced because a newer activation owns the id, by kind.",
+			ConstLabels: prometheus.Labels{"kind": "plan"},
+		}, func() float64 { return float64(fencedPlans()) }),
+	)
+}

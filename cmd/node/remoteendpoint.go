@@ -85,7 +85,8 @@ func remoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *me
 			return nil, err
 		}
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(server)))
-		configOpts = append(configOpts, remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(client))))
+		warnCNOnly(log, "--remote-tls-cert", server.Certificates[0])
+		configOpts = append(configOpts, remote.WithDialOptions(grpc.WithTransportCredentials(explainCNOnly(credentials.NewTLS(client), "the peer"))))
 	}
 	configOpts = append(configOpts, remote.WithServerOptions(sopts...))
 	if opt.Advertise != "" {

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"testing"
 
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"

@@ -11,8 +11,14 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// envPrefix prefixes the environment equivalent of every flag.
+// envPrefix prefixes the environment equivalent of a flag.
 const envPrefix = "AGENTSTATE_"
+
+// envAnnotation marks the flags that the environment may set: connection
+// and server settings only. A per-request field (an id, an actor, a type, a
+// filter, content) never reads a variable: one exported for one command
+// would silently change what every later command asks for.
+const envAnnotation = "agentstate/env"
 
 // extraCommands lets other files of this package (node bench) add
 // subcommands without editing this one: append a constructor in init.
@@ -43,8 +49,11 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "node",
 		Short: "agentstate node: serve the actors, or talk to a running node",
 		Long: "node runs agentstate as a service (node serve) and is its command-line client.\n\n" +
-			"Every flag can also be set through the environment: AGENTSTATE_<FLAG>, upper case,\n" +
-			"dashes as underscores (--grpc-addr: AGENTSTATE_GRPC_ADDR). The command line wins.",
+			"Connection and server settings (the node's address, token file, TLS files, serve's\n" +
+			"flags) can also be set through the environment: AGENTSTATE_<FLAG>, upper case, dashes as\n" +
+			"underscores (--grpc-addr: AGENTSTATE_GRPC_ADDR); --help names the variable of each one.\n" +
+			"Per-request flags (ids, actor, type, content, filters) are command line only. The command\n" +
+			"line wins.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -63,7 +72,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	for _, mk := range extraCommands {
 		root.AddCommand(mk())
 	}
-	// Document the environment equivalent of every flag in --help.
+	// Document the environment equivalent of each settable flag in --help.
 	walk(root, func(c *cobra.Command) {
 		annotateEnv(c.LocalNonPersistentFlags())
 		annotateEnv(c.PersistentFlags())
@@ -95,8 +104,9 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// requireFlags fails with a usage error when one of names was given
-// neither on the command line nor through the environment.
+// requireFlags fails with a usage error when one of names was not given
+// (on the command line, or through the environment for a flag fromEnv
+// allowed).
 func requireFlags(cmd *cobra.Command, names ...string) error {
 	for _, n := range names {
 		f := cmd.Flags().Lookup(n)
@@ -119,23 +129,40 @@ func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
+// fromEnv lets the environment set the named flags of fs. It is called
+// where the flags are declared, so the allow-list sits next to them.
+func fromEnv(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		if err := fs.SetAnnotation(n, envAnnotation, []string{"true"}); err != nil {
+			panic(err) // a name not declared: a programming error
+		}
+	}
+}
+
+// settableFromEnv says whether fromEnv allowed f.
+func settableFromEnv(f *pflag.Flag) bool {
+	_, ok := f.Annotations[envAnnotation]
+	return ok
+}
+
 func annotateEnv(fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Name == "help" || strings.Contains(f.Usage, "(env ") {
+		if !settableFromEnv(f) || strings.Contains(f.Usage, "(env ") {
 			return
 		}
 		f.Usage += " (env " + envName(f.Name) + ")"
 	})
 }
 
-// applyEnv sets every flag of cmd that was not given on the command line
-// from its environment variable, when that is set. Because it runs before
+// applyEnv sets every flag of cmd that fromEnv allowed and that was not
+// given on the command line from its environment variable, when that is
+// set. Because it runs before
 // the command, the values the command sees already include the
 // environment; the command line wins because Changed flags are skipped.
 func applyEnv(cmd *cobra.Command) error {
 	var firstErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Changed || f.Name == "help" || firstErr != nil {
+		if f.Changed || !settableFromEnv(f) || firstErr != nil {
 			return
 		}
 		v, ok := os.LookupEnv(envName(f.Name))

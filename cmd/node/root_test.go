@@ -44,9 +44,47 @@ func TestBadEnvironmentValueIsAUsageError(t *testing.T) {
 	}
 }
 
-// TestHelpDocumentsEveryFlag: each flag of each command says what it does
-// and names its environment variable.
+// TestPerRequestFlagsIgnoreTheEnvironment: a variable exported for one
+// command must not filter or fill another's request; connection settings
+// still come from the environment.
+func TestPerRequestFlagsIgnoreTheEnvironment(t *testing.T) {
+	t.Setenv("AGENTSTATE_ACTOR", "alice")
+	t.Setenv("AGENTSTATE_TYPE", "session_deleted")
+	t.Setenv("AGENTSTATE_CONTENT", "surprise")
+	t.Setenv("AGENTSTATE_ADDR", "127.0.0.1:1")
+	t.Setenv("AGENTSTATE_TIMEOUT", "3s")
+	root := newRootCommand(&bytes.Buffer{}, &bytes.Buffer{})
+	for _, path := range [][]string{{"audit", "count"}, {"session", "append"}, {"session", "list"}} {
+		cmd, _, err := root.Find(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.ParseFlags(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := applyEnv(cmd); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"actor", "type", "content"} {
+			if f := cmd.Flags().Lookup(name); f != nil && (f.Changed || f.Value.String() != "") {
+				t.Errorf("%v --%s = %q (changed %v); want it untouched by %s", path, name, f.Value, f.Changed, envName(name))
+			}
+		}
+		if got := cmd.Flags().Lookup("addr").Value.String(); got != "127.0.0.1:1" {
+			t.Errorf("%v --addr = %q, want AGENTSTATE_ADDR's", path, got)
+		}
+		if got := cmd.Flags().Lookup("timeout").Value.String(); got != "3s" {
+			t.Errorf("%v --timeout = %q, want AGENTSTATE_TIMEOUT's", path, got)
+		}
+	}
+}
+
+// TestHelpDocumentsEveryFlag: each flag of each command says what it does,
+// and names its environment variable exactly when the environment can set
+// it: connection and server settings, never a per-request field.
 func TestHelpDocumentsEveryFlag(t *testing.T) {
+	connection := map[string]bool{"addr": true, "token-file": true, "tls": true, "tls-ca": true,
+		"tls-server-name": true, "insecure": true, "timeout": true}
 	root := newRootCommand(&bytes.Buffer{}, &bytes.Buffer{})
 	n := 0
 	walk(root, func(c *cobra.Command) {
@@ -55,8 +93,18 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 				return
 			}
 			n++
-			if len(f.Usage) < 15 || !strings.Contains(f.Usage, "(env "+envName(f.Name)+")") {
-				t.Errorf("%s --%s: usage %q lacks a description or its env name", c.CommandPath(), f.Name, f.Usage)
+			if len(f.Usage) < 7 {
+				t.Errorf("%s --%s: usage %q lacks a description", c.CommandPath(), f.Name, f.Usage)
+			}
+			group := ""
+			if words := strings.Fields(c.CommandPath()); len(words) > 1 {
+				group = words[1]
+			}
+			client := group == "session" || group == "plan" || group == "audit"
+			wantEnv := group == "serve" || (client && connection[f.Name])
+			if hasEnv := strings.Contains(f.Usage, "(env "+envName(f.Name)+")"); hasEnv != wantEnv || settableFromEnv(f) != wantEnv {
+				t.Errorf("%s --%s: usage %q, settable from the environment %v; want %v",
+					c.CommandPath(), f.Name, f.Usage, settableFromEnv(f), wantEnv)
 			}
 		})
 	})
@@ -71,10 +119,11 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
-		{"session", "get"},                            // missing --session
-		{"session", "get", "--bogus"},                 // unknown flag
-		{"session", "get", "--session", "X", "extra"}, // positional argument
-		{"session", "append", "--session", "X"},       // no messages
+		{"session", "get"},                                        // missing --session
+		{"session", "get", "--bogus"},                             // unknown flag
+		{"session", "get", "--session", "X", "extra"},             // positional argument
+		{"session", "append", "--session", "X"},                   // no messages
+		{"session", "append", "--session", "X", "--role", "user"}, // no --content
 		{"session", "append", "--session", "X", "--role", "wizard", "--content", "c"},
 		{"session", "delete", "--session", "X"}, // no --yes
 		{"plan", "record-error", "--plan", "P", "--phase", "nope", "--type", "T"},

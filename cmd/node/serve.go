@@ -83,6 +83,11 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.peers, "peers", "", "every cluster member's host:am-port, this one included, comma-separated")
 	fs.IntVar(&f.amPort, "am-port", 0, "this member's automanaged port (listens on all interfaces, unauthenticated: firewall it)")
 	fs.DurationVar(&f.clusterWait, "cluster-wait", 15*time.Second, "how long /readyz waits for every peer to join before going ready anyway")
+	// Every flag of serve is a server setting.
+	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file",
+		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
+		"shutdown-timeout", "idle-timeout", "backlog", "batch-max-commands", "batch-max-bytes", "audit-messages",
+		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		log, err := newLogger(cmd.ErrOrStderr(), f.logFormat, f.logLevel)
 		if err != nil {
@@ -203,10 +208,7 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 		return err
 	})
 
-	actorLog := log.With("component", "protoactor")
-	if !log.Enabled(context.Background(), slog.LevelDebug) {
-		actorLog = slog.New(minLevel{Handler: log.Handler(), min: slog.LevelWarn}).With("component", "protoactor")
-	}
+	actorLog := libraryLogger(log)
 	s.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actorLog }))
 
 	m := newMetrics()
@@ -234,6 +236,7 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 		if s.member, err = startMember(s.sys, s.node, f, cl, router, m, log.With("component", "cluster")); err != nil {
 			return s, err
 		}
+		m.clusterGauges(s.member.Members, router.Retries, s.node.Sessions().FencedActivations, s.node.Plans().FencedActivations)
 	} else if f.remoteAddr != "" {
 		s.remote, err = startRemote(s.sys, remoteOptions{
 			Addr: f.remoteAddr, Advertise: f.remoteAdvertise,
@@ -319,13 +322,18 @@ func (s *server) goServe(fn func() error) {
 // shutdown drains the node. Each phase has its own budget of timeout:
 //  1. /readyz turns 503 and health reports NOT_SERVING;
 //  2. the gRPC API and the remote endpoint stop accepting and let requests
-//     in flight finish (after timeout the API cuts what is left);
+//     in flight finish (append streams answer what they took, refuse the
+//     rest UNAVAILABLE and end; after timeout the API cuts what is left);
 //  3. the actors drain: sessions and plans answer their writes in flight,
 //     then the audit actor commits everything it accepted;
 //  4. the HTTP server, the actor system and the database close.
 func (s *server) shutdown(timeout time.Duration) error {
 	s.ready.draining.Store(true)
 	s.api.health.Shutdown()
+	// Append streams stop taking appends and end once they answered
+	// those they took; GracefulStop below would otherwise wait for
+	// their clients to close them, up to timeout.
+	close(s.api.draining)
 
 	var wg sync.WaitGroup
 	wg.Add(1)

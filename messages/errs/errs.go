@@ -13,7 +13,7 @@ import (
 	"errors"
 	"fmt"
 
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -53,9 +53,38 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code && (t.Msg == "" || t.Msg == e.Msg)
 }
 
-// GRPCStatus lets gRPC handlers return an *Error directly.
+// GRPCStatus lets gRPC handlers return an *Error directly. The status
+// carries the agentstate code itself as a commonv1.Error detail: gRPC has
+// no OUTCOME_UNKNOWN (GRPCCode maps it to DEADLINE_EXCEEDED), and a client
+// in any language must be able to tell the node's "may have been applied"
+// from its own deadline, and each agentstate code from gRPC's own errors.
 func (e *Error) GRPCStatus() *status.Status {
-	return status.New(GRPCCode(e.Code), e.Msg)
+	st := status.New(GRPCCode(e.Code), e.Msg)
+	if d, err := st.WithDetails(&commonv1.Error{Code: e.Code, Message: e.Msg}); err == nil {
+		return d
+	}
+	return st
+}
+
+// detailCode is the agentstate code a status carries in its details
+// (GRPCStatus puts it there); ok is false for a status without one, such
+// as gRPC's own errors or a peer that predates the detail.
+func detailCode(s *status.Status) (Code, bool) {
+	for _, d := range s.Details() {
+		if e, ok := d.(*commonv1.Error); ok && e.GetCode() != commonv1.ErrorCode_ERROR_CODE_UNSPECIFIED {
+			return e.GetCode(), true
+		}
+	}
+	return 0, false
+}
+
+// statusCode classifies a gRPC status: by its agentstate detail when it
+// has one, else by the gRPC code.
+func statusCode(s *status.Status) Code {
+	if c, ok := detailCode(s); ok {
+		return c
+	}
+	return fromGRPCCode(s.Code())
 }
 
 // Sentinels for errors.Is; they carry no message.
@@ -116,7 +145,7 @@ func CodeOf(err error) Code {
 		return UnavailableCode
 	}
 	if s, ok := status.FromError(err); ok {
-		return fromGRPCCode(s.Code())
+		return statusCode(s)
 	}
 	return InternalCode
 }
@@ -132,7 +161,7 @@ func From(err error) *Error {
 		return e
 	}
 	if s, ok := status.FromError(err); ok {
-		return &Error{Code: fromGRPCCode(s.Code()), Msg: s.Message()}
+		return &Error{Code: statusCode(s), Msg: s.Message()}
 	}
 	return &Error{Code: CodeOf(err), Msg: err.Error()}
 }

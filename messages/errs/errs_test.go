@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -90,5 +90,33 @@ func TestEveryCodeIsMapped(t *testing.T) {
 		if msg := (&errs.Error{Code: c, Msg: "x"}).Error(); strings.HasPrefix(msg, "unknown") {
 			t.Errorf("%v has no name: %q", c, msg)
 		}
+	}
+}
+
+// A status made by GRPCStatus carries the agentstate code in its details,
+// so that a client tells the node's OUTCOME_UNKNOWN from its own deadline
+// (both are gRPC DEADLINE_EXCEEDED), and a detail outranks the gRPC code.
+func TestStatusDetailCarriesTheCode(t *testing.T) {
+	st := errs.OutcomeUnknown("commit answer lost").GRPCStatus()
+	var detail *commonv1.Error
+	for _, d := range st.Details() {
+		if e, ok := d.(*commonv1.Error); ok {
+			detail = e
+		}
+	}
+	if detail == nil || detail.GetCode() != errs.OutcomeUnknownCode || detail.GetMessage() != "commit answer lost" {
+		t.Fatalf("details %v: want a commonv1.Error with OUTCOME_UNKNOWN", st.Details())
+	}
+	// A detail that disagrees with the gRPC code wins: it is the node's own
+	// classification, the gRPC code only the nearest of gRPC's.
+	odd, err := status.New(codes.Unknown, "x").WithDetails(&commonv1.Error{Code: errs.FailedPreconditionCode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := errs.CodeOf(odd.Err()); c != errs.FailedPreconditionCode {
+		t.Errorf("detail FAILED_PRECONDITION on gRPC UNKNOWN -> %v", c)
+	}
+	if c := errs.From(odd.Err()).Code; c != errs.FailedPreconditionCode {
+		t.Errorf("From: detail FAILED_PRECONDITION on gRPC UNKNOWN -> %v", c)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentstate/agentstate/cmd/node/appendstream"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/node/appendstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"

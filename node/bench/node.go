@@ -11,8 +11,8 @@ import (
 
 	"github.com/agentstate/agentstate/actors"
 	"github.com/agentstate/agentstate/actors/audit"
-	"github.com/agentstate/agentstate/cmd/node/appendstream"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/node/appendstream"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/grpc"

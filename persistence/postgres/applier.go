@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/jackc/pgx/v5"
@@ -149,6 +149,8 @@ func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) 
 		return a.planWrite(c)
 	case *persistence.RecordAudit:
 		return persistence.Result{}, a.audit(c.Entries)
+	case *persistence.RecordClientAudit:
+		return a.recordClientAudit(c)
 	case *persistence.PruneAudit:
 		return a.pruneAudit(c)
 	case *persistence.Activate:

@@ -3,7 +3,7 @@ package postgres
 import (
 	"errors"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 )
@@ -31,6 +31,9 @@ func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 			return errs.InvalidArgument("audit entry %s has no created_at", e.GetEventId())
 		case e.GetPosition() != 0:
 			return errs.InvalidArgument("audit entry %s is committed already (position %d)", e.GetEventId(), e.GetPosition())
+		}
+		if _, err := persistence.StoredNanos("created_at", e.GetCreatedAt()); err != nil {
+			return persistence.Of("audit entry", e.GetEventId(), err)
 		}
 	}
 	if len(entries) > 0 && !a.chain {
@@ -60,7 +63,9 @@ func (a *applier) auditArgs() []any {
 		cols[i] = make([]string, n)
 	}
 	for i, e := range a.pending {
-		pos[i], created[i] = e.Position, persistence.UnixNanos(e.CreatedAt)
+		// Cannot fail: audit refused every entry whose time is not storable.
+		c, _ := persistence.StoredNanos("created_at", e.CreatedAt)
+		pos[i], created[i] = e.Position, c
 		cols[0][i], cols[1][i], cols[2][i], cols[3][i] = e.EventId, e.EventType, e.PlanId, e.SessionId
 		cols[4][i], cols[5][i], cols[6][i], cols[7][i] = e.ProjectName, e.ActorName, e.UserIdentity, e.DetailsJson
 		cols[8][i], cols[9][i] = e.PrevHash, e.Hash
@@ -101,16 +106,13 @@ func (a *applier) pruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 	if c.Limit <= 0 {
 		return persistence.Result{}, errs.InvalidArgument("prune limit %d; want at least 1", c.Limit)
 	}
-	if c.OlderThan.IsZero() {
-		return persistence.Result{}, errs.InvalidArgument("prune has no older_than")
-	}
 	if !a.chain {
 		return persistence.Result{}, errs.Internal("prune without the chain lock")
 	}
 	if err := a.flushAudit(); err != nil {
 		return persistence.Result{}, err
 	}
-	cutoff := c.OlderThan.UnixNano()
+	cutoff := persistence.BoundNanos(c.OlderThan)
 	// The first entry that must stay bounds the prefix: the first one not
 	// older than the cutoff, or the one past the limit.
 	var removed, lastPos, pos, created int64

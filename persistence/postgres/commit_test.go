@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"

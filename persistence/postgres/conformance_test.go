@@ -19,3 +19,14 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+// BenchmarkStore is the benchmark every store runs (storetest.Bench), on a
+// fresh schema. The test cluster of .ci/postgres.sh runs with fsync off, so
+// its commits cost no disk flush: compare CPU per row with SQLite's, not
+// rates.
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) persistence.Store {
+		s, _ := openFresh(b)
+		return s
+	})
+}

@@ -1,7 +1,7 @@
 package postgres
 
 // Times and limits are stored and clamped by the helpers every store shares
-// (persistence.UnixNanos, Stamp, ClampLimit).
+// (persistence.StoredNanos, BoundNanos, Stamp, ClampLimit).
 
 func orEmptyObject(s string) string {
 	if s == "" {

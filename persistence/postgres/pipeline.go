@@ -4,8 +4,8 @@ import (
 	"errors"
 	"strings"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -110,9 +110,17 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			res.Turns[i].Err = err
 			continue
 		}
-		rows := newMessageRows(t.Messages, next)
+		rows, err := newMessageRows(t.Messages, next)
+		if err != nil {
+			res.Turns[i].Err = err
+			continue
+		}
+		updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+		if err != nil {
+			return persistence.Result{}, persistence.Of("session", c.SessionID, err)
+		}
 		want := int64(len(t.Messages))
-		args := append(rows.args(c.SessionID), !c.UpdatedAt.IsZero(), want, persistence.TimeNanos(c.UpdatedAt), next)
+		args := append(rows.args(c.SessionID), !c.UpdatedAt.IsZero(), want, updatedAt, next)
 		a.queue(pipeTurnSQL, args...).QueryRow(func(row pgx.Row) error {
 			var inserted, updated int64
 			if err := row.Scan(&inserted, &updated); err != nil || inserted != want || updated != 1 {
@@ -153,10 +161,14 @@ func (a *applier) pipeUpdate(c *persistence.UpdateSession) (persistence.Result, 
 	if c.LinkPlan != nil && c.LinkPlan.GetPlanId() == "" {
 		return persistence.Result{}, errs.InvalidArgument("session %s: linked plan has no plan_id", c.SessionID)
 	}
+	args, err := updateSessionArgs(c)
+	if err != nil {
+		return persistence.Result{}, err
+	}
 	if err := a.pipeFence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
-	a.queue(updateSessionSQL, updateSessionArgs(c)...).Exec(func(tag pgconn.CommandTag) error {
+	a.queue(updateSessionSQL, args...).Exec(func(tag pgconn.CommandTag) error {
 		if tag.RowsAffected() != 1 {
 			return errPipeline
 		}

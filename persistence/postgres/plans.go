@@ -3,8 +3,8 @@ package postgres
 import (
 	"slices"
 
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
 )
 
@@ -69,6 +69,9 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 			return persistence.Result{}, errs.FailedPrecondition("plan %s: error record %s has sequence %d after %d",
 				c.PlanID, r.RecordId, r.Sequence, c.Records[i-1].GetSequence())
 		}
+		if _, err := persistence.StoredNanos("recorded_at", r.RecordedAt); err != nil {
+			return persistence.Result{}, persistence.Of("error record", r.RecordId, err)
+		}
 	}
 	if err := a.fence(persistence.OwnerPlan, c.PlanID, c.Epoch); err != nil {
 		return persistence.Result{}, err
@@ -110,7 +113,8 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 		msgs[i], tools[i], actors[i], stacks[i] = r.Message, r.Tool, r.ActorName, r.StackSummary
 		attrs[i], cats[i], retriable[i], retries[i] = orEmptyObject(r.AttributesJson), int64(r.Category), r.IsRetriable, int64(r.RetryCount)
 		maxes[i], actions[i], hints[i], cmds[i] = int64(r.MaxRetries), int64(r.RecoveryAction), r.RecoveryHint, r.RecoveryCommand
-		recorded[i] = persistence.UnixNanos(r.RecordedAt)
+		// Cannot fail: planWrite refused every record whose time is not storable.
+		recorded[i], _ = persistence.StoredNanos("recorded_at", r.RecordedAt)
 	}
 	inserted := make(map[string]bool, n)
 	var id string

@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -71,7 +71,7 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 		if cur == nil || cur.SessionId != id {
 			cur = &sessionv1.Session{SessionId: id, ActorName: actor, Namespace: ns, Automation: automation,
 				MetadataJson: meta, State: sessionv1.SessionState(state),
-				TokenUsage: &sessionv1.TokenUsage{InputTokens: in, OutputTokens: outTokens, Cost: cost},
+				TokenUsage: &sessionv1.TokenUsage{InputTokens: in, OutputTokens: outTokens, Cost: persistence.ReadableCost(cost)},
 				CreatedAt:  persistence.Stamp(created), UpdatedAt: persistence.Stamp(updated), ClosedAt: persistence.Stamp(closed), MessageCount: count}
 			out = append(out, cur)
 		}
@@ -87,7 +87,7 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 }
 
 func (r *reader) GetSession(ctx context.Context, sessionID string) (*sessionv1.Session, error) {
-	out, err := r.sessions(ctx, `SELECT * FROM sessions WHERE session_id = $1`, sessionID)
+	out, err := r.sessions(ctx, `SELECT * FROM sessions WHERE session_id = $1 AND state != $2`, sessionID, int64(persistence.SessionStateStaged))
 	if err != nil {
 		return nil, err
 	}
@@ -110,15 +110,26 @@ func (r *reader) ListSessions(ctx context.Context, f persistence.SessionFilter) 
 	}
 	if f.State != sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {
 		q.cond("state = " + q.arg(int64(f.State)))
+	} else {
+		q.cond("state != " + q.arg(int64(persistence.SessionStateStaged)))
 	}
 	inner := "SELECT * FROM sessions" + q.whereClause() + " ORDER BY session_id LIMIT " + q.arg(persistence.ClampLimit(f.Limit))
 	return r.sessions(ctx, inner, q.args...)
 }
 
 func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error) {
+	// The byte cap is applied by the server: a row past it is never sent
+	// (pgx would have to read to the end of a result it stopped using).
+	// octet_length of a stored value reads its size, not the value.
 	rows, err := r.pool.Query(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at
-		FROM session_messages WHERE session_id = $1 AND sequence >= $2 ORDER BY sequence LIMIT $3`,
-		sessionID, from, persistence.ClampLimit(limit))
+		FROM (SELECT sequence, message_id, role, content, metadata_json, created_at,
+			sum(octet_length(content) + octet_length(metadata_json) + $4) OVER (ORDER BY sequence) AS upto
+			FROM session_messages WHERE session_id = $1 AND sequence >= $2
+			AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = $1 AND state = $6)
+			ORDER BY sequence LIMIT $3) page
+		WHERE upto <= $5 OR sequence = (SELECT min(sequence) FROM session_messages WHERE session_id = $1 AND sequence >= $2)
+		ORDER BY sequence`,
+		sessionID, from, persistence.ClampLimit(limit), persistence.MessageOverhead, persistence.MaxPageBytes, int64(persistence.SessionStateStaged))
 	if err != nil {
 		return nil, storeErr("list messages", err)
 	}
@@ -225,10 +236,10 @@ func auditWhere(q *query, f *auditv1.Filter) {
 		q.cond("actor_name = " + q.arg(v) + " AND actor_name <> ''")
 	}
 	if f.GetSince() != nil {
-		q.cond("created_at >= " + q.arg(persistence.UnixNanos(f.Since)))
+		q.cond("created_at >= " + q.arg(persistence.BoundNanos(f.GetSince().AsTime())))
 	}
 	if f.GetUntil() != nil {
-		q.cond("created_at < " + q.arg(persistence.UnixNanos(f.Until)))
+		q.cond("created_at < " + q.arg(persistence.BoundNanos(f.GetUntil().AsTime())))
 	}
 }
 

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"slices"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/jackc/pgx/v5"
 )
@@ -34,17 +34,22 @@ type messageRows struct {
 	roles, created       []int64
 }
 
-func newMessageRows(ms []*sessionv1.Message, first int64) *messageRows {
+// newMessageRows fails only for a message that checkTurn refuses.
+func newMessageRows(ms []*sessionv1.Message, first int64) (*messageRows, error) {
 	r := &messageRows{}
 	for i, m := range ms {
+		created, err := persistence.MessageNanos(m)
+		if err != nil {
+			return nil, err
+		}
 		r.seq = append(r.seq, first+int64(i))
 		r.ids = append(r.ids, m.MessageId)
 		r.roles = append(r.roles, int64(m.Role))
 		r.contents = append(r.contents, m.Content)
 		r.metas = append(r.metas, orEmptyObject(m.MetadataJson))
-		r.created = append(r.created, persistence.UnixNanos(m.CreatedAt))
+		r.created = append(r.created, created)
 	}
-	return r
+	return r, nil
 }
 
 func (r *messageRows) args(sessionID string) []any {
@@ -56,10 +61,13 @@ func (a *applier) createSession(c *persistence.CreateSession) (persistence.Resul
 	if s == nil || s.GetSessionId() == "" {
 		return persistence.Result{}, errs.InvalidArgument("create session: no session id")
 	}
-	for _, m := range c.Messages {
-		if err := checkMessage(m); err != nil {
-			return persistence.Result{}, err
-		}
+	rows, err := newMessageRows(c.Messages, 0)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	times, err := persistence.SessionNanos(s)
+	if err != nil {
+		return persistence.Result{}, err
 	}
 	if err := a.fence(persistence.OwnerSession, s.SessionId, c.Epoch); err != nil {
 		return persistence.Result{}, err
@@ -71,7 +79,7 @@ func (a *applier) createSession(c *persistence.CreateSession) (persistence.Resul
 	tu := s.GetTokenUsage()
 	tag, err := a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
 		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		int64(len(c.Messages)), persistence.UnixNanos(s.CreatedAt), persistence.UnixNanos(s.UpdatedAt), persistence.UnixNanos(s.ClosedAt))
+		int64(len(c.Messages)), times[0], times[1], times[2])
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -79,7 +87,7 @@ func (a *applier) createSession(c *persistence.CreateSession) (persistence.Resul
 		return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
 	}
 	if len(c.Messages) > 0 {
-		if _, err := a.exec(insertMessagesSQL, newMessageRows(c.Messages, 0).args(s.SessionId)...); err != nil {
+		if _, err := a.exec(insertMessagesSQL, rows.args(s.SessionId)...); err != nil {
 			if uniqueViolation(err) == "session_messages_message_id_key" {
 				return persistence.Result{}, errs.InvalidArgument("create session %s: a message id appears twice", s.SessionId)
 			}
@@ -97,26 +105,14 @@ func (a *applier) createSession(c *persistence.CreateSession) (persistence.Resul
 	return persistence.Result{NextSequence: int64(len(c.Messages))}, nil
 }
 
-func checkMessage(m *sessionv1.Message) error {
-	switch {
-	case m == nil:
-		return errs.InvalidArgument("message is nil")
-	case m.GetMessageId() == "":
-		return errs.InvalidArgument("message has no message_id")
-	case m.GetCreatedAt() == nil:
-		return errs.InvalidArgument("message %s has no created_at", m.GetMessageId())
-	}
-	return nil
-}
-
 // checkTurn is a turn's own validity: messages, each with an id (unique
-// in the turn) and a time.
+// in the turn) and a storable time.
 func checkTurn(sessionID string, t *persistence.Turn) error {
 	if len(t.Messages) == 0 {
 		return errs.InvalidArgument("session %s: empty turn", sessionID)
 	}
 	for i, m := range t.Messages {
-		if err := checkMessage(m); err != nil {
+		if _, err := persistence.MessageNanos(m); err != nil {
 			return err
 		}
 		for _, o := range t.Messages[:i] {
@@ -197,8 +193,15 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 	if err := checkTurn(sessionID, t); err != nil {
 		return persistence.TurnResult{Err: err}, 0, nil
 	}
-	rows := newMessageRows(t.Messages, seq)
-	args := append(rows.args(sessionID), !c.UpdatedAt.IsZero(), int64(len(t.Messages)), persistence.TimeNanos(c.UpdatedAt))
+	rows, err := newMessageRows(t.Messages, seq)
+	if err != nil {
+		return persistence.TurnResult{Err: err}, 0, nil
+	}
+	updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+	if err != nil {
+		return persistence.TurnResult{}, 0, persistence.Of("session", sessionID, err)
+	}
+	args := append(rows.args(sessionID), !c.UpdatedAt.IsZero(), int64(len(t.Messages)), updatedAt)
 	inserted, err := a.insertReturningIDs(appendTurnSQL, args)
 	if err != nil {
 		if uniqueViolation(err) == "session_messages_sequence_key" {
@@ -222,6 +225,9 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 		if err != nil {
 			return persistence.TurnResult{}, 0, err
 		}
+		if err := persistence.CheckRetry(sessionID, t.Messages, out); err != nil {
+			return persistence.TurnResult{Err: err}, 0, nil
+		}
 		return persistence.TurnResult{Duplicate: true, Messages: out}, 0, nil
 	}
 	// Some ids were stored before, some not: undo this turn's rows and its
@@ -231,7 +237,18 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 		sessionID, inserted); err != nil {
 		return persistence.TurnResult{}, 0, err
 	}
-	return persistence.TurnResult{Err: errs.FailedPrecondition("session %s: turn mixes stored and new message ids", sessionID)}, 0, nil
+	return persistence.TurnResult{Err: persistence.MessageIDTaken(sessionID, firstStored(rows.ids, inserted))}, 0, nil
+}
+
+// firstStored is the first of ids that is not among inserted: one stored
+// before.
+func firstStored(ids, inserted []string) string {
+	for _, id := range ids {
+		if !slices.Contains(inserted, id) {
+			return id
+		}
+	}
+	return ""
 }
 
 // insertReturningIDs runs an INSERT ... RETURNING of one text column.
@@ -271,6 +288,10 @@ func (a *applier) storedMessages(sessionID string, ids []string) ([]*sessionv1.M
 }
 
 // updateSessionSQL changes the fields that are set, adds the token delta.
+// It matches no row when a sum would overflow, checked before it is made
+// exactly as the SQLite store checks it (see persistence.AddTokens), so
+// both refuse it with persistence.TokenOverflow rather than PostgreSQL's
+// out-of-range error.
 const updateSessionSQL = `UPDATE sessions SET
 	state = CASE WHEN $1::bigint <> 0 THEN $1::bigint ELSE state END,
 	closed_at = CASE WHEN $2::bigint <> 0 THEN $2::bigint ELSE closed_at END,
@@ -278,24 +299,50 @@ const updateSessionSQL = `UPDATE sessions SET
 	output_tokens = output_tokens + $4::bigint,
 	cost = cost + $5::double precision,
 	updated_at = CASE WHEN $6::bigint <> 0 THEN $6::bigint ELSE updated_at END
-	WHERE session_id = $7`
+	WHERE session_id = $7
+	AND ($3::bigint = 0 OR input_tokens <= $8::bigint - $3::bigint)
+	AND ($4::bigint = 0 OR output_tokens <= $8::bigint - $4::bigint)
+	AND ($5::double precision = 0 OR cost / 2 + $5::double precision / 2 <= $9::double precision / 2)`
 
-func updateSessionArgs(c *persistence.UpdateSession) []any {
+func updateSessionArgs(c *persistence.UpdateSession) ([]any, error) {
+	closedAt, err := persistence.StoredTimeNanos("closed_at", c.ClosedAt)
+	if err != nil {
+		return nil, persistence.Of("session", c.SessionID, err)
+	}
+	updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+	if err != nil {
+		return nil, persistence.Of("session", c.SessionID, err)
+	}
 	tu := c.TokenDelta
-	return []any{int64(c.State), persistence.TimeNanos(c.ClosedAt), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		persistence.TimeNanos(c.UpdatedAt), c.SessionID}
+	if err := persistence.CheckTokenDelta(tu); err != nil {
+		return nil, err
+	}
+	return []any{int64(c.State), closedAt, tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
+		updatedAt, c.SessionID, int64(persistence.MaxTokenTotal), persistence.MaxCostTotal}, nil
 }
 
 func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Result, error) {
+	args, err := updateSessionArgs(c)
+	if err != nil {
+		return persistence.Result{}, err
+	}
 	if err := a.fence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
-	tag, err := a.exec(updateSessionSQL, updateSessionArgs(c)...)
+	tag, err := a.exec(updateSessionSQL, args...)
 	if err != nil {
 		return persistence.Result{}, err
 	}
 	if tag.RowsAffected() == 0 {
-		return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
+		var one int
+		err := a.queryRow(`SELECT 1 FROM sessions WHERE session_id = $1`, []any{c.SessionID}, &one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
+		}
+		if err != nil {
+			return persistence.Result{}, err
+		}
+		return persistence.Result{}, persistence.TokenOverflow(c.SessionID)
 	}
 	if c.LinkPlan != nil {
 		if err := a.link(c.SessionID, c.LinkPlan); err != nil {
@@ -315,6 +362,17 @@ func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.lockSession(c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
+	var res persistence.Result
+	if c.Limit > 0 {
+		tag, err := a.exec(`DELETE FROM session_messages WHERE session_id = $1 AND sequence IN
+			(SELECT sequence FROM session_messages WHERE session_id = $1 ORDER BY sequence DESC LIMIT $2)`, c.SessionID, c.Limit)
+		if err != nil {
+			return persistence.Result{}, err
+		}
+		if res.MessagesRemoved = tag.RowsAffected(); res.MessagesRemoved == int64(c.Limit) {
+			return res, nil
+		}
+	}
 	var links []sessionLink
 	var l sessionLink
 	if err := a.forEachRow(`DELETE FROM session_links WHERE session_id = $1 RETURNING id, plan_id`, []any{c.SessionID},
@@ -326,7 +384,6 @@ func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Resul
 	}
 	// Report them in link order, as stored.
 	slices.SortFunc(links, func(x, y sessionLink) int { return cmp.Compare(x.id, y.id) })
-	var res persistence.Result
 	for _, l := range links {
 		res.PlansOrphaned = append(res.PlansOrphaned, l.planID)
 	}
@@ -334,7 +391,7 @@ func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	res.MessagesRemoved = tag.RowsAffected()
+	res.MessagesRemoved += tag.RowsAffected()
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = $1`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}

@@ -225,6 +225,10 @@ func needsChain(batch []persistence.Command) bool {
 			if len(c.Entries) > 0 {
 				return true
 			}
+		case *persistence.RecordClientAudit:
+			if len(c.Entries) > 0 {
+				return true
+			}
 		case *persistence.Activate, nil:
 		default: // PruneAudit, and anything new: lock to be safe
 			return true

@@ -51,14 +51,17 @@ var errAdvanceMissed = errs.FailedPrecondition("an append's session did not stan
 
 // advanceOf is c's advance to next. An attempt with savepoints applies it
 // at once, alone; one without queues it.
-func advanceOf(c *persistence.AppendMessages, next int64) advance {
+func advanceOf(c *persistence.AppendMessages, next int64) (advance, error) {
 	stored := next != c.NextSequence && !c.UpdatedAt.IsZero()
 	var at int64
 	if stored {
-		at = persistence.TimeNanos(c.UpdatedAt)
+		var err error
+		if at, err = persistence.StoredTimeNanos("updated_at", c.UpdatedAt); err != nil {
+			return advance{}, persistence.Of("session", c.SessionID, err)
+		}
 	}
 	return advance{sessionID: c.SessionID, expect: c.NextSequence, next: next,
-		touch: stored, updatedAt: at, epoch: c.Epoch}
+		touch: stored, updatedAt: at, epoch: c.Epoch}, nil
 }
 
 // flushAdvances applies the queued advances. Like flushMessages, the

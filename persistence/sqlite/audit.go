@@ -3,7 +3,7 @@ package sqlite
 import (
 	"strings"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -48,6 +48,9 @@ func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 		case e.GetPosition() != 0:
 			return errs.InvalidArgument("audit entry %s is committed already (position %d)", e.GetEventId(), e.GetPosition())
 		}
+		if _, err := persistence.StoredNanos("created_at", e.GetCreatedAt()); err != nil {
+			return persistence.Of("audit entry", e.GetEventId(), err)
+		}
 		if e.DetailsJson == "" {
 			e.DetailsJson = "{}"
 		}
@@ -81,8 +84,10 @@ func (a *applier) flushAudit() error {
 func (a *applier) insertAudit(es []*auditv1.AuditEntry) error {
 	args := a.args[:0]
 	for _, e := range es {
+		// Cannot fail: audit refused every entry whose time is not storable.
+		created, _ := persistence.StoredNanos("created_at", e.GetCreatedAt())
 		args = append(args, e.Position, e.EventId, e.EventType, e.PlanId, e.SessionId, e.ProjectName,
-			e.ActorName, e.UserIdentity, e.DetailsJson, persistence.UnixNanos(e.CreatedAt), e.PrevHash, e.Hash)
+			e.ActorName, e.UserIdentity, e.DetailsJson, created, e.PrevHash, e.Hash)
 	}
 	err := a.insert(insertAuditSQL[len(es)], args)
 	clear(args)
@@ -107,10 +112,7 @@ func (a *applier) pruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 	if c.Limit <= 0 {
 		return persistence.Result{}, errs.InvalidArgument("prune limit %d; want at least 1", c.Limit)
 	}
-	if c.OlderThan.IsZero() {
-		return persistence.Result{}, errs.InvalidArgument("prune has no older_than")
-	}
-	cutoff := c.OlderThan.UnixNano()
+	cutoff := persistence.BoundNanos(c.OlderThan)
 	if err := a.flushAudit(); err != nil {
 		return persistence.Result{}, err
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 )
 
 // queryPlan returns the EXPLAIN QUERY PLAN details of query.

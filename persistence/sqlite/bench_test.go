@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -262,7 +262,7 @@ func BenchmarkRawAuditTx(b *testing.B) {
 				e := benchSyncEntry(now)
 				h := persistence.AuditHash(prev, e)
 				rows[i] = []any{int64(i + 1), e.EventId, e.EventType, e.PlanId, e.SessionId, e.ProjectName,
-					e.ActorName, e.UserIdentity, e.DetailsJson, persistence.UnixNanos(e.CreatedAt), prev, h}
+					e.ActorName, e.UserIdentity, e.DetailsJson, now.AsTime().UnixNano(), prev, h}
 				prev = h
 			}
 			args := make([]any, 0, auditColumnsN*auditChunks[0])

@@ -3,8 +3,8 @@ package sqlite
 import (
 	"strings"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -56,8 +56,13 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 		for j, m := range t.Messages {
 			// The answer carries the stored time (nanoseconds), as a
 			// read returns it; a turn's messages usually share one.
+			// checkTurn found every time storable.
 			if m.CreatedAt != lastIn {
-				lastIn, lastOut = m.CreatedAt, persistence.Stamp(persistence.UnixNanos(m.CreatedAt))
+				n, err := persistence.MessageNanos(m)
+				if err != nil {
+					return 0, err
+				}
+				lastIn, lastOut = m.CreatedAt, persistence.Stamp(n)
 			}
 			out[j] = &sessionv1.Message{SessionId: c.SessionID, MessageId: m.MessageId, Sequence: next,
 				Role: m.Role, Content: m.Content, MetadataJson: orEmptyObject(m.MetadataJson), CreatedAt: lastOut}
@@ -129,8 +134,9 @@ func inChunks[T any](items *[]T, sizes []int, write func([]T) error) error {
 func (a *applier) insertMessages(ms []*sessionv1.Message) error {
 	args := a.args[:0]
 	for _, m := range ms {
-		args = append(args, m.SessionId, m.Sequence, m.MessageId, int64(m.Role), m.Content, m.MetadataJson,
-			persistence.UnixNanos(m.CreatedAt))
+		// Cannot fail: appendBulk made these messages from checked ones.
+		created, _ := persistence.MessageNanos(m)
+		args = append(args, m.SessionId, m.Sequence, m.MessageId, int64(m.Role), m.Content, m.MetadataJson, created)
 	}
 	err := a.insert(insertMessagesSQL[len(ms)], args)
 	clear(args)

@@ -38,3 +38,15 @@ func TestConformanceMemory(t *testing.T) {
 		return s
 	})
 }
+
+// BenchmarkStore is the benchmark every store runs (storetest.Bench), on
+// a database file with the node's durability (WAL, synchronous=FULL).
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) persistence.Store {
+		s, err := sqlite.Open(filepath.Join(b.TempDir(), "agentstate.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	})
+}

@@ -1,7 +1,7 @@
 package sqlite
 
 // Times and limits are stored and clamped by the helpers every store shares
-// (persistence.UnixNanos, Stamp, ClampLimit); SQLite has no boolean type.
+// (persistence.StoredNanos, BoundNanos, Stamp, ClampLimit); SQLite has no boolean type.
 
 func boolInt(b bool) int64 {
 	if b {

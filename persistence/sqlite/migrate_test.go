@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"google.golang.org/protobuf/types/known/timestamppb"

@@ -4,8 +4,8 @@ import (
 	"database/sql"
 	"errors"
 
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -65,10 +65,14 @@ func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error
 			return persistence.Result{}, errs.FailedPrecondition("plan %s: error record %s has sequence %d after %d",
 				c.PlanID, r.RecordId, r.Sequence, c.Records[i-1].GetSequence())
 		}
+		recorded, err := persistence.StoredNanos("recorded_at", r.RecordedAt)
+		if err != nil {
+			return persistence.Result{}, persistence.Of("error record", r.RecordId, err)
+		}
 		res, err := a.exec(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
 			r.Message, r.Tool, r.ActorName, r.StackSummary, orEmptyObject(r.AttributesJson), int64(r.Category),
 			boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
-			r.RecoveryHint, r.RecoveryCommand, persistence.UnixNanos(r.RecordedAt))
+			r.RecoveryHint, r.RecoveryCommand, recorded)
 		if err != nil {
 			if constraint(err) == sqlite3.ErrConstraintUnique {
 				return persistence.Result{}, errs.FailedPrecondition("plan %s: sequence %d is taken", c.PlanID, r.Sequence)

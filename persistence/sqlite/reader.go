@@ -6,10 +6,10 @@ import (
 	"errors"
 	"strings"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 )
 
@@ -25,8 +25,13 @@ var _ persistence.Reader = (*reader)(nil)
 // sessionSelect yields one row per (session, linked plan), sessions in id
 // order and links in insertion order; a session without links has one row
 // with NULL link columns. The inner query picks the sessions.
+//
+// Token totals are read saturated (CAST of an out-of-range REAL gives the
+// int64 end) and the cost clamped (persistence.ReadableCost), so a row
+// that an overflowing update corrupted before such updates were refused
+// still reads, exports and deletes.
 const sessionSelect = `SELECT s.session_id, s.actor_name, s.namespace, s.automation, s.metadata_json, s.state,
-	s.input_tokens, s.output_tokens, s.cost, s.created_at, s.updated_at, s.closed_at, s.next_sequence,
+	CAST(s.input_tokens AS INTEGER), CAST(s.output_tokens AS INTEGER), s.cost, s.created_at, s.updated_at, s.closed_at, s.next_sequence,
 	l.plan_id, l.phase, l.state
 	FROM (%s) s LEFT JOIN session_links l ON l.session_id = s.session_id
 	ORDER BY s.session_id, l.id`
@@ -49,6 +54,7 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 			return nil, storeErr("read sessions", err)
 		}
 		if cur == nil || cur.SessionId != s.SessionId {
+			s.TokenUsage.Cost = persistence.ReadableCost(s.TokenUsage.Cost)
 			s.State = sessionv1.SessionState(state)
 			s.CreatedAt, s.UpdatedAt, s.ClosedAt = persistence.Stamp(created), persistence.Stamp(updated), persistence.Stamp(closed)
 			out = append(out, s)
@@ -65,7 +71,7 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 }
 
 func (r *reader) GetSession(ctx context.Context, sessionID string) (*sessionv1.Session, error) {
-	out, err := r.sessions(ctx, `SELECT * FROM sessions WHERE session_id = ?`, sessionID)
+	out, err := r.sessions(ctx, `SELECT * FROM sessions WHERE session_id = ? AND state != ?`, sessionID, int64(persistence.SessionStateStaged))
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +95,8 @@ func (r *reader) ListSessions(ctx context.Context, f persistence.SessionFilter) 
 	}
 	if f.State != sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {
 		where, args = append(where, "state = ?"), append(args, int64(f.State))
+	} else {
+		where, args = append(where, "state != ?"), append(args, int64(persistence.SessionStateStaged))
 	}
 	inner := "SELECT * FROM sessions" + whereClause(where) + " ORDER BY session_id LIMIT ?"
 	return r.sessions(ctx, inner, append(args, persistence.ClampLimit(f.Limit))...)
@@ -102,19 +110,28 @@ func whereClause(conds []string) string {
 }
 
 func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at
-		FROM session_messages WHERE session_id = ? AND sequence >= ? ORDER BY sequence LIMIT ?`,
-		sessionID, from, persistence.ClampLimit(limit))
+	rows, err := r.db.QueryContext(ctx, `SELECT length(CAST(content AS BLOB)) + length(CAST(metadata_json AS BLOB)) + ?1,
+		sequence, message_id, role, content, metadata_json, created_at
+		FROM session_messages WHERE session_id = ?2 AND sequence >= ?3
+		AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?2 AND state = ?5)
+		ORDER BY sequence LIMIT ?4`,
+		persistence.MessageOverhead, sessionID, from, persistence.ClampLimit(limit), int64(persistence.SessionStateStaged))
 	if err != nil {
 		return nil, storeErr("list messages", err)
 	}
 	defer rows.Close()
 	var out []*sessionv1.Message
+	// SQLite steps the statement row by row, so stopping here at the byte
+	// cap reads no further row; the sizes are taken before the values are.
+	bytes := 0
 	for rows.Next() {
 		m := &sessionv1.Message{SessionId: sessionID}
-		var role, created int64
-		if err := rows.Scan(&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created); err != nil {
+		var role, created, size int64
+		if err := rows.Scan(&size, &m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created); err != nil {
 			return nil, storeErr("list messages", err)
+		}
+		if bytes += int(size); len(out) > 0 && bytes > persistence.MaxPageBytes {
+			break
 		}
 		m.Role, m.CreatedAt = sessionv1.Role(role), persistence.Stamp(created)
 		out = append(out, m)
@@ -218,10 +235,10 @@ func auditWhere(f *auditv1.Filter) ([]string, []any) {
 		where, args = append(where, "actor_name = ? AND actor_name != ''"), append(args, v)
 	}
 	if f.GetSince() != nil {
-		where, args = append(where, "created_at >= ?"), append(args, persistence.UnixNanos(f.Since))
+		where, args = append(where, "created_at >= ?"), append(args, persistence.BoundNanos(f.GetSince().AsTime()))
 	}
 	if f.GetUntil() != nil {
-		where, args = append(where, "created_at < ?"), append(args, persistence.UnixNanos(f.Until))
+		where, args = append(where, "created_at < ?"), append(args, persistence.BoundNanos(f.GetUntil().AsTime()))
 	}
 	return where, args
 }

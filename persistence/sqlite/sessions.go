@@ -4,8 +4,8 @@ import (
 	"database/sql"
 	"errors"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -40,10 +40,14 @@ func (a *applier) createSession(c *persistence.CreateSession) (persistence.Resul
 	if state == sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {
 		state = sessionv1.SessionState_SESSION_STATE_ACTIVE
 	}
+	times, err := persistence.SessionNanos(s)
+	if err != nil {
+		return persistence.Result{}, err
+	}
 	tu := s.GetTokenUsage()
-	_, err := a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
+	_, err = a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
 		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		int64(len(c.Messages)), persistence.UnixNanos(s.CreatedAt), persistence.UnixNanos(s.UpdatedAt), persistence.UnixNanos(s.ClosedAt))
+		int64(len(c.Messages)), times[0], times[1], times[2])
 	if err != nil {
 		if constraint(err) == sqlite3.ErrConstraintPrimaryKey || constraint(err) == sqlite3.ErrConstraintUnique {
 			return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
@@ -51,11 +55,12 @@ func (a *applier) createSession(c *persistence.CreateSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	for i, m := range c.Messages {
-		if err := checkMessage(m); err != nil {
+		created, err := persistence.MessageNanos(m)
+		if err != nil {
 			return persistence.Result{}, err
 		}
-		_, err := a.exec(insertMessageSQL, s.SessionId, int64(i), m.MessageId, int64(m.Role), m.Content,
-			orEmptyObject(m.MetadataJson), persistence.UnixNanos(m.CreatedAt))
+		_, err = a.exec(insertMessageSQL, s.SessionId, int64(i), m.MessageId, int64(m.Role), m.Content,
+			orEmptyObject(m.MetadataJson), created)
 		if err != nil {
 			if constraint(err) == sqlite3.ErrConstraintUnique {
 				return persistence.Result{}, errs.InvalidArgument("create session %s: message id %s appears twice", s.SessionId, m.MessageId)
@@ -72,18 +77,6 @@ func (a *applier) createSession(c *persistence.CreateSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	return persistence.Result{NextSequence: int64(len(c.Messages))}, nil
-}
-
-func checkMessage(m *sessionv1.Message) error {
-	switch {
-	case m == nil:
-		return errs.InvalidArgument("message is nil")
-	case m.GetMessageId() == "":
-		return errs.InvalidArgument("message has no message_id")
-	case m.GetCreatedAt() == nil:
-		return errs.InvalidArgument("message %s has no created_at", m.GetMessageId())
-	}
-	return nil
 }
 
 func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
@@ -122,7 +115,10 @@ func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Res
 			next += n
 		}
 	}
-	v := advanceOf(c, next)
+	v, err := advanceOf(c, next)
+	if err != nil {
+		return persistence.Result{}, err
+	}
 	if a.buffered {
 		// The epoch check and the sequence compare-and-set are pooled too
 		// (see advance); dispatch skipped checkEpoch for this command.
@@ -157,7 +153,7 @@ func checkTurn(sessionID string, t *persistence.Turn) error {
 		return errs.InvalidArgument("session %s: empty turn", sessionID)
 	}
 	for i, m := range t.Messages {
-		if err := checkMessage(m); err != nil {
+		if _, err := persistence.MessageNanos(m); err != nil {
 			return err
 		}
 		for _, o := range t.Messages[:i] {
@@ -178,9 +174,12 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 	}
 	out := make([]*sessionv1.Message, len(t.Messages))
 	var inserted int64
-	skipped := 0
+	skipped, firstSkipped := 0, ""
 	for i, m := range t.Messages {
-		created := persistence.UnixNanos(m.CreatedAt)
+		created, err := persistence.MessageNanos(m)
+		if err != nil {
+			return persistence.TurnResult{Err: err}, 0, nil
+		}
 		meta := orEmptyObject(m.MetadataJson)
 		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created)
 		if err != nil {
@@ -197,6 +196,9 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 			return persistence.TurnResult{}, 0, err
 		}
 		if n == 0 {
+			if skipped == 0 {
+				firstSkipped = m.MessageId
+			}
 			skipped++
 			continue
 		}
@@ -216,7 +218,7 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 			sessionID, seq, seq+inserted); err != nil {
 			return persistence.TurnResult{}, 0, err
 		}
-		return persistence.TurnResult{Err: errs.FailedPrecondition("session %s: turn mixes stored and new message ids", sessionID)}, 0, nil
+		return persistence.TurnResult{Err: persistence.MessageIDTaken(sessionID, firstSkipped)}, 0, nil
 	}
 	for i, m := range t.Messages {
 		stored, err := a.storedMessage(sessionID, m.MessageId)
@@ -224,6 +226,9 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 			return persistence.TurnResult{}, 0, err
 		}
 		out[i] = stored
+	}
+	if err := persistence.CheckRetry(sessionID, t.Messages, out); err != nil {
+		return persistence.TurnResult{Err: err}, 0, nil
 	}
 	return persistence.TurnResult{Duplicate: true, Messages: out}, 0, nil
 }
@@ -242,7 +247,21 @@ func (a *applier) storedMessage(sessionID, messageID string) (*sessionv1.Message
 }
 
 func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Result, error) {
+	closedAt, err := persistence.StoredTimeNanos("closed_at", c.ClosedAt)
+	if err != nil {
+		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
+	}
+	updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+	if err != nil {
+		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
+	}
 	tu := c.TokenDelta
+	if err := persistence.CheckTokenDelta(tu); err != nil {
+		return persistence.Result{}, err
+	}
+	// The sums are checked before they are made: SQLite would turn an
+	// overflowing integer sum into a REAL, and a cost into Infinity. The
+	// cost check is persistence.AddTokens's, as in PostgreSQL.
 	res, err := a.exec(`UPDATE sessions SET
 		state = CASE WHEN ?1 != 0 THEN ?1 ELSE state END,
 		closed_at = CASE WHEN ?2 != 0 THEN ?2 ELSE closed_at END,
@@ -250,16 +269,27 @@ func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Resul
 		output_tokens = output_tokens + ?4,
 		cost = cost + ?5,
 		updated_at = CASE WHEN ?6 != 0 THEN ?6 ELSE updated_at END
-		WHERE session_id = ?7`,
-		int64(c.State), persistence.TimeNanos(c.ClosedAt), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		persistence.TimeNanos(c.UpdatedAt), c.SessionID)
+		WHERE session_id = ?7
+		AND (?3 = 0 OR input_tokens <= ?8 - ?3)
+		AND (?4 = 0 OR output_tokens <= ?8 - ?4)
+		AND (?5 = 0 OR cost / 2 + ?5 / 2 <= ?9 / 2)`,
+		int64(c.State), closedAt, tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
+		updatedAt, c.SessionID, int64(persistence.MaxTokenTotal), persistence.MaxCostTotal)
 	if err != nil {
 		return persistence.Result{}, err
 	}
 	if n, err := rowsAffected(res); err != nil {
 		return persistence.Result{}, err
 	} else if n == 0 {
-		return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
+		var one int
+		err := a.queryRow(`SELECT 1 FROM sessions WHERE session_id = ?`, c.SessionID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
+		}
+		if err != nil {
+			return persistence.Result{}, err
+		}
+		return persistence.Result{}, persistence.TokenOverflow(c.SessionID)
 	}
 	if c.LinkPlan != nil {
 		if err := a.link(c.SessionID, c.LinkPlan); err != nil {
@@ -282,6 +312,19 @@ func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	var res persistence.Result
+	if c.Limit > 0 {
+		del, err := a.exec(`DELETE FROM session_messages WHERE id IN
+			(SELECT id FROM session_messages WHERE session_id = ? ORDER BY sequence DESC LIMIT ?)`, c.SessionID, c.Limit)
+		if err != nil {
+			return persistence.Result{}, err
+		}
+		if res.MessagesRemoved, err = rowsAffected(del); err != nil {
+			return persistence.Result{}, err
+		}
+		if res.MessagesRemoved == int64(c.Limit) {
+			return res, nil
+		}
+	}
 	rows, err := a.tx.QueryContext(a.ctx, `SELECT plan_id FROM session_links WHERE session_id = ? ORDER BY id`, c.SessionID)
 	if err != nil {
 		return persistence.Result{}, err
@@ -307,9 +350,11 @@ func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	if res.MessagesRemoved, err = rowsAffected(del); err != nil {
+	removed, err := rowsAffected(del)
+	if err != nil {
 		return persistence.Result{}, err
 	}
+	res.MessagesRemoved += removed
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = ?`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}

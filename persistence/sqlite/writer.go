@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 )
 
@@ -234,6 +234,8 @@ func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) 
 		return a.planWrite(c)
 	case *persistence.RecordAudit:
 		return persistence.Result{}, a.audit(c.Entries)
+	case *persistence.RecordClientAudit:
+		return a.recordClientAudit(c)
 	case *persistence.PruneAudit:
 		return a.pruneAudit(c)
 	case nil:

@@ -1,10 +1,12 @@
 package storetest
 
 import (
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"strings"
+
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/proto"
 )
@@ -78,8 +80,11 @@ var appendCases = []testCase{
 		first := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 0, UpdatedAt: h.now(),
 			Turns: []persistence.Turn{{Messages: orig, Audit: []*auditv1.AuditEntry{h.entry("appended")}}}})
 		before := h.get(s.SessionId)
+		// A retry is the same turn; only its time is new.
 		retry := clone(orig...)
-		retry[0].Content = "changed on retry"
+		for _, m := range retry {
+			m.CreatedAt = h.ts()
+		}
 		dupAudit := h.entry("appended")
 		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, UpdatedAt: h.now(),
 			Turns: []persistence.Turn{{Messages: retry, Audit: []*auditv1.AuditEntry{dupAudit}}}})
@@ -112,8 +117,12 @@ var appendCases = []testCase{
 			turn(clone(stored)[0], h.msg("new too")),
 			turn(good),
 		}})
-		wantCode(h.T, res.Turns[0].Err, errs.FailedPreconditionCode)
-		wantCode(h.T, res.Turns[1].Err, errs.FailedPreconditionCode)
+		for _, tr := range res.Turns[:2] {
+			wantCode(h.T, tr.Err, errs.AlreadyExistsCode)
+			if !strings.Contains(tr.Err.Error(), stored.MessageId) {
+				h.Fatalf("%v does not name the stored id %s", tr.Err, stored.MessageId)
+			}
+		}
 		checkTurn(h, res.Turns[2], s.SessionId, 1, []*sessionv1.Message{good})
 		if res.NextSequence != 2 {
 			h.Fatalf("next sequence %d, want 2", res.NextSequence)
@@ -121,6 +130,52 @@ var appendCases = []testCase{
 		ms := h.messages(s.SessionId)
 		if len(ms) != 2 || ms[0].Content != "stored" || ms[1].Content != "good" {
 			h.Fatalf("stored messages %v", ms)
+		}
+	}},
+	{"a stored id reused for anything but a retry of its turn is ALREADY_EXISTS", func(h *harness) {
+		s := h.create()
+		orig := h.msgs(3)
+		orig[1].MetadataJson = `{"k":1}`
+		h.ok(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(orig...)}})
+		before, entries := h.get(s.SessionId), len(h.scan())
+		for name, edit := range map[string]func(ms []*sessionv1.Message) []*sessionv1.Message{
+			"content":   func(ms []*sessionv1.Message) []*sessionv1.Message { ms[1].Content = "changed"; return ms },
+			"role":      func(ms []*sessionv1.Message) []*sessionv1.Message { ms[1].Role = sessionv1.Role_ROLE_TOOL; return ms },
+			"metadata":  func(ms []*sessionv1.Message) []*sessionv1.Message { ms[1].MetadataJson = `{"k":2}`; return ms },
+			"no meta":   func(ms []*sessionv1.Message) []*sessionv1.Message { ms[1].MetadataJson = ""; return ms },
+			"order":     func(ms []*sessionv1.Message) []*sessionv1.Message { ms[1], ms[2] = ms[2], ms[1]; return ms },
+			"a gap":     func(ms []*sessionv1.Message) []*sessionv1.Message { return []*sessionv1.Message{ms[0], ms[2]} },
+			"with news": func(ms []*sessionv1.Message) []*sessionv1.Message { return append(ms, h.msg("new")) },
+		} {
+			retry := edit(clone(orig...))
+			e := h.entry("appended")
+			res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 3, UpdatedAt: h.now(),
+				Turns: []persistence.Turn{{Messages: retry, Audit: []*auditv1.AuditEntry{e}}}})
+			tr := res.Turns[0]
+			wantCode(h.T, tr.Err, errs.AlreadyExistsCode)
+			if tr.Duplicate || res.NextSequence != 3 || e.Position != 0 {
+				h.Fatalf("%s: %+v, audit position %d", name, res, e.Position)
+			}
+			named := false
+			for _, m := range orig {
+				named = named || strings.Contains(tr.Err.Error(), m.MessageId)
+			}
+			if !named {
+				h.Fatalf("%s: %v names no stored id", name, tr.Err)
+			}
+		}
+		if after := h.get(s.SessionId); !proto.Equal(after, before) || len(h.scan()) != entries {
+			h.Fatalf("refused reuses changed the session:\n got %v\nwant %v", after, before)
+		}
+		for i, m := range h.messages(s.SessionId) {
+			if m.Content != orig[i].Content || m.MetadataJson != orig[i].MetadataJson || m.Role != orig[i].Role {
+				h.Fatalf("stored message %d changed: %v", i, m)
+			}
+		}
+		// The exact retry is still a duplicate.
+		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 3, Turns: []persistence.Turn{turn(clone(orig...)...)}})
+		if !res.Turns[0].Duplicate || res.Turns[0].Err != nil {
+			h.Fatalf("exact retry: %+v", res.Turns[0])
 		}
 	}},
 	{"duplicate and new turns in one command", func(h *harness) {

@@ -1,7 +1,11 @@
 package storetest
 
 import (
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	"fmt"
+	"strings"
+
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
 )
@@ -43,6 +47,47 @@ var readerCases = []testCase{
 		}
 		if ms, err := h.r.ListMessages(h.ctx, ids.New(), 0, 0); err != nil || len(ms) != 0 {
 			h.Fatalf("ListMessages of an unknown session: %v, %v", ms, err)
+		}
+	}},
+	{"message pages are capped by bytes, with at least one message", func(h *harness) {
+		// Sizes around the cap: 300 KiB messages fill a page with three
+		// (four would pass MaxPageBytes); a message above the cap comes
+		// alone; metadata counts too.
+		big := strings.Repeat("x", 300<<10)
+		huge := strings.Repeat("y", persistence.MaxPageBytes+1)
+		var msgs []*sessionv1.Message
+		for i := 0; i < 7; i++ {
+			msgs = append(msgs, h.msg(big))
+		}
+		msgs = append(msgs, h.msg(huge), h.msg("small"))
+		meta := h.msg("m")
+		meta.MetadataJson = `{"k":"` + strings.Repeat("z", 800<<10) + `"}`
+		msgs = append(msgs, meta, h.msg(big))
+		s := h.create(msgs...)
+		var got [][]int64
+		for from := int64(0); from < int64(len(msgs)); {
+			ms, err := h.r.ListMessages(h.ctx, s.SessionId, from, 1000)
+			if err != nil || len(ms) == 0 {
+				h.Fatalf("ListMessages(from %d): %d messages, %v", from, len(ms), err)
+			}
+			var page []int64
+			bytes := 0
+			for i, m := range ms {
+				if m.Sequence != from+int64(i) || m.Content != msgs[m.Sequence].Content || m.MetadataJson != msgs[m.Sequence].MetadataJson {
+					h.Fatalf("ListMessages(from %d)[%d]: sequence %d or its content is not the stored one", from, i, m.Sequence)
+				}
+				bytes += persistence.MessagePageBytes(len(m.Content), len(m.MetadataJson))
+				page = append(page, m.Sequence)
+			}
+			if len(ms) > 1 && bytes > persistence.MaxPageBytes {
+				h.Fatalf("ListMessages(from %d): %d messages of %d bytes, above MaxPageBytes", from, len(ms), bytes)
+			}
+			got = append(got, page)
+			from += int64(len(ms))
+		}
+		want := "[[0 1 2] [3 4 5] [6] [7] [8 9] [10]]"
+		if fmt.Sprint(got) != want {
+			h.Fatalf("pages %v; want %s", got, want)
 		}
 	}},
 	{"reader sees every committed write", func(h *harness) {

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -38,9 +38,14 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"append", appendCases},
 		{"plans", planCases},
 		{"audit", auditCases},
+		{"audit ids", clientAuditCases},
 		{"batch", batchCases},
+		{"pool", poolCases},
 		{"reader", readerCases},
+		{"staged", stagedCases},
 		{"fencing", fencingCases},
+		{"times", timeCases},
+		{"tokens", tokenCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

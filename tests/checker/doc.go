@@ -9,15 +9,15 @@
 //     one database file and fixed addresses, waiting for /readyz.
 //   - Load runs C sequential clients over S sessions: appends of 1..3
 //     messages with client-chosen message ids, plan errors with
-//     client-chosen record ids, synchronous audit entries and replays of
-//     acknowledged turns. A failed request is retried with the same ids
-//     until it is acknowledged.
+//     client-chosen record ids, synchronous audit entries with
+//     client-chosen event ids and replays of acknowledged turns. A failed
+//     request is retried with the same ids until it is acknowledged.
 //   - Ledger records every acknowledgement exactly as answered.
 //   - Observe reads everything back (Get, paged ListMessages, History,
-//     audit Get and Verify); Check compares ledger and observation and
-//     returns a Report whose violation counters (Lost, Duplicated, Gaps,
-//     Changed, Reordered, Phantom, BadAcks, ChainBroken, Rejected) must
-//     all be zero.
+//     audit Get, List and Verify); Check compares ledger and observation
+//     and returns a Report whose violation counters (Lost, DupAppends,
+//     DupPlanRecords, DupAudit, Gaps, Changed, Reordered, Phantom, BadAcks,
+//     ChainBroken, Rejected) must all be zero.
 //
 // CrashLoop and FaultRun put these together:
 //

@@ -1,12 +1,14 @@
 package checker
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"google.golang.org/grpc/codes"
 )
 
 // Msg is one message of a turn as the client sent it. ID is the client's
@@ -92,6 +94,10 @@ type Ledger struct {
 	planUnnamed map[string]int
 	plans       []PlanAck
 	audit       []AuditAck
+	auditSent   map[string]*auditv1.RecordRequest // event id → request, for every attempt
+	// falseUnavailable describes requests found stored although every
+	// failed attempt of theirs had been answered "nothing stored".
+	falseUnavailable []string
 }
 
 // NewLedger returns an empty ledger.
@@ -103,6 +109,7 @@ func NewLedger() *Ledger {
 		planAttempts: make(map[string]int),
 		planNamed:    make(map[string]map[string]bool),
 		planUnnamed:  make(map[string]int),
+		auditSent:    make(map[string]*auditv1.RecordRequest),
 	}
 }
 
@@ -184,6 +191,35 @@ func (l *Ledger) PlanErrorAcked(req *planv1.RecordErrorRequest, resp *planv1.Rec
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.plans = append(l.plans, PlanAck{Req: req, Record: resp.GetRecord()})
+}
+
+// AuditSent records one attempt of req, which names its event (event_id):
+// however often it is sent, it may be stored once.
+func (l *Ledger) AuditSent(req *auditv1.RecordRequest) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.auditSent[req.GetEventId()] = req
+}
+
+// RetryAnswered records how a request that is not a replay was finally
+// answered: failed holds the codes of its failed attempts, duplicate says
+// the answer was "stored already". A duplicate means one of the attempts
+// was stored; if each of them was answered UNAVAILABLE or
+// RESOURCE_EXHAUSTED — "nothing stored" — one of those answers was false:
+// the lie that makes a client store a write twice when its request has no
+// client id.
+func (l *Ledger) RetryAnswered(what string, failed []codes.Code, duplicate bool) {
+	if !duplicate || len(failed) == 0 {
+		return
+	}
+	for _, c := range failed {
+		if c != codes.Unavailable && c != codes.ResourceExhausted {
+			return // an attempt's outcome was unknown: it may be the stored one
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.falseUnavailable = append(l.falseUnavailable, fmt.Sprintf("%s: answered as stored already, after attempts answered %v (nothing stored)", what, failed))
 }
 
 // AuditAcked records the node's OK answer to a synchronous audit Record.

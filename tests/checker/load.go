@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentstate/agentstate/cmd/node/appendstream"
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	"github.com/agentstate/agentstate/node/appendstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -141,7 +141,7 @@ func (ld *Load) Setup(ctx context.Context) error {
 	for i := range ld.cfg.Sessions {
 		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker", Namespace: "checker",
 			MetadataJson: fmt.Sprintf(`{"index":%d}`, i)}
-		err := ld.call(ctx, "create session", &at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+		err := ld.call(ctx, "create session", &at, true, nil, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 			_, err := ld.targets[conn].sessions.Create(ctx, req, ready)
 			return err
 		})
@@ -246,13 +246,14 @@ func FormatFailures(m map[codes.Code]int64) string {
 
 // retriable codes are those a crash, a restart or a full database cause;
 // a retry with the same request is correct for each, if the request is
-// idempotent. DEADLINE_EXCEEDED is the node's OUTCOME_UNKNOWN (or the
-// client's own deadline): the request may have been applied, so only an
-// idempotent request (one with client ids) is retried after it. UNAVAILABLE
-// promises nothing was stored — but a client cannot tell the node's
-// UNAVAILABLE from a connection cut under a request in flight, so every
-// attempt of a request without client ids counts toward what it may have
-// stored (Ledger.PlanErrorSent).
+// idempotent. DEADLINE_EXCEEDED is OUTCOME_UNKNOWN (the node's, or the
+// client's for a connection cut under a request in flight — see
+// appendstream.OutcomeOptions, which the load's connections are dialed
+// with — or the client's own deadline): the request may have been applied,
+// so only an idempotent request (one with client ids) is retried after it.
+// UNAVAILABLE promises nothing was stored. Every request of the load
+// carries client ids; the ledger still counts each attempt (AppendSent,
+// PlanErrorSent, AuditSent).
 func retriable(c codes.Code, idempotent bool) bool {
 	switch c {
 	case codes.Unavailable, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
@@ -279,7 +280,10 @@ var errMaybeApplied = errors.New("may have been applied")
 // one node (it comes back), failing fast with several (another may be up).
 // Backoff between attempts keeps a down node from being hammered; it is
 // not synchronization.
-func (ld *Load) call(ctx context.Context, what string, at *int, idempotent bool, f func(ctx context.Context, conn int, ready grpc.CallOption) error) error {
+//
+// failed, when not nil, receives the code of every failed attempt.
+func (ld *Load) call(ctx context.Context, what string, at *int, idempotent bool, failed *[]codes.Code,
+	f func(ctx context.Context, conn int, ready grpc.CallOption) error) error {
 	backoff := 5 * time.Millisecond
 	ready := grpc.WaitForReady(len(ld.targets) == 1)
 	for {
@@ -294,6 +298,9 @@ func (ld *Load) call(ctx context.Context, what string, at *int, idempotent bool,
 			return ctx.Err()
 		}
 		code := status.Code(err)
+		if failed != nil {
+			*failed = append(*failed, code)
+		}
 		ld.mu.Lock()
 		ld.failures[code]++
 		ld.lastErr[code] = status.Convert(err).Message()
@@ -401,7 +408,8 @@ func (c *client) replay(ctx context.Context) error {
 func (c *client) send(ctx context.Context, t Turn, replay bool) error {
 	req := t.Request()
 	var resp *sessionv1.AppendResponse
-	err := c.ld.call(ctx, "append to "+t.Session, &c.at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+	var failed []codes.Code
+	err := c.ld.call(ctx, "append to "+t.Session, &c.at, true, &failed, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		c.ld.ledger.AppendSent(t)
 		var err error
 		if c.batch {
@@ -416,6 +424,9 @@ func (c *client) send(ctx context.Context, t Turn, replay bool) error {
 	})
 	if err != nil {
 		return err
+	}
+	if !replay {
+		c.ld.ledger.RetryAnswered("append of "+t.Messages[0].ID+" to "+t.Session, failed, resp.GetDuplicate())
 	}
 	c.ld.ledger.AppendAcked(c.id, t, replay, resp)
 	if c.batch {
@@ -438,7 +449,8 @@ func (c *client) recordPlanError(ctx context.Context, n int) error {
 		RecordId: ids.New(),
 	}
 	var resp *planv1.RecordErrorResponse
-	err := c.ld.call(ctx, "record error for "+req.PlanId, &c.at, true, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+	var failed []codes.Code
+	err := c.ld.call(ctx, "record error for "+req.PlanId, &c.at, true, &failed, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		c.ld.ledger.PlanErrorSent(req)
 		var err error
 		resp, err = c.ld.targets[conn].plans.RecordError(ctx, req, ready)
@@ -447,6 +459,7 @@ func (c *client) recordPlanError(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
+	c.ld.ledger.RetryAnswered("plan record "+req.RecordId, failed, resp.GetDuplicate())
 	c.ld.ledger.PlanErrorAcked(req, resp)
 	return nil
 }
@@ -457,9 +470,15 @@ func (c *client) recordAudit(ctx context.Context, n int) error {
 		ActorName:   fmt.Sprintf("client-%d", c.id),
 		DetailsJson: fmt.Sprintf(`{"client":%d,"op":%d}`, c.id, n),
 		Sync:        true,
+		// Named, so that every retry (also after an unknown outcome) is
+		// safe: the node stores the entry once and answers retries with
+		// it (duplicate=true).
+		EventId: ids.New(),
 	}
 	var resp *auditv1.RecordResponse
-	err := c.ld.call(ctx, "audit record", &c.at, false, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+	var failed []codes.Code
+	err := c.ld.call(ctx, "audit record", &c.at, true, &failed, func(ctx context.Context, conn int, ready grpc.CallOption) error {
+		c.ld.ledger.AuditSent(req)
 		var err error
 		resp, err = c.ld.targets[conn].audit.Record(ctx, req, ready)
 		return err
@@ -467,6 +486,7 @@ func (c *client) recordAudit(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
+	c.ld.ledger.RetryAnswered("audit record "+req.EventId, failed, resp.GetDuplicate())
 	c.ld.ledger.AuditAcked(req, resp)
 	return nil
 }

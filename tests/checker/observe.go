@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -51,6 +51,18 @@ func Observe(ctx context.Context, conn grpc.ClientConnInterface, l *Ledger) (*Ob
 			return nil, fmt.Errorf("checker: audit get %s: %w", id, err)
 		}
 		o.Audit[id] = resp.GetEntry()
+	}
+	after := ""
+	for {
+		page, err := audit.List(ctx, &auditv1.ListRequest{Filter: &auditv1.Filter{EventType: probeEventType},
+			AfterEventId: after, Limit: readPage}, grpc.WaitForReady(true))
+		if err != nil {
+			return nil, fmt.Errorf("checker: audit list after %q: %w", after, err)
+		}
+		o.AuditLog = append(o.AuditLog, page.GetEntries()...)
+		if after = page.GetNextCursor(); after == "" {
+			break
+		}
 	}
 	chain, err := audit.Verify(ctx, &auditv1.VerifyRequest{}, grpc.WaitForReady(true))
 	if err != nil {

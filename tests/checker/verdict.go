@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 )
 
 // Observed is what the database holds, as read back through the node after
@@ -23,6 +23,9 @@ type Observed struct {
 	// Audit maps each acknowledged event id to the stored entry; nil or
 	// missing means Get answered NOT_FOUND.
 	Audit map[string]*auditv1.AuditEntry
+	// AuditLog is every stored entry of the load's event type, in commit
+	// order: where an entry stored twice shows.
+	AuditLog []*auditv1.AuditEntry
 	// Chain is the answer of audit Verify.
 	Chain *auditv1.VerifyResponse
 }
@@ -51,25 +54,38 @@ type Report struct {
 	PlanErrorsAcked int
 	PlanRecords     int // records stored (retries of requests without a record_id may add some)
 	AuditAcked      int
-	AuditChecked    int64 // entries Verify walked
-	Kills           int   // SIGKILLs delivered to the node
-	Attempts        int64 // RPC attempts by the load
-	Failed          int64 // attempts that failed (retried, or ending the request)
-	// MaybeApplied counts requests without client ids (audit entries; plan
-	// errors carry a record_id and are retried) answered OUTCOME_UNKNOWN
-	// (gRPC DEADLINE_EXCEEDED): neither acknowledged nor retried; each may
-	// or may not be stored.
+	// AuditRetriedStored counts audit records whose retry was answered
+	// as a duplicate (an earlier attempt was stored, its answer lost).
+	AuditRetriedStored int
+	AuditChecked       int64 // entries Verify walked
+	Kills              int   // SIGKILLs delivered to the node
+	Attempts           int64 // RPC attempts by the load
+	Failed             int64 // attempts that failed (retried, or ending the request)
+	// MaybeApplied counts requests without client ids (the load sends
+	// none: appends, plan errors and audit records all carry theirs and
+	// are retried) answered OUTCOME_UNKNOWN (gRPC DEADLINE_EXCEEDED):
+	// neither acknowledged nor retried; each may or may not be stored.
 	MaybeApplied int64
 
-	Lost        int // acknowledged, not found (a message, a plan record, an audit entry, a session)
-	Duplicated  int // a message id, a sequence or a record id stored twice
-	Gaps        int // sequence numbers missing from 0..n-1, or a message_count that disagrees
-	Changed     int // found, but not as acknowledged (sequence, content, hash, ...)
-	Reordered   int // read order ≠ sequence order, or a turn sent after another's ack got an earlier sequence
-	Phantom     int // stored but never sent, or more plan records than attempts
-	BadAcks     int // an answer inconsistent in itself (ids, consecutive sequences, durable flag)
-	ChainBroken int // 1 when the audit chain does not verify
-	Rejected    int // requests refused with a code that retrying can never cure
+	Lost int // acknowledged, not found (a message, a plan record, an audit entry, a session)
+	// Duplicates, per write kind: one request stored twice — what a
+	// retry after an answer lost in a crash does if a client id does not
+	// stop it, or if the client was told UNAVAILABLE for a write that had
+	// committed.
+	DupAppends     int // a message id, a sequence or a message's content stored twice in a session
+	DupPlanRecords int // a plan record id stored twice
+	DupAudit       int // an audit event id, or one request's content, stored twice
+	Gaps           int // sequence numbers missing from 0..n-1, or a message_count that disagrees
+	Changed        int // found, but not as acknowledged (sequence, content, hash, ...)
+	Reordered      int // read order ≠ sequence order, or a turn sent after another's ack got an earlier sequence
+	Phantom        int // stored but never sent, or more plan records than attempts
+	BadAcks        int // an answer inconsistent in itself (ids, consecutive sequences, durable flag)
+	ChainBroken    int // 1 when the audit chain does not verify
+	// FalseUnavailable counts requests answered "stored already" on a
+	// retry although each earlier attempt had been answered UNAVAILABLE or
+	// RESOURCE_EXHAUSTED, which promise that nothing was stored.
+	FalseUnavailable int
+	Rejected         int // requests refused with a code that retrying can never cure
 
 	// Problems describes the first violations found.
 	Problems []string
@@ -80,7 +96,7 @@ const maxProblems = 20
 
 // Violations is the number of things a correct node never does.
 func (r *Report) Violations() int {
-	return r.Lost + r.Duplicated + r.Gaps + r.Changed + r.Reordered + r.Phantom + r.BadAcks + r.ChainBroken + r.Rejected
+	return r.Lost + r.DupAppends + r.DupPlanRecords + r.DupAudit + r.Gaps + r.Changed + r.Reordered + r.Phantom + r.BadAcks + r.ChainBroken + r.FalseUnavailable + r.Rejected
 }
 
 // ErrViolations is returned (wrapped) by Report.Err when the node broke
@@ -99,11 +115,11 @@ func (r *Report) Err() error {
 // String prints the figures on one line each group.
 func (r *Report) String() string {
 	return fmt.Sprintf("sessions=%d appends_acked=%d batch_acked=%d messages_acked=%d replays=%d retried_stored=%d messages_stored=%d "+
-		"plan_errors_acked=%d plan_records=%d audit_acked=%d audit_verified=%d kills=%d attempts=%d failed_attempts=%d maybe_applied=%d | "+
-		"lost=%d duplicated=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d rejected=%d",
+		"plan_errors_acked=%d plan_records=%d audit_acked=%d audit_retried_stored=%d audit_verified=%d kills=%d attempts=%d failed_attempts=%d maybe_applied=%d | "+
+		"lost=%d dup_appends=%d dup_plan_records=%d dup_audit=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d false_unavailable=%d rejected=%d",
 		r.Sessions, r.AppendsAcked, r.BatchAcked, r.MessagesAcked, r.Replays, r.RetriedStored, r.MessagesStored,
-		r.PlanErrorsAcked, r.PlanRecords, r.AuditAcked, r.AuditChecked, r.Kills, r.Attempts, r.Failed, r.MaybeApplied,
-		r.Lost, r.Duplicated, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.Rejected)
+		r.PlanErrorsAcked, r.PlanRecords, r.AuditAcked, r.AuditRetriedStored, r.AuditChecked, r.Kills, r.Attempts, r.Failed, r.MaybeApplied,
+		r.Lost, r.DupAppends, r.DupPlanRecords, r.DupAudit, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.FalseUnavailable, r.Rejected)
 }
 
 func (r *Report) problem(counter *int, format string, args ...any) {
@@ -131,6 +147,9 @@ func Check(l *Ledger, o *Observed) Report {
 	}
 	checkPlans(l, o, &r)
 	checkAudit(l, o, &r)
+	for _, p := range l.falseUnavailable {
+		r.problem(&r.FalseUnavailable, "%s", p)
+	}
 	return r
 }
 
@@ -238,6 +257,7 @@ func checkSession(l *Ledger, o *Observed, sid string, acked map[string]ackedMsg,
 	}
 	r.MessagesStored += len(v.Messages)
 	byID := make(map[string]*sessionv1.Message, len(v.Messages))
+	byContent := make(map[string]string, len(v.Messages)) // content → first message id; the load's contents are unique
 	seqs := make(map[int64]bool, len(v.Messages))
 	prev := int64(-1)
 	for _, m := range v.Messages {
@@ -245,11 +265,15 @@ func checkSession(l *Ledger, o *Observed, sid string, acked map[string]ackedMsg,
 			r.problem(&r.Phantom, "session %s: read a message of session %q", sid, m.GetSessionId())
 		}
 		if _, dup := byID[m.GetMessageId()]; dup {
-			r.problem(&r.Duplicated, "session %s: message id %s stored twice", sid, m.GetMessageId())
+			r.problem(&r.DupAppends, "session %s: message id %s stored twice", sid, m.GetMessageId())
+		} else if first, dup := byContent[m.GetContent()]; dup && m.GetContent() != "" {
+			r.problem(&r.DupAppends, "session %s: message %s stores the content of message %s again", sid, m.GetMessageId(), first)
+		} else {
+			byContent[m.GetContent()] = m.GetMessageId()
 		}
 		byID[m.GetMessageId()] = m
 		if seqs[m.GetSequence()] {
-			r.problem(&r.Duplicated, "session %s: sequence %d stored twice", sid, m.GetSequence())
+			r.problem(&r.DupAppends, "session %s: sequence %d stored twice", sid, m.GetSequence())
 		}
 		seqs[m.GetSequence()] = true
 		if m.GetSequence() < prev {
@@ -306,7 +330,7 @@ func checkPlans(l *Ledger, o *Observed, r *Report) {
 				r.problem(&r.Gaps, "plan %s: record %d read with sequence %d", plan, i, rec.GetSequence())
 			}
 			if _, dup := stored[rec.GetRecordId()]; dup {
-				r.problem(&r.Duplicated, "plan %s: record id %s stored twice", plan, rec.GetRecordId())
+				r.problem(&r.DupPlanRecords, "plan %s: record id %s stored twice", plan, rec.GetRecordId())
 			}
 			stored[rec.GetRecordId()] = rec
 		}
@@ -350,18 +374,26 @@ func checkPlans(l *Ledger, o *Observed, r *Report) {
 }
 
 // checkAudit: every acknowledged synchronous entry was durable when
-// answered and is stored as answered (position and hash included); the
-// chain verifies.
+// answered and is stored as answered (position and hash included); no
+// event id and no request's content is stored twice, and every stored
+// entry of the load's type was sent; the chain verifies.
 func checkAudit(l *Ledger, o *Observed, r *Report) {
+	checkAuditLog(l, o, r)
 	seen := make(map[string]bool)
 	for _, a := range l.audit {
 		r.AuditAcked++
+		if a.Resp.GetDuplicate() {
+			r.AuditRetriedStored++
+		}
 		want := a.Resp.GetEntry()
 		id := want.GetEventId()
 		if seen[id] {
-			r.problem(&r.Duplicated, "audit: event id %s acknowledged twice", id)
+			r.problem(&r.BadAcks, "audit: event id %s acknowledged twice", id)
 		}
 		seen[id] = true
+		if named := a.Req.GetEventId(); named != "" && named != id {
+			r.problem(&r.BadAcks, "audit: request for event %s acknowledged with event %s", named, id)
+		}
 		if a.Req.GetSync() && !a.Resp.GetDurable() {
 			r.problem(&r.BadAcks, "audit: synchronous entry %s answered before it was durable", id)
 		}
@@ -387,6 +419,32 @@ func checkAudit(l *Ledger, o *Observed, r *Report) {
 		r.problem(&r.ChainBroken, "audit: chain broken at %s: %s", c.GetFirstBrokenEventId(), c.GetReason())
 	} else if c.GetEntriesChecked() < int64(len(l.audit)) {
 		r.problem(&r.ChainBroken, "audit: chain verified %d entries, fewer than the %d acknowledged", c.GetEntriesChecked(), len(l.audit))
+	}
+}
+
+// checkAuditLog counts the entries of the load's event type stored twice —
+// under one event id, or one request's content (type, actor, details: the
+// load makes each request's details unique) under two ids, which is what a
+// retry of a record without a client id stores — and those of ids never
+// sent.
+func checkAuditLog(l *Ledger, o *Observed, r *Report) {
+	byID := make(map[string]bool, len(o.AuditLog))
+	byContent := make(map[string]string, len(o.AuditLog))
+	for _, e := range o.AuditLog {
+		id := e.GetEventId()
+		content := e.GetEventType() + "\x00" + e.GetActorName() + "\x00" + e.GetDetailsJson()
+		switch first, again := byContent[content]; {
+		case byID[id]:
+			r.problem(&r.DupAudit, "audit: event id %s stored twice", id)
+		case again:
+			r.problem(&r.DupAudit, "audit: entry %s stores the request of entry %s again", id, first)
+		default:
+			byContent[content] = id
+		}
+		byID[id] = true
+		if _, sent := l.auditSent[id]; !sent {
+			r.problem(&r.Phantom, "audit: entry %s (position %d) of an event id never sent", id, e.GetPosition())
+		}
 	}
 }
 

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/tests/checker"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -84,12 +85,25 @@ func newWorld(t *testing.T) *world {
 	w.l.PlanErrorAcked(named, &planv1.RecordErrorResponse{Record: rec, Duplicate: true})
 	w.o.Plans[w.plan] = append(w.o.Plans[w.plan], proto.Clone(rec).(*planv1.ErrorRecord))
 
+	// Two synchronous audit records with client ids; the second was sent
+	// twice (its first answer lost) and its retry answered as a duplicate.
 	for i := range 2 {
-		req := &auditv1.RecordRequest{EventType: "resource_modified", ActorName: "client-0", DetailsJson: "{}", Sync: true}
-		e := &auditv1.AuditEntry{EventId: ids.New(), EventType: req.EventType, ActorName: req.ActorName, DetailsJson: "{}",
+		details := fmt.Sprintf(`{"op":%d}`, i)
+		req := &auditv1.RecordRequest{EventId: ids.New(), EventType: "resource_modified", ActorName: "client-0", DetailsJson: details, Sync: true}
+		e := &auditv1.AuditEntry{EventId: req.EventId, EventType: req.EventType, ActorName: req.ActorName, DetailsJson: details,
 			Position: int64(5 + i), Hash: fmt.Sprintf("%064d", i+1), PrevHash: fmt.Sprintf("%064d", i)}
-		w.l.AuditAcked(req, &auditv1.RecordResponse{Entry: e, Durable: true})
+		w.l.AuditSent(req)
+		if i == 1 {
+			w.l.AuditSent(req)
+		}
+		if i == 1 {
+			// Its first answer was lost with the connection (OUTCOME_UNKNOWN),
+			// the second attempt found the node down (UNAVAILABLE).
+			w.l.RetryAnswered("audit record "+req.EventId, []codes.Code{codes.DeadlineExceeded, codes.Unavailable}, true)
+		}
+		w.l.AuditAcked(req, &auditv1.RecordResponse{Entry: e, Durable: true, Duplicate: i == 1})
 		w.o.Audit[e.EventId] = proto.Clone(e).(*auditv1.AuditEntry)
+		w.o.AuditLog = append(w.o.AuditLog, proto.Clone(e).(*auditv1.AuditEntry))
 		w.event = append(w.event, e.EventId)
 	}
 	return w
@@ -114,7 +128,7 @@ func TestCheckCleanWorld(t *testing.T) {
 		t.Fatalf("a correct observation was judged wrong: %v", err)
 	}
 	want := checker.Report{Sessions: 1, AppendsAcked: 4, MessagesAcked: 7, Replays: 1, RetriedStored: 1, MessagesStored: 7,
-		PlanErrorsAcked: 4, PlanRecords: 4, AuditAcked: 2, AuditChecked: 9}
+		PlanErrorsAcked: 4, PlanRecords: 4, AuditAcked: 2, AuditRetriedStored: 1, AuditChecked: 9}
 	if fmt.Sprint(r) != fmt.Sprint(want) {
 		t.Fatalf("figures:\n got %+v\nwant %+v", r, want)
 	}
@@ -141,11 +155,18 @@ func TestCheckDetects(t *testing.T) {
 			dup.Sequence = 7
 			v.Messages = append(v.Messages, dup)
 			v.Session.MessageCount = 8
-		}, duplicated, 1},
+		}, dupAppends, 1},
 		{"sequence stored twice", func(w *world) {
 			v := w.o.Sessions[w.sid]
 			v.Messages[6].Sequence = 5 // the last message shares sequence 5
-		}, duplicated, 1},
+		}, dupAppends, 1},
+		{"message content stored again under another id", func(w *world) {
+			v := w.o.Sessions[w.sid]
+			dup := proto.Clone(v.Messages[6]).(*sessionv1.Message)
+			dup.Sequence, dup.MessageId = 7, ids.New()
+			v.Messages = append(v.Messages, dup)
+			v.Session.MessageCount = 8
+		}, dupAppends, 1},
 		{"acknowledged sequence changed", func(w *world) {
 			m := w.msgs()
 			m[1].Sequence, m[2].Sequence = 2, 1
@@ -202,7 +223,7 @@ func TestCheckDetects(t *testing.T) {
 			dup := proto.Clone(recs[2]).(*planv1.ErrorRecord)
 			dup.Sequence = 3
 			w.o.Plans[w.plan] = append(recs, dup)
-		}, duplicated, 1},
+		}, dupPlanRecords, 1},
 		{"more plan records than attempts", func(w *world) {
 			recs := w.o.Plans[w.plan]
 			for s := int64(3); s < 6; s++ {
@@ -230,6 +251,25 @@ func TestCheckDetects(t *testing.T) {
 				&planv1.ErrorRecord{RecordId: ids.New(), PlanId: w.plan, Sequence: 5},
 				&planv1.ErrorRecord{RecordId: ids.New(), PlanId: w.plan, Sequence: 6})
 		}, phantom, 1},
+		{"audit event id stored twice", func(w *world) {
+			dup := proto.Clone(w.o.AuditLog[1]).(*auditv1.AuditEntry)
+			dup.Position = 7
+			w.o.AuditLog = append(w.o.AuditLog, dup)
+		}, dupAudit, 1},
+		{"audit request stored again under another id", func(w *world) {
+			// What a retry without a client id, told UNAVAILABLE after
+			// its commit, stores.
+			dup := proto.Clone(w.o.AuditLog[0]).(*auditv1.AuditEntry)
+			dup.EventId, dup.Position = ids.New(), 7
+			w.o.AuditLog = append(w.o.AuditLog, dup)
+		}, dupAudit, 1},
+		{"audit entry of an id never sent", func(w *world) {
+			w.o.AuditLog = append(w.o.AuditLog, &auditv1.AuditEntry{EventId: ids.New(), EventType: "resource_modified",
+				ActorName: "client-9", DetailsJson: `{"op":9}`, Position: 7})
+		}, phantom, 1},
+		{"retry stored already after nothing-stored answers", func(w *world) {
+			w.l.RetryAnswered("audit record x", []codes.Code{codes.Unavailable, codes.ResourceExhausted}, true)
+		}, falseUnavailable, 1},
 		{"audit entry lost", func(w *world) { delete(w.o.Audit, w.event[1]) }, lost, 1},
 		{"audit entry changed", func(w *world) { w.o.Audit[w.event[0]].Hash = strings.Repeat("f", 64) }, changed, 1},
 		{"audit chain broken", func(w *world) {
@@ -277,8 +317,13 @@ func TestCheckProblemsAreBounded(t *testing.T) {
 	}
 }
 
-func gaps(r *checker.Report) int        { return r.Gaps }
-func duplicated(r *checker.Report) int  { return r.Duplicated }
+func gaps(r *checker.Report) int           { return r.Gaps }
+func dupAppends(r *checker.Report) int     { return r.DupAppends }
+func dupPlanRecords(r *checker.Report) int { return r.DupPlanRecords }
+func dupAudit(r *checker.Report) int       { return r.DupAudit }
+func falseUnavailable(r *checker.Report) int {
+	return r.FalseUnavailable
+}
 func changed(r *checker.Report) int     { return r.Changed }
 func lost(r *checker.Report) int        { return r.Lost }
 func reordered(r *checker.Report) int   { return r.Reordered }

@@ -10,6 +10,8 @@
 //   - TestClusterCrashLoop: 3 members, ≥ 10 SIGKILLs of random members,
 //     failover measured with Failover (from each kill to the first
 //     acknowledged append of every session that failed after it).
+//   - TestClusterLogsGoThroughTheNode: two members start, serve and stop;
+//     everything they print is their JSON log, without an ERROR.
 //   - TestClusterDoubleActivation: two one-member clusters on one database
 //     both activate the same session and plan; store fencing leaves exactly
 //     one activation able to write at a time.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/tests/checker"
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/grpc"

@@ -123,6 +123,13 @@ type member struct {
 // failing test prints each member's log tail.
 func startCluster(t *testing.T, ctx context.Context, dsn string, names ...string) []*member {
 	t.Helper()
+	return startClusterArgs(t, ctx, dsn, nil, names...)
+}
+
+// startClusterArgs is startCluster with extra flags for every member (a
+// later flag wins over an earlier one).
+func startClusterArgs(t *testing.T, ctx context.Context, dsn string, extra []string, names ...string) []*member {
+	t.Helper()
 	bin := nodeBinary(t)
 	amPorts := make([]string, len(names))
 	peers := map[string][]string{}
@@ -151,6 +158,7 @@ func startCluster(t *testing.T, ctx context.Context, dsn string, names ...string
 			"--cluster", name, "--peers", strings.Join(peers[name], ","), "--am-port", amPorts[i],
 			"--log-level", "warn",
 		}
+		args = append(args, extra...)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

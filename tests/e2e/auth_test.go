@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"

@@ -3,9 +3,9 @@ package e2e_test
 import (
 	"testing"
 
-	commonv1 "github.com/agentstate/agentstate/messages/common/v1"
+	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 )
 
 // TestAppendBatches drives a node's AppendBatches with the generated

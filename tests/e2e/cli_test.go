@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 )
 
 // Exit statuses of the node command (cmd/node/exit.go).
@@ -119,26 +119,41 @@ func TestCLICommands(t *testing.T) {
 		t.Fatalf("link-plan printed %v", &linked)
 	}
 
-	// session export, import
-	exported := filepath.Join(t.TempDir(), "export.json")
+	// session export, import: --out streams a JSON Lines file (header,
+	// messages, trailer); without it the single document is printed, and
+	// import takes either.
+	exported := filepath.Join(t.TempDir(), "export.jsonl")
 	var exp sessionv1.ExportSessionResponse
 	n.cli(none, "session", "export", "--session", sid, "--out", exported).ok(t, &exp)
-	if !strings.HasPrefix(exp.GetChecksum(), "sha256:") || readFile(t, exported) != exp.GetData() {
-		t.Fatalf("export printed checksum %q; the file must hold its data", exp.GetChecksum())
+	lines := strings.Split(strings.TrimSuffix(readFile(t, exported), "\n"), "\n")
+	if !strings.HasPrefix(exp.GetChecksum(), "sha256:") || len(lines) != 7 || lines[6] != `{"checksum":"`+exp.GetChecksum()+`"}` {
+		t.Fatalf("export printed checksum %q; the file must end with it after 5 message lines: %q", exp.GetChecksum(), lines)
 	}
-	var imp sessionv1.ImportSessionResponse
-	n.cli(none, "session", "import", "--file", exported).ok(t, &imp)
-	newID := imp.GetSession().GetSessionId()
-	if newID == sid || imp.GetMessagesImported() != 5 {
-		t.Fatalf("import printed %v; want a new session with 5 messages", &imp)
+	var single sessionv1.ExportSessionResponse
+	n.cli(none, "session", "export", "--session", sid).ok(t, &single)
+	if single.GetChecksum() != exp.GetChecksum() {
+		t.Fatalf("the single document's checksum %s differs from the stream's %s", single.GetChecksum(), exp.GetChecksum())
 	}
-	var impMsgs sessionv1.ListMessagesResponse
-	n.cli(none, "session", "messages", "--session", newID).ok(t, &impMsgs)
-	if len(impMsgs.GetMessages()) != 5 || impMsgs.GetMessages()[3].GetContent() != "42" {
-		t.Fatalf("imported session's messages: %v", &impMsgs)
+	singleFile := filepath.Join(t.TempDir(), "export.json")
+	writeFile(t, singleFile, single.GetData())
+	var newID string
+	for _, f := range []string{singleFile, exported} {
+		var imp sessionv1.ImportSessionResponse
+		n.cli(none, "session", "import", "--file", f).ok(t, &imp)
+		newID = imp.GetSession().GetSessionId()
+		if newID == sid || imp.GetMessagesImported() != 5 || imp.GetChecksum() != exp.GetChecksum() {
+			t.Fatalf("import of %s printed %v; want a new session with 5 messages", filepath.Base(f), &imp)
+		}
+		var impMsgs sessionv1.ListMessagesResponse
+		n.cli(none, "session", "messages", "--session", newID).ok(t, &impMsgs)
+		if len(impMsgs.GetMessages()) != 5 || impMsgs.GetMessages()[3].GetContent() != "42" {
+			t.Fatalf("imported session's messages: %v", &impMsgs)
+		}
 	}
-	writeFile(t, exported, strings.Replace(exp.GetData(), "it is 42", "it is 43", 1))
+	writeFile(t, exported, strings.Replace(readFile(t, exported), "it is 42", "it is 43", 1))
 	n.cli(none, "session", "import", "--file", exported).fails(t, exitInvalidArgument, "INVALID_ARGUMENT")
+	writeFile(t, singleFile, strings.Replace(single.GetData(), "it is 42", "it is 43", 1))
+	n.cli(none, "session", "import", "--file", singleFile).fails(t, exitInvalidArgument, "INVALID_ARGUMENT")
 
 	// session close, then append is refused; delete
 	var closed sessionv1.CloseSessionResponse
@@ -197,6 +212,10 @@ func TestCLICommands(t *testing.T) {
 	if strings.Contains(rec.GetEntry().GetDetailsJson(), "hunter2") {
 		t.Fatalf("audit record kept a secret: %s", rec.GetEntry().GetDetailsJson())
 	}
+	// agentstate's own types are written by agentstate only: a caller's
+	// session_deleted would attest a deletion that never happened.
+	n.cli(none, "audit", "record", "--type", "session_deleted", "--session", "01JDQ7ZZZZZZZZZZZZZZZZZZZZ").
+		fails(t, exitInvalidArgument, "INVALID_ARGUMENT")
 	n.cli(none, "audit", "flush").ok(t)
 	var all auditv1.ListResponse
 	n.cli(none, "audit", "list", "--limit", "1000").ok(t, &all)
@@ -209,6 +228,9 @@ func TestCLICommands(t *testing.T) {
 		if types[want] == 0 {
 			t.Errorf("audit list has no %s entry; it has %v", want, types)
 		}
+	}
+	if types["session_deleted"] != 1 {
+		t.Errorf("audit list has %d session_deleted entries, want 1 (the real deletion); it has %v", types["session_deleted"], types)
 	}
 	var cnt auditv1.CountResponse
 	n.cli(none, "audit", "count", "--type", "plan_error_recorded", "--plan", planID).ok(t, &cnt)
@@ -257,7 +279,7 @@ func TestCLIRecordErrorRecordID(t *testing.T) {
 
 	var first, retry planv1.RecordErrorResponse
 	r1 := recordError(plan, recID, "slow").ok(t, &first)
-	r2 := recordError(plan, recID, "slow (retried)").ok(t, &retry)
+	r2 := recordError(plan, recID, "slow").ok(t, &retry)
 	// The flag must be printed, not merely default to false when decoded.
 	if d, ok := duplicateField(t, r1); !ok || d {
 		t.Fatalf("first record-error printed duplicate=%v (present %v), want an explicit false:\n%s", d, ok, r1.stdout)
@@ -278,6 +300,8 @@ func TestCLIRecordErrorRecordID(t *testing.T) {
 	}
 
 	recordError(otherPlan, recID, "elsewhere").fails(t, exitAlreadyExists, "ALREADY_EXISTS")
+	// The same id with another message is no retry.
+	recordError(plan, recID, "slow (retried)").fails(t, exitAlreadyExists, "ALREADY_EXISTS")
 	recordError(plan, "not-a-ulid", "slow").fails(t, exitInvalidArgument, "INVALID_ARGUMENT")
 	n.cli(none, "plan", "history", "--plan", plan).ok(t, &hist)
 	if len(hist.GetRecords()) != 1 {
@@ -312,6 +336,27 @@ func TestCLIEnvironment(t *testing.T) {
 	if created.GetSession().GetActorName() != "env" {
 		t.Fatalf("create through AGENTSTATE_ADDR printed %v", &created)
 	}
+	// Per-request flags ignore the environment: AGENTSTATE_ACTOR does not
+	// filter the list, AGENTSTATE_CONTENT does not fill a forgotten --content.
+	stray := []string{"AGENTSTATE_ADDR=" + n.grpcAddr(), "AGENTSTATE_ACTOR=nobody", "AGENTSTATE_CONTENT=stray"}
+	var listed sessionv1.ListSessionsResponse
+	runCLI(t, stray, "session", "list").ok(t, &listed)
+	if len(listed.GetSessions()) != 1 || listed.GetSessions()[0].GetActorName() != "env" {
+		t.Fatalf("list with AGENTSTATE_ACTOR exported printed %v; want the unfiltered list", &listed)
+	}
+	sid := created.GetSession().GetSessionId()
+	r := runCLI(t, stray, "session", "append", "--session", sid, "--role", "user")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--content") {
+		t.Fatalf("append without --content: exit %d, stderr %q; want %d naming --content", r.code, r.stderr, exitUsage)
+	}
+	var empty sessionv1.AppendResponse
+	runCLI(t, stray, "session", "append", "--session", sid, "--role", "user", "--content", "").ok(t, &empty)
+	var msgs sessionv1.ListMessagesResponse
+	runCLI(t, stray, "session", "messages", "--session", sid).ok(t, &msgs)
+	if len(msgs.GetMessages()) != 1 || msgs.GetMessages()[0].GetContent() != "" {
+		t.Fatalf("after one refused and one explicit empty append, messages are %v; want one empty message", &msgs)
+	}
+
 	env := []string{"AGENTSTATE_ADDR=" + n.grpcAddr(), "AGENTSTATE_TIMEOUT=2s"}
 	runCLI(t, env, "session", "list", "--addr", "127.0.0.1:1").fails(t, 8, "UNAVAILABLE")
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"

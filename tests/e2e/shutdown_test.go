@@ -4,14 +4,16 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/audit/v1"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
 
@@ -156,5 +158,105 @@ func TestSIGTERMUnderLoadLosesNothing(t *testing.T) {
 	}
 	if code := n2.terminate(60 * time.Second); code != 0 {
 		t.Fatalf("restarted node exited %d", code)
+	}
+}
+
+// TestSIGTERMEndsHeldAppendStreams: clients hold an AppendStream, an
+// AppendBatches stream and a health Watch open, idle, when the node gets
+// SIGTERM. The node
+// must not wait out its shutdown timeout (60 s here) for them: the
+// streams end with UNAVAILABLE by themselves, and the node exits 0 well
+// before the timeout, with what was acknowledged on them stored.
+func TestSIGTERMEndsHeldAppendStreams(t *testing.T) {
+	const shutdownTimeout = 60 * time.Second
+	n := startNode(t, "--shutdown-timeout", shutdownTimeout.String())
+	client := sessionv1.NewSessionServiceClient(n.conn())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cr, err := client.Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "held"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := cr.GetSession().GetSessionId()
+	turn := func(id string) *sessionv1.AppendRequest {
+		return &sessionv1.AppendRequest{SessionId: sid, Messages: []*sessionv1.NewMessage{
+			{Role: sessionv1.Role_ROLE_USER, Content: "held", MessageId: id}}}
+	}
+
+	single, err := client.AppendStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ids.New()
+	if err := single.Send(turn(first)); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := single.Recv(); err != nil || out.GetResponse() == nil {
+		t.Fatalf("append on the stream: %v, %v", out, err)
+	}
+	batches, err := client.AppendBatches(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := ids.New()
+	if err := batches.Send(&sessionv1.AppendBatch{Appends: []*sessionv1.TaggedAppend{{Tag: 1, Request: turn(second)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := batches.Recv(); err != nil || len(out.GetOutcomes()) != 1 || out.GetOutcomes()[0].GetOutcome().GetResponse() == nil {
+		t.Fatalf("append on the batch stream: %v, %v", out, err)
+	}
+
+	// A health Watch stream is held as well.
+	watch, err := healthpb.NewHealthClient(n.conn()).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := watch.Recv(); err != nil || st.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health watch: %v, %v", st, err)
+	}
+
+	// The streams stay open and idle; each must be ended by the node.
+	ended := make(chan error, 3)
+	go func() {
+		for {
+			if _, err := watch.Recv(); err != nil { // NOT_SERVING may come first
+				ended <- err
+				return
+			}
+		}
+	}()
+	go func() {
+		_, err := single.Recv()
+		ended <- err
+	}()
+	go func() {
+		_, err := batches.Recv()
+		ended <- err
+	}()
+	start := time.Now()
+	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := <-ended; status.Code(err) != codes.Unavailable {
+			t.Fatalf("a held stream ended with %v, want UNAVAILABLE from the draining node", err)
+		}
+	}
+	if code := n.waitExit(shutdownTimeout); code != 0 {
+		t.Fatalf("node exited %d after SIGTERM, want 0", code)
+	}
+	took := time.Since(start)
+	t.Logf("SIGTERM to exit with three held streams: %v", took)
+	if took > shutdownTimeout/3 {
+		t.Fatalf("shutdown took %v with held streams; it waited on them (timeout %v)", took, shutdownTimeout)
+	}
+	store, err := sqlite.Open(n.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	msgs, err := store.Reader().ListMessages(ctx, sid, 0, 10)
+	if err != nil || len(msgs) != 2 || msgs[0].GetMessageId() != first || msgs[1].GetMessageId() != second {
+		t.Fatalf("stored %v, %v; want the two acknowledged appends", msgs, err)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	planv1 "github.com/agentstate/agentstate/messages/plan/v1"
 	"github.com/agentstate/agentstate/tests/baseline"
 )
 

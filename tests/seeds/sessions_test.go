@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	sessionv1 "github.com/agentstate/agentstate/messages/session/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/tests/baseline"
 )
 

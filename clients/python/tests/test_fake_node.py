@@ -16,9 +16,14 @@ from typing import Iterator, List
 
 import grpc
 
-from agentstate import AsyncClient, Client, NO_RETRY, RetryPolicy, errors
+from agentstate import AsyncClient, Client, NO_RETRY, RetryPolicy, errors, wire
+from agentstate.common.v1 import common_pb2
 from agentstate.audit.v1 import audit_pb2, audit_pb2_grpc
 from agentstate.session.v1 import session_pb2, session_pb2_grpc
+
+def _field(number: int, value: bytes) -> bytes:
+    return bytes([number << 3 | 2]) + wire.varint(len(value)) + value
+
 
 FAST = RetryPolicy(attempts=4, initial_backoff=0.001, max_backoff=0.005)
 
@@ -81,6 +86,21 @@ class FakeSessions(session_pb2_grpc.SessionServiceServicer):
 class FakeAudit(audit_pb2_grpc.AuditServiceServicer):
     def __init__(self) -> None:
         self.records = 0
+        self.release = threading.Event()
+
+    def Count(self, request: audit_pb2.CountRequest, context: grpc.ServicerContext) -> audit_pb2.CountResponse:
+        # Never answers in time: the client's own deadline ends the call.
+        self.release.wait(10)
+        return audit_pb2.CountResponse()
+
+    def Verify(self, request: audit_pb2.VerifyRequest, context: grpc.ServicerContext) -> audit_pb2.VerifyResponse:
+        # What the node sends for OUTCOME_UNKNOWN: DEADLINE_EXCEEDED with the exact code in the details.
+        detail = common_pb2.Error(code=common_pb2.ERROR_CODE_OUTCOME_UNKNOWN, message="commit answer lost")
+        any_msg = _field(1, b"type.googleapis.com/agentstate.common.v1.Error") + _field(2, detail.SerializeToString())
+        status = b"\x08" + wire.varint(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]) + _field(2, b"commit answer lost") + _field(3, any_msg)
+        context.set_trailing_metadata((("grpc-status-details-bin", status),))
+        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "commit answer lost")
+        raise AssertionError("unreachable")
 
     def Record(self, request: audit_pb2.RecordRequest, context: grpc.ServicerContext) -> audit_pb2.RecordResponse:
         self.records += 1
@@ -101,6 +121,7 @@ class FakeNodeTest(unittest.TestCase):
         self.addr = f"127.0.0.1:{port}"
 
     def tearDown(self) -> None:
+        self.audit.release.set()
         self.server.stop(None)
 
     def test_unary_append_retries_unavailable_with_the_same_ids(self) -> None:
@@ -174,6 +195,17 @@ class FakeNodeTest(unittest.TestCase):
                 self.assertLess(done_at["long"], 3.0)
 
         asyncio.run(run())
+
+    def test_node_outcome_unknown_and_client_deadline_are_told_apart(self) -> None:
+        with Client(self.addr, retry=FAST) as c:
+            with self.assertRaises(errors.OutcomeUnknown) as node:
+                c.audit.verify()
+            with self.assertRaises(errors.OutcomeUnknown) as own:
+                c.audit.count(timeout=0.2)
+        self.assertTrue(node.exception.code_from_details)
+        self.assertEqual(node.exception.message, "commit answer lost")
+        self.assertFalse(own.exception.code_from_details)
+        self.assertEqual(own.exception.grpc_code, grpc.StatusCode.DEADLINE_EXCEEDED)
 
     def test_audit_record_is_not_retried_on_outcome_unknown(self) -> None:
         with Client(self.addr, retry=FAST) as c:

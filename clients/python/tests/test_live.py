@@ -121,11 +121,27 @@ class SessionsTest(LiveTest):
         self.assertNotEqual(imp.session.session_id, sid)
         self.assertEqual([m.content for m in c.sessions.iter_messages(imp.session.session_id)], ["one", "two"])
 
+    def test_export_and_import_streams(self) -> None:
+        c = self.client
+        sid = c.sessions.create("streamer").session.session_id
+        c.sessions.append(sid, [("user", f"m{i}") for i in range(5)])
+        chunks = list(c.sessions.export_stream(sid))
+        self.assertEqual(chunks[0].WhichOneof("part"), "header")
+        self.assertEqual(chunks[-1].WhichOneof("part"), "trailer")
+        self.assertEqual(chunks[-1].trailer.checksum, c.sessions.export(sid).checksum)
+        imp = c.sessions.import_stream(chunks)
+        self.assertEqual(imp.messages_imported, 5)
+        self.assertEqual(imp.checksum, chunks[-1].trailer.checksum)
+        self.assertEqual([m.content for m in c.sessions.iter_messages(imp.session.session_id)], [f"m{i}" for i in range(5)])
+        with self.assertRaises(errors.NotFound):
+            list(c.sessions.export_stream(new_ulid()))
+
     def test_errors_have_their_classes(self) -> None:
         c = self.client
         with self.assertRaises(errors.InvalidArgument) as cm:
             c.sessions.get("not-a-ulid")
         self.assertEqual(cm.exception.grpc_code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertTrue(cm.exception.code_from_details, "the node sends its code in the status details")
         with self.assertRaises(errors.NotFound):
             c.sessions.get(new_ulid())
         # Through the batched stream the error comes back as the append's outcome.
@@ -205,10 +221,14 @@ class PlansTest(LiveTest):
         self.assertEqual(first.record.record_id, rec_id)
         self.assertEqual(first.record.sequence, 0)
         self.assertEqual(first.record.phase, plan_pb2.PHASE_EXECUTE)
-        dup = p.record_error(plan, phase="execute", step_id="s1", error_type="timeout", message="again", record_id=rec_id)
+        dup = p.record_error(plan, phase="execute", step_id="s1", error_type="timeout", message="tool timed out",
+                             tool="shell", attributes={"attempt": 1}, record_id=rec_id)
         self.assertTrue(dup.duplicate)
         self.assertEqual(dup.record.sequence, 0)
-        self.assertEqual(dup.record.message, "tool timed out", "the stored original is answered")
+        self.assertEqual(dup.record.recorded_at, first.record.recorded_at, "the stored original is answered")
+        # A reused record id is a retry only with the same content.
+        with self.assertRaises(errors.AlreadyExists):
+            p.record_error(plan, phase="execute", step_id="s1", error_type="timeout", message="other", record_id=rec_id)
         second = p.record_error(plan, phase="execute", step_id="s1", error_type="timeout", message="twice")
         self.assertEqual(second.record.sequence, 1)
         self.assertEqual(second.record.retry_count, 2)

@@ -213,6 +213,45 @@ class Sessions:
         req = session_pb2.ImportSessionRequest(data=data)
         return self._core.unary(self._core.sessions.Import, req, timeout, False)
 
+    def export_stream(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> Iterator[session_pb2.ExportChunk]:
+        """An export of any size: a header, pages of messages, a trailer with the checksum.
+
+        Not retried: a stream broken midway raises, and the export starts
+        over. timeout bounds the whole stream (None: no deadline, for big
+        sessions).
+        """
+        req = session_pb2.ExportSessionRequest(session_id=session_id)
+        t = self._core.timeout if timeout is _UNSET else timeout
+        try:
+            yield from self._core.sessions.ExportStream(req, timeout=t, metadata=self._core.metadata)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+
+    def import_stream(
+        self,
+        chunks: Iterable[Union[session_pb2.ImportChunk, session_pb2.ExportChunk]],
+        *,
+        timeout: Optional[float] = _UNSET,
+    ) -> session_pb2.ImportSessionResponse:
+        """Imports an export of any size as a new session; chunks may be export_stream's own.
+
+        The node shows the session only once the trailer's checksum matched;
+        any failure leaves nothing stored, so a failed import may simply be
+        run again (it is not retried here: the chunks may be a one-shot
+        iterator).
+        """
+
+        def requests() -> Iterator[session_pb2.ImportChunk]:
+            for c in chunks:
+                # ExportChunk and ImportChunk have the same fields and numbers.
+                yield c if isinstance(c, session_pb2.ImportChunk) else session_pb2.ImportChunk.FromString(c.SerializeToString())
+
+        t = self._core.timeout if timeout is _UNSET else timeout
+        try:
+            return self._core.sessions.ImportStream(requests(), timeout=t, metadata=self._core.metadata)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+
     def _close(self) -> None:
         if self._batch is not None:
             self._batch.close()

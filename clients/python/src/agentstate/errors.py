@@ -9,10 +9,11 @@ The node sends each code as the gRPC status code of the same name, except
 OUTCOME_UNKNOWN, which gRPC lacks: it travels as DEADLINE_EXCEEDED. A client's
 own deadline also ends a call with DEADLINE_EXCEEDED, and means the same thing
 (the request may have been applied), so both become :class:`OutcomeUnknown`.
-When a status carries an ``agentstate.common.v1.Error`` in its details
-(``grpc-status-details-bin``), that code wins over the gRPC code, so a node
-that sends it lets a client tell the node's OUTCOME_UNKNOWN from a deadline
-(``code_from_details``).
+The node also puts an ``agentstate.common.v1.Error`` with the exact code in
+every status's details (``grpc-status-details-bin``); when present, that code
+wins over the gRPC code and ``code_from_details`` is True. So the node's
+OUTCOME_UNKNOWN has ``code_from_details`` set, and a client's own deadline
+(or a transport failure, or a node that predates the detail) does not.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ NO_RETRY = RetryPolicy(attempts=1)
 
 
 def _remaining(deadline: Optional[float]) -> Optional[float]:
-    return None if deadline is None else deadline - time.monotonic()
+    # Never negative: grpcio reads a negative timeout as none at all.
+    return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
 
 def call(

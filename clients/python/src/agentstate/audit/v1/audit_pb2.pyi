@@ -113,9 +113,10 @@ class PruneResponse(_message.Message):
     def __init__(self, removed: _Optional[int] = ...) -> None: ...
 
 class RecordRequest(_message.Message):
-    __slots__ = ["actor_name", "details_json", "event_type", "plan_id", "project_name", "session_id", "sync", "user_identity"]
+    __slots__ = ["actor_name", "details_json", "event_id", "event_type", "plan_id", "project_name", "session_id", "sync", "user_identity"]
     ACTOR_NAME_FIELD_NUMBER: _ClassVar[int]
     DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     PLAN_ID_FIELD_NUMBER: _ClassVar[int]
     PROJECT_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -124,21 +125,24 @@ class RecordRequest(_message.Message):
     USER_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     actor_name: str
     details_json: str
+    event_id: str
     event_type: str
     plan_id: str
     project_name: str
     session_id: str
     sync: bool
     user_identity: str
-    def __init__(self, event_type: _Optional[str] = ..., plan_id: _Optional[str] = ..., session_id: _Optional[str] = ..., project_name: _Optional[str] = ..., actor_name: _Optional[str] = ..., user_identity: _Optional[str] = ..., details_json: _Optional[str] = ..., sync: bool = ...) -> None: ...
+    def __init__(self, event_type: _Optional[str] = ..., plan_id: _Optional[str] = ..., session_id: _Optional[str] = ..., project_name: _Optional[str] = ..., actor_name: _Optional[str] = ..., user_identity: _Optional[str] = ..., details_json: _Optional[str] = ..., sync: bool = ..., event_id: _Optional[str] = ...) -> None: ...
 
 class RecordResponse(_message.Message):
-    __slots__ = ["durable", "entry"]
+    __slots__ = ["duplicate", "durable", "entry"]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
     DURABLE_FIELD_NUMBER: _ClassVar[int]
     ENTRY_FIELD_NUMBER: _ClassVar[int]
+    duplicate: bool
     durable: bool
     entry: AuditEntry
-    def __init__(self, entry: _Optional[_Union[AuditEntry, _Mapping]] = ..., durable: bool = ...) -> None: ...
+    def __init__(self, entry: _Optional[_Union[AuditEntry, _Mapping]] = ..., durable: bool = ..., duplicate: bool = ...) -> None: ...
 
 class VerifyRequest(_message.Message):
     __slots__ = []

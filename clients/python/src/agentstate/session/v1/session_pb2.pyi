@@ -110,6 +110,30 @@ class DeleteSessionResponse(_message.Message):
     plans_orphaned: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, messages_removed: _Optional[int] = ..., plans_orphaned: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class ExportChunk(_message.Message):
+    __slots__ = ["header", "page", "trailer"]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    TRAILER_FIELD_NUMBER: _ClassVar[int]
+    header: ExportHeader
+    page: ExportPage
+    trailer: ExportTrailer
+    def __init__(self, header: _Optional[_Union[ExportHeader, _Mapping]] = ..., page: _Optional[_Union[ExportPage, _Mapping]] = ..., trailer: _Optional[_Union[ExportTrailer, _Mapping]] = ...) -> None: ...
+
+class ExportHeader(_message.Message):
+    __slots__ = ["schema_version", "session"]
+    SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    schema_version: str
+    session: Session
+    def __init__(self, schema_version: _Optional[str] = ..., session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
+
+class ExportPage(_message.Message):
+    __slots__ = ["messages"]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[Message]
+    def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ...) -> None: ...
+
 class ExportSessionRequest(_message.Message):
     __slots__ = ["session_id"]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -124,6 +148,12 @@ class ExportSessionResponse(_message.Message):
     data: str
     def __init__(self, data: _Optional[str] = ..., checksum: _Optional[str] = ...) -> None: ...
 
+class ExportTrailer(_message.Message):
+    __slots__ = ["checksum"]
+    CHECKSUM_FIELD_NUMBER: _ClassVar[int]
+    checksum: str
+    def __init__(self, checksum: _Optional[str] = ...) -> None: ...
+
 class GetSessionRequest(_message.Message):
     __slots__ = ["session_id"]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -136,6 +166,16 @@ class GetSessionResponse(_message.Message):
     session: Session
     def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
 
+class ImportChunk(_message.Message):
+    __slots__ = ["header", "page", "trailer"]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    TRAILER_FIELD_NUMBER: _ClassVar[int]
+    header: ExportHeader
+    page: ExportPage
+    trailer: ExportTrailer
+    def __init__(self, header: _Optional[_Union[ExportHeader, _Mapping]] = ..., page: _Optional[_Union[ExportPage, _Mapping]] = ..., trailer: _Optional[_Union[ExportTrailer, _Mapping]] = ...) -> None: ...
+
 class ImportSessionRequest(_message.Message):
     __slots__ = ["data"]
     DATA_FIELD_NUMBER: _ClassVar[int]
@@ -143,12 +183,14 @@ class ImportSessionRequest(_message.Message):
     def __init__(self, data: _Optional[str] = ...) -> None: ...
 
 class ImportSessionResponse(_message.Message):
-    __slots__ = ["messages_imported", "session"]
+    __slots__ = ["checksum", "messages_imported", "session"]
+    CHECKSUM_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_IMPORTED_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    checksum: str
     messages_imported: int
     session: Session
-    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., messages_imported: _Optional[int] = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., messages_imported: _Optional[int] = ..., checksum: _Optional[str] = ...) -> None: ...
 
 class LinkPlanRequest(_message.Message):
     __slots__ = ["plan", "session_id"]

@@ -79,6 +79,16 @@ class SessionServiceStub(object):
                 request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.AppendBatch.SerializeToString,
                 response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.AppendOutcomes.FromString,
                 )
+        self.ExportStream = channel.unary_stream(
+                '/agentstate.session.v1.SessionService/ExportStream',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.ExportSessionRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.ExportChunk.FromString,
+                )
+        self.ImportStream = channel.stream_unary(
+                '/agentstate.session.v1.SessionService/ImportStream',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.ImportChunk.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.ImportSessionResponse.FromString,
+                )
 
 
 class SessionServiceServicer(object):
@@ -177,6 +187,26 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExportStream(self, request, context):
+        """ExportStream is Export of any size: a header, pages of messages and a
+        trailer with the checksum. The node holds one page at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ImportStream(self, request_iterator, context):
+        """ImportStream is Import of any size: the client sends an export's
+        chunks (header, pages, trailer). The node stores the pages as they
+        come, in bounded transactions, under a new session id that no read
+        shows; the session appears only once the trailer's checksum matched,
+        all at once. Any failure (a bad chunk, a checksum mismatch, the client
+        leaving) removes what was stored, and nothing is ever visible.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -244,6 +274,16 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.AppendBatches,
                     request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.AppendBatch.FromString,
                     response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.AppendOutcomes.SerializeToString,
+            ),
+            'ExportStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExportStream,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.ExportSessionRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.ExportChunk.SerializeToString,
+            ),
+            'ImportStream': grpc.stream_unary_rpc_method_handler(
+                    servicer.ImportStream,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.ImportChunk.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.ImportSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -473,5 +513,39 @@ class SessionService(object):
         return grpc.experimental.stream_stream(request_iterator, target, '/agentstate.session.v1.SessionService/AppendBatches',
             agentstate_dot_session_dot_v1_dot_session__pb2.AppendBatch.SerializeToString,
             agentstate_dot_session_dot_v1_dot_session__pb2.AppendOutcomes.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ExportStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/agentstate.session.v1.SessionService/ExportStream',
+            agentstate_dot_session_dot_v1_dot_session__pb2.ExportSessionRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.ExportChunk.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ImportStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(request_iterator, target, '/agentstate.session.v1.SessionService/ImportStream',
+            agentstate_dot_session_dot_v1_dot_session__pb2.ImportChunk.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.ImportSessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

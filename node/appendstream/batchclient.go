@@ -1,0 +1,452 @@
+package appendstream
+
+import (
+	"context"
+	"sync"
+
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+const (
+	// MaxBatchBytes bounds the encoded appends of one AppendBatch, far
+	// below a node's receive limit (4 MiB by default). An append larger
+	// than this goes alone on an AppendStream stream (Client), which
+	// knows whether it was sent, and the node refuses it with its own
+	// error if it is too large.
+	MaxBatchBytes = 1 << 20
+	// maxBatchAppends bounds the appends of one AppendBatch.
+	maxBatchAppends = 1024
+)
+
+// BatchClient appends over one AppendBatches stream, shared by all its
+// callers: each Append waits for its own outcome while the appends of
+// concurrent callers travel together, as many per stream message as are
+// waiting when the stream is free to send. It is safe for concurrent use.
+//
+// One caller's appends keep their order only if it waits for each one's
+// outcome before sending the next, as with concurrent unary calls.
+//
+// A failed stream fails the appends waiting on it — UNAVAILABLE for those
+// not sent yet, OUTCOME_UNKNOWN for those sent (they may have committed; a
+// retry with the same message ids is safe, the node answers it with the
+// original sequences) — and the next Append opens a new stream.
+type BatchClient struct {
+	api  sessionv1.SessionServiceClient
+	opts []grpc.CallOption
+	// single carries the appends above MaxBatchBytes, one per stream
+	// round trip. Not a unary Append: a unary call's failure cannot tell
+	// "not sent" from "sent, answer lost" without OutcomeOptions on the
+	// connection, which this client does not own.
+	single *Client
+
+	mu      sync.Mutex
+	cur     *batchStream  // nil: none open, or the last one failed
+	opening chan struct{} // non-nil while a caller opens a stream; closed when done
+	closed  bool
+}
+
+// NewBatchClient returns a BatchClient calling api; opts go to its streams
+// and to the AppendStream streams of oversized requests. A stream outlives the
+// callers whose appends it carries, so it does not see their contexts'
+// metadata: a node's bearer token must come from the connection
+// (grpc.WithPerRPCCredentials) or from opts (grpc.PerRPCCredentials).
+func NewBatchClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption) *BatchClient {
+	return &BatchClient{api: api, opts: opts, single: NewClient(api, opts...)}
+}
+
+// Append appends req and returns its response or its error: the node's
+// typed error for the request (an *errs.Error); UNAVAILABLE when it was
+// not sent (nothing stored); OUTCOME_UNKNOWN when it was sent but the
+// stream failed or ctx ended before the answer (it may have committed).
+func (c *BatchClient) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
+	size := sizeOf(req)
+	if size > MaxBatchBytes {
+		return c.single.Append(ctx, req)
+	}
+	bs, err := c.stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	call, err := bs.enqueue(req, size)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-call.done:
+		return r.decode()
+	case <-ctx.Done():
+		if bs.withdraw(call) {
+			return nil, errs.Unavailable("append not sent: %v", context.Cause(ctx))
+		}
+		select {
+		case r := <-call.done: // answered as ctx ended: the answer wins
+			return r.decode()
+		default:
+		}
+		return nil, errs.OutcomeUnknown("no append answer before the deadline: %v", context.Cause(ctx))
+	}
+}
+
+// Close refuses later Appends and ends the stream: appends not yet sent
+// fail with UNAVAILABLE; those sent still get their outcomes (the stream
+// is closed from this side once no send is under way, and the node
+// answers what it received, then ends it).
+func (c *BatchClient) Close() {
+	c.mu.Lock()
+	c.closed = true
+	bs := c.cur
+	c.cur = nil
+	c.mu.Unlock()
+	c.single.Close()
+	if bs != nil {
+		bs.close(errs.Unavailable("append batch client is closed"))
+	}
+}
+
+// stream returns the open stream, or opens one: one caller opens while
+// the others wait for it (or for their ctx to end).
+func (c *BatchClient) stream(ctx context.Context) (*batchStream, error) {
+	for {
+		c.mu.Lock()
+		switch {
+		case c.closed:
+			c.mu.Unlock()
+			return nil, errs.Unavailable("append batch client is closed")
+		case c.cur != nil:
+			bs := c.cur
+			c.mu.Unlock()
+			return bs, nil
+		case c.opening != nil:
+			wait := c.opening
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, errs.Unavailable("append not sent: %v", context.Cause(ctx))
+			}
+		}
+		done := make(chan struct{})
+		c.opening = done
+		c.mu.Unlock()
+		bs, err := c.open(ctx)
+		c.mu.Lock()
+		c.opening = nil
+		if err == nil && c.closed {
+			err = errs.Unavailable("append batch client is closed")
+		}
+		if err == nil {
+			c.cur = bs
+		}
+		c.mu.Unlock()
+		close(done)
+		if err != nil {
+			if bs != nil {
+				bs.cancel()
+			}
+			return nil, err
+		}
+		go bs.sendOn()
+		go bs.receive()
+		return bs, nil
+	}
+}
+
+// open opens a stream that outlives ctx; ctx bounds only the opening
+// (which, with grpc.WaitForReady, waits for the connection).
+func (c *BatchClient) open(ctx context.Context) (*batchStream, error) {
+	sctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel)
+	s, err := c.api.AppendBatches(sctx, c.opts...)
+	if !stop() {
+		cancel()
+		return nil, errs.Unavailable("append stream not opened: %v", context.Cause(ctx))
+	}
+	if err != nil {
+		cancel()
+		return nil, errs.From(err)
+	}
+	return &batchStream{c: c, s: s, cancel: cancel, wake: make(chan struct{}, 1), stop: sctx.Done(),
+		inflight: map[uint64]*batchCall{}}, nil
+}
+
+// forget drops bs as the open stream once it failed.
+func (c *BatchClient) forget(bs *batchStream) {
+	c.mu.Lock()
+	if c.cur == bs {
+		c.cur = nil
+	}
+	c.mu.Unlock()
+}
+
+// sizeOf is req's encoded size, or a bound on it: the exact size costs a
+// walk of the message on every append, so a request whose text fields are
+// well below MaxBatchBytes is counted by those alone, plus a bound on the
+// tags, lengths and numbers of each field.
+func sizeOf(req *sessionv1.AppendRequest) int {
+	const perField = 16 // tag, length, varint: at most this much per field
+	n := len(req.GetSessionId()) + 4*perField
+	for _, m := range req.GetMessages() {
+		n += len(m.GetMessageId()) + len(m.GetContent()) + len(m.GetMetadataJson()) + 8*perField
+	}
+	if n > MaxBatchBytes/4 {
+		return proto.Size(req)
+	}
+	return n
+}
+
+// batchStream is one AppendBatches stream and the appends on it.
+//
+// Sending: at most one goroutine sends at a time — the one that set
+// sending. A caller that finds no send under way sends the pending
+// appends itself, one message (no hand-off to another goroutine when few
+// callers are about); if more are pending after that, it hands the
+// sending over to the stream's sending goroutine through wake, which
+// sends until none are pending. Meanwhile callers only queue.
+//
+// Invariants: an append is in pending until a sender takes it, then in
+// inflight under its tag until its outcome arrives or the stream fails;
+// done receives exactly one result per call that was enqueued and not
+// withdrawn; once err is set nothing is enqueued; sending is cleared only
+// under mu by take finding nothing pending, so no append is left pending
+// without a sender.
+type batchStream struct {
+	c      *BatchClient
+	s      grpc.BidiStreamingClient[sessionv1.AppendBatch, sessionv1.AppendOutcomes]
+	cancel context.CancelFunc
+	wake   chan struct{} // capacity 1: sending handed to sendOn
+	stop   <-chan struct{}
+
+	mu       sync.Mutex
+	pending  []*batchCall
+	inflight map[uint64]*batchCall
+	nextTag  uint64
+	sending  bool
+	closing  bool // Close came during a send: the sender closes the sending side
+	err      error
+}
+
+type batchCall struct {
+	tag  uint64
+	req  *sessionv1.AppendRequest
+	size int
+	done chan batchResult // capacity 1
+}
+
+type batchResult struct {
+	out *sessionv1.AppendStreamResponse
+	err error
+}
+
+func (r batchResult) decode() (*sessionv1.AppendResponse, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	return decode(r.out)
+}
+
+func (bs *batchStream) enqueue(req *sessionv1.AppendRequest, size int) (*batchCall, error) {
+	bs.mu.Lock()
+	if bs.err != nil {
+		err := bs.err
+		bs.mu.Unlock()
+		return nil, err
+	}
+	bs.nextTag++
+	call := &batchCall{tag: bs.nextTag, req: req, size: size, done: make(chan batchResult, 1)}
+	bs.pending = append(bs.pending, call)
+	send := !bs.sending
+	bs.sending = true
+	bs.mu.Unlock()
+	if send {
+		bs.sendOnce()
+	}
+	return call, nil
+}
+
+// sendOnce sends one message of pending appends for the caller that
+// became the sender, then stops sending or hands it to sendOn.
+func (bs *batchStream) sendOnce() {
+	batch := bs.take()
+	if batch == nil {
+		return
+	}
+	if err := bs.s.Send(batch); err != nil {
+		bs.sendFailed()
+		return
+	}
+	if bs.more() {
+		select {
+		case bs.wake <- struct{}{}:
+		case <-bs.stop: // failed meanwhile: fail answers what is pending
+		}
+	}
+}
+
+// more reports whether appends are pending, clearing sending if none are.
+func (bs *batchStream) more() bool {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if len(bs.pending) == 0 || bs.err != nil {
+		bs.stopSending()
+		return false
+	}
+	return true
+}
+
+// stopSending clears sending, the sender's last act; if Close came while
+// it was sending, it closes the sending side now that no send can race
+// it. Called with mu held by the sender.
+func (bs *batchStream) stopSending() {
+	bs.sending = false
+	if bs.closing {
+		bs.closing = false
+		_ = bs.s.CloseSend()
+	}
+}
+
+// sendFailed ends a stream whose Send failed. The stream's real status
+// comes from Recv (Send's error, io.EOF, says only that it ended), which
+// the cancellation ends; sending stays set, so nothing more is sent.
+func (bs *batchStream) sendFailed() { bs.cancel() }
+
+// withdraw takes call back if it was not sent yet; false once it was.
+func (bs *batchStream) withdraw(call *batchCall) bool {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	for i, p := range bs.pending {
+		if p == call {
+			bs.pending = append(bs.pending[:i], bs.pending[i+1:]...)
+			return true
+		}
+	}
+	// Sent: its outcome, when it comes, goes to the buffered done and is
+	// dropped with call.
+	delete(bs.inflight, call.tag)
+	return false
+}
+
+// sendOn is the stream's sending goroutine: handed the sending through
+// wake, it sends until no appends are pending.
+func (bs *batchStream) sendOn() {
+	for {
+		select {
+		case <-bs.wake:
+		case <-bs.stop:
+			return
+		}
+		for {
+			batch := bs.take()
+			if batch == nil {
+				break
+			}
+			if err := bs.s.Send(batch); err != nil {
+				bs.sendFailed()
+				return
+			}
+		}
+	}
+}
+
+// take moves the oldest pending appends, within the bounds of one
+// message, to inflight and returns them as a batch; nil, with sending
+// cleared, when none wait.
+func (bs *batchStream) take() *sessionv1.AppendBatch {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if len(bs.pending) == 0 || bs.err != nil {
+		bs.stopSending()
+		return nil
+	}
+	batch := &sessionv1.AppendBatch{}
+	n, bytes := 0, 0
+	for n < len(bs.pending) && n < maxBatchAppends && (n == 0 || bytes+bs.pending[n].size <= MaxBatchBytes) {
+		call := bs.pending[n]
+		bytes += call.size
+		batch.Appends = append(batch.Appends, &sessionv1.TaggedAppend{Tag: call.tag, Request: call.req})
+		bs.inflight[call.tag] = call
+		n++
+	}
+	rest := copy(bs.pending, bs.pending[n:])
+	clear(bs.pending[rest:])
+	bs.pending = bs.pending[:rest]
+	return batch
+}
+
+// receive delivers outcomes to their calls until the stream fails.
+func (bs *batchStream) receive() {
+	for {
+		msg, err := bs.s.Recv()
+		if err != nil {
+			bs.fail(err)
+			return
+		}
+		for _, o := range msg.GetOutcomes() {
+			bs.mu.Lock()
+			call := bs.inflight[o.GetTag()]
+			delete(bs.inflight, o.GetTag())
+			bs.mu.Unlock()
+			if call != nil {
+				call.done <- batchResult{out: o.GetOutcome()}
+			}
+		}
+	}
+}
+
+// close stops the stream taking appends, fails those not sent, and
+// closes the sending side — now if no send is under way (none can start
+// once err is set), else by the sender when its send ends — so the node
+// answers the appends in flight and then ends the stream.
+func (bs *batchStream) close(err error) {
+	bs.mu.Lock()
+	if bs.err == nil {
+		bs.err = err
+	}
+	calls := bs.pending
+	bs.pending = nil
+	if bs.sending {
+		bs.closing = true
+	} else {
+		_ = bs.s.CloseSend()
+	}
+	bs.mu.Unlock()
+	for _, call := range calls {
+		call.done <- batchResult{err: err}
+	}
+}
+
+// fail ends the stream after cause: the appends not sent get UNAVAILABLE,
+// those sent OUTCOME_UNKNOWN, and the client opens a new stream for the
+// next Append. A stream the node refused as a whole (no or wrong token, a
+// node without AppendBatches) served nothing: every append gets that
+// refusal, which retrying does not cure, instead of an invitation to retry.
+func (bs *batchStream) fail(cause error) {
+	var notSent, unknown error = errs.Unavailable("append not sent: append stream ended: %v", cause),
+		errs.OutcomeUnknown("append stream ended before the answer: %v", cause)
+	switch status.Code(cause) {
+	case codes.Unauthenticated, codes.PermissionDenied, codes.Unimplemented:
+		notSent, unknown = cause, cause
+	}
+	bs.mu.Lock()
+	if bs.err == nil {
+		bs.err = notSent
+	}
+	pending, inflight := bs.pending, bs.inflight
+	bs.pending, bs.inflight = nil, nil
+	bs.mu.Unlock()
+	bs.c.forget(bs)
+	// Cancelling resets the stream if it still runs; CloseSend could race
+	// a send under way.
+	bs.cancel()
+	for _, call := range pending {
+		call.done <- batchResult{err: notSent}
+	}
+	for _, call := range inflight {
+		call.done <- batchResult{err: unknown}
+	}
+}
