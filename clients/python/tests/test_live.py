@@ -168,6 +168,11 @@ class SessionsTest(LiveTest):
 
 class RestartTest(unittest.TestCase):
     def test_appends_survive_a_node_restart_through_retries(self) -> None:
+        for kill in (False, True):
+            with self.subTest("crash" if kill else "drain"):
+                self.restart(kill)
+
+    def restart(self, kill: bool) -> None:
         first = Node()
         addr = first.grpc_addr
         policy = RetryPolicy(attempts=40, initial_backoff=0.05, max_backoff=0.5)
@@ -176,12 +181,11 @@ class RestartTest(unittest.TestCase):
             with Client(addr, retry=policy, timeout=30) as c:
                 sid = c.sessions.create("restart").session.session_id
                 c.sessions.append(sid, [("user", "before")])
-                # A crash: a drained node would first wait (up to its
-                # --shutdown-timeout) for the client's open append stream to end.
-                first.stop(keep=True, kill=True)
-                # The client's stream and connection broke with the node; the
-                # next append fails until the node is back, then is retried.
+                # The append stream stays open across the stop: a drain ends it
+                # (the node answers what it took, then closes it), a crash cuts it.
+                first.stop(keep=True, kill=kill)
                 second = Node(grpc_addr=addr, dir=first.dir)
+                # The next append finds the stream ended and is retried on a new one.
                 r = c.sessions.append(sid, [("user", "after")])
                 self.assertEqual(r.messages[0].sequence, 1)
                 app = c.sessions.appender
