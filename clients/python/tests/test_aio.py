@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import unittest
 from typing import Awaitable, List, Optional, Tuple, TypeVar
 
@@ -82,6 +83,32 @@ class AsyncClientTest(unittest.TestCase):
         with Client(node.grpc_addr) as c:
             stored = [(m.sequence, m.message_id) for m in c.sessions.iter_messages(sid)]
         self.assertEqual(stored, acks)
+
+    def test_export_import_streams_and_the_rest(self) -> None:
+        async def run() -> None:
+            assert node is not None
+            async with AsyncClient(node.grpc_addr) as c:
+                sid = (await c.sessions.create("async-export")).session.session_id
+                await c.sessions.append(sid, [("user", "a"), ("assistant", "b")])
+                chunks = [ch async for ch in c.sessions.export_stream(sid)]
+                self.assertEqual(chunks[-1].WhichOneof("part"), "trailer")
+                imp = await c.sessions.import_stream(chunks)
+                self.assertEqual(imp.messages_imported, 2)
+                usage = await c.sessions.update_token_usage(sid, input_tokens=3, output_tokens=4, cost=0.5)
+                self.assertEqual((usage.input_tokens, usage.output_tokens), (3, 4))
+                plan = new_ulid()
+                await c.plans.set_policy(plan, 5)
+                await c.plans.record_error(plan, phase="execute", step_id="s", error_type="t")
+                self.assertEqual((await c.plans.record_success(plan, phase="execute", step_id="s")).previous_retry_count, 1)
+                merged = await c.plans.merge_error_details(plan, {"owner": "py"})
+                self.assertEqual(json.loads(merged.details_json)["owner"], "py")
+                self.assertEqual((await c.plans.error_details(plan)).max_retries, 5)
+                await c.audit.flush()
+                self.assertGreaterEqual(await c.audit.count(), 1)
+                deleted = await c.sessions.delete(imp.session.session_id)
+                self.assertEqual(deleted.messages_removed, 2)
+
+        self.run_async(run())
 
     def test_retried_append_is_a_duplicate(self) -> None:
         async def run() -> None:

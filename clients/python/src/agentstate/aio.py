@@ -8,7 +8,7 @@ stream. Create, use and close it on one event loop.
 from __future__ import annotations
 
 import time
-from typing import Any, Awaitable, Callable, Iterable, Optional, TypeVar, Union
+from typing import Any, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Optional, TypeVar, Union
 
 import grpc
 import grpc.aio
@@ -134,6 +134,92 @@ class AsyncSessions:
         req = session_pb2.ImportSessionRequest(data=data)
         return await self._core.unary(self._core.sessions.Import, req, timeout, False)
 
+    async def list(
+        self,
+        *,
+        actor_name: str = "",
+        namespace: str = "",
+        state: Enum = None,
+        limit: int = 0,
+        cursor: str = "",
+        timeout: Optional[float] = _UNSET,
+    ) -> session_pb2.ListSessionsResponse:
+        req = session_pb2.ListSessionsRequest(
+            actor_name=actor_name,
+            namespace=namespace,
+            state=build.enum_value(session_pb2.SessionState, "SESSION_STATE_", state),
+            limit=limit,
+            cursor=cursor,
+        )
+        return await self._core.unary(self._core.sessions.List, req, timeout, True)
+
+    async def delete(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.DeleteSessionResponse:
+        req = session_pb2.DeleteSessionRequest(session_id=session_id)
+        return await self._core.unary(self._core.sessions.Delete, req, timeout, False)
+
+    async def update_token_usage(
+        self,
+        session_id: str,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost: float = 0.0,
+        timeout: Optional[float] = _UNSET,
+    ) -> session_pb2.TokenUsage:
+        req = session_pb2.UpdateTokenUsageRequest(
+            session_id=session_id, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost
+        )
+        return (await self._core.unary(self._core.sessions.UpdateTokenUsage, req, timeout, False)).total
+
+    async def link_plan(
+        self, session_id: str, plan_id: str, *, phase: str = "", state: str = "", timeout: Optional[float] = _UNSET
+    ) -> session_pb2.Session:
+        req = session_pb2.LinkPlanRequest(
+            session_id=session_id, plan=session_pb2.LinkedPlan(plan_id=plan_id, phase=phase, state=state)
+        )
+        return (await self._core.unary(self._core.sessions.LinkPlan, req, timeout, True)).session
+
+    async def export_stream(
+        self, session_id: str, *, timeout: Optional[float] = _UNSET
+    ) -> AsyncIterator[session_pb2.ExportChunk]:
+        """An export of any size, chunk by chunk; not retried (see Sessions.export_stream)."""
+        req = session_pb2.ExportSessionRequest(session_id=session_id)
+        t = self._core.timeout if timeout is _UNSET else timeout
+        try:
+            async for chunk in self._core.sessions.ExportStream(req, timeout=t, metadata=self._core.metadata):
+                yield chunk
+        except grpc.aio.AioRpcError as e:
+            raise errors.from_rpc_error(e) from None
+
+    async def import_stream(
+        self,
+        chunks: Union[
+            Iterable[Union[session_pb2.ImportChunk, session_pb2.ExportChunk]],
+            AsyncIterable[Union[session_pb2.ImportChunk, session_pb2.ExportChunk]],
+        ],
+        *,
+        timeout: Optional[float] = _UNSET,
+    ) -> session_pb2.ImportSessionResponse:
+        """Imports an export of any size as a new session; not retried (see Sessions.import_stream)."""
+
+        def convert(c: Union[session_pb2.ImportChunk, session_pb2.ExportChunk]) -> session_pb2.ImportChunk:
+            # ExportChunk and ImportChunk have the same fields and numbers.
+            return c if isinstance(c, session_pb2.ImportChunk) else session_pb2.ImportChunk.FromString(c.SerializeToString())
+
+        async def requests() -> AsyncIterator[session_pb2.ImportChunk]:
+            if hasattr(chunks, "__aiter__"):
+                async for c in chunks:  # type: ignore[union-attr]
+                    yield convert(c)
+            else:
+                for c in chunks:  # type: ignore[union-attr]
+                    yield convert(c)
+
+        t = self._core.timeout if timeout is _UNSET else timeout
+        try:
+            return await self._core.sessions.ImportStream(requests(), timeout=t, metadata=self._core.metadata)
+        except grpc.aio.AioRpcError as e:
+            raise errors.from_rpc_error(e) from None
+
     async def _close(self) -> None:
         if self._batch is not None:
             await self._batch.close()
@@ -183,6 +269,25 @@ class AsyncPlans:
         return await self._core.unary(self._core.plans.ErrorDetails, req, timeout, True)
 
 
+    async def set_policy(self, plan_id: str, max_retries: int, *, timeout: Optional[float] = _UNSET) -> plan_pb2.SetPolicyResponse:
+        req = plan_pb2.SetPolicyRequest(plan_id=plan_id, max_retries=max_retries)
+        return await self._core.unary(self._core.plans.SetPolicy, req, timeout, True)
+
+    async def record_success(
+        self, plan_id: str, *, phase: Enum = None, step_id: str = "", timeout: Optional[float] = _UNSET
+    ) -> plan_pb2.RecordSuccessResponse:
+        req = plan_pb2.RecordSuccessRequest(
+            plan_id=plan_id, phase=build.enum_value(plan_pb2.Phase, "PHASE_", phase), step_id=step_id
+        )
+        return await self._core.unary(self._core.plans.RecordSuccess, req, timeout, False)
+
+    async def merge_error_details(
+        self, plan_id: str, details: build.JSONObject, *, timeout: Optional[float] = _UNSET
+    ) -> plan_pb2.MergeErrorDetailsResponse:
+        req = plan_pb2.MergeErrorDetailsRequest(plan_id=plan_id, details_json=build.json_object(details, "details"))
+        return await self._core.unary(self._core.plans.MergeErrorDetails, req, timeout, True)
+
+
 class AsyncAudit:
     """The audit trail, as coroutines; see :class:`agentstate.client.Audit`."""
 
@@ -218,8 +323,19 @@ class AsyncAudit:
         req = audit_pb2.ListRequest(filter=filter, after_event_id=after_event_id, limit=limit)
         return await self._core.unary(self._core.audit.List, req, timeout, True)
 
+    async def count(self, *, filter: Optional[audit_pb2.Filter] = None, timeout: Optional[float] = _UNSET) -> int:
+        req = audit_pb2.CountRequest(filter=filter)
+        return (await self._core.unary(self._core.audit.Count, req, timeout, True)).count
+
+    async def get(self, event_id: str, *, timeout: Optional[float] = _UNSET) -> audit_pb2.AuditEntry:
+        req = audit_pb2.GetRequest(event_id=event_id)
+        return (await self._core.unary(self._core.audit.Get, req, timeout, True)).entry
+
     async def verify(self, *, timeout: Optional[float] = _UNSET) -> audit_pb2.VerifyResponse:
         return await self._core.unary(self._core.audit.Verify, audit_pb2.VerifyRequest(), timeout, True)
+
+    async def flush(self, *, timeout: Optional[float] = _UNSET) -> None:
+        await self._core.unary(self._core.audit.Flush, audit_pb2.FlushRequest(), timeout, True)
 
 
 class AsyncClient:
