@@ -32,7 +32,6 @@ type RecordedAudit struct {
 	Entry *auditv1.AuditEntry
 }
 
-func (*RecordClientAudit) isCommand()  {}
 func (c *RecordClientAudit) Size() int { return auditSize(c.Entries) }
 
 // SameAuditContent reports whether a and b record the same event: the

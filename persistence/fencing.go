@@ -31,5 +31,4 @@ type Activate struct {
 	ID   string
 }
 
-func (*Activate) isCommand() {}
-func (*Activate) Size() int  { return rowOverhead }
+func (*Activate) Size() int { return rowOverhead }

@@ -51,7 +51,13 @@ type Writer interface {
 type Command interface {
 	// Size estimates the bytes the command writes, to bound batches.
 	Size() int
-	isCommand()
+	// Fence names the owner the command writes for and its epoch.
+	Fence() Fence
+	// WritesAudit reports whether it may append to the audit chain.
+	WritesAudit() bool
+	// applyTo is Dispatch's double dispatch; unexported, it keeps the set
+	// of commands closed.
+	applyTo(Handler) (Result, error)
 }
 
 // CreateSession inserts a session, its initial messages (an import brings
@@ -291,11 +297,3 @@ type PlanState struct {
 
 // DefaultMaxRetries is the retry limit of a plan with no policy.
 const DefaultMaxRetries = 3
-
-func (*CreateSession) isCommand()  {}
-func (*AppendMessages) isCommand() {}
-func (*UpdateSession) isCommand()  {}
-func (*DeleteSession) isCommand()  {}
-func (*PlanWrite) isCommand()      {}
-func (*RecordAudit) isCommand()    {}
-func (*PruneAudit) isCommand()     {}

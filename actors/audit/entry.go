@@ -58,6 +58,12 @@ func NewEntry(req *auditv1.RecordRequest, now time.Time) (*auditv1.AuditEntry, e
 			return nil, errs.InvalidArgument("%s is not valid UTF-8", f.name)
 		}
 	}
+	// An entry about a plan names it as the plan service does.
+	if p := req.GetPlanId(); p != "" {
+		if err := ids.CheckPlanID("plan_id", p); err != nil {
+			return nil, err
+		}
+	}
 	if n := len(req.GetDetailsJson()); n > MaxDetailsBytes {
 		return nil, errs.InvalidArgument("details_json is %d bytes; at most %d", n, MaxDetailsBytes)
 	}

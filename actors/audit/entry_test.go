@@ -53,6 +53,7 @@ func TestNewEntryTypedErrors(t *testing.T) {
 		"details too big":     {EventType: audit.EventConfigChanged, DetailsJson: `{"a":"` + strings.Repeat("x", audit.MaxDetailsBytes) + `"}`},
 		"field too long":      {EventType: audit.EventConfigChanged, ActorName: strings.Repeat("a", audit.MaxFieldBytes+1)},
 		"field invalid utf-8": {EventType: audit.EventConfigChanged, PlanId: "\xff"},
+		"plan id not one":     {EventType: audit.EventConfigChanged, PlanId: "plan 7"},
 	}
 	for name, req := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors/directory"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 )
@@ -26,6 +27,23 @@ func (s *Service) serveRemote(sender *actor.PID, msg proto.Message) {
 	}()
 }
 
+// refuseRemote answers a request of a type the audit service does not
+// serve (another service's request sent here by mistake) with
+// INVALID_ARGUMENT: every request is answered, so its sender fails at once
+// instead of waiting out its timeout. Proto.Actor's own messages (the
+// actor's lifecycle) and messages without a sender are not requests.
+func (s *Service) refuseRemote(sender *actor.PID, msg any) {
+	switch msg.(type) {
+	case actor.SystemMessage, actor.AutoReceiveMessage, actor.InfrastructureMessage:
+		return
+	}
+	if sender == nil {
+		return
+	}
+	r := &directory.PIDReplier{Root: s.sys.Root, To: sender}
+	r.Reply(nil, errs.InvalidArgument("the audit service cannot serve %T", msg))
+}
+
 func (s *Service) dispatch(ctx context.Context, msg proto.Message) (proto.Message, error) {
 	switch m := msg.(type) {
 	case *auditv1.RecordRequest:
@@ -43,7 +61,7 @@ func (s *Service) dispatch(ctx context.Context, msg proto.Message) (proto.Messag
 	case *auditv1.FlushRequest:
 		return nilIfErr(s.Flush(ctx, m))
 	}
-	return nil, nil
+	return nil, errs.InvalidArgument("the audit service cannot serve %T", msg)
 }
 
 // nilIfErr turns a typed nil response into an untyped nil.

@@ -122,6 +122,8 @@ func (w *writer) Receive(ctx actor.Context) {
 	case *auditv1.RecordRequest, *auditv1.ListRequest, *auditv1.CountRequest, *auditv1.GetRequest,
 		*auditv1.VerifyRequest, *auditv1.PruneRequest, *auditv1.FlushRequest:
 		w.svc.serveRemote(ctx.Sender(), m.(proto.Message))
+	default:
+		w.svc.refuseRemote(ctx.Sender(), m)
 	}
 }
 

@@ -70,16 +70,3 @@ func TestDecideHintsNameThePlan(t *testing.T) {
 		t.Errorf("auth command %q", d.Command)
 	}
 }
-
-func TestCheckPlanID(t *testing.T) {
-	for _, ok := range []string{"p", "01HXM2A6K1P2E9Q9D4GQ7J4S7Z", "plan:2026.v1-a_b", strings.Repeat("a", 128)} {
-		if err := plan.CheckPlanID(ok); err != nil {
-			t.Errorf("CheckPlanID(%q) = %v; want ok", ok, err)
-		}
-	}
-	for _, bad := range []string{"", strings.Repeat("a", 129), "a b", "a/b", "plan\x00", "plän"} {
-		if err := plan.CheckPlanID(bad); !isInvalid(err) {
-			t.Errorf("CheckPlanID(%q) = %v; want INVALID_ARGUMENT", bad, err)
-		}
-	}
-}

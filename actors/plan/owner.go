@@ -239,7 +239,7 @@ func (o *owner) opOf(c *directory.Call) (*op, error) {
 		}
 		return &op{kind: opRecordSuccess, planID: o.planID, step: stepKey{m.GetPhase(), m.GetStepId()}, replier: c.Replier}, nil
 	case *planv1.MergeErrorDetailsRequest:
-		if err := CheckPlanID(m.GetPlanId()); err != nil {
+		if err := ids.CheckPlanID("plan_id", m.GetPlanId()); err != nil {
 			return nil, err
 		}
 		add, err := parseForeign(m.GetDetailsJson(), maxBytes)

@@ -11,6 +11,7 @@ import (
 	"github.com/agentstate/agentstate/actors/dispatch"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -83,7 +84,7 @@ func planKey(msg proto.Message) (string, bool, error) {
 	default:
 		return "", false, errs.InvalidArgument("the plans service cannot serve %T", msg)
 	}
-	if err := CheckPlanID(id); err != nil {
+	if err := ids.CheckPlanID("plan_id", id); err != nil {
 		return "", false, err
 	}
 	return id, true, nil
@@ -240,7 +241,7 @@ func (s *Service) history(ctx context.Context, r *planv1.HistoryRequest) (*planv
 // ever recorded for has the empty summary and the default policy: plans
 // are created elsewhere, so an unknown id is not an error here.
 func (s *Service) errorDetails(ctx context.Context, r *planv1.ErrorDetailsRequest) (*planv1.ErrorDetailsResponse, error) {
-	if err := CheckPlanID(r.GetPlanId()); err != nil {
+	if err := ids.CheckPlanID("plan_id", r.GetPlanId()); err != nil {
 		return nil, err
 	}
 	ps, err := s.env.reader.GetPlan(ctx, r.GetPlanId())

@@ -13,10 +13,6 @@ import (
 
 // Input limits. Every violation is INVALID_ARGUMENT naming the field.
 const (
-	// MaxPlanIDBytes bounds a plan id. Plan ids are made by the planning
-	// system, not here, so any id of 1..128 bytes of [A-Za-z0-9._:-] is
-	// accepted (ULIDs included) rather than requiring a ULID.
-	MaxPlanIDBytes = 128
 	// MaxNameBytes bounds step_id, error_type, tool and actor_name.
 	MaxNameBytes = 256
 	// DefaultMaxMessageBytes bounds message, stack_summary,
@@ -29,26 +25,6 @@ const (
 	DefaultHistoryLimit = 100
 	MaxHistoryLimit     = 1000
 )
-
-// CheckPlanID returns INVALID_ARGUMENT unless id is 1..MaxPlanIDBytes bytes
-// of [A-Za-z0-9._:-].
-func CheckPlanID(id string) error {
-	if id == "" {
-		return errs.InvalidArgument("plan_id is empty")
-	}
-	if len(id) > MaxPlanIDBytes {
-		return errs.InvalidArgument("plan_id is %d bytes; at most %d allowed", len(id), MaxPlanIDBytes)
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '.' || c == '_' || c == ':' || c == '-'
-		if !ok {
-			return errs.InvalidArgument("plan_id %q has byte %q at %d; allowed are [A-Za-z0-9._:-]", clip(id), c, i)
-		}
-	}
-	return nil
-}
 
 func checkPhase(field string, p planv1.Phase, allowUnspecified bool) error {
 	if p == planv1.Phase_PHASE_UNSPECIFIED && allowUnspecified {
@@ -97,7 +73,7 @@ func checkText(field, s string, max int) error {
 // validateRecordError checks r and returns it with attributes_json
 // normalized. r itself is not modified.
 func validateRecordError(r *planv1.RecordErrorRequest, maxBytes int) (*planv1.RecordErrorRequest, error) {
-	if err := CheckPlanID(r.GetPlanId()); err != nil {
+	if err := ids.CheckPlanID("plan_id", r.GetPlanId()); err != nil {
 		return nil, err
 	}
 	if id := r.GetRecordId(); id != "" {
@@ -142,7 +118,7 @@ func validateRecordError(r *planv1.RecordErrorRequest, maxBytes int) (*planv1.Re
 }
 
 func validateSetPolicy(r *planv1.SetPolicyRequest) error {
-	if err := CheckPlanID(r.GetPlanId()); err != nil {
+	if err := ids.CheckPlanID("plan_id", r.GetPlanId()); err != nil {
 		return err
 	}
 	if n := r.GetMaxRetries(); n < 0 || n > MaxPolicyRetries {
@@ -152,7 +128,7 @@ func validateSetPolicy(r *planv1.SetPolicyRequest) error {
 }
 
 func validateRecordSuccess(r *planv1.RecordSuccessRequest) error {
-	if err := CheckPlanID(r.GetPlanId()); err != nil {
+	if err := ids.CheckPlanID("plan_id", r.GetPlanId()); err != nil {
 		return err
 	}
 	if err := checkPhase("phase", r.GetPhase(), false); err != nil {
@@ -164,7 +140,7 @@ func validateRecordSuccess(r *planv1.RecordSuccessRequest) error {
 // historyQuery validates r and returns its filter with the limit defaulted
 // (0 → DefaultHistoryLimit) and clamped to MaxHistoryLimit.
 func historyQuery(r *planv1.HistoryRequest) (persistence.PlanFilter, error) {
-	if err := CheckPlanID(r.GetPlanId()); err != nil {
+	if err := ids.CheckPlanID("plan_id", r.GetPlanId()); err != nil {
 		return persistence.PlanFilter{}, err
 	}
 	if err := checkPhase("phase", r.GetPhase(), true); err != nil {

@@ -98,7 +98,7 @@ func TestValidationErrorsStoreNothing(t *testing.T) {
 	wantCode(t, err, errs.InvalidArgumentCode)
 	_, err = n.svc.UpdateTokenUsage(ctx, &sessionv1.UpdateTokenUsageRequest{SessionId: id, InputTokens: -1})
 	wantCode(t, err, errs.InvalidArgumentCode)
-	_, err = n.svc.LinkPlan(ctx, &sessionv1.LinkPlanRequest{SessionId: id, Plan: &sessionv1.LinkedPlan{PlanId: "p"}})
+	_, err = n.svc.LinkPlan(ctx, &sessionv1.LinkPlanRequest{SessionId: id, Plan: &sessionv1.LinkedPlan{PlanId: "p q"}})
 	wantCode(t, err, errs.InvalidArgumentCode)
 	_, err = n.svc.Close(ctx, &sessionv1.CloseSessionRequest{SessionId: ""})
 	wantCode(t, err, errs.InvalidArgumentCode)

@@ -183,7 +183,7 @@ func normalizeLink(req *sessionv1.LinkPlanRequest) (*sessionv1.LinkPlanRequest, 
 	if p == nil {
 		return nil, errs.InvalidArgument("plan is missing")
 	}
-	if err := ids.Check("plan.plan_id", p.GetPlanId()); err != nil {
+	if err := ids.CheckPlanID("plan.plan_id", p.GetPlanId()); err != nil {
 		return nil, err
 	}
 	if err := checkText("plan.phase", p.GetPhase(), maxLabelBytes); err != nil {

@@ -56,6 +56,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	}
 	sopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(opt.MaxRecvBytes),
+		grpc.ForceServerCodecV2(appendstream.Codec()),
 		grpc.ChainUnaryInterceptor(unaryChain(m, auth, opt.MarkNetwork, log)...),
 		grpc.ChainStreamInterceptor(streamChain(m, auth, log)...),
 	}
@@ -73,22 +74,23 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		})))
 	}
 	a.srv = grpc.NewServer(sopts...)
+	reg := decodeErrors{a.srv}
 	// AppendStream is served on top of the same façade as Append; the
 	// stream interceptors see the stream, so its appends are marked and
 	// counted here, one by one.
-	sessionv1.RegisterSessionServiceServer(a.srv, &appendstream.Server{
+	sessionv1.RegisterSessionServiceServer(reg, &appendstream.Server{
 		SessionServiceServer: svc.Sessions, Mark: opt.MarkNetwork, Observe: m.countAppend, Draining: a.draining,
 	})
-	planv1.RegisterPlanServiceServer(a.srv, svc.Plans)
-	auditv1.RegisterAuditServiceServer(a.srv, svc.Audit)
+	planv1.RegisterPlanServiceServer(reg, svc.Plans)
+	auditv1.RegisterAuditServiceServer(reg, svc.Audit)
 
 	a.health = health.NewServer()
-	healthpb.RegisterHealthServer(a.srv, drainingHealth{Server: a.health, draining: a.draining})
+	healthpb.RegisterHealthServer(reg, drainingHealth{Server: a.health, draining: a.draining})
 	for _, name := range []string{"", sessionv1.SessionService_ServiceDesc.ServiceName,
 		planv1.PlanService_ServiceDesc.ServiceName, auditv1.AuditService_ServiceDesc.ServiceName} {
 		a.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
-	reflection.Register(a.srv)
+	reflection.Register(reg)
 	return a, nil
 }
 

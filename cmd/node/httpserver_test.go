@@ -2,14 +2,24 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/postgres"
+	"github.com/agentstate/agentstate/persistence/sqlite"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jackc/pgx/v5"
 )
 
 func get(t *testing.T, h http.Handler, path string) (int, string) {
@@ -74,4 +84,139 @@ func TestDataURLCreatesTheDirectory(t *testing.T) {
 	if url, _ := dataURL("memory:m", "normal"); url != "memory:m?synchronous=normal" {
 		t.Fatalf("memory url = %q", url)
 	}
+}
+
+// TestReadyzFollowsWrites: /readyz is 503, with the reason, from a
+// transaction of the writer that rolled back until one commits; while it
+// is so, a check starts a probe write (one at a time), whose commit makes
+// the node ready again with no client writing. /healthz stays 200.
+func TestReadyzFollowsWrites(t *testing.T) {
+	r := &readiness{}
+	r.started.Store(true)
+	probes := make(chan chan error)
+	reported := make(chan struct{})
+	r.writes.probeWrite = func(context.Context) error {
+		outcome := make(chan error)
+		probes <- outcome
+		err := <-outcome
+		r.writes.committed(err) // as the writer's Observer reports it
+		reported <- struct{}{}
+		return err
+	}
+	obs := writeObserver{newMetrics(), &r.writes}
+	h := newHTTPHandler(obs.metrics, r)
+	readyz := func(name string, want int, mention string) {
+		t.Helper()
+		code, body := get(t, h, "/readyz")
+		if code != want || !strings.Contains(body, mention) {
+			t.Fatalf("%s: /readyz = %d %q, want %d mentioning %q", name, code, body, want, mention)
+		}
+		if code, _ := get(t, h, "/healthz"); code != http.StatusOK {
+			t.Fatalf("%s: /healthz = %d, want 200 (liveness)", name, code)
+		}
+	}
+	obs.BatchCommitted(3, 100, 0, nil)
+	readyz("writes commit", http.StatusOK, "ready")
+
+	obs.BatchCommitted(3, 100, 0, errs.ResourceExhausted("database or disk is full"))
+	readyz("a transaction rolled back", http.StatusServiceUnavailable, "writes failing since")
+	probe := <-probes // that check started a probe
+	readyz("probe in flight", http.StatusServiceUnavailable, "disk is full")
+	select {
+	case <-probes:
+		t.Fatal("a second probe started while one was in flight")
+	default:
+	}
+	probe <- nil
+	<-reported
+	readyz("the probe committed", http.StatusOK, "ready")
+	if got := counterValue(t, obs.commitErrors); got != 1 {
+		t.Fatalf("commit errors counted %v, want 1 (the metrics still see every transaction)", got)
+	}
+}
+
+// The node's probe write is a real transaction of the audit writer: it
+// commits on a working store (each of them), and its commit reaches
+// readiness through the writer's Observer, making a node whose writes had
+// failed ready again.
+func TestProbeWriteCommitsThroughTheWriter(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := sqlite.Open("memory:probe-write")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		probeWriteMakesReady(t, st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := os.Getenv("AGENTSTATE_TEST_POSTGRES")
+		if dsn == "" {
+			if os.Getenv("CI") != "" {
+				t.Fatal("CI without AGENTSTATE_TEST_POSTGRES")
+			}
+			t.Skip("AGENTSTATE_TEST_POSTGRES is not set")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		st, err := postgres.Open(ctx, ownDatabase(t, ctx, dsn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		probeWriteMakesReady(t, st)
+	})
+}
+
+func probeWriteMakesReady(t *testing.T, st persistence.Store) {
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quietLog() }))
+	defer sys.Shutdown()
+	r := &readiness{}
+	r.started.Store(true)
+	svc, err := audit.Start(sys, st, audit.Config{Observer: writeObserver{newMetrics(), &r.writes}, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop(context.Background())
+	r.writes.committed(errs.ResourceExhausted("database or disk is full")) // as a failed transaction reports it
+	if code, _ := r.check(context.Background()); code != http.StatusServiceUnavailable {
+		t.Fatalf("readiness after a failed transaction = %d", code)
+	}
+	for i := 0; i < 2; i++ { // a second activation of the key commits too
+		if err := probeWriteThrough(svc)(context.Background()); err != nil {
+			t.Fatalf("probe write %d: %v", i, err)
+		}
+	}
+	if code, body := r.check(context.Background()); code != http.StatusOK {
+		t.Fatalf("readiness after the probe committed = %d %q", code, body)
+	}
+}
+
+// ownDatabase creates a database of the test's own on the server of base
+// (dropped when the test ends) and returns its DSN, so the test shares no
+// tables with other suites on that server.
+func ownDatabase(t *testing.T, ctx context.Context, base string) string {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("AGENTSTATE_TEST_POSTGRES must be a postgres:// URL: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	name := "agentstate_node_" + strings.ToLower(ids.New())
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database %s (the role needs CREATEDB): %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, base); err == nil {
+			c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(ctx)
+		}
+	})
+	u.Path = "/" + name
+	return u.String()
 }

@@ -31,9 +31,10 @@ type remoteOptions struct {
 // remoteEndpoint is the running remote; Shutdown is safe to call more
 // than once (the library's is not).
 type remoteEndpoint struct {
-	r    *remote.Remote
-	addr string
-	once sync.Once
+	r     *remote.Remote
+	guard *remoteGuard
+	addr  string
+	once  sync.Once
 }
 
 func startRemote(sys *actor.ActorSystem, opt remoteOptions, m *metrics, log *slog.Logger) (ep *remoteEndpoint, err error) {
@@ -45,7 +46,7 @@ func startRemote(sys *actor.ActorSystem, opt remoteOptions, m *metrics, log *slo
 	if err != nil {
 		return nil, fmt.Errorf("--remote-addr %q: bad port", opt.Addr)
 	}
-	configOpts, err := remoteConfig(sys, opt, false, m, log)
+	configOpts, guard, err := guardedRemoteConfig(sys, opt, false, m, log)
 	if err != nil {
 		return nil, err
 	}
@@ -58,13 +59,19 @@ func startRemote(sys *actor.ActorSystem, opt remoteOptions, m *metrics, log *slo
 		}
 	}()
 	r.Start()
-	return &remoteEndpoint{r: r, addr: sys.ProcessRegistry.Address}, nil
+	return &remoteEndpoint{r: r, guard: guard, addr: sys.ProcessRegistry.Address}, nil
 }
 
 // remoteConfig builds the remote's options: the guard (admitting the
 // cluster's own traffic when cluster is set), message size, mutual TLS and
 // the advertised address.
 func remoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *metrics, log *slog.Logger) ([]remote.ConfigOption, error) {
+	opts, _, err := guardedRemoteConfig(sys, opt, cluster, m, log)
+	return opts, err
+}
+
+// guardedRemoteConfig is remoteConfig, also returning the guard.
+func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *metrics, log *slog.Logger) ([]remote.ConfigOption, *remoteGuard, error) {
 	exposed := map[string]bool{}
 	for _, id := range opt.Exposed {
 		exposed[id] = true
@@ -82,7 +89,7 @@ func remoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *me
 	if opt.Cert != "" || opt.Key != "" || opt.CA != "" {
 		server, client, err := mutualTLS(opt.Cert, opt.Key, opt.CA)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(server)))
 		warnCNOnly(log, "--remote-tls-cert", server.Certificates[0])
@@ -92,12 +99,18 @@ func remoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *me
 	if opt.Advertise != "" {
 		configOpts = append(configOpts, remote.WithAdvertisedHost(opt.Advertise))
 	}
-	return configOpts, nil
+	return configOpts, guard, nil
 }
 
 // Shutdown stops the endpoint gracefully, once.
 func (e *remoteEndpoint) Shutdown() {
-	e.once.Do(func() { e.r.Shutdown(true) })
+	e.once.Do(func() {
+		// Held while the library's Shutdown writes its reader's state:
+		// see remoteGuard.quiesce.
+		e.guard.quiesce.Lock()
+		defer e.guard.quiesce.Unlock()
+		e.r.Shutdown(true)
+	})
 }
 
 // mutualTLS builds the server and client TLS configs of the remote: each

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/asynkron/protoactor-go/actor"
@@ -31,9 +33,10 @@ import (
 //     range, a nil PID) or that names a serializer other than protobuf ends
 //     the stream with INVALID_ARGUMENT: the peer is broken or hostile;
 //   - an envelope whose type is not an agentstate message this binary links,
-//     or whose target is not one of the exposed actors at this node's
-//     address, is dropped; its sender, if any, is answered with an
-//     INVALID_ARGUMENT commonv1.Error, so a request does not hang.
+//     whose target is not one of the exposed actors at this node's
+//     address, or whose data is not a message of its type, is dropped; its
+//     sender, if any, is answered with an INVALID_ARGUMENT commonv1.Error,
+//     so a request does not hang.
 //
 // A recovering interceptor stays underneath as the backstop: a panic on the
 // stream's goroutine ends that stream, not the process. The remote's two
@@ -53,6 +56,14 @@ type remoteGuard struct {
 	cluster bool
 	m       *metrics
 	log     *slog.Logger
+
+	// quiesce orders the stream handlers' reads of the library's reader
+	// state before the write of its graceful Shutdown (which sets a flag
+	// the handlers read unsynchronized): a handler passes it (a read lock,
+	// at once released) before and after each receive, and the endpoint's
+	// Shutdown holds it. A handler that cannot pass ends its stream as
+	// UNAVAILABLE instead of waiting: the node is going away.
+	quiesce sync.RWMutex
 }
 
 // typePrefix is the protobuf package prefix of every message a peer may
@@ -85,7 +96,13 @@ type guardedStream struct {
 }
 
 func (s *guardedStream) RecvMsg(m any) error {
+	if err := s.g.pass(); err != nil {
+		return err
+	}
 	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err // the reader reads no state of its own on an error
+	}
+	if err := s.g.pass(); err != nil {
 		return err
 	}
 	rm, ok := m.(*remote.RemoteMessage)
@@ -95,6 +112,16 @@ func (s *guardedStream) RecvMsg(m any) error {
 	if b := rm.GetMessageBatch(); b != nil {
 		return s.g.screen(b)
 	}
+	return nil
+}
+
+// pass returns UNAVAILABLE while the endpoint is shutting down (see
+// quiesce).
+func (g *remoteGuard) pass() error {
+	if !g.quiesce.TryRLock() {
+		return status.Error(codes.Unavailable, "the node is shutting down")
+	}
+	g.quiesce.RUnlock()
 	return nil
 }
 
@@ -129,7 +156,7 @@ func (g *remoteGuard) screen(b *remote.MessageBatch) error {
 		}
 		typeName := b.TypeNames[env.TypeId]
 		target := b.Targets[env.Target]
-		if reason, msg := g.refuse(typeName, target); reason != "" {
+		if reason, msg := g.refuse(typeName, target, env.MessageData); reason != "" {
 			g.m.remoteRejected.WithLabelValues(reason).Inc()
 			g.log.Warn("remote: dropped a message", "reason", reason, "type", clipName(typeName), "target", clipName(target.GetId()))
 			g.answer(b, env, msg)
@@ -145,20 +172,27 @@ func (g *remoteGuard) screen(b *remote.MessageBatch) error {
 	return nil
 }
 
-// refuse says why an envelope of typeName for target may not be
-// delivered ("" when it may), with the message for its sender.
-func (g *remoteGuard) refuse(typeName string, target *actor.PID) (reason, msg string) {
+// refuse says why an envelope of typeName for target, carrying data, may
+// not be delivered ("" when it may), with the message for its sender.
+func (g *remoteGuard) refuse(typeName string, target *actor.PID, data []byte) (reason, msg string) {
 	if g.cluster && target.GetAddress() == g.localAddr() && clusterTraffic(typeName, target.GetId()) {
 		return "", ""
 	}
 	if !strings.HasPrefix(typeName, typePrefix) {
 		return "type_not_allowed", "message type " + quoteClip(typeName) + " is not accepted from a remote peer"
 	}
-	if _, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(typeName)); err != nil {
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(typeName))
+	if err != nil {
 		return "unknown_type", "message type " + quoteClip(typeName) + " is unknown to this node (an older build?)"
 	}
 	if target.GetAddress() != g.localAddr() || !g.exposed[target.GetId()] {
 		return "target_not_exposed", "actor " + quoteClip(target.GetAddress()+"/"+target.GetId()) + " is not served to remote peers"
+	}
+	// The reader ends the whole stream, answering nobody, on a message it
+	// cannot decode; decoded here first, such a request is refused alone,
+	// as INVALID_ARGUMENT like an undecodable gRPC request.
+	if err := proto.Unmarshal(data, mt.New().Interface()); err != nil {
+		return "undecodable", "the request could not be decoded as " + typeName + ": " + err.Error()
 	}
 	return "", ""
 }
@@ -176,7 +210,10 @@ func (g *remoteGuard) answer(b *remote.MessageBatch, env *remote.MessageEnvelope
 	if to.GetAddress() == "" || to.GetAddress() == g.localAddr() {
 		return // never answer ourselves: that would loop through the guard
 	}
-	g.reply(to, errs.ToProto(errs.InvalidArgument("%s", msg)))
+	// A peer's names reach here decoded as proto3 strings (UTF-8), and
+	// clipName keeps them so; the reply must marshal whatever the input,
+	// so anything else is replaced rather than left to fail the send.
+	g.reply(to, errs.ToProto(errs.InvalidArgument("%s", strings.ToValidUTF8(msg, "\uFFFD"))))
 }
 
 func (g *remoteGuard) fatal(reason, msg string) error {
@@ -185,11 +222,20 @@ func (g *remoteGuard) fatal(reason, msg string) error {
 	return status.Error(codes.InvalidArgument, msg)
 }
 
+// clipName bounds a peer-supplied name for a log line or a reply. It cuts
+// at a rune boundary: a reply is a proto3 string, which must be UTF-8, and
+// a reply that does not marshal is never sent (its sender would wait out
+// its timeout).
 func clipName(s string) string {
-	if len(s) > 120 {
-		return s[:120] + "..."
+	const max = 120
+	if len(s) <= max {
+		return s
 	}
-	return s
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 func quoteClip(s string) string { return "\"" + clipName(s) + "\"" }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -239,5 +241,85 @@ func TestGuardRefusesTheUnimplementedUnaryMethods(t *testing.T) {
 		func(context.Context, any) (any, error) { called = true; panic("implement me") })
 	if called || status.Code(err) != codes.Unimplemented {
 		t.Fatalf("called=%v err=%v; want the handler skipped and UNIMPLEMENTED", called, err)
+	}
+}
+
+// A refused type name longer than the clip, whose clip point falls inside
+// a multi-byte character, still gets a reply that marshals (a proto3
+// string must be UTF-8; a reply that does not marshal is never sent).
+func TestGuardAnswersWhenTheClipEndsInsideACharacter(t *testing.T) {
+	for pad := 0; pad < 4; pad++ {
+		// Type names and targets: the clip point lands on each byte of "é" and "€".
+		name := typePrefix + strings.Repeat("a", 120-len(typePrefix)-pad) + strings.Repeat("é€", 40)
+		for _, tc := range []struct{ typeName, target string }{
+			{name, "sessions"},
+			{"agentstate.session.v1.GetSessionRequest", strings.Repeat("b", 120-len(nodeAddr)-1-pad) + strings.Repeat("€", 40)},
+		} {
+			g, replies := newTestGuard()
+			b := batch(t, []string{tc.typeName}, []string{tc.target})
+			if err := g.screen(b); err != nil {
+				t.Fatal(err)
+			}
+			if len(*replies) != 1 {
+				t.Fatalf("pad %d: %d replies, want 1", pad, len(*replies))
+			}
+			e := (*replies)[0].msg.(*commonv1.Error)
+			if _, err := proto.Marshal(e); err != nil || !utf8.ValidString(e.GetMessage()) {
+				t.Fatalf("pad %d: the reply %q does not marshal: %v", pad, e.GetMessage(), err)
+			}
+		}
+	}
+}
+
+// An envelope whose data is not a message of its type (bytes that do not
+// parse, a string that is not UTF-8) is refused alone, with an
+// INVALID_ARGUMENT reply: delivered, the library's reader would end the
+// whole stream on it, answering nobody.
+func TestGuardRefusesUndecodableData(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"garbage":       {0x0a, 0x05, 'x'},
+		"invalid UTF-8": {0x0a, 0x01, 0xff}, // session_id = "\xff"
+	} {
+		t.Run(name, func(t *testing.T) {
+			g, replies := newTestGuard()
+			b := batch(t, []string{"agentstate.session.v1.GetSessionRequest", "agentstate.session.v1.GetSessionRequest"}, []string{"sessions", "sessions"})
+			b.Envelopes[0].MessageData = data
+			if err := g.screen(b); err != nil {
+				t.Fatalf("screen: %v (one bad envelope must not end the stream)", err)
+			}
+			if len(b.Envelopes) != 1 || b.Envelopes[0].TypeId != 1 {
+				t.Fatalf("kept %v; want only the decodable envelope", b.Envelopes)
+			}
+			if got := counterValue(t, g.m.remoteRejected.WithLabelValues("undecodable")); got != 1 {
+				t.Fatalf("rejected{reason=undecodable} = %v, want 1", got)
+			}
+			if len(*replies) != 1 {
+				t.Fatalf("%d replies, want 1", len(*replies))
+			}
+			e, ok := (*replies)[0].msg.(*commonv1.Error)
+			if !ok || e.GetCode() != commonv1.ErrorCode_ERROR_CODE_INVALID_ARGUMENT || !strings.Contains(e.GetMessage(), "could not be decoded") {
+				t.Fatalf("reply %v, want INVALID_ARGUMENT saying the request could not be decoded", (*replies)[0].msg)
+			}
+		})
+	}
+}
+
+// While the endpoint shuts down (it holds quiesce), a stream's receive
+// ends the stream as UNAVAILABLE at once, neither waiting for the
+// shutdown nor handing the library's reader another message.
+func TestGuardedStreamEndsWhileShuttingDown(t *testing.T) {
+	g, _ := newTestGuard()
+	b := batch(t, []string{"agentstate.session.v1.GetSessionRequest"}, []string{"sessions"})
+	ss := &fakeStream{msgs: []*remote.RemoteMessage{{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}}}}
+	gs := &guardedStream{ServerStream: ss, g: g}
+	g.quiesce.Lock()
+	var m remote.RemoteMessage
+	err := gs.RecvMsg(&m)
+	g.quiesce.Unlock()
+	if status.Code(err) != codes.Unavailable || len(ss.msgs) != 1 {
+		t.Fatalf("RecvMsg while shutting down = %v with %d messages left; want UNAVAILABLE and the message unread", err, len(ss.msgs))
+	}
+	if err := gs.RecvMsg(&m); err != nil || m.GetMessageBatch() == nil {
+		t.Fatalf("RecvMsg outside a shutdown = %v, %v", err, &m)
 	}
 }

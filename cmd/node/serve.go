@@ -20,6 +20,7 @@ import (
 	"github.com/agentstate/agentstate/actors/placement"
 	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/actors/session"
+	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/postgres"
 	"github.com/agentstate/agentstate/persistence/sqlite"
@@ -146,10 +147,19 @@ func dataURL(data, synchronous string) (string, error) {
 	default:
 		return "", fmt.Errorf("--synchronous %q: want full or normal", synchronous)
 	}
+	if data == "" {
+		return "", fmt.Errorf("--data is empty; it names the database file, such as ./data/agentstate.db")
+	}
 	if !strings.HasPrefix(data, "memory:") {
 		path := strings.TrimPrefix(data, "file:")
 		if i := strings.IndexByte(path, '?'); i >= 0 {
 			path = path[:i]
+		}
+		// --data names the database file; the directory it is created in
+		// (./data for make run) is no database.
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return "", fmt.Errorf("--data %s is a directory; it must name the database file, such as %s",
+				data, strings.TrimSuffix(path, "/")+"/agentstate.db")
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return "", fmt.Errorf("create the database directory: %w", err)
@@ -159,6 +169,35 @@ func dataURL(data, synchronous string) (string, error) {
 		return data, nil
 	}
 	return data + "?synchronous=" + strings.ToLower(synchronous), nil
+}
+
+// openStore opens the store --data names (url is its SQLite URL). On
+// failure the Store is an untyped nil: a typed nil pointer in the
+// interface would look open to abort, whose Close would then panic and
+// hide the cause.
+func openStore(data, url string) (persistence.Store, error) {
+	if isPostgres(data) {
+		octx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		st, err := postgres.Open(octx, data)
+		if err != nil {
+			return nil, storeOpenFailed("open PostgreSQL store", err)
+		}
+		return st, nil
+	}
+	st, err := sqlite.Open(url)
+	if err != nil {
+		return nil, storeOpenFailed("open database "+data, err)
+	}
+	return st, nil
+}
+
+// storeOpenFailed is the error of a store that could not be opened. The
+// store's typed error (INTERNAL, UNAVAILABLE, ...) classifies a request's
+// failure for a client; a node that cannot start has no client, so it is
+// a local failure (exit 1), whose message says what and why.
+func storeOpenFailed(what string, err error) error {
+	return fmt.Errorf("%s: %s", what, errs.From(err).Msg)
 }
 
 func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
@@ -192,15 +231,8 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 			s = nil
 		}
 	}()
-	if isPostgres(f.data) {
-		octx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		s.store, err = postgres.Open(octx, f.data)
-		cancel()
-		if err != nil {
-			return s, fmt.Errorf("open PostgreSQL store: %w", err)
-		}
-	} else if s.store, err = sqlite.Open(url); err != nil {
-		return s, fmt.Errorf("open database %s: %w", f.data, err)
+	if s.store, err = openStore(f.data, url); err != nil {
+		return s, err
 	}
 	reader := s.store.Reader()
 	s.ready.probe = probeNotFound(func(ctx context.Context) error {
@@ -215,7 +247,7 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 	cfg := actors.Config{
 		Audit: audit.Config{
 			Backlog: f.backlog, MaxBatchCommands: f.batchCommands, MaxBatchBytes: f.batchBytes,
-			Observer: m, Logger: log.With("component", "audit"),
+			Observer: writeObserver{m, &s.ready.writes}, Logger: log.With("component", "audit"),
 		},
 		Sessions: session.Config{IdleTimeout: f.idleTimeout, AuditMessages: f.auditMessages},
 		Plans:    plan.Config{IdleTimeout: f.idleTimeout},
@@ -229,6 +261,7 @@ func startServer(f *serveFlags, log *slog.Logger) (s *server, err error) {
 		return s, fmt.Errorf("start actors: %w", err)
 	}
 	m.gauges(s.node.Audit().Backlog().Pending, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
+	s.ready.writes.probeWrite = probeWriteThrough(s.node.Audit())
 
 	// The remote starts before any gRPC server of ours: it replaces gRPC's
 	// global logger, which must not happen while gRPC goroutines run.

@@ -1,5 +1,7 @@
-// Package ids makes and checks agentstate identifiers: ULIDs, in their
-// canonical 26-character Crockford base32 form.
+// Package ids makes and checks agentstate identifiers: the ULIDs
+// agentstate makes (sessions, messages, plan records, audit events), in
+// their canonical 26-character Crockford base32 form, and plan ids, which
+// the planning system makes.
 package ids
 
 import (
@@ -22,6 +24,28 @@ func Check(field, s string) error {
 	id, err := ulid.ParseStrict(s)
 	if err != nil || id.String() != strings.ToUpper(s) || s != strings.ToUpper(s) {
 		return errs.InvalidArgument("%s %q is not a ULID (26 upper-case Crockford base32 characters)", field, clip(s))
+	}
+	return nil
+}
+
+// MaxPlanIDBytes bounds a plan id.
+const MaxPlanIDBytes = 128
+
+// CheckPlanID returns an INVALID_ARGUMENT error naming field unless s is a
+// plan id: 1 to MaxPlanIDBytes bytes of [A-Za-z0-9._:-]. Plan ids are made
+// by the planning system, not by agentstate, so any such id (ULIDs
+// included) is one; every request that names a plan (the plan service,
+// LinkPlan, an imported session's links, an audit record) is held to this
+// one rule, so that a plan recorded through one is accepted by the others.
+func CheckPlanID(field, s string) error {
+	ok := s != "" && len(s) <= MaxPlanIDBytes
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '.' || c == '_' || c == ':' || c == '-'
+	}
+	if !ok {
+		return errs.InvalidArgument("%s %q is not a plan id (1 to %d bytes of [A-Za-z0-9._:-])", field, clip(s), MaxPlanIDBytes)
 	}
 	return nil
 }

@@ -5,9 +5,11 @@ import (
 	"unicode/utf8"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
+	protoapi "google.golang.org/protobuf/proto"
 )
 
 // The process's gRPC "proto" codec is replaced, on import of this package,
@@ -23,8 +25,17 @@ import (
 // enforces; checkUTF8 does it for them, field by field, so the wire
 // contract is unchanged: a message with an invalid string is refused.
 func init() {
-	encoding.RegisterCodecV2(codec{fallback: encoding.GetCodecV2(proto.Name)})
+	processCodec = codec{fallback: encoding.GetCodecV2(proto.Name)}
+	encoding.RegisterCodecV2(processCodec)
 }
+
+// processCodec is the codec init registered.
+var processCodec codec
+
+// Codec returns the process's "proto" codec, for a server to force on
+// every request (grpc.ForceServerCodecV2), whatever content subtype the
+// client names: Undecoded works only through it.
+func Codec() encoding.CodecV2 { return processCodec }
 
 type codec struct{ fallback encoding.CodecV2 }
 
@@ -59,6 +70,10 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
+	case *Undecoded:
+		data.Ref()
+		m.data = data
+		return nil
 	case *sessionv1.AppendBatch:
 		return unmarshalChecked(data, m.UnmarshalVT, func() error { return checkBatch(m) })
 	case *sessionv1.AppendOutcomes:
@@ -118,4 +133,34 @@ func checkOutcomes(o *sessionv1.AppendOutcomes) error {
 		}
 	}
 	return nil
+}
+
+// Undecoded is a received request's bytes, kept by the codec undecoded.
+//
+// grpc-go reports a codec's decode failure as INTERNAL ("the server
+// failed"), which tells a client that sent bytes that are not the
+// method's message, or a string that is not UTF-8, that the same request
+// may succeed later; on a stream it even writes that status to the client
+// itself, before the handler can say otherwise. So a server receives into
+// an Undecoded, which never fails, and decodes with Decode, whose failure
+// is the client's: INVALID_ARGUMENT.
+type Undecoded struct{ data mem.BufferSlice }
+
+// Decode decodes u into m, the method's request message, and releases u's
+// bytes. A failure is INVALID_ARGUMENT naming the message and the defect.
+func (u *Undecoded) Decode(m any) error {
+	data := u.data
+	u.data = nil
+	defer data.Free()
+	if err := processCodec.Unmarshal(data, m); err != nil {
+		return errs.InvalidArgument("the request could not be decoded as %s: %v", messageName(m), err)
+	}
+	return nil
+}
+
+func messageName(v any) string {
+	if m, ok := v.(protoapi.Message); ok {
+		return string(m.ProtoReflect().Descriptor().FullName())
+	}
+	return fmt.Sprintf("%T", v)
 }

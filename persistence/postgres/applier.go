@@ -130,36 +130,7 @@ func (a *applier) command(cmd persistence.Command) (persistence.Result, error) {
 }
 
 func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) {
-	switch c := cmd.(type) {
-	case *persistence.CreateSession:
-		return a.createSession(c)
-	case *persistence.AppendMessages:
-		if a.buffered {
-			return a.pipeAppend(c)
-		}
-		return a.appendMessages(c)
-	case *persistence.UpdateSession:
-		if a.buffered {
-			return a.pipeUpdate(c)
-		}
-		return a.updateSession(c)
-	case *persistence.DeleteSession:
-		return a.deleteSession(c)
-	case *persistence.PlanWrite:
-		return a.planWrite(c)
-	case *persistence.RecordAudit:
-		return persistence.Result{}, a.audit(c.Entries)
-	case *persistence.RecordClientAudit:
-		return a.recordClientAudit(c)
-	case *persistence.PruneAudit:
-		return a.pruneAudit(c)
-	case *persistence.Activate:
-		return a.activate(c)
-	case nil:
-		return persistence.Result{}, errs.InvalidArgument("nil command")
-	default:
-		return persistence.Result{}, errs.InvalidArgument("unknown command %T", cmd)
-	}
+	return persistence.Dispatch(a, cmd)
 }
 
 // exec runs one statement of a command, after what the pipeline holds; a

@@ -94,21 +94,17 @@ func batchOwners(batch []persistence.Command) ownerLocks {
 		l.all = append(l.all, k)
 	}
 	for _, cmd := range batch {
-		switch c := cmd.(type) {
-		case *persistence.Activate:
+		if c, ok := cmd.(*persistence.Activate); ok {
 			if c.Kind == persistence.OwnerSession || c.Kind == persistence.OwnerPlan {
 				add(c.Kind, c.ID, 0)
 			}
-		case *persistence.CreateSession:
-			add(persistence.OwnerSession, c.Session.GetSessionId(), c.Epoch)
-		case *persistence.AppendMessages:
-			add(persistence.OwnerSession, c.SessionID, c.Epoch)
-		case *persistence.UpdateSession:
-			add(persistence.OwnerSession, c.SessionID, c.Epoch)
-		case *persistence.DeleteSession:
-			add(persistence.OwnerSession, c.SessionID, c.Epoch)
-		case *persistence.PlanWrite:
-			add(persistence.OwnerPlan, c.PlanID, c.Epoch)
+			continue
+		}
+		if cmd == nil {
+			continue
+		}
+		if f := cmd.Fence(); f.Kind != 0 {
+			add(f.Kind, f.ID, f.Epoch)
 		}
 	}
 	l.create, l.all = sortKeys(l.create), sortKeys(l.all)

@@ -149,10 +149,7 @@ func mustOpen(t testing.TB, dsn string, opts ...Option) *Store {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() {
-		registry.mu.Lock()
-		open := s.refs > 0
-		registry.mu.Unlock()
-		if open {
+		if registry.Refs(s) > 0 {
 			s.Close()
 		}
 	})

@@ -2,32 +2,19 @@ package postgres
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// registry maps a registry key (see registryKey) to its one open Store.
-//
-// Invariant: a key maps to at most one Store, and a shared Store is opened
-// at most once. Get-or-create happens under mu, but the open (connect,
-// migrate) runs outside it: the creator opens while later callers for the
-// same key wait on the Store's ready channel. A failed open is removed, so
-// the next Open retries.
-var registry = struct {
-	mu     sync.Mutex
-	stores map[string]*Store
-}{stores: map[string]*Store{}}
-
-// opens counts open attempts in this process (failed ones included), for
-// tests that prove an open happens once.
-var opens atomic.Int64
+// registry holds the process's one Store per registry key (see
+// registryKey): persistence.Registry keeps the open-once protocol.
+var registry persistence.Registry[*Store]
 
 // Opens returns how many times this process has opened a Store (connected
 // and migrated). An Open of a DSN whose Store is open does not count.
-func Opens() int64 { return opens.Load() }
+func Opens() int64 { return registry.Opens() }
 
 // Option changes how Open opens a Store.
 type Option func(*options)
@@ -61,76 +48,15 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, errs.InvalidArgument("postgres DSN: %v", err)
 	}
 	key := registryKey(cfg.ConnConfig)
+	mk := func() *Store { return newStore(key, cfg) }
+	open := func(s *Store) error { return s.open(ctx) }
 	if o.unshared {
-		s := newStore(key, cfg, true)
-		opens.Add(1)
-		if err := s.open(ctx); err != nil {
-			return nil, err
-		}
-		close(s.ready)
-		return s, nil
+		return registry.OpenUnshared(key, mk, open)
 	}
-	for {
-		registry.mu.Lock()
-		s, ok := registry.stores[key]
-		if !ok {
-			break // registry.mu still held
-		}
-		if s.refs == 0 {
-			// The last handle is closing it; wait, then open afresh.
-			registry.mu.Unlock()
-			<-s.done
-			continue
-		}
-		s.refs++
-		registry.mu.Unlock()
-		<-s.ready
-		if s.openErr != nil {
-			return nil, s.openErr
-		}
-		return s, nil
-	}
-	s := newStore(key, cfg, false)
-	registry.stores[key] = s
-	registry.mu.Unlock()
-
-	opens.Add(1)
-	if err := s.open(ctx); err != nil {
-		registry.mu.Lock()
-		delete(registry.stores, key)
-		registry.mu.Unlock()
-		s.openErr = err
-		close(s.ready)
-		close(s.done)
-		return nil, err
-	}
-	close(s.ready)
-	return s, nil
+	return registry.Open(key, "", mk, open)
 }
 
 // Close releases one reference; the last one closes the writer connection
 // and the read pool. Close must be called once per successful Open; a
 // further call is FAILED_PRECONDITION.
-func (s *Store) Close() error {
-	registry.mu.Lock()
-	if s.refs <= 0 {
-		registry.mu.Unlock()
-		return errs.FailedPrecondition("store %s is closed more often than it was opened", s.key)
-	}
-	s.refs--
-	if s.refs > 0 {
-		registry.mu.Unlock()
-		return nil
-	}
-	registry.mu.Unlock()
-
-	err := s.shutdown()
-
-	if !s.unshared {
-		registry.mu.Lock()
-		delete(registry.stores, s.key)
-		registry.mu.Unlock()
-	}
-	close(s.done)
-	return err
-}
+func (s *Store) Close() error { return registry.Close(s, s.shutdown) }

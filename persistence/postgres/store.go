@@ -23,16 +23,9 @@ const closeTimeout = 5 * time.Second
 // Other processes (nodes) have Stores of their own on the same schema; what
 // keeps their writes apart is in the database (see the package doc).
 type Store struct {
-	key      string
-	unshared bool
-
-	// Guarded by registry.mu.
-	refs int
-	// ready is closed once open has finished; openErr is set before.
-	ready   chan struct{}
-	openErr error
-	// done is closed once the Store is closed (or failed to open).
-	done chan struct{}
+	key string
+	// The registry's open-once bookkeeping (registry.go).
+	persistence.Shared
 
 	// Set by open, read-only afterwards.
 	wcfg          *pgx.ConnConfig
@@ -69,16 +62,12 @@ type Store struct {
 
 var _ persistence.Store = (*Store)(nil)
 
-func newStore(key string, cfg *pgxpool.Config, unshared bool) *Store {
+func newStore(key string, cfg *pgxpool.Config) *Store {
 	return &Store{
-		key:      key,
-		unshared: unshared,
-		refs:     1,
-		ready:    make(chan struct{}),
-		done:     make(chan struct{}),
-		wcfg:     cfg.ConnConfig.Copy(),
-		pcfg:     cfg,
-		commit:   func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
+		key:    key,
+		wcfg:   cfg.ConnConfig.Copy(),
+		pcfg:   cfg,
+		commit: func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
 	}
 }
 

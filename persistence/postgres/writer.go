@@ -198,39 +198,7 @@ func (s *Store) afterFailure() {
 // keeps the writers of all nodes from deadlocking on it.
 func needsChain(batch []persistence.Command) bool {
 	for _, cmd := range batch {
-		switch c := cmd.(type) {
-		case *persistence.CreateSession:
-			if len(c.Audit) > 0 {
-				return true
-			}
-		case *persistence.AppendMessages:
-			for _, t := range c.Turns {
-				if len(t.Audit) > 0 {
-					return true
-				}
-			}
-		case *persistence.UpdateSession:
-			if len(c.Audit) > 0 {
-				return true
-			}
-		case *persistence.DeleteSession:
-			if len(c.Audit) > 0 {
-				return true
-			}
-		case *persistence.PlanWrite:
-			if len(c.Audit) > 0 {
-				return true
-			}
-		case *persistence.RecordAudit:
-			if len(c.Entries) > 0 {
-				return true
-			}
-		case *persistence.RecordClientAudit:
-			if len(c.Entries) > 0 {
-				return true
-			}
-		case *persistence.Activate, nil:
-		default: // PruneAudit, and anything new: lock to be safe
+		if cmd != nil && cmd.WritesAudit() {
 			return true
 		}
 	}

@@ -49,10 +49,14 @@ func (a *applier) activate(c *persistence.Activate) (persistence.Result, error) 
 // one with persistence.ErrFenced (wrapped, with the detail). Unfenced
 // commands (audit records, prunes, activations) pass.
 func (a *applier) checkEpoch(cmd persistence.Command) error {
-	kind, id, epoch, fenced := fenceOf(cmd)
-	if !fenced {
+	if cmd == nil {
+		return nil // Dispatch refuses it
+	}
+	f := cmd.Fence()
+	if f.Kind == 0 {
 		return nil
 	}
+	kind, id, epoch := f.Kind, f.ID, f.Epoch
 	var current int64
 	err := a.queryRow(epochSQL, int64(kind), id).Scan(&current)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -62,23 +66,6 @@ func (a *applier) checkEpoch(cmd persistence.Command) error {
 		return nil
 	}
 	return fencedError(kind, id, epoch, current)
-}
-
-// fenceOf names the key a command writes and the epoch it carries.
-func fenceOf(cmd persistence.Command) (kind persistence.OwnerKind, id string, epoch int64, fenced bool) {
-	switch c := cmd.(type) {
-	case *persistence.CreateSession:
-		return persistence.OwnerSession, c.Session.GetSessionId(), c.Epoch, true
-	case *persistence.AppendMessages:
-		return persistence.OwnerSession, c.SessionID, c.Epoch, true
-	case *persistence.UpdateSession:
-		return persistence.OwnerSession, c.SessionID, c.Epoch, true
-	case *persistence.DeleteSession:
-		return persistence.OwnerSession, c.SessionID, c.Epoch, true
-	case *persistence.PlanWrite:
-		return persistence.OwnerPlan, c.PlanID, c.Epoch, true
-	}
-	return 0, "", 0, false
 }
 
 // fencedError wraps persistence.ErrFenced, so that errors.Is matches it and

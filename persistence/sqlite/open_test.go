@@ -270,10 +270,8 @@ func TestOpenCloseChurn(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if s, ok := registry.stores["memory:churn"]; ok {
-		t.Fatalf("registry still holds memory:churn with %d refs", s.refs)
+	if registry.Held("memory:churn") {
+		t.Fatal("registry still holds memory:churn")
 	}
 }
 

@@ -32,14 +32,8 @@ const (
 // whose connections are query_only; at most one Writer is held at a time.
 type Store struct {
 	loc location
-
-	// Guarded by registry.mu.
-	refs int
-	// ready is closed once open has finished; openErr is set before.
-	ready   chan struct{}
-	openErr error
-	// done is closed once the database is closed (or failed to open).
-	done chan struct{}
+	// The registry's open-once bookkeeping (registry.go).
+	persistence.Shared
 
 	// Set by open, read-only afterwards.
 	wdb           *sql.DB
@@ -64,9 +58,6 @@ var _ persistence.Store = (*Store)(nil)
 func newStore(loc location) *Store {
 	return &Store{
 		loc:      loc,
-		refs:     1,
-		ready:    make(chan struct{}),
-		done:     make(chan struct{}),
 		walLimit: walCheckpointBytes,
 	}
 }

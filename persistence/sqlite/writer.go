@@ -219,30 +219,7 @@ func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) 
 			return persistence.Result{}, err
 		}
 	}
-	switch c := cmd.(type) {
-	case *persistence.Activate:
-		return a.activate(c)
-	case *persistence.CreateSession:
-		return a.createSession(c)
-	case *persistence.AppendMessages:
-		return a.appendMessages(c)
-	case *persistence.UpdateSession:
-		return a.updateSession(c)
-	case *persistence.DeleteSession:
-		return a.deleteSession(c)
-	case *persistence.PlanWrite:
-		return a.planWrite(c)
-	case *persistence.RecordAudit:
-		return persistence.Result{}, a.audit(c.Entries)
-	case *persistence.RecordClientAudit:
-		return a.recordClientAudit(c)
-	case *persistence.PruneAudit:
-		return a.pruneAudit(c)
-	case nil:
-		return persistence.Result{}, errs.InvalidArgument("nil command")
-	default:
-		return persistence.Result{}, errs.InvalidArgument("unknown command %T", cmd)
-	}
+	return persistence.Dispatch(a, cmd)
 }
 
 func (a *applier) exec(query string, args ...any) (sql.Result, error) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
@@ -73,6 +74,13 @@ func unlinkedMessage() (proto.Message, error) {
 	return m, nil
 }
 
+// clippedTarget is an actor id that no node exposes, long enough that the
+// guard clips "address/id" in its refusal, with the clip point pad bytes
+// into a "€".
+func clippedTarget(addr string, pad int) string {
+	return strings.Repeat("x", 120-len(addr)-1-pad) + strings.Repeat("€", 20)
+}
+
 func runPeer() int {
 	nodeAddr := os.Getenv(peerEnv)
 	cert, err := tls.LoadX509KeyPair(os.Getenv(peerCert), os.Getenv(peerKey))
@@ -116,6 +124,13 @@ func runPeer() int {
 		{"plan", actor.NewPID(nodeAddr, "plans"), &planv1.RecordErrorRequest{
 			PlanId: "01JDQ6Z1V3T9Q2B8W4X5Y6Z7B9", Phase: planv1.Phase_PHASE_APPLY, ErrorType: "MergeConflict"}},
 		{"audit", actor.NewPID(nodeAddr, "audit"), &auditv1.CountRequest{}},
+		// Another service's request sent to the audit actor.
+		{"audit-wrong-type", actor.NewPID(nodeAddr, "audit"), &sessionv1.GetSessionRequest{SessionId: os.Getenv(peerSession)}},
+		// A refused target whose name the guard's reply clips inside a
+		// three-byte character (at each of its three bytes, over the three steps).
+		{"clipped-0", actor.NewPID(nodeAddr, clippedTarget(nodeAddr, 0)), &auditv1.CountRequest{}},
+		{"clipped-1", actor.NewPID(nodeAddr, clippedTarget(nodeAddr, 1)), &auditv1.CountRequest{}},
+		{"clipped-2", actor.NewPID(nodeAddr, clippedTarget(nodeAddr, 2)), &auditv1.CountRequest{}},
 	}
 	enc := json.NewEncoder(os.Stdout)
 	for _, s := range steps {

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -123,6 +124,14 @@ func TestHostileRemotePeer(t *testing.T) {
 			return r.Type == "agentstate.plan.v1.RecordErrorResponse" && r.Value == "ERROR_CATEGORY_MERGE_CONFLICT"
 		},
 		"audit": func(r peerResult) bool { return r.Type == "agentstate.audit.v1.CountResponse" && r.Value != "0" },
+		"audit-wrong-type": func(r peerResult) bool {
+			return r.Code == "ERROR_CODE_INVALID_ARGUMENT" && strings.Contains(r.Msg, "GetSessionRequest")
+		},
+	}
+	for i := 0; i < 3; i++ {
+		want[fmt.Sprintf("clipped-%d", i)] = func(r peerResult) bool {
+			return r.Code == "ERROR_CODE_INVALID_ARGUMENT" && strings.Contains(r.Msg, "is not served to remote peers")
+		}
 	}
 	for step, ok := range want {
 		r, found := results[step]
@@ -141,7 +150,7 @@ func TestHostileRemotePeer(t *testing.T) {
 	for _, want := range []string{
 		`agentstate_remote_rejected_total{reason="unknown_type"} 2`,
 		`agentstate_remote_rejected_total{reason="type_not_allowed"} 3`,
-		`agentstate_remote_rejected_total{reason="target_not_exposed"} 1`,
+		`agentstate_remote_rejected_total{reason="target_not_exposed"} 4`,
 		`agentstate_remote_rejected_total{reason="malformed"} 1`,
 	} {
 		if !strings.Contains(metrics, want) {

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+
+	"github.com/agentstate/agentstate/node/appendstream"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/reflection"
+)
+
+// decodeErrors registers services on the API server with handlers that
+// decode their requests themselves (appendstream.Undecoded), so that a
+// request that cannot be decoded is INVALID_ARGUMENT, on every method,
+// instead of the INTERNAL grpc-go would report (on a stream, to the client
+// directly, whatever the handler returns). A request is decoded where a
+// handler asks for it: a unary handler's dec, called before any
+// interceptor runs, and a stream's RecvMsg; so both are wrapped here, at
+// registration, and no service is registered without it. The API server
+// forces the codec that knows Undecoded (appendstream.Codec).
+type decodeErrors struct{ *grpc.Server }
+
+var _ reflection.GRPCServer = decodeErrors{}
+
+func (r decodeErrors) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	d := *desc
+	d.Methods = make([]grpc.MethodDesc, len(desc.Methods))
+	for i, m := range desc.Methods {
+		h := m.Handler
+		m.Handler = func(srv any, ctx context.Context, dec func(any) error, in grpc.UnaryServerInterceptor) (any, error) {
+			return h(srv, ctx, func(v any) error { return decodeWith(dec, v) }, in)
+		}
+		d.Methods[i] = m
+	}
+	d.Streams = make([]grpc.StreamDesc, len(desc.Streams))
+	for i, s := range desc.Streams {
+		h := s.Handler
+		s.Handler = func(srv any, stream grpc.ServerStream) error {
+			return h(srv, decodeErrorsStream{stream})
+		}
+		d.Streams[i] = s
+	}
+	r.Server.RegisterService(&d, impl)
+}
+
+type decodeErrorsStream struct{ grpc.ServerStream }
+
+func (s decodeErrorsStream) RecvMsg(m any) error { return decodeWith(s.ServerStream.RecvMsg, m) }
+
+// decodeWith receives a request's bytes with recv and decodes them into m.
+func decodeWith(recv func(any) error, m any) error {
+	var u appendstream.Undecoded
+	if err := recv(&u); err != nil {
+		return err
+	}
+	return u.Decode(m)
+}
