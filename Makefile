@@ -10,7 +10,7 @@ PROTOS   := $(shell cd $(PROTO_ROOT) && find agentstate -name '*.proto' | sort)
 RACE     ?= -race
 TESTFLAGS ?=
 
-.PHONY: build run test race bench fuzz lint proto proto-check proto-lint clean
+.PHONY: build run test race bench fuzz lint proto proto-check proto-lint clean python-proto python-proto-check test-python
 
 build:
 	$(GO) build -o bin/node ./cmd/node
@@ -25,6 +25,7 @@ test:
 	# tests/adk is its own module (adk-go's dependencies stay out of go.mod):
 	# a tiny run of each of its modes keeps the comparison building and honest.
 	cd tests/adk && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 5m ./...
+	$(MAKE) test-python
 
 race:
 	$(GO) test -race -count=1 ./...
@@ -86,6 +87,42 @@ proto:
 # Fails when the committed generated code differs from what `make proto` makes.
 proto-check: proto
 	git diff --exit-code -- messages
+
+# The Python client (clients/python) uses Debian's python3 and its packages
+# (docs/DEPENDENCIES.md); a pyenv or other python3 on PATH may lack them.
+PYTHON ?= /usr/bin/python3
+PYTHON_NEEDS := grpc, google.protobuf, cryptography, setuptools, ensurepip, pip
+PYTHON_DEBS  := python3-grpcio python3-protobuf python3-cryptography python3-venv python3-pip python3-setuptools
+
+# Regenerates clients/python's stubs (needs protoc and Debian's
+# protobuf-compiler-grpc, or grpc_tools).
+python-proto:
+	PYTHON=$(PYTHON) clients/python/generate.sh
+
+python-proto-check: python-proto
+	git diff --exit-code -- clients/python/src
+	@test -z "$$(git status --porcelain -- clients/python/src)" || (git status --porcelain -- clients/python/src; exit 1)
+
+# The Python client's tests against a live node, run twice over: from the
+# source tree, then from a package pip installed offline into a venv (which
+# is what a user gets). Without the packages it skips, except under CI.
+test-python: build
+	@if ! $(PYTHON) -c 'import $(PYTHON_NEEDS)' 2>/dev/null; then \
+	  if [ -n "$$CI" ]; then echo "test-python: $(PYTHON) lacks one of $(PYTHON_NEEDS) (Debian: $(PYTHON_DEBS))" >&2; exit 1; fi; \
+	  echo "SKIP test-python: $(PYTHON) lacks one of $(PYTHON_NEEDS); apt-get install $(PYTHON_DEBS)"; \
+	  exit 0; \
+	fi; \
+	set -e; \
+	echo "== Python client tests (source tree)"; \
+	cd clients/python; \
+	AGENTSTATE_NODE=$(CURDIR)/bin/node PYTHONPATH=src:. $(PYTHON) -m unittest discover -s tests -t .; \
+	echo "== Python client tests (pip-installed package)"; \
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp -r . "$$tmp/pkg"; rm -rf "$$tmp/pkg/build" "$$tmp/pkg/src/"*.egg-info; \
+	$(PYTHON) -m venv --system-site-packages "$$tmp/venv"; \
+	"$$tmp/venv/bin/python" -m pip install -q --no-deps --no-build-isolation --no-index "$$tmp/pkg"; \
+	"$$tmp/venv/bin/python" -c "import agentstate; print(\"testing\", agentstate.__file__)"; \
+	AGENTSTATE_NODE=$(CURDIR)/bin/node "$$tmp/venv/bin/python" -m unittest discover -s tests -t .
 
 clean:
 	rm -rf bin

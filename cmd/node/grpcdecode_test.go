@@ -37,7 +37,9 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // receivingSessions implements nothing but reads the first message of a
 // client stream, as the real ImportStream does: the decoding of a client
 // stream's messages happens when its handler receives them.
-type receivingSessions struct{ sessionv1.UnimplementedSessionServiceServer }
+type receivingSessions struct {
+	sessionv1.UnimplementedSessionServiceServer
+}
 
 func (receivingSessions) ImportStream(s grpc.ClientStreamingServer[sessionv1.ImportChunk, sessionv1.ImportSessionResponse]) error {
 	_, err := s.Recv()

@@ -1,0 +1,294 @@
+"""The batched append stream (AppendBatches) for asyncio tasks.
+
+The asyncio counterpart of :mod:`agentstate.batch`, with the same meaning:
+appends of concurrent tasks share one stream, the appends waiting while a
+batch is being written travel together in the next one, each is answered
+under its tag, and a failed stream fails its appends with Unavailable (not
+sent) or OutcomeUnknown (sent). It runs on one event loop, so it needs no
+locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Tuple
+
+import grpc
+import grpc.aio
+
+from agentstate import errors, wire
+from agentstate.batch import _REFUSALS, DEFAULT_LINGER, MAX_BATCH_APPENDS, MAX_BATCH_BYTES, METHOD
+from agentstate.connection import Metadata
+from agentstate.session.v1 import session_pb2
+
+AsyncUnaryAppend = Callable[[session_pb2.AppendRequest, Optional[float]], Awaitable[session_pb2.AppendResponse]]
+
+
+class _Call:
+    __slots__ = ("tag", "data", "future")
+
+    def __init__(self, tag: int, data: bytes, future: "asyncio.Future[session_pb2.AppendStreamResponse]") -> None:
+        self.tag = tag
+        self.data = data
+        self.future = future
+
+
+def _settle(call: _Call, outcome: Any = None, error: Optional[BaseException] = None) -> None:
+    # A caller that gave up (deadline, cancellation) has settled its future already.
+    if call.future.done():
+        return
+    if error is not None:
+        call.future.set_exception(error)
+    else:
+        call.future.set_result(outcome)
+
+
+class _Stream:
+    """One AppendBatches stream: a writer task, a reader task, and the appends between them."""
+
+    def __init__(self, owner: "AsyncBatchAppender") -> None:
+        self._owner = owner
+        self._loop = asyncio.get_running_loop()
+        self._pending: List[_Call] = []
+        self._inflight: Dict[int, _Call] = {}
+        self._next_tag = 0
+        self._wake = asyncio.Event()
+        # Set when as many appends wait as are in flight (see batch.DEFAULT_LINGER).
+        self._enough = asyncio.Event()
+        self._linger = owner._linger
+        self._closing = False
+        self.err: Optional[errors.AgentStateError] = None
+        # Deadlines of the calls in enqueue order, watched by one timer: a
+        # timer per append costs the event loop a heap push and pop on every
+        # append. Calls made with the same timeout (the usual case) have
+        # non-decreasing deadlines; one whose deadline is earlier than the
+        # last gets a timer of its own.
+        self._deadlines: Deque[Tuple[float, _Call]] = deque()
+        self._watchdog: Optional[asyncio.TimerHandle] = None
+        self._rpc = owner._open()
+        self._writer = self._loop.create_task(self._write())
+        self._reader = self._loop.create_task(self._read())
+
+    def enqueue(self, data: bytes) -> _Call:
+        if self.err is not None:
+            raise self.err
+        self._next_tag += 1
+        call = _Call(self._next_tag, data, self._loop.create_future())
+        self._pending.append(call)
+        self._wake.set()
+        if len(self._pending) >= len(self._inflight):
+            self._enough.set()
+        return call
+
+    def watch(self, call: _Call, deadline: float) -> Optional[asyncio.TimerHandle]:
+        """Makes call expire at deadline (loop time); returns a timer the caller must cancel, if one was needed."""
+        if self._deadlines and deadline < self._deadlines[-1][0]:
+            return self._loop.call_at(deadline, self.expire, call)
+        self._deadlines.append((deadline, call))
+        if self._watchdog is None:
+            self._watchdog = self._loop.call_at(deadline, self._expire_due)
+        return None
+
+    def _expire_due(self) -> None:
+        self._watchdog = None
+        now = self._loop.time()
+        dl = self._deadlines
+        while dl and (dl[0][1].future.done() or dl[0][0] <= now):
+            _, call = dl.popleft()
+            self.expire(call)
+        if dl:
+            self._watchdog = self._loop.call_at(dl[0][0], self._expire_due)
+
+    def _forget_done(self) -> None:
+        # Outcomes come roughly in enqueue order, so this keeps the deque short.
+        dl = self._deadlines
+        while dl and dl[0][1].future.done():
+            dl.popleft()
+
+    def expire(self, call: _Call) -> None:
+        """The caller's deadline passed: Unavailable if not sent (withdrawn), else OutcomeUnknown."""
+        if call.future.done():
+            return
+        if self.withdraw(call):
+            call.future.set_exception(errors.Unavailable("append not sent before the deadline"))
+        else:
+            call.future.set_exception(errors.OutcomeUnknown("no append answer before the deadline"))
+
+    def withdraw(self, call: _Call) -> bool:
+        try:
+            self._pending.remove(call)
+            return True
+        except ValueError:
+            self._inflight.pop(call.tag, None)
+            return False
+
+    def close(self) -> None:
+        self._closing = True
+        if self.err is None:
+            self.err = errors.Unavailable("append batch client is closed")
+        pending, self._pending = self._pending, []
+        for call in pending:
+            _settle(call, error=self.err)
+        self._wake.set()
+        self._enough.set()
+
+    def _take(self) -> bytes:
+        self._owner.batches_sent += 1
+        parts: List[bytes] = []
+        size = n = 0
+        for call in self._pending:
+            if n >= MAX_BATCH_APPENDS or (n > 0 and size + len(call.data) > MAX_BATCH_BYTES):
+                break
+            part = wire.tagged_append(call.tag, call.data)
+            parts.append(part)
+            size += len(part)
+            self._inflight[call.tag] = call
+            n += 1
+        del self._pending[:n]
+        self._owner.appends_sent += n
+        return b"".join(parts)
+
+    async def _write(self) -> None:
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                while self._pending:
+                    await self._linger_for_more()
+                    if self._pending:  # else closed or failed meanwhile
+                        await self._rpc.write(self._take())
+                if self._closing:
+                    await self._rpc.done_writing()
+                    return
+        except Exception:  # noqa: BLE001
+            # A write fails only on a stream that ended; the reader sees its
+            # real status and fails the appends. Nothing awaits this task
+            # after a failure, so an exception left in it would only be logged.
+            return
+
+    async def _linger_for_more(self) -> None:
+        if self._linger <= 0 or self._closing or len(self._pending) >= len(self._inflight):
+            return
+        self._enough.clear()
+        try:
+            await asyncio.wait_for(self._enough.wait(), self._linger)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                msg = await self._rpc.read()
+                if msg is grpc.aio.EOF:
+                    break
+                for o in msg.outcomes:
+                    call = self._inflight.pop(o.tag, None)
+                    if call is not None:
+                        _settle(call, o.outcome)
+                self._forget_done()
+        except grpc.aio.AioRpcError as e:
+            self._fail(e)
+            return
+        except asyncio.CancelledError:
+            self._fail(None)
+            raise
+        self._fail(None)
+
+    def _fail(self, cause: Optional[grpc.aio.AioRpcError]) -> None:
+        code = cause.code() if cause is not None else None
+        if cause is not None and code in _REFUSALS:
+            refusal = errors.from_rpc_error(cause)
+            not_sent: errors.AgentStateError = refusal
+            unknown: errors.AgentStateError = refusal
+        else:
+            why = f"{code.name}: {cause.details()}" if cause is not None and code is not None else "closed by the node"
+            not_sent = errors.Unavailable(f"append not sent: append stream ended: {why}", grpc_code=code)
+            unknown = errors.OutcomeUnknown(f"append stream ended before the answer: {why}", grpc_code=code)
+        if self.err is None:
+            self.err = not_sent
+        self._closing = True
+        pending, self._pending = self._pending, []
+        inflight, self._inflight = self._inflight, {}
+        self._owner._forget(self)
+        self._rpc.cancel()
+        self._wake.set()
+        self._enough.set()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        self._deadlines.clear()
+        for call in pending:
+            _settle(call, error=not_sent)
+        for call in inflight.values():
+            _settle(call, error=unknown)
+
+
+class AsyncBatchAppender:
+    """Appends of many asyncio tasks over one shared AppendBatches stream.
+
+    :meth:`append` makes one attempt; the client wraps it in its retry
+    policy. Create and use it on one event loop.
+    """
+
+    def __init__(
+        self, channel: grpc.aio.Channel, metadata: Metadata, unary: AsyncUnaryAppend, linger: float = DEFAULT_LINGER
+    ) -> None:
+        self._method = channel.stream_stream(
+            METHOD,
+            request_serializer=None,  # batches arrive encoded (wire.tagged_append)
+            response_deserializer=session_pb2.AppendOutcomes.FromString,
+        )
+        self._metadata = metadata
+        self._unary = unary
+        self._linger = linger
+        self._stream: Optional[_Stream] = None
+        self._closed = False
+        self.batches_sent = 0
+        self.appends_sent = 0
+        self.streams_opened = 0
+
+    async def append(self, req: session_pb2.AppendRequest, timeout: Optional[float]) -> session_pb2.AppendResponse:
+        """Appends req; raises the node's error, Unavailable (not sent) or OutcomeUnknown."""
+        data = req.SerializeToString()
+        if len(data) > MAX_BATCH_BYTES:
+            return await self._unary(req, timeout)
+        stream = self._current()
+        call = stream.enqueue(data)
+        timer = None
+        if timeout is not None:
+            timer = stream.watch(call, stream._loop.time() + max(timeout, 0))
+        try:
+            outcome = await call.future
+        except asyncio.CancelledError:
+            stream.withdraw(call)
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if outcome.HasField("error"):
+            raise errors.from_proto(outcome.error)
+        return outcome.response
+
+    async def close(self) -> None:
+        """Refuses later appends; those not sent fail, those sent still get their outcomes."""
+        self._closed = True
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()
+            await asyncio.gather(stream._writer, stream._reader, return_exceptions=True)
+
+    def _current(self) -> _Stream:
+        if self._closed:
+            raise errors.Unavailable("append batch client is closed")
+        if self._stream is None or self._stream.err is not None:
+            self._stream = _Stream(self)
+            self.streams_opened += 1
+        return self._stream
+
+    def _open(self) -> Any:
+        return self._method(metadata=self._metadata)
+
+    def _forget(self, stream: _Stream) -> None:
+        if self._stream is stream:
+            self._stream = None

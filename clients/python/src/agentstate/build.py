@@ -1,0 +1,214 @@
+"""Request building shared by the blocking and the asyncio clients.
+
+Ids a retry must repeat (message ids, a created session's id, a plan error's
+record id) are chosen here, before the first attempt, so that every attempt
+of one call carries the same ones.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping, Optional, Tuple, Union
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from agentstate import ids
+from agentstate.audit.v1 import audit_pb2
+from agentstate.errors import InvalidArgument
+from agentstate.plan.v1 import plan_pb2
+from agentstate.session.v1 import session_pb2
+
+# A message of an append: a NewMessage, or (role, content), or
+# (role, content, metadata). A role is a name ("user") or a session_pb2.Role.
+MessageLike = Union[
+    session_pb2.NewMessage,
+    Tuple[Union[str, int], str],
+    Tuple[Union[str, int], str, Optional[Mapping[str, Any]]],
+]
+JSONObject = Union[Mapping[str, Any], str, None]
+
+
+def json_object(value: JSONObject, field: str) -> str:
+    """A JSON object as the node wants it: a dict is encoded, a str passed on, None is ""."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidArgument(f"{field} must be a mapping (a JSON object), not {type(value).__name__}")
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+_ENUM_CACHE: dict = {}
+
+
+def enum_value(enum: Any, prefix: str, value: Union[str, int, None]) -> Any:
+    """An enum number from its number, its full name or its short name ("user" for ROLE_USER).
+
+    Typed Any because the generated stubs type enum fields by enum class,
+    whose values are plain ints at run time.
+    """
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    key = (prefix, value)
+    found = _ENUM_CACHE.get(key)
+    if found is not None:
+        return found
+    name = value.upper()
+    if not name.startswith(prefix):
+        name = prefix + name
+    try:
+        number = int(enum.Value(name))
+    except ValueError:
+        names = ", ".join(n[len(prefix):].lower() for n in enum.keys()[1:])
+        raise InvalidArgument(f"unknown {prefix.rstrip('_').lower()} {value!r}; want one of {names}") from None
+    # Names are few and fixed; caching them saves a lookup on every message.
+    _ENUM_CACHE[key] = number
+    return number
+
+
+def new_message(
+    role: Union[str, int],
+    content: str,
+    metadata: JSONObject = None,
+    message_id: Optional[str] = None,
+) -> session_pb2.NewMessage:
+    """One message of an append; message_id defaults to a new ULID."""
+    return session_pb2.NewMessage(
+        role=enum_value(session_pb2.Role, "ROLE_", role),
+        content=content,
+        metadata_json=json_object(metadata, "metadata"),
+        message_id=message_id or ids.new_ulid(),
+    )
+
+
+def append_request(session_id: str, messages: Iterable[MessageLike]) -> session_pb2.AppendRequest:
+    """An AppendRequest whose every message has a message id (new ULIDs where missing)."""
+    req = session_pb2.AppendRequest(session_id=session_id)
+    for m in messages:
+        if isinstance(m, session_pb2.NewMessage):
+            nm = req.messages.add()
+            nm.CopyFrom(m)
+            if not nm.message_id:
+                nm.message_id = ids.new_ulid()
+        elif isinstance(m, tuple) and len(m) in (2, 3):
+            t: Tuple[Any, ...] = m
+            req.messages.add(
+                role=enum_value(session_pb2.Role, "ROLE_", t[0]),
+                content=t[1],
+                metadata_json=json_object(t[2], "metadata") if len(t) == 3 else "",
+                message_id=ids.new_ulid(),
+            )
+        else:
+            raise InvalidArgument(
+                "a message is a session_pb2.NewMessage or (role, content[, metadata]), "
+                f"not {type(m).__name__}"
+            )
+    return req
+
+
+def create_session_request(
+    actor_name: str,
+    session_id: Optional[str],
+    namespace: str,
+    automation: str,
+    metadata: JSONObject,
+) -> session_pb2.CreateSessionRequest:
+    return session_pb2.CreateSessionRequest(
+        session_id=session_id or ids.new_ulid(),
+        actor_name=actor_name,
+        namespace=namespace,
+        automation=automation,
+        metadata_json=json_object(metadata, "metadata"),
+    )
+
+
+def record_error_request(
+    plan_id: str,
+    phase: Union[str, int, None],
+    step_id: str,
+    error_type: str,
+    message: str,
+    tool: str,
+    actor_name: str,
+    stack_summary: str,
+    attributes: JSONObject,
+    record_id: Optional[str],
+) -> plan_pb2.RecordErrorRequest:
+    return plan_pb2.RecordErrorRequest(
+        plan_id=plan_id,
+        phase=enum_value(plan_pb2.Phase, "PHASE_", phase),
+        step_id=step_id,
+        error_type=error_type,
+        message=message,
+        tool=tool,
+        actor_name=actor_name,
+        stack_summary=stack_summary,
+        attributes_json=json_object(attributes, "attributes"),
+        record_id=record_id or ids.new_ulid(),
+    )
+
+
+def history_request(
+    plan_id: str,
+    phase: Union[str, int, None],
+    category: Union[str, int, None],
+    from_sequence: int,
+    limit: int,
+) -> plan_pb2.HistoryRequest:
+    return plan_pb2.HistoryRequest(
+        plan_id=plan_id,
+        phase=enum_value(plan_pb2.Phase, "PHASE_", phase),
+        category=enum_value(plan_pb2.ErrorCategory, "ERROR_CATEGORY_", category),
+        from_sequence=from_sequence,
+        limit=limit,
+    )
+
+
+def audit_record_request(
+    event_type: str,
+    plan_id: str,
+    session_id: str,
+    project_name: str,
+    actor_name: str,
+    user_identity: str,
+    details: JSONObject,
+    sync: bool,
+) -> audit_pb2.RecordRequest:
+    return audit_pb2.RecordRequest(
+        event_type=event_type,
+        plan_id=plan_id,
+        session_id=session_id,
+        project_name=project_name,
+        actor_name=actor_name,
+        user_identity=user_identity,
+        details_json=json_object(details, "details"),
+        sync=sync,
+    )
+
+
+def audit_filter(
+    event_type: str = "",
+    plan_id: str = "",
+    session_id: str = "",
+    actor_name: str = "",
+    since: Optional[Any] = None,
+    until: Optional[Any] = None,
+) -> audit_pb2.Filter:
+    """An audit filter; since/until are datetimes (aware, or naive UTC) or Timestamps."""
+    f = audit_pb2.Filter(event_type=event_type, plan_id=plan_id, session_id=session_id, actor_name=actor_name)
+    if since is not None:
+        f.since.CopyFrom(timestamp(since))
+    if until is not None:
+        f.until.CopyFrom(timestamp(until))
+    return f
+
+
+def timestamp(value: Any) -> Timestamp:
+    if isinstance(value, Timestamp):
+        return value
+    ts = Timestamp()
+    ts.FromDatetime(value)
+    return ts

@@ -1,0 +1,365 @@
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from agentstate.common.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+ROLE_ASSISTANT: Role
+ROLE_SYSTEM: Role
+ROLE_TOOL: Role
+ROLE_UNSPECIFIED: Role
+ROLE_USER: Role
+SESSION_STATE_ACTIVE: SessionState
+SESSION_STATE_CLOSED: SessionState
+SESSION_STATE_UNSPECIFIED: SessionState
+
+class AppendBatch(_message.Message):
+    __slots__ = ["appends"]
+    APPENDS_FIELD_NUMBER: _ClassVar[int]
+    appends: _containers.RepeatedCompositeFieldContainer[TaggedAppend]
+    def __init__(self, appends: _Optional[_Iterable[_Union[TaggedAppend, _Mapping]]] = ...) -> None: ...
+
+class AppendOutcomes(_message.Message):
+    __slots__ = ["outcomes"]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    outcomes: _containers.RepeatedCompositeFieldContainer[TaggedOutcome]
+    def __init__(self, outcomes: _Optional[_Iterable[_Union[TaggedOutcome, _Mapping]]] = ...) -> None: ...
+
+class AppendRequest(_message.Message):
+    __slots__ = ["messages", "session_id"]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[NewMessage]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[NewMessage, _Mapping]]] = ...) -> None: ...
+
+class AppendResponse(_message.Message):
+    __slots__ = ["duplicate", "messages"]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    duplicate: bool
+    messages: _containers.RepeatedCompositeFieldContainer[AppendedMessage]
+    def __init__(self, messages: _Optional[_Iterable[_Union[AppendedMessage, _Mapping]]] = ..., duplicate: bool = ...) -> None: ...
+
+class AppendStreamResponse(_message.Message):
+    __slots__ = ["error", "response"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    error: _common_pb2.Error
+    response: AppendResponse
+    def __init__(self, response: _Optional[_Union[AppendResponse, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
+
+class AppendedMessage(_message.Message):
+    __slots__ = ["created_at", "message_id", "sequence"]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    created_at: _timestamp_pb2.Timestamp
+    message_id: str
+    sequence: int
+    def __init__(self, message_id: _Optional[str] = ..., sequence: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CloseSessionRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class CloseSessionResponse(_message.Message):
+    __slots__ = ["session"]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: Session
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
+
+class CreateSessionRequest(_message.Message):
+    __slots__ = ["actor_name", "automation", "metadata_json", "namespace", "session_id"]
+    ACTOR_NAME_FIELD_NUMBER: _ClassVar[int]
+    AUTOMATION_FIELD_NUMBER: _ClassVar[int]
+    METADATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    actor_name: str
+    automation: str
+    metadata_json: str
+    namespace: str
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., actor_name: _Optional[str] = ..., namespace: _Optional[str] = ..., automation: _Optional[str] = ..., metadata_json: _Optional[str] = ...) -> None: ...
+
+class CreateSessionResponse(_message.Message):
+    __slots__ = ["created", "session"]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    created: bool
+    session: Session
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., created: bool = ...) -> None: ...
+
+class DeleteSessionRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class DeleteSessionResponse(_message.Message):
+    __slots__ = ["messages_removed", "plans_orphaned"]
+    MESSAGES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    PLANS_ORPHANED_FIELD_NUMBER: _ClassVar[int]
+    messages_removed: int
+    plans_orphaned: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, messages_removed: _Optional[int] = ..., plans_orphaned: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ExportChunk(_message.Message):
+    __slots__ = ["header", "page", "trailer"]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    TRAILER_FIELD_NUMBER: _ClassVar[int]
+    header: ExportHeader
+    page: ExportPage
+    trailer: ExportTrailer
+    def __init__(self, header: _Optional[_Union[ExportHeader, _Mapping]] = ..., page: _Optional[_Union[ExportPage, _Mapping]] = ..., trailer: _Optional[_Union[ExportTrailer, _Mapping]] = ...) -> None: ...
+
+class ExportHeader(_message.Message):
+    __slots__ = ["schema_version", "session"]
+    SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    schema_version: str
+    session: Session
+    def __init__(self, schema_version: _Optional[str] = ..., session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
+
+class ExportPage(_message.Message):
+    __slots__ = ["messages"]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[Message]
+    def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ...) -> None: ...
+
+class ExportSessionRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class ExportSessionResponse(_message.Message):
+    __slots__ = ["checksum", "data"]
+    CHECKSUM_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    checksum: str
+    data: str
+    def __init__(self, data: _Optional[str] = ..., checksum: _Optional[str] = ...) -> None: ...
+
+class ExportTrailer(_message.Message):
+    __slots__ = ["checksum"]
+    CHECKSUM_FIELD_NUMBER: _ClassVar[int]
+    checksum: str
+    def __init__(self, checksum: _Optional[str] = ...) -> None: ...
+
+class GetSessionRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class GetSessionResponse(_message.Message):
+    __slots__ = ["session"]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: Session
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
+
+class ImportChunk(_message.Message):
+    __slots__ = ["header", "page", "trailer"]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    TRAILER_FIELD_NUMBER: _ClassVar[int]
+    header: ExportHeader
+    page: ExportPage
+    trailer: ExportTrailer
+    def __init__(self, header: _Optional[_Union[ExportHeader, _Mapping]] = ..., page: _Optional[_Union[ExportPage, _Mapping]] = ..., trailer: _Optional[_Union[ExportTrailer, _Mapping]] = ...) -> None: ...
+
+class ImportSessionRequest(_message.Message):
+    __slots__ = ["data"]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    data: str
+    def __init__(self, data: _Optional[str] = ...) -> None: ...
+
+class ImportSessionResponse(_message.Message):
+    __slots__ = ["checksum", "messages_imported", "session"]
+    CHECKSUM_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_IMPORTED_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    checksum: str
+    messages_imported: int
+    session: Session
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., messages_imported: _Optional[int] = ..., checksum: _Optional[str] = ...) -> None: ...
+
+class LinkPlanRequest(_message.Message):
+    __slots__ = ["plan", "session_id"]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    plan: LinkedPlan
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., plan: _Optional[_Union[LinkedPlan, _Mapping]] = ...) -> None: ...
+
+class LinkPlanResponse(_message.Message):
+    __slots__ = ["session"]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: Session
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
+
+class LinkedPlan(_message.Message):
+    __slots__ = ["phase", "plan_id", "state"]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    PLAN_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    plan_id: str
+    state: str
+    def __init__(self, plan_id: _Optional[str] = ..., phase: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
+
+class ListMessagesRequest(_message.Message):
+    __slots__ = ["from_sequence", "limit", "session_id"]
+    FROM_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    from_sequence: int
+    limit: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., from_sequence: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListMessagesResponse(_message.Message):
+    __slots__ = ["messages", "next_sequence"]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[Message]
+    next_sequence: int
+    def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., next_sequence: _Optional[int] = ...) -> None: ...
+
+class ListSessionsRequest(_message.Message):
+    __slots__ = ["actor_name", "cursor", "limit", "namespace", "state"]
+    ACTOR_NAME_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    actor_name: str
+    cursor: str
+    limit: int
+    namespace: str
+    state: SessionState
+    def __init__(self, actor_name: _Optional[str] = ..., namespace: _Optional[str] = ..., state: _Optional[_Union[SessionState, str]] = ..., limit: _Optional[int] = ..., cursor: _Optional[str] = ...) -> None: ...
+
+class ListSessionsResponse(_message.Message):
+    __slots__ = ["next_cursor", "sessions"]
+    NEXT_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    next_cursor: str
+    sessions: _containers.RepeatedCompositeFieldContainer[Session]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[Session, _Mapping]]] = ..., next_cursor: _Optional[str] = ...) -> None: ...
+
+class Message(_message.Message):
+    __slots__ = ["content", "created_at", "message_id", "metadata_json", "role", "sequence", "session_id"]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    METADATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    content: str
+    created_at: _timestamp_pb2.Timestamp
+    message_id: str
+    metadata_json: str
+    role: Role
+    sequence: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., message_id: _Optional[str] = ..., sequence: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., content: _Optional[str] = ..., metadata_json: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class NewMessage(_message.Message):
+    __slots__ = ["content", "message_id", "metadata_json", "role"]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    METADATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    content: str
+    message_id: str
+    metadata_json: str
+    role: Role
+    def __init__(self, role: _Optional[_Union[Role, str]] = ..., content: _Optional[str] = ..., metadata_json: _Optional[str] = ..., message_id: _Optional[str] = ...) -> None: ...
+
+class Session(_message.Message):
+    __slots__ = ["actor_name", "automation", "closed_at", "created_at", "linked_plans", "message_count", "metadata_json", "namespace", "session_id", "state", "token_usage", "updated_at"]
+    ACTOR_NAME_FIELD_NUMBER: _ClassVar[int]
+    AUTOMATION_FIELD_NUMBER: _ClassVar[int]
+    CLOSED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LINKED_PLANS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_USAGE_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    actor_name: str
+    automation: str
+    closed_at: _timestamp_pb2.Timestamp
+    created_at: _timestamp_pb2.Timestamp
+    linked_plans: _containers.RepeatedCompositeFieldContainer[LinkedPlan]
+    message_count: int
+    metadata_json: str
+    namespace: str
+    session_id: str
+    state: SessionState
+    token_usage: TokenUsage
+    updated_at: _timestamp_pb2.Timestamp
+    def __init__(self, session_id: _Optional[str] = ..., actor_name: _Optional[str] = ..., namespace: _Optional[str] = ..., automation: _Optional[str] = ..., metadata_json: _Optional[str] = ..., state: _Optional[_Union[SessionState, str]] = ..., token_usage: _Optional[_Union[TokenUsage, _Mapping]] = ..., linked_plans: _Optional[_Iterable[_Union[LinkedPlan, _Mapping]]] = ..., message_count: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., closed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class TaggedAppend(_message.Message):
+    __slots__ = ["request", "tag"]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    TAG_FIELD_NUMBER: _ClassVar[int]
+    request: AppendRequest
+    tag: int
+    def __init__(self, tag: _Optional[int] = ..., request: _Optional[_Union[AppendRequest, _Mapping]] = ...) -> None: ...
+
+class TaggedOutcome(_message.Message):
+    __slots__ = ["outcome", "tag"]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    TAG_FIELD_NUMBER: _ClassVar[int]
+    outcome: AppendStreamResponse
+    tag: int
+    def __init__(self, tag: _Optional[int] = ..., outcome: _Optional[_Union[AppendStreamResponse, _Mapping]] = ...) -> None: ...
+
+class TokenUsage(_message.Message):
+    __slots__ = ["cost", "input_tokens", "output_tokens"]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    cost: float
+    input_tokens: int
+    output_tokens: int
+    def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., cost: _Optional[float] = ...) -> None: ...
+
+class UpdateTokenUsageRequest(_message.Message):
+    __slots__ = ["cost", "input_tokens", "output_tokens", "session_id"]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    cost: float
+    input_tokens: int
+    output_tokens: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., cost: _Optional[float] = ...) -> None: ...
+
+class UpdateTokenUsageResponse(_message.Message):
+    __slots__ = ["total"]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    total: TokenUsage
+    def __init__(self, total: _Optional[_Union[TokenUsage, _Mapping]] = ...) -> None: ...
+
+class SessionState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -1,0 +1,235 @@
+"""Retry and stream-failure behaviour against an in-process fake node whose failures are scripted.
+
+A real node does not fail on cue; these fakes do, so the tests can check that
+a retried append carries the very same message ids, that a failed batched
+stream turns its sent appends into OutcomeUnknown (and the client retries
+them on a new stream), and what is not retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import unittest
+from concurrent import futures
+from typing import Iterator, List
+
+import grpc
+
+from agentstate import AsyncClient, Client, NO_RETRY, RetryPolicy, errors, wire
+from agentstate.common.v1 import common_pb2
+from agentstate.audit.v1 import audit_pb2, audit_pb2_grpc
+from agentstate.session.v1 import session_pb2, session_pb2_grpc
+
+def _field(number: int, value: bytes) -> bytes:
+    return bytes([number << 3 | 2]) + wire.varint(len(value)) + value
+
+
+FAST = RetryPolicy(attempts=4, initial_backoff=0.001, max_backoff=0.005)
+
+
+def answer(req: session_pb2.AppendRequest, base: int = 0, duplicate: bool = False) -> session_pb2.AppendResponse:
+    return session_pb2.AppendResponse(
+        messages=[session_pb2.AppendedMessage(message_id=m.message_id, sequence=base + i) for i, m in enumerate(req.messages)],
+        duplicate=duplicate,
+    )
+
+
+class FakeSessions(session_pb2_grpc.SessionServiceServicer):
+    """Append fails UNAVAILABLE `unary_failures` times; the first `stream_failures`
+    AppendBatches streams die after receiving one batch; later ones answer."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.unary_failures = 0
+        self.stream_failures = 0
+        self.stream_refusal = None
+        self.silent = False
+        self.unary_ids: List[List[str]] = []
+        self.stream_ids: List[List[str]] = []
+        self.streams = 0
+        self.metadata: List[dict] = []
+
+    def Append(self, request: session_pb2.AppendRequest, context: grpc.ServicerContext) -> session_pb2.AppendResponse:
+        with self.lock:
+            self.unary_ids.append([m.message_id for m in request.messages])
+            fail = self.unary_failures > 0
+            self.unary_failures -= 1
+        if fail:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "store failed transiently")
+        return answer(request)
+
+    def AppendBatches(self, request_iterator: Iterator[session_pb2.AppendBatch], context: grpc.ServicerContext) -> Iterator[session_pb2.AppendOutcomes]:
+        with self.lock:
+            self.streams += 1
+            self.metadata.append(dict(context.invocation_metadata()))
+            die = self.stream_failures > 0
+            self.stream_failures -= 1
+            refusal = self.stream_refusal
+        if refusal is not None:
+            context.abort(refusal, "refused")
+        for batch in request_iterator:
+            with self.lock:
+                self.stream_ids.extend([m.message_id for m in a.request.messages] for a in batch.appends)
+            if die:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "member died holding the appends")
+            if self.silent:
+                continue
+            yield session_pb2.AppendOutcomes(
+                outcomes=[
+                    session_pb2.TaggedOutcome(tag=a.tag, outcome=session_pb2.AppendStreamResponse(response=answer(a.request)))
+                    for a in batch.appends
+                ]
+            )
+
+
+class FakeAudit(audit_pb2_grpc.AuditServiceServicer):
+    def __init__(self) -> None:
+        self.records = 0
+        self.release = threading.Event()
+
+    def Count(self, request: audit_pb2.CountRequest, context: grpc.ServicerContext) -> audit_pb2.CountResponse:
+        # Never answers in time: the client's own deadline ends the call.
+        self.release.wait(10)
+        return audit_pb2.CountResponse()
+
+    def Verify(self, request: audit_pb2.VerifyRequest, context: grpc.ServicerContext) -> audit_pb2.VerifyResponse:
+        # What the node sends for OUTCOME_UNKNOWN: DEADLINE_EXCEEDED with the exact code in the details.
+        detail = common_pb2.Error(code=common_pb2.ERROR_CODE_OUTCOME_UNKNOWN, message="commit answer lost")
+        any_msg = _field(1, b"type.googleapis.com/agentstate.common.v1.Error") + _field(2, detail.SerializeToString())
+        status = b"\x08" + wire.varint(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]) + _field(2, b"commit answer lost") + _field(3, any_msg)
+        context.set_trailing_metadata((("grpc-status-details-bin", status),))
+        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "commit answer lost")
+        raise AssertionError("unreachable")
+
+    def Record(self, request: audit_pb2.RecordRequest, context: grpc.ServicerContext) -> audit_pb2.RecordResponse:
+        self.records += 1
+        # What the node sends for OUTCOME_UNKNOWN today.
+        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "commit answer lost")
+        raise AssertionError("unreachable")
+
+
+class FakeNodeTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+        self.sessions = FakeSessions()
+        self.audit = FakeAudit()
+        session_pb2_grpc.add_SessionServiceServicer_to_server(self.sessions, self.server)
+        audit_pb2_grpc.add_AuditServiceServicer_to_server(self.audit, self.server)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        self.addr = f"127.0.0.1:{port}"
+
+    def tearDown(self) -> None:
+        self.audit.release.set()
+        self.server.stop(None)
+
+    def test_unary_append_retries_unavailable_with_the_same_ids(self) -> None:
+        self.sessions.unary_failures = 2
+        with Client(self.addr, retry=FAST, batched_appends=False) as c:
+            r = c.sessions.append("S", [("user", "a"), ("assistant", "b")])
+        self.assertEqual(len(self.sessions.unary_ids), 3)
+        first = self.sessions.unary_ids[0]
+        self.assertEqual(len(first), 2)
+        self.assertTrue(all(ids == first for ids in self.sessions.unary_ids), self.sessions.unary_ids)
+        self.assertEqual([m.message_id for m in r.messages], first)
+
+    def test_unary_retries_are_bounded(self) -> None:
+        self.sessions.unary_failures = 100
+        with Client(self.addr, retry=FAST, batched_appends=False) as c:
+            with self.assertRaises(errors.Unavailable):
+                c.sessions.append("S", [("user", "a")])
+        self.assertEqual(len(self.sessions.unary_ids), FAST.attempts)
+
+    def test_failed_stream_makes_sent_appends_outcome_unknown_and_they_are_retried(self) -> None:
+        self.sessions.stream_failures = 1
+        with Client(self.addr, retry=FAST, token="t0k") as c:
+            r = c.sessions.append("S", [("user", "a")])
+            assert c.sessions.appender is not None
+            self.assertEqual(c.sessions.appender.streams_opened, 2)
+        ids = self.sessions.stream_ids
+        self.assertEqual(len(ids), 2, ids)
+        self.assertEqual(ids[0], ids[1], "the retry on the new stream must carry the same message id")
+        self.assertEqual(r.messages[0].message_id, ids[0][0])
+        # The stream outlives calls, so it carries the client's token itself.
+        self.assertEqual(self.sessions.metadata[0].get("authorization"), "Bearer t0k")
+
+    def test_failed_stream_without_retries_reports_outcome_unknown(self) -> None:
+        self.sessions.stream_failures = 1
+        with Client(self.addr, retry=NO_RETRY) as c:
+            with self.assertRaises(errors.OutcomeUnknown) as cm:
+                c.sessions.append("S", [("user", "a")])
+        self.assertEqual(cm.exception.grpc_code, grpc.StatusCode.UNAVAILABLE)
+
+    def test_refused_stream_is_not_retried(self) -> None:
+        self.sessions.stream_refusal = grpc.StatusCode.UNAUTHENTICATED
+        with Client(self.addr, retry=FAST) as c:
+            with self.assertRaises(errors.Unauthenticated):
+                c.sessions.append("S", [("user", "a")])
+        self.assertEqual(self.sessions.streams, 1)
+
+    def test_deadline_on_a_sent_append_is_outcome_unknown(self) -> None:
+        self.sessions.silent = True
+        with Client(self.addr, retry=FAST) as c:
+            with self.assertRaises(errors.OutcomeUnknown):
+                c.sessions.append("S", [("user", "a")], timeout=0.3)
+        self.assertGreaterEqual(len(self.sessions.stream_ids), 1)
+
+    def test_async_deadlines_expire_sent_appends_in_any_order(self) -> None:
+        self.sessions.silent = True
+
+        async def run() -> None:
+            async with AsyncClient(self.addr, retry=FAST) as c:
+                loop = asyncio.get_running_loop()
+                start = loop.time()
+                done_at = {}
+
+                async def append(name: str, timeout: float) -> None:
+                    with self.assertRaises(errors.OutcomeUnknown):
+                        await c.sessions.append("S", [("user", name)], timeout=timeout)
+                    done_at[name] = loop.time() - start
+
+                # The second deadline is earlier than the first: both must still fire.
+                await asyncio.gather(append("long", 0.6), append("short", 0.2))
+                self.assertLess(done_at["short"], done_at["long"])
+                self.assertLess(done_at["long"], 3.0)
+
+        asyncio.run(run())
+
+    def test_node_outcome_unknown_and_client_deadline_are_told_apart(self) -> None:
+        with Client(self.addr, retry=FAST) as c:
+            with self.assertRaises(errors.OutcomeUnknown) as node:
+                c.audit.verify()
+            with self.assertRaises(errors.OutcomeUnknown) as own:
+                c.audit.count(timeout=0.2)
+        self.assertTrue(node.exception.code_from_details)
+        self.assertEqual(node.exception.message, "commit answer lost")
+        self.assertFalse(own.exception.code_from_details)
+        self.assertEqual(own.exception.grpc_code, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+    def test_audit_record_is_not_retried_on_outcome_unknown(self) -> None:
+        with Client(self.addr, retry=FAST) as c:
+            with self.assertRaises(errors.OutcomeUnknown) as cm:
+                c.audit.record("deploy")
+        self.assertEqual(self.audit.records, 1, "an entry without a client id must not be recorded twice")
+        self.assertEqual(cm.exception.grpc_code, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+    def test_async_failed_stream_is_retried_with_the_same_ids(self) -> None:
+        self.sessions.stream_failures = 1
+
+        async def run() -> session_pb2.AppendResponse:
+            async with AsyncClient(self.addr, retry=FAST) as c:
+                r = await c.sessions.append("S", [("user", "a")])
+                assert c.sessions.appender is not None
+                self.assertEqual(c.sessions.appender.streams_opened, 2)
+                return r
+
+        r = asyncio.run(run())
+        ids = self.sessions.stream_ids
+        self.assertEqual(len(ids), 2, ids)
+        self.assertEqual(ids[0], ids[1])
+        self.assertEqual(r.messages[0].message_id, ids[0][0])
+
+
+if __name__ == "__main__":
+    unittest.main()

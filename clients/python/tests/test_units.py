@@ -1,0 +1,217 @@
+"""Tests of the parts that need no node: ids, error mapping, wire encoding, requests, retries."""
+
+from __future__ import annotations
+
+import threading
+import time
+import unittest
+from typing import List, Optional
+
+import grpc
+
+from agentstate import errors, ids, wire
+from agentstate.build import append_request, enum_value, json_object, new_message
+from agentstate.common.v1 import common_pb2
+from agentstate.retry import RetryPolicy, call
+from agentstate.session.v1 import session_pb2
+
+
+class ULIDTest(unittest.TestCase):
+    def test_new_ids_are_canonical_and_ordered(self) -> None:
+        made = [ids.new_ulid() for _ in range(2000)]
+        for u in made:
+            self.assertTrue(ids.is_ulid(u), u)
+            self.assertEqual(len(u), 26)
+            self.assertEqual(u, u.upper())
+        self.assertEqual(made, sorted(made), "ids made in a burst must sort in creation order")
+        self.assertEqual(len(set(made)), len(made))
+
+    def test_ids_from_many_threads_are_unique(self) -> None:
+        out: List[str] = []
+        lock = threading.Lock()
+
+        def make() -> None:
+            mine = [ids.new_ulid() for _ in range(500)]
+            with lock:
+                out.extend(mine)
+
+        ts = [threading.Thread(target=make) for _ in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(len(set(out)), 4000)
+
+    def test_timestamp_is_now(self) -> None:
+        before = time.time_ns() // 1_000_000
+        u = ids.new_ulid()
+        after = time.time_ns() // 1_000_000
+        self.assertTrue(before <= ids.timestamp_ms(u) <= after + 1)
+
+    def test_encode_decode_round_trip(self) -> None:
+        for v in (0, 1, (1 << 128) - 1, 0x0123456789ABCDEF0123456789ABCDEF):
+            self.assertEqual(ids.decode(ids.encode(v)), v)
+        self.assertEqual(ids.encode(0), "0" * 26)
+        self.assertEqual(ids.encode((1 << 128) - 1), "7" + "Z" * 25)
+
+    def test_rejects_what_the_node_rejects(self) -> None:
+        good = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+        self.assertTrue(ids.is_ulid(good))
+        for bad in (
+            good.lower(),  # the node wants upper case
+            good[:-1],  # too short
+            good + "0",  # too long
+            "8" + good[1:],  # overflows 128 bits
+            good[:-1] + "I",  # not Crockford (I, L, O, U are excluded)
+            good[:-1] + "U",
+            "",
+        ):
+            self.assertFalse(ids.is_ulid(bad), bad)
+            with self.assertRaises(errors.InvalidArgument):
+                ids.check_ulid("message_id", bad)
+
+
+class ErrorMappingTest(unittest.TestCase):
+    def test_each_grpc_code_maps_to_its_class(self) -> None:
+        cases = {
+            grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgument,
+            grpc.StatusCode.NOT_FOUND: errors.NotFound,
+            grpc.StatusCode.ALREADY_EXISTS: errors.AlreadyExists,
+            grpc.StatusCode.FAILED_PRECONDITION: errors.FailedPrecondition,
+            grpc.StatusCode.RESOURCE_EXHAUSTED: errors.ResourceExhausted,
+            grpc.StatusCode.UNAVAILABLE: errors.Unavailable,
+            grpc.StatusCode.UNAUTHENTICATED: errors.Unauthenticated,
+            grpc.StatusCode.PERMISSION_DENIED: errors.Unauthenticated,
+            grpc.StatusCode.DEADLINE_EXCEEDED: errors.OutcomeUnknown,
+            grpc.StatusCode.INTERNAL: errors.Internal,
+            grpc.StatusCode.UNKNOWN: errors.Internal,
+        }
+        for code, cls in cases.items():
+            e = errors.from_status(code, "why")
+            self.assertIs(type(e), cls, code)
+            self.assertEqual(e.grpc_code, code)
+            self.assertFalse(e.code_from_details)
+            self.assertEqual(e.message, "why")
+
+    def test_outcome_unknown_is_not_unavailable(self) -> None:
+        self.assertFalse(issubclass(errors.OutcomeUnknown, errors.Unavailable))
+        self.assertFalse(issubclass(errors.Unavailable, errors.OutcomeUnknown))
+        self.assertFalse(errors.OutcomeUnknown.retry_safe)
+        self.assertTrue(errors.Unavailable.retry_safe)
+
+    def test_every_code_has_one_class(self) -> None:
+        codes = [v for v in common_pb2.ErrorCode.values() if v != common_pb2.ERROR_CODE_UNSPECIFIED]
+        classes = {errors.error_class(c) for c in codes}
+        self.assertEqual(len(classes), len(codes))
+        for c in codes:
+            self.assertEqual(errors.error_class(c).code, c)
+
+    def test_details_code_wins_over_grpc_code(self) -> None:
+        detail = common_pb2.Error(code=common_pb2.ERROR_CODE_OUTCOME_UNKNOWN, message="commit answer lost")
+        any_msg = b"".join(
+            (b"\x0a", wire.varint(len(b"type.googleapis.com/agentstate.common.v1.Error")),
+             b"type.googleapis.com/agentstate.common.v1.Error",
+             b"\x12", wire.varint(detail.ByteSize()), detail.SerializeToString())
+        )
+        status = b"\x08\x04" + b"\x1a" + wire.varint(len(any_msg)) + any_msg  # code=4, details=[any]
+        e = errors.from_status(grpc.StatusCode.DEADLINE_EXCEEDED, "x", [("grpc-status-details-bin", status)])
+        self.assertIsInstance(e, errors.OutcomeUnknown)
+        self.assertTrue(e.code_from_details)
+        self.assertEqual(e.message, "commit answer lost")
+        # A detail of another type, or garbage, leaves the gRPC code in charge.
+        e = errors.from_status(grpc.StatusCode.NOT_FOUND, "x", [("grpc-status-details-bin", b"\xff\xff")])
+        self.assertIsInstance(e, errors.NotFound)
+        self.assertFalse(e.code_from_details)
+
+    def test_from_proto(self) -> None:
+        e = errors.from_proto(common_pb2.Error(code=common_pb2.ERROR_CODE_FAILED_PRECONDITION, message="closed"))
+        self.assertIsInstance(e, errors.FailedPrecondition)
+        self.assertIn("failed precondition: closed", str(e))
+
+
+class WireTest(unittest.TestCase):
+    def test_hand_made_batch_parses_as_append_batch(self) -> None:
+        reqs = [append_request(ids.new_ulid(), [("user", "x" * n)]) for n in (0, 1, 127, 128, 300, 70000)]
+        data = b"".join(wire.tagged_append(tag, r.SerializeToString()) for tag, r in zip((1, 127, 128, 300, 1 << 40, 7), reqs))
+        batch = wire.decode_batch(data)
+        self.assertEqual([a.tag for a in batch.appends], [1, 127, 128, 300, 1 << 40, 7])
+        for got, want in zip(batch.appends, reqs):
+            self.assertEqual(got.request, want)
+        expected = session_pb2.AppendBatch(
+            appends=[session_pb2.TaggedAppend(tag=t, request=r) for t, r in zip((1, 127, 128, 300, 1 << 40, 7), reqs)]
+        )
+        self.assertEqual(data, expected.SerializeToString())
+
+
+class RequestTest(unittest.TestCase):
+    def test_append_request_fills_ids_and_keeps_given_ones(self) -> None:
+        given = new_message("assistant", "b", {"k": 1}, message_id="01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        req = append_request("S", [("user", "a"), given, session_pb2.NewMessage(role=session_pb2.ROLE_TOOL, content="c")])
+        self.assertEqual([m.role for m in req.messages], [session_pb2.ROLE_USER, session_pb2.ROLE_ASSISTANT, session_pb2.ROLE_TOOL])
+        self.assertEqual(req.messages[1].message_id, "01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        self.assertEqual(req.messages[1].metadata_json, '{"k":1}')
+        for m in req.messages:
+            self.assertTrue(ids.is_ulid(m.message_id))
+
+    def test_enum_names(self) -> None:
+        self.assertEqual(enum_value(session_pb2.Role, "ROLE_", "user"), session_pb2.ROLE_USER)
+        self.assertEqual(enum_value(session_pb2.Role, "ROLE_", "ROLE_TOOL"), session_pb2.ROLE_TOOL)
+        with self.assertRaises(errors.InvalidArgument):
+            enum_value(session_pb2.Role, "ROLE_", "robot")
+        with self.assertRaises(errors.InvalidArgument):
+            json_object(["not", "an", "object"], "metadata")  # type: ignore[arg-type]
+
+
+class RetryTest(unittest.TestCase):
+    policy = RetryPolicy(attempts=4, initial_backoff=0.001, max_backoff=0.002)
+
+    def run_failing(self, err: errors.AgentStateError, idempotent: bool, succeed_on: Optional[int] = None) -> int:
+        seen = []
+
+        def attempt(timeout: Optional[float]) -> str:
+            seen.append(timeout)
+            if succeed_on is not None and len(seen) == succeed_on:
+                return "ok"
+            raise err
+
+        try:
+            self.assertEqual(call(self.policy, attempt, None, idempotent), "ok")
+        except errors.AgentStateError as e:
+            self.assertIs(e, err)
+        return len(seen)
+
+    def test_unavailable_is_retried_a_bounded_number_of_times(self) -> None:
+        self.assertEqual(self.run_failing(errors.Unavailable("down"), idempotent=False), 4)
+        self.assertEqual(self.run_failing(errors.Unavailable("down"), idempotent=False, succeed_on=3), 3)
+
+    def test_outcome_unknown_is_retried_only_when_idempotent(self) -> None:
+        self.assertEqual(self.run_failing(errors.OutcomeUnknown("lost"), idempotent=False), 1)
+        self.assertEqual(self.run_failing(errors.OutcomeUnknown("lost"), idempotent=True), 4)
+
+    def test_other_errors_are_not_retried(self) -> None:
+        self.assertEqual(self.run_failing(errors.InvalidArgument("bad"), idempotent=True), 1)
+
+    def test_deadline_bounds_the_retries(self) -> None:
+        slow = RetryPolicy(attempts=100, initial_backoff=0.05, max_backoff=0.05)
+        n = 0
+
+        def attempt(timeout: Optional[float]) -> None:
+            nonlocal n
+            n += 1
+            raise errors.Unavailable("down")
+
+        start = time.monotonic()
+        with self.assertRaises(errors.Unavailable):
+            call(slow, attempt, time.monotonic() + 0.2, False)
+        self.assertLess(time.monotonic() - start, 1.0)
+        self.assertLess(n, 20)
+
+    def test_backoff_grows_to_the_cap(self) -> None:
+        waits = list(RetryPolicy(attempts=8, initial_backoff=0.1, max_backoff=0.4).backoffs())
+        self.assertEqual(len(waits), 7)
+        self.assertTrue(all(0.05 <= w <= 0.4 for w in waits))
+        self.assertGreater(waits[-1], 0.1)
+
+
+if __name__ == "__main__":
+    unittest.main()
