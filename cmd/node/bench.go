@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { extraCommands = append(extraCommands, benchCommand) }
-
 // benchFlags are node bench's flags.
 type benchFlags struct {
 	modes        string

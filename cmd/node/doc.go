@@ -19,6 +19,6 @@
 // remoteguard.go (the Proto.Actor remote endpoint and its guard),
 // httpserver.go and metrics.go (/metrics, /healthz, /readyz).
 //
-// Other files of this package may add subcommands by appending a
-// constructor to extraCommands in an init function.
+// Every subcommand is added in newRootCommand (root.go); no file registers
+// anything into package globals from init.
 package main

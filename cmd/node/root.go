@@ -20,10 +20,6 @@ const envPrefix = "AGENTSTATE_"
 // would silently change what every later command asks for.
 const envAnnotation = "agentstate/env"
 
-// extraCommands lets other files of this package (node bench) add
-// subcommands without editing this one: append a constructor in init.
-var extraCommands []func() *cobra.Command
-
 // run executes the command line args and returns the process exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdout, stderr)
@@ -69,9 +65,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newSessionCommand())
 	root.AddCommand(newPlanCommand())
 	root.AddCommand(newAuditCommand())
-	for _, mk := range extraCommands {
-		root.AddCommand(mk())
-	}
+	root.AddCommand(benchCommand())
 	// Document the environment equivalent of each settable flag in --help.
 	walk(root, func(c *cobra.Command) {
 		annotateEnv(c.LocalNonPersistentFlags())
