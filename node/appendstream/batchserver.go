@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"sync"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -189,6 +190,15 @@ func (o *outbox) put(oc *sessionv1.TaggedOutcome) {
 		return
 	}
 	o.sending = true
+	// The appends of one commit are answered together: yield once, so the
+	// workers woken by the same commit queue their outcomes before this one
+	// sends, and one message carries them all. A client that pays per
+	// message received (Python's grpcio: 30-45 µs each) then pays a fifth
+	// as often; a lone outcome waits only for the goroutines already
+	// runnable.
+	o.mu.Unlock()
+	runtime.Gosched()
+	o.mu.Lock()
 	for len(o.pending) > 0 {
 		n := min(len(o.pending), maxOutcomesPerMessage)
 		msg := &sessionv1.AppendOutcomes{Outcomes: o.pending[:n:n]}
