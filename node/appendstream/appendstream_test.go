@@ -59,6 +59,7 @@ type harness struct {
 	client   *appendstream.Client
 	batch    *appendstream.BatchClient
 	srv      *grpc.Server
+	conn     *grpc.ClientConn
 }
 
 func newHarness(t *testing.T) *harness {
@@ -83,7 +84,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	h.client = appendstream.NewClient(sessionv1.NewSessionServiceClient(conn))
 	h.batch = appendstream.NewBatchClient(sessionv1.NewSessionServiceClient(conn))
-	h.srv = srv
+	h.srv, h.conn = srv, conn
 	t.Cleanup(func() {
 		h.client.Close()
 		h.batch.Close()

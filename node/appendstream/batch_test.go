@@ -195,3 +195,27 @@ func TestBatchStreamRefusedByTheNode(t *testing.T) {
 		t.Fatalf("err = %v (code %v), want UNIMPLEMENTED from a node without AppendBatches", err, status.Code(err))
 	}
 }
+
+// An AppendBatches stream answers with its headers as soon as it is open,
+// before any batch: a client that cannot see its transport send (Python's
+// grpcio) holds its appends back until them, so that an append refused with
+// the connection is UNAVAILABLE and only one sent after them is
+// OUTCOME_UNKNOWN when its answer is lost.
+func TestBatchStreamSendsHeadersAtOnce(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := sessionv1.NewSessionServiceClient(h.conn).AppendBatches(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Header(); err != nil || ctx.Err() != nil {
+		t.Fatalf("no headers before the first batch: %v (context: %v)", err, ctx.Err())
+	}
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); err == nil {
+		t.Fatal("a stream with no appends answered something")
+	}
+}

@@ -42,6 +42,15 @@ func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendB
 	if s.Mark != nil {
 		ctx = s.Mark(ctx)
 	}
+	// Headers go out at once: they tell a client that the stream reached
+	// this handler, so an append it sends only after them and whose answer
+	// is then lost may have been applied (OUTCOME_UNKNOWN), while one held
+	// back until a failure came first was never sent (UNAVAILABLE). Clients
+	// that cannot see when their transport sent a message (Python's grpcio)
+	// draw that line here.
+	if err := stream.SendHeader(nil); err != nil {
+		return err
+	}
 	out := &outbox{stream: stream, slots: make(chan struct{}, MaxStreamInFlight)}
 	var serving sync.WaitGroup
 	work := &workers{jobs: make(chan func())}

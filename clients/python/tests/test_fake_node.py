@@ -16,7 +16,7 @@ from typing import Iterator, List
 
 import grpc
 
-from agentstate import AsyncClient, Client, NO_RETRY, RetryPolicy, errors, wire
+from agentstate import AsyncClient, Client, NO_RETRY, RetryPolicy, errors, ids, wire
 from agentstate.common.v1 import common_pb2
 from agentstate.audit.v1 import audit_pb2, audit_pb2_grpc
 from agentstate.session.v1 import session_pb2, session_pb2_grpc
@@ -35,6 +35,15 @@ def answer(req: session_pb2.AppendRequest, base: int = 0, duplicate: bool = Fals
     )
 
 
+def abort_as_node(context: grpc.ServicerContext, grpc_code: grpc.StatusCode, code: int, message: str) -> None:
+    """Ends the call as the node does: the gRPC code, and the exact agentstate code in the details."""
+    detail = common_pb2.Error(code=code, message=message)
+    any_msg = _field(1, b"type.googleapis.com/agentstate.common.v1.Error") + _field(2, detail.SerializeToString())
+    status = b"\x08" + wire.varint(grpc_code.value[0]) + _field(2, message.encode()) + _field(3, any_msg)
+    context.set_trailing_metadata((("grpc-status-details-bin", status),))
+    context.abort(grpc_code, message)
+
+
 class FakeSessions(session_pb2_grpc.SessionServiceServicer):
     """Append fails UNAVAILABLE `unary_failures` times; the first `stream_failures`
     AppendBatches streams die after receiving one batch; later ones answer."""
@@ -42,6 +51,8 @@ class FakeSessions(session_pb2_grpc.SessionServiceServicer):
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.unary_failures = 0
+        self.transport_failures = False
+        self.usage_calls = 0
         self.stream_failures = 0
         self.stream_refusal = None
         self.silent = False
@@ -56,8 +67,21 @@ class FakeSessions(session_pb2_grpc.SessionServiceServicer):
             fail = self.unary_failures > 0
             self.unary_failures -= 1
         if fail:
-            context.abort(grpc.StatusCode.UNAVAILABLE, "store failed transiently")
+            if self.transport_failures:
+                # What grpcio reports for a connection that broke: no detail.
+                context.abort(grpc.StatusCode.UNAVAILABLE, "connection reset")
+            abort_as_node(context, grpc.StatusCode.UNAVAILABLE, common_pb2.ERROR_CODE_UNAVAILABLE, "store failed transiently")
         return answer(request)
+
+    def UpdateTokenUsage(self, request: session_pb2.UpdateTokenUsageRequest, context: grpc.ServicerContext) -> session_pb2.UpdateTokenUsageResponse:
+        with self.lock:
+            self.usage_calls += 1
+        context.abort(grpc.StatusCode.UNAVAILABLE, "connection reset")
+        raise AssertionError("unreachable")
+
+    def Get(self, request: session_pb2.GetSessionRequest, context: grpc.ServicerContext) -> session_pb2.GetSessionResponse:
+        context.abort(grpc.StatusCode.UNAVAILABLE, "connection reset")
+        raise AssertionError("unreachable")
 
     def AppendBatches(self, request_iterator: Iterator[session_pb2.AppendBatch], context: grpc.ServicerContext) -> Iterator[session_pb2.AppendOutcomes]:
         with self.lock:
@@ -68,6 +92,8 @@ class FakeSessions(session_pb2_grpc.SessionServiceServicer):
             refusal = self.stream_refusal
         if refusal is not None:
             context.abort(refusal, "refused")
+        # As the node does: headers as soon as the stream is open.
+        context.send_initial_metadata(())
         for batch in request_iterator:
             with self.lock:
                 self.stream_ids.extend([m.message_id for m in a.request.messages] for a in batch.appends)
@@ -86,6 +112,7 @@ class FakeSessions(session_pb2_grpc.SessionServiceServicer):
 class FakeAudit(audit_pb2_grpc.AuditServiceServicer):
     def __init__(self) -> None:
         self.records = 0
+        self.event_ids: List[str] = []
         self.release = threading.Event()
 
     def Count(self, request: audit_pb2.CountRequest, context: grpc.ServicerContext) -> audit_pb2.CountResponse:
@@ -95,17 +122,13 @@ class FakeAudit(audit_pb2_grpc.AuditServiceServicer):
 
     def Verify(self, request: audit_pb2.VerifyRequest, context: grpc.ServicerContext) -> audit_pb2.VerifyResponse:
         # What the node sends for OUTCOME_UNKNOWN: DEADLINE_EXCEEDED with the exact code in the details.
-        detail = common_pb2.Error(code=common_pb2.ERROR_CODE_OUTCOME_UNKNOWN, message="commit answer lost")
-        any_msg = _field(1, b"type.googleapis.com/agentstate.common.v1.Error") + _field(2, detail.SerializeToString())
-        status = b"\x08" + wire.varint(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]) + _field(2, b"commit answer lost") + _field(3, any_msg)
-        context.set_trailing_metadata((("grpc-status-details-bin", status),))
-        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "commit answer lost")
+        abort_as_node(context, grpc.StatusCode.DEADLINE_EXCEEDED, common_pb2.ERROR_CODE_OUTCOME_UNKNOWN, "commit answer lost")
         raise AssertionError("unreachable")
 
     def Record(self, request: audit_pb2.RecordRequest, context: grpc.ServicerContext) -> audit_pb2.RecordResponse:
         self.records += 1
-        # What the node sends for OUTCOME_UNKNOWN today.
-        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "commit answer lost")
+        self.event_ids.append(request.event_id)
+        abort_as_node(context, grpc.StatusCode.DEADLINE_EXCEEDED, common_pb2.ERROR_CODE_OUTCOME_UNKNOWN, "commit answer lost")
         raise AssertionError("unreachable")
 
 
@@ -207,12 +230,30 @@ class FakeNodeTest(unittest.TestCase):
         self.assertFalse(own.exception.code_from_details)
         self.assertEqual(own.exception.grpc_code, grpc.StatusCode.DEADLINE_EXCEEDED)
 
-    def test_audit_record_is_not_retried_on_outcome_unknown(self) -> None:
+    def test_audit_record_is_retried_with_its_event_id(self) -> None:
         with Client(self.addr, retry=FAST) as c:
             with self.assertRaises(errors.OutcomeUnknown) as cm:
                 c.audit.record("deploy")
-        self.assertEqual(self.audit.records, 1, "an entry without a client id must not be recorded twice")
+        self.assertEqual(self.audit.records, FAST.attempts, "an OUTCOME_UNKNOWN record is retried")
+        self.assertTrue(ids.is_ulid(self.audit.event_ids[0]), self.audit.event_ids)
+        self.assertEqual(set(self.audit.event_ids), {self.audit.event_ids[0]}, "every retry carries the same event id")
         self.assertEqual(cm.exception.grpc_code, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+    def test_a_broken_connection_on_a_write_is_outcome_unknown(self) -> None:
+        # Without the node's detail, UNAVAILABLE is grpcio's: the request may
+        # have been applied. A write without a client id is then not retried.
+        with Client(self.addr, retry=FAST, batched_appends=False) as c:
+            with self.assertRaises(errors.OutcomeUnknown):
+                c.sessions.update_token_usage("S", input_tokens=5)
+            self.assertEqual(self.sessions.usage_calls, 1, "a non-idempotent write was retried after a broken connection")
+            # A read is still UNAVAILABLE: it applied nothing.
+            with self.assertRaises(errors.Unavailable):
+                c.sessions.get("S")
+            # An append carries its ids, so it is retried, with them.
+            self.sessions.unary_failures, self.sessions.transport_failures = 1, True
+            c.sessions.append("S", [("user", "a")])
+        self.assertEqual(len(self.sessions.unary_ids), 2)
+        self.assertEqual(self.sessions.unary_ids[0], self.sessions.unary_ids[1])
 
     def test_async_failed_stream_is_retried_with_the_same_ids(self) -> None:
         self.sessions.stream_failures = 1

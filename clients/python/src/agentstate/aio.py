@@ -43,12 +43,13 @@ class _Core:
         t = self.timeout if timeout is _UNSET else timeout
         return None if t is None else time.monotonic() + t
 
-    async def unary(self, method: Callable[..., Awaitable[T]], req: Any, timeout: Optional[float], idempotent: bool) -> T:
+    async def unary(self, method: Callable[..., Awaitable[T]], req: Any, timeout: Optional[float], idempotent: bool, write: bool = True) -> T:
         async def attempt(left: Optional[float]) -> T:
             try:
                 return await method(req, timeout=left, metadata=self.metadata)
             except grpc.aio.AioRpcError as e:
-                raise errors.from_rpc_error(e) from None
+                err = errors.from_rpc_error(e)
+                raise (errors.for_write(err) if write else err) from None
 
         return await retries.call_async(self.policy, attempt, self.deadline(timeout), idempotent)
 
@@ -83,7 +84,7 @@ class AsyncSessions:
 
     async def get(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.Session:
         req = session_pb2.GetSessionRequest(session_id=session_id)
-        return (await self._core.unary(self._core.sessions.Get, req, timeout, True)).session
+        return (await self._core.unary(self._core.sessions.Get, req, timeout, True, write=False)).session
 
     async def close(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.Session:
         req = session_pb2.CloseSessionRequest(session_id=session_id)
@@ -124,11 +125,11 @@ class AsyncSessions:
         self, session_id: str, *, from_sequence: int = 0, limit: int = 0, timeout: Optional[float] = _UNSET
     ) -> session_pb2.ListMessagesResponse:
         req = session_pb2.ListMessagesRequest(session_id=session_id, from_sequence=from_sequence, limit=limit)
-        return await self._core.unary(self._core.sessions.ListMessages, req, timeout, True)
+        return await self._core.unary(self._core.sessions.ListMessages, req, timeout, True, write=False)
 
     async def export(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.ExportSessionResponse:
         req = session_pb2.ExportSessionRequest(session_id=session_id)
-        return await self._core.unary(self._core.sessions.Export, req, timeout, True)
+        return await self._core.unary(self._core.sessions.Export, req, timeout, True, write=False)
 
     async def import_session(self, data: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.ImportSessionResponse:
         req = session_pb2.ImportSessionRequest(data=data)
@@ -151,7 +152,7 @@ class AsyncSessions:
             limit=limit,
             cursor=cursor,
         )
-        return await self._core.unary(self._core.sessions.List, req, timeout, True)
+        return await self._core.unary(self._core.sessions.List, req, timeout, True, write=False)
 
     async def delete(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.DeleteSessionResponse:
         req = session_pb2.DeleteSessionRequest(session_id=session_id)
@@ -262,11 +263,11 @@ class AsyncPlans:
         timeout: Optional[float] = _UNSET,
     ) -> plan_pb2.HistoryResponse:
         req = build.history_request(plan_id, phase, category, from_sequence, limit)
-        return await self._core.unary(self._core.plans.History, req, timeout, True)
+        return await self._core.unary(self._core.plans.History, req, timeout, True, write=False)
 
     async def error_details(self, plan_id: str, *, timeout: Optional[float] = _UNSET) -> plan_pb2.ErrorDetailsResponse:
         req = plan_pb2.ErrorDetailsRequest(plan_id=plan_id)
-        return await self._core.unary(self._core.plans.ErrorDetails, req, timeout, True)
+        return await self._core.unary(self._core.plans.ErrorDetails, req, timeout, True, write=False)
 
 
     async def set_policy(self, plan_id: str, max_retries: int, *, timeout: Optional[float] = _UNSET) -> plan_pb2.SetPolicyResponse:
@@ -305,12 +306,13 @@ class AsyncAudit:
         user_identity: str = "",
         details: build.JSONObject = None,
         sync: bool = False,
+        event_id: Optional[str] = None,
         timeout: Optional[float] = _UNSET,
     ) -> audit_pb2.RecordResponse:
         req = build.audit_record_request(
-            event_type, plan_id, session_id, project_name, actor_name, user_identity, details, sync
+            event_type, plan_id, session_id, project_name, actor_name, user_identity, details, sync, event_id
         )
-        return await self._core.unary(self._core.audit.Record, req, timeout, False)
+        return await self._core.unary(self._core.audit.Record, req, timeout, True)
 
     async def list(
         self,
@@ -321,21 +323,21 @@ class AsyncAudit:
         timeout: Optional[float] = _UNSET,
     ) -> audit_pb2.ListResponse:
         req = audit_pb2.ListRequest(filter=filter, after_event_id=after_event_id, limit=limit)
-        return await self._core.unary(self._core.audit.List, req, timeout, True)
+        return await self._core.unary(self._core.audit.List, req, timeout, True, write=False)
 
     async def count(self, *, filter: Optional[audit_pb2.Filter] = None, timeout: Optional[float] = _UNSET) -> int:
         req = audit_pb2.CountRequest(filter=filter)
-        return (await self._core.unary(self._core.audit.Count, req, timeout, True)).count
+        return (await self._core.unary(self._core.audit.Count, req, timeout, True, write=False)).count
 
     async def get(self, event_id: str, *, timeout: Optional[float] = _UNSET) -> audit_pb2.AuditEntry:
         req = audit_pb2.GetRequest(event_id=event_id)
-        return (await self._core.unary(self._core.audit.Get, req, timeout, True)).entry
+        return (await self._core.unary(self._core.audit.Get, req, timeout, True, write=False)).entry
 
     async def verify(self, *, timeout: Optional[float] = _UNSET) -> audit_pb2.VerifyResponse:
-        return await self._core.unary(self._core.audit.Verify, audit_pb2.VerifyRequest(), timeout, True)
+        return await self._core.unary(self._core.audit.Verify, audit_pb2.VerifyRequest(), timeout, True, write=False)
 
     async def flush(self, *, timeout: Optional[float] = _UNSET) -> None:
-        await self._core.unary(self._core.audit.Flush, audit_pb2.FlushRequest(), timeout, True)
+        await self._core.unary(self._core.audit.Flush, audit_pb2.FlushRequest(), timeout, True, write=False)
 
 
 class AsyncClient:

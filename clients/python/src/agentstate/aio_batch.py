@@ -66,6 +66,10 @@ class _Stream:
         # last gets a timer of its own.
         self._deadlines: Deque[Tuple[float, _Call]] = deque()
         self._watchdog: Optional[asyncio.TimerHandle] = None
+        # Set once the node's headers arrived (see batch._Stream): appends
+        # are written only after, so one failed with the connection was
+        # never sent.
+        self._established = asyncio.Event()
         self._rpc = owner._open()
         self._writer = self._loop.create_task(self._write())
         self._reader = self._loop.create_task(self._read())
@@ -130,6 +134,7 @@ class _Stream:
         pending, self._pending = self._pending, []
         for call in pending:
             _settle(call, error=self.err)
+        self._established.set()  # nothing is left to hold back
         self._wake.set()
         self._enough.set()
 
@@ -151,6 +156,7 @@ class _Stream:
 
     async def _write(self) -> None:
         try:
+            await self._established.wait()
             while True:
                 await self._wake.wait()
                 self._wake.clear()
@@ -178,6 +184,9 @@ class _Stream:
 
     async def _read(self) -> None:
         try:
+            await self._rpc.initial_metadata()
+            if not self._rpc.done():
+                self._established.set()
             while True:
                 msg = await self._rpc.read()
                 if msg is grpc.aio.EOF:
@@ -212,6 +221,7 @@ class _Stream:
         inflight, self._inflight = self._inflight, {}
         self._owner._forget(self)
         self._rpc.cancel()
+        self._established.set()  # lets the writer see the end
         self._wake.set()
         self._enough.set()
         if self._watchdog is not None:

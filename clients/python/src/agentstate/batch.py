@@ -101,6 +101,11 @@ class _Stream:
         self._inflight: Dict[int, _Call] = {}
         self._next_tag = 0
         self._closing = False
+        # Set once the node's headers arrived: the stream reached its
+        # handler. Appends are held back until then, so one failed with the
+        # connection was never sent (Unavailable); grpcio takes requests
+        # from the iterator before it has a connection to send them on.
+        self._established = False
         self.err: Optional[errors.AgentStateError] = None
         self._rpc = owner._open(self._batches())
         self._receiver = threading.Thread(target=self._receive, name="agentstate-append-batches", daemon=True)
@@ -147,9 +152,9 @@ class _Stream:
         """The request iterator gRPC's sending thread drains: one batch per wake-up."""
         while True:
             with self._cond:
-                while not self._pending and not self._closing:
+                while not (self._pending and self._established) and not self._closing:
                     self._cond.wait()
-                if not self._pending:
+                if not self._pending or not self._established:
                     return
                 if self._linger > 0 and not self._enough():
                     self._lingering = True
@@ -180,6 +185,13 @@ class _Stream:
 
     def _receive(self) -> None:
         try:
+            # Blocks until the node's headers (it sends them as the stream
+            # opens) or the end of a call that never reached it.
+            self._rpc.initial_metadata()
+            with self._cond:
+                if self._rpc.is_active():
+                    self._established = True
+                    self._cond.notify_all()
             for msg in self._rpc:
                 with self._cond:
                     calls = [(self._inflight.pop(o.tag, None), o) for o in msg.outcomes]

@@ -176,8 +176,16 @@ def audit_record_request(
     user_identity: str,
     details: JSONObject,
     sync: bool,
+    event_id: Optional[str] = None,
 ) -> audit_pb2.RecordRequest:
+    """A record with its client id: event_id, or a new ULID, so that a retry
+    is answered with the stored entry instead of storing it twice."""
+    if event_id is None:
+        event_id = ids.new_ulid()
+    else:
+        ids.check_ulid("event_id", event_id)
     return audit_pb2.RecordRequest(
+        event_id=event_id,
         event_type=event_type,
         plan_id=plan_id,
         session_id=session_id,

@@ -43,14 +43,15 @@ class _Core:
         t = self.timeout if timeout is _UNSET else timeout
         return None if t is None else time.monotonic() + t
 
-    def unary(self, method: Callable[..., T], req: Any, timeout: Optional[float], idempotent: bool) -> T:
+    def unary(self, method: Callable[..., T], req: Any, timeout: Optional[float], idempotent: bool, write: bool = True) -> T:
         """Calls method(req) under the client's retry policy; one deadline spans all attempts."""
 
         def attempt(left: Optional[float]) -> T:
             try:
                 return method(req, timeout=left, metadata=self.metadata)
             except grpc.RpcError as e:
-                raise errors.from_rpc_error(e) from None
+                err = errors.from_rpc_error(e)
+                raise (errors.for_write(err) if write else err) from None
 
         return retries.call(self.policy, attempt, self.deadline(timeout), idempotent)
 
@@ -91,7 +92,7 @@ class Sessions:
 
     def get(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.Session:
         req = session_pb2.GetSessionRequest(session_id=session_id)
-        return self._core.unary(self._core.sessions.Get, req, timeout, True).session
+        return self._core.unary(self._core.sessions.Get, req, timeout, True, write=False).session
 
     def list(
         self,
@@ -110,7 +111,7 @@ class Sessions:
             limit=limit,
             cursor=cursor,
         )
-        return self._core.unary(self._core.sessions.List, req, timeout, True)
+        return self._core.unary(self._core.sessions.List, req, timeout, True, write=False)
 
     def close(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.Session:
         req = session_pb2.CloseSessionRequest(session_id=session_id)
@@ -167,7 +168,7 @@ class Sessions:
     ) -> session_pb2.ListMessagesResponse:
         """One page of messages from from_sequence (default 100, at most 1000)."""
         req = session_pb2.ListMessagesRequest(session_id=session_id, from_sequence=from_sequence, limit=limit)
-        return self._core.unary(self._core.sessions.ListMessages, req, timeout, True)
+        return self._core.unary(self._core.sessions.ListMessages, req, timeout, True, write=False)
 
     def iter_messages(
         self, session_id: str, *, from_sequence: int = 0, page: int = 1000
@@ -189,7 +190,7 @@ class Sessions:
         cost: float = 0.0,
         timeout: Optional[float] = _UNSET,
     ) -> session_pb2.TokenUsage:
-        """Adds the deltas to the session's totals (not retried on OUTCOME_UNKNOWN: it would add twice)."""
+        """Adds the deltas to the session's totals (not retried on OUTCOME_UNKNOWN, nor after a broken connection: it would add twice)."""
         req = session_pb2.UpdateTokenUsageRequest(
             session_id=session_id, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost
         )
@@ -206,7 +207,7 @@ class Sessions:
     def export(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.ExportSessionResponse:
         """The session, its messages and plan links as canonical JSON with a checksum."""
         req = session_pb2.ExportSessionRequest(session_id=session_id)
-        return self._core.unary(self._core.sessions.Export, req, timeout, True)
+        return self._core.unary(self._core.sessions.Export, req, timeout, True, write=False)
 
     def import_session(self, data: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.ImportSessionResponse:
         """Imports an export's data as a new session (not retried on OUTCOME_UNKNOWN: it could import twice)."""
@@ -312,11 +313,11 @@ class Plans:
     ) -> plan_pb2.HistoryResponse:
         """One page of the plan's error records (next_sequence is -1 after the last)."""
         req = build.history_request(plan_id, phase, category, from_sequence, limit)
-        return self._core.unary(self._core.plans.History, req, timeout, True)
+        return self._core.unary(self._core.plans.History, req, timeout, True, write=False)
 
     def error_details(self, plan_id: str, *, timeout: Optional[float] = _UNSET) -> plan_pb2.ErrorDetailsResponse:
         req = plan_pb2.ErrorDetailsRequest(plan_id=plan_id)
-        return self._core.unary(self._core.plans.ErrorDetails, req, timeout, True)
+        return self._core.unary(self._core.plans.ErrorDetails, req, timeout, True, write=False)
 
     def merge_error_details(
         self, plan_id: str, details: build.JSONObject, *, timeout: Optional[float] = _UNSET
@@ -342,17 +343,19 @@ class Audit:
         user_identity: str = "",
         details: build.JSONObject = None,
         sync: bool = False,
+        event_id: Optional[str] = None,
         timeout: Optional[float] = _UNSET,
     ) -> audit_pb2.RecordResponse:
         """Records an entry; sync=True answers once it is committed (durable=True).
 
-        An entry has no client id, so OUTCOME_UNKNOWN is not retried (the
-        entry may be stored): read the trail before recording it again.
+        The entry carries a client id (event_id, a new ULID unless given), so
+        a retry after OUTCOME_UNKNOWN is safe: the node answers a stored
+        entry with duplicate=True and stores nothing.
         """
         req = build.audit_record_request(
-            event_type, plan_id, session_id, project_name, actor_name, user_identity, details, sync
+            event_type, plan_id, session_id, project_name, actor_name, user_identity, details, sync, event_id
         )
-        return self._core.unary(self._core.audit.Record, req, timeout, False)
+        return self._core.unary(self._core.audit.Record, req, timeout, True)
 
     def list(
         self,
@@ -364,7 +367,7 @@ class Audit:
     ) -> audit_pb2.ListResponse:
         """One page of entries in commit order; build filters with agentstate.audit_filter."""
         req = audit_pb2.ListRequest(filter=filter, after_event_id=after_event_id, limit=limit)
-        return self._core.unary(self._core.audit.List, req, timeout, True)
+        return self._core.unary(self._core.audit.List, req, timeout, True, write=False)
 
     def iter(self, *, filter: Optional[audit_pb2.Filter] = None, page: int = 1000) -> Iterator[audit_pb2.AuditEntry]:
         """Every entry matching filter, in commit order, a page at a time."""
@@ -378,19 +381,19 @@ class Audit:
 
     def count(self, *, filter: Optional[audit_pb2.Filter] = None, timeout: Optional[float] = _UNSET) -> int:
         req = audit_pb2.CountRequest(filter=filter)
-        return self._core.unary(self._core.audit.Count, req, timeout, True).count
+        return self._core.unary(self._core.audit.Count, req, timeout, True, write=False).count
 
     def get(self, event_id: str, *, timeout: Optional[float] = _UNSET) -> audit_pb2.AuditEntry:
         req = audit_pb2.GetRequest(event_id=event_id)
-        return self._core.unary(self._core.audit.Get, req, timeout, True).entry
+        return self._core.unary(self._core.audit.Get, req, timeout, True, write=False).entry
 
     def verify(self, *, timeout: Optional[float] = _UNSET) -> audit_pb2.VerifyResponse:
         """Checks the hash chain of every committed entry."""
-        return self._core.unary(self._core.audit.Verify, audit_pb2.VerifyRequest(), timeout, True)
+        return self._core.unary(self._core.audit.Verify, audit_pb2.VerifyRequest(), timeout, True, write=False)
 
     def flush(self, *, timeout: Optional[float] = _UNSET) -> None:
         """Waits until every entry accepted so far is committed."""
-        self._core.unary(self._core.audit.Flush, audit_pb2.FlushRequest(), timeout, True)
+        self._core.unary(self._core.audit.Flush, audit_pb2.FlushRequest(), timeout, True, write=False)
 
 
 class Client:

@@ -271,3 +271,21 @@ def _varint(buf: bytes, i: int) -> Tuple[int, int]:
         if not b & 0x80:
             return result, i
         shift += 7
+
+
+def for_write(err: AgentStateError) -> AgentStateError:
+    """What a failed write means to its caller.
+
+    The node's own UNAVAILABLE carries its code in the status details and
+    promises that nothing was stored. An UNAVAILABLE without that detail is
+    grpcio's: the connection failed, possibly after the request was sent and
+    even applied (a node killed between its commit and its answer), and
+    grpcio cannot say which. For a write that is :class:`OutcomeUnknown`:
+    retried only when the request carries its client id.
+    """
+    if isinstance(err, Unavailable) and not err.code_from_details:
+        return OutcomeUnknown(
+            f"the connection failed and the request may have been applied: {err}",
+            grpc_code=err.grpc_code,
+        )
+    return err
