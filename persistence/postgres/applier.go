@@ -11,9 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// applier carries one transaction. pos and hash are the chain's tail
-// including every entry assigned so far in the transaction; assigned lists
-// those entries, so a rollback can unassign them.
+// applier carries one transaction; tail is its view of the audit chain
+// (persistence.ChainTail: positions, hashes, unassigning on rollback).
 type applier struct {
 	ctx context.Context
 	tx  pgx.Tx
@@ -23,9 +22,7 @@ type applier struct {
 	// chain: the tail row is locked; startPos is the tail as loaded.
 	chain    bool
 	startPos int64
-	pos      int64
-	hash     string
-	assigned []*auditv1.AuditEntry
+	tail     persistence.ChainTail
 	// buffered: the attempt without savepoints. Audit rows wait in pending
 	// for one multi-row insert at the end, and the common commands are
 	// queued in pipe (see pipeline.go); a failure of either aborts the
@@ -45,7 +42,13 @@ func (a *applier) begin(conn *pgx.Conn, chain bool, owners ownerLocks) (pgx.Tx, 
 	if chain {
 		a.chain = true
 		b.Queue(`SELECT pg_current_xact_id()::text, tail_position, tail_hash FROM audit_chain WHERE id = 1 FOR UPDATE`).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&a.xid, &a.pos, &a.hash) })
+			QueryRow(func(row pgx.Row) error {
+				var pos int64
+				var hash string
+				err := row.Scan(&a.xid, &pos, &hash)
+				a.tail.Start(pos, hash)
+				return err
+			})
 	} else {
 		b.Queue("SELECT pg_current_xact_id()::text").QueryRow(func(row pgx.Row) error { return row.Scan(&a.xid) })
 	}
@@ -58,7 +61,7 @@ func (a *applier) begin(conn *pgx.Conn, chain bool, owners ownerLocks) (pgx.Tx, 
 	br := conn.SendBatch(a.ctx, b)
 	a.tx = br.Tx()
 	err := br.Close()
-	a.startPos = a.pos
+	a.startPos = a.tail.Position()
 	return a.tx, err
 }
 
@@ -73,31 +76,20 @@ func (a *applier) finish() error {
 		a.queue(insertAuditSQL, a.auditArgs()...)
 		a.pending = a.pending[:0]
 	}
-	if a.chain && a.pos != a.startPos {
-		a.queue("UPDATE audit_chain SET tail_position = $1, tail_hash = $2 WHERE id = 1", a.pos, a.hash)
+	if a.chain && a.tail.Position() != a.startPos {
+		a.queue("UPDATE audit_chain SET tail_position = $1, tail_hash = $2 WHERE id = 1", a.tail.Position(), a.tail.Hash())
 	}
 	return a.sendPipe()
 }
 
-// mark is the applier's chain state at a savepoint.
-type mark struct {
-	pos  int64
-	hash string
-	n    int
-}
-
-func (a *applier) mark() mark { return mark{pos: a.pos, hash: a.hash, n: len(a.assigned)} }
-
-// restore unassigns the entries after m; mark{} unassigns all of them when
-// the transaction is abandoned.
-func (a *applier) restore(m mark) {
-	for _, e := range a.assigned[m.n:] {
-		e.Position, e.Hash, e.PrevHash = 0, "", ""
-	}
-	a.assigned = a.assigned[:m.n]
+// restore rolls the applier back to m: the chain's entries assigned after
+// it are unassigned, and what is queued for the pipeline (only an attempt
+// without savepoints queues, and it is abandoned whole) is dropped. The
+// zero mark abandons the transaction.
+func (a *applier) restore(m persistence.ChainMark) {
+	a.tail.Restore(m)
 	a.pending = nil
 	a.pipe = nil
-	a.pos, a.hash = m.pos, m.hash
 }
 
 // command applies one command inside a savepoint. It returns an error only
@@ -106,7 +98,7 @@ func (a *applier) command(cmd persistence.Command) (persistence.Result, error) {
 	if _, err := a.tx.Exec(a.ctx, "SAVEPOINT cmd"); err != nil {
 		return persistence.Result{}, err
 	}
-	m := a.mark()
+	m := a.tail.Mark()
 	res, err := a.dispatch(cmd)
 	if err == nil {
 		// Audit rows are written per command here, so that a duplicate

@@ -20,20 +20,8 @@ const insertAuditSQL = `INSERT INTO audit_log (position, event_id, event_type, p
 // attempt and the retry with savepoints tells which command it belongs to).
 func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 	for _, e := range entries {
-		switch {
-		case e == nil:
-			return errs.InvalidArgument("audit entry is nil")
-		case e.GetEventId() == "":
-			return errs.InvalidArgument("audit entry has no event_id")
-		case e.GetEventType() == "":
-			return errs.InvalidArgument("audit entry %s has no event_type", e.GetEventId())
-		case e.GetCreatedAt() == nil:
-			return errs.InvalidArgument("audit entry %s has no created_at", e.GetEventId())
-		case e.GetPosition() != 0:
-			return errs.InvalidArgument("audit entry %s is committed already (position %d)", e.GetEventId(), e.GetPosition())
-		}
-		if _, err := persistence.StoredNanos("created_at", e.GetCreatedAt()); err != nil {
-			return persistence.Of("audit entry", e.GetEventId(), err)
+		if err := persistence.PrepareEntry(e); err != nil {
+			return err
 		}
 	}
 	if len(entries) > 0 && !a.chain {
@@ -41,15 +29,8 @@ func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 		return errs.Internal("audit entries written without the chain lock")
 	}
 	for _, e := range entries {
-		if e.DetailsJson == "" {
-			e.DetailsJson = "{}"
-		}
-		e.Position = a.pos + 1
-		e.PrevHash = a.hash
-		e.Hash = persistence.AuditHash(a.hash, e)
-		a.assigned = append(a.assigned, e)
+		a.tail.Assign(e)
 		a.pending = append(a.pending, e)
-		a.pos, a.hash = e.Position, e.Hash
 	}
 	return nil
 }

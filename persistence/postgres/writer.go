@@ -123,7 +123,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	}
 	tx, err := a.begin(conn, needsChain(batch), owners)
 	abort := func(err error) ([]persistence.Result, outcome, error) {
-		a.restore(mark{})
+		a.restore(persistence.ChainMark{})
 		if tx != nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 			_ = tx.Rollback(rctx)
@@ -178,7 +178,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		return abort(err)
 	}
 	if next, err := s.commitTx(ctx, conn, tx, a.xid); err != nil {
-		a.restore(mark{})
+		a.restore(persistence.ChainMark{})
 		s.afterFailure()
 		return nil, next, err
 	}

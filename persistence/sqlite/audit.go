@@ -36,30 +36,12 @@ func init() {
 // command it belongs to.
 func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 	for _, e := range entries {
-		switch {
-		case e == nil:
-			return errs.InvalidArgument("audit entry is nil")
-		case e.GetEventId() == "":
-			return errs.InvalidArgument("audit entry has no event_id")
-		case e.GetEventType() == "":
-			return errs.InvalidArgument("audit entry %s has no event_type", e.GetEventId())
-		case e.GetCreatedAt() == nil:
-			return errs.InvalidArgument("audit entry %s has no created_at", e.GetEventId())
-		case e.GetPosition() != 0:
-			return errs.InvalidArgument("audit entry %s is committed already (position %d)", e.GetEventId(), e.GetPosition())
+		if err := persistence.PrepareEntry(e); err != nil {
+			return err
 		}
-		if _, err := persistence.StoredNanos("created_at", e.GetCreatedAt()); err != nil {
-			return persistence.Of("audit entry", e.GetEventId(), err)
-		}
-		if e.DetailsJson == "" {
-			e.DetailsJson = "{}"
-		}
-		// Assigned before the insert so that restore unassigns it if the
-		// insert fails.
-		e.Position = a.pos + 1
-		e.PrevHash = a.hash
-		e.Hash = persistence.AuditHash(a.hash, e)
-		a.assigned = append(a.assigned, e)
+		// Assigned before the insert, so that a restore to the command's
+		// mark unassigns it if the insert fails.
+		a.tail.Assign(e)
 		if a.buffered {
 			a.pending = append(a.pending, e)
 			if len(a.pending) >= auditChunks[0] {
@@ -67,10 +49,9 @@ func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 					return err
 				}
 			}
-		} else if err := a.insertAudit(a.assigned[len(a.assigned)-1:]); err != nil {
+		} else if err := a.insertAudit([]*auditv1.AuditEntry{e}); err != nil {
 			return err
 		}
-		a.pos, a.hash = e.Position, e.Hash
 	}
 	return nil
 }

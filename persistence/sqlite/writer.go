@@ -84,9 +84,10 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		_ = tx.Rollback()
 		return nil, false, storeErr("load audit chain", err)
 	}
-	a := &applier{ctx: bg, tx: tx, conn: s.wconn, pos: pos, hash: hash, buffered: !savepoints}
+	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints}
+	a.tail.Start(pos, hash)
 	abort := func() {
-		a.restore(mark{})
+		a.restore(persistence.ChainMark{})
 		_ = tx.Rollback()
 	}
 	results := make([]persistence.Result, len(batch))
@@ -140,15 +141,12 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	return results, false, nil
 }
 
-// applier carries one transaction. pos and hash are the chain's tail
-// including every entry inserted so far in the transaction; assigned lists
-// those entries, so a rollback can unassign them.
+// applier carries one transaction; tail is its view of the audit chain
+// (persistence.ChainTail: positions, hashes, unassigning on rollback).
 type applier struct {
-	ctx      context.Context
-	tx       *sql.Tx
-	pos      int64
-	hash     string
-	assigned []*auditv1.AuditEntry
+	ctx  context.Context
+	tx   *sql.Tx
+	tail persistence.ChainTail
 	// buffered: audit rows wait in pending for a multi-row insert; only
 	// without savepoints, where a failure aborts the attempt anyway.
 	buffered bool
@@ -165,26 +163,15 @@ type applier struct {
 	conn *sql.Conn
 }
 
-// mark is the applier's chain state at a savepoint.
-type mark struct {
-	pos  int64
-	hash string
-	n    int
-}
-
-func (a *applier) mark() mark { return mark{pos: a.pos, hash: a.hash, n: len(a.assigned)} }
-
-// restore unassigns the entries after m; mark{} unassigns all of them when
-// the transaction is abandoned.
-func (a *applier) restore(m mark) {
-	for _, e := range a.assigned[m.n:] {
-		e.Position, e.Hash, e.PrevHash = 0, "", ""
-	}
-	a.assigned = a.assigned[:m.n]
+// restore rolls the applier back to m: the chain's entries assigned after
+// it are unassigned, and the rows held for multi-row statements (which
+// only an attempt without savepoints holds, and which it abandons whole)
+// are dropped. The zero mark abandons the transaction.
+func (a *applier) restore(m persistence.ChainMark) {
+	a.tail.Restore(m)
 	a.pending = nil
 	a.msgs = nil
 	a.advances = nil
-	a.pos, a.hash = m.pos, m.hash
 }
 
 // command applies one command inside a savepoint. It returns an error only
@@ -193,7 +180,7 @@ func (a *applier) command(cmd persistence.Command) (persistence.Result, error) {
 	if _, err := a.tx.ExecContext(a.ctx, "SAVEPOINT cmd"); err != nil {
 		return persistence.Result{}, err
 	}
-	m := a.mark()
+	m := a.tail.Mark()
 	res, err := a.dispatch(cmd)
 	if err != nil {
 		var cmdErr *errs.Error
