@@ -78,12 +78,12 @@ func (a *applier) flushAudit() error {
 	return nil
 }
 
-// pruneAudit removes the oldest entries, in position order, while they were
+// PruneAudit removes the oldest entries, in position order, while they were
 // created before OlderThan, at most Limit. Only a prefix of the chain goes,
 // so the rest stays verifiable from the anchor: the last removed entry's
 // hash and position, kept in audit_chain. The transaction holds the chain
 // lock, so no other writer appends meanwhile.
-func (a *applier) pruneAudit(c *persistence.PruneAudit) (persistence.Result, error) {
+func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, error) {
 	if c.Limit <= 0 {
 		return persistence.Result{}, errs.InvalidArgument("prune limit %d; want at least 1", c.Limit)
 	}

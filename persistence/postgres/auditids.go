@@ -5,14 +5,14 @@ import (
 	"github.com/agentstate/agentstate/persistence"
 )
 
-// recordClientAudit stores the entries of c whose event ids are not
+// RecordClientAudit stores the entries of c whose event ids are not
 // stored yet and answers the others as duplicates or conflicts
 // (persistence.SplitClientAudit). The lookup runs inside the writer's
 // transaction, which holds the chain lock (needsChain), after the audit
 // rows queued so far are written: it sees every entry committed before —
 // by this node or another writer on the database, which must take the same
 // lock to add one — and every one written earlier in this transaction.
-func (a *applier) recordClientAudit(c *persistence.RecordClientAudit) (persistence.Result, error) {
+func (a *applier) RecordClientAudit(c *persistence.RecordClientAudit) (persistence.Result, error) {
 	if err := a.flushAudit(); err != nil {
 		return persistence.Result{}, err
 	}

@@ -9,11 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// activate takes the key's next epoch. The upsert locks the key's row
+// Activate takes the key's next epoch. The upsert locks the key's row
 // until commit, and it waits for every transaction that holds the row FOR
 // SHARE (a write checking an older epoch) to finish first: so no write of
 // an older epoch can commit after an Activate has.
-func (a *applier) activate(c *persistence.Activate) (persistence.Result, error) {
+func (a *applier) Activate(c *persistence.Activate) (persistence.Result, error) {
 	if c.Kind != persistence.OwnerSession && c.Kind != persistence.OwnerPlan {
 		return persistence.Result{}, errs.InvalidArgument("activate: unknown owner kind %d", c.Kind)
 	}

@@ -56,7 +56,7 @@ func (r *messageRows) args(sessionID string) []any {
 	return []any{sessionID, r.seq, r.ids, r.roles, r.contents, r.metas, r.created}
 }
 
-func (a *applier) createSession(c *persistence.CreateSession) (persistence.Result, error) {
+func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Result, error) {
 	s := c.Session
 	if s == nil || s.GetSessionId() == "" {
 		return persistence.Result{}, errs.InvalidArgument("create session: no session id")
@@ -355,7 +355,7 @@ func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Resul
 	return persistence.Result{}, nil
 }
 
-func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Result, error) {
+func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Result, error) {
 	if err := a.fence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}

@@ -11,14 +11,14 @@ import (
 // limit on bound parameters.
 const lookupChunk = 256
 
-// recordClientAudit stores the entries of c whose event ids are not
+// RecordClientAudit stores the entries of c whose event ids are not
 // stored yet and answers the others as duplicates or conflicts
 // (persistence.SplitClientAudit). The lookup runs inside the writer's
 // transaction, after the rows queued for multi-row inserts are written,
 // so it sees every entry committed before and every one written earlier
 // in this transaction: an id is stored once in both the buffered attempt
 // and the replay with savepoints.
-func (a *applier) recordClientAudit(c *persistence.RecordClientAudit) (persistence.Result, error) {
+func (a *applier) RecordClientAudit(c *persistence.RecordClientAudit) (persistence.Result, error) {
 	if err := a.flushAudit(); err != nil {
 		return persistence.Result{}, err
 	}

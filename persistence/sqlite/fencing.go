@@ -31,7 +31,7 @@ const (
 	epochSQL = `SELECT epoch FROM owners WHERE kind = ?1 AND id = ?2`
 )
 
-func (a *applier) activate(c *persistence.Activate) (persistence.Result, error) {
+func (a *applier) Activate(c *persistence.Activate) (persistence.Result, error) {
 	if c.Kind != persistence.OwnerSession && c.Kind != persistence.OwnerPlan {
 		return persistence.Result{}, errs.InvalidArgument("activate: unknown owner kind %d", c.Kind)
 	}

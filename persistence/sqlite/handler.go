@@ -3,30 +3,9 @@ package sqlite
 import "github.com/agentstate/agentstate/persistence"
 
 // The applier is the persistence.Handler of a SQLite transaction: Dispatch
-// picks the method, these name the SQL that does the work.
+// picks the method; each is defined beside its SQL (fencing.go,
+// sessions.go, plans.go, audit.go, auditids.go), except this one.
 
-func (a *applier) Activate(c *persistence.Activate) (persistence.Result, error) { return a.activate(c) }
-func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Result, error) {
-	return a.createSession(c)
-}
-func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
-	return a.appendMessages(c)
-}
-func (a *applier) UpdateSession(c *persistence.UpdateSession) (persistence.Result, error) {
-	return a.updateSession(c)
-}
-func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Result, error) {
-	return a.deleteSession(c)
-}
-func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
-	return a.planWrite(c)
-}
 func (a *applier) RecordAudit(c *persistence.RecordAudit) (persistence.Result, error) {
 	return persistence.Result{}, a.audit(c.Entries)
-}
-func (a *applier) RecordClientAudit(c *persistence.RecordClientAudit) (persistence.Result, error) {
-	return a.recordClientAudit(c)
-}
-func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, error) {
-	return a.pruneAudit(c)
 }

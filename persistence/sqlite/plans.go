@@ -36,10 +36,10 @@ const (
 	ON CONFLICT (plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
 )
 
-// planWrite upserts the plan row first (so records and step counters have
+// PlanWrite upserts the plan row first (so records and step counters have
 // their parent), then appends records, which must continue the plan's
 // dense sequence exactly (insertErrorSQL checks it).
-func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error) {
+func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
 	if c.PlanID == "" {
 		return persistence.Result{}, errs.InvalidArgument("plan write: no plan id")
 	}

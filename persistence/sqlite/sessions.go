@@ -31,7 +31,7 @@ func orEmptyObject(s string) string {
 	return s
 }
 
-func (a *applier) createSession(c *persistence.CreateSession) (persistence.Result, error) {
+func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Result, error) {
 	s := c.Session
 	if s == nil || s.GetSessionId() == "" {
 		return persistence.Result{}, errs.InvalidArgument("create session: no session id")
@@ -87,7 +87,7 @@ func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
 	return err
 }
 
-// appendMessages inserts turn by turn from NextSequence, then moves the
+// AppendMessages inserts turn by turn from NextSequence, then moves the
 // session's next_sequence from NextSequence to the end in one UPDATE that
 // also checks it: a stale or skipping NextSequence matches no row and fails
 // the command (and its savepoint undoes the inserts). A stale one usually
@@ -97,7 +97,7 @@ func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
 // Without savepoints (a.buffered) the rows go in multi-row statements
 // (appendBulk); with them, row by row (turn), which is what tells a
 // retried turn (stored message ids) from a taken sequence.
-func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
+func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
 	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
 	if a.buffered {
@@ -246,7 +246,7 @@ func (a *applier) storedMessage(sessionID, messageID string) (*sessionv1.Message
 	return m, nil
 }
 
-func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Result, error) {
+func (a *applier) UpdateSession(c *persistence.UpdateSession) (persistence.Result, error) {
 	closedAt, err := persistence.StoredTimeNanos("closed_at", c.ClosedAt)
 	if err != nil {
 		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
@@ -302,7 +302,7 @@ func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Resul
 	return persistence.Result{}, nil
 }
 
-func (a *applier) deleteSession(c *persistence.DeleteSession) (persistence.Result, error) {
+func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Result, error) {
 	var one int
 	err := a.queryRow(`SELECT 1 FROM sessions WHERE session_id = ?`, c.SessionID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
