@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
-	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -92,34 +90,39 @@ func (a *applier) restore(m persistence.ChainMark) {
 	a.pipe = nil
 }
 
-// command applies one command inside a savepoint. It returns an error only
-// for transaction-level failures.
-func (a *applier) command(cmd persistence.Command) (persistence.Result, error) {
-	if _, err := a.tx.Exec(a.ctx, "SAVEPOINT cmd"); err != nil {
-		return persistence.Result{}, err
-	}
-	m := a.tail.Mark()
+// The applier is the persistence.Attempt of a PostgreSQL transaction.
+
+// Command applies one command: pipelined in the optimistic attempt; in a
+// replay with its audit rows written at once, so that a duplicate event id
+// fails its own command.
+func (a *applier) Command(cmd persistence.Command) (persistence.Result, error) {
 	res, err := a.dispatch(cmd)
-	if err == nil {
-		// Audit rows are written per command here, so that a duplicate
-		// event id fails its own command.
+	if err == nil && !a.buffered {
 		err = a.flushAudit()
 	}
-	if err != nil {
-		if !isCommandErr(err) {
-			return persistence.Result{}, err
-		}
-		if _, rerr := a.tx.Exec(a.ctx, "ROLLBACK TO SAVEPOINT cmd"); rerr != nil {
-			return persistence.Result{}, rerr
-		}
-		a.restore(m)
-		return persistence.Result{Err: err}, nil
-	}
-	if _, err := a.tx.Exec(a.ctx, "RELEASE SAVEPOINT cmd"); err != nil {
-		return persistence.Result{}, err
-	}
-	return res, nil
+	return res, err
 }
+
+func (a *applier) Savepoint() error {
+	_, err := a.tx.Exec(a.ctx, "SAVEPOINT cmd")
+	return err
+}
+
+func (a *applier) RollbackToSavepoint() error {
+	_, err := a.tx.Exec(a.ctx, "ROLLBACK TO SAVEPOINT cmd")
+	return err
+}
+
+func (a *applier) ReleaseSavepoint() error {
+	_, err := a.tx.Exec(a.ctx, "RELEASE SAVEPOINT cmd")
+	return err
+}
+
+func (a *applier) Mark() persistence.ChainMark     { return a.tail.Mark() }
+func (a *applier) Restore(m persistence.ChainMark) { a.restore(m) }
+
+// Finish writes the queued audit rows and moves the chain's tail (finish).
+func (a *applier) Finish() error { return a.finish() }
 
 func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) {
 	return persistence.Dispatch(a, cmd)
@@ -157,7 +160,3 @@ func (a *applier) forEachRow(query string, args []any, dest []any, fn func() err
 	return dataException(err)
 }
 
-func isCommandErr(err error) bool {
-	var cmdErr *errs.Error
-	return errors.As(err, &cmdErr)
-}

@@ -136,45 +136,23 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	if err != nil {
 		return abort(err)
 	}
-	results := make([]persistence.Result, len(batch))
-	for i, cmd := range batch {
-		if err := ctx.Err(); err != nil {
-			return abort(err)
-		}
-		var res persistence.Result
-		if savepoints {
-			res, err = a.command(cmd)
-		} else {
-			res, err = a.dispatch(cmd)
-			if isCommandErr(err) {
-				abort(err)
-				return nil, isolateCommands, nil
-			}
-		}
-		if err != nil {
-			return abort(err)
-		}
-		results[i] = res
-		if s.afterCommand != nil {
+	var after func(int) error
+	if s.afterCommand != nil {
+		after = func(i int) error {
 			// The hook sees the command's statements run.
 			if err := a.sendPipe(); err != nil {
-				if isCommandErr(err) {
-					abort(err)
-					return nil, isolateCommands, nil
-				}
-				return abort(err)
+				return err
 			}
 			s.afterCommand(i)
+			return nil
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return abort(err)
-	}
-	if err := a.finish(); err != nil {
-		if isCommandErr(err) && !savepoints {
-			abort(err)
-			return nil, isolateCommands, nil
-		}
+	results, step, err := persistence.RunCommands(ctx, a, batch, savepoints, after)
+	switch step {
+	case persistence.Isolate:
+		abort(nil)
+		return nil, isolateCommands, nil
+	case persistence.Abandon:
 		return abort(err)
 	}
 	if next, err := s.commitTx(ctx, conn, tx, a.xid); err != nil {

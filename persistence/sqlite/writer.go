@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
@@ -90,48 +89,13 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		a.restore(persistence.ChainMark{})
 		_ = tx.Rollback()
 	}
-	results := make([]persistence.Result, len(batch))
-	for i, cmd := range batch {
-		if err := ctx.Err(); err != nil {
-			abort()
-			return nil, false, storeErr("apply", err)
-		}
-		var res persistence.Result
-		if savepoints {
-			res, err = a.command(cmd)
-		} else {
-			if _, isAppend := cmd.(*persistence.AppendMessages); !isAppend {
-				err = a.flushAppends()
-			}
-			if err == nil {
-				res, err = a.dispatch(cmd)
-			}
-			var cmdErr *errs.Error
-			if errors.As(err, &cmdErr) {
-				abort()
-				return nil, true, nil
-			}
-		}
-		if err != nil {
-			abort()
-			return nil, false, storeErr("apply", err)
-		}
-		results[i] = res
-	}
-	if err := ctx.Err(); err != nil {
+	results, step, err := persistence.RunCommands(ctx, a, batch, savepoints, nil)
+	switch step {
+	case persistence.Isolate:
 		abort()
-		return nil, false, storeErr("apply", err)
-	}
-	err = a.flushAppends()
-	if err == nil {
-		err = a.flushAudit()
-	}
-	if err != nil {
+		return nil, true, nil
+	case persistence.Abandon:
 		abort()
-		var cmdErr *errs.Error
-		if errors.As(err, &cmdErr) {
-			return nil, true, nil
-		}
 		return nil, false, storeErr("apply", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -174,30 +138,44 @@ func (a *applier) restore(m persistence.ChainMark) {
 	a.advances = nil
 }
 
-// command applies one command inside a savepoint. It returns an error only
-// for transaction-level failures.
-func (a *applier) command(cmd persistence.Command) (persistence.Result, error) {
-	if _, err := a.tx.ExecContext(a.ctx, "SAVEPOINT cmd"); err != nil {
-		return persistence.Result{}, err
-	}
-	m := a.tail.Mark()
-	res, err := a.dispatch(cmd)
-	if err != nil {
-		var cmdErr *errs.Error
-		if !errors.As(err, &cmdErr) {
+// The applier is the persistence.Attempt of a SQLite transaction.
+
+// Command applies one command. In the optimistic attempt, appends' rows
+// are pooled across commands (bulk.go); any other command first writes
+// them, so that it sees them.
+func (a *applier) Command(cmd persistence.Command) (persistence.Result, error) {
+	if _, isAppend := cmd.(*persistence.AppendMessages); a.buffered && !isAppend {
+		if err := a.flushAppends(); err != nil {
 			return persistence.Result{}, err
 		}
-		if _, err := a.tx.ExecContext(a.ctx, "ROLLBACK TO cmd; RELEASE cmd"); err != nil {
-			return persistence.Result{}, err
-		}
-		a.restore(m)
-		// err, not cmdErr: a wrapped error (ErrFenced) keeps its detail.
-		return persistence.Result{Err: err}, nil
 	}
-	if _, err := a.tx.ExecContext(a.ctx, "RELEASE cmd"); err != nil {
-		return persistence.Result{}, err
+	return a.dispatch(cmd)
+}
+
+func (a *applier) Savepoint() error {
+	_, err := a.tx.ExecContext(a.ctx, "SAVEPOINT cmd")
+	return err
+}
+
+func (a *applier) RollbackToSavepoint() error {
+	_, err := a.tx.ExecContext(a.ctx, "ROLLBACK TO cmd; RELEASE cmd")
+	return err
+}
+
+func (a *applier) ReleaseSavepoint() error {
+	_, err := a.tx.ExecContext(a.ctx, "RELEASE cmd")
+	return err
+}
+
+func (a *applier) Mark() persistence.ChainMark     { return a.tail.Mark() }
+func (a *applier) Restore(m persistence.ChainMark) { a.restore(m) }
+
+// Finish writes the rows the optimistic attempt pooled.
+func (a *applier) Finish() error {
+	if err := a.flushAppends(); err != nil {
+		return err
 	}
-	return res, nil
+	return a.flushAudit()
 }
 
 func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) {
