@@ -34,17 +34,13 @@ func (w *writer) Release() {
 // Apply runs batch in one READ COMMITTED transaction on the writer
 // connection.
 //
-// A command that fails on its own (its error is an *errs.Error) must be
-// rolled back alone. Savepoints do that, but cost two round trips per
-// command, and commands rarely fail. So Apply first runs the batch without
-// them, pipelined where it can (see pipeline.go); if a command fails on its
-// own or a pipelined check does not hold, it rolls that attempt back and
-// runs the batch again with one SAVEPOINT per command. A transaction that
-// did not commit but may next time (a deadlock with another node's writer,
-// a connection lost before COMMIT) is run again, up to maxAttempts, on a
-// new connection if need be. Any other error aborts: nothing is stored,
-// every audit entry of the batch is unassigned again, and the error is
-// returned.
+// The protocol is persistence.RunCommands's: an attempt pipelined where it
+// can (pipeline.go), and, if a command failed on its own or a pipelined
+// check did not hold, a replay with a savepoint per command. Beyond it, a
+// transaction that did not commit but may next time (a deadlock with
+// another node's writer, a connection lost before COMMIT) is run again, up
+// to maxAttempts, on a new connection if need be. A failure of the
+// transaction stores nothing.
 //
 // ctx bounds the statements before COMMIT (a cancellation there closes the
 // connection, and the server rolls the transaction back). COMMIT itself

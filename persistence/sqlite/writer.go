@@ -31,15 +31,10 @@ func (w *writer) Release() {
 	}
 }
 
-// Apply runs batch in one BEGIN IMMEDIATE transaction.
-//
-// A command that fails on its own (its error is an *errs.Error) must be
-// rolled back alone. Savepoints do that, but cost two statements per
-// command, and commands rarely fail. So Apply first runs the batch without
-// them; if a command fails on its own, it rolls that attempt back and runs
-// the batch again with one SAVEPOINT per command, which isolates the
-// failure. Any other error aborts the transaction: nothing is stored, every
-// audit entry of the batch is unassigned again, and the error is returned.
+// Apply runs batch in one BEGIN IMMEDIATE transaction, by the protocol of
+// persistence.RunCommands: an attempt with appends' rows pooled (bulk.go),
+// and, if a command failed on its own, a replay with a savepoint per
+// command. A failure of the transaction stores nothing.
 //
 // ctx is checked before each command and the commit, never handed to
 // database/sql: a transaction whose context is cancelled makes database/sql
