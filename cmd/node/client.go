@@ -4,11 +4,10 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
+	"github.com/agentstate/agentstate/node/server"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/agentstate/agentstate/node/appendstream"
@@ -58,19 +57,19 @@ func (o *clientOptions) dial(cmd *cobra.Command) (*client, error) {
 	case o.tlsOn || o.tlsCA != "" || o.insecure:
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.serverName, InsecureSkipVerify: o.insecure}
 		if o.tlsCA != "" {
-			pool, err := loadCertPool(o.tlsCA)
+			pool, err := server.LoadCertPool(o.tlsCA)
 			if err != nil {
 				return nil, err
 			}
 			cfg.RootCAs = pool
 		}
-		creds = explainCNOnly(credentials.NewTLS(cfg), "the node")
+		creds = server.ExplainCNOnly(credentials.NewTLS(cfg), "the node")
 	default:
 		creds = insecure.NewCredentials()
 	}
 	c := &client{timeout: o.timeout, out: bufio.NewWriter(cmd.OutOrStdout())}
 	if o.tokenFile != "" {
-		tok, err := readToken(o.tokenFile)
+		tok, err := server.ReadToken(o.tokenFile)
 		if err != nil {
 			return nil, err
 		}
@@ -113,32 +112,6 @@ func (c *client) print(m proto.Message) error {
 		return err
 	}
 	return c.out.WriteByte('\n')
-}
-
-// readToken reads a bearer token file: the token is its content with
-// surrounding white space removed, and must not be empty.
-func readToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("token file %s is empty", path)
-	}
-	return tok, nil
-}
-
-func loadCertPool(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read CA bundle: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s holds no PEM certificate", path)
-	}
-	return pool, nil
 }
 
 // readInput reads a file argument; "-" is standard input.

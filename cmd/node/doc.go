@@ -6,18 +6,19 @@
 //	node plan record-error|history|...
 //	node audit list|count|get|verify|prune|...
 //
-// Every flag has an environment equivalent, AGENTSTATE_<FLAG> with dashes
-// as underscores (--grpc-addr: AGENTSTATE_GRPC_ADDR); a flag given on the
-// command line wins. `node <command> --help` lists them all.
+// Server and connection flags have an environment equivalent,
+// AGENTSTATE_<FLAG> with dashes as underscores (--grpc-addr:
+// AGENTSTATE_GRPC_ADDR); a flag given on the command line wins. `node
+// <command> --help` lists them all.
 //
 // Client commands print protojson, one object per line, on stdout. A failed
 // command prints {"error":{"code":...,"message":...}} on stderr and exits
 // with the code's exit status (see exitCode in exit.go).
 //
-// The serve side is split by concern: serve.go (lifecycle and shutdown),
-// grpcserver.go and interceptors.go (the API), auth.go (bearer token),
-// remoteguard.go (the Proto.Actor remote endpoint and its guard),
-// httpserver.go and metrics.go (/metrics, /healthz, /readyz).
+// This package is flag wiring only: `node serve` binds its flags to a
+// server.Config and runs server.Serve (package node/server); the client
+// commands call the node through the generated gRPC clients and
+// node/appendstream; `node bench` runs node/bench.
 //
 // Every subcommand is added in newRootCommand (root.go); no file registers
 // anything into package globals from init.

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"fmt"
@@ -23,21 +23,21 @@ func isPostgres(data string) bool {
 
 // parseCluster validates --cluster, --peers and --am-port; nil without
 // --cluster. A cluster needs a store every member shares: PostgreSQL.
-func parseCluster(f *serveFlags) (*clusterFlags, error) {
-	if f.clusterName == "" {
-		if f.peers != "" || f.amPort != 0 {
+func parseCluster(f *Config) (*clusterFlags, error) {
+	if f.ClusterName == "" {
+		if f.Peers != "" || f.AMPort != 0 {
 			return nil, fmt.Errorf("--peers and --am-port need --cluster")
 		}
 		return nil, nil
 	}
-	if f.amPort <= 0 || f.amPort > 65535 {
+	if f.AMPort <= 0 || f.AMPort > 65535 {
 		return nil, fmt.Errorf("--cluster needs --am-port, this member's automanaged port")
 	}
-	if !isPostgres(f.data) {
+	if !isPostgres(f.Data) {
 		return nil, fmt.Errorf("--cluster needs a store all members share: --data postgres://HOST/DB")
 	}
 	c := &clusterFlags{host: "127.0.0.1"}
-	for _, p := range strings.Split(f.peers, ",") {
+	for _, p := range strings.Split(f.Peers, ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
 		}
@@ -49,10 +49,10 @@ func parseCluster(f *serveFlags) (*clusterFlags, error) {
 	if len(c.peers) == 0 {
 		return nil, fmt.Errorf("--cluster needs --peers (every member's host:am-port)")
 	}
-	if f.remoteAddr != "" {
-		host, port, err := net.SplitHostPort(f.remoteAddr)
+	if f.RemoteAddr != "" {
+		host, port, err := net.SplitHostPort(f.RemoteAddr)
 		if err != nil {
-			return nil, fmt.Errorf("--remote-addr %q: %w", f.remoteAddr, err)
+			return nil, fmt.Errorf("--remote-addr %q: %w", f.RemoteAddr, err)
 		}
 		if port != "0" {
 			return nil, fmt.Errorf("--remote-addr in cluster mode takes port 0: a fresh port per start keeps peers from mistaking a restarted member for its predecessor")
@@ -65,18 +65,18 @@ func parseCluster(f *serveFlags) (*clusterFlags, error) {
 // startMember joins the cluster with the session and plan kinds of node.
 // The member's remote runs behind the same guard as a plain remote
 // endpoint, widened to the cluster's own traffic.
-func startMember(sys *actor.ActorSystem, node *actors.Node, f *serveFlags, c *clusterFlags, router *placement.Router, m *metrics, log *slog.Logger) (*placement.Member, error) {
+func startMember(sys *actor.ActorSystem, node *actors.Node, f *Config, c *clusterFlags, router *placement.Router, m *metrics, log *slog.Logger) (*placement.Member, error) {
 	ropts, err := remoteConfig(sys, remoteOptions{
-		Advertise: f.remoteAdvertise,
-		Cert:      f.remoteCert, Key: f.remoteKey, CA: f.remoteCA,
-		MaxRecvBytes: f.maxRecvBytes,
+		Advertise: f.RemoteAdvertise,
+		Cert:      f.RemoteCert, Key: f.RemoteKey, CA: f.RemoteCA,
+		MaxRecvBytes: f.MaxRecvBytes,
 		Exposed:      []string{node.Sessions().PID().Id, node.Plans().PID().Id, node.Audit().PID().Id},
 	}, true, m, log)
 	if err != nil {
 		return nil, err
 	}
 	return placement.StartMember(sys, placement.MemberConfig{
-		Name: f.clusterName, Host: c.host, AutoManagedPort: f.amPort, Peers: c.peers,
+		Name: f.ClusterName, Host: c.host, AutoManagedPort: f.AMPort, Peers: c.peers,
 		Kinds:         placement.Kinds(node.Sessions(), node.Plans()),
 		RemoteOptions: ropts,
 	}, router)

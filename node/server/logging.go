@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 // newLogger makes the node's slog logger: format "text" or "json", level
 // "debug", "info", "warn" or "error", written to w.
-func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+func NewLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -105,7 +105,7 @@ func TestRequestsAreLoggedAtDebug(t *testing.T) {
 		{MessageId: "01JDQ70000000000000000000M", Content: "secret content"}}}
 	run := func(level string) string {
 		var buf bytes.Buffer
-		log, err := newLogger(&buf, "json", level)
+		log, err := NewLogger(&buf, "json", level)
 		if err != nil {
 			t.Fatal(err)
 		}

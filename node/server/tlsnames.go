@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type explainingCreds struct {
 }
 
 // explainCNOnly wraps c (client side) for the certificates of what.
-func explainCNOnly(c credentials.TransportCredentials, what string) credentials.TransportCredentials {
+func ExplainCNOnly(c credentials.TransportCredentials, what string) credentials.TransportCredentials {
 	return &explainingCreds{TransportCredentials: c, what: what}
 }
 

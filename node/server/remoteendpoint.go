@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"crypto/tls"
@@ -93,7 +93,7 @@ func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool
 		}
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(server)))
 		warnCNOnly(log, "--remote-tls-cert", server.Certificates[0])
-		configOpts = append(configOpts, remote.WithDialOptions(grpc.WithTransportCredentials(explainCNOnly(credentials.NewTLS(client), "the peer"))))
+		configOpts = append(configOpts, remote.WithDialOptions(grpc.WithTransportCredentials(ExplainCNOnly(credentials.NewTLS(client), "the peer"))))
 	}
 	configOpts = append(configOpts, remote.WithServerOptions(sopts...))
 	if opt.Advertise != "" {
@@ -124,7 +124,7 @@ func mutualTLS(certFile, keyFile, caFile string) (server, client *tls.Config, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("load remote TLS key pair: %w", err)
 	}
-	pool, err := loadCertPool(caFile)
+	pool, err := LoadCertPool(caFile)
 	if err != nil {
 		return nil, nil, err
 	}

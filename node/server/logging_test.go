@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // real error stays an ERROR.
 func TestLibraryLogLevels(t *testing.T) {
 	var buf bytes.Buffer
-	log, err := newLogger(&buf, "json", "debug")
+	log, err := NewLogger(&buf, "json", "debug")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestLibraryLogLevels(t *testing.T) {
 	// At the node's INFO the library's INFO chatter and the re-levelled
 	// shutdown line stay out; warnings and errors come through.
 	buf.Reset()
-	log, _ = newLogger(&buf, "text", "info")
+	log, _ = NewLogger(&buf, "text", "info")
 	lib = libraryLogger(log)
 	lib.Info("Started EndpointManager")
 	lib.Error("Automanaged server stopping..!", slog.Any("error", http.ErrServerClosed))

@@ -1,0 +1,35 @@
+package server
+
+import "time"
+
+// Config is a node's settings: the flags of node serve, which binds each to
+// a field (see cmd/node), or a program that embeds the node.
+type Config struct {
+	// Data is the database: a SQLite file, memory:NAME, or a postgres://
+	// DSN; Synchronous is SQLite's commit durability (full or normal).
+	Data, Synchronous string
+	// GRPCAddr and HTTPAddr are the listen addresses of the gRPC API and
+	// of /metrics, /healthz and /readyz ("" disables HTTP).
+	GRPCAddr, HTTPAddr string
+	// TLSCert and TLSKey serve the gRPC API over TLS; TokenFile holds the
+	// bearer token every request must present.
+	TLSCert, TLSKey, TokenFile string
+	// RemoteAddr ("" = off) and RemoteAdvertise are the Proto.Actor remote
+	// endpoint's; RemoteCert, RemoteKey and RemoteCA its mutual TLS.
+	RemoteAddr, RemoteAdvertise string
+	RemoteCert, RemoteKey       string
+	RemoteCA                    string
+	// MaxRecvBytes is the largest request accepted (gRPC and remote).
+	MaxRecvBytes int
+	// ShutdownTimeout bounds each shutdown phase; IdleTimeout passivates
+	// idle owners (0: the default; negative: never).
+	ShutdownTimeout, IdleTimeout time.Duration
+	// Backlog, BatchCommands and BatchBytes bound the writer (0: defaults).
+	Backlog                   int
+	BatchCommands, BatchBytes int
+	AuditMessages             bool
+	LogFormat, LogLevel       string
+	ClusterName, Peers        string
+	AMPort                    int
+	ClusterWait               time.Duration
+}

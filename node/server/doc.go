@@ -1,0 +1,20 @@
+// Package server runs an agentstate node in a process: the store, the
+// actor system (audit writer, session and plan owners, the cluster when
+// configured), the gRPC API, the guarded Proto.Actor remote endpoint and
+// HTTP /metrics, /healthz and /readyz. `node serve` is this package behind
+// flags; a program may embed a node the same way:
+//
+//	cfg := &server.Config{Data: "./data/agentstate.db", Synchronous: "full",
+//		GRPCAddr: "127.0.0.1:7420", ShutdownTimeout: 30 * time.Second}
+//	log, _ := server.NewLogger(os.Stderr, "text", "info")
+//	err := server.Serve(ctx, cfg, log) // until ctx ends or SIGTERM, then drains
+//
+// It is split by concern: node.go (start-up in order, shutdown in the
+// reverse order), config.go (the settings), grpcserver.go, grpcdecode.go
+// and interceptors.go (the API), auth.go (bearer token), remoteendpoint.go
+// and remoteguard.go (the Proto.Actor remote endpoint and its guard),
+// cluster.go and clusterguard.go (cluster mode), httpserver.go and
+// metrics.go (/metrics, /healthz, /readyz), logging.go (the node's slog and
+// the library's records through it), tlsnames.go and credfiles.go (TLS
+// certificates' names, token and CA files, shared with the CLI).
+package server

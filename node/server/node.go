@@ -1,0 +1,394 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentstate/agentstate/actors"
+	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/placement"
+	"github.com/agentstate/agentstate/actors/plan"
+	"github.com/agentstate/agentstate/actors/session"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/postgres"
+	"github.com/agentstate/agentstate/persistence/sqlite"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Serve runs a node until SIGTERM or SIGINT (or parent ends), then drains
+// it: the whole of `node serve` after its flags.
+func Serve(parent context.Context, f *Config, log *slog.Logger) error {
+	ctx, stopSignals := signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
+	defer stopSignals()
+	s, err := startServer(f, log)
+	if err != nil {
+		return err
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("signal received; draining")
+	case runErr = <-s.failed:
+		log.Error("a listener failed; draining", "err", runErr)
+	}
+	stopSignals() // from now on a second signal kills the process
+	if err := s.shutdown(f.ShutdownTimeout); err != nil {
+		log.Error("shutdown incomplete", "err", err)
+		return errors.Join(runErr, err)
+	}
+	log.Info("stopped cleanly")
+	return runErr
+}
+
+// server is one running node. Its fields are set by startServer in start
+// order; shutdown takes them down in the reverse order.
+type server struct {
+	log    *slog.Logger
+	store  persistence.Store
+	sys    *actor.ActorSystem
+	member *placement.Member // cluster mode; it owns the remote then
+	node   *actors.Node
+	remote *remoteEndpoint
+	api    *apiServer
+	http   *http.Server
+	ready  *readiness
+	failed chan error // a listener's Serve returned
+	serves sync.WaitGroup
+}
+
+// dataURL turns --data and --synchronous into a sqlite.Open URL, creating
+// the database's directory.
+func dataURL(data, synchronous string) (string, error) {
+	switch strings.ToLower(synchronous) {
+	case "full", "normal":
+	default:
+		return "", fmt.Errorf("--synchronous %q: want full or normal", synchronous)
+	}
+	if data == "" {
+		return "", fmt.Errorf("--data is empty; it names the database file, such as ./data/agentstate.db")
+	}
+	if !strings.HasPrefix(data, "memory:") {
+		path := strings.TrimPrefix(data, "file:")
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+		// --data names the database file; the directory it is created in
+		// (./data for make run) is no database.
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return "", fmt.Errorf("--data %s is a directory; it must name the database file, such as %s",
+				data, strings.TrimSuffix(path, "/")+"/agentstate.db")
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return "", fmt.Errorf("create the database directory: %w", err)
+		}
+	}
+	if strings.Contains(data, "?") {
+		return data, nil
+	}
+	return data + "?synchronous=" + strings.ToLower(synchronous), nil
+}
+
+// openStore opens the store --data names (url is its SQLite URL). On
+// failure the Store is an untyped nil: a typed nil pointer in the
+// interface would look open to abort, whose Close would then panic and
+// hide the cause.
+func openStore(data, url string) (persistence.Store, error) {
+	if isPostgres(data) {
+		octx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		st, err := postgres.Open(octx, data)
+		if err != nil {
+			return nil, storeOpenFailed("open PostgreSQL store", err)
+		}
+		return st, nil
+	}
+	st, err := sqlite.Open(url)
+	if err != nil {
+		return nil, storeOpenFailed("open database "+data, err)
+	}
+	return st, nil
+}
+
+// storeOpenFailed is the error of a store that could not be opened. The
+// store's typed error (INTERNAL, UNAVAILABLE, ...) classifies a request's
+// failure for a client; a node that cannot start has no client, so it is
+// a local failure (exit 1), whose message says what and why.
+func storeOpenFailed(what string, err error) error {
+	return fmt.Errorf("%s: %s", what, errs.From(err).Msg)
+}
+
+func startServer(f *Config, log *slog.Logger) (s *server, err error) {
+	// Everything that can fail on configuration is checked before the
+	// database is opened.
+	var token string
+	if f.TokenFile != "" {
+		if token, err = ReadToken(f.TokenFile); err != nil {
+			return nil, err
+		}
+	}
+	if f.MaxRecvBytes <= 0 {
+		return nil, fmt.Errorf("--max-recv-bytes must be positive")
+	}
+	url := f.Data
+	if !isPostgres(f.Data) {
+		if url, err = dataURL(f.Data, f.Synchronous); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := parseCluster(f)
+	if err != nil {
+		return nil, err
+	}
+
+	s = &server{log: log, ready: &readiness{}, failed: make(chan error, 3)}
+	// On a failure below, undo what was started.
+	defer func() {
+		if err != nil {
+			s.abort()
+			s = nil
+		}
+	}()
+	if s.store, err = openStore(f.Data, url); err != nil {
+		return s, err
+	}
+	reader := s.store.Reader()
+	s.ready.probe = probeNotFound(func(ctx context.Context) error {
+		_, err := reader.GetAudit(ctx, "00000000000000000000000000")
+		return err
+	})
+
+	actorLog := libraryLogger(log)
+	s.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actorLog }))
+
+	m := newMetrics()
+	cfg := actors.Config{
+		Audit: audit.Config{
+			Backlog: f.Backlog, MaxBatchCommands: f.BatchCommands, MaxBatchBytes: f.BatchBytes,
+			Observer: writeObserver{m, &s.ready.writes}, Logger: log.With("component", "audit"),
+		},
+		Sessions: session.Config{IdleTimeout: f.IdleTimeout, AuditMessages: f.AuditMessages},
+		Plans:    plan.Config{IdleTimeout: f.IdleTimeout},
+	}
+	var router *placement.Router
+	if cl != nil {
+		router = placement.NewRouter(placement.RouterConfig{})
+		cfg.Sessions.Router, cfg.Plans.Router = router, router
+	}
+	if s.node, err = actors.Start(s.sys, s.store, cfg); err != nil {
+		return s, fmt.Errorf("start actors: %w", err)
+	}
+	m.gauges(s.node.Audit().Backlog().Pending, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
+	s.ready.writes.probeWrite = probeWriteThrough(s.node.Audit())
+
+	// The remote starts before any gRPC server of ours: it replaces gRPC's
+	// global logger, which must not happen while gRPC goroutines run.
+	if cl != nil {
+		if s.member, err = startMember(s.sys, s.node, f, cl, router, m, log.With("component", "cluster")); err != nil {
+			return s, err
+		}
+		m.clusterGauges(s.member.Members, router.Retries, s.node.Sessions().FencedActivations, s.node.Plans().FencedActivations)
+	} else if f.RemoteAddr != "" {
+		s.remote, err = startRemote(s.sys, remoteOptions{
+			Addr: f.RemoteAddr, Advertise: f.RemoteAdvertise,
+			Cert: f.RemoteCert, Key: f.RemoteKey, CA: f.RemoteCA,
+			MaxRecvBytes: f.MaxRecvBytes,
+			Exposed:      []string{s.node.Sessions().PID().Id, s.node.Plans().PID().Id, s.node.Audit().PID().Id},
+		}, m, log.With("component", "remote"))
+		if err != nil {
+			return s, err
+		}
+	}
+
+	s.api, err = newAPIServer(apiServices{Sessions: s.node.Sessions(), Plans: s.node.Plans(), Audit: s.node.Audit()},
+		apiOptions{TLSCert: f.TLSCert, TLSKey: f.TLSKey, Token: token, MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: audit.NoWait},
+		m, log.With("component", "grpc"))
+	if err != nil {
+		return s, err
+	}
+	grpcLis, err := net.Listen("tcp", f.GRPCAddr)
+	if err != nil {
+		return s, fmt.Errorf("--grpc-addr: %w", err)
+	}
+	var httpLis net.Listener
+	if f.HTTPAddr != "" {
+		if httpLis, err = net.Listen("tcp", f.HTTPAddr); err != nil {
+			grpcLis.Close()
+			return s, fmt.Errorf("--http-addr: %w", err)
+		}
+		s.http = &http.Server{Handler: newHTTPHandler(m, s.ready), ReadHeaderTimeout: 10 * time.Second}
+		s.goServe(func() error {
+			if err := s.http.Serve(httpLis); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("http: %w", err)
+			}
+			return nil
+		})
+	}
+	s.goServe(func() error {
+		if err := s.api.srv.Serve(grpcLis); err != nil {
+			return fmt.Errorf("grpc: %w", err)
+		}
+		return nil
+	})
+	if s.member != nil {
+		// Ready once every peer is in the topology (or after
+		// --cluster-wait): before that, placement may still move.
+		go func() {
+			wctx, cancel := context.WithTimeout(context.Background(), f.ClusterWait)
+			defer cancel()
+			if err := s.member.WaitMembers(wctx, len(cl.peers)); err != nil {
+				log.Warn("cluster: serving before every peer joined", "err", err)
+			}
+			s.ready.started.Store(true)
+		}()
+	} else {
+		s.ready.started.Store(true)
+	}
+
+	attrs := []any{"grpc_addr", grpcLis.Addr().String(), "data", f.Data,
+		"tls", f.TLSCert != "", "auth", token != ""}
+	if httpLis != nil {
+		attrs = append(attrs, "http_addr", httpLis.Addr().String())
+	}
+	if s.remote != nil {
+		attrs = append(attrs, "remote_addr", s.remote.addr, "remote_mtls", f.RemoteCert != "")
+	}
+	if s.member != nil {
+		attrs = append(attrs, "cluster", f.ClusterName, "remote_addr", s.member.Address(), "am_port", f.AMPort)
+	}
+	log.Info("serving", attrs...)
+	return s, nil
+}
+
+func (s *server) goServe(fn func() error) {
+	s.serves.Add(1)
+	go func() {
+		defer s.serves.Done()
+		if err := fn(); err != nil {
+			s.failed <- err
+		}
+	}()
+}
+
+// shutdown drains the node. Each phase has its own budget of timeout:
+//  1. /readyz turns 503 and health reports NOT_SERVING;
+//  2. the gRPC API and the remote endpoint stop accepting and let requests
+//     in flight finish (append streams answer what they took, refuse the
+//     rest UNAVAILABLE and end; after timeout the API cuts what is left);
+//  3. the actors drain: sessions and plans answer their writes in flight,
+//     then the audit actor commits everything it accepted;
+//  4. the HTTP server, the actor system and the database close.
+func (s *server) shutdown(timeout time.Duration) error {
+	s.ready.draining.Store(true)
+	s.api.health.Shutdown()
+	// Append streams stop taking appends and end once they answered
+	// those they took; GracefulStop below would otherwise wait for
+	// their clients to close them, up to timeout.
+	close(s.api.draining)
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		stopGRPC(s.api, timeout)
+	}()
+	if s.remote != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.remote.Shutdown()
+		}()
+	}
+	if s.member != nil {
+		// Leaving stops this member's activations (requests they had not
+		// sent to the writer are answered UNAVAILABLE, so callers retry on
+		// the new owner; a write in flight is answered with its outcome)
+		// and the remote. It also shuts the actor system's extensions down;
+		// local actors keep running for the drain below.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.member.Shutdown()
+		}()
+	}
+	wg.Wait()
+	if s.api.auditor != nil {
+		s.api.auditor.close() // its entries reach the audit actor before it drains
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	stopErr := s.node.Stop(ctx)
+	if stopErr != nil {
+		stopErr = fmt.Errorf("drain actors: %w", stopErr)
+	}
+
+	var httpErr error
+	if s.http != nil {
+		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		httpErr = s.http.Shutdown(hctx)
+		hcancel()
+	}
+	s.serves.Wait()
+	if s.member == nil { // the member's Shutdown did it: a second one panics
+		s.sys.Shutdown()
+	}
+	closeErr := s.store.Close()
+	if closeErr != nil {
+		closeErr = fmt.Errorf("close database: %w", closeErr)
+	}
+	return errors.Join(stopErr, httpErr, closeErr)
+}
+
+// stopGRPC stops the API gracefully, cutting it off after timeout
+// (long-lived streams such as health Watch never end on their own).
+func stopGRPC(api *apiServer, timeout time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		api.srv.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		api.srv.Stop()
+		<-done
+	}
+}
+
+// abort undoes a partial start, in reverse order.
+func (s *server) abort() {
+	if s.api != nil {
+		s.api.srv.Stop()
+	}
+	if s.remote != nil {
+		s.remote.Shutdown()
+	}
+	if s.member != nil {
+		s.member.Shutdown()
+	}
+	if s.node != nil {
+		if err := s.node.Stop(context.Background()); err != nil {
+			s.log.Error("stop actors after a failed start", "err", err)
+		}
+	}
+	if s.sys != nil && s.member == nil {
+		s.sys.Shutdown()
+	}
+	if s.store != nil {
+		s.store.Close()
+	}
+}
