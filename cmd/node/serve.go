@@ -1,14 +1,12 @@
 package main
 
 import (
-	"time"
-
 	"github.com/agentstate/agentstate/node/server"
 	"github.com/spf13/cobra"
 )
 
 func newServeCommand() *cobra.Command {
-	f := &server.Config{}
+	f := server.DefaultConfig()
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a node: the actors, the gRPC API, metrics and (optionally) the Proto.Actor remote endpoint",
@@ -19,31 +17,31 @@ func newServeCommand() *cobra.Command {
 			"everything it accepted, the database is closed, and the process exits 0. A second signal kills it.",
 	}
 	fs := c.Flags()
-	fs.StringVar(&f.Data, "data", "./data/agentstate.db", "database file (created with its directory if missing), memory:NAME, or a postgres:// DSN (PostgreSQL)")
-	fs.StringVar(&f.Synchronous, "synchronous", "full", "commit durability: full (fsync every commit) or normal (fsync at checkpoints)")
-	fs.StringVar(&f.GRPCAddr, "grpc-addr", "127.0.0.1:7420", "gRPC API listen address")
-	fs.StringVar(&f.HTTPAddr, "http-addr", "127.0.0.1:7421", `HTTP listen address for /metrics, /healthz, /readyz ("" disables)`)
+	fs.StringVar(&f.Data, "data", f.Data, "database file (created with its directory if missing), memory:NAME, or a postgres:// DSN (PostgreSQL)")
+	fs.StringVar(&f.Synchronous, "synchronous", f.Synchronous, "commit durability: full (fsync every commit) or normal (fsync at checkpoints)")
+	fs.StringVar(&f.GRPCAddr, "grpc-addr", f.GRPCAddr, "gRPC API listen address")
+	fs.StringVar(&f.HTTPAddr, "http-addr", f.HTTPAddr, `HTTP listen address for /metrics, /healthz, /readyz ("" disables)`)
 	fs.StringVar(&f.TLSCert, "tls-cert", "", "PEM certificate for TLS on the gRPC API (with --tls-key)")
 	fs.StringVar(&f.TLSKey, "tls-key", "", "PEM private key for TLS on the gRPC API (with --tls-cert)")
 	fs.StringVar(&f.TokenFile, "auth-token-file", "", "file holding the bearer token every gRPC request must present")
-	fs.IntVar(&f.MaxRecvBytes, "max-recv-bytes", 4<<20, "largest request accepted, in bytes (gRPC and remote); larger is RESOURCE_EXHAUSTED")
+	fs.IntVar(&f.MaxRecvBytes, "max-recv-bytes", f.MaxRecvBytes, "largest request accepted, in bytes (gRPC and remote); larger is RESOURCE_EXHAUSTED")
 	fs.StringVar(&f.RemoteAddr, "remote-addr", "", `Proto.Actor remote endpoint listen address, host:port ("" = off)`)
 	fs.StringVar(&f.RemoteAdvertise, "remote-advertise", "", "address peers reach the remote endpoint at (default: the bound address)")
 	fs.StringVar(&f.RemoteCert, "remote-tls-cert", "", "PEM certificate of this node for mutual TLS on the remote endpoint")
 	fs.StringVar(&f.RemoteKey, "remote-tls-key", "", "PEM private key for mutual TLS on the remote endpoint")
 	fs.StringVar(&f.RemoteCA, "remote-tls-ca", "", "PEM CA bundle peers' certificates must chain to (mutual TLS)")
-	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long each shutdown phase (requests in flight, then the actors' drain) may take")
+	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "how long each shutdown phase (requests in flight, then the actors' drain) may take")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "passivate a session or plan actor idle this long (0: default 5m; negative: never)")
 	fs.IntVar(&f.Backlog, "backlog", 0, "commands the audit actor may have pending before network senders get RESOURCE_EXHAUSTED (0: default)")
 	fs.IntVar(&f.BatchCommands, "batch-max-commands", 0, "most commands in one group commit (0: default)")
 	fs.IntVar(&f.BatchBytes, "batch-max-bytes", 0, "most bytes in one group commit (0: default)")
 	fs.BoolVar(&f.AuditMessages, "audit-messages", false, "write a message_appended audit entry per stored message")
-	fs.StringVar(&f.LogFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&f.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.LogFormat, "log-format", f.LogFormat, "log format: text or json")
+	fs.StringVar(&f.LogLevel, "log-level", f.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&f.ClusterName, "cluster", "", `join the Proto.Actor cluster of this name (automanaged provider; needs --peers, --am-port and a shared store: --data postgres://...)`)
 	fs.StringVar(&f.Peers, "peers", "", "every cluster member's host:am-port, this one included, comma-separated")
 	fs.IntVar(&f.AMPort, "am-port", 0, "this member's automanaged port (listens on all interfaces, unauthenticated: firewall it)")
-	fs.DurationVar(&f.ClusterWait, "cluster-wait", 15*time.Second, "how long /readyz waits for every peer to join before going ready anyway")
+	fs.DurationVar(&f.ClusterWait, "cluster-wait", f.ClusterWait, "how long /readyz waits for every peer to join before going ready anyway")
 	// Every flag of serve is a server setting.
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",

@@ -33,3 +33,20 @@ type Config struct {
 	AMPort                    int
 	ClusterWait               time.Duration
 }
+
+// DefaultConfig is the settings of `node serve` without flags: a SQLite
+// file under ./data, both listeners on loopback, 4 MiB requests, a 30 s
+// drain per shutdown phase. A program that embeds a node starts from it.
+func DefaultConfig() *Config {
+	return &Config{
+		Data:            "./data/agentstate.db",
+		Synchronous:     "full",
+		GRPCAddr:        "127.0.0.1:7420",
+		HTTPAddr:        "127.0.0.1:7421",
+		MaxRecvBytes:    4 << 20,
+		ShutdownTimeout: 30 * time.Second,
+		LogFormat:       "text",
+		LogLevel:        "info",
+		ClusterWait:     15 * time.Second,
+	}
+}

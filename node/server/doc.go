@@ -4,9 +4,9 @@
 // HTTP /metrics, /healthz and /readyz. `node serve` is this package behind
 // flags; a program may embed a node the same way:
 //
-//	cfg := &server.Config{Data: "./data/agentstate.db", Synchronous: "full",
-//		GRPCAddr: "127.0.0.1:7420", ShutdownTimeout: 30 * time.Second}
-//	log, _ := server.NewLogger(os.Stderr, "text", "info")
+//	cfg := server.DefaultConfig() // node serve's defaults
+//	cfg.Data = "./state/agentstate.db"
+//	log, _ := server.NewLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
 //	err := server.Serve(ctx, cfg, log) // until ctx ends or SIGTERM, then drains
 //
 // It is split by concern: node.go (start-up in order, shutdown in the

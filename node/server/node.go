@@ -52,6 +52,34 @@ func Serve(parent context.Context, f *Config, log *slog.Logger) error {
 	return runErr
 }
 
+// Node is a node started by Start, for a program that embeds one and
+// stops it itself (Serve is Start, a wait for a signal, and Shutdown).
+type Node struct {
+	s   *server
+	cfg *Config
+}
+
+// Start starts a node with cfg: on return it serves (and /readyz answers
+// ready once a cluster has formed). A failed start leaves nothing running.
+func Start(cfg *Config, log *slog.Logger) (*Node, error) {
+	s, err := startServer(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Node{s: s, cfg: cfg}, nil
+}
+
+// GRPCAddr is the address the gRPC API listens on (the port chosen when
+// GRPCAddr asked for port 0).
+func (n *Node) GRPCAddr() string { return n.s.grpcAddr }
+
+// Failed delivers the error of a listener that stopped serving.
+func (n *Node) Failed() <-chan error { return n.s.failed }
+
+// Shutdown drains the node (each phase bounded by ShutdownTimeout) and
+// closes its store. It must be called once.
+func (n *Node) Shutdown() error { return n.s.shutdown(n.cfg.ShutdownTimeout) }
+
 // server is one running node. Its fields are set by startServer in start
 // order; shutdown takes them down in the reverse order.
 type server struct {
@@ -66,6 +94,8 @@ type server struct {
 	ready  *readiness
 	failed chan error // a listener's Serve returned
 	serves sync.WaitGroup
+	// grpcAddr is where the API listens.
+	grpcAddr string
 }
 
 // dataURL turns --data and --synchronous into a sqlite.Open URL, creating
@@ -221,6 +251,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	if err != nil {
 		return s, fmt.Errorf("--grpc-addr: %w", err)
 	}
+	s.grpcAddr = grpcLis.Addr().String()
 	var httpLis net.Listener
 	if f.HTTPAddr != "" {
 		if httpLis, err = net.Listen("tcp", f.HTTPAddr); err != nil {
