@@ -159,4 +159,3 @@ func (a *applier) forEachRow(query string, args []any, dest []any, fn func() err
 	_, err = pgx.ForEachRow(rows, dest, fn)
 	return dataException(err)
 }
-
