@@ -83,6 +83,17 @@ func BoundNanos(t time.Time) int64 {
 	return t.UnixNano()
 }
 
+// CheckedNanos is StoredNanos without the checks, for a timestamp already
+// checked by it (or made by Stamp): a command's rows are checked once,
+// before anything is written, and converted again per row on the insert
+// path without repeating the checks. nil gives 0.
+func CheckedNanos(ts *timestamppb.Timestamp) int64 {
+	if ts == nil {
+		return 0
+	}
+	return ts.GetSeconds()*1e9 + int64(ts.GetNanos())
+}
+
 // Stamp converts stored nanoseconds back; 0 gives nil (unset).
 func Stamp(n int64) *timestamppb.Timestamp {
 	if n == 0 {

@@ -44,8 +44,7 @@ func (a *applier) auditArgs() []any {
 		cols[i] = make([]string, n)
 	}
 	for i, e := range a.pending {
-		// Cannot fail: audit refused every entry whose time is not storable.
-		c, _ := persistence.StoredNanos("created_at", e.CreatedAt)
+		c := persistence.CheckedNanos(e.CreatedAt) // PrepareEntry checked it
 		pos[i], created[i] = e.Position, c
 		cols[0][i], cols[1][i], cols[2][i], cols[3][i] = e.EventId, e.EventType, e.PlanId, e.SessionId
 		cols[4][i], cols[5][i], cols[6][i], cols[7][i] = e.ProjectName, e.ActorName, e.UserIdentity, e.DetailsJson

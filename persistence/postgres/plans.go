@@ -114,7 +114,7 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 		attrs[i], cats[i], retriable[i], retries[i] = orEmptyObject(r.AttributesJson), int64(r.Category), r.IsRetriable, int64(r.RetryCount)
 		maxes[i], actions[i], hints[i], cmds[i] = int64(r.MaxRetries), int64(r.RecoveryAction), r.RecoveryHint, r.RecoveryCommand
 		// Cannot fail: planWrite refused every record whose time is not storable.
-		recorded[i], _ = persistence.StoredNanos("recorded_at", r.RecordedAt)
+		recorded[i] = persistence.CheckedNanos(r.RecordedAt) // checked above
 	}
 	inserted := make(map[string]bool, n)
 	var id string

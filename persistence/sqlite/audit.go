@@ -65,8 +65,7 @@ func (a *applier) flushAudit() error {
 func (a *applier) insertAudit(es []*auditv1.AuditEntry) error {
 	args := a.args[:0]
 	for _, e := range es {
-		// Cannot fail: audit refused every entry whose time is not storable.
-		created, _ := persistence.StoredNanos("created_at", e.GetCreatedAt())
+		created := persistence.CheckedNanos(e.GetCreatedAt()) // PrepareEntry checked it
 		args = append(args, e.Position, e.EventId, e.EventType, e.PlanId, e.SessionId, e.ProjectName,
 			e.ActorName, e.UserIdentity, e.DetailsJson, created, e.PrevHash, e.Hash)
 	}

@@ -58,11 +58,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 			// read returns it; a turn's messages usually share one.
 			// checkTurn found every time storable.
 			if m.CreatedAt != lastIn {
-				n, err := persistence.MessageNanos(m)
-				if err != nil {
-					return 0, err
-				}
-				lastIn, lastOut = m.CreatedAt, persistence.Stamp(n)
+				lastIn, lastOut = m.CreatedAt, persistence.Stamp(persistence.CheckedNanos(m.CreatedAt))
 			}
 			out[j] = &sessionv1.Message{SessionId: c.SessionID, MessageId: m.MessageId, Sequence: next,
 				Role: m.Role, Content: m.Content, MetadataJson: orEmptyObject(m.MetadataJson), CreatedAt: lastOut}
@@ -134,9 +130,9 @@ func inChunks[T any](items *[]T, sizes []int, write func([]T) error) error {
 func (a *applier) insertMessages(ms []*sessionv1.Message) error {
 	args := a.args[:0]
 	for _, m := range ms {
-		// Cannot fail: appendBulk made these messages from checked ones.
-		created, _ := persistence.MessageNanos(m)
-		args = append(args, m.SessionId, m.Sequence, m.MessageId, int64(m.Role), m.Content, m.MetadataJson, created)
+		// appendBulk made these messages from ones checkTurn checked.
+		args = append(args, m.SessionId, m.Sequence, m.MessageId, int64(m.Role), m.Content, m.MetadataJson,
+			persistence.CheckedNanos(m.CreatedAt))
 	}
 	err := a.insert(insertMessagesSQL[len(ms)], args)
 	clear(args)
