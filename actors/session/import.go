@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
@@ -75,8 +74,10 @@ func importHeader(ds exportSession, links []exportLink, id string, now time.Time
 		return nil, errs.InvalidArgument("session: %s", errs.From(err).Msg)
 	}
 	tu := ds.TokenUsage
-	if tu.InputTokens < 0 || tu.OutputTokens < 0 || tu.Cost < 0 || math.IsNaN(tu.Cost) || math.IsInf(tu.Cost, 0) {
-		return nil, errs.InvalidArgument("session.token_usage has negative or non-finite totals")
+	// Totals obey the rule of a delta: counts and cost not negative, the
+	// cost finite (and so readable and exportable again).
+	if err := persistence.CheckTokenDelta(&sessionv1.TokenUsage{InputTokens: tu.InputTokens, OutputTokens: tu.OutputTokens, Cost: tu.Cost}); err != nil {
+		return nil, errs.InvalidArgument("session.token_usage: %s", errs.From(err).Msg)
 	}
 	if ds.MessageCount < 0 {
 		return nil, errs.InvalidArgument("session.message_count is %d", ds.MessageCount)
