@@ -21,6 +21,7 @@ import (
 	"github.com/agentstate/agentstate/actors/session"
 	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/postgres"
 	"github.com/agentstate/agentstate/persistence/sqlite"
@@ -164,7 +165,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	// database is opened.
 	var token string
 	if f.TokenFile != "" {
-		if token, err = ReadToken(f.TokenFile); err != nil {
+		if token, err = client.ReadToken(f.TokenFile); err != nil {
 			return nil, err
 		}
 	}
