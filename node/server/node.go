@@ -21,6 +21,7 @@ import (
 	"github.com/agentstate/agentstate/actors/session"
 	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/postgres"
 	"github.com/agentstate/agentstate/persistence/sqlite"
@@ -164,7 +165,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	// database is opened.
 	var token string
 	if f.TokenFile != "" {
-		if token, err = ReadToken(f.TokenFile); err != nil {
+		if token, err = client.ReadToken(f.TokenFile); err != nil {
 			return nil, err
 		}
 	}
@@ -205,7 +206,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	m := newMetrics()
 	cfg := actors.Config{
 		Writer: writer.Config{
-			Backlog: f.Backlog, MaxBatchCommands: f.BatchCommands, MaxBatchBytes: f.BatchBytes,
+			Backlog: f.Backlog, BacklogBytes: f.BacklogBytes, MaxBatchCommands: f.BatchCommands, MaxBatchBytes: f.BatchBytes,
 			Observer: writeObserver{m, &s.ready.writes}, Logger: log.With("component", "writer"),
 		},
 		Sessions: session.Config{IdleTimeout: f.IdleTimeout, AuditMessages: f.AuditMessages},
@@ -219,7 +220,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	if s.node, err = actors.Start(s.sys, s.store, cfg); err != nil {
 		return s, fmt.Errorf("start actors: %w", err)
 	}
-	m.gauges(s.node.Writer().Backlog().Pending, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
+	m.gauges(s.node.Writer().Backlog().Pending, s.node.Writer().Backlog().PendingBytes, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
 	s.ready.writes.probeWrite = probeWriteThrough(s.node.Writer())
 
 	// The remote starts before any gRPC server of ours: it replaces gRPC's
