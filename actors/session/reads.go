@@ -9,6 +9,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/persistence"
 )
 
 // Reads run on the store's read-only connections, never through a session
@@ -16,10 +17,27 @@ import (
 // queue behind a busy session's writes.
 
 func (s *Service) get(ctx context.Context, req *sessionv1.GetSessionRequest) (*sessionv1.GetSessionResponse, error) {
-	if err := ids.Check("session_id", req.GetSessionId()); err != nil {
+	id := req.GetSessionId()
+	if id == "" && req.GetClientKey() != "" {
+		// By client key: one index lookup, then the read by id.
+		ns := req.GetNamespace()
+		if ns == "" {
+			ns = defaultNamespace
+		}
+		if err := checkText("client_key", req.GetClientKey(), maxNameBytes); err != nil {
+			return nil, err
+		}
+		if err := checkText("namespace", ns, maxNameBytes); err != nil {
+			return nil, err
+		}
+		var err error
+		if id, err = s.env.reader.FindSession(ctx, ns, req.GetClientKey()); err != nil {
+			return nil, errs.From(err)
+		}
+	} else if err := ids.Check("session_id", id); err != nil {
 		return nil, err
 	}
-	sess, err := s.env.reader.GetSession(ctx, req.GetSessionId())
+	sess, err := s.env.reader.GetSession(ctx, id)
 	if err != nil {
 		return nil, errs.From(err)
 	}
@@ -62,7 +80,17 @@ func (s *Service) listMessages(ctx context.Context, req *sessionv1.ListMessagesR
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := s.env.reader.ListMessages(ctx, req.GetSessionId(), from, limit)
+	f := persistence.MessageFilter{SessionID: req.GetSessionId(), From: from, Limit: limit, Last: int(req.GetLast())}
+	if f.After, err = timeBound("after_time", req.GetAfterTime()); err != nil {
+		return nil, err
+	}
+	if f.Before, err = timeBound("before_time", req.GetBeforeTime()); err != nil {
+		return nil, err
+	}
+	if req.GetLast() < 0 {
+		return nil, errs.InvalidArgument("last %d is negative", req.GetLast())
+	}
+	msgs, err := s.env.reader.ListMessagesWhere(ctx, f)
 	if err != nil {
 		return nil, errs.From(err)
 	}
