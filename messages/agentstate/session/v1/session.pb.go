@@ -432,8 +432,8 @@ type Message struct {
 	// A JSON object; "{}" when none.
 	MetadataJson string                 `protobuf:"bytes,6,opt,name=metadata_json,json=metadataJson,proto3" json:"metadata_json,omitempty"`
 	CreatedAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	// The time the client gave the message (NewMessage.event_time), else
-	// created_at. ListMessages filters on it.
+	// The time the client gave the message (NewMessage.event_time); unset
+	// when it gave none. ListMessages's time filters use it, else created_at.
 	EventTime     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
