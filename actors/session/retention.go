@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
@@ -17,7 +18,7 @@ import (
 // truncateChunk bounds the messages one truncation command removes, so a
 // truncation of a long history is a series of small transactions (the
 // owner sends them one after another; it answers after the last).
-const truncateChunk = 10_000
+var truncateChunk = 10_000
 
 // truncate removes messages through m.ThroughSequence (clamped to the last
 // stored sequence: the next sequence never moves) in chunks; removed is
@@ -52,7 +53,7 @@ func (o *owner) truncate(ctx actor.Context, r *request, m *sessionv1.TruncateReq
 		}
 		removed += res.Removed
 		o.sess.UpdatedAt = timestamppb.New(now)
-		if res.Removed < truncateChunk {
+		if res.Removed < int64(truncateChunk) {
 			o.sess.FirstSequence = max(o.sess.FirstSequence, through+1)
 			r.reply(&sessionv1.TruncateResponse{MessagesRemoved: removed, FirstSequence: o.sess.FirstSequence}, nil)
 			return
@@ -123,4 +124,64 @@ func (o *owner) setExpiry(ctx actor.Context, r *request, m *sessionv1.SetExpiryR
 		o.sess.UpdatedAt = timestamppb.New(now)
 		r.reply(&sessionv1.SetExpiryResponse{Session: o.snapshot()}, nil)
 	})
+}
+
+// expirySweepBatch bounds the sessions one sweep round reads and deletes;
+// each deletion is its own small write through the session's owner.
+const expirySweepBatch = 100
+
+// expirySweeper deletes expired sessions every ExpirySweepInterval until
+// stop is closed. Each deletion goes through the session's owner (as a
+// Delete with only_if_expired), so it is fenced, audited (session_deleted
+// with reason "expired") and loses to a SetExpiry the owner decided first.
+func (s *Service) expirySweeper(stop <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-stop
+		cancel()
+	}()
+	t := time.NewTicker(s.env.cfg.ExpirySweepInterval)
+	defer t.Stop()
+	for {
+		_, _ = s.sweepExpired(ctx, time.Now()) // a failed round is retried at the next tick
+		select {
+		case <-t.C:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// sweepExpired deletes the sessions expired at now, in rounds of
+// expirySweepBatch, and returns how many it deleted. A session whose
+// delete failed (its expiry moved, a store error) is skipped this time.
+func (s *Service) sweepExpired(ctx context.Context, now time.Time) (int, error) {
+	deleted := 0
+	skipped := map[string]bool{}
+	for {
+		idsNow, err := s.env.reader.ListExpired(ctx, now, expirySweepBatch+len(skipped))
+		if err != nil {
+			return deleted, err
+		}
+		progress := false
+		for _, id := range idsNow {
+			if skipped[id] {
+				continue
+			}
+			_, err := routed[*sessionv1.DeleteSessionResponse](ctx, s, &sessionv1.DeleteSessionRequest{SessionId: id, OnlyIfExpired: true})
+			if err != nil {
+				if ctx.Err() != nil {
+					return deleted, ctx.Err()
+				}
+				skipped[id] = true
+				continue
+			}
+			deleted++
+			progress = true
+		}
+		if !progress || len(idsNow) < expirySweepBatch+len(skipped) {
+			return deleted, nil
+		}
+	}
 }

@@ -88,6 +88,9 @@ func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.R
 	s.pid = pid
 	s.stopSweep = make(chan struct{})
 	go s.sweeper(s.stopSweep)
+	if s.env.cfg.ExpirySweepInterval > 0 {
+		go s.expirySweeper(s.stopSweep)
+	}
 	return s, nil
 }
 

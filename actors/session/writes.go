@@ -367,7 +367,11 @@ func (o *owner) delete(ctx actor.Context, r *request) {
 		r.reply(nil, o.notFound())
 		return
 	}
-	e, err := o.entry(audit.EventSessionDeleted, "", map[string]any{"messages": o.sess.GetMessageCount()}, time.Now().UTC())
+	details := map[string]any{"messages": o.sess.GetMessageCount()}
+	if m, ok := r.msg.(*sessionv1.DeleteSessionRequest); ok && m.OnlyIfExpired {
+		details["reason"] = "expired"
+	}
+	e, err := o.entry(audit.EventSessionDeleted, "", details, time.Now().UTC())
 	if err != nil {
 		r.reply(nil, err)
 		return
