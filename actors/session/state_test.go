@@ -203,7 +203,7 @@ func TestConditionalAppendAndUpdateState(t *testing.T) {
 		t.Fatalf("a refused append stored something: next %d", got)
 	}
 	u, err := n.svc.UpdateState(ctx, &sessionv1.UpdateStateRequest{SessionId: id,
-		StateDelta: &sessionv1.StateDelta{SetJson: map[string]string{"j": `{"a": [1, 2]}`}, Delete: []string{"k"}},
+		StateDelta:  &sessionv1.StateDelta{SetJson: map[string]string{"j": `{"a": [1, 2]}`}, Delete: []string{"k"}},
 		ScopeDeltas: []*sessionv1.ScopeDelta{{Scope: "app:a", Delta: delta("x", `"y"`)}}, ExpectedNextSequence: &one})
 	if err != nil {
 		t.Fatal(err)
