@@ -70,9 +70,11 @@ type CreateSession struct {
 	Messages []*sessionv1.Message
 	Audit    []*auditv1.AuditEntry
 	// State is the session's initial state (a JSON object; "" = "{}"),
-	// and Scopes the shared scopes' deltas stored with it.
-	State  string
-	Scopes []ScopeDelta
+	// and Scopes the shared scopes' deltas stored with it. Snapshot, when
+	// set, fills the snapshot slot (an import brings it).
+	State    string
+	Scopes   []ScopeDelta
+	Snapshot *sessionv1.Snapshot
 }
 
 // AppendMessages appends turns to one session. The session actor, which

@@ -170,16 +170,29 @@ func (s *Service) exportTo(ctx context.Context, req *sessionv1.ExportSessionRequ
 		return errs.From(err)
 	}
 	id, n := sess.GetSessionId(), sess.GetMessageCount()
+	// The state and the snapshot are read after the session: an export
+	// is not one snapshot of the store (appends may follow the session's
+	// read), but each part is as committed.
+	state, _, err := s.env.reader.GetSessionState(ctx, id)
+	if err != nil {
+		return errs.From(err)
+	}
+	snap, err := s.env.reader.GetSnapshot(ctx, id)
+	if err != nil {
+		return errs.From(err)
+	}
 	cw, sum := newHashingWriter(doc)
-	if err := cw.begin(exportSessionOf(sess)); err != nil {
+	if err := cw.begin(withStateAndSnapshot(exportSessionOf(sess), state, snap)); err != nil {
 		return err
 	}
-	if err := send(&sessionv1.ExportChunk{Part: &sessionv1.ExportChunk_Header{Header: &sessionv1.ExportHeader{
-		SchemaVersion: SchemaVersion, Session: sess,
-	}}}); err != nil {
+	header := &sessionv1.ExportHeader{SchemaVersion: SchemaVersion, Session: sess, Snapshot: snap}
+	if state != persistence.EmptyState {
+		header.StateJson = state
+	}
+	if err := send(&sessionv1.ExportChunk{Part: &sessionv1.ExportChunk_Header{Header: header}}); err != nil {
 		return err
 	}
-	for next := int64(0); next < n; {
+	for next := sess.GetFirstSequence(); next < n; {
 		page, err := s.env.reader.ListMessages(ctx, id, next, maxPageSize)
 		if err != nil {
 			return errs.From(err)
@@ -197,7 +210,8 @@ func (s *Service) exportTo(ctx context.Context, req *sessionv1.ExportSessionRequ
 				break
 			}
 			if m.GetSequence() != next {
-				return errs.Internal("session %s: message sequence %d where %d was expected", id, m.GetSequence(), next)
+				// Truncated while it was read.
+				return errs.Unavailable("session %s: message %d was removed (truncated) during the export; retry", id, next)
 			}
 			if err := cw.message(exportMessageOf(m)); err != nil {
 				return err

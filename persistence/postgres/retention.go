@@ -66,17 +66,21 @@ func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, e
 		}
 		return persistence.Result{Removed: tag.RowsAffected()}, nil
 	}
-	created, err := persistence.StoredNanos("created_at", c.Snapshot.GetCreatedAt())
+	return a.putSnapshot(c.SessionID, c.Snapshot)
+}
+
+func (a *applier) putSnapshot(sessionID string, snap *sessionv1.Snapshot) (persistence.Result, error) {
+	created, err := persistence.StoredNanos("created_at", snap.GetCreatedAt())
 	if err != nil {
-		return persistence.Result{}, persistence.Of("snapshot of session", c.SessionID, err)
+		return persistence.Result{}, persistence.Of("snapshot of session", sessionID, err)
 	}
-	data := c.Snapshot.GetData()
+	data := snap.GetData()
 	if data == nil {
 		data = []byte{}
 	}
 	_, err = a.exec(`INSERT INTO session_snapshots (session_id, sequence, data, created_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (session_id) DO UPDATE SET sequence = excluded.sequence, data = excluded.data, created_at = excluded.created_at`,
-		c.SessionID, c.Snapshot.GetSequence(), data, created)
+		sessionID, snap.GetSequence(), data, created)
 	return persistence.Result{}, err
 }
 

@@ -116,6 +116,11 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err := a.writeScopes(scopes, times[1]); err != nil {
 		return persistence.Result{}, err
 	}
+	if c.Snapshot != nil {
+		if _, err := a.putSnapshot(s.SessionId, c.Snapshot); err != nil {
+			return persistence.Result{}, err
+		}
+	}
 	if len(c.Messages) > 0 {
 		if _, err := a.exec(createMessagesSQL, append(rows.args(s.SessionId), rows.events)...); err != nil {
 			if uniqueViolation(err) == "session_messages_message_id_key" {

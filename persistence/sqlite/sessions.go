@@ -74,6 +74,11 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err := a.writeScopes(scopes, times[1]); err != nil {
 		return persistence.Result{}, err
 	}
+	if c.Snapshot != nil {
+		if _, err := a.PutSnapshot(&persistence.PutSnapshot{SessionID: s.SessionId, Snapshot: c.Snapshot}); err != nil {
+			return persistence.Result{}, err
+		}
+	}
 	for i, m := range c.Messages {
 		created, err := persistence.MessageNanos(m)
 		if err != nil {
