@@ -30,6 +30,10 @@ type LoadConfig struct {
 	// audit entry, or a replay of a turn it saw acknowledged; the rest are
 	// appends. Negative means never. [7, 11, 13]
 	PlanErrorEvery, AuditEvery, ReplayEvery int
+	// Every n-th operation of a client truncates a session through the
+	// highest sequence the client saw acknowledged in it. Negative means
+	// never. [17]
+	TruncateEvery int
 	// Every n-th client (client ids 0, n, 2n, ...) appends through the
 	// AppendBatches stream of its connection (appendstream.BatchClient,
 	// shared with the other such clients), the others with unary Append.
@@ -60,6 +64,7 @@ func (c LoadConfig) withDefaults() LoadConfig {
 	def(&c.PlanErrorEvery, 7)
 	def(&c.AuditEvery, 11)
 	def(&c.ReplayEvery, 13)
+	def(&c.TruncateEvery, 17)
 	def(&c.BatchEvery, 2)
 	if c.RPCTimeout == 0 {
 		c.RPCTimeout = 15 * time.Second
@@ -349,6 +354,8 @@ func (ld *Load) client(ctx context.Context, i int, stop <-chan struct{}) error {
 			err = c.recordPlanError(ctx, n)
 		case every(ld.cfg.ReplayEvery) && len(c.done) > 0:
 			err = c.replay(ctx)
+		case every(ld.cfg.TruncateEvery):
+			err = c.truncate(ctx, n)
 		default:
 			err = c.append(ctx, n)
 		}
@@ -368,6 +375,9 @@ type client struct {
 	at   int // index of the target (node) the client calls now
 	rng  *rand.Rand
 	done []Turn // recently acknowledged turns, for replays
+	// seen: session → the highest sequence acknowledged to this client
+	// in it, for truncations.
+	seen map[string]int64
 	// batch: appends go over AppendBatches (see LoadConfig.BatchEvery).
 	batch bool
 }
@@ -429,6 +439,12 @@ func (c *client) send(ctx context.Context, t Turn, replay bool) error {
 		c.ld.ledger.RetryAnswered("append of "+t.Messages[0].ID+" to "+t.Session, failed, resp.GetDuplicate())
 	}
 	c.ld.ledger.AppendAcked(c.id, t, replay, resp)
+	if ms := resp.GetMessages(); len(ms) > 0 {
+		if c.seen == nil {
+			c.seen = map[string]int64{}
+		}
+		c.seen[t.Session] = max(c.seen[t.Session], ms[len(ms)-1].GetSequence())
+	}
 	if c.batch {
 		c.ld.batchAcked.Add(1)
 	}
