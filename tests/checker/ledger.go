@@ -101,6 +101,11 @@ type Ledger struct {
 	// truncSent, truncAcked: session → the highest sequence a truncation
 	// was sent through / acknowledged through (state.go).
 	truncSent, truncAcked map[string]int64
+	// ackedSeqs: session → acknowledged sequences above ackedPrefix;
+	// ackedPrefix: session → the highest sequence s such that every
+	// sequence <= s is acknowledged (-1: none).
+	ackedSeqs   map[string]map[int64]bool
+	ackedPrefix map[string]int64
 }
 
 // NewLedger returns an empty ledger.
@@ -166,6 +171,7 @@ func (l *Ledger) AppendAcked(client int, t Turn, replay bool, resp *sessionv1.Ap
 	l.clock++
 	a.SentAt, a.AckedAt = l.firstSent[turnKey(t)], l.clock
 	l.appends = append(l.appends, a)
+	l.ackSequences(t.Session, a.Got)
 }
 
 // PlanErrorSent records one attempt of req. A request that names its

@@ -75,15 +75,70 @@ func (l *Ledger) TruncateAcked(sid string, seq int64) {
 	}
 }
 
+// ackSequences advances sid's acknowledged prefix by got (l.mu held).
+func (l *Ledger) ackSequences(sid string, got []MsgSeq) {
+	if l.ackedSeqs == nil {
+		l.ackedSeqs, l.ackedPrefix = map[string]map[int64]bool{}, map[string]int64{}
+	}
+	if _, ok := l.ackedPrefix[sid]; !ok {
+		l.ackedPrefix[sid] = -1
+		l.ackedSeqs[sid] = map[int64]bool{}
+	}
+	for _, g := range got {
+		if g.Seq > l.ackedPrefix[sid] {
+			l.ackedSeqs[sid][g.Seq] = true
+		}
+	}
+	for l.ackedSeqs[sid][l.ackedPrefix[sid]+1] {
+		delete(l.ackedSeqs[sid], l.ackedPrefix[sid]+1)
+		l.ackedPrefix[sid]++
+	}
+}
+
+// truncatable is the highest sequence of sid a truncation may remove: one
+// below which every sequence is acknowledged. A message id is idempotent
+// only while it is stored, so a truncation must not remove a turn whose
+// sender may still retry it (its answer lost in a kill): that retry would
+// be stored again, as a new turn, as agentstate documents.
+func (l *Ledger) truncatable(sid string) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p, ok := l.ackedPrefix[sid]; ok {
+		return p
+	}
+	return -1
+}
+
+// truncatedThrough is the highest sequence of sid a truncation was sent
+// through (-1: none).
+func (l *Ledger) truncatedThrough(sid string) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s, ok := l.truncSent[sid]; ok {
+		return s
+	}
+	return -1
+}
+
 // truncate removes, through the node, sid's messages up to the highest
-// sequence this client saw acknowledged in it.
+// sequence this client saw acknowledged in it and below which every
+// sequence is acknowledged. It holds the load's replay lock exclusively:
+// a replay of a turn the truncation removes would be a new turn (see
+// truncatable), so replays check, under the shared lock, that their turn
+// is above every truncation sent.
 func (c *client) truncate(ctx context.Context, n int) error {
 	if len(c.seen) == 0 {
 		return c.append(ctx, n)
 	}
 	sids := slices.Sorted(maps.Keys(c.seen))
 	sid := sids[c.rng.IntN(len(sids))]
-	req := &sessionv1.TruncateRequest{SessionId: sid, ThroughSequence: c.seen[sid]}
+	through := min(c.seen[sid], c.ld.ledger.truncatable(sid))
+	if through < 0 {
+		return c.append(ctx, n)
+	}
+	c.ld.replays.Lock()
+	defer c.ld.replays.Unlock()
+	req := &sessionv1.TruncateRequest{SessionId: sid, ThroughSequence: through}
 	err := c.ld.call(ctx, "truncate "+sid, &c.at, true, nil, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 		c.ld.ledger.TruncateSent(sid, req.ThroughSequence)
 		_, err := c.ld.targets[conn].sessions.Truncate(ctx, req, ready)
