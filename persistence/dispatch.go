@@ -18,6 +18,8 @@ type Handler interface {
 	RecordAudit(*RecordAudit) (Result, error)
 	RecordClientAudit(*RecordClientAudit) (Result, error)
 	PruneAudit(*PruneAudit) (Result, error)
+	TruncateSession(*TruncateSession) (Result, error)
+	PutSnapshot(*PutSnapshot) (Result, error)
 }
 
 // Dispatch applies cmd through h.

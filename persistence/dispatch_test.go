@@ -45,6 +45,12 @@ func (r *recorder) RecordClientAudit(*persistence.RecordClientAudit) (persistenc
 func (r *recorder) PruneAudit(*persistence.PruneAudit) (persistence.Result, error) {
 	return r.hit("PruneAudit")
 }
+func (r *recorder) TruncateSession(*persistence.TruncateSession) (persistence.Result, error) {
+	return r.hit("TruncateSession")
+}
+func (r *recorder) PutSnapshot(*persistence.PutSnapshot) (persistence.Result, error) {
+	return r.hit("PutSnapshot")
+}
 
 func TestDispatchCallsEachCommandsMethod(t *testing.T) {
 	e := []*auditv1.AuditEntry{{EventId: "e"}}
@@ -70,6 +76,10 @@ func TestDispatchCallsEachCommandsMethod(t *testing.T) {
 		{&persistence.RecordAudit{Entries: e}, "RecordAudit", persistence.Fence{}, true},
 		{&persistence.RecordClientAudit{Entries: e}, "RecordClientAudit", persistence.Fence{}, true},
 		{&persistence.PruneAudit{}, "PruneAudit", persistence.Fence{}, true},
+		{&persistence.TruncateSession{Epoch: 7, SessionID: "s", Audit: e}, "TruncateSession",
+			persistence.Fence{Kind: persistence.OwnerSession, ID: "s", Epoch: 7}, true},
+		{&persistence.PutSnapshot{Epoch: 8, SessionID: "s"}, "PutSnapshot",
+			persistence.Fence{Kind: persistence.OwnerSession, ID: "s", Epoch: 8}, false},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%T", c.cmd), func(t *testing.T) {

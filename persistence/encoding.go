@@ -141,6 +141,9 @@ func MessageNanos(m *sessionv1.Message) (int64, error) {
 		return 0, errs.InvalidArgument("message %s has no created_at", m.GetMessageId())
 	}
 	n, err := StoredNanos("created_at", m.GetCreatedAt())
+	if err == nil && m.GetEventTime() != nil {
+		_, err = StoredNanos("event_time", m.GetEventTime())
+	}
 	return n, Of("message", m.GetMessageId(), err)
 }
 

@@ -69,6 +69,12 @@ type CreateSession struct {
 	Session  *sessionv1.Session
 	Messages []*sessionv1.Message
 	Audit    []*auditv1.AuditEntry
+	// State is the session's initial state (a JSON object; "" = "{}"),
+	// and Scopes the shared scopes' deltas stored with it. Snapshot, when
+	// set, fills the snapshot slot (an import brings it).
+	State    string
+	Scopes   []ScopeDelta
+	Snapshot *sessionv1.Snapshot
 }
 
 // AppendMessages appends turns to one session. The session actor, which
@@ -90,12 +96,23 @@ type CreateSession struct {
 // A sequence that is already taken (a stale NextSequence) fails the whole
 // command with FAILED_PRECONDITION: the UNIQUE(session_id, sequence)
 // constraint is the backstop. A missing session is NOT_FOUND.
+//
+// A turn may carry a state delta and scope deltas (and then may have no
+// message). They are applied only for a turn that is stored (not for a
+// duplicate, nor a failed turn): the session's state from State, the
+// session's committed state as its owner knows it, turn after turn
+// (ApplyDelta), and written with the session row; each scope read and
+// rewritten inside the transaction. Result.State is the state after the
+// command ("" when no stored turn changed it). A delta that would make a
+// state too large fails its turn (INVALID_ARGUMENT), storing nothing of it.
 type AppendMessages struct {
 	// Epoch fences the write (see Activate); 0 = unfenced.
 	Epoch        int64
 	SessionID    string
 	NextSequence int64
-	Turns        []Turn
+	// State is the session's committed state (see above); "" = "{}".
+	State string
+	Turns []Turn
 	// UpdatedAt becomes the session's updated_at when a turn is stored.
 	UpdatedAt time.Time
 }
@@ -106,7 +123,13 @@ type AppendMessages struct {
 type Turn struct {
 	Messages []*sessionv1.Message
 	Audit    []*auditv1.AuditEntry
+	// Normalized (NormalizeDelta) deltas; nil/empty when none.
+	State  *sessionv1.StateDelta
+	Scopes []ScopeDelta
 }
+
+// HasDelta reports whether the turn changes a state.
+func (t *Turn) HasDelta() bool { return t.State != nil || len(t.Scopes) > 0 }
 
 // UpdateSession changes a session's mutable fields. Zero fields are left
 // alone. Result.Err is NOT_FOUND when the session does not exist.
@@ -123,6 +146,9 @@ type UpdateSession struct {
 	LinkPlan  *sessionv1.LinkedPlan
 	UpdatedAt time.Time
 	Audit     []*auditv1.AuditEntry
+	// SetExpiry sets expires_at to ExpiresAt (the zero time clears it).
+	SetExpiry bool
+	ExpiresAt time.Time
 }
 
 // DeleteSession removes a session and its messages; plan links go, plans
@@ -216,6 +242,9 @@ type Result struct {
 	// AppendMessages: one per turn, and the next sequence after the command.
 	Turns        []TurnResult
 	NextSequence int64
+	// AppendMessages: the session's state after the command; "" when no
+	// stored turn changed it.
+	State string
 	// DeleteSession.
 	MessagesRemoved int64
 	PlansOrphaned   []string
@@ -266,6 +295,38 @@ type Reader interface {
 	// AuditAnchor returns the hash the first remaining entry must chain
 	// on: "" before any prune, else the last pruned entry's hash.
 	AuditAnchor(ctx context.Context) (string, error)
+	// GetSessionState returns the session's state (a JSON object) and its
+	// next sequence, read together from the session's row: the state as of
+	// that sequence. NOT_FOUND when missing (or staged).
+	GetSessionState(ctx context.Context, sessionID string) (string, int64, error)
+	// GetScopes returns the named shared scopes, in the order given; a
+	// scope never written is "{}" with a zero updated_at.
+	GetScopes(ctx context.Context, names []string) ([]*sessionv1.ScopeState, error)
+	// GetSnapshot returns the session's snapshot slot, nil when empty.
+	GetSnapshot(ctx context.Context, sessionID string) (*sessionv1.Snapshot, error)
+	// FindSession returns the id of the session with this client key in
+	// namespace. NOT_FOUND when none (or staged).
+	FindSession(ctx context.Context, namespace, clientKey string) (string, error)
+	// ListExpired returns up to limit ids of sessions whose expires_at is
+	// set and not after now, soonest first.
+	ListExpired(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// ListMessagesWhere is ListMessages with time filters and "last N"
+	// (MessageFilter).
+	ListMessagesWhere(ctx context.Context, f MessageFilter) ([]*sessionv1.Message, error)
+}
+
+// MessageFilter selects messages of a session: sequence >= From, and an
+// event time (the client's, else created_at) after After and before
+// Before (exclusive; 0 = unbounded), in sequence order. Last > 0 returns
+// only the last Last of those (clamped to 1..1000), without the byte cap;
+// otherwise at most Limit (ClampLimit), capped by MaxPageBytes as
+// ListMessages is.
+type MessageFilter struct {
+	SessionID     string
+	From          int64
+	After, Before int64
+	Last          int
+	Limit         int
 }
 
 // SessionFilter selects sessions; empty fields match everything.

@@ -33,6 +33,7 @@ const (
 	EventPlanPolicySet     = "plan_policy_set"
 	EventPlanRetryReset    = "plan_retry_reset"
 	EventAuditPruned       = "audit_pruned"
+	EventSessionTruncated  = "session_truncated"
 )
 
 // registry is every event type Record and NewEntry accept. It is never
@@ -45,7 +46,7 @@ var registry = map[string]bool{
 	EventSessionClosed: true, EventSessionDeleted: true, EventMessageAppended: true,
 	EventTokenUsageUpdated: true, EventPlanLinked: true, EventSessionImported: true,
 	EventSessionExported: true, EventPlanErrorRecorded: true, EventPlanPolicySet: true,
-	EventPlanRetryReset: true, EventAuditPruned: true,
+	EventPlanRetryReset: true, EventAuditPruned: true, EventSessionTruncated: true,
 }
 
 // reserved is agentstate's own event types: each one attests a state change
@@ -56,7 +57,7 @@ var reserved = map[string]bool{
 	EventSessionClosed: true, EventSessionDeleted: true, EventMessageAppended: true,
 	EventTokenUsageUpdated: true, EventPlanLinked: true, EventSessionImported: true,
 	EventSessionExported: true, EventPlanErrorRecorded: true, EventPlanPolicySet: true,
-	EventPlanRetryReset: true, EventAuditPruned: true,
+	EventPlanRetryReset: true, EventAuditPruned: true, EventSessionTruncated: true,
 }
 
 // ReservedEventType reports whether t is written by agentstate only.

@@ -13,6 +13,8 @@ const (
 	DefaultAskTimeout      = 30 * time.Second
 	// DefaultImportIdleTimeout: see Config.ImportIdleTimeout.
 	DefaultImportIdleTimeout = 5 * time.Minute
+	// DefaultExpirySweepInterval: see Config.ExpirySweepInterval.
+	DefaultExpirySweepInterval = time.Minute
 )
 
 // Limits on the short text fields of a session and a plan link. They are
@@ -57,6 +59,10 @@ type Config struct {
 	// sessions independently, as two processes would, and only fencing
 	// keeps their actors of one session from both writing.
 	Name string
+	// ExpirySweepInterval is how often expired sessions are looked for
+	// and deleted (default 1 minute); negative: never (a test drives
+	// the sweep itself).
+	ExpirySweepInterval time.Duration
 	// Router, when set, carries the façade's writes to their session
 	// actors instead of this process's directory: cluster mode (package
 	// placement), where any member may own a session.
@@ -81,6 +87,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Name == "" {
 		c.Name = DirectoryName
+	}
+	if c.ExpirySweepInterval == 0 {
+		c.ExpirySweepInterval = DefaultExpirySweepInterval
 	}
 	return c
 }

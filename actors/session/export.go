@@ -11,6 +11,7 @@ import (
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -50,6 +51,23 @@ type exportSession struct {
 	CreatedAt    string       `json:"created_at"`
 	UpdatedAt    string       `json:"updated_at"`
 	ClosedAt     string       `json:"closed_at,omitempty"`
+	// Issue 18's fields, each omitted when unset, so that an export of a
+	// session without them has the bytes (and checksum) it always had.
+	// message_count is the number of messages the export carries; their
+	// sequences start at first_sequence.
+	ClientKey     string          `json:"client_key,omitempty"`
+	ExpiresAt     string          `json:"expires_at,omitempty"`
+	FirstSequence int64           `json:"first_sequence,omitempty"`
+	StateJSON     string          `json:"state_json,omitempty"`
+	Snapshot      *exportSnapshot `json:"snapshot,omitempty"`
+}
+
+// exportSnapshot is the snapshot slot; data is base64 (encoding/json's
+// []byte), which decodes and encodes back to the same bytes.
+type exportSnapshot struct {
+	Sequence  int64  `json:"sequence"`
+	Data      []byte `json:"data"`
+	CreatedAt string `json:"created_at"`
 }
 
 type exportTokens struct {
@@ -65,6 +83,7 @@ type exportMessage struct {
 	Content      string `json:"content"`
 	MetadataJSON string `json:"metadata_json"`
 	CreatedAt    string `json:"created_at"`
+	EventTime    string `json:"event_time,omitempty"`
 }
 
 type exportLink struct {
@@ -154,11 +173,43 @@ func exportSessionOf(s *sessionv1.Session) exportSession {
 			OutputTokens: s.GetTokenUsage().GetOutputTokens(),
 			Cost:         s.GetTokenUsage().GetCost(),
 		},
-		MessageCount: s.GetMessageCount(),
-		CreatedAt:    formatTime(s.GetCreatedAt()),
-		UpdatedAt:    formatTime(s.GetUpdatedAt()),
-		ClosedAt:     formatTime(s.GetClosedAt()),
+		MessageCount:  s.GetMessageCount() - s.GetFirstSequence(),
+		CreatedAt:     formatTime(s.GetCreatedAt()),
+		UpdatedAt:     formatTime(s.GetUpdatedAt()),
+		ClosedAt:      formatTime(s.GetClosedAt()),
+		ClientKey:     s.GetClientKey(),
+		ExpiresAt:     formatTime(s.GetExpiresAt()),
+		FirstSequence: s.GetFirstSequence(),
 	}
+}
+
+// withStateAndSnapshot adds a session's state and snapshot slot (as an
+// export header carries them) to its export form.
+func withStateAndSnapshot(ds exportSession, state string, snap *sessionv1.Snapshot) exportSession {
+	if state != persistence.EmptyState {
+		ds.StateJSON = state
+	}
+	if snap != nil {
+		ds.Snapshot = &exportSnapshot{Sequence: snap.GetSequence(), Data: snap.GetData(), CreatedAt: formatTime(snap.GetCreatedAt())}
+		if ds.Snapshot.Data == nil {
+			ds.Snapshot.Data = []byte{}
+		}
+	}
+	return ds
+}
+
+// headerOf is the export header of a session in its export form: the
+// inverse of exportSessionOf and withStateAndSnapshot for what they carry.
+func stateAndSnapshotOf(ds exportSession) (string, *sessionv1.Snapshot, error) {
+	var snap *sessionv1.Snapshot
+	if es := ds.Snapshot; es != nil {
+		created, err := parseTime("session.snapshot.created_at", es.CreatedAt)
+		if err != nil {
+			return "", nil, err
+		}
+		snap = &sessionv1.Snapshot{Sequence: es.Sequence, Data: es.Data, CreatedAt: created}
+	}
+	return ds.StateJSON, snap, nil
 }
 
 // exportLinksOf is never nil, so that no links encode as [], as an export
@@ -179,6 +230,7 @@ func exportMessageOf(m *sessionv1.Message) exportMessage {
 		Content:      m.GetContent(),
 		MetadataJSON: orEmptyObject(m.GetMetadataJson()),
 		CreatedAt:    formatTime(m.GetCreatedAt()),
+		EventTime:    formatTime(m.GetEventTime()),
 	}
 }
 

@@ -207,7 +207,7 @@ func TestImportValidatesContent(t *testing.T) {
 	for name, edit := range map[string][2]string{
 		"role":     {`"role":"user"`, `"role":"robot"`},
 		"content":  {`"short"`, `"` + strings.Repeat("x", 17) + `"`},
-		"id":       {`"message_id":"`, `"message_id":"m`},
+		"id":       {`"message_id":"`, `"message_id":"m `},
 		"metadata": {`"metadata_json":"{}","created_at"`, `"metadata_json":"[]","created_at"`},
 		"count":    {`"message_count":1`, `"message_count":2`},
 	} {

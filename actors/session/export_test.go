@@ -33,3 +33,16 @@ func OnAccept(s *Service, f func(sessionID string, queued int, inFlight bool)) {
 func SweepStaged(ctx context.Context, s *Service, idle time.Duration) error {
 	return s.sweepStaged(ctx, idle)
 }
+
+// SweepExpired runs one expiry sweep as of now.
+func SweepExpired(ctx context.Context, s *Service, now time.Time) (int, error) {
+	return s.sweepExpired(ctx, now)
+}
+
+// SetTruncateChunk sets the messages one truncation command removes; it
+// returns the previous value. Not for concurrent tests.
+func SetTruncateChunk(n int) int {
+	old := truncateChunk
+	truncateChunk = n
+	return old
+}

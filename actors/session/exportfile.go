@@ -69,8 +69,9 @@ func NewExportFileWriter(w io.Writer) *ExportFileWriter {
 func (f *ExportFileWriter) WriteChunk(c *sessionv1.ExportChunk) error {
 	switch p := c.GetPart().(type) {
 	case *sessionv1.ExportChunk_Header:
+		ds := withStateAndSnapshot(exportSessionOf(p.Header.GetSession()), orEmptyObject(p.Header.GetStateJson()), p.Header.GetSnapshot())
 		if err := f.line(fileHeader{Format: "jsonl", SchemaVersion: p.Header.GetSchemaVersion(),
-			Session: exportSessionOf(p.Header.GetSession()), LinkedPlans: exportLinksOf(p.Header.GetSession())}); err != nil {
+			Session: ds, LinkedPlans: exportLinksOf(p.Header.GetSession())}); err != nil {
 			return err
 		}
 	case *sessionv1.ExportChunk_Page:
@@ -182,9 +183,13 @@ func (f *ExportFileReader) header() (*sessionv1.ImportChunk, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.remaining = h.Session.MessageCount
+	f.remaining, f.next = h.Session.MessageCount, h.Session.FirstSequence
+	state, snap, err := stateAndSnapshotOf(h.Session)
+	if err != nil {
+		return nil, f.errorf("%s", errs.From(err).Msg)
+	}
 	return &sessionv1.ImportChunk{Part: &sessionv1.ImportChunk_Header{Header: &sessionv1.ExportHeader{
-		SchemaVersion: h.SchemaVersion, Session: s,
+		SchemaVersion: h.SchemaVersion, Session: s, StateJson: state, Snapshot: snap,
 	}}}, nil
 }
 
@@ -212,7 +217,8 @@ func (f *ExportFileReader) session(es exportSession, links []exportLink) (*sessi
 	}
 	s := &sessionv1.Session{
 		SessionId: es.SessionID, ActorName: es.ActorName, Namespace: es.Namespace, Automation: es.Automation,
-		MetadataJson: es.MetadataJSON, State: state, MessageCount: es.MessageCount,
+		MetadataJson: es.MetadataJSON, State: state, MessageCount: es.FirstSequence + es.MessageCount,
+		ClientKey: es.ClientKey, FirstSequence: es.FirstSequence,
 		TokenUsage: &sessionv1.TokenUsage{InputTokens: es.TokenUsage.InputTokens, OutputTokens: es.TokenUsage.OutputTokens, Cost: es.TokenUsage.Cost},
 	}
 	var err error
@@ -227,8 +233,13 @@ func (f *ExportFileReader) session(es exportSession, links []exportLink) (*sessi
 			return nil, err
 		}
 	}
-	if es.MessageCount < 0 {
-		return nil, f.errorf("session.message_count is %d", es.MessageCount)
+	if es.MessageCount < 0 || es.FirstSequence < 0 {
+		return nil, f.errorf("session.message_count is %d, first_sequence %d", es.MessageCount, es.FirstSequence)
+	}
+	if es.ExpiresAt != "" {
+		if s.ExpiresAt, err = f.time("session.expires_at", es.ExpiresAt); err != nil {
+			return nil, err
+		}
 	}
 	for _, l := range links {
 		s.LinkedPlans = append(s.LinkedPlans, &sessionv1.LinkedPlan{PlanId: l.PlanID, Phase: l.Phase, State: l.State})
@@ -248,9 +259,15 @@ func (f *ExportFileReader) message(em exportMessage) (*sessionv1.Message, error)
 	if err != nil {
 		return nil, err
 	}
+	var event *timestamppb.Timestamp
+	if em.EventTime != "" {
+		if event, err = f.time("event_time", em.EventTime); err != nil {
+			return nil, err
+		}
+	}
 	f.next++
 	return &sessionv1.Message{MessageId: em.MessageID, Sequence: em.Sequence, Role: role, Content: em.Content,
-		MetadataJson: em.MetadataJSON, CreatedAt: created}, nil
+		MetadataJson: em.MetadataJSON, CreatedAt: created, EventTime: event}, nil
 }
 
 func (f *ExportFileReader) time(field, text string) (*timestamppb.Timestamp, error) {

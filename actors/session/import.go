@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
@@ -48,7 +49,11 @@ func importCommand(d *exportDoc, id string, now time.Time, cfg Config) (*persist
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := importMessages(d.Messages, id, cfg)
+	msgs, err := importMessages(d.Messages, d.Session.FirstSequence, id, cfg)
+	if err != nil {
+		return nil, err
+	}
+	state, snap, err := importStateAndSnapshot(d.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +61,8 @@ func importCommand(d *exportDoc, id string, now time.Time, cfg Config) (*persist
 	if err != nil {
 		return nil, err
 	}
-	return &persistence.CreateSession{Session: sess, Messages: msgs, Audit: []*auditv1.AuditEntry{e}}, nil
+	return &persistence.CreateSession{Session: sess, Messages: msgs, Audit: []*auditv1.AuditEntry{e},
+		State: state, Snapshot: snap}, nil
 }
 
 // importHeader validates the exported session and its links and returns
@@ -82,18 +88,36 @@ func importHeader(ds exportSession, links []exportLink, id string, now time.Time
 	if ds.MessageCount < 0 {
 		return nil, errs.InvalidArgument("session.message_count is %d", ds.MessageCount)
 	}
+	if ds.FirstSequence < 0 {
+		return nil, errs.InvalidArgument("session.first_sequence is %d", ds.FirstSequence)
+	}
+	if err := checkText("session.client_key", ds.ClientKey, maxNameBytes); err != nil {
+		return nil, err
+	}
+	var expires *timestamppb.Timestamp
+	if ds.ExpiresAt != "" {
+		if expires, err = parseTime("session.expires_at", ds.ExpiresAt); err != nil {
+			return nil, err
+		}
+		if err := checkTime("session.expires_at", expires); err != nil {
+			return nil, errs.InvalidArgument("%s", errs.From(err).Msg)
+		}
+	}
 	ts := timestamppb.New(now)
 	sess := &sessionv1.Session{
-		SessionId:    id,
-		ActorName:    c.ActorName,
-		Namespace:    c.Namespace,
-		Automation:   c.Automation,
-		MetadataJson: c.MetadataJson,
-		State:        sessionv1.SessionState_SESSION_STATE_ACTIVE,
-		TokenUsage:   &sessionv1.TokenUsage{InputTokens: tu.InputTokens, OutputTokens: tu.OutputTokens, Cost: tu.Cost},
-		MessageCount: ds.MessageCount,
-		CreatedAt:    ts,
-		UpdatedAt:    ts,
+		ClientKey:     ds.ClientKey,
+		ExpiresAt:     expires,
+		FirstSequence: ds.FirstSequence,
+		SessionId:     id,
+		ActorName:     c.ActorName,
+		Namespace:     c.Namespace,
+		Automation:    c.Automation,
+		MetadataJson:  c.MetadataJson,
+		State:         sessionv1.SessionState_SESSION_STATE_ACTIVE,
+		TokenUsage:    &sessionv1.TokenUsage{InputTokens: tu.InputTokens, OutputTokens: tu.OutputTokens, Cost: tu.Cost},
+		MessageCount:  ds.FirstSequence + ds.MessageCount,
+		CreatedAt:     ts,
+		UpdatedAt:     ts,
 	}
 	if sess.LinkedPlans, err = importLinks(links, id); err != nil {
 		return nil, err
@@ -131,11 +155,11 @@ func importedEntry(sess *sessionv1.Session, sourceID string, now time.Time) (*au
 
 // importMessages validates all messages of a single-document import
 // (importMessage) and refuses a message id used twice.
-func importMessages(in []exportMessage, id string, cfg Config) ([]*sessionv1.Message, error) {
+func importMessages(in []exportMessage, first int64, id string, cfg Config) ([]*sessionv1.Message, error) {
 	out := make([]*sessionv1.Message, len(in))
 	seen := make(map[string]int, len(in))
 	for i, em := range in {
-		m, err := importMessage(i, em, id, cfg)
+		m, err := importMessage(i, first, em, id, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -149,11 +173,18 @@ func importMessages(in []exportMessage, id string, cfg Config) ([]*sessionv1.Mes
 }
 
 // importMessage validates the i-th exported message as an append would and
-// returns the message to store (sequence i, its id and time kept).
+// returns the message to store (sequence first+i, its id and times kept).
 // Uniqueness of its id is its caller's check.
-func importMessage(i int, em exportMessage, id string, cfg Config) (*sessionv1.Message, error) {
-	if em.Sequence != int64(i) {
-		return nil, errs.InvalidArgument("messages[%d].sequence is %d; an export lists sequences 0..n-1 in order", i, em.Sequence)
+func importMessage(i int, first int64, em exportMessage, id string, cfg Config) (*sessionv1.Message, error) {
+	if em.Sequence != first+int64(i) {
+		return nil, errs.InvalidArgument("messages[%d].sequence is %d; an export lists sequences first_sequence.. in order (%d)", i, em.Sequence, first+int64(i))
+	}
+	var event *timestamppb.Timestamp
+	if em.EventTime != "" {
+		var err error
+		if event, err = parseTime("event_time", em.EventTime); err != nil {
+			return nil, errs.InvalidArgument("messages[%d].%s", i, errs.From(err).Msg)
+		}
 	}
 	role, ok := lookup(roleNames, em.Role)
 	if !ok {
@@ -163,7 +194,7 @@ func importMessage(i int, em exportMessage, id string, cfg Config) (*sessionv1.M
 		return nil, errs.InvalidArgument("messages[%d].message_id is empty", i)
 	}
 	nm, err := normalizeMessage(i, &sessionv1.NewMessage{
-		Role: role, Content: em.Content, MetadataJson: em.MetadataJSON, MessageId: em.MessageID,
+		Role: role, Content: em.Content, MetadataJson: em.MetadataJSON, MessageId: em.MessageID, EventTime: event,
 	}, cfg)
 	if err != nil {
 		return nil, err
@@ -179,10 +210,46 @@ func importMessage(i int, em exportMessage, id string, cfg Config) (*sessionv1.M
 	return &sessionv1.Message{
 		SessionId:    id,
 		MessageId:    nm.MessageId,
-		Sequence:     int64(i),
+		Sequence:     first + int64(i),
 		Role:         nm.Role,
 		Content:      nm.Content,
 		MetadataJson: nm.MetadataJson,
 		CreatedAt:    created,
+		EventTime:    nm.EventTime,
 	}, nil
+}
+
+// importStateAndSnapshot validates an export's state (a JSON object within
+// a state's bounds, as the deltas that made it were) and snapshot.
+func importStateAndSnapshot(ds exportSession) (string, *sessionv1.Snapshot, error) {
+	stateJSON, snap, err := stateAndSnapshotOf(ds)
+	if err != nil {
+		return "", nil, err
+	}
+	state := persistence.EmptyState
+	if stateJSON != "" {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(stateJSON), &m); err != nil || m == nil {
+			return "", nil, errs.InvalidArgument("session.state_json is not a JSON object")
+		}
+		d := &sessionv1.StateDelta{SetJson: make(map[string]string, len(m))}
+		for k, v := range m {
+			d.SetJson[k] = string(v)
+		}
+		if d, err = persistence.NormalizeDelta("session.state_json", d); err != nil {
+			return "", nil, err
+		}
+		if state, err = persistence.ApplyDelta("session.state_json", "", d); err != nil {
+			return "", nil, err
+		}
+	}
+	if snap != nil {
+		if len(snap.GetData()) > persistence.MaxSnapshotBytes || snap.GetSequence() < -1 {
+			return "", nil, errs.InvalidArgument("session.snapshot: sequence %d, %d bytes (at most %d)", snap.GetSequence(), len(snap.GetData()), persistence.MaxSnapshotBytes)
+		}
+		if err := checkTime("session.snapshot.created_at", snap.GetCreatedAt()); err != nil {
+			return "", nil, errs.InvalidArgument("%s", errs.From(err).Msg)
+		}
+	}
+	return state, snap, nil
 }

@@ -59,11 +59,15 @@ func (s *Service) ImportFrom(ctx context.Context, next func() (*sessionv1.Import
 	if h.GetSchemaVersion() != SchemaVersion {
 		return nil, errs.InvalidArgument("schema_version %q is not supported; want %q", clip(h.GetSchemaVersion()), SchemaVersion)
 	}
-	ds, links := exportSessionOf(h.GetSession()), exportLinksOf(h.GetSession())
+	ds := withStateAndSnapshot(exportSessionOf(h.GetSession()), orEmptyObject(h.GetStateJson()), h.GetSnapshot())
+	links := exportLinksOf(h.GetSession())
 	im := &streamedImport{s: s, ds: ds, next: next}
 	sess, err := importHeader(ds, links, ids.New(), time.Now().UTC(), s.env.cfg)
 	if err != nil {
 		return nil, err
+	}
+	if _, _, err := importStateAndSnapshot(ds); err != nil {
+		return nil, err // refused before anything is staged
 	}
 	im.sess = sess
 	im.hash, im.sum = newHashingWriter(nil)
@@ -126,7 +130,11 @@ func (im *streamedImport) run(ctx context.Context, links []exportLink) (*session
 	im.epoch = res.Epoch
 	staged := proto.CloneOf(im.sess)
 	staged.State, staged.MessageCount = persistence.SessionStateStaged, 0
-	if _, err := im.apply(ctx, &persistence.CreateSession{Epoch: im.epoch, Session: staged}); err != nil {
+	state, snap, err := importStateAndSnapshot(im.ds)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := im.apply(ctx, &persistence.CreateSession{Epoch: im.epoch, Session: staged, State: state, Snapshot: snap}); err != nil {
 		return nil, err
 	}
 	var trailer *sessionv1.ExportTrailer
@@ -196,7 +204,7 @@ func (im *streamedImport) page(ctx context.Context, msgs []*sessionv1.Message) e
 		if err := im.hash.message(em); err != nil {
 			return err
 		}
-		m, err := importMessage(int(i), em, im.sess.SessionId, im.s.env.cfg)
+		m, err := importMessage(int(i), im.ds.FirstSequence, em, im.sess.SessionId, im.s.env.cfg)
 		if err != nil {
 			return err
 		}
@@ -220,7 +228,7 @@ func (im *streamedImport) flush(ctx context.Context) error {
 		return nil
 	}
 	res, err := im.apply(ctx, &persistence.AppendMessages{Epoch: im.epoch, SessionID: im.sess.SessionId,
-		NextSequence: im.stored, Turns: im.batch, UpdatedAt: time.Now().UTC()})
+		NextSequence: im.ds.FirstSequence + im.stored, Turns: im.batch, UpdatedAt: time.Now().UTC()})
 	if err != nil {
 		return err
 	}
@@ -233,7 +241,7 @@ func (im *streamedImport) flush(ctx context.Context) error {
 			return errs.InvalidArgument("messages[%d].message_id %s repeats an earlier message", i, im.batch[j].Messages[0].MessageId)
 		}
 	}
-	if want := im.stored + int64(len(im.batch)); res.NextSequence != want {
+	if want := im.ds.FirstSequence + im.stored + int64(len(im.batch)); res.NextSequence != want {
 		return errs.Internal("import of session %s: staged up to sequence %d, want %d", im.sess.SessionId, res.NextSequence, want)
 	}
 	im.stored += int64(len(im.batch))

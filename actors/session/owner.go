@@ -37,6 +37,7 @@ type owner struct {
 	env *env
 
 	sess  *sessionv1.Session // nil: the session does not exist
+	state string             // the session's state (JSON object) as last committed
 	stale bool
 
 	epoch  int64 // 0 until the activation committed
@@ -203,7 +204,7 @@ func (o *owner) pump(ctx actor.Context) {
 				continue
 			}
 		}
-		if _, ok := o.queue[0].msg.(*sessionv1.AppendRequest); ok {
+		if _, ok := asAppend(o.queue[0].msg); ok {
 			o.startAppends(ctx)
 		} else {
 			o.startOne(ctx, o.pop())
@@ -245,6 +246,11 @@ func (o *owner) load() error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.env.cfg.AskTimeout)
 	defer cancel()
 	s, err := o.env.reader.GetSession(ctx, o.id)
+	if err == nil {
+		// The state is read after the session: both are this owner's,
+		// and nothing writes them while it loads (see above).
+		o.state, _, err = o.env.reader.GetSessionState(ctx, o.id)
+	}
 	switch {
 	case err == nil:
 		o.sess = s

@@ -9,6 +9,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/persistence"
 )
 
 // Reads run on the store's read-only connections, never through a session
@@ -16,10 +17,27 @@ import (
 // queue behind a busy session's writes.
 
 func (s *Service) get(ctx context.Context, req *sessionv1.GetSessionRequest) (*sessionv1.GetSessionResponse, error) {
-	if err := ids.Check("session_id", req.GetSessionId()); err != nil {
+	id := req.GetSessionId()
+	if id == "" && req.GetClientKey() != "" {
+		// By client key: one index lookup, then the read by id.
+		ns := req.GetNamespace()
+		if ns == "" {
+			ns = defaultNamespace
+		}
+		if err := checkText("client_key", req.GetClientKey(), maxNameBytes); err != nil {
+			return nil, err
+		}
+		if err := checkText("namespace", ns, maxNameBytes); err != nil {
+			return nil, err
+		}
+		var err error
+		if id, err = s.env.reader.FindSession(ctx, ns, req.GetClientKey()); err != nil {
+			return nil, errs.From(err)
+		}
+	} else if err := ids.Check("session_id", id); err != nil {
 		return nil, err
 	}
-	sess, err := s.env.reader.GetSession(ctx, req.GetSessionId())
+	sess, err := s.env.reader.GetSession(ctx, id)
 	if err != nil {
 		return nil, errs.From(err)
 	}
@@ -62,7 +80,17 @@ func (s *Service) listMessages(ctx context.Context, req *sessionv1.ListMessagesR
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := s.env.reader.ListMessages(ctx, req.GetSessionId(), from, limit)
+	f := persistence.MessageFilter{SessionID: req.GetSessionId(), From: from, Limit: limit, Last: int(req.GetLast())}
+	if f.After, err = timeBound("after_time", req.GetAfterTime()); err != nil {
+		return nil, err
+	}
+	if f.Before, err = timeBound("before_time", req.GetBeforeTime()); err != nil {
+		return nil, err
+	}
+	if req.GetLast() < 0 {
+		return nil, errs.InvalidArgument("last %d is negative", req.GetLast())
+	}
+	msgs, err := s.env.reader.ListMessagesWhere(ctx, f)
 	if err != nil {
 		return nil, errs.From(err)
 	}
@@ -142,16 +170,29 @@ func (s *Service) exportTo(ctx context.Context, req *sessionv1.ExportSessionRequ
 		return errs.From(err)
 	}
 	id, n := sess.GetSessionId(), sess.GetMessageCount()
+	// The state and the snapshot are read after the session: an export
+	// is not one snapshot of the store (appends may follow the session's
+	// read), but each part is as committed.
+	state, _, err := s.env.reader.GetSessionState(ctx, id)
+	if err != nil {
+		return errs.From(err)
+	}
+	snap, err := s.env.reader.GetSnapshot(ctx, id)
+	if err != nil {
+		return errs.From(err)
+	}
 	cw, sum := newHashingWriter(doc)
-	if err := cw.begin(exportSessionOf(sess)); err != nil {
+	if err := cw.begin(withStateAndSnapshot(exportSessionOf(sess), state, snap)); err != nil {
 		return err
 	}
-	if err := send(&sessionv1.ExportChunk{Part: &sessionv1.ExportChunk_Header{Header: &sessionv1.ExportHeader{
-		SchemaVersion: SchemaVersion, Session: sess,
-	}}}); err != nil {
+	header := &sessionv1.ExportHeader{SchemaVersion: SchemaVersion, Session: sess, Snapshot: snap}
+	if state != persistence.EmptyState {
+		header.StateJson = state
+	}
+	if err := send(&sessionv1.ExportChunk{Part: &sessionv1.ExportChunk_Header{Header: header}}); err != nil {
 		return err
 	}
-	for next := int64(0); next < n; {
+	for next := sess.GetFirstSequence(); next < n; {
 		page, err := s.env.reader.ListMessages(ctx, id, next, maxPageSize)
 		if err != nil {
 			return errs.From(err)
@@ -169,7 +210,8 @@ func (s *Service) exportTo(ctx context.Context, req *sessionv1.ExportSessionRequ
 				break
 			}
 			if m.GetSequence() != next {
-				return errs.Internal("session %s: message sequence %d where %d was expected", id, m.GetSequence(), next)
+				// Truncated while it was read.
+				return errs.Unavailable("session %s: message %d was removed (truncated) during the export; retry", id, next)
 			}
 			if err := cw.message(exportMessageOf(m)); err != nil {
 				return err

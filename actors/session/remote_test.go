@@ -7,6 +7,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -86,5 +87,48 @@ func TestRemoteStyleRequests(t *testing.T) {
 	}
 	if msgs := n.messages(t, id); len(msgs) != 2 {
 		t.Fatalf("refused remote requests changed the session: %d messages", len(msgs))
+	}
+}
+
+// Issue 18's requests reach the owner and the readers from remote senders
+// too, validated by the session actor; a refused conditional append's
+// current sequence survives the trip in the error's message.
+func TestRemoteStyleStateRequests(t *testing.T) {
+	n := startNode(t, memURL(t), session.Config{}, nil)
+	ask := func(msg proto.Message) any {
+		t.Helper()
+		r, err := n.sys.Root.RequestFuture(n.svc.PID(), msg, time30s).Result()
+		if err != nil {
+			t.Fatalf("%T: %v", msg, err)
+		}
+		return r
+	}
+	cr := ask(&sessionv1.CreateSessionRequest{ClientKey: "remote-key"}).(*sessionv1.CreateSessionResponse)
+	id := cr.GetSession().GetSessionId()
+	if u, ok := ask(&sessionv1.UpdateStateRequest{SessionId: id, StateDelta: delta("a", "1")}).(*sessionv1.UpdateStateResponse); !ok || u.GetStateJson() != `{"a":1}` {
+		t.Fatalf("update state answered %v", u)
+	}
+	if g, ok := ask(&sessionv1.GetStateRequest{SessionId: id}).(*sessionv1.GetStateResponse); !ok || g.GetStateJson() != `{"a":1}` {
+		t.Fatalf("get state answered %v", g)
+	}
+	if g, ok := ask(&sessionv1.GetSessionRequest{ClientKey: "remote-key"}).(*sessionv1.GetSessionResponse); !ok || g.GetSession().GetSessionId() != id {
+		t.Fatalf("get by key answered %v", g)
+	}
+	if _, ok := ask(&sessionv1.PutSnapshotRequest{SessionId: id, Sequence: -1, Data: []byte("s")}).(*sessionv1.PutSnapshotResponse); !ok {
+		t.Fatal("put snapshot refused")
+	}
+	if s, ok := ask(&sessionv1.GetSnapshotRequest{SessionId: id}).(*sessionv1.GetSnapshotResponse); !ok || string(s.GetSnapshot().GetData()) != "s" {
+		t.Fatalf("get snapshot answered %v", s)
+	}
+	five := int64(5)
+	err := remoteErr(t, ask(&sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{userMsg("x")}, ExpectedNextSequence: &five}))
+	wantCode(t, err, errs.FailedPreconditionCode)
+	if next, ok := persistence.NextSequenceOf(err); !ok || next != 0 {
+		t.Fatalf("next sequence from a remote refusal: %d %v (%v)", next, ok, err)
+	}
+	wantCode(t, remoteErr(t, ask(&sessionv1.UpdateStateRequest{SessionId: id, StateDelta: delta("a", "{")})), errs.InvalidArgumentCode)
+	wantCode(t, remoteErr(t, ask(&sessionv1.TruncateRequest{SessionId: id, ThroughSequence: -1})), errs.InvalidArgumentCode)
+	if tr, ok := ask(&sessionv1.TruncateRequest{SessionId: id, ThroughSequence: 3}).(*sessionv1.TruncateResponse); !ok || tr.GetMessagesRemoved() != 0 {
+		t.Fatalf("truncate answered %v", tr)
 	}
 }

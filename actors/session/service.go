@@ -87,6 +87,9 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 	s.pid = pid
 	s.stopSweep = make(chan struct{})
 	go s.sweeper(s.stopSweep)
+	if s.env.cfg.ExpirySweepInterval > 0 {
+		go s.expirySweeper(s.stopSweep)
+	}
 	return s, nil
 }
 
@@ -171,6 +174,16 @@ func routeKey(msg proto.Message) (string, bool, error) {
 		id = m.GetSessionId()
 	case *sessionv1.LinkPlanRequest:
 		id = m.GetSessionId()
+	case *sessionv1.UpdateStateRequest:
+		id = m.GetSessionId()
+	case *sessionv1.TruncateRequest:
+		id = m.GetSessionId()
+	case *sessionv1.PutSnapshotRequest:
+		id = m.GetSessionId()
+	case *sessionv1.DeleteSnapshotRequest:
+		id = m.GetSessionId()
+	case *sessionv1.SetExpiryRequest:
+		id = m.GetSessionId()
 	default:
 		return "", false, nil
 	}
@@ -192,6 +205,16 @@ func normalize(msg proto.Message, cfg Config) (proto.Message, error) {
 		return m, checkTokenUsage(m)
 	case *sessionv1.LinkPlanRequest:
 		return normalizeLink(m)
+	case *sessionv1.UpdateStateRequest:
+		return normalizeUpdateState(m)
+	case *sessionv1.TruncateRequest:
+		return normalizeTruncate(m)
+	case *sessionv1.PutSnapshotRequest:
+		return normalizePutSnapshot(m)
+	case *sessionv1.DeleteSnapshotRequest:
+		return normalizeDeleteSnapshot(m)
+	case *sessionv1.SetExpiryRequest:
+		return normalizeSetExpiry(m)
 	case *sessionv1.CloseSessionRequest, *sessionv1.DeleteSessionRequest:
 		return m, nil // routeKey checked the id, the only field
 	}
@@ -218,6 +241,10 @@ func (s *Service) unkeyed(c *directory.Call) {
 		resp, err = s.export(ctx, m)
 	case *sessionv1.ImportSessionRequest:
 		resp, err = s.importSession(ctx, m)
+	case *sessionv1.GetStateRequest:
+		resp, err = s.getState(ctx, m)
+	case *sessionv1.GetSnapshotRequest:
+		resp, err = s.getSnapshot(ctx, m)
 	default:
 		err = errs.InvalidArgument("the sessions service cannot serve %T", c.Msg)
 	}

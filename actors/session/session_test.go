@@ -73,7 +73,10 @@ func TestValidationErrorsStoreNothing(t *testing.T) {
 		{"invalid UTF-8", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{userMsg("ok"), userMsg("bad \xff")}}, errs.InvalidArgumentCode},
 		{"metadata an array", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{{Role: sessionv1.Role_ROLE_TOOL, Content: "x", MetadataJson: `[1]`}}}, errs.InvalidArgumentCode},
 		{"metadata not JSON", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{{Role: sessionv1.Role_ROLE_TOOL, Content: "x", MetadataJson: `{"a":`}}}, errs.InvalidArgumentCode},
-		{"malformed message id", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{{Role: sessionv1.Role_ROLE_USER, MessageId: "m1"}}}, errs.InvalidArgumentCode},
+		// A client's own id may be any printable ASCII without spaces
+		// (1-128 bytes); neither a ULID nor that is refused.
+		{"malformed message id", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{{Role: sessionv1.Role_ROLE_USER, MessageId: "m 1"}}}, errs.InvalidArgumentCode},
+		{"message id too long", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{{Role: sessionv1.Role_ROLE_USER, MessageId: strings.Repeat("m", 129)}}}, errs.InvalidArgumentCode},
 		{"message id twice", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{
 			{Role: sessionv1.Role_ROLE_USER, MessageId: mid}, {Role: sessionv1.Role_ROLE_ASSISTANT, MessageId: mid}}}, errs.InvalidArgumentCode},
 		{"unknown session", &sessionv1.AppendRequest{SessionId: ids.New(), Messages: []*sessionv1.NewMessage{userMsg("x")}}, errs.NotFoundCode},

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -69,12 +70,27 @@ func normalizeCreate(req *sessionv1.CreateSessionRequest, cfg Config) (*sessionv
 	if err != nil {
 		return nil, err
 	}
+	if err := checkText("client_key", req.GetClientKey(), maxNameBytes); err != nil {
+		return nil, err
+	}
+	exp, err := expiry(req.GetExpiresAt(), req.GetTtl(), time.Now())
+	if err != nil {
+		return nil, err
+	}
+	sd, scopes, err := normalizeDeltas(req.GetStateDelta(), req.GetScopeDeltas())
+	if err != nil {
+		return nil, err
+	}
 	return &sessionv1.CreateSessionRequest{
 		SessionId:    id,
 		ActorName:    req.GetActorName(),
 		Namespace:    ns,
 		Automation:   req.GetAutomation(),
 		MetadataJson: md,
+		ClientKey:    req.GetClientKey(),
+		ExpiresAt:    exp,
+		StateDelta:   sd,
+		ScopeDeltas:  toScopeDeltas(scopes),
 	}, nil
 }
 
@@ -109,26 +125,40 @@ func normalizeMessage(i int, m *sessionv1.NewMessage, cfg Config) (*sessionv1.Ne
 	id := m.GetMessageId()
 	if id == "" {
 		id = ids.New()
-	} else if err := ids.Check("message_id", id); err != nil {
+	} else if err := checkMessageID(id); err != nil {
 		return nil, errs.InvalidArgument("messages[%d].%s", i, errs.From(err).Msg)
 	}
-	return &sessionv1.NewMessage{Role: m.GetRole(), Content: m.GetContent(), MetadataJson: md, MessageId: id}, nil
+	if err := checkTime("event_time", m.GetEventTime()); err != nil {
+		return nil, errs.InvalidArgument("messages[%d].%s", i, errs.From(err).Msg)
+	}
+	return &sessionv1.NewMessage{Role: m.GetRole(), Content: m.GetContent(), MetadataJson: md, MessageId: id, EventTime: m.GetEventTime()}, nil
 }
 
-// normalizeAppend validates a turn: 1..MaxTurnMessages messages, each
-// valid, no message id twice.
+// normalizeAppend validates a turn: 1..MaxTurnMessages messages (or none,
+// when it carries a delta), each valid, no message id twice.
 func normalizeAppend(req *sessionv1.AppendRequest, cfg Config) (*sessionv1.AppendRequest, error) {
 	if err := ids.Check("session_id", req.GetSessionId()); err != nil {
 		return nil, err
 	}
+	sd, scopes, err := normalizeDeltas(req.GetStateDelta(), req.GetScopeDeltas())
+	if err != nil {
+		return nil, err
+	}
+	if err := checkExpected("expected_next_sequence", req.ExpectedNextSequence); err != nil {
+		return nil, err
+	}
 	n := len(req.GetMessages())
-	if n == 0 {
-		return nil, errs.InvalidArgument("messages is empty; a turn has at least one message")
+	if n == 0 && sd == nil && len(scopes) == 0 {
+		return nil, errs.InvalidArgument("messages is empty; a turn has at least one message (or a state change)")
 	}
 	if n > cfg.MaxTurnMessages {
 		return nil, errs.InvalidArgument("messages has %d entries; at most %d per turn", n, cfg.MaxTurnMessages)
 	}
-	out := &sessionv1.AppendRequest{SessionId: req.GetSessionId(), Messages: make([]*sessionv1.NewMessage, n)}
+	out := &sessionv1.AppendRequest{SessionId: req.GetSessionId(), Messages: make([]*sessionv1.NewMessage, n),
+		StateDelta: sd, ExpectedNextSequence: req.ExpectedNextSequence}
+	if len(scopes) > 0 {
+		out.ScopeDeltas = toScopeDeltas(scopes)
+	}
 	for i, m := range req.GetMessages() {
 		nm, err := normalizeMessage(i, m, cfg)
 		if err != nil {

@@ -31,13 +31,24 @@ func (o *owner) startAppends(ctx actor.Context) {
 		size    int
 	)
 	for len(o.queue) > 0 && len(carried) < maxTurnsPerWrite && size < maxBytesPerWrite {
-		a, ok := o.queue[0].msg.(*sessionv1.AppendRequest)
+		a, ok := asAppend(o.queue[0].msg)
 		if !ok {
+			break
+		}
+		if a.ExpectedNextSequence != nil && len(carried) > 0 {
+			// A conditional append is decided against the committed
+			// next sequence, so it leads a write of its own: the turns
+			// carried before it may turn out to be retries, which
+			// store nothing.
 			break
 		}
 		r := o.pop()
 		if err := o.appendable(); err != nil {
 			r.reply(nil, err)
+			continue
+		}
+		if a.ExpectedNextSequence != nil && *a.ExpectedNextSequence != o.sess.MessageCount {
+			r.reply(nil, &persistence.SequenceMismatchError{SessionID: o.id, Expected: *a.ExpectedNextSequence, Next: o.sess.MessageCount})
 			continue
 		}
 		t, n, err := o.turn(a, ts, now)
@@ -53,7 +64,7 @@ func (o *owner) startAppends(ctx actor.Context) {
 		return
 	}
 	first := o.sess.MessageCount
-	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, NextSequence: first, Turns: turns, UpdatedAt: now}
+	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, NextSequence: first, State: o.state, Turns: turns, UpdatedAt: now}
 	o.submit(ctx, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
 }
 
@@ -69,7 +80,10 @@ func (o *owner) appendable() error {
 
 // turn converts one normalised append into a Turn; n estimates its bytes.
 func (o *owner) turn(a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now time.Time) (persistence.Turn, int, error) {
-	t := persistence.Turn{Messages: make([]*sessionv1.Message, len(a.Messages))}
+	t := persistence.Turn{Messages: make([]*sessionv1.Message, len(a.Messages)), State: a.StateDelta}
+	if len(a.ScopeDeltas) > 0 {
+		t.Scopes = fromScopeDeltas(a.ScopeDeltas)
+	}
 	n := 0
 	for i, m := range a.Messages {
 		t.Messages[i] = &sessionv1.Message{
@@ -79,6 +93,7 @@ func (o *owner) turn(a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now 
 			Content:      m.Content,
 			MetadataJson: m.MetadataJson,
 			CreatedAt:    ts,
+			EventTime:    m.EventTime,
 		}
 		n += len(m.Content) + len(m.MetadataJson)
 	}
@@ -111,13 +126,22 @@ func (o *owner) appended(carried []*request, first int64, ts *timestamppb.Timest
 		return
 	}
 	next, stored := first, false
+	// state follows the stored turns' deltas only to answer UpdateState
+	// with the state its own write left; the owner's state is the
+	// store's (res.State), as its next sequence is.
+	state, track := o.state, false
+	for _, r := range carried {
+		_, u := r.msg.(*sessionv1.UpdateStateRequest)
+		track = track || u
+	}
 	for i, r := range carried {
 		tr := res.Turns[i]
 		if tr.Err != nil {
 			r.reply(nil, tr.Err)
 			continue
 		}
-		resp, err := appendResponse(r.msg.(*sessionv1.AppendRequest), tr)
+		a, _ := asAppend(r.msg)
+		resp, err := appendResponse(a, tr)
 		if err != nil {
 			o.stale = true
 			r.reply(nil, err)
@@ -131,6 +155,24 @@ func (o *owner) appended(carried []*request, first int64, ts *timestamppb.Timest
 				}
 				next++
 			}
+			resp.NextSequence = next
+		} else {
+			resp.NextSequence = res.NextSequence
+		}
+		if u, ok := r.msg.(*sessionv1.UpdateStateRequest); ok {
+			if !tr.Duplicate && u.StateDelta != nil {
+				if state, err = persistence.ApplyDelta("session "+o.id, state, u.StateDelta); err != nil {
+					o.stale = true
+				}
+			}
+			r.reply(&sessionv1.UpdateStateResponse{StateJson: state, NextSequence: resp.NextSequence}, nil)
+			continue
+		}
+		if track && !tr.Duplicate && a.StateDelta != nil {
+			// Only to answer a later UpdateState of this write.
+			if state, err = persistence.ApplyDelta("session "+o.id, state, a.StateDelta); err != nil {
+				o.stale = true
+			}
 		}
 		r.reply(resp, nil)
 	}
@@ -138,6 +180,9 @@ func (o *owner) appended(carried []*request, first int64, ts *timestamppb.Timest
 		o.stale = true
 	}
 	o.sess.MessageCount = res.NextSequence
+	if res.State != "" {
+		o.state = res.State
+	}
 	if stored {
 		o.sess.UpdatedAt = ts
 	}
@@ -205,11 +250,24 @@ func (o *owner) startOne(ctx actor.Context, r *request) {
 	case *sessionv1.CloseSessionRequest:
 		o.close(ctx, r)
 	case *sessionv1.DeleteSessionRequest:
+		if m.OnlyIfExpired && (o.sess == nil || !expired(o.sess, time.Now())) {
+			// The sweep's delete loses to a SetExpiry that came first.
+			r.reply(nil, errs.FailedPrecondition("session %s has not expired", o.id))
+			return
+		}
 		o.delete(ctx, r)
 	case *sessionv1.UpdateTokenUsageRequest:
 		o.addTokens(ctx, r, m)
 	case *sessionv1.LinkPlanRequest:
 		o.link(ctx, r, m)
+	case *sessionv1.TruncateRequest:
+		o.truncate(ctx, r, m, 0)
+	case *sessionv1.PutSnapshotRequest:
+		o.putSnapshot(ctx, r, m)
+	case *sessionv1.DeleteSnapshotRequest:
+		o.deleteSnapshot(ctx, r, m)
+	case *sessionv1.SetExpiryRequest:
+		o.setExpiry(ctx, r, m)
 	default:
 		r.reply(nil, errs.InvalidArgument("a session actor cannot serve %T", r.msg))
 	}
@@ -217,7 +275,8 @@ func (o *owner) startOne(ctx actor.Context, r *request) {
 
 func sameSession(s *sessionv1.Session, c *sessionv1.CreateSessionRequest) bool {
 	return s.GetActorName() == c.ActorName && s.GetNamespace() == c.Namespace &&
-		s.GetAutomation() == c.Automation && s.GetMetadataJson() == c.MetadataJson
+		s.GetAutomation() == c.Automation && s.GetMetadataJson() == c.MetadataJson &&
+		s.GetClientKey() == c.ClientKey
 }
 
 func (o *owner) create(ctx actor.Context, r *request, c *sessionv1.CreateSessionRequest) {
@@ -241,6 +300,13 @@ func (o *owner) create(ctx actor.Context, r *request, c *sessionv1.CreateSession
 		TokenUsage:   &sessionv1.TokenUsage{},
 		CreatedAt:    ts,
 		UpdatedAt:    ts,
+		ClientKey:    c.ClientKey,
+		ExpiresAt:    c.ExpiresAt,
+	}
+	state, err := persistence.ApplyDelta("session "+o.id, "", c.StateDelta)
+	if err != nil {
+		r.reply(nil, err)
+		return
 	}
 	e, err := newEntry(audit.EventSessionCreated, o.id, c.ActorName, "",
 		map[string]any{"namespace": c.Namespace, "automation": c.Automation}, now)
@@ -248,14 +314,15 @@ func (o *owner) create(ctx actor.Context, r *request, c *sessionv1.CreateSession
 		r.reply(nil, err)
 		return
 	}
-	cmd := &persistence.CreateSession{Epoch: o.epoch, Session: s, Audit: []*auditv1.AuditEntry{e}}
+	cmd := &persistence.CreateSession{Epoch: o.epoch, Session: s, Audit: []*auditv1.AuditEntry{e},
+		State: state, Scopes: fromScopeDeltas(c.ScopeDeltas)}
 	o.submit(ctx, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
 			r.reply(nil, res.Err)
 			return
 		}
-		o.sess = s
+		o.sess, o.state = s, state
 		r.reply(&sessionv1.CreateSessionResponse{Session: o.snapshot(), Created: true}, nil)
 	})
 }
@@ -300,7 +367,11 @@ func (o *owner) delete(ctx actor.Context, r *request) {
 		r.reply(nil, o.notFound())
 		return
 	}
-	e, err := o.entry(audit.EventSessionDeleted, "", map[string]any{"messages": o.sess.GetMessageCount()}, time.Now().UTC())
+	details := map[string]any{"messages": o.sess.GetMessageCount()}
+	if m, ok := r.msg.(*sessionv1.DeleteSessionRequest); ok && m.OnlyIfExpired {
+		details["reason"] = "expired"
+	}
+	e, err := o.entry(audit.EventSessionDeleted, "", details, time.Now().UTC())
 	if err != nil {
 		r.reply(nil, err)
 		return

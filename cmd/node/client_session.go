@@ -17,6 +17,7 @@ import (
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 func newSessionCommand() *cobra.Command {
@@ -27,6 +28,7 @@ func newSessionCommand() *cobra.Command {
 		sessionCreateCmd(o), sessionGetCmd(o), sessionListCmd(o), sessionAppendCmd(o),
 		sessionMessagesCmd(o), sessionCloseCmd(o), sessionDeleteCmd(o), sessionExportCmd(o),
 		sessionImportCmd(o), sessionUsageCmd(o), sessionLinkPlanCmd(o),
+		sessionStateCmd(o), sessionTruncateCmd(o), sessionSnapshotCmd(o), sessionExpireCmd(o),
 	)
 	return c
 }
@@ -39,7 +41,19 @@ func sessionCreateCmd(o *clientOptions) *cobra.Command {
 	c.Flags().StringVar(&req.Namespace, "namespace", "", `namespace (default "local")`)
 	c.Flags().StringVar(&req.Automation, "automation", "", "automation profile name")
 	c.Flags().StringVar(&req.MetadataJson, "metadata", "", "metadata, a JSON object")
+	c.Flags().StringVar(&req.ClientKey, "client-key", "", "the client's name for the session, unique in its namespace")
+	var ttl time.Duration
+	c.Flags().DurationVar(&ttl, "ttl", 0, "delete the session this long after its creation (e.g. 720h)")
+	var d deltaFlags
+	d.register(c)
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if cmd.Flags().Changed("ttl") {
+			req.Ttl = durationpb.New(ttl)
+		}
+		var err error
+		if req.StateDelta, req.ScopeDeltas, err = d.deltas(cmd); err != nil {
+			return err
+		}
 		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
 			return sessionv1.NewSessionServiceClient(cl.conn).Create(ctx, req)
 		})
@@ -54,11 +68,13 @@ func sessionFlag(c *cobra.Command, p *string) {
 
 func sessionGetCmd(o *clientOptions) *cobra.Command {
 	req := &sessionv1.GetSessionRequest{}
-	c := &cobra.Command{Use: "get", Short: "Show a session"}
+	c := &cobra.Command{Use: "get", Short: "Show a session (by --session, or by --client-key in --namespace)"}
 	sessionFlag(c, &req.SessionId)
+	c.Flags().StringVar(&req.ClientKey, "client-key", "", "find the session by its client key instead")
+	c.Flags().StringVar(&req.Namespace, "namespace", "", `the client key's namespace (default "local")`)
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
-		if err := requireFlags(cmd, "session"); err != nil {
-			return err
+		if (req.SessionId == "") == (req.ClientKey == "") {
+			return usagef(cmd, "give --session or --client-key")
 		}
 		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
 			return sessionv1.NewSessionServiceClient(cl.conn).Get(ctx, req)
@@ -116,11 +132,30 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 	c.Flags().StringVar(&metadata, "metadata", "", "metadata of the message, a JSON object")
 	c.Flags().StringArrayVar(&pairs, "message", nil, "a message as role=content; repeat for a multi-message turn")
 	c.Flags().StringVar(&file, "file", "", "JSON file with the turn's messages (- for stdin)")
+	var (
+		d         deltaFlags
+		expect    int64
+		eventTime string
+	)
+	d.register(c)
+	c.Flags().Int64Var(&expect, "expect", 0, "append only if the session's next sequence is this")
+	c.Flags().StringVar(&eventTime, "event-time", "", "the client's time of the message (RFC 3339), with --role/--content")
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
 		if err := requireFlags(cmd, "session"); err != nil {
 			return err
 		}
 		req := &sessionv1.AppendRequest{SessionId: sessionID}
+		var err error
+		if req.StateDelta, req.ScopeDeltas, err = d.deltas(cmd); err != nil {
+			return err
+		}
+		if cmd.Flags().Changed("expect") {
+			req.ExpectedNextSequence = &expect
+		}
+		event, err := timeFlag(cmd, "event-time", eventTime)
+		if err != nil {
+			return err
+		}
 		single := cmd.Flags().Changed("role") || cmd.Flags().Changed("content")
 		sources := 0
 		for _, set := range []bool{single, len(pairs) > 0, file != ""} {
@@ -142,7 +177,7 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return usagef(cmd, "%v", err)
 			}
-			req.Messages = []*sessionv1.NewMessage{{Role: r, Content: content, MessageId: messageID, MetadataJson: metadata}}
+			req.Messages = []*sessionv1.NewMessage{{Role: r, Content: content, MessageId: messageID, MetadataJson: metadata, EventTime: event}}
 		case len(pairs) > 0:
 			for _, p := range pairs {
 				rs, text, ok := strings.Cut(p, "=")
@@ -206,8 +241,19 @@ func sessionMessagesCmd(o *clientOptions) *cobra.Command {
 	c.Flags().Int64Var(&req.FromSequence, "from", 0, "first sequence to list")
 	c.Flags().Int32Var(&req.Limit, "limit", 0, "page size (default 100, at most 1000; a page also stops at about 1 MiB of messages)")
 	c.Flags().BoolVar(&all, "all", false, "fetch every page")
+	var after, before string
+	c.Flags().StringVar(&after, "after", "", "only messages whose event time is after this (RFC 3339)")
+	c.Flags().StringVar(&before, "before", "", "only messages whose event time is before this (RFC 3339)")
+	c.Flags().Int32Var(&req.Last, "last", 0, "only the last N messages (of those selected), in one reply")
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
 		if err := requireFlags(cmd, "session"); err != nil {
+			return err
+		}
+		var err error
+		if req.AfterTime, err = timeFlag(cmd, "after", after); err != nil {
+			return err
+		}
+		if req.BeforeTime, err = timeFlag(cmd, "before", before); err != nil {
 			return err
 		}
 		api := sessionv1.NewSessionServiceClient(cl.conn)

@@ -86,7 +86,7 @@ func (a *applier) pipeFence(kind persistence.OwnerKind, id string, epoch int64) 
 // moves it, and answers how many messages went in and whether the session
 // row matched. A stale or skipping sequence fails there (or on the
 // sequence key); a missing session matches no row.
-const pipeTurnSQL = `WITH ins AS (` + insertMessagesSQL + `
+var pipeTurnSQL = `WITH ins AS (` + strings.Replace(insertMessagesSQL, "$E", "$12", 1) + `
 	ON CONFLICT (session_id, message_id) DO NOTHING RETURNING 1),
 upd AS (UPDATE sessions SET next_sequence = next_sequence + (SELECT count(*) FROM ins),
 	updated_at = CASE WHEN $8::boolean THEN $10::bigint ELSE updated_at END
@@ -104,11 +104,35 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
 	checked := false
+	cur := c.State
 	for i := range c.Turns {
 		t := &c.Turns[i]
 		if err := checkTurn(c.SessionID, t); err != nil {
 			res.Turns[i].Err = err
 			continue
+		}
+		// Deltas are applied as if every turn were new, as the rest of
+		// the pipeline assumes; a retried turn fails its check, and the
+		// replay applies only the new turns' deltas.
+		if t.HasDelta() {
+			after, scopes, err := a.turnDeltas(c.SessionID, cur, t)
+			if err != nil {
+				if !persistence.IsCommandError(err) {
+					return persistence.Result{}, err
+				}
+				res.Turns[i].Err = err
+				continue
+			}
+			at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+			if err != nil {
+				return persistence.Result{}, persistence.Of("session", c.SessionID, err)
+			}
+			if err := a.writeScopes(scopes, at); err != nil {
+				return persistence.Result{}, err
+			}
+			if after != "" {
+				cur, res.State = after, after
+			}
 		}
 		rows, err := newMessageRows(t.Messages, next)
 		if err != nil {
@@ -120,7 +144,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			return persistence.Result{}, persistence.Of("session", c.SessionID, err)
 		}
 		want := int64(len(t.Messages))
-		args := append(rows.args(c.SessionID), !c.UpdatedAt.IsZero(), want, updatedAt, next)
+		args := append(rows.args(c.SessionID), !c.UpdatedAt.IsZero(), want, updatedAt, next, rows.events)
 		a.queue(pipeTurnSQL, args...).QueryRow(func(row pgx.Row) error {
 			var inserted, updated int64
 			if err := row.Scan(&inserted, &updated); err != nil || inserted != want || updated != 1 {
@@ -150,6 +174,9 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 				}
 				return nil
 			})
+	}
+	if res.State != "" {
+		a.queue(setStateSQL, c.SessionID, res.State)
 	}
 	res.NextSequence = next
 	return res, nil

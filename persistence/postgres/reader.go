@@ -51,7 +51,7 @@ func (q *query) whereClause() string {
 // with NULL link columns. The inner query picks the sessions.
 const sessionSelect = `SELECT s.session_id, s.actor_name, s.namespace, s.automation, s.metadata_json, s.state,
 	s.input_tokens, s.output_tokens, s.cost, s.created_at, s.updated_at, s.closed_at, s.next_sequence,
-	l.plan_id, l.phase, l.state
+	s.client_key, s.expires_at, s.first_sequence, l.plan_id, l.phase, l.state
 	FROM (%s) s LEFT JOIN session_links l ON l.session_id = s.session_id
 	ORDER BY s.session_id, l.id`
 
@@ -62,17 +62,18 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 	}
 	var out []*sessionv1.Session
 	var cur *sessionv1.Session
-	var id, actor, ns, automation, meta string
-	var state, in, outTokens, created, updated, closed, count int64
+	var id, actor, ns, automation, meta, key string
+	var state, in, outTokens, created, updated, closed, count, expires, first int64
 	var cost float64
 	var planID, phase, lstate *string
 	_, err = pgx.ForEachRow(rows, []any{&id, &actor, &ns, &automation, &meta, &state, &in, &outTokens, &cost,
-		&created, &updated, &closed, &count, &planID, &phase, &lstate}, func() error {
+		&created, &updated, &closed, &count, &key, &expires, &first, &planID, &phase, &lstate}, func() error {
 		if cur == nil || cur.SessionId != id {
 			cur = &sessionv1.Session{SessionId: id, ActorName: actor, Namespace: ns, Automation: automation,
 				MetadataJson: meta, State: sessionv1.SessionState(state),
 				TokenUsage: &sessionv1.TokenUsage{InputTokens: in, OutputTokens: outTokens, Cost: persistence.ReadableCost(cost)},
-				CreatedAt:  persistence.Stamp(created), UpdatedAt: persistence.Stamp(updated), ClosedAt: persistence.Stamp(closed), MessageCount: count}
+				CreatedAt:  persistence.Stamp(created), UpdatedAt: persistence.Stamp(updated), ClosedAt: persistence.Stamp(closed), MessageCount: count,
+				ClientKey: key, ExpiresAt: persistence.Stamp(expires), FirstSequence: first}
 			out = append(out, cur)
 		}
 		if planID != nil {
@@ -121,8 +122,8 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 	// The byte cap is applied by the server: a row past it is never sent
 	// (pgx would have to read to the end of a result it stopped using).
 	// octet_length of a stored value reads its size, not the value.
-	rows, err := r.pool.Query(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at
-		FROM (SELECT sequence, message_id, role, content, metadata_json, created_at,
+	rows, err := r.pool.Query(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at, event_at
+		FROM (SELECT sequence, message_id, role, content, metadata_json, created_at, event_at,
 			sum(octet_length(content) + octet_length(metadata_json) + $4) OVER (ORDER BY sequence) AS upto
 			FROM session_messages WHERE session_id = $1 AND sequence >= $2
 			AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = $1 AND state = $6)
@@ -135,10 +136,11 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 	}
 	var out []*sessionv1.Message
 	var m sessionv1.Message
-	var role, created int64
-	_, err = pgx.ForEachRow(rows, []any{&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created}, func() error {
+	var role, created, event int64
+	_, err = pgx.ForEachRow(rows, []any{&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event}, func() error {
 		out = append(out, &sessionv1.Message{SessionId: sessionID, Sequence: m.Sequence, MessageId: m.MessageId,
-			Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: persistence.Stamp(created)})
+			Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: persistence.Stamp(created),
+			EventTime: persistence.Stamp(event)})
 		return nil
 	})
 	if err != nil {

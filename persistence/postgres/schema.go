@@ -154,6 +154,29 @@ CREATE TABLE owner_epochs (
 	PRIMARY KEY (kind, id)
 );
 `,
+	// 3: session state, shared scopes, client keys, event times,
+	// truncation, the snapshot slot and expiry (issue 18); as the SQLite
+	// store's migration 4.
+	`
+ALTER TABLE sessions ADD COLUMN state_json text NOT NULL DEFAULT '{}';
+ALTER TABLE sessions ADD COLUMN client_key text NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN expires_at bigint NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN first_sequence bigint NOT NULL DEFAULT 0;
+CREATE UNIQUE INDEX sessions_by_client_key ON sessions(namespace, client_key) WHERE client_key <> '';
+CREATE INDEX sessions_by_expiry ON sessions(expires_at) WHERE expires_at <> 0;
+ALTER TABLE session_messages ADD COLUMN event_at bigint NOT NULL DEFAULT 0;
+CREATE TABLE state_scopes (
+	scope      text COLLATE "C" PRIMARY KEY,
+	state_json text NOT NULL,
+	updated_at bigint NOT NULL
+);
+CREATE TABLE session_snapshots (
+	session_id text COLLATE "C" PRIMARY KEY REFERENCES sessions(session_id),
+	sequence   bigint NOT NULL,
+	data       bytea NOT NULL,
+	created_at bigint NOT NULL
+);
+`,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"strings"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -13,16 +14,21 @@ import (
 
 const (
 	insertSessionSQL = `INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json,
-	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at,
+	state_json, client_key, expires_at, first_sequence)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 	ON CONFLICT (session_id) DO NOTHING`
 	// Messages go in one statement per turn (or import), as arrays. For
 	// appends (appendTurnSQL) a stored message id is skipped, not an error:
 	// that is how duplicate turns are found without a lookup per message;
 	// RETURNING tells which rows went in. A taken sequence still fails.
+	//
+	// The event times' array is the statement's last parameter (the
+	// statements that embed this one number theirs before it): $E is
+	// replaced by its number.
 	insertMessagesSQL = `INSERT INTO session_messages (session_id, sequence, message_id, role, content,
-	metadata_json, created_at)
-	SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[])`
+	metadata_json, created_at, event_at)
+	SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $E::bigint[])`
 	upsertLinkSQL = `INSERT INTO session_links (session_id, plan_id, phase, state) VALUES ($1, $2, $3, $4)
 	ON CONFLICT (session_id, plan_id) DO UPDATE SET phase = excluded.phase, state = excluded.state`
 )
@@ -32,6 +38,7 @@ type messageRows struct {
 	seq                  []int64
 	ids, contents, metas []string
 	roles, created       []int64
+	events               []int64
 }
 
 // newMessageRows fails only for a message that checkTurn refuses.
@@ -48,6 +55,7 @@ func newMessageRows(ms []*sessionv1.Message, first int64) (*messageRows, error) 
 		r.contents = append(r.contents, m.Content)
 		r.metas = append(r.metas, orEmptyObject(m.MetadataJson))
 		r.created = append(r.created, created)
+		r.events = append(r.events, persistence.EventNanos(m))
 	}
 	return r, nil
 }
@@ -76,18 +84,45 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if state == sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {
 		state = sessionv1.SessionState_SESSION_STATE_ACTIVE
 	}
+	expires, err := persistence.ExpiryNanos(s)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	first := s.GetFirstSequence()
+	if first < 0 {
+		return persistence.Result{}, errs.InvalidArgument("create session %s: first_sequence %d is negative", s.SessionId, first)
+	}
+	for i := range rows.seq {
+		rows.seq[i] += first
+	}
 	tu := s.GetTokenUsage()
 	tag, err := a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
 		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		int64(len(c.Messages)), times[0], times[1], times[2])
+		first+int64(len(c.Messages)), times[0], times[1], times[2],
+		orEmptyObject(c.State), s.GetClientKey(), expires, first)
 	if err != nil {
+		if uniqueViolation(err) == "sessions_by_client_key" {
+			return persistence.Result{}, persistence.ClientKeyTaken(s.GetNamespace(), s.GetClientKey())
+		}
 		return persistence.Result{}, err
 	}
 	if tag.RowsAffected() == 0 {
 		return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
 	}
+	scopes, err := a.scopeStates(c.Scopes)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	if err := a.writeScopes(scopes, times[1]); err != nil {
+		return persistence.Result{}, err
+	}
+	if c.Snapshot != nil {
+		if _, err := a.putSnapshot(s.SessionId, c.Snapshot); err != nil {
+			return persistence.Result{}, err
+		}
+	}
 	if len(c.Messages) > 0 {
-		if _, err := a.exec(insertMessagesSQL, rows.args(s.SessionId)...); err != nil {
+		if _, err := a.exec(createMessagesSQL, append(rows.args(s.SessionId), rows.events)...); err != nil {
 			if uniqueViolation(err) == "session_messages_message_id_key" {
 				return persistence.Result{}, errs.InvalidArgument("create session %s: a message id appears twice", s.SessionId)
 			}
@@ -102,13 +137,15 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{NextSequence: int64(len(c.Messages))}, nil
+	return persistence.Result{NextSequence: first + int64(len(c.Messages))}, nil
 }
+
+var createMessagesSQL = strings.Replace(insertMessagesSQL, "$E", "$8", 1)
 
 // checkTurn is a turn's own validity: messages, each with an id (unique
 // in the turn) and a storable time.
 func checkTurn(sessionID string, t *persistence.Turn) error {
-	if len(t.Messages) == 0 {
+	if len(t.Messages) == 0 && !t.HasDelta() {
 		return errs.InvalidArgument("session %s: empty turn", sessionID)
 	}
 	for i, m := range t.Messages {
@@ -162,22 +199,64 @@ func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Res
 			c.SessionID, c.NextSequence, next)
 	}
 	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
+	cur := c.State
 	for i := range c.Turns {
-		tr, n, err := a.turn(c, &c.Turns[i], next)
+		tr, n, after, err := a.turn(c, &c.Turns[i], next, cur)
 		if err != nil {
 			return persistence.Result{}, err
 		}
 		res.Turns[i] = tr
 		next += n
+		if after != "" {
+			cur, res.State = after, after
+		}
+	}
+	if res.State != "" {
+		if _, err := a.exec(setStateSQL, c.SessionID, res.State); err != nil {
+			return persistence.Result{}, err
+		}
 	}
 	res.NextSequence = next
 	return res, nil
 }
 
+const setStateSQL = `UPDATE sessions SET state_json = $2 WHERE session_id = $1`
+
+// turn stores one turn (turnRows) with its deltas, and returns the
+// session's state after it when it changed it (from state).
+func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq int64, state string) (persistence.TurnResult, int64, string, error) {
+	if err := checkTurn(c.SessionID, t); err != nil {
+		return persistence.TurnResult{Err: err}, 0, "", nil
+	}
+	after, scopes := "", []scopeWrite(nil)
+	if t.HasDelta() {
+		var err error
+		if after, scopes, err = a.turnDeltas(c.SessionID, state, t); err != nil {
+			if persistence.IsCommandError(err) {
+				return persistence.TurnResult{Err: err}, 0, "", nil
+			}
+			return persistence.TurnResult{}, 0, "", err
+		}
+	}
+	tr, n, err := a.turnRows(c, t, seq)
+	if err != nil || tr.Err != nil || tr.Duplicate {
+		// A duplicate's deltas were applied with the original.
+		return tr, n, "", err
+	}
+	at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+	if err != nil {
+		return persistence.TurnResult{}, 0, "", persistence.Of("session", c.SessionID, err)
+	}
+	if err := a.writeScopes(scopes, at); err != nil {
+		return persistence.TurnResult{}, 0, "", err
+	}
+	return tr, n, after, nil
+}
+
 // appendTurnSQL inserts a turn's messages, skipping stored ids, and in the
 // same statement moves the session's next_sequence by the rows inserted,
 // and its updated_at when $9 and the whole turn went in ($10 rows).
-const appendTurnSQL = `WITH ins AS (` + insertMessagesSQL + `
+var appendTurnSQL = `WITH ins AS (` + strings.Replace(insertMessagesSQL, "$E", "$11", 1) + `
 	ON CONFLICT (session_id, message_id) DO NOTHING RETURNING message_id),
 n AS (SELECT count(*) AS n FROM ins),
 upd AS (UPDATE sessions SET next_sequence = next_sequence + (SELECT n FROM n),
@@ -188,11 +267,8 @@ SELECT message_id FROM ins`
 // turn stores one turn of c at sequences seq, seq+1, ... and returns how
 // many messages it stored. Its error is a command-level or
 // transaction-level failure; turn-level outcomes are in the TurnResult.
-func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq int64) (persistence.TurnResult, int64, error) {
+func (a *applier) turnRows(c *persistence.AppendMessages, t *persistence.Turn, seq int64) (persistence.TurnResult, int64, error) {
 	sessionID := c.SessionID
-	if err := checkTurn(sessionID, t); err != nil {
-		return persistence.TurnResult{Err: err}, 0, nil
-	}
 	rows, err := newMessageRows(t.Messages, seq)
 	if err != nil {
 		return persistence.TurnResult{Err: err}, 0, nil
@@ -201,7 +277,7 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 	if err != nil {
 		return persistence.TurnResult{}, 0, persistence.Of("session", sessionID, err)
 	}
-	args := append(rows.args(sessionID), !c.UpdatedAt.IsZero(), int64(len(t.Messages)), updatedAt)
+	args := append(rows.args(sessionID), !c.UpdatedAt.IsZero(), int64(len(t.Messages)), updatedAt, rows.events)
 	inserted, err := a.insertReturningIDs(appendTurnSQL, args)
 	if err != nil {
 		if uniqueViolation(err) == "session_messages_sequence_key" {
@@ -266,13 +342,14 @@ func (a *applier) insertReturningIDs(query string, args []any) ([]string, error)
 // order; all of them exist.
 func (a *applier) storedMessages(sessionID string, ids []string) ([]*sessionv1.Message, error) {
 	byID := make(map[string]*sessionv1.Message, len(ids))
-	var role, created int64
+	var role, created, event int64
 	m := &sessionv1.Message{}
-	err := a.forEachRow(`SELECT message_id, sequence, role, content, metadata_json, created_at
+	err := a.forEachRow(`SELECT message_id, sequence, role, content, metadata_json, created_at, event_at
 		FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[])`, []any{sessionID, ids},
-		[]any{&m.MessageId, &m.Sequence, &role, &m.Content, &m.MetadataJson, &created}, func() error {
+		[]any{&m.MessageId, &m.Sequence, &role, &m.Content, &m.MetadataJson, &created, &event}, func() error {
 			byID[m.MessageId] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: m.Sequence,
-				Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: persistence.Stamp(created)}
+				Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: persistence.Stamp(created),
+				EventTime: persistence.Stamp(event)}
 			return nil
 		})
 	if err != nil {
@@ -298,7 +375,8 @@ const updateSessionSQL = `UPDATE sessions SET
 	input_tokens = input_tokens + $3::bigint,
 	output_tokens = output_tokens + $4::bigint,
 	cost = cost + $5::double precision,
-	updated_at = CASE WHEN $6::bigint <> 0 THEN $6::bigint ELSE updated_at END
+	updated_at = CASE WHEN $6::bigint <> 0 THEN $6::bigint ELSE updated_at END,
+	expires_at = CASE WHEN $10::boolean THEN $11::bigint ELSE expires_at END
 	WHERE session_id = $7
 	AND ($3::bigint = 0 OR input_tokens <= $8::bigint - $3::bigint)
 	AND ($4::bigint = 0 OR output_tokens <= $8::bigint - $4::bigint)
@@ -317,8 +395,12 @@ func updateSessionArgs(c *persistence.UpdateSession) ([]any, error) {
 	if err := persistence.CheckTokenDelta(tu); err != nil {
 		return nil, err
 	}
+	setExp, exp, err := expiryArgs(c)
+	if err != nil {
+		return nil, err
+	}
 	return []any{int64(c.State), closedAt, tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		updatedAt, c.SessionID, int64(persistence.MaxTokenTotal), persistence.MaxCostTotal}, nil
+		updatedAt, c.SessionID, int64(persistence.MaxTokenTotal), persistence.MaxCostTotal, setExp, exp}, nil
 }
 
 func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Result, error) {
@@ -392,6 +474,9 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	res.MessagesRemoved += tag.RowsAffected()
+	if _, err := a.exec(`DELETE FROM session_snapshots WHERE session_id = $1`, c.SessionID); err != nil {
+		return persistence.Result{}, err
+	}
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = $1`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}

@@ -27,6 +27,8 @@ type advance struct {
 	touch     bool // stored rows: updated_at moves too
 	updatedAt int64
 	epoch     int64
+	setState  bool // a stored turn changed the session's state to state
+	state     string
 }
 
 var advanceChunks = [...]int{256, 64, 16, 4, 1}
@@ -36,8 +38,9 @@ var advanceSQL = map[int]string{}
 func init() {
 	for _, n := range advanceChunks {
 		advanceSQL[n] = `UPDATE sessions SET next_sequence = v.column3,
-	updated_at = CASE WHEN v.column4 THEN v.column5 ELSE sessions.updated_at END
-	FROM (VALUES ` + strings.Repeat("(?, ?, ?, ?, ?, ?), ", n-1) + `(?, ?, ?, ?, ?, ?)) AS v
+	updated_at = CASE WHEN v.column4 THEN v.column5 ELSE sessions.updated_at END,
+	state_json = CASE WHEN v.column7 THEN v.column8 ELSE sessions.state_json END
+	FROM (VALUES ` + strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n-1) + `(?, ?, ?, ?, ?, ?, ?, ?)) AS v
 	WHERE sessions.session_id = v.column1 AND sessions.next_sequence = v.column2
 	AND COALESCE((SELECT epoch FROM owners WHERE kind = ` + fmt.Sprint(int64(persistence.OwnerSession)) +
 			` AND id = v.column1), 0) = v.column6`
@@ -49,10 +52,11 @@ func init() {
 // command and its cause.
 var errAdvanceMissed = errs.FailedPrecondition("an append's session did not stand at its expected sequence and epoch; replayed command by command")
 
-// advanceOf is c's advance to next. An attempt with savepoints applies it
-// at once, alone; one without queues it.
-func advanceOf(c *persistence.AppendMessages, next int64) (advance, error) {
-	stored := next != c.NextSequence && !c.UpdatedAt.IsZero()
+// advanceOf is c's advance to next, and to state when a stored turn
+// changed it (state != ""). An attempt with savepoints applies it at once,
+// alone; one without queues it.
+func advanceOf(c *persistence.AppendMessages, next int64, state string) (advance, error) {
+	stored := (next != c.NextSequence || state != "") && !c.UpdatedAt.IsZero()
 	var at int64
 	if stored {
 		var err error
@@ -61,7 +65,7 @@ func advanceOf(c *persistence.AppendMessages, next int64) (advance, error) {
 		}
 	}
 	return advance{sessionID: c.SessionID, expect: c.NextSequence, next: next,
-		touch: stored, updatedAt: at, epoch: c.Epoch}, nil
+		touch: stored, updatedAt: at, epoch: c.Epoch, setState: state != "", state: state}, nil
 }
 
 // flushAdvances applies the queued advances. Like flushMessages, the
@@ -75,7 +79,7 @@ func (a *applier) flushAdvances() error {
 func (a *applier) applyAdvances(vs []advance) error {
 	args := a.args[:0]
 	for _, v := range vs {
-		args = append(args, v.sessionID, v.expect, v.next, v.touch, v.updatedAt, v.epoch)
+		args = append(args, v.sessionID, v.expect, v.next, v.touch, v.updatedAt, v.epoch, v.setState, v.state)
 	}
 	res, err := a.exec(advanceSQL[len(vs)], args...)
 	clear(args)

@@ -24,7 +24,7 @@ var messageChunks = [...]int{256, 128, 64, 32, 16, 8, 4, 2, 1}
 var insertMessagesSQL = map[int]string{}
 
 func init() {
-	const row = `(?, ?, ?, ?, ?, ?, ?)`
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?)`
 	for _, n := range messageChunks {
 		insertMessagesSQL[n] = insertMessageSQL[:strings.Index(insertMessageSQL, "VALUES")] + "VALUES " +
 			strings.Repeat(row+", ", n-1) + row
@@ -40,17 +40,37 @@ var errConflictInBulk = errs.FailedPrecondition("append met a stored message id 
 
 // appendBulk stores every valid turn of c from c.NextSequence on, in
 // multi-row statements, and fills turns (one result per turn). It returns
-// the next sequence after the stored rows. Only for attempts without
-// savepoints: a conflict leaves the statement's rows undone but the
-// attempt's earlier work in place, which only a rollback clears.
-func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.TurnResult) (int64, error) {
+// the next sequence after the stored rows, and the session's state after
+// them ("" when unchanged). Only for attempts without savepoints: a
+// conflict leaves the statement's rows undone but the attempt's earlier
+// work in place, which only a rollback clears. Deltas are applied as if
+// every turn were new; one that is not (a retry) conflicts, and the replay
+// with savepoints applies only the new turns' deltas.
+func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.TurnResult, at int64) (int64, string, error) {
 	next := c.NextSequence
+	cur, state := c.State, ""
 	var lastIn, lastOut *timestamppb.Timestamp
 	for i := range c.Turns {
 		t := &c.Turns[i]
 		if err := checkTurn(c.SessionID, t); err != nil {
 			turns[i].Err = err
 			continue
+		}
+		if t.HasDelta() {
+			after, scopes, err := a.turnDeltas(c.SessionID, cur, t)
+			if err != nil {
+				if !persistence.IsCommandError(err) {
+					return 0, "", err
+				}
+				turns[i].Err = err
+				continue
+			}
+			if err := a.writeScopes(scopes, at); err != nil {
+				return 0, "", err
+			}
+			if t.State != nil {
+				cur, state = after, after
+			}
 		}
 		out := make([]*sessionv1.Message, len(t.Messages))
 		for j, m := range t.Messages {
@@ -61,7 +81,8 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 				lastIn, lastOut = m.CreatedAt, persistence.Stamp(persistence.CheckedNanos(m.CreatedAt))
 			}
 			out[j] = &sessionv1.Message{SessionId: c.SessionID, MessageId: m.MessageId, Sequence: next,
-				Role: m.Role, Content: m.Content, MetadataJson: orEmptyObject(m.MetadataJson), CreatedAt: lastOut}
+				Role: m.Role, Content: m.Content, MetadataJson: orEmptyObject(m.MetadataJson), CreatedAt: lastOut,
+				EventTime: m.EventTime}
 			next++
 		}
 		turns[i].Messages = out
@@ -69,7 +90,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 	}
 	for len(a.msgs) >= messageChunks[0] {
 		if err := a.insertMessages(a.msgs[:messageChunks[0]]); err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		a.msgs = a.msgs[messageChunks[0]:]
 	}
@@ -78,11 +99,11 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 	for i := range c.Turns {
 		if turns[i].Err == nil {
 			if err := a.audit(c.Turns[i].Audit); err != nil {
-				return 0, err
+				return 0, "", err
 			}
 		}
 	}
-	return next, nil
+	return next, state, nil
 }
 
 // flushAppends applies what the attempt's appends queued: their session
@@ -132,7 +153,7 @@ func (a *applier) insertMessages(ms []*sessionv1.Message) error {
 	for _, m := range ms {
 		// appendBulk made these messages from ones checkTurn checked.
 		args = append(args, m.SessionId, m.Sequence, m.MessageId, int64(m.Role), m.Content, m.MetadataJson,
-			persistence.CheckedNanos(m.CreatedAt))
+			persistence.CheckedNanos(m.CreatedAt), persistence.EventNanos(m))
 	}
 	err := a.insert(insertMessagesSQL[len(ms)], args)
 	clear(args)

@@ -28,12 +28,17 @@ func TestMigrationKeepsMessagesOfAnOlderSchema(t *testing.T) {
 		}
 	}
 	session, msgIDs := ids.New(), make([]string, 5)
-	if _, err := db.Exec(insertSessionSQL, session, "a", "local", 0, "{}", 1, 0, 0, 0.0, len(msgIDs), 1, 1, 0); err != nil {
+	// The rows as a build of schema 2 wrote them (today's statements
+	// name later columns).
+	if _, err := db.Exec(`INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json,
+	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, session, "a", "local", 0, "{}", 1, 0, 0, 0.0, len(msgIDs), 1, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	for i := range msgIDs {
 		msgIDs[i] = ids.New()
-		if _, err := db.Exec(insertMessageSQL, session, i, msgIDs[i], 1, fmt.Sprint("m", i), "{}", 1); err != nil {
+		if _, err := db.Exec(`INSERT INTO session_messages (session_id, sequence, message_id, role, content,
+	metadata_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, session, i, msgIDs[i], 1, fmt.Sprint("m", i), "{}", 1); err != nil {
 			t.Fatal(err)
 		}
 	}

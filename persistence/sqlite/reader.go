@@ -32,7 +32,7 @@ var _ persistence.Reader = (*reader)(nil)
 // still reads, exports and deletes.
 const sessionSelect = `SELECT s.session_id, s.actor_name, s.namespace, s.automation, s.metadata_json, s.state,
 	CAST(s.input_tokens AS INTEGER), CAST(s.output_tokens AS INTEGER), s.cost, s.created_at, s.updated_at, s.closed_at, s.next_sequence,
-	l.plan_id, l.phase, l.state
+	s.client_key, s.expires_at, s.first_sequence, l.plan_id, l.phase, l.state
 	FROM (%s) s LEFT JOIN session_links l ON l.session_id = s.session_id
 	ORDER BY s.session_id, l.id`
 
@@ -46,17 +46,18 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 	var cur *sessionv1.Session
 	for rows.Next() {
 		s := &sessionv1.Session{TokenUsage: &sessionv1.TokenUsage{}}
-		var state, created, updated, closed int64
+		var state, created, updated, closed, expires int64
 		var planID, phase, lstate sql.NullString
 		if err := rows.Scan(&s.SessionId, &s.ActorName, &s.Namespace, &s.Automation, &s.MetadataJson, &state,
 			&s.TokenUsage.InputTokens, &s.TokenUsage.OutputTokens, &s.TokenUsage.Cost, &created, &updated, &closed,
-			&s.MessageCount, &planID, &phase, &lstate); err != nil {
+			&s.MessageCount, &s.ClientKey, &expires, &s.FirstSequence, &planID, &phase, &lstate); err != nil {
 			return nil, storeErr("read sessions", err)
 		}
 		if cur == nil || cur.SessionId != s.SessionId {
 			s.TokenUsage.Cost = persistence.ReadableCost(s.TokenUsage.Cost)
 			s.State = sessionv1.SessionState(state)
 			s.CreatedAt, s.UpdatedAt, s.ClosedAt = persistence.Stamp(created), persistence.Stamp(updated), persistence.Stamp(closed)
+			s.ExpiresAt = persistence.Stamp(expires)
 			out = append(out, s)
 			cur = s
 		}
@@ -111,7 +112,7 @@ func whereClause(conds []string) string {
 
 func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT length(CAST(content AS BLOB)) + length(CAST(metadata_json AS BLOB)) + ?1,
-		sequence, message_id, role, content, metadata_json, created_at
+		sequence, message_id, role, content, metadata_json, created_at, event_at
 		FROM session_messages WHERE session_id = ?2 AND sequence >= ?3
 		AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?2 AND state = ?5)
 		ORDER BY sequence LIMIT ?4`,
@@ -126,14 +127,14 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 	bytes := 0
 	for rows.Next() {
 		m := &sessionv1.Message{SessionId: sessionID}
-		var role, created, size int64
-		if err := rows.Scan(&size, &m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created); err != nil {
+		var role, created, event, size int64
+		if err := rows.Scan(&size, &m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event); err != nil {
 			return nil, storeErr("list messages", err)
 		}
 		if bytes += int(size); len(out) > 0 && bytes > persistence.MaxPageBytes {
 			break
 		}
-		m.Role, m.CreatedAt = sessionv1.Role(role), persistence.Stamp(created)
+		m.Role, m.CreatedAt, m.EventTime = sessionv1.Role(role), persistence.Stamp(created), persistence.Stamp(event)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {

@@ -167,6 +167,33 @@ INSERT INTO session_messages_v3 (id, session_id, sequence, message_id, role, con
 DROP TABLE session_messages;
 ALTER TABLE session_messages_v3 RENAME TO session_messages;
 `,
+	// 4: session state, shared scopes, client keys, event times,
+	// truncation, the snapshot slot and expiry (issue 18). With truncation
+	// next_sequence stays the stored maximum + 1 but is no longer the
+	// count: the messages below first_sequence are gone. event_at is the
+	// client's time of a message, 0 when it gave none (reads use
+	// created_at then). The expiry and client-key indexes hold only the
+	// sessions that have one.
+	`
+ALTER TABLE sessions ADD COLUMN state_json TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE sessions ADD COLUMN client_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN first_sequence INTEGER NOT NULL DEFAULT 0;
+CREATE UNIQUE INDEX sessions_by_client_key ON sessions(namespace, client_key) WHERE client_key != '';
+CREATE INDEX sessions_by_expiry ON sessions(expires_at) WHERE expires_at != 0;
+ALTER TABLE session_messages ADD COLUMN event_at INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE state_scopes (
+	scope      TEXT PRIMARY KEY,
+	state_json TEXT NOT NULL,
+	updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE session_snapshots (
+	session_id TEXT PRIMARY KEY REFERENCES sessions(session_id),
+	sequence   INTEGER NOT NULL,
+	data       BLOB NOT NULL,
+	created_at INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
 }
 
 // migrate brings the database to the latest schema version inside one

@@ -12,10 +12,11 @@ import (
 
 const (
 	insertSessionSQL = `INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json,
-	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at,
+	state_json, client_key, expires_at, first_sequence)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertMessageSQL = `INSERT INTO session_messages (session_id, sequence, message_id, role, content,
-	metadata_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	metadata_json, created_at, event_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	// A stored message id is skipped, not an error: that is how duplicate
 	// turns are found without a lookup per message. A taken sequence still
 	// fails.
@@ -44,23 +45,47 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err != nil {
 		return persistence.Result{}, err
 	}
+	expires, err := persistence.ExpiryNanos(s)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	first := s.GetFirstSequence()
+	if first < 0 {
+		return persistence.Result{}, errs.InvalidArgument("create session %s: first_sequence %d is negative", s.SessionId, first)
+	}
+	scopes, err := a.scopeStates(c.Scopes)
+	if err != nil {
+		return persistence.Result{}, err
+	}
 	tu := s.GetTokenUsage()
 	_, err = a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
 		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		int64(len(c.Messages)), times[0], times[1], times[2])
+		first+int64(len(c.Messages)), times[0], times[1], times[2],
+		orEmptyObject(c.State), s.GetClientKey(), expires, first)
 	if err != nil {
 		if constraint(err) == sqlite3.ErrConstraintPrimaryKey || constraint(err) == sqlite3.ErrConstraintUnique {
-			return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
+			if a.sessionExists(s.SessionId) {
+				return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
+			}
+			return persistence.Result{}, persistence.ClientKeyTaken(s.GetNamespace(), s.GetClientKey())
 		}
 		return persistence.Result{}, err
+	}
+	if err := a.writeScopes(scopes, times[1]); err != nil {
+		return persistence.Result{}, err
+	}
+	if c.Snapshot != nil {
+		if _, err := a.PutSnapshot(&persistence.PutSnapshot{SessionID: s.SessionId, Snapshot: c.Snapshot}); err != nil {
+			return persistence.Result{}, err
+		}
 	}
 	for i, m := range c.Messages {
 		created, err := persistence.MessageNanos(m)
 		if err != nil {
 			return persistence.Result{}, err
 		}
-		_, err = a.exec(insertMessageSQL, s.SessionId, int64(i), m.MessageId, int64(m.Role), m.Content,
-			orEmptyObject(m.MetadataJson), created)
+		_, err = a.exec(insertMessageSQL, s.SessionId, first+int64(i), m.MessageId, int64(m.Role), m.Content,
+			orEmptyObject(m.MetadataJson), created, persistence.EventNanos(m))
 		if err != nil {
 			if constraint(err) == sqlite3.ErrConstraintUnique {
 				return persistence.Result{}, errs.InvalidArgument("create session %s: message id %s appears twice", s.SessionId, m.MessageId)
@@ -76,7 +101,13 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{NextSequence: int64(len(c.Messages))}, nil
+	return persistence.Result{NextSequence: first + int64(len(c.Messages))}, nil
+}
+
+// sessionExists tells a taken session id from a taken client key.
+func (a *applier) sessionExists(id string) bool {
+	var one int
+	return a.queryRow(`SELECT 1 FROM sessions WHERE session_id = ?`, id).Scan(&one) == nil
 }
 
 func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
@@ -100,22 +131,32 @@ func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
 func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
 	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
+	// state is the session's state after the stored turns; it stays ""
+	// unless one of them changed it.
+	state := ""
+	at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+	if err != nil {
+		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
+	}
 	if a.buffered {
-		var err error
-		if next, err = a.appendBulk(c, res.Turns); err != nil {
+		if next, state, err = a.appendBulk(c, res.Turns, at); err != nil {
 			return persistence.Result{}, err
 		}
 	} else {
+		cur := c.State
 		for i := range c.Turns {
-			tr, n, err := a.turn(c.SessionID, &c.Turns[i], next)
+			tr, n, after, err := a.turn(c.SessionID, &c.Turns[i], next, cur, at)
 			if err != nil {
 				return persistence.Result{}, err
 			}
 			res.Turns[i] = tr
 			next += n
+			if after != "" {
+				cur, state = after, after
+			}
 		}
 	}
-	v, err := advanceOf(c, next)
+	v, err := advanceOf(c, next, state)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -130,6 +171,7 @@ func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Res
 		return persistence.Result{}, err
 	}
 	res.NextSequence = next
+	res.State = state
 	return res, nil
 }
 
@@ -149,7 +191,7 @@ func (a *applier) sequenceMismatch(sessionID string, want int64) error {
 // checkTurn is a turn's own validity: a turn that fails it is answered
 // with the error and stores nothing, while the command's other turns go on.
 func checkTurn(sessionID string, t *persistence.Turn) error {
-	if len(t.Messages) == 0 {
+	if len(t.Messages) == 0 && !t.HasDelta() {
 		return errs.InvalidArgument("session %s: empty turn", sessionID)
 	}
 	for i, m := range t.Messages {
@@ -166,12 +208,39 @@ func checkTurn(sessionID string, t *persistence.Turn) error {
 }
 
 // turn stores one turn at sequences seq, seq+1, ... and returns how many
-// messages it stored. Its error is a command-level or transaction-level
-// failure; turn-level outcomes are in the TurnResult.
-func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persistence.TurnResult, int64, error) {
+// messages it stored, and the session's state after it when it changed it
+// (from state). Its error is a command-level or transaction-level failure;
+// turn-level outcomes are in the TurnResult.
+func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state string, at int64) (persistence.TurnResult, int64, string, error) {
 	if err := checkTurn(sessionID, t); err != nil {
-		return persistence.TurnResult{Err: err}, 0, nil
+		return persistence.TurnResult{Err: err}, 0, "", nil
 	}
+	after, scopes := "", []scopeWrite(nil)
+	if t.HasDelta() {
+		var err error
+		if after, scopes, err = a.turnDeltas(sessionID, state, t); err != nil {
+			if persistence.IsCommandError(err) {
+				return persistence.TurnResult{Err: err}, 0, "", nil
+			}
+			return persistence.TurnResult{}, 0, "", err
+		}
+		if t.State == nil {
+			after = ""
+		}
+	}
+	tr, n, err := a.turnRows(sessionID, t, seq)
+	if err != nil || tr.Err != nil || tr.Duplicate {
+		// A duplicate's deltas were applied with the original.
+		return tr, n, "", err
+	}
+	if err := a.writeScopes(scopes, at); err != nil {
+		return persistence.TurnResult{}, 0, "", err
+	}
+	return tr, n, after, nil
+}
+
+// turnRows stores the messages of turn t (checked by checkTurn).
+func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (persistence.TurnResult, int64, error) {
 	out := make([]*sessionv1.Message, len(t.Messages))
 	var inserted int64
 	skipped, firstSkipped := 0, ""
@@ -181,7 +250,7 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 			return persistence.TurnResult{Err: err}, 0, nil
 		}
 		meta := orEmptyObject(m.MetadataJson)
-		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created)
+		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created, persistence.EventNanos(m))
 		if err != nil {
 			switch constraint(err) {
 			case sqlite3.ErrConstraintUnique:
@@ -203,7 +272,7 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 			continue
 		}
 		out[i] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: seq + inserted,
-			Role: m.Role, Content: m.Content, MetadataJson: meta, CreatedAt: persistence.Stamp(created)}
+			Role: m.Role, Content: m.Content, MetadataJson: meta, CreatedAt: persistence.Stamp(created), EventTime: m.EventTime}
 		inserted++
 	}
 	switch {
@@ -235,14 +304,15 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64) (persis
 
 func (a *applier) storedMessage(sessionID, messageID string) (*sessionv1.Message, error) {
 	m := &sessionv1.Message{SessionId: sessionID, MessageId: messageID}
-	var role, created int64
-	err := a.queryRow(`SELECT sequence, role, content, metadata_json, created_at FROM session_messages
-		WHERE session_id = ? AND message_id = ?`, sessionID, messageID).Scan(&m.Sequence, &role, &m.Content, &m.MetadataJson, &created)
+	var role, created, event int64
+	err := a.queryRow(`SELECT sequence, role, content, metadata_json, created_at, event_at FROM session_messages
+		WHERE session_id = ? AND message_id = ?`, sessionID, messageID).Scan(&m.Sequence, &role, &m.Content, &m.MetadataJson, &created, &event)
 	if err != nil {
 		return nil, err
 	}
 	m.Role = sessionv1.Role(role)
 	m.CreatedAt = persistence.Stamp(created)
+	m.EventTime = persistence.Stamp(event)
 	return m, nil
 }
 
@@ -295,6 +365,9 @@ func (a *applier) UpdateSession(c *persistence.UpdateSession) (persistence.Resul
 		if err := a.link(c.SessionID, c.LinkPlan); err != nil {
 			return persistence.Result{}, err
 		}
+	}
+	if err := a.setExpiry(c); err != nil {
+		return persistence.Result{}, err
 	}
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err
@@ -355,6 +428,9 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	res.MessagesRemoved += removed
+	if _, err := a.exec(`DELETE FROM session_snapshots WHERE session_id = ?`, c.SessionID); err != nil {
+		return persistence.Result{}, err
+	}
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = ?`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}

@@ -28,7 +28,7 @@ type Turn struct {
 
 // Request is the Append request that carries t.
 func (t Turn) Request() *sessionv1.AppendRequest {
-	req := &sessionv1.AppendRequest{SessionId: t.Session}
+	req := &sessionv1.AppendRequest{SessionId: t.Session, StateDelta: turnDelta(t), ScopeDeltas: turnScope(t)}
 	for _, m := range t.Messages {
 		req.Messages = append(req.Messages, &sessionv1.NewMessage{MessageId: m.ID, Role: m.Role, Content: m.Content})
 	}
@@ -98,6 +98,14 @@ type Ledger struct {
 	// falseUnavailable describes requests found stored although every
 	// failed attempt of theirs had been answered "nothing stored".
 	falseUnavailable []string
+	// truncSent, truncAcked: session → the highest sequence a truncation
+	// was sent through / acknowledged through (state.go).
+	truncSent, truncAcked map[string]int64
+	// ackedSeqs: session → acknowledged sequences above ackedPrefix;
+	// ackedPrefix: session → the highest sequence s such that every
+	// sequence <= s is acknowledged (-1: none).
+	ackedSeqs   map[string]map[int64]bool
+	ackedPrefix map[string]int64
 }
 
 // NewLedger returns an empty ledger.
@@ -163,6 +171,7 @@ func (l *Ledger) AppendAcked(client int, t Turn, replay bool, resp *sessionv1.Ap
 	l.clock++
 	a.SentAt, a.AckedAt = l.firstSent[turnKey(t)], l.clock
 	l.appends = append(l.appends, a)
+	l.ackSequences(t.Session, a.Got)
 }
 
 // PlanErrorSent records one attempt of req. A request that names its

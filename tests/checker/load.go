@@ -30,6 +30,10 @@ type LoadConfig struct {
 	// audit entry, or a replay of a turn it saw acknowledged; the rest are
 	// appends. Negative means never. [7, 11, 13]
 	PlanErrorEvery, AuditEvery, ReplayEvery int
+	// Every n-th operation of a client truncates a session through the
+	// highest sequence the client saw acknowledged in it. Negative means
+	// never. [17]
+	TruncateEvery int
 	// Every n-th client (client ids 0, n, 2n, ...) appends through the
 	// AppendBatches stream of its connection (nodeclient.BatchClient,
 	// shared with the other such clients), the others with unary Append.
@@ -60,6 +64,7 @@ func (c LoadConfig) withDefaults() LoadConfig {
 	def(&c.PlanErrorEvery, 7)
 	def(&c.AuditEvery, 11)
 	def(&c.ReplayEvery, 13)
+	def(&c.TruncateEvery, 17)
 	def(&c.BatchEvery, 2)
 	if c.RPCTimeout == 0 {
 		c.RPCTimeout = 15 * time.Second
@@ -86,9 +91,11 @@ type Load struct {
 	maybeApplied atomic.Int64 // non-idempotent operations given up as "may have been applied"
 	attempts     atomic.Int64
 	mu           sync.Mutex
-	failures     map[codes.Code]int64
-	lastErr      map[codes.Code]string // the latest failure message per code
-	rejected     []string
+	// replays: replays hold it shared, truncations exclusively (state.go).
+	replays  sync.RWMutex
+	failures map[codes.Code]int64
+	lastErr  map[codes.Code]string // the latest failure message per code
+	rejected []string
 }
 
 // target is the clients of one connection (one node).
@@ -348,7 +355,9 @@ func (ld *Load) client(ctx context.Context, i int, stop <-chan struct{}) error {
 		case every(ld.cfg.PlanErrorEvery):
 			err = c.recordPlanError(ctx, n)
 		case every(ld.cfg.ReplayEvery) && len(c.done) > 0:
-			err = c.replay(ctx)
+			err = c.replay(ctx, n)
+		case every(ld.cfg.TruncateEvery):
+			err = c.truncate(ctx, n)
 		default:
 			err = c.append(ctx, n)
 		}
@@ -368,6 +377,11 @@ type client struct {
 	at   int // index of the target (node) the client calls now
 	rng  *rand.Rand
 	done []Turn // recently acknowledged turns, for replays
+	// seen: session → the highest sequence acknowledged to this client
+	// in it, for truncations.
+	seen map[string]int64
+	// lastSeq: first message id of a turn in done → its last sequence.
+	lastSeq map[string]int64
 	// batch: appends go over AppendBatches (see LoadConfig.BatchEvery).
 	batch bool
 }
@@ -393,6 +407,7 @@ func (c *client) append(ctx context.Context, n int) error {
 	}
 	const keep = 32
 	if len(c.done) == keep {
+		delete(c.lastSeq, c.done[0].Messages[0].ID)
 		c.done = c.done[1:]
 	}
 	c.done = append(c.done, t)
@@ -401,8 +416,17 @@ func (c *client) append(ctx context.Context, n int) error {
 
 // replay re-sends a turn that was acknowledged before, perhaps before a
 // crash: the answer must be the original sequences, marked duplicate.
-func (c *client) replay(ctx context.Context) error {
-	return c.send(ctx, c.done[c.rng.IntN(len(c.done))], true)
+func (c *client) replay(ctx context.Context, n int) error {
+	t := c.done[c.rng.IntN(len(c.done))]
+	c.ld.replays.RLock()
+	if c.lastSeq[t.Messages[0].ID] <= c.ld.ledger.truncatedThrough(t.Session) {
+		// Truncated: its ids are no longer stored, so it is not
+		// replayable; an append instead.
+		c.ld.replays.RUnlock()
+		return c.append(ctx, n)
+	}
+	defer c.ld.replays.RUnlock()
+	return c.send(ctx, t, true)
 }
 
 func (c *client) send(ctx context.Context, t Turn, replay bool) error {
@@ -429,6 +453,14 @@ func (c *client) send(ctx context.Context, t Turn, replay bool) error {
 		c.ld.ledger.RetryAnswered("append of "+t.Messages[0].ID+" to "+t.Session, failed, resp.GetDuplicate())
 	}
 	c.ld.ledger.AppendAcked(c.id, t, replay, resp)
+	if ms := resp.GetMessages(); len(ms) > 0 {
+		if c.seen == nil {
+			c.seen, c.lastSeq = map[string]int64{}, map[string]int64{}
+		}
+		last := ms[len(ms)-1].GetSequence()
+		c.seen[t.Session] = max(c.seen[t.Session], last)
+		c.lastSeq[t.Messages[0].ID] = last
+	}
 	if c.batch {
 		c.ld.batchAcked.Add(1)
 	}

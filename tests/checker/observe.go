@@ -82,6 +82,9 @@ func readSession(ctx context.Context, c sessionv1.SessionServiceClient, sid stri
 		return nil, fmt.Errorf("checker: get session %s: %w", sid, err)
 	}
 	v := &SessionView{Session: got.GetSession()}
+	if err := readState(ctx, c, v); err != nil {
+		return nil, err
+	}
 	from := int64(0)
 	for {
 		page, err := c.ListMessages(ctx, &sessionv1.ListMessagesRequest{SessionId: sid, FromSequence: from, Limit: readPage},

@@ -34,6 +34,11 @@ type Observed struct {
 type SessionView struct {
 	Session  *sessionv1.Session
 	Messages []*sessionv1.Message
+	// State is GetState's state, StateNext its next sequence, ScopeValue
+	// the session's key in the shared scope (state.go).
+	State      string
+	StateNext  int64
+	ScopeValue string
 }
 
 // Report holds the checker's figures. The fields from Lost on are
@@ -86,6 +91,11 @@ type Report struct {
 	// RESOURCE_EXHAUSTED, which promise that nothing was stored.
 	FalseUnavailable int
 	Rejected         int // requests refused with a code that retrying can never cure
+	// StateDiffers: a session's state or scope key is not what its
+	// stored turns' deltas replay to (state.go).
+	StateDiffers int
+	// Truncated counts the messages truncations removed (not a violation).
+	Truncated int
 
 	// Problems describes the first violations found.
 	Problems []string
@@ -96,7 +106,7 @@ const maxProblems = 20
 
 // Violations is the number of things a correct node never does.
 func (r *Report) Violations() int {
-	return r.Lost + r.DupAppends + r.DupPlanRecords + r.DupAudit + r.Gaps + r.Changed + r.Reordered + r.Phantom + r.BadAcks + r.ChainBroken + r.FalseUnavailable + r.Rejected
+	return r.Lost + r.DupAppends + r.DupPlanRecords + r.DupAudit + r.Gaps + r.Changed + r.Reordered + r.Phantom + r.BadAcks + r.ChainBroken + r.FalseUnavailable + r.Rejected + r.StateDiffers
 }
 
 // ErrViolations is returned (wrapped) by Report.Err when the node broke
@@ -116,10 +126,10 @@ func (r *Report) Err() error {
 func (r *Report) String() string {
 	return fmt.Sprintf("sessions=%d appends_acked=%d batch_acked=%d messages_acked=%d replays=%d retried_stored=%d messages_stored=%d "+
 		"plan_errors_acked=%d plan_records=%d audit_acked=%d audit_retried_stored=%d audit_verified=%d kills=%d attempts=%d failed_attempts=%d maybe_applied=%d | "+
-		"lost=%d dup_appends=%d dup_plan_records=%d dup_audit=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d false_unavailable=%d rejected=%d",
+		"truncated=%d | lost=%d dup_appends=%d dup_plan_records=%d dup_audit=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d false_unavailable=%d rejected=%d state_differs=%d",
 		r.Sessions, r.AppendsAcked, r.BatchAcked, r.MessagesAcked, r.Replays, r.RetriedStored, r.MessagesStored,
 		r.PlanErrorsAcked, r.PlanRecords, r.AuditAcked, r.AuditRetriedStored, r.AuditChecked, r.Kills, r.Attempts, r.Failed, r.MaybeApplied,
-		r.Lost, r.DupAppends, r.DupPlanRecords, r.DupAudit, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.FalseUnavailable, r.Rejected)
+		r.Truncated, r.Lost, r.DupAppends, r.DupPlanRecords, r.DupAudit, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.FalseUnavailable, r.Rejected, r.StateDiffers)
 }
 
 func (r *Report) problem(counter *int, format string, args ...any) {
@@ -289,13 +299,17 @@ func checkSession(l *Ledger, o *Observed, sid string, acked map[string]ackedMsg,
 			r.problem(&r.Gaps, "session %s: negative sequence %d", sid, s)
 		}
 	}
-	for s := int64(0); s <= prev; s++ {
+	first := v.Session.GetFirstSequence()
+	for s := first; s <= prev; s++ {
 		if !seqs[s] {
 			r.problem(&r.Gaps, "session %s: sequence %d missing (highest %d)", sid, s, prev)
 		}
 	}
-	if got := v.Session.GetMessageCount(); got != int64(len(v.Messages)) {
-		r.problem(&r.Gaps, "session %s: message_count %d, but %d messages read", sid, got, len(v.Messages))
+	if got := v.Session.GetMessageCount(); got != first+int64(len(v.Messages)) {
+		r.problem(&r.Gaps, "session %s: message_count %d, but %d messages read from %d", sid, got, len(v.Messages), first)
+	}
+	if v.State != "" {
+		checkState(l, sid, v, r)
 	}
 	ids := make([]string, 0, len(acked))
 	for id := range acked {
@@ -306,6 +320,8 @@ func checkSession(l *Ledger, o *Observed, sid string, acked map[string]ackedMsg,
 		a := acked[id]
 		m := byID[id]
 		switch {
+		case m == nil && a.seq < first:
+			// Truncated: checkState holds first to the truncations.
 		case m == nil:
 			r.problem(&r.Lost, "session %s: acknowledged message %s (sequence %d) not found", sid, id, a.seq)
 		case m.GetSequence() != a.seq:

@@ -432,8 +432,8 @@ type Message struct {
 	// A JSON object; "{}" when none.
 	MetadataJson string                 `protobuf:"bytes,6,opt,name=metadata_json,json=metadataJson,proto3" json:"metadata_json,omitempty"`
 	CreatedAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	// The time the client gave the message (NewMessage.event_time), else
-	// created_at. ListMessages filters on it.
+	// The time the client gave the message (NewMessage.event_time); unset
+	// when it gave none. ListMessages's time filters use it, else created_at.
 	EventTime     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1603,8 +1603,11 @@ type AppendRequest struct {
 	ScopeDeltas []*ScopeDelta          `protobuf:"bytes,4,rep,name=scope_deltas,json=scopeDeltas,proto3" json:"scope_deltas,omitempty"`
 	// When set, the append is stored only if the session's next sequence is
 	// this; otherwise it is FAILED_PRECONDITION with a SequenceMismatch
-	// detail carrying the current next sequence, and nothing is stored. A
-	// retry of a stored turn is still answered duplicate = true.
+	// detail carrying the current next sequence, and nothing is stored. The
+	// session's owner checks it before anything else, so a retry of a turn
+	// that was stored is refused the same way (the session moved on): a
+	// client that does not know whether its turn went in reads the messages
+	// from its expected sequence.
 	ExpectedNextSequence *int64 `protobuf:"varint,5,opt,name=expected_next_sequence,json=expectedNextSequence,proto3,oneof" json:"expected_next_sequence,omitempty"`
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache

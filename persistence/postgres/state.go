@@ -1,0 +1,132 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/jackc/pgx/v5"
+)
+
+// Shared scopes are read and rewritten inside the writer's transaction
+// (persistence.ApplyDelta, as in the SQLite store). Members of a cluster
+// have writers of their own that may change one scope at once, so a
+// command first makes sure each of its scopes has a row and locks them,
+// in name order (FOR UPDATE): writers take turns on a scope, and two
+// commands of the same scopes cannot deadlock. (Commands of one batch lock
+// in batch order; a deadlock between batches of two members is broken by
+// the server and Apply runs the transaction again.) A turn's scopes are
+// all computed before any is written, so a delta that fails fails its
+// turn with nothing of it written.
+
+type scopeWrite struct {
+	scope, state string
+}
+
+func (a *applier) lockScopes(ds []persistence.ScopeDelta) (map[string]string, error) {
+	names := make([]string, 0, len(ds))
+	for _, d := range ds {
+		names = append(names, d.Scope)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	out := make(map[string]string, len(names))
+	for _, n := range names {
+		if _, err := a.exec(`INSERT INTO state_scopes (scope, state_json, updated_at) VALUES ($1, '{}', 0)
+			ON CONFLICT (scope) DO NOTHING`, n); err != nil {
+			return nil, err
+		}
+		var s string
+		if err := a.queryRow(`SELECT state_json FROM state_scopes WHERE scope = $1 FOR UPDATE`, []any{n}, &s); err != nil {
+			return nil, err
+		}
+		out[n] = s
+	}
+	return out, nil
+}
+
+// scopeStates computes the new states of ds.
+func (a *applier) scopeStates(ds []persistence.ScopeDelta) ([]scopeWrite, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	cur, err := a.lockScopes(ds)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]scopeWrite, 0, len(ds))
+	for _, d := range ds {
+		next, err := persistence.ApplyDelta("scope "+d.Scope, cur[d.Scope], d.Delta)
+		if err != nil {
+			return nil, err
+		}
+		cur[d.Scope] = next
+		out = append(out, scopeWrite{d.Scope, next})
+	}
+	return out, nil
+}
+
+const updateScopeSQL = `UPDATE state_scopes SET state_json = $2, updated_at = $3 WHERE scope = $1`
+
+// writeScopes writes the states (rows locked by scopeStates): queued in
+// the pipeline, or at once in a replay.
+func (a *applier) writeScopes(ws []scopeWrite, at int64) error {
+	for _, w := range ws {
+		if a.buffered {
+			a.queue(updateScopeSQL, w.scope, w.state, at)
+			continue
+		}
+		if _, err := a.exec(updateScopeSQL, w.scope, w.state, at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// turnDeltas computes what turn t changes: the session's state after it
+// (from state; "" when t has no session delta) and its scopes' states.
+func (a *applier) turnDeltas(sessionID, state string, t *persistence.Turn) (string, []scopeWrite, error) {
+	after := ""
+	if t.State != nil {
+		var err error
+		if after, err = persistence.ApplyDelta("session "+sessionID, state, t.State); err != nil {
+			return "", nil, err
+		}
+	}
+	ws, err := a.scopeStates(t.Scopes)
+	return after, ws, err
+}
+
+func (r *reader) GetSessionState(ctx context.Context, sessionID string) (string, int64, error) {
+	var state string
+	var next int64
+	err := r.pool.QueryRow(ctx, `SELECT state_json, next_sequence FROM sessions WHERE session_id = $1 AND state != $2`,
+		sessionID, int64(persistence.SessionStateStaged)).Scan(&state, &next)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, errs.NotFound("session %s not found", sessionID)
+	}
+	if err != nil {
+		return "", 0, storeErr("read session state", err)
+	}
+	return state, next, nil
+}
+
+func (r *reader) GetScopes(ctx context.Context, names []string) ([]*sessionv1.ScopeState, error) {
+	out := make([]*sessionv1.ScopeState, len(names))
+	for i, n := range names {
+		s := &sessionv1.ScopeState{Scope: n, StateJson: persistence.EmptyState}
+		var at int64
+		err := r.pool.QueryRow(ctx, `SELECT state_json, updated_at FROM state_scopes WHERE scope = $1`, n).Scan(&s.StateJson, &at)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, storeErr("read scopes", err)
+		}
+		if err == nil {
+			s.UpdatedAt = persistence.Stamp(at)
+		}
+		out[i] = s
+	}
+	return out, nil
+}
