@@ -266,6 +266,17 @@ type Reader interface {
 	// AuditAnchor returns the hash the first remaining entry must chain
 	// on: "" before any prune, else the last pruned entry's hash.
 	AuditAnchor(ctx context.Context) (string, error)
+	// AuditBounds returns the anchor (the position of the last pruned
+	// entry, 0 before any prune) and the head (the highest committed
+	// position; the anchor when no entry is left). Positions are assigned
+	// densely in commit order, so every entry in (anchor, head] is
+	// committed and stored: a feed that read up to head missed nothing.
+	AuditBounds(ctx context.Context) (anchor, head int64, err error)
+	// FeedAudit returns the entries that match f with after < position
+	// <= upto, in commit order, at most limit. Bounded above by upto (a
+	// head from AuditBounds), a page never reaches past what the caller
+	// knows to be complete.
+	FeedAudit(ctx context.Context, f *FeedFilter, after, upto int64, limit int) ([]*auditv1.AuditEntry, error)
 }
 
 // SessionFilter selects sessions; empty fields match everything.

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"fencing", fencingCases},
 		{"times", timeCases},
 		{"tokens", tokenCases},
+		{"feed", feedCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
