@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"github.com/agentstate/agentstate/persistence"
 	"log/slog"
 	"time"
 )
@@ -46,6 +47,11 @@ type Config struct {
 	// Name is the writer actor's name in its actor system, so remote
 	// senders can address it; "" means "audit".
 	Name string
+	// OnCommit, when set, is called after each transaction committed,
+	// with its commands, before their senders are answered (the live
+	// feeds' hook, feed.Hub.OnCommit). It runs on the transaction
+	// goroutine and must not block; the commands must not be modified.
+	OnCommit func(cmds []persistence.Command)
 }
 
 // Observer is told what the writer does, for metrics. Its methods are
