@@ -216,6 +216,13 @@ func (h *Hub) retryLater(what string, err error) {
 	time.AfterFunc(50*time.Millisecond, h.signal)
 }
 
+// Tails reports the open tails (for metrics and tests).
+func (h *Hub) Tails() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.tails
+}
+
 // register counts a new tail; it fails once the hub is stopping.
 func (h *Hub) register() error {
 	if h.stopping {
