@@ -7,7 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/agentstate/agentstate/actors"
-	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
@@ -25,7 +25,7 @@ func Example() {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	defer sys.Shutdown()
-	node, err := actors.Start(sys, store, actors.Config{Audit: audit.Config{Logger: quiet}})
+	node, err := actors.Start(sys, store, actors.Config{Writer: writer.Config{Logger: quiet}})
 	if err != nil {
 		panic(err)
 	}

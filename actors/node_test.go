@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors"
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -37,7 +38,7 @@ func openStore(t *testing.T) *sqlite.Store {
 }
 
 func quietConfig() actors.Config {
-	return actors.Config{Audit: audit.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	return actors.Config{Writer: writer.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 }
 
 // TestStopDrainsEveryAcceptedWrite writes through all three services,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/persistence"
 )
@@ -38,7 +39,7 @@ func BenchmarkRecord(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/senders=%d", mode, senders), func(b *testing.B) {
 				st, _ := openFile(b, "")
 				obs := &observer{}
-				svc := start(b, newSystem(b), st, audit.Config{Observer: obs})
+				svc := start(b, newSystem(b), st, writer.Config{Observer: obs})
 				req := benchRequest(mode == "sync")
 				ctx := context.Background()
 				b.ResetTimer()

@@ -1,43 +1,16 @@
-// Package audit owns agentstate's only database writer and its audit trail.
+// Package audit owns agentstate's audit trail: the tamper-evident,
+// hash-chained record of every change, and the AuditService API in front
+// of it.
 //
 // # Ownership
 //
-// Start takes the store's sole persistence.Writer and gives it to one
-// actor, the writer. Every state change in agentstate reaches the database
-// through it: session actors and plan actors send it *Submit (create,
-// append, close, delete, token usage, plan error records), Record adds
-// stand-alone audit entries, Prune removes old ones. Nothing else can
-// write: the store hands out one Writer, and readers (List, Count, Get,
-// Verify and the other actors' reads) use the store's read-only
-// connections, never the writer's. This removes the original service's
-// race by construction: its background writer thread and its readers
-// shared one database session.
-//
-// # Group commit
-//
-// The actor keeps a queue. When no transaction runs, it takes everything
-// queued, in arrival order, up to Config.MaxBatchCommands commands and
-// Config.MaxBatchBytes bytes, and applies it with one Writer.Apply — one
-// transaction — on a long-lived goroutine of its own, so it keeps
-// receiving while the transaction runs and the next batch forms meanwhile.
-// At most one Apply runs at a time. When it returns, every sender in the
-// batch is answered with its own result: a *Submit's sender gets *Applied,
-// in-process callers their return value. With synchronous=FULL, answered
-// means durable. Commands of one sender commit in the order it sent them.
-//
-// After a commit, the next transaction may wait a little for the senders
-// the commit answered: they typically send their next command at once, and
-// a transaction that starts without them carries only half of the load and
-// pays a whole fsync for it. The wait ends as soon as as many commands are
-// queued as the writer expects (the last transaction's plus those queued
-// when it committed), and lasts at most Config.CommitWindow and as long as
-// the last transaction took; a lone sender never waits.
-//
-// A transaction that rolls back (I/O error, disk full, read-only file) is
-// answered with a typed error to every command in it: nothing of it is
-// stored. The actor pauses (Config.RetryBackoff, doubling to
-// MaxRetryBackoff), then goes on serving; it succeeds again once the cause
-// is gone. Nothing answered as committed is ever lost.
+// The trail is a domain like sessions and plans: it writes through the
+// node's group-commit writer (actors/writer), and reads (List, Count, Get,
+// Verify) on the store's read-only connections. Session and plan actors
+// commit their entries (made with NewEntry) together with their own state
+// changes in one command; Record adds stand-alone entries, Prune removes
+// old ones. Start spawns the audit actor (named "audit"), which serves the
+// bare auditv1 requests of remote senders, marked writer.NoWait.
 //
 // # Records: async and sync
 //
@@ -52,23 +25,16 @@
 //   - sync (RecordRequest.Sync): answered after the entry's transaction
 //     committed; durable=true. A failed transaction is the caller's error.
 //   - async: answered at acceptance with durable=false; the entry commits
-//     in the next transaction. Guarantee: an accepted async entry is stored
-//     exactly once unless the process dies before that commit, or Stop's
-//     deadline abandons the drain (Stop then reports how many were lost).
-//     When its transaction rolls back, it is not dropped: it goes back to
-//     the front of the queue and rides in the next transaction, however
-//     many attempts that takes (Observer.AsyncRetried counts these).
-//     Flush returns once everything accepted before it committed.
+//     in the next transaction (writer.Writer.Enqueue, which states the
+//     guarantee: stored exactly once unless the process dies first or the
+//     writer's Stop abandons its drain; a rolled-back transaction requeues
+//     it). Flush returns once everything accepted before it committed.
 //
 // # Back-pressure
 //
-// At most Config.Backlog (default 10,000) commands are pending. Senders
-// take a Backlog slot before handing a command over and give it back once
-// it is answered (an async record: once it committed). With every slot
-// taken, in-process senders wait in Acquire (until their context ends:
-// UNAVAILABLE), and network senders — contexts marked with NoWait, which
-// the gRPC server and the remote endpoint set — get RESOURCE_EXHAUSTED at
-// once.
+// Records, prunes and flushes take the writer's Backlog like every other
+// write: in-process senders wait, network senders (writer.NoWait) get
+// RESOURCE_EXHAUSTED when it is full.
 //
 // # Tamper evidence, verify and prune
 //
@@ -80,10 +46,4 @@
 // other writes interleave), each committed with an audit_pruned entry, and
 // the store keeps the last removed hash as the anchor, so what remains
 // verifies from its first entry.
-//
-// # Stopping
-//
-// Stop refuses new work with UNAVAILABLE, drains everything accepted
-// before it, and releases the Writer. Afterwards the actor answers every
-// request with UNAVAILABLE.
 package audit

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -37,7 +38,7 @@ func wantOnce(t *testing.T, svc *audit.Service, id string, total int) {
 
 func TestRecordRetryWithTheSameEventIDStoresNothing(t *testing.T) {
 	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, audit.Config{})
+	svc := start(t, newSystem(t), st, writer.Config{})
 	ctx := context.Background()
 	id := ids.New()
 
@@ -77,7 +78,7 @@ func TestRecordRetryWithTheSameEventIDStoresNothing(t *testing.T) {
 func TestRecordRetryInTheOriginalsBatchIsStoredOnce(t *testing.T) {
 	st, _ := openFile(t, "")
 	g := gate(st)
-	svc := start(t, newSystem(t), g, audit.Config{})
+	svc := start(t, newSystem(t), g, writer.Config{})
 	ctx := context.Background()
 
 	entered, release := g.hold()
@@ -124,9 +125,9 @@ func TestRecordRetryInTheOriginalsBatchIsStoredOnce(t *testing.T) {
 func waitQueued(t *testing.T, svc *audit.Service, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for svc.Backlog().Pending() < n {
+	for svc.Writer().Backlog().Pending() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d records pending, want %d", svc.Backlog().Pending(), n)
+			t.Fatalf("%d records pending, want %d", svc.Writer().Backlog().Pending(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -135,7 +136,7 @@ func waitQueued(t *testing.T, svc *audit.Service, n int) {
 func TestRemoteRecordRetryWithTheSameEventID(t *testing.T) {
 	st, _ := openFile(t, "")
 	sys := newSystem(t)
-	svc := start(t, sys, st, audit.Config{})
+	svc := start(t, sys, st, writer.Config{})
 	id := ids.New()
 	ask := func(req *auditv1.RecordRequest) any {
 		t.Helper()

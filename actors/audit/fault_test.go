@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 )
@@ -40,7 +41,7 @@ func (l *latch) wait(t *testing.T, what string) {
 func TestDiskFullMidLoad(t *testing.T) {
 	st, _ := openFile(t, "")
 	obs := &observer{}
-	svc := start(t, newSystem(t), st, audit.Config{Observer: obs})
+	svc := start(t, newSystem(t), st, writer.Config{Observer: obs})
 	ctx := context.Background()
 
 	const senders, warmup, after = 8, 400, 400
@@ -153,7 +154,7 @@ func TestFailedTransactionRetriesAsyncAndFailsSync(t *testing.T) {
 	st, _ := openFile(t, "")
 	g := gate(st)
 	obs := &observer{}
-	svc := start(t, newSystem(t), g, audit.Config{Observer: obs, RetryBackoff: time.Millisecond})
+	svc := start(t, newSystem(t), g, writer.Config{Observer: obs, RetryBackoff: time.Millisecond})
 	ctx := context.Background()
 
 	g.failWith(errs.ResourceExhausted("disk full (injected)"))
@@ -187,7 +188,7 @@ func TestFailedTransactionRetriesAsyncAndFailsSync(t *testing.T) {
 
 func TestReadOnlyFileFailsThenRecovers(t *testing.T) {
 	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, audit.Config{RetryBackoff: time.Millisecond})
+	svc := start(t, newSystem(t), st, writer.Config{RetryBackoff: time.Millisecond})
 	ctx := context.Background()
 	if err := st.SetReadOnly(true); err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func TestStopDeadlineDuringAFaultReportsLoss(t *testing.T) {
 	st, _ := openFile(t, "")
 	g := gate(st)
 	obs := &observer{}
-	svc, err := audit.Start(newSystem(t), g, audit.Config{Observer: obs, Logger: quiet})
+	svc, err := startErr(newSystem(t), g, writer.Config{Observer: obs, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,14 +225,14 @@ func TestStopDeadlineDuringAFaultReportsLoss(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err = svc.Stop(ctx)
+	err = svc.Writer().Stop(ctx)
 	if !errors.Is(err, errs.ErrUnavailable) {
 		t.Fatalf("stop: %v, want UNAVAILABLE reporting the loss", err)
 	}
 	if _, _, _, lost := obs.snapshot(); lost != 3 {
 		t.Fatalf("lost = %d, want 3", lost)
 	}
-	if err2 := svc.Stop(context.Background()); err2 == nil || err2.Error() != err.Error() {
+	if err2 := svc.Writer().Stop(context.Background()); err2 == nil || err2.Error() != err.Error() {
 		t.Fatalf("second stop: %v, want the first outcome %v", err2, err)
 	}
 	if n, _ := st.Reader().CountAudit(context.Background(), nil); n != 0 {

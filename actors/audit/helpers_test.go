@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlite"
@@ -38,23 +39,42 @@ func openFile(tb testing.TB, query string) (*sqlite.Store, string) {
 	return st, path
 }
 
-// start starts the audit service on store; its Stop runs at cleanup,
-// before the store closes and the system shuts down.
-func start(tb testing.TB, sys *actor.ActorSystem, store persistence.Store, cfg audit.Config) *audit.Service {
+// start starts the writer and the audit service on store; the writer's
+// Stop runs at cleanup, before the store closes and the system shuts down.
+func start(tb testing.TB, sys *actor.ActorSystem, store persistence.Store, cfg writer.Config, acfg ...audit.Config) *audit.Service {
 	tb.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = quiet
-	}
-	svc, err := audit.Start(sys, store, cfg)
+	svc, err := startErr(sys, store, cfg, acfg...)
 	if err != nil {
-		tb.Fatalf("audit.Start: %v", err)
+		tb.Fatalf("start: %v", err)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		svc.Stop(ctx)
+		svc.Writer().Stop(ctx)
 	})
 	return svc
+}
+
+// startErr starts the writer and the audit service on store, with no
+// cleanup: the caller stops the writer.
+func startErr(sys *actor.ActorSystem, store persistence.Store, cfg writer.Config, acfg ...audit.Config) (*audit.Service, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	w, err := writer.Start(sys, store, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var ac audit.Config
+	if len(acfg) > 0 {
+		ac = acfg[0]
+	}
+	svc, err := audit.Start(sys, w, store.Reader(), ac)
+	if err != nil {
+		w.Stop(context.Background())
+		return nil, err
+	}
+	return svc, nil
 }
 
 // gatedStore wraps a Store so a test can hold the next Apply (to let a

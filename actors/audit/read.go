@@ -133,7 +133,7 @@ func (s *Service) Prune(ctx context.Context, req *auditv1.PruneRequest) (*auditv
 			return nil, err
 		}
 		cmd := &persistence.PruneAudit{OlderThan: older, Limit: s.cfg.PruneChunk, Audit: []*auditv1.AuditEntry{e}}
-		r, err := s.Apply(ctx, cmd)
+		r, err := s.w.Apply(ctx, cmd)
 		if err == nil {
 			err = r.Err
 		}

@@ -4,17 +4,30 @@ import (
 	"context"
 
 	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 )
 
+// receive is the audit actor: it serves remote senders' requests and
+// refuses the rest.
+func (s *Service) receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *auditv1.RecordRequest, *auditv1.ListRequest, *auditv1.CountRequest, *auditv1.GetRequest,
+		*auditv1.VerifyRequest, *auditv1.PruneRequest, *auditv1.FlushRequest:
+		s.serveRemote(ctx.Sender(), m.(proto.Message))
+	default:
+		s.refuseRemote(ctx.Sender(), m)
+	}
+}
+
 // serveRemote answers a bare auditv1 request from a Proto.Actor sender (a
 // remote node or a future) with the response or a *commonv1.Error. It runs
-// the request through the same in-process methods, marked NoWait (a full
-// backlog refuses it with RESOURCE_EXHAUSTED), on its own goroutine so the
-// writer actor keeps receiving. A request sent without a sender has nobody
+// the request through the same in-process methods, marked writer.NoWait (a
+// full backlog refuses it with RESOURCE_EXHAUSTED), on its own goroutine
+// so the audit actor keeps receiving. A request sent without a sender has nobody
 // to answer and is dropped.
 func (s *Service) serveRemote(sender *actor.PID, msg proto.Message) {
 	if sender == nil {
@@ -22,7 +35,7 @@ func (s *Service) serveRemote(sender *actor.PID, msg proto.Message) {
 	}
 	r := &directory.PIDReplier{Root: s.sys.Root, To: sender}
 	go func() {
-		resp, err := s.dispatch(NoWait(context.Background()), msg)
+		resp, err := s.dispatch(writer.NoWait(context.Background()), msg)
 		r.Reply(resp, err)
 	}()
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
@@ -21,7 +21,7 @@ import (
 func TestRemoteWrongTypeIsAnswered(t *testing.T) {
 	st, _ := openFile(t, "")
 	sys := newSystem(t)
-	svc := start(t, sys, st, audit.Config{})
+	svc := start(t, sys, st, writer.Config{})
 	for _, msg := range []proto.Message{
 		&sessionv1.GetSessionRequest{SessionId: "x"},
 		&planv1.HistoryRequest{PlanId: "p"},

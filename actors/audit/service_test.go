@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -19,7 +20,7 @@ import (
 
 func TestRecordSyncIsDurableAndReadable(t *testing.T) {
 	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, audit.Config{})
+	svc := start(t, newSystem(t), st, writer.Config{})
 	resp, err := svc.Record(context.Background(), &auditv1.RecordRequest{
 		EventType: audit.EventAuthFailure, ActorName: "cli", UserIdentity: "bob", DetailsJson: `{"token":"abc","ip":"10.0.0.1"}`, Sync: true,
 	})
@@ -44,7 +45,7 @@ func TestRecordSyncIsDurableAndReadable(t *testing.T) {
 
 func TestRecordTypedErrorsStoreNothing(t *testing.T) {
 	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, audit.Config{})
+	svc := start(t, newSystem(t), st, writer.Config{})
 	for _, req := range []*auditv1.RecordRequest{
 		{EventType: "no_such_event", Sync: true},
 		{EventType: audit.EventConfigChanged, DetailsJson: `[]`, Sync: true},
@@ -65,7 +66,7 @@ func TestRecordTypedErrorsStoreNothing(t *testing.T) {
 
 func TestReadsValidateAndFilter(t *testing.T) {
 	st, _ := openFile(t, "?synchronous=normal")
-	svc := start(t, newSystem(t), st, audit.Config{})
+	svc := start(t, newSystem(t), st, writer.Config{})
 	ctx := context.Background()
 	var mine []string
 	for i := range 30 {
@@ -164,7 +165,7 @@ func TestGroupCommitBatchesPendingCommands(t *testing.T) {
 	st, _ := openFile(t, "")
 	g := gate(st)
 	obs := &observer{}
-	svc := start(t, newSystem(t), g, audit.Config{Observer: obs})
+	svc := start(t, newSystem(t), g, writer.Config{Observer: obs})
 	ctx := context.Background()
 
 	entered, release := g.hold()
@@ -206,7 +207,7 @@ func TestGroupCommitBatchesPendingCommands(t *testing.T) {
 func TestGroupCommitUnderConcurrentSyncSenders(t *testing.T) {
 	st, _ := openFile(t, "")
 	obs := &observer{}
-	svc := start(t, newSystem(t), st, audit.Config{Observer: obs})
+	svc := start(t, newSystem(t), st, writer.Config{Observer: obs})
 	const senders, each = 64, 20
 	errc := make(chan error, senders)
 	for range senders {
@@ -242,7 +243,7 @@ func TestGroupCommitUnderConcurrentSyncSenders(t *testing.T) {
 
 func TestFlushWithNothingPending(t *testing.T) {
 	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, audit.Config{})
+	svc := start(t, newSystem(t), st, writer.Config{})
 	if _, err := svc.Flush(context.Background(), &auditv1.FlushRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func TestFlushWithNothingPending(t *testing.T) {
 
 func TestAsyncThenFlushIsDurable(t *testing.T) {
 	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, audit.Config{})
+	svc := start(t, newSystem(t), st, writer.Config{})
 	var accepted []*auditv1.AuditEntry
 	for range 500 {
 		resp, err := svc.Record(context.Background(), &auditv1.RecordRequest{EventType: audit.EventPlanApplied, PlanId: "p"})
@@ -275,10 +276,10 @@ func TestAsyncThenFlushIsDurable(t *testing.T) {
 func TestBacklogBackPressure(t *testing.T) {
 	st, _ := openFile(t, "")
 	g := gate(st)
-	svc := start(t, newSystem(t), g, audit.Config{Backlog: 4})
+	svc := start(t, newSystem(t), g, writer.Config{Backlog: 4})
 	ctx := context.Background()
-	if svc.Backlog().Cap() != 4 {
-		t.Fatalf("backlog capacity %d", svc.Backlog().Cap())
+	if svc.Writer().Backlog().Cap() != 4 {
+		t.Fatalf("backlog capacity %d", svc.Writer().Backlog().Cap())
 	}
 	entered, release := g.hold()
 	defer release()
@@ -286,15 +287,15 @@ func TestBacklogBackPressure(t *testing.T) {
 		record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
 	}
 	<-entered
-	if p := svc.Backlog().Pending(); p != 4 {
+	if p := svc.Writer().Backlog().Pending(); p != 4 {
 		t.Fatalf("pending = %d, want 4 (async records hold their slot until they commit)", p)
 	}
 	// A network sender is refused at once.
-	_, err := svc.Record(audit.NoWait(ctx), &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
+	_, err := svc.Record(writer.NoWait(ctx), &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
 	if !errors.Is(err, errs.ErrResourceExhausted) {
 		t.Fatalf("network sender on a full backlog: err = %v, want RESOURCE_EXHAUSTED", err)
 	}
-	if err := svc.Backlog().TryAcquire(); !errors.Is(err, errs.ErrResourceExhausted) {
+	if err := svc.Writer().Backlog().TryAcquire(); !errors.Is(err, errs.ErrResourceExhausted) {
 		t.Fatalf("TryAcquire on a full backlog: %v", err)
 	}
 	// An in-process sender whose context ends while waiting: UNAVAILABLE.
@@ -321,10 +322,10 @@ func TestBacklogBackPressure(t *testing.T) {
 	if _, err := svc.Flush(ctx, &auditv1.FlushRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if p := svc.Backlog().Pending(); p != 0 {
+	if p := svc.Writer().Backlog().Pending(); p != 0 {
 		t.Fatalf("pending after flush = %d, want 0", p)
 	}
-	if !audit.Waits(ctx) || audit.Waits(audit.NoWait(ctx)) {
+	if !writer.Waits(ctx) || writer.Waits(writer.NoWait(ctx)) {
 		t.Fatal("Waits/NoWait")
 	}
 }
@@ -333,7 +334,7 @@ func TestStopDrainsEverythingAccepted(t *testing.T) {
 	st, _ := openFile(t, "")
 	g := gate(st)
 	sys := newSystem(t)
-	svc, err := audit.Start(sys, g, audit.Config{Logger: quiet})
+	svc, err := startErr(sys, g, writer.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestStopDrainsEverythingAccepted(t *testing.T) {
 	}
 	<-entered
 	stopped := make(chan error, 1)
-	go func() { stopped <- svc.Stop(context.Background()) }()
+	go func() { stopped <- svc.Writer().Stop(context.Background()) }()
 	// Stop refuses new work at once, while it drains.
 	for {
 		_, err := svc.Record(context.Background(), &auditv1.RecordRequest{EventType: audit.EventEntityDeleted})
@@ -365,7 +366,7 @@ func TestStopDrainsEverythingAccepted(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	if err := svc.Stop(context.Background()); err != nil {
+	if err := svc.Writer().Stop(context.Background()); err != nil {
 		t.Fatalf("second stop: %v", err)
 	}
 	n, err := st.Reader().CountAudit(context.Background(), nil)
@@ -390,8 +391,8 @@ func TestStopDrainsEverythingAccepted(t *testing.T) {
 	if _, err := svc.Flush(context.Background(), &auditv1.FlushRequest{}); !errors.Is(err, errs.ErrUnavailable) {
 		t.Fatalf("flush after stop: %v", err)
 	}
-	res, err := sys.Root.RequestFuture(svc.PID(), &audit.Submit{Cmd: &persistence.RecordAudit{}, Tag: 7}, 10*time.Second).Result()
-	if a, ok := res.(*audit.Applied); err != nil || !ok || a.Tag != 7 || !errors.Is(a.Result.Err, errs.ErrUnavailable) {
+	res, err := sys.Root.RequestFuture(svc.Writer().PID(), &writer.Submit{Cmd: &persistence.RecordAudit{}, Tag: 7}, 10*time.Second).Result()
+	if a, ok := res.(*writer.Applied); err != nil || !ok || a.Tag != 7 || !errors.Is(a.Result.Err, errs.ErrUnavailable) {
 		t.Fatalf("submit after stop: %v, %v", res, err)
 	}
 }
@@ -399,7 +400,7 @@ func TestStopDrainsEverythingAccepted(t *testing.T) {
 func TestSubmitCommitsStateChangeWithItsAuditEntry(t *testing.T) {
 	st, _ := openFile(t, "")
 	sys := newSystem(t)
-	svc := start(t, sys, st, audit.Config{})
+	svc := start(t, sys, st, writer.Config{})
 	sid := ids.New()
 	e, err := audit.NewEntry(&auditv1.RecordRequest{EventType: audit.EventSessionCreated, SessionId: sid}, time.Now())
 	if err != nil {
@@ -411,11 +412,11 @@ func TestSubmitCommitsStateChangeWithItsAuditEntry(t *testing.T) {
 			CreatedAt: now, UpdatedAt: now, MetadataJson: "{}"},
 		Audit: []*auditv1.AuditEntry{e},
 	}
-	res, err := sys.Root.RequestFuture(svc.PID(), &audit.Submit{Cmd: cmd, Tag: 42}, 10*time.Second).Result()
+	res, err := sys.Root.RequestFuture(svc.Writer().PID(), &writer.Submit{Cmd: cmd, Tag: 42}, 10*time.Second).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, ok := res.(*audit.Applied)
+	a, ok := res.(*writer.Applied)
 	if !ok || a.Tag != 42 || a.Result.Err != nil {
 		t.Fatalf("reply %#v", res)
 	}
@@ -429,8 +430,8 @@ func TestSubmitCommitsStateChangeWithItsAuditEntry(t *testing.T) {
 	// The same id again fails on its own, and stores nothing more.
 	e2, _ := audit.NewEntry(&auditv1.RecordRequest{EventType: audit.EventSessionCreated, SessionId: sid}, time.Now())
 	cmd.Audit = []*auditv1.AuditEntry{e2}
-	res, _ = sys.Root.RequestFuture(svc.PID(), &audit.Submit{Cmd: cmd, Tag: 43}, 10*time.Second).Result()
-	if a := res.(*audit.Applied); !errors.Is(a.Result.Err, errs.ErrAlreadyExists) {
+	res, _ = sys.Root.RequestFuture(svc.Writer().PID(), &writer.Submit{Cmd: cmd, Tag: 43}, 10*time.Second).Result()
+	if a := res.(*writer.Applied); !errors.Is(a.Result.Err, errs.ErrAlreadyExists) {
 		t.Fatalf("second create: %v", a.Result.Err)
 	}
 	if _, err := svc.Get(context.Background(), &auditv1.GetRequest{EventId: e2.EventId}); !errors.Is(err, errs.ErrNotFound) {
@@ -441,7 +442,7 @@ func TestSubmitCommitsStateChangeWithItsAuditEntry(t *testing.T) {
 func TestRemoteStyleRequests(t *testing.T) {
 	st, _ := openFile(t, "")
 	sys := newSystem(t)
-	svc := start(t, sys, st, audit.Config{})
+	svc := start(t, sys, st, writer.Config{})
 	ask := func(msg any) any {
 		t.Helper()
 		res, err := sys.Root.RequestFuture(svc.PID(), msg, 10*time.Second).Result()
@@ -480,13 +481,23 @@ func TestRemoteStyleRequests(t *testing.T) {
 func TestStartRefusesASecondWriter(t *testing.T) {
 	st, _ := openFile(t, "")
 	sys := newSystem(t)
-	start(t, sys, st, audit.Config{})
-	if _, err := audit.Start(sys, st, audit.Config{Name: "audit-2", Logger: quiet}); !errors.Is(err, errs.ErrFailedPrecondition) {
+	start(t, sys, st, writer.Config{})
+	if _, err := writer.Start(sys, st, writer.Config{Name: "writer-2", Logger: quiet}); !errors.Is(err, errs.ErrFailedPrecondition) {
 		t.Fatalf("second Start on one store: %v, want FAILED_PRECONDITION (writer taken)", err)
 	}
 	st2, _ := openFile(t, "")
-	if _, err := audit.Start(sys, st2, audit.Config{Logger: quiet}); !errors.Is(err, errs.ErrAlreadyExists) {
+	if _, err := writer.Start(sys, st2, writer.Config{Logger: quiet}); !errors.Is(err, errs.ErrAlreadyExists) {
 		t.Fatalf("second writer actor with the same name: %v", err)
+	}
+	w2, err := writer.Start(sys, st2, writer.Config{Name: "writer-2", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.Start(sys, w2, st2.Reader(), audit.Config{}); !errors.Is(err, errs.ErrAlreadyExists) {
+		t.Fatalf("second audit actor with the same name: %v", err)
+	}
+	if err := w2.Stop(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	// The failed Start gave the writer back.
 	w, err := st2.Writer()
@@ -504,7 +515,7 @@ func TestStartRefusesASecondWriter(t *testing.T) {
 func TestCallersCannotRecordAgentstateTypes(t *testing.T) {
 	st, _ := openFile(t, "")
 	sys := newSystem(t)
-	svc := start(t, sys, st, audit.Config{})
+	svc := start(t, sys, st, writer.Config{})
 	ctx := context.Background()
 	n := 0
 	for _, typ := range audit.EventTypes() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -30,7 +31,7 @@ func TestSeedScenario(t *testing.T) {
 	// test run with FULL).
 	st, _ := openFile(t, "?synchronous=normal")
 	obs := &observer{}
-	svc := start(t, newSystem(t), st, audit.Config{Observer: obs})
+	svc := start(t, newSystem(t), st, writer.Config{Observer: obs})
 	began := time.Now()
 	ctx := context.Background()
 

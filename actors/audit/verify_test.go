@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	_ "github.com/mattn/go-sqlite3" // the tamperer's own handle
@@ -41,7 +42,7 @@ func exec(t *testing.T, db *sql.DB, q string, args ...any) {
 
 func TestVerifyDetectsTampering(t *testing.T) {
 	st, path := openFile(t, "")
-	svc := start(t, newSystem(t), st, audit.Config{})
+	svc := start(t, newSystem(t), st, writer.Config{})
 	var es []*auditv1.AuditEntry
 	for i := range 2500 { // more than one verification chunk
 		es = append(es, record(t, svc, &auditv1.RecordRequest{EventType: audit.EventResourceModified, Sync: i%500 == 0,
@@ -92,7 +93,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 func TestPruneRemovesAKnownSetAndKeepsTheChainVerifiable(t *testing.T) {
 	st, path := openFile(t, "")
 	const chunk = 7
-	svc := start(t, newSystem(t), st, audit.Config{PruneChunk: chunk})
+	svc := start(t, newSystem(t), st, writer.Config{}, audit.Config{PruneChunk: chunk})
 	ctx := context.Background()
 	var old, young []*auditv1.AuditEntry
 	for range 50 {
@@ -144,7 +145,7 @@ func TestPruneRemovesAKnownSetAndKeepsTheChainVerifiable(t *testing.T) {
 
 func TestPruneInTheFutureMeansNow(t *testing.T) {
 	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, audit.Config{PruneChunk: 5})
+	svc := start(t, newSystem(t), st, writer.Config{}, audit.Config{PruneChunk: 5})
 	for range 12 {
 		record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true})
 	}
@@ -176,7 +177,7 @@ func TestPruneInTheFutureMeansNow(t *testing.T) {
 // and until filters far out either way mean what they say.
 func TestPruneBoundsFarInThePast(t *testing.T) {
 	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, audit.Config{PruneChunk: 5})
+	svc := start(t, newSystem(t), st, writer.Config{}, audit.Config{PruneChunk: 5})
 	ctx := context.Background()
 	for range 7 {
 		record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true})
@@ -222,7 +223,7 @@ func TestPruneBoundsFarInThePast(t *testing.T) {
 // must never make Verify report tampering.
 func TestVerifyWhilePruning(t *testing.T) {
 	st, _ := openFile(t, "?synchronous=normal")
-	svc := start(t, newSystem(t), st, audit.Config{PruneChunk: 50})
+	svc := start(t, newSystem(t), st, writer.Config{}, audit.Config{PruneChunk: 50})
 	ctx := context.Background()
 	var es []*auditv1.AuditEntry
 	for range 4000 {

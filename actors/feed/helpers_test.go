@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors"
-	"github.com/agentstate/agentstate/actors/audit"
-	"github.com/agentstate/agentstate/actors/feed"
+		"github.com/agentstate/agentstate/actors/feed"
+	"github.com/agentstate/agentstate/actors/writer"
 	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/persistence"
@@ -43,7 +43,7 @@ func newEnv(tb testing.TB, cfg feed.Config, sessions bool) *env {
 	cfg.Logger = quiet
 	hub := feed.New(store.Reader(), cfg)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	acfg := actors.Config{Audit: audit.Config{Logger: quiet, OnCommit: hub.OnCommit}}
+	acfg := actors.Config{Writer: writer.Config{Logger: quiet, OnCommit: hub.OnCommit}}
 	acfg.Sessions.AuditMessages = sessions
 	node, err := actors.Start(sys, store, acfg)
 	if err != nil {

@@ -205,7 +205,7 @@ func TestDoubleActivationIsFencedAndRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The rogue: a directory-based service on the same audit writer.
-	rogue, err := session.Start(m.sys, m.node.Audit(), m.store.Reader(), session.Config{Name: "rogue-sessions"})
+	rogue, err := session.Start(m.sys, m.node.Writer(), m.store.Reader(), session.Config{Name: "rogue-sessions"})
 	if err != nil {
 		t.Fatal(err)
 	}

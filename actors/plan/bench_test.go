@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/plan"
+	"github.com/agentstate/agentstate/actors/writer"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 )
 
@@ -33,7 +33,7 @@ func benchmarkRecordError(b *testing.B, plans int) {
 	}{{"disk-wal-full", onDisk}, {"memory", inMemory}} {
 		b.Run(bc.name, func(b *testing.B) {
 			txs := &txCounter{}
-			h := newHarnessWith(b, bc.kind, plan.Config{}, audit.Config{Observer: txs}, nil)
+			h := newHarnessWith(b, bc.kind, plan.Config{}, writer.Config{Observer: txs}, nil)
 			ctx := context.Background()
 			var (
 				issued atomic.Int64

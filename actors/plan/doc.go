@@ -1,10 +1,10 @@
 // Package plan owns plans' error histories: one actor per plan records the
 // plan's errors, counts retries per step, classifies each error and advises
-// a recovery, and persists all of it through the audit actor.
+// a recovery, and persists all of it through the writer actor.
 //
 // # Use
 //
-//	svc, err := plan.Start(sys, auditSvc, store.Reader(), plan.Config{})
+//	svc, err := plan.Start(sys, wr, store.Reader(), plan.Config{})
 //	rec, err := svc.RecordError(ctx, &planv1.RecordErrorRequest{PlanId: id,
 //		Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s1", ErrorType: "TimeoutError"})
 //	// rec.Record.RecoveryAction == RETRY, rec.Record.Sequence == 0
@@ -81,8 +81,8 @@
 // its error and stops the actor the same way. Config.Name lets two Services
 // share one actor system, which is how the tests force a double activation.
 //
-// Back-pressure: every write request holds an audit Backlog slot until it
-// is answered (in-process callers wait, audit.NoWait contexts and remote
+// Back-pressure: every write request holds a writer Backlog slot until it
+// is answered (in-process callers wait, writer.NoWait contexts and remote
 // senders get RESOURCE_EXHAUSTED); a plan actor's Submits are covered by the
 // slots of the requests they carry.
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
 	"github.com/agentstate/agentstate/actors/plan"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -136,7 +137,7 @@ func (f *failingReader) GetPlan(ctx context.Context, planID string) (*persistenc
 // again a new actor loads the plan and goes on densely.
 func TestUnloadablePlanRefusesThenRecovers(t *testing.T) {
 	fr := &failingReader{}
-	h := newHarnessWith(t, inMemory, plan.Config{}, audit.Config{}, func(r persistence.Reader) persistence.Reader {
+	h := newHarnessWith(t, inMemory, plan.Config{}, writer.Config{}, func(r persistence.Reader) persistence.Reader {
 		fr.Reader = r
 		return fr
 	})

@@ -1,7 +1,7 @@
 package plan
 
 import (
-	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
@@ -26,7 +26,7 @@ import (
 func (o *owner) activate(ctx actor.Context) {
 	o.tag++
 	o.activation = o.tag
-	ctx.Request(o.env.auditPID, &audit.Submit{Cmd: &persistence.Activate{Kind: persistence.OwnerPlan, ID: o.planID}, Tag: o.tag})
+	ctx.Request(o.env.writerPID, &writer.Submit{Cmd: &persistence.Activate{Kind: persistence.OwnerPlan, ID: o.planID}, Tag: o.tag})
 }
 
 // activated takes the epoch, loads the plan and accepts the calls that

@@ -19,7 +19,7 @@ import (
 // h.svc, as another cluster member would.
 func secondService(tb testing.TB, h *harness) *plan.Service {
 	tb.Helper()
-	svc, err := plan.Start(h.sys, h.audit, h.store.Reader(), plan.Config{Name: "plans-b"})
+	svc, err := plan.Start(h.sys, h.wr, h.store.Reader(), plan.Config{Name: "plans-b"})
 	if err != nil {
 		tb.Fatalf("second plan.Start: %v", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/plan"
+	"github.com/agentstate/agentstate/actors/writer"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
@@ -30,7 +30,7 @@ type harness struct {
 	sys   *actor.ActorSystem
 	store *sqlite.Store
 	gate  *gatedStore
-	audit *audit.Service
+	wr    *writer.Writer
 	svc   *plan.Service
 }
 
@@ -43,12 +43,12 @@ const (
 
 func newHarness(tb testing.TB, kind storeKind, cfg plan.Config) *harness {
 	tb.Helper()
-	return newHarnessWith(tb, kind, cfg, audit.Config{}, nil)
+	return newHarnessWith(tb, kind, cfg, writer.Config{}, nil)
 }
 
-// newHarnessWith is newHarness with the audit actor's config and, when
+// newHarnessWith is newHarness with the writer's config and, when
 // wrap is set, the reader the plans service gets wrapped.
-func newHarnessWith(tb testing.TB, kind storeKind, cfg plan.Config, acfg audit.Config,
+func newHarnessWith(tb testing.TB, kind storeKind, cfg plan.Config, wcfg writer.Config,
 	wrap func(persistence.Reader) persistence.Reader) *harness {
 	tb.Helper()
 	h := &harness{}
@@ -64,21 +64,21 @@ func newHarnessWith(tb testing.TB, kind storeKind, cfg plan.Config, acfg audit.C
 	}
 	tb.Cleanup(func() { st.Close() })
 	h.store, h.gate = st, &gatedStore{Store: st, gw: &gatedWriter{}}
-	acfg.Logger = quiet
-	h.audit, err = audit.Start(h.sys, h.gate, acfg)
+	wcfg.Logger = quiet
+	h.wr, err = writer.Start(h.sys, h.gate, wcfg)
 	if err != nil {
-		tb.Fatalf("audit.Start: %v", err)
+		tb.Fatalf("writer.Start: %v", err)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		h.audit.Stop(ctx)
+		h.wr.Stop(ctx)
 	})
 	reader := st.Reader()
 	if wrap != nil {
 		reader = wrap(reader)
 	}
-	h.svc, err = plan.Start(h.sys, h.audit, reader, cfg)
+	h.svc, err = plan.Start(h.sys, h.wr, reader, cfg)
 	if err != nil {
 		tb.Fatalf("plan.Start: %v", err)
 	}

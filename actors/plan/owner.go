@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/actors/writer"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
@@ -76,11 +76,11 @@ type batch struct {
 
 // env is what every owner of one Service shares; read-only after Start.
 type env struct {
-	reader   persistence.Reader
-	auditPID *actor.PID
-	cfg      Config
-	live     *liveSet
-	fenced   atomic.Int64 // activations whose write the store fenced
+	reader    persistence.Reader
+	writerPID *actor.PID
+	cfg       Config
+	live      *liveSet
+	fenced    atomic.Int64 // activations whose write the store fenced
 }
 
 func newOwner(planID string, e *env) actor.Actor { return &owner{planID: planID, env: e} }
@@ -99,7 +99,7 @@ func (o *owner) Receive(ctx actor.Context) {
 		o.call(ctx, m)
 	case *cluster.ClusterInit:
 		o.clusterInit(ctx, m)
-	case *audit.Applied:
+	case *writer.Applied:
 		if o.activation != 0 && m.Tag == o.activation {
 			o.activated(ctx, m.Result)
 			return
@@ -286,14 +286,14 @@ func (o *owner) flush(ctx actor.Context) {
 	w.Epoch = o.epoch
 	o.tag++
 	o.inflight = &batch{tag: o.tag, ops: ops}
-	ctx.Request(o.env.auditPID, &audit.Submit{Cmd: w, Tag: o.tag})
+	ctx.Request(o.env.writerPID, &writer.Submit{Cmd: w, Tag: o.tag})
 }
 
 // applied ends the write in flight: on commit, committed advances by its
 // ops and they are answered; on failure, exactly its ops fail and the
 // queued ones are recomputed from the last committed state (reloaded
 // first when the failure leaves it in doubt: mayDisagree).
-func (o *owner) applied(ctx actor.Context, a *audit.Applied) {
+func (o *owner) applied(ctx actor.Context, a *writer.Applied) {
 	b := o.inflight
 	if b == nil || a.Tag != b.tag {
 		return // not the write in flight: a stale answer

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
 	"github.com/agentstate/agentstate/actors/dispatch"
+	"github.com/agentstate/agentstate/actors/writer"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
@@ -30,7 +30,7 @@ type Service struct {
 	root    *actor.RootContext
 	pid     *actor.PID
 	env     *env
-	backlog *audit.Backlog
+	backlog *writer.Backlog
 
 	stopped  atomic.Bool
 	stopOnce sync.Once
@@ -39,14 +39,14 @@ type Service struct {
 
 // Start spawns the plans directory (named Config.Name, by default
 // DirectoryName) in sys. Plan
-// actors hand their writes to auditSvc's actor and load their state, and
+// actors hand their writes to wr's actor and load their state, and
 // the Service answers History and ErrorDetails, from reader.
-func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.Reader, cfg Config) (*Service, error) {
-	if sys == nil || auditSvc == nil || reader == nil {
+func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader, cfg Config) (*Service, error) {
+	if sys == nil || wr == nil || reader == nil {
 		return nil, errs.InvalidArgument("plan.Start needs an actor system, the audit service and a reader")
 	}
-	e := &env{reader: reader, auditPID: auditSvc.PID(), cfg: cfg.withDefaults(), live: newLiveSet()}
-	s := &Service{root: sys.Root, env: e, backlog: auditSvc.Backlog()}
+	e := &env{reader: reader, writerPID: wr.PID(), cfg: cfg.withDefaults(), live: newLiveSet()}
+	s := &Service{root: sys.Root, env: e, backlog: wr.Backlog()}
 	props := directory.Props(directory.Config{
 		Kind: "plan",
 		Key:  planKey,
@@ -127,7 +127,7 @@ func (s *Service) Stop(ctx context.Context) error {
 
 // call asks the plan's owner through the directory. Writes hold a backlog
 // slot until answered: in-process callers wait for one, callers whose ctx
-// is marked audit.NoWait are refused with RESOURCE_EXHAUSTED.
+// is marked writer.NoWait are refused with RESOURCE_EXHAUSTED.
 func (s *Service) call(ctx context.Context, msg proto.Message) (proto.Message, error) {
 	if s.stopped.Load() {
 		return nil, errs.Unavailable("the plans service is stopped")

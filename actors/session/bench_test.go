@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/session"
+	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
@@ -183,7 +183,7 @@ func (o *txStats) report(b *testing.B, appends int) {
 
 func benchAgentstate(b *testing.B, sh shape, url string) {
 	stats := &txStats{}
-	n := startNodeWith(b, url, audit.Config{Observer: stats}, session.Config{}, nil)
+	n := startNodeWith(b, url, writer.Config{Observer: stats}, session.Config{}, nil)
 	sessions := make([]string, sh.sessions)
 	for i := range sessions {
 		sessions[i] = n.create(b, "bench")

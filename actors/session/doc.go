@@ -4,9 +4,9 @@
 // # Embedding
 //
 //	store, _ := sqlite.Open("file:./data/agentstate.db")
-//	auditSvc, _ := audit.Start(sys, store, audit.Config{})
-//	sessions, _ := session.Start(sys, auditSvc, store.Reader(), session.Config{})
-//	defer sessions.Stop(ctx) // before auditSvc.Stop: its writes drain first
+//	wr, _ := writer.Start(sys, store, writer.Config{})
+//	sessions, _ := session.Start(sys, wr, store.Reader(), session.Config{})
+//	defer sessions.Stop(ctx) // before wr.Stop: its writes drain first
 //	resp, err := sessions.Append(ctx, &sessionv1.AppendRequest{...})
 //
 // *Service implements sessionv1.SessionServiceServer, so the gRPC server
@@ -30,14 +30,14 @@
 //     message's role, content size and UTF-8, metadata (a JSON object,
 //     compacted) and message id (a ULID; a new one when absent); refuse a
 //     message id given twice. Nothing invalid gets further.
-//  2. Take an audit backlog slot: in-process callers wait for one, network
-//     callers (audit.NoWait contexts) get RESOURCE_EXHAUSTED when full.
+//  2. Take a writer backlog slot: in-process callers wait for one, network
+//     callers (writer.NoWait contexts) get RESOURCE_EXHAUSTED when full.
 //  3. The directory forwards the request to the session's actor.
 //  4. The actor queues it. With no write in flight it takes the leading run
 //     of queued appends (one Turn each) into one persistence.AppendMessages
-//     at its next sequence and submits it to the audit actor, which group
+//     at its next sequence and submits it to the writer actor, which group
 //     commits it with other sessions' writes.
-//  5. On *audit.Applied (after COMMIT; with synchronous=FULL: durable) the
+//  5. On *writer.Applied (after COMMIT; with synchronous=FULL: durable) the
 //     actor answers each request with its message ids, sequences and
 //     timestamps, in sequence order, moves its next sequence to
 //     Result.NextSequence and starts the next write.

@@ -20,7 +20,7 @@ import (
 // of n.svc, as another cluster member would.
 func secondService(tb testing.TB, n *node) *session.Service {
 	tb.Helper()
-	svc, err := session.Start(n.sys, n.audit, n.store.Reader(), session.Config{Name: "sessions-b"})
+	svc, err := session.Start(n.sys, n.wr, n.store.Reader(), session.Config{Name: "sessions-b"})
 	if err != nil {
 		tb.Fatalf("second session.Start: %v", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/session"
+	"github.com/agentstate/agentstate/actors/writer"
 	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -24,11 +24,11 @@ const time30s = 30 * time.Second
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// node is one process's worth of agentstate: store, audit writer, sessions.
+// node is one process's worth of agentstate: store, writer, sessions.
 type node struct {
 	sys   *actor.ActorSystem
 	store *sqlite.Store
-	audit *audit.Service
+	wr    *writer.Writer
 	svc   *session.Service
 }
 
@@ -56,23 +56,23 @@ func fileURL(tb testing.TB) string { return filepath.Join(tb.TempDir(), "session
 // all in dependency order.
 func startNode(tb testing.TB, url string, cfg session.Config, hook func(string, int, bool)) *node {
 	tb.Helper()
-	return startNodeWith(tb, url, audit.Config{}, cfg, hook)
+	return startNodeWith(tb, url, writer.Config{}, cfg, hook)
 }
 
-func startNodeWith(tb testing.TB, url string, acfg audit.Config, cfg session.Config, hook func(string, int, bool)) *node {
+func startNodeWith(tb testing.TB, url string, wcfg writer.Config, cfg session.Config, hook func(string, int, bool)) *node {
 	tb.Helper()
-	if acfg.Logger == nil {
-		acfg.Logger = quiet
+	if wcfg.Logger == nil {
+		wcfg.Logger = quiet
 	}
 	n := &node{sys: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))}
 	var err error
 	if n.store, err = sqlite.Open(url); err != nil {
 		tb.Fatalf("open %s: %v", url, err)
 	}
-	if n.audit, err = audit.Start(n.sys, n.store, acfg); err != nil {
-		tb.Fatalf("audit.Start: %v", err)
+	if n.wr, err = writer.Start(n.sys, n.store, wcfg); err != nil {
+		tb.Fatalf("writer.Start: %v", err)
 	}
-	if n.svc, err = session.Start(n.sys, n.audit, n.store.Reader(), cfg); err != nil {
+	if n.svc, err = session.Start(n.sys, n.wr, n.store.Reader(), cfg); err != nil {
 		tb.Fatalf("session.Start: %v", err)
 	}
 	if hook != nil {
@@ -84,8 +84,8 @@ func startNodeWith(tb testing.TB, url string, acfg audit.Config, cfg session.Con
 		if err := n.svc.Stop(ctx); err != nil {
 			tb.Errorf("sessions Stop: %v", err)
 		}
-		if err := n.audit.Stop(ctx); err != nil {
-			tb.Errorf("audit Stop: %v", err)
+		if err := n.wr.Stop(ctx); err != nil {
+			tb.Errorf("writer Stop: %v", err)
 		}
 		n.store.Close()
 		n.sys.Shutdown()

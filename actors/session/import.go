@@ -28,7 +28,7 @@ func (s *Service) importSession(ctx context.Context, req *sessionv1.ImportSessio
 		return nil, err
 	}
 	// Apply takes its own backlog slot, waiting or not as ctx says.
-	res, err := s.auditSvc.Apply(ctx, cmd)
+	res, err := s.wr.Apply(ctx, cmd)
 	if err == nil {
 		err = res.Err
 	}

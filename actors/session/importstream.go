@@ -110,7 +110,7 @@ type streamedImport struct {
 func (im *streamedImport) apply(ctx context.Context, cmd persistence.Command) (persistence.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, im.s.env.cfg.AskTimeout)
 	defer cancel()
-	res, err := im.s.auditSvc.Apply(ctx, cmd)
+	res, err := im.s.wr.Apply(ctx, cmd)
 	if err == nil {
 		err = res.Err
 	}
@@ -260,7 +260,7 @@ func receiveErr(err error, want string) error {
 func (s *Service) discardStaged(id string, epoch int64) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
-		res, err := s.auditSvc.Apply(ctx, &persistence.DeleteSession{Epoch: epoch, SessionID: id, Limit: discardBatch})
+		res, err := s.wr.Apply(ctx, &persistence.DeleteSession{Epoch: epoch, SessionID: id, Limit: discardBatch})
 		cancel()
 		if err == nil {
 			err = res.Err
@@ -288,7 +288,7 @@ func (s *Service) sweepStaged(ctx context.Context, idle time.Duration) error {
 				continue
 			}
 			actx, cancel := context.WithTimeout(ctx, s.env.cfg.AskTimeout)
-			res, err := s.auditSvc.Apply(actx, &persistence.Activate{Kind: persistence.OwnerSession, ID: after})
+			res, err := s.wr.Apply(actx, &persistence.Activate{Kind: persistence.OwnerSession, ID: after})
 			cancel()
 			if err == nil {
 				err = res.Err

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/session"
-	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence/sqlite"
@@ -27,7 +26,7 @@ func TestStoppedActorAnswersItsWriteInFlightOutcomeUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	aud, err := audit.Start(sys, store, audit.Config{Logger: quiet})
+	aud, err := writer.Start(sys, store, writer.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +46,7 @@ func TestStoppedActorAnswersItsWriteInFlightOutcomeUnknown(t *testing.T) {
 		default:
 		}
 	})
-	n := &node{sys: sys, store: store, audit: aud, svc: svc}
+	n := &node{sys: sys, store: store, wr: aud, svc: svc}
 	sid := n.create(t, "a")
 	for len(events) > 0 {
 		<-events // the create's
@@ -69,7 +68,7 @@ func TestStoppedActorAnswersItsWriteInFlightOutcomeUnknown(t *testing.T) {
 	wantCode(t, <-queued, errs.UnavailableCode)
 
 	release()
-	if _, err := aud.Flush(ctx, &auditv1.FlushRequest{}); err != nil {
+	if err := aud.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	msgs := n.messages(t, sid)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
@@ -18,7 +18,7 @@ import (
 // decides the session's next sequence.
 //
 // Invariants:
-//   - at most one write (one audit.Submit) is in flight: busy != nil;
+//   - at most one write (one writer.Submit) is in flight: busy != nil;
 //   - sess.MessageCount is the next sequence: the stored maximum + 1, as of
 //     the last committed write. It advances only on a committed result;
 //   - requests are decided in arrival order: a request waits in queue while
@@ -90,7 +90,7 @@ func (o *owner) Receive(ctx actor.Context) {
 	case *directory.Call:
 		o.accept(m)
 		o.pump(ctx)
-	case *audit.Applied:
+	case *writer.Applied:
 		if o.busy == nil || m.Tag != o.busy.tag {
 			return // not ours to finish: a stale reply
 		}
@@ -262,7 +262,7 @@ func (o *owner) load() error {
 func (o *owner) submit(ctx actor.Context, cmd persistence.Command, finish func(persistence.Result)) {
 	o.tag++
 	o.busy = &write{tag: o.tag, finish: finish}
-	ctx.Request(o.env.auditPID, &audit.Submit{Cmd: cmd, Tag: o.tag})
+	ctx.Request(o.env.writerPID, &writer.Submit{Cmd: cmd, Tag: o.tag})
 }
 
 // failAll answers everything still pending — the write in flight with

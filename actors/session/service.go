@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/directory"
 	"github.com/agentstate/agentstate/actors/dispatch"
+	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
@@ -27,11 +27,11 @@ const DirectoryName = "sessions"
 type Service struct {
 	sessionv1.UnimplementedSessionServiceServer
 
-	sys      *actor.ActorSystem
-	env      *env
-	auditSvc *audit.Service
-	backlog  *audit.Backlog
-	pid      *actor.PID
+	sys     *actor.ActorSystem
+	env     *env
+	wr      *writer.Writer
+	backlog *writer.Backlog
+	pid     *actor.PID
 
 	closing atomic.Bool
 	// stopSweep ends the sweeper of abandoned imports (importstream.go).
@@ -43,9 +43,9 @@ type Service struct {
 // env is what every session actor shares. It is read-only after Start,
 // except for the counters.
 type env struct {
-	cfg      Config
-	reader   persistence.Reader
-	auditPID *actor.PID
+	cfg       Config
+	reader    persistence.Reader
+	writerPID *actor.PID
 
 	live        liveSet
 	activations atomic.Int64
@@ -60,17 +60,17 @@ type env struct {
 
 // Start spawns the sessions directory (named Config.Name, by default
 // DirectoryName) on sys. Writes
-// go to auditSvc's actor; reads run on reader, which must read the same
+// go to wr's actor; reads run on reader, which must read the same
 // store the audit actor writes.
-func Start(sys *actor.ActorSystem, auditSvc *audit.Service, reader persistence.Reader, cfg Config) (*Service, error) {
-	if sys == nil || auditSvc == nil || reader == nil {
+func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader, cfg Config) (*Service, error) {
+	if sys == nil || wr == nil || reader == nil {
 		return nil, errs.InvalidArgument("session.Start needs an actor system, an audit service and a reader")
 	}
 	s := &Service{
-		sys:      sys,
-		auditSvc: auditSvc,
-		backlog:  auditSvc.Backlog(),
-		env:      &env{cfg: cfg.withDefaults(), reader: reader, auditPID: auditSvc.PID()},
+		sys:     sys,
+		wr:      wr,
+		backlog: wr.Backlog(),
+		env:     &env{cfg: cfg.withDefaults(), reader: reader, writerPID: wr.PID()},
 	}
 	s.env.live.init()
 	props := directory.Props(directory.Config{
@@ -298,7 +298,7 @@ func noAnswer(cause error) error {
 // an in-process caller waits for a slot until its context or AskTimeout
 // ends, whichever comes first.
 func (s *Service) admit(ctx context.Context) error {
-	if !audit.Waits(ctx) {
+	if !writer.Waits(ctx) {
 		return s.backlog.TryAcquire()
 	}
 	if s.backlog.TryAcquire() == nil {

@@ -200,7 +200,7 @@ func TestDeleteReportsAndKeepsPlans(t *testing.T) {
 	}
 	p1, p2 := ids.New(), ids.New()
 	// p1 is a plan with stored state of its own; it must outlive the session.
-	res, err := n.audit.Apply(ctx, &persistence.PlanWrite{PlanID: p1, Records: []*planv1.ErrorRecord{}})
+	res, err := n.wr.Apply(ctx, &persistence.PlanWrite{PlanID: p1, Records: []*planv1.ErrorRecord{}})
 	if err != nil || res.Err != nil {
 		t.Fatalf("plan write: %v %v", err, res.Err)
 	}

@@ -276,7 +276,7 @@ func TestSweepRemovesAbandonedImports(t *testing.T) {
 	stage := func(updated time.Time) string {
 		id := ids.New()
 		ts := timestamppb.New(updated)
-		res, err := nd.audit.Apply(ctx, &persistence.CreateSession{Session: &sessionv1.Session{
+		res, err := nd.wr.Apply(ctx, &persistence.CreateSession{Session: &sessionv1.Session{
 			SessionId: id, ActorName: "a", Namespace: "local", State: persistence.SessionStateStaged, CreatedAt: ts, UpdatedAt: ts,
 		}, Messages: []*sessionv1.Message{{MessageId: ids.New(), Role: sessionv1.Role_ROLE_USER, Content: "x", CreatedAt: ts}}})
 		if err == nil {

@@ -13,7 +13,7 @@
 // outcome, an error included, without ending the stream:
 //
 //	sessionv1.RegisterSessionServiceServer(srv, &appendstream.Server{
-//		SessionServiceServer: node.Sessions(), Mark: audit.NoWait})
+//		SessionServiceServer: node.Sessions(), Mark: writer.NoWait})
 //
 // Client keeps a free list of open AppendStream streams, so that
 // concurrent callers each use one stream at a time and a stream is reused

@@ -15,7 +15,7 @@ import (
 type Server struct {
 	sessionv1.SessionServiceServer
 	// Mark, when set, marks the context every append of a stream runs
-	// with (the node's audit.NoWait: a full backlog refuses a network
+	// with (the node's writer.NoWait: a full backlog refuses a network
 	// sender's append with RESOURCE_EXHAUSTED instead of holding it).
 	Mark func(context.Context) context.Context
 	// Observe, when set, is told each append's outcome (metrics). It is

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors"
-	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/node/appendstream"
 	"github.com/agentstate/agentstate/persistence/sqlite"
@@ -56,7 +56,7 @@ func startNode(path, synchronous string) (*localNode, error) {
 	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
-	n.node, err = actors.Start(n.sys, store, actors.Config{Audit: audit.Config{Observer: &n.commits}})
+	n.node, err = actors.Start(n.sys, store, actors.Config{Writer: writer.Config{Observer: &n.commits}})
 	if err != nil {
 		n.sys.Shutdown()
 		return nil, errors.Join(err, store.Close())
@@ -80,7 +80,7 @@ func (n *localNode) stop(ctx context.Context) error {
 const grpcConns = 8
 
 // loopbackServer serves n's sessions service on 127.0.0.1 for a gRPC run.
-// Every request, unary or on a stream, is marked audit.NoWait, as a node's
+// Every request, unary or on a stream, is marked writer.NoWait, as a node's
 // own gRPC server marks them: a full backlog refuses network senders
 // instead of holding them.
 func loopbackServer(n *localNode) (*grpc.Server, string, error) {
@@ -90,10 +90,10 @@ func loopbackServer(n *localNode) (*grpc.Server, string, error) {
 	}
 	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any,
 		_ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		return h(audit.NoWait(ctx), req)
+		return h(writer.NoWait(ctx), req)
 	}))
 	sessionv1.RegisterSessionServiceServer(srv, &appendstream.Server{
-		SessionServiceServer: n.node.Sessions(), Mark: audit.NoWait})
+		SessionServiceServer: n.node.Sessions(), Mark: writer.NoWait})
 	go srv.Serve(lis) //nolint:errcheck // returns when stopped
 	return srv, lis.Addr().String(), nil
 }

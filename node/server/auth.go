@@ -103,7 +103,7 @@ type failureAuditor struct {
 	burst       float64
 	maxInFlight int
 	timeout     time.Duration
-	// withCtx marks the hand-over context (audit.NoWait: a full backlog is
+	// withCtx marks the hand-over context (writer.NoWait: a full backlog is
 	// an error, not a wait).
 	withCtx func(context.Context) context.Context
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/grpc"
@@ -30,7 +31,7 @@ func (f *fakeRecorder) Record(ctx context.Context, req *auditv1.RecordRequest) (
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reqs = append(f.reqs, req)
-	f.noWait = append(f.noWait, !audit.Waits(ctx))
+	f.noWait = append(f.noWait, !writer.Waits(ctx))
 	return &auditv1.RecordResponse{}, f.fail
 }
 
@@ -81,7 +82,7 @@ func TestAuthenticatorCheck(t *testing.T) {
 func TestUnaryRejectsAndAudits(t *testing.T) {
 	rec := &fakeRecorder{}
 	m := newMetrics()
-	fa := newFailureAuditor(rec, audit.NoWait, m, quietLog())
+	fa := newFailureAuditor(rec, writer.NoWait, m, quietLog())
 	a := newAuthenticator("s3cret", fa, m, quietLog())
 	called := false
 	handler := func(context.Context, any) (any, error) { called = true; return "ok", nil }
@@ -153,7 +154,7 @@ func TestFailureAuditorRateLimit(t *testing.T) {
 func TestFailureAuditorRecordErrorCountsAsDropped(t *testing.T) {
 	rec := &fakeRecorder{fail: errs.ResourceExhausted("backlog full")}
 	m := newMetrics()
-	fa := newFailureAuditor(rec, audit.NoWait, m, quietLog())
+	fa := newFailureAuditor(rec, writer.NoWait, m, quietLog())
 	fa.record("/m", "peer", "x")
 	fa.close()
 	if got := counterValue(t, m.authAuditDropped); got != 1 {

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -104,16 +104,16 @@ const probeWriteTimeout = 30 * time.Second
 // no session has it.
 const probeKey = "readiness-probe"
 
-// probeWriteThrough is the probe write through the audit writer: a new
+// probeWriteThrough is the probe write through the writer: a new
 // fencing epoch for probeKey, a real write and commit that no client reads.
-func probeWriteThrough(w *audit.Service) func(ctx context.Context) error {
+func probeWriteThrough(w *writer.Writer) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		_, err := w.Apply(ctx, &persistence.Activate{Kind: persistence.OwnerSession, ID: probeKey})
 		return err
 	}
 }
 
-// writeObserver is the audit writer's Observer: the metrics, and each
+// writeObserver is the writer's Observer: the metrics, and each
 // transaction's outcome for readiness.
 type writeObserver struct {
 	*metrics

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
@@ -172,7 +172,7 @@ func probeWriteMakesReady(t *testing.T, st persistence.Store) {
 	defer sys.Shutdown()
 	r := &readiness{}
 	r.started.Store(true)
-	svc, err := audit.Start(sys, st, audit.Config{Observer: writeObserver{newMetrics(), &r.writes}, Logger: quietLog()})
+	svc, err := writer.Start(sys, st, writer.Config{Observer: writeObserver{newMetrics(), &r.writes}, Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/grpc"
@@ -18,7 +18,7 @@ import (
 
 // chain runs the API's unary chain (without auth) around handler.
 func chain(m *metrics, handler grpc.UnaryHandler) (any, error) {
-	ics := unaryChain(m, nil, audit.NoWait, quietLog())
+	ics := unaryChain(m, nil, writer.NoWait, quietLog())
 	info := &grpc.UnaryServerInfo{FullMethod: "/agentstate.session.v1.SessionService/Append"}
 	h := handler
 	for i := len(ics) - 1; i >= 0; i-- {
@@ -58,7 +58,7 @@ func TestChainMapsErrorsToCodes(t *testing.T) {
 func TestChainMarksNetworkSenders(t *testing.T) {
 	var waits = true
 	_, err := chain(newMetrics(), func(ctx context.Context, _ any) (any, error) {
-		waits = audit.Waits(ctx)
+		waits = writer.Waits(ctx)
 		return &sessionv1.AppendResponse{}, nil
 	})
 	if err != nil || waits {
@@ -109,7 +109,7 @@ func TestRequestsAreLoggedAtDebug(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ics := unaryChain(newMetrics(), nil, audit.NoWait, log)
+		ics := unaryChain(newMetrics(), nil, writer.NoWait, log)
 		info := &grpc.UnaryServerInfo{FullMethod: "/agentstate.session.v1.SessionService/Append"}
 		var h grpc.UnaryHandler = func(context.Context, any) (any, error) { return nil, errs.NotFound("session gone") }
 		for i := len(ics) - 1; i >= 0; i-- {

@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors"
-	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/feed"
 	"github.com/agentstate/agentstate/actors/placement"
 	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/actors/session"
+	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/postgres"
@@ -210,9 +210,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 
 	m := newMetrics()
 	cfg := actors.Config{
-		Audit: audit.Config{
+		Writer: writer.Config{
 			Backlog: f.Backlog, MaxBatchCommands: f.BatchCommands, MaxBatchBytes: f.BatchBytes,
-			Observer: writeObserver{m, &s.ready.writes}, Logger: log.With("component", "audit"),
+			Observer: writeObserver{m, &s.ready.writes}, Logger: log.With("component", "writer"),
 			OnCommit: s.feeds.OnCommit,
 		},
 		Sessions: session.Config{IdleTimeout: f.IdleTimeout, AuditMessages: f.AuditMessages},
@@ -226,12 +226,12 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	if s.node, err = actors.Start(s.sys, s.store, cfg); err != nil {
 		return s, fmt.Errorf("start actors: %w", err)
 	}
-	m.gauges(s.node.Audit().Backlog().Pending, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
+	m.gauges(s.node.Writer().Backlog().Pending, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
 	m.feedGauge(s.feeds.Tails)
 	if _, err = feed.StartActor(s.sys, s.feeds, feedActorName); err != nil {
 		return s, err
 	}
-	s.ready.writes.probeWrite = probeWriteThrough(s.node.Audit())
+	s.ready.writes.probeWrite = probeWriteThrough(s.node.Writer())
 
 	// The remote starts before any gRPC server of ours: it replaces gRPC's
 	// global logger, which must not happen while gRPC goroutines run.
@@ -254,7 +254,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 
 	s.api, err = newAPIServer(apiServices{Sessions: s.node.Sessions(), Plans: s.node.Plans(), Audit: s.node.Audit(),
 		Feeds: feedServer{hub: s.feeds}},
-		apiOptions{TLSCert: f.TLSCert, TLSKey: f.TLSKey, Token: token, MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: audit.NoWait},
+		apiOptions{TLSCert: f.TLSCert, TLSKey: f.TLSKey, Token: token, MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: writer.NoWait},
 		m, log.With("component", "grpc"))
 	if err != nil {
 		return s, err

@@ -11,6 +11,7 @@ import (
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/actors/session"
+	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -58,13 +59,15 @@ var bg = context.Background()
 // file (WAL, synchronous=FULL: the production default).
 type node struct {
 	store *sqlite.Store
+	wr    *writer.Writer
 	audit *audit.Service
 	sys   *actor.ActorSystem
 }
 
-// startNode opens a fresh store and starts the audit actor on it. Cleanup
+// startNode opens a fresh store and starts the writer and the audit
+// service on it. Cleanup
 // stops the services, then the actor system, then closes the store.
-func startNode(t *testing.T, obs audit.Observer) *node {
+func startNode(t *testing.T, obs writer.Observer) *node {
 	t.Helper()
 	store, err := sqlite.Open(filepath.Join(t.TempDir(), "agentstate.db"))
 	if err != nil {
@@ -76,23 +79,27 @@ func startNode(t *testing.T, obs audit.Observer) *node {
 		}
 	})
 	sys := newActorSystem(t)
-	a, err := audit.Start(sys, store, audit.Config{Logger: quietLogger(), Observer: obs})
+	w, err := writer.Start(sys, store, writer.Config{Logger: quietLogger(), Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := a.Stop(bg); err != nil {
+		if err := w.Stop(bg); err != nil {
 			t.Error(err)
 		}
 	})
-	return &node{store: store, audit: a, sys: sys}
+	a, err := audit.Start(sys, w, store.Reader(), audit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &node{store: store, wr: w, audit: a, sys: sys}
 }
 
 // startSessions starts the sessions service on n; it stops before the
 // audit actor does.
 func (n *node) startSessions(t *testing.T) *session.Service {
 	t.Helper()
-	s, err := session.Start(n.sys, n.audit, n.store.Reader(), session.Config{})
+	s, err := session.Start(n.sys, n.wr, n.store.Reader(), session.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +115,7 @@ func (n *node) startSessions(t *testing.T) *session.Service {
 // actor does.
 func (n *node) startPlans(t *testing.T) *plan.Service {
 	t.Helper()
-	p, err := plan.Start(n.sys, n.audit, n.store.Reader(), plan.Config{})
+	p, err := plan.Start(n.sys, n.wr, n.store.Reader(), plan.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	v1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -270,7 +271,16 @@ type Session struct {
 	CreatedAt    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt    *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// Set once the session is closed.
-	ClosedAt      *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=closed_at,json=closedAt,proto3" json:"closed_at,omitempty"`
+	ClosedAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=closed_at,json=closedAt,proto3" json:"closed_at,omitempty"`
+	// The client's name for the session, unique within its namespace; empty
+	// when none. A session can be read by it (GetSessionRequest).
+	ClientKey string `protobuf:"bytes,13,opt,name=client_key,json=clientKey,proto3" json:"client_key,omitempty"`
+	// When set, the expiry sweep deletes the session after this time.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The lowest sequence still stored: Truncate removed every message below
+	// it. 0 when nothing was truncated. message_count stays the next
+	// sequence: a truncation never makes a sequence reusable.
+	FirstSequence int64 `protobuf:"varint,15,opt,name=first_sequence,json=firstSequence,proto3" json:"first_sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -389,6 +399,27 @@ func (x *Session) GetClosedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Session) GetClientKey() string {
+	if x != nil {
+		return x.ClientKey
+	}
+	return ""
+}
+
+func (x *Session) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Session) GetFirstSequence() int64 {
+	if x != nil {
+		return x.FirstSequence
+	}
+	return 0
+}
+
 type Message struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -399,8 +430,11 @@ type Message struct {
 	Role     Role   `protobuf:"varint,4,opt,name=role,proto3,enum=agentstate.session.v1.Role" json:"role,omitempty"`
 	Content  string `protobuf:"bytes,5,opt,name=content,proto3" json:"content,omitempty"`
 	// A JSON object; "{}" when none.
-	MetadataJson  string                 `protobuf:"bytes,6,opt,name=metadata_json,json=metadataJson,proto3" json:"metadata_json,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	MetadataJson string                 `protobuf:"bytes,6,opt,name=metadata_json,json=metadataJson,proto3" json:"metadata_json,omitempty"`
+	CreatedAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The time the client gave the message (NewMessage.event_time), else
+	// created_at. ListMessages filters on it.
+	EventTime     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -484,17 +518,30 @@ func (x *Message) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Message) GetEventTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EventTime
+	}
+	return nil
+}
+
 // NewMessage is one message of an append. message_id is optional: when the
 // client supplies one, a retry with the same id returns the original
 // sequence and stores nothing. A retry is the same turn (the same ids in
-// the same order, each with the same role, content and metadata); a stored
-// id in any other append is ALREADY_EXISTS naming it, and nothing is stored.
+// the same order, each with the same role, content, metadata and event
+// time); a stored id in any other append is ALREADY_EXISTS naming it, and
+// nothing is stored. message_id is a ULID, or the client's own id: 1-128
+// bytes of printable ASCII without spaces (a framework's event id, such as
+// a UUID or "event1"); both are idempotent the same way.
 type NewMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Role          Role                   `protobuf:"varint,1,opt,name=role,proto3,enum=agentstate.session.v1.Role" json:"role,omitempty"`
-	Content       string                 `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
-	MetadataJson  string                 `protobuf:"bytes,3,opt,name=metadata_json,json=metadataJson,proto3" json:"metadata_json,omitempty"`
-	MessageId     string                 `protobuf:"bytes,4,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Role         Role                   `protobuf:"varint,1,opt,name=role,proto3,enum=agentstate.session.v1.Role" json:"role,omitempty"`
+	Content      string                 `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	MetadataJson string                 `protobuf:"bytes,3,opt,name=metadata_json,json=metadataJson,proto3" json:"metadata_json,omitempty"`
+	MessageId    string                 `protobuf:"bytes,4,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// The client's time of the message (a framework's event timestamp);
+	// optional. Stored as given, to the nanosecond.
+	EventTime     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -557,6 +604,318 @@ func (x *NewMessage) GetMessageId() string {
 	return ""
 }
 
+func (x *NewMessage) GetEventTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EventTime
+	}
+	return nil
+}
+
+// StateDelta changes a state, which is a JSON object: each key of set_json
+// becomes its value (JSON text of any type, replacing what the key held),
+// then each key of delete is removed. Keys are 1-256 bytes of UTF-8; keys
+// starting with "temp:" are never stored (ADK's invocation-only state): they
+// are dropped from a delta, silently. A state is at most 256 KiB of JSON
+// and 1,024 keys; a delta that would pass that is INVALID_ARGUMENT and
+// nothing of its request is stored.
+type StateDelta struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SetJson       map[string]string      `protobuf:"bytes,1,rep,name=set_json,json=setJson,proto3" json:"set_json,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Delete        []string               `protobuf:"bytes,2,rep,name=delete,proto3" json:"delete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StateDelta) Reset() {
+	*x = StateDelta{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateDelta) ProtoMessage() {}
+
+func (x *StateDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateDelta.ProtoReflect.Descriptor instead.
+func (*StateDelta) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *StateDelta) GetSetJson() map[string]string {
+	if x != nil {
+		return x.SetJson
+	}
+	return nil
+}
+
+func (x *StateDelta) GetDelete() []string {
+	if x != nil {
+		return x.Delete
+	}
+	return nil
+}
+
+// ScopeDelta changes a shared state: a named state that any session's
+// writes may change and any read may return, such as ADK's app state
+// ("app:<app>") and user state ("user:<app>/<user>"). Scope names are
+// 1-256 bytes of UTF-8. Deltas to one scope apply in commit order: the
+// last writer of a key wins.
+type ScopeDelta struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Scope         string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	Delta         *StateDelta            `protobuf:"bytes,2,opt,name=delta,proto3" json:"delta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScopeDelta) Reset() {
+	*x = ScopeDelta{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScopeDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScopeDelta) ProtoMessage() {}
+
+func (x *ScopeDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScopeDelta.ProtoReflect.Descriptor instead.
+func (*ScopeDelta) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ScopeDelta) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *ScopeDelta) GetDelta() *StateDelta {
+	if x != nil {
+		return x.Delta
+	}
+	return nil
+}
+
+// ScopeState is a shared state as read.
+type ScopeState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Scope string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	// A JSON object; "{}" for a scope never written.
+	StateJson string `protobuf:"bytes,2,opt,name=state_json,json=stateJson,proto3" json:"state_json,omitempty"`
+	// Zero for a scope never written.
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScopeState) Reset() {
+	*x = ScopeState{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScopeState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScopeState) ProtoMessage() {}
+
+func (x *ScopeState) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScopeState.ProtoReflect.Descriptor instead.
+func (*ScopeState) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ScopeState) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *ScopeState) GetStateJson() string {
+	if x != nil {
+		return x.StateJson
+	}
+	return ""
+}
+
+func (x *ScopeState) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// Snapshot is a session's snapshot slot: opaque bytes covering the
+// session's messages up to sequence (inclusive).
+type Snapshot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sequence      int64                  `protobuf:"varint,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Snapshot) Reset() {
+	*x = Snapshot{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Snapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Snapshot) ProtoMessage() {}
+
+func (x *Snapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
+func (*Snapshot) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Snapshot) GetSequence() int64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *Snapshot) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *Snapshot) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+// SequenceMismatch is the detail of the FAILED_PRECONDITION that refuses a
+// conditional write (expected_next_sequence) because the session moved on.
+// Over gRPC it travels in the status details, next to the common Error.
+type SequenceMismatch struct {
+	state                protoimpl.MessageState `protogen:"open.v1"`
+	SessionId            string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ExpectedNextSequence int64                  `protobuf:"varint,2,opt,name=expected_next_sequence,json=expectedNextSequence,proto3" json:"expected_next_sequence,omitempty"`
+	// The session's next sequence when the write was refused.
+	NextSequence  int64 `protobuf:"varint,3,opt,name=next_sequence,json=nextSequence,proto3" json:"next_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SequenceMismatch) Reset() {
+	*x = SequenceMismatch{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SequenceMismatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SequenceMismatch) ProtoMessage() {}
+
+func (x *SequenceMismatch) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SequenceMismatch.ProtoReflect.Descriptor instead.
+func (*SequenceMismatch) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SequenceMismatch) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SequenceMismatch) GetExpectedNextSequence() int64 {
+	if x != nil {
+		return x.ExpectedNextSequence
+	}
+	return 0
+}
+
+func (x *SequenceMismatch) GetNextSequence() int64 {
+	if x != nil {
+		return x.NextSequence
+	}
+	return 0
+}
+
 type AppendedMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	MessageId     string                 `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
@@ -568,7 +927,7 @@ type AppendedMessage struct {
 
 func (x *AppendedMessage) Reset() {
 	*x = AppendedMessage{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[5]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +939,7 @@ func (x *AppendedMessage) String() string {
 func (*AppendedMessage) ProtoMessage() {}
 
 func (x *AppendedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[5]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +952,7 @@ func (x *AppendedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendedMessage.ProtoReflect.Descriptor instead.
 func (*AppendedMessage) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{5}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AppendedMessage) GetMessageId() string {
@@ -624,16 +983,29 @@ type CreateSessionRequest struct {
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	ActorName string `protobuf:"bytes,2,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
 	// Default "local".
-	Namespace     string `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Automation    string `protobuf:"bytes,4,opt,name=automation,proto3" json:"automation,omitempty"`
-	MetadataJson  string `protobuf:"bytes,5,opt,name=metadata_json,json=metadataJson,proto3" json:"metadata_json,omitempty"`
+	Namespace    string `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Automation   string `protobuf:"bytes,4,opt,name=automation,proto3" json:"automation,omitempty"`
+	MetadataJson string `protobuf:"bytes,5,opt,name=metadata_json,json=metadataJson,proto3" json:"metadata_json,omitempty"`
+	// Optional: the client's name for the session, unique within its
+	// namespace (1-256 bytes of UTF-8). A create with a key taken by another
+	// session is ALREADY_EXISTS; a create that repeats the same session id
+	// and fields (the key included) returns it, as without a key.
+	ClientKey string `protobuf:"bytes,6,opt,name=client_key,json=clientKey,proto3" json:"client_key,omitempty"`
+	// Optional time-to-live: the session is deleted by the expiry sweep
+	// after expires_at, or after ttl from its creation (at most one of them).
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	Ttl       *durationpb.Duration   `protobuf:"bytes,8,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Optional initial state, and changes to shared scopes, stored in the
+	// same transaction as the session.
+	StateDelta    *StateDelta   `protobuf:"bytes,9,opt,name=state_delta,json=stateDelta,proto3" json:"state_delta,omitempty"`
+	ScopeDeltas   []*ScopeDelta `protobuf:"bytes,10,rep,name=scope_deltas,json=scopeDeltas,proto3" json:"scope_deltas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[6]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -645,7 +1017,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[6]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -658,7 +1030,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{6}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateSessionRequest) GetSessionId() string {
@@ -696,6 +1068,41 @@ func (x *CreateSessionRequest) GetMetadataJson() string {
 	return ""
 }
 
+func (x *CreateSessionRequest) GetClientKey() string {
+	if x != nil {
+		return x.ClientKey
+	}
+	return ""
+}
+
+func (x *CreateSessionRequest) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *CreateSessionRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *CreateSessionRequest) GetStateDelta() *StateDelta {
+	if x != nil {
+		return x.StateDelta
+	}
+	return nil
+}
+
+func (x *CreateSessionRequest) GetScopeDeltas() []*ScopeDelta {
+	if x != nil {
+		return x.ScopeDeltas
+	}
+	return nil
+}
+
 type CreateSessionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
@@ -706,7 +1113,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[7]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +1125,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[7]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +1138,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{7}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -748,16 +1155,20 @@ func (x *CreateSessionResponse) GetCreated() bool {
 	return false
 }
 
+// GetSessionRequest names a session by id, or, with session_id empty, by
+// its client_key within namespace (default "local").
 type GetSessionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Namespace     string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	ClientKey     string                 `protobuf:"bytes,3,opt,name=client_key,json=clientKey,proto3" json:"client_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[8]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -769,7 +1180,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[8]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -782,12 +1193,26 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{8}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
 	if x != nil {
 		return x.SessionId
+	}
+	return ""
+}
+
+func (x *GetSessionRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *GetSessionRequest) GetClientKey() string {
+	if x != nil {
+		return x.ClientKey
 	}
 	return ""
 }
@@ -801,7 +1226,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[9]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +1238,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[9]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +1251,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{9}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -851,7 +1276,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[10]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +1288,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[10]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +1301,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{10}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListSessionsRequest) GetActorName() string {
@@ -926,7 +1351,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[11]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1363,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[11]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1376,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{11}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -977,7 +1402,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[12]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1414,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[12]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1427,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{12}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1021,7 +1446,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[13]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1033,7 +1458,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[13]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1046,7 +1471,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{13}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CloseSessionResponse) GetSession() *Session {
@@ -1057,15 +1482,19 @@ func (x *CloseSessionResponse) GetSession() *Session {
 }
 
 type DeleteSessionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Delete only if the session's expires_at has passed when its owner
+	// decides (else FAILED_PRECONDITION, nothing removed): the expiry
+	// sweep's delete, which must lose to a concurrent SetExpiry.
+	OnlyIfExpired bool `protobuf:"varint,2,opt,name=only_if_expired,json=onlyIfExpired,proto3" json:"only_if_expired,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[14]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1506,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[14]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1519,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{14}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1098,6 +1527,13 @@ func (x *DeleteSessionRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *DeleteSessionRequest) GetOnlyIfExpired() bool {
+	if x != nil {
+		return x.OnlyIfExpired
+	}
+	return false
 }
 
 type DeleteSessionResponse struct {
@@ -1111,7 +1547,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[15]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1559,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[15]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1572,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{15}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeleteSessionResponse) GetMessagesRemoved() int64 {
@@ -1155,17 +1591,28 @@ func (x *DeleteSessionResponse) GetPlansOrphaned() []string {
 
 // AppendRequest appends one atomic turn: all messages are committed
 // together, with consecutive sequences, or none is.
+// A turn may also change the session's state and shared scopes: the
+// deltas are applied in the same transaction as its messages, and not
+// again on a retry (duplicate = true). A turn with deltas may carry no
+// message (UpdateState is that).
 type AppendRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Messages      []*NewMessage          `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	SessionId   string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Messages    []*NewMessage          `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	StateDelta  *StateDelta            `protobuf:"bytes,3,opt,name=state_delta,json=stateDelta,proto3" json:"state_delta,omitempty"`
+	ScopeDeltas []*ScopeDelta          `protobuf:"bytes,4,rep,name=scope_deltas,json=scopeDeltas,proto3" json:"scope_deltas,omitempty"`
+	// When set, the append is stored only if the session's next sequence is
+	// this; otherwise it is FAILED_PRECONDITION with a SequenceMismatch
+	// detail carrying the current next sequence, and nothing is stored. A
+	// retry of a stored turn is still answered duplicate = true.
+	ExpectedNextSequence *int64 `protobuf:"varint,5,opt,name=expected_next_sequence,json=expectedNextSequence,proto3,oneof" json:"expected_next_sequence,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *AppendRequest) Reset() {
 	*x = AppendRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[16]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1624,7 @@ func (x *AppendRequest) String() string {
 func (*AppendRequest) ProtoMessage() {}
 
 func (x *AppendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[16]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1637,7 @@ func (x *AppendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendRequest.ProtoReflect.Descriptor instead.
 func (*AppendRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{16}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AppendRequest) GetSessionId() string {
@@ -1207,19 +1654,43 @@ func (x *AppendRequest) GetMessages() []*NewMessage {
 	return nil
 }
 
+func (x *AppendRequest) GetStateDelta() *StateDelta {
+	if x != nil {
+		return x.StateDelta
+	}
+	return nil
+}
+
+func (x *AppendRequest) GetScopeDeltas() []*ScopeDelta {
+	if x != nil {
+		return x.ScopeDeltas
+	}
+	return nil
+}
+
+func (x *AppendRequest) GetExpectedNextSequence() int64 {
+	if x != nil && x.ExpectedNextSequence != nil {
+		return *x.ExpectedNextSequence
+	}
+	return 0
+}
+
 type AppendResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One per request message, in request order.
 	Messages []*AppendedMessage `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	// True when the turn had been stored before (an idempotent retry).
-	Duplicate     bool `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	Duplicate bool `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	// The session's next sequence right after this write committed (for a
+	// duplicate: as the session stands now).
+	NextSequence  int64 `protobuf:"varint,3,opt,name=next_sequence,json=nextSequence,proto3" json:"next_sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AppendResponse) Reset() {
 	*x = AppendResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[17]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1702,7 @@ func (x *AppendResponse) String() string {
 func (*AppendResponse) ProtoMessage() {}
 
 func (x *AppendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[17]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1715,7 @@ func (x *AppendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendResponse.ProtoReflect.Descriptor instead.
 func (*AppendResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{17}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AppendResponse) GetMessages() []*AppendedMessage {
@@ -1261,6 +1732,13 @@ func (x *AppendResponse) GetDuplicate() bool {
 	return false
 }
 
+func (x *AppendResponse) GetNextSequence() int64 {
+	if x != nil {
+		return x.NextSequence
+	}
+	return 0
+}
+
 type ListMessagesRequest struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	SessionId    string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -1269,14 +1747,22 @@ type ListMessagesRequest struct {
 	// content and metadata pass about 1 MiB (it always holds one message), so
 	// it may hold fewer than limit with more to come: page until a reply is
 	// empty.
-	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Only messages whose event_time is after after_time (exclusive) and
+	// before before_time (exclusive); unset = unbounded.
+	AfterTime  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=after_time,json=afterTime,proto3" json:"after_time,omitempty"`
+	BeforeTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=before_time,json=beforeTime,proto3" json:"before_time,omitempty"`
+	// When positive: only the last `last` messages of those selected (by
+	// from_sequence and the times), in sequence order, in one reply (at most
+	// 1000; the page byte cap does not apply to it).
+	Last          int32 `protobuf:"varint,6,opt,name=last,proto3" json:"last,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[18]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1774,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[18]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1787,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{18}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListMessagesRequest) GetSessionId() string {
@@ -1325,6 +1811,27 @@ func (x *ListMessagesRequest) GetLimit() int32 {
 	return 0
 }
 
+func (x *ListMessagesRequest) GetAfterTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AfterTime
+	}
+	return nil
+}
+
+func (x *ListMessagesRequest) GetBeforeTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BeforeTime
+	}
+	return nil
+}
+
+func (x *ListMessagesRequest) GetLast() int32 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
 type ListMessagesResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Messages []*Message             `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
@@ -1336,7 +1843,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[19]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1855,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[19]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1868,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{19}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*Message {
@@ -1391,7 +1898,7 @@ type UpdateTokenUsageRequest struct {
 
 func (x *UpdateTokenUsageRequest) Reset() {
 	*x = UpdateTokenUsageRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[20]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1910,7 @@ func (x *UpdateTokenUsageRequest) String() string {
 func (*UpdateTokenUsageRequest) ProtoMessage() {}
 
 func (x *UpdateTokenUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[20]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1923,7 @@ func (x *UpdateTokenUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenUsageRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTokenUsageRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{20}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UpdateTokenUsageRequest) GetSessionId() string {
@@ -1456,7 +1963,7 @@ type UpdateTokenUsageResponse struct {
 
 func (x *UpdateTokenUsageResponse) Reset() {
 	*x = UpdateTokenUsageResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[21]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1975,7 @@ func (x *UpdateTokenUsageResponse) String() string {
 func (*UpdateTokenUsageResponse) ProtoMessage() {}
 
 func (x *UpdateTokenUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[21]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1988,7 @@ func (x *UpdateTokenUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenUsageResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTokenUsageResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{21}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UpdateTokenUsageResponse) GetTotal() *TokenUsage {
@@ -1501,7 +2008,7 @@ type LinkPlanRequest struct {
 
 func (x *LinkPlanRequest) Reset() {
 	*x = LinkPlanRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[22]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +2020,7 @@ func (x *LinkPlanRequest) String() string {
 func (*LinkPlanRequest) ProtoMessage() {}
 
 func (x *LinkPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[22]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +2033,7 @@ func (x *LinkPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkPlanRequest.ProtoReflect.Descriptor instead.
 func (*LinkPlanRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{22}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LinkPlanRequest) GetSessionId() string {
@@ -1552,7 +2059,7 @@ type LinkPlanResponse struct {
 
 func (x *LinkPlanResponse) Reset() {
 	*x = LinkPlanResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[23]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +2071,7 @@ func (x *LinkPlanResponse) String() string {
 func (*LinkPlanResponse) ProtoMessage() {}
 
 func (x *LinkPlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[23]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +2084,7 @@ func (x *LinkPlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkPlanResponse.ProtoReflect.Descriptor instead.
 func (*LinkPlanResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{23}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LinkPlanResponse) GetSession() *Session {
@@ -1596,7 +2103,7 @@ type ExportSessionRequest struct {
 
 func (x *ExportSessionRequest) Reset() {
 	*x = ExportSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[24]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +2115,7 @@ func (x *ExportSessionRequest) String() string {
 func (*ExportSessionRequest) ProtoMessage() {}
 
 func (x *ExportSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[24]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,7 +2128,7 @@ func (x *ExportSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSessionRequest.ProtoReflect.Descriptor instead.
 func (*ExportSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{24}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ExportSessionRequest) GetSessionId() string {
@@ -1646,7 +2153,7 @@ type ExportSessionResponse struct {
 
 func (x *ExportSessionResponse) Reset() {
 	*x = ExportSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[25]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1658,7 +2165,7 @@ func (x *ExportSessionResponse) String() string {
 func (*ExportSessionResponse) ProtoMessage() {}
 
 func (x *ExportSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[25]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1671,7 +2178,7 @@ func (x *ExportSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportSessionResponse.ProtoReflect.Descriptor instead.
 func (*ExportSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{25}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ExportSessionResponse) GetData() string {
@@ -1698,7 +2205,7 @@ type ImportSessionRequest struct {
 
 func (x *ImportSessionRequest) Reset() {
 	*x = ImportSessionRequest{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[26]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1710,7 +2217,7 @@ func (x *ImportSessionRequest) String() string {
 func (*ImportSessionRequest) ProtoMessage() {}
 
 func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[26]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1723,7 +2230,7 @@ func (x *ImportSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionRequest.ProtoReflect.Descriptor instead.
 func (*ImportSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{26}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ImportSessionRequest) GetData() string {
@@ -1746,7 +2253,7 @@ type ImportSessionResponse struct {
 
 func (x *ImportSessionResponse) Reset() {
 	*x = ImportSessionResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[27]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +2265,7 @@ func (x *ImportSessionResponse) String() string {
 func (*ImportSessionResponse) ProtoMessage() {}
 
 func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[27]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +2278,7 @@ func (x *ImportSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportSessionResponse.ProtoReflect.Descriptor instead.
 func (*ImportSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{27}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ImportSessionResponse) GetSession() *Session {
@@ -1814,7 +2321,7 @@ type ExportChunk struct {
 
 func (x *ExportChunk) Reset() {
 	*x = ExportChunk{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[28]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +2333,7 @@ func (x *ExportChunk) String() string {
 func (*ExportChunk) ProtoMessage() {}
 
 func (x *ExportChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[28]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +2346,7 @@ func (x *ExportChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportChunk.ProtoReflect.Descriptor instead.
 func (*ExportChunk) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{28}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ExportChunk) GetPart() isExportChunk_Part {
@@ -1912,7 +2419,7 @@ type ImportChunk struct {
 
 func (x *ImportChunk) Reset() {
 	*x = ImportChunk{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[29]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +2431,7 @@ func (x *ImportChunk) String() string {
 func (*ImportChunk) ProtoMessage() {}
 
 func (x *ImportChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[29]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2444,7 @@ func (x *ImportChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportChunk.ProtoReflect.Descriptor instead.
 func (*ImportChunk) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{29}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ImportChunk) GetPart() isImportChunk_Part {
@@ -2002,14 +2509,19 @@ type ExportHeader struct {
 	SchemaVersion string `protobuf:"bytes,1,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
 	// The session as exported, with its linked plans; message_count is the
 	// number of messages the pages carry.
-	Session       *Session `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	Session *Session `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	// The session's state ("" when "{}") and snapshot slot (unset when
+	// empty); an import keeps both, and the truncation point
+	// (session.first_sequence).
+	StateJson     string    `protobuf:"bytes,3,opt,name=state_json,json=stateJson,proto3" json:"state_json,omitempty"`
+	Snapshot      *Snapshot `protobuf:"bytes,4,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExportHeader) Reset() {
 	*x = ExportHeader{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[30]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2021,7 +2533,7 @@ func (x *ExportHeader) String() string {
 func (*ExportHeader) ProtoMessage() {}
 
 func (x *ExportHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[30]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2034,7 +2546,7 @@ func (x *ExportHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportHeader.ProtoReflect.Descriptor instead.
 func (*ExportHeader) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{30}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExportHeader) GetSchemaVersion() string {
@@ -2047,6 +2559,20 @@ func (x *ExportHeader) GetSchemaVersion() string {
 func (x *ExportHeader) GetSession() *Session {
 	if x != nil {
 		return x.Session
+	}
+	return nil
+}
+
+func (x *ExportHeader) GetStateJson() string {
+	if x != nil {
+		return x.StateJson
+	}
+	return ""
+}
+
+func (x *ExportHeader) GetSnapshot() *Snapshot {
+	if x != nil {
+		return x.Snapshot
 	}
 	return nil
 }
@@ -2064,7 +2590,7 @@ type ExportPage struct {
 
 func (x *ExportPage) Reset() {
 	*x = ExportPage{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[31]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2076,7 +2602,7 @@ func (x *ExportPage) String() string {
 func (*ExportPage) ProtoMessage() {}
 
 func (x *ExportPage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[31]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2089,7 +2615,7 @@ func (x *ExportPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportPage.ProtoReflect.Descriptor instead.
 func (*ExportPage) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{31}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExportPage) GetMessages() []*Message {
@@ -2109,7 +2635,7 @@ type ExportTrailer struct {
 
 func (x *ExportTrailer) Reset() {
 	*x = ExportTrailer{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[32]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2121,7 +2647,7 @@ func (x *ExportTrailer) String() string {
 func (*ExportTrailer) ProtoMessage() {}
 
 func (x *ExportTrailer) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[32]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2134,7 +2660,7 @@ func (x *ExportTrailer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportTrailer.ProtoReflect.Descriptor instead.
 func (*ExportTrailer) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{32}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ExportTrailer) GetChecksum() string {
@@ -2160,7 +2686,7 @@ type AppendStreamResponse struct {
 
 func (x *AppendStreamResponse) Reset() {
 	*x = AppendStreamResponse{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[33]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2172,7 +2698,7 @@ func (x *AppendStreamResponse) String() string {
 func (*AppendStreamResponse) ProtoMessage() {}
 
 func (x *AppendStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[33]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2185,7 +2711,7 @@ func (x *AppendStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendStreamResponse.ProtoReflect.Descriptor instead.
 func (*AppendStreamResponse) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{33}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AppendStreamResponse) GetOutcome() isAppendStreamResponse_Outcome {
@@ -2242,7 +2768,7 @@ type TaggedAppend struct {
 
 func (x *TaggedAppend) Reset() {
 	*x = TaggedAppend{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[34]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2254,7 +2780,7 @@ func (x *TaggedAppend) String() string {
 func (*TaggedAppend) ProtoMessage() {}
 
 func (x *TaggedAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[34]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2267,7 +2793,7 @@ func (x *TaggedAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaggedAppend.ProtoReflect.Descriptor instead.
 func (*TaggedAppend) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{34}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TaggedAppend) GetTag() uint64 {
@@ -2294,7 +2820,7 @@ type AppendBatch struct {
 
 func (x *AppendBatch) Reset() {
 	*x = AppendBatch{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[35]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2306,7 +2832,7 @@ func (x *AppendBatch) String() string {
 func (*AppendBatch) ProtoMessage() {}
 
 func (x *AppendBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[35]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2319,7 +2845,7 @@ func (x *AppendBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendBatch.ProtoReflect.Descriptor instead.
 func (*AppendBatch) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{35}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AppendBatch) GetAppends() []*TaggedAppend {
@@ -2340,7 +2866,7 @@ type TaggedOutcome struct {
 
 func (x *TaggedOutcome) Reset() {
 	*x = TaggedOutcome{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[36]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2352,7 +2878,7 @@ func (x *TaggedOutcome) String() string {
 func (*TaggedOutcome) ProtoMessage() {}
 
 func (x *TaggedOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[36]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2365,7 +2891,7 @@ func (x *TaggedOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaggedOutcome.ProtoReflect.Descriptor instead.
 func (*TaggedOutcome) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{36}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TaggedOutcome) GetTag() uint64 {
@@ -2393,7 +2919,7 @@ type AppendOutcomes struct {
 
 func (x *AppendOutcomes) Reset() {
 	*x = AppendOutcomes{}
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[37]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2405,7 +2931,7 @@ func (x *AppendOutcomes) String() string {
 func (*AppendOutcomes) ProtoMessage() {}
 
 func (x *AppendOutcomes) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_session_v1_session_proto_msgTypes[37]
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2418,7 +2944,7 @@ func (x *AppendOutcomes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendOutcomes.ProtoReflect.Descriptor instead.
 func (*AppendOutcomes) Descriptor() ([]byte, []int) {
-	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{37}
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AppendOutcomes) GetOutcomes() []*TaggedOutcome {
@@ -2428,11 +2954,765 @@ func (x *AppendOutcomes) GetOutcomes() []*TaggedOutcome {
 	return nil
 }
 
+// UpdateStateRequest applies deltas alone: an append without messages.
+type UpdateStateRequest struct {
+	state                protoimpl.MessageState `protogen:"open.v1"`
+	SessionId            string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	StateDelta           *StateDelta            `protobuf:"bytes,2,opt,name=state_delta,json=stateDelta,proto3" json:"state_delta,omitempty"`
+	ScopeDeltas          []*ScopeDelta          `protobuf:"bytes,3,rep,name=scope_deltas,json=scopeDeltas,proto3" json:"scope_deltas,omitempty"`
+	ExpectedNextSequence *int64                 `protobuf:"varint,4,opt,name=expected_next_sequence,json=expectedNextSequence,proto3,oneof" json:"expected_next_sequence,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *UpdateStateRequest) Reset() {
+	*x = UpdateStateRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateStateRequest) ProtoMessage() {}
+
+func (x *UpdateStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateStateRequest.ProtoReflect.Descriptor instead.
+func (*UpdateStateRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *UpdateStateRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *UpdateStateRequest) GetStateDelta() *StateDelta {
+	if x != nil {
+		return x.StateDelta
+	}
+	return nil
+}
+
+func (x *UpdateStateRequest) GetScopeDeltas() []*ScopeDelta {
+	if x != nil {
+		return x.ScopeDeltas
+	}
+	return nil
+}
+
+func (x *UpdateStateRequest) GetExpectedNextSequence() int64 {
+	if x != nil && x.ExpectedNextSequence != nil {
+		return *x.ExpectedNextSequence
+	}
+	return 0
+}
+
+type UpdateStateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's state after the write.
+	StateJson     string `protobuf:"bytes,1,opt,name=state_json,json=stateJson,proto3" json:"state_json,omitempty"`
+	NextSequence  int64  `protobuf:"varint,2,opt,name=next_sequence,json=nextSequence,proto3" json:"next_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateStateResponse) Reset() {
+	*x = UpdateStateResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateStateResponse) ProtoMessage() {}
+
+func (x *UpdateStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateStateResponse.ProtoReflect.Descriptor instead.
+func (*UpdateStateResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *UpdateStateResponse) GetStateJson() string {
+	if x != nil {
+		return x.StateJson
+	}
+	return ""
+}
+
+func (x *UpdateStateResponse) GetNextSequence() int64 {
+	if x != nil {
+		return x.NextSequence
+	}
+	return 0
+}
+
+// GetStateRequest reads a session's state and the scopes named; either may
+// be absent (session_id empty: scopes only).
+type GetStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Scopes        []string               `protobuf:"bytes,2,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStateRequest) Reset() {
+	*x = GetStateRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStateRequest) ProtoMessage() {}
+
+func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
+func (*GetStateRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *GetStateRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *GetStateRequest) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+type GetStateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's state as of next_sequence: every write committed up to
+	// it, nothing after. "{}" when none; "" when no session was asked for.
+	StateJson    string `protobuf:"bytes,1,opt,name=state_json,json=stateJson,proto3" json:"state_json,omitempty"`
+	NextSequence int64  `protobuf:"varint,2,opt,name=next_sequence,json=nextSequence,proto3" json:"next_sequence,omitempty"`
+	// In the order asked.
+	Scopes        []*ScopeState `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStateResponse) Reset() {
+	*x = GetStateResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStateResponse) ProtoMessage() {}
+
+func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
+func (*GetStateResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *GetStateResponse) GetStateJson() string {
+	if x != nil {
+		return x.StateJson
+	}
+	return ""
+}
+
+func (x *GetStateResponse) GetNextSequence() int64 {
+	if x != nil {
+		return x.NextSequence
+	}
+	return 0
+}
+
+func (x *GetStateResponse) GetScopes() []*ScopeState {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+// TruncateRequest removes the session's messages with sequence <=
+// through_sequence. Later messages, the next sequence and the state stay.
+type TruncateRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	SessionId       string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ThroughSequence int64                  `protobuf:"varint,2,opt,name=through_sequence,json=throughSequence,proto3" json:"through_sequence,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TruncateRequest) Reset() {
+	*x = TruncateRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TruncateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TruncateRequest) ProtoMessage() {}
+
+func (x *TruncateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TruncateRequest.ProtoReflect.Descriptor instead.
+func (*TruncateRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *TruncateRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *TruncateRequest) GetThroughSequence() int64 {
+	if x != nil {
+		return x.ThroughSequence
+	}
+	return 0
+}
+
+type TruncateResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	MessagesRemoved int64                  `protobuf:"varint,1,opt,name=messages_removed,json=messagesRemoved,proto3" json:"messages_removed,omitempty"`
+	// The session's first_sequence after the truncation.
+	FirstSequence int64 `protobuf:"varint,2,opt,name=first_sequence,json=firstSequence,proto3" json:"first_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TruncateResponse) Reset() {
+	*x = TruncateResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TruncateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TruncateResponse) ProtoMessage() {}
+
+func (x *TruncateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TruncateResponse.ProtoReflect.Descriptor instead.
+func (*TruncateResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *TruncateResponse) GetMessagesRemoved() int64 {
+	if x != nil {
+		return x.MessagesRemoved
+	}
+	return 0
+}
+
+func (x *TruncateResponse) GetFirstSequence() int64 {
+	if x != nil {
+		return x.FirstSequence
+	}
+	return 0
+}
+
+// PutSnapshotRequest replaces the session's snapshot slot.
+type PutSnapshotRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The sequence the snapshot covers (inclusive); -1 = before any message.
+	Sequence int64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// At most 4 MiB (and the node's request size limit).
+	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutSnapshotRequest) Reset() {
+	*x = PutSnapshotRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutSnapshotRequest) ProtoMessage() {}
+
+func (x *PutSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*PutSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *PutSnapshotRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PutSnapshotRequest) GetSequence() int64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *PutSnapshotRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type PutSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Snapshot      *Snapshot              `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutSnapshotResponse) Reset() {
+	*x = PutSnapshotResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutSnapshotResponse) ProtoMessage() {}
+
+func (x *PutSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*PutSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *PutSnapshotResponse) GetSnapshot() *Snapshot {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+type GetSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSnapshotRequest) Reset() {
+	*x = GetSnapshotRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSnapshotRequest) ProtoMessage() {}
+
+func (x *GetSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*GetSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *GetSnapshotRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type GetSnapshotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset when the session has no snapshot.
+	Snapshot      *Snapshot `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSnapshotResponse) Reset() {
+	*x = GetSnapshotResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSnapshotResponse) ProtoMessage() {}
+
+func (x *GetSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*GetSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *GetSnapshotResponse) GetSnapshot() *Snapshot {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+// DeleteSnapshotRequest empties the snapshot slot if its snapshot covers
+// no more than through_sequence.
+type DeleteSnapshotRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	SessionId       string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ThroughSequence int64                  `protobuf:"varint,2,opt,name=through_sequence,json=throughSequence,proto3" json:"through_sequence,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotRequest) Reset() {
+	*x = DeleteSnapshotRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotRequest) ProtoMessage() {}
+
+func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *DeleteSnapshotRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *DeleteSnapshotRequest) GetThroughSequence() int64 {
+	if x != nil {
+		return x.ThroughSequence
+	}
+	return 0
+}
+
+type DeleteSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deleted       bool                   `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotResponse) Reset() {
+	*x = DeleteSnapshotResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotResponse) ProtoMessage() {}
+
+func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *DeleteSnapshotResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+// SetExpiryRequest sets or clears a session's expiry: expires_at, or ttl
+// from now, or clear (exactly one of them).
+type SetExpiryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	Ttl           *durationpb.Duration   `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	Clear         bool                   `protobuf:"varint,4,opt,name=clear,proto3" json:"clear,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetExpiryRequest) Reset() {
+	*x = SetExpiryRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetExpiryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetExpiryRequest) ProtoMessage() {}
+
+func (x *SetExpiryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetExpiryRequest.ProtoReflect.Descriptor instead.
+func (*SetExpiryRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *SetExpiryRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SetExpiryRequest) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *SetExpiryRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *SetExpiryRequest) GetClear() bool {
+	if x != nil {
+		return x.Clear
+	}
+	return false
+}
+
+type SetExpiryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetExpiryResponse) Reset() {
+	*x = SetExpiryResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetExpiryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetExpiryResponse) ProtoMessage() {}
+
+func (x *SetExpiryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetExpiryResponse.ProtoReflect.Descriptor instead.
+func (*SetExpiryResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *SetExpiryResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 var File_agentstate_session_v1_session_proto protoreflect.FileDescriptor
 
 const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"#agentstate/session/v1/session.proto\x12\x15agentstate.session.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!agentstate/common/v1/common.proto\"h\n" +
+	"#agentstate/session/v1/session.proto\x12\x15agentstate.session.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!agentstate/common/v1/common.proto\"h\n" +
 	"\n" +
 	"TokenUsage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
@@ -2442,7 +3722,7 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"LinkedPlan\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x14\n" +
 	"\x05phase\x18\x02 \x01(\tR\x05phase\x12\x14\n" +
-	"\x05state\x18\x03 \x01(\tR\x05state\"\xc3\x04\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\"\xc4\x05\n" +
 	"\aSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
@@ -2463,7 +3743,12 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x127\n" +
-	"\tclosed_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\bclosedAt\"\x8e\x02\n" +
+	"\tclosed_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\bclosedAt\x12\x1d\n" +
+	"\n" +
+	"client_key\x18\r \x01(\tR\tclientKey\x129\n" +
+	"\n" +
+	"expires_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12%\n" +
+	"\x0efirst_sequence\x18\x0f \x01(\x03R\rfirstSequence\"\xc9\x02\n" +
 	"\aMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
@@ -2474,20 +3759,52 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\acontent\x18\x05 \x01(\tR\acontent\x12#\n" +
 	"\rmetadata_json\x18\x06 \x01(\tR\fmetadataJson\x129\n" +
 	"\n" +
-	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x9b\x01\n" +
+	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"event_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\"\xd6\x01\n" +
 	"\n" +
 	"NewMessage\x12/\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x1b.agentstate.session.v1.RoleR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12#\n" +
 	"\rmetadata_json\x18\x03 \x01(\tR\fmetadataJson\x12\x1d\n" +
 	"\n" +
-	"message_id\x18\x04 \x01(\tR\tmessageId\"\x87\x01\n" +
+	"message_id\x18\x04 \x01(\tR\tmessageId\x129\n" +
+	"\n" +
+	"event_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\"\xab\x01\n" +
+	"\n" +
+	"StateDelta\x12I\n" +
+	"\bset_json\x18\x01 \x03(\v2..agentstate.session.v1.StateDelta.SetJsonEntryR\asetJson\x12\x16\n" +
+	"\x06delete\x18\x02 \x03(\tR\x06delete\x1a:\n" +
+	"\fSetJsonEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"[\n" +
+	"\n" +
+	"ScopeDelta\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x127\n" +
+	"\x05delta\x18\x02 \x01(\v2!.agentstate.session.v1.StateDeltaR\x05delta\"|\n" +
+	"\n" +
+	"ScopeState\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x1d\n" +
+	"\n" +
+	"state_json\x18\x02 \x01(\tR\tstateJson\x129\n" +
+	"\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"u\n" +
+	"\bSnapshot\x12\x1a\n" +
+	"\bsequence\x18\x01 \x01(\x03R\bsequence\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x129\n" +
+	"\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x8c\x01\n" +
+	"\x10SequenceMismatch\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x124\n" +
+	"\x16expected_next_sequence\x18\x02 \x01(\x03R\x14expectedNextSequence\x12#\n" +
+	"\rnext_sequence\x18\x03 \x01(\x03R\fnextSequence\"\x87\x01\n" +
 	"\x0fAppendedMessage\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x03R\bsequence\x129\n" +
 	"\n" +
-	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xb7\x01\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xc8\x03\n" +
 	"\x14CreateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
@@ -2497,13 +3814,25 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"automation\x18\x04 \x01(\tR\n" +
 	"automation\x12#\n" +
-	"\rmetadata_json\x18\x05 \x01(\tR\fmetadataJson\"k\n" +
+	"\rmetadata_json\x18\x05 \x01(\tR\fmetadataJson\x12\x1d\n" +
+	"\n" +
+	"client_key\x18\x06 \x01(\tR\tclientKey\x129\n" +
+	"\n" +
+	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12+\n" +
+	"\x03ttl\x18\b \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12B\n" +
+	"\vstate_delta\x18\t \x01(\v2!.agentstate.session.v1.StateDeltaR\n" +
+	"stateDelta\x12D\n" +
+	"\fscope_deltas\x18\n" +
+	" \x03(\v2!.agentstate.session.v1.ScopeDeltaR\vscopeDeltas\"k\n" +
 	"\x15CreateSessionResponse\x128\n" +
 	"\asession\x18\x01 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"2\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"o\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"N\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1d\n" +
+	"\n" +
+	"client_key\x18\x03 \x01(\tR\tclientKey\"N\n" +
 	"\x12GetSessionResponse\x128\n" +
 	"\asession\x18\x01 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\"\xbb\x01\n" +
 	"\x13ListSessionsRequest\x12\x1d\n" +
@@ -2521,25 +3850,37 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"P\n" +
 	"\x14CloseSessionResponse\x128\n" +
-	"\asession\x18\x01 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\"5\n" +
+	"\asession\x18\x01 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\"]\n" +
 	"\x14DeleteSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"i\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12&\n" +
+	"\x0fonly_if_expired\x18\x02 \x01(\bR\ronlyIfExpired\"i\n" +
 	"\x15DeleteSessionResponse\x12)\n" +
 	"\x10messages_removed\x18\x01 \x01(\x03R\x0fmessagesRemoved\x12%\n" +
-	"\x0eplans_orphaned\x18\x02 \x03(\tR\rplansOrphaned\"m\n" +
+	"\x0eplans_orphaned\x18\x02 \x03(\tR\rplansOrphaned\"\xcd\x02\n" +
 	"\rAppendRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12=\n" +
-	"\bmessages\x18\x02 \x03(\v2!.agentstate.session.v1.NewMessageR\bmessages\"r\n" +
+	"\bmessages\x18\x02 \x03(\v2!.agentstate.session.v1.NewMessageR\bmessages\x12B\n" +
+	"\vstate_delta\x18\x03 \x01(\v2!.agentstate.session.v1.StateDeltaR\n" +
+	"stateDelta\x12D\n" +
+	"\fscope_deltas\x18\x04 \x03(\v2!.agentstate.session.v1.ScopeDeltaR\vscopeDeltas\x129\n" +
+	"\x16expected_next_sequence\x18\x05 \x01(\x03H\x00R\x14expectedNextSequence\x88\x01\x01B\x19\n" +
+	"\x17_expected_next_sequence\"\x97\x01\n" +
 	"\x0eAppendResponse\x12B\n" +
 	"\bmessages\x18\x01 \x03(\v2&.agentstate.session.v1.AppendedMessageR\bmessages\x12\x1c\n" +
-	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"o\n" +
+	"\tduplicate\x18\x02 \x01(\bR\tduplicate\x12#\n" +
+	"\rnext_sequence\x18\x03 \x01(\x03R\fnextSequence\"\xfb\x01\n" +
 	"\x13ListMessagesRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12#\n" +
 	"\rfrom_sequence\x18\x02 \x01(\x03R\ffromSequence\x12\x14\n" +
-	"\x05limit\x18\x03 \x01(\x05R\x05limit\"w\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x129\n" +
+	"\n" +
+	"after_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tafterTime\x12;\n" +
+	"\vbefore_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"beforeTime\x12\x12\n" +
+	"\x04last\x18\x06 \x01(\x05R\x04last\"w\n" +
 	"\x14ListMessagesResponse\x12:\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1e.agentstate.session.v1.MessageR\bmessages\x12#\n" +
 	"\rnext_sequence\x18\x02 \x01(\x03R\fnextSequence\"\x94\x01\n" +
@@ -2578,10 +3919,13 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\x06header\x18\x01 \x01(\v2#.agentstate.session.v1.ExportHeaderH\x00R\x06header\x127\n" +
 	"\x04page\x18\x02 \x01(\v2!.agentstate.session.v1.ExportPageH\x00R\x04page\x12@\n" +
 	"\atrailer\x18\x03 \x01(\v2$.agentstate.session.v1.ExportTrailerH\x00R\atrailerB\x06\n" +
-	"\x04part\"o\n" +
+	"\x04part\"\xcb\x01\n" +
 	"\fExportHeader\x12%\n" +
 	"\x0eschema_version\x18\x01 \x01(\tR\rschemaVersion\x128\n" +
-	"\asession\x18\x02 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\"H\n" +
+	"\asession\x18\x02 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\x12\x1d\n" +
+	"\n" +
+	"state_json\x18\x03 \x01(\tR\tstateJson\x12;\n" +
+	"\bsnapshot\x18\x04 \x01(\v2\x1f.agentstate.session.v1.SnapshotR\bsnapshot\"H\n" +
 	"\n" +
 	"ExportPage\x12:\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1e.agentstate.session.v1.MessageR\bmessages\"+\n" +
@@ -2600,7 +3944,62 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\x03tag\x18\x01 \x01(\x04R\x03tag\x12E\n" +
 	"\aoutcome\x18\x02 \x01(\v2+.agentstate.session.v1.AppendStreamResponseR\aoutcome\"R\n" +
 	"\x0eAppendOutcomes\x12@\n" +
-	"\boutcomes\x18\x01 \x03(\v2$.agentstate.session.v1.TaggedOutcomeR\boutcomes*a\n" +
+	"\boutcomes\x18\x01 \x03(\v2$.agentstate.session.v1.TaggedOutcomeR\boutcomes\"\x93\x02\n" +
+	"\x12UpdateStateRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12B\n" +
+	"\vstate_delta\x18\x02 \x01(\v2!.agentstate.session.v1.StateDeltaR\n" +
+	"stateDelta\x12D\n" +
+	"\fscope_deltas\x18\x03 \x03(\v2!.agentstate.session.v1.ScopeDeltaR\vscopeDeltas\x129\n" +
+	"\x16expected_next_sequence\x18\x04 \x01(\x03H\x00R\x14expectedNextSequence\x88\x01\x01B\x19\n" +
+	"\x17_expected_next_sequence\"Y\n" +
+	"\x13UpdateStateResponse\x12\x1d\n" +
+	"\n" +
+	"state_json\x18\x01 \x01(\tR\tstateJson\x12#\n" +
+	"\rnext_sequence\x18\x02 \x01(\x03R\fnextSequence\"H\n" +
+	"\x0fGetStateRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06scopes\x18\x02 \x03(\tR\x06scopes\"\x91\x01\n" +
+	"\x10GetStateResponse\x12\x1d\n" +
+	"\n" +
+	"state_json\x18\x01 \x01(\tR\tstateJson\x12#\n" +
+	"\rnext_sequence\x18\x02 \x01(\x03R\fnextSequence\x129\n" +
+	"\x06scopes\x18\x03 \x03(\v2!.agentstate.session.v1.ScopeStateR\x06scopes\"[\n" +
+	"\x0fTruncateRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
+	"\x10through_sequence\x18\x02 \x01(\x03R\x0fthroughSequence\"d\n" +
+	"\x10TruncateResponse\x12)\n" +
+	"\x10messages_removed\x18\x01 \x01(\x03R\x0fmessagesRemoved\x12%\n" +
+	"\x0efirst_sequence\x18\x02 \x01(\x03R\rfirstSequence\"c\n" +
+	"\x12PutSnapshotRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
+	"\bsequence\x18\x02 \x01(\x03R\bsequence\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\"R\n" +
+	"\x13PutSnapshotResponse\x12;\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x1f.agentstate.session.v1.SnapshotR\bsnapshot\"3\n" +
+	"\x12GetSnapshotRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"R\n" +
+	"\x13GetSnapshotResponse\x12;\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x1f.agentstate.session.v1.SnapshotR\bsnapshot\"a\n" +
+	"\x15DeleteSnapshotRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
+	"\x10through_sequence\x18\x02 \x01(\x03R\x0fthroughSequence\"2\n" +
+	"\x16DeleteSnapshotResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"\xaf\x01\n" +
+	"\x10SetExpiryRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x129\n" +
+	"\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12+\n" +
+	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x14\n" +
+	"\x05clear\x18\x04 \x01(\bR\x05clear\"M\n" +
+	"\x11SetExpiryResponse\x128\n" +
+	"\asession\x18\x01 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession*a\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SESSION_STATE_ACTIVE\x10\x01\x12\x18\n" +
@@ -2610,7 +4009,7 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\tROLE_USER\x10\x01\x12\x12\n" +
 	"\x0eROLE_ASSISTANT\x10\x02\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x03\x12\r\n" +
-	"\tROLE_TOOL\x10\x042\xe3\v\n" +
+	"\tROLE_TOOL\x10\x042\x9e\x11\n" +
 	"\x0eSessionService\x12c\n" +
 	"\x06Create\x12+.agentstate.session.v1.CreateSessionRequest\x1a,.agentstate.session.v1.CreateSessionResponse\x12Z\n" +
 	"\x03Get\x12(.agentstate.session.v1.GetSessionRequest\x1a).agentstate.session.v1.GetSessionResponse\x12_\n" +
@@ -2626,7 +4025,14 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\fAppendStream\x12$.agentstate.session.v1.AppendRequest\x1a+.agentstate.session.v1.AppendStreamResponse(\x010\x01\x12^\n" +
 	"\rAppendBatches\x12\".agentstate.session.v1.AppendBatch\x1a%.agentstate.session.v1.AppendOutcomes(\x010\x01\x12a\n" +
 	"\fExportStream\x12+.agentstate.session.v1.ExportSessionRequest\x1a\".agentstate.session.v1.ExportChunk0\x01\x12b\n" +
-	"\fImportStream\x12\".agentstate.session.v1.ImportChunk\x1a,.agentstate.session.v1.ImportSessionResponse(\x01BKZIgithub.com/agentstate/agentstate/messages/agentstate/session/v1;sessionv1b\x06proto3"
+	"\fImportStream\x12\".agentstate.session.v1.ImportChunk\x1a,.agentstate.session.v1.ImportSessionResponse(\x01\x12d\n" +
+	"\vUpdateState\x12).agentstate.session.v1.UpdateStateRequest\x1a*.agentstate.session.v1.UpdateStateResponse\x12[\n" +
+	"\bGetState\x12&.agentstate.session.v1.GetStateRequest\x1a'.agentstate.session.v1.GetStateResponse\x12[\n" +
+	"\bTruncate\x12&.agentstate.session.v1.TruncateRequest\x1a'.agentstate.session.v1.TruncateResponse\x12d\n" +
+	"\vPutSnapshot\x12).agentstate.session.v1.PutSnapshotRequest\x1a*.agentstate.session.v1.PutSnapshotResponse\x12d\n" +
+	"\vGetSnapshot\x12).agentstate.session.v1.GetSnapshotRequest\x1a*.agentstate.session.v1.GetSnapshotResponse\x12m\n" +
+	"\x0eDeleteSnapshot\x12,.agentstate.session.v1.DeleteSnapshotRequest\x1a-.agentstate.session.v1.DeleteSnapshotResponse\x12^\n" +
+	"\tSetExpiry\x12'.agentstate.session.v1.SetExpiryRequest\x1a(.agentstate.session.v1.SetExpiryResponseBKZIgithub.com/agentstate/agentstate/messages/agentstate/session/v1;sessionv1b\x06proto3"
 
 var (
 	file_agentstate_session_v1_session_proto_rawDescOnce sync.Once
@@ -2641,7 +4047,7 @@ func file_agentstate_session_v1_session_proto_rawDescGZIP() []byte {
 }
 
 var file_agentstate_session_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agentstate_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_agentstate_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_agentstate_session_v1_session_proto_goTypes = []any{
 	(SessionState)(0),                // 0: agentstate.session.v1.SessionState
 	(Role)(0),                        // 1: agentstate.session.v1.Role
@@ -2650,114 +4056,173 @@ var file_agentstate_session_v1_session_proto_goTypes = []any{
 	(*Session)(nil),                  // 4: agentstate.session.v1.Session
 	(*Message)(nil),                  // 5: agentstate.session.v1.Message
 	(*NewMessage)(nil),               // 6: agentstate.session.v1.NewMessage
-	(*AppendedMessage)(nil),          // 7: agentstate.session.v1.AppendedMessage
-	(*CreateSessionRequest)(nil),     // 8: agentstate.session.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),    // 9: agentstate.session.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),        // 10: agentstate.session.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),       // 11: agentstate.session.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),      // 12: agentstate.session.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),     // 13: agentstate.session.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),      // 14: agentstate.session.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),     // 15: agentstate.session.v1.CloseSessionResponse
-	(*DeleteSessionRequest)(nil),     // 16: agentstate.session.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 17: agentstate.session.v1.DeleteSessionResponse
-	(*AppendRequest)(nil),            // 18: agentstate.session.v1.AppendRequest
-	(*AppendResponse)(nil),           // 19: agentstate.session.v1.AppendResponse
-	(*ListMessagesRequest)(nil),      // 20: agentstate.session.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),     // 21: agentstate.session.v1.ListMessagesResponse
-	(*UpdateTokenUsageRequest)(nil),  // 22: agentstate.session.v1.UpdateTokenUsageRequest
-	(*UpdateTokenUsageResponse)(nil), // 23: agentstate.session.v1.UpdateTokenUsageResponse
-	(*LinkPlanRequest)(nil),          // 24: agentstate.session.v1.LinkPlanRequest
-	(*LinkPlanResponse)(nil),         // 25: agentstate.session.v1.LinkPlanResponse
-	(*ExportSessionRequest)(nil),     // 26: agentstate.session.v1.ExportSessionRequest
-	(*ExportSessionResponse)(nil),    // 27: agentstate.session.v1.ExportSessionResponse
-	(*ImportSessionRequest)(nil),     // 28: agentstate.session.v1.ImportSessionRequest
-	(*ImportSessionResponse)(nil),    // 29: agentstate.session.v1.ImportSessionResponse
-	(*ExportChunk)(nil),              // 30: agentstate.session.v1.ExportChunk
-	(*ImportChunk)(nil),              // 31: agentstate.session.v1.ImportChunk
-	(*ExportHeader)(nil),             // 32: agentstate.session.v1.ExportHeader
-	(*ExportPage)(nil),               // 33: agentstate.session.v1.ExportPage
-	(*ExportTrailer)(nil),            // 34: agentstate.session.v1.ExportTrailer
-	(*AppendStreamResponse)(nil),     // 35: agentstate.session.v1.AppendStreamResponse
-	(*TaggedAppend)(nil),             // 36: agentstate.session.v1.TaggedAppend
-	(*AppendBatch)(nil),              // 37: agentstate.session.v1.AppendBatch
-	(*TaggedOutcome)(nil),            // 38: agentstate.session.v1.TaggedOutcome
-	(*AppendOutcomes)(nil),           // 39: agentstate.session.v1.AppendOutcomes
-	(*timestamppb.Timestamp)(nil),    // 40: google.protobuf.Timestamp
-	(*v1.Error)(nil),                 // 41: agentstate.common.v1.Error
+	(*StateDelta)(nil),               // 7: agentstate.session.v1.StateDelta
+	(*ScopeDelta)(nil),               // 8: agentstate.session.v1.ScopeDelta
+	(*ScopeState)(nil),               // 9: agentstate.session.v1.ScopeState
+	(*Snapshot)(nil),                 // 10: agentstate.session.v1.Snapshot
+	(*SequenceMismatch)(nil),         // 11: agentstate.session.v1.SequenceMismatch
+	(*AppendedMessage)(nil),          // 12: agentstate.session.v1.AppendedMessage
+	(*CreateSessionRequest)(nil),     // 13: agentstate.session.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),    // 14: agentstate.session.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),        // 15: agentstate.session.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),       // 16: agentstate.session.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),      // 17: agentstate.session.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),     // 18: agentstate.session.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),      // 19: agentstate.session.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),     // 20: agentstate.session.v1.CloseSessionResponse
+	(*DeleteSessionRequest)(nil),     // 21: agentstate.session.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 22: agentstate.session.v1.DeleteSessionResponse
+	(*AppendRequest)(nil),            // 23: agentstate.session.v1.AppendRequest
+	(*AppendResponse)(nil),           // 24: agentstate.session.v1.AppendResponse
+	(*ListMessagesRequest)(nil),      // 25: agentstate.session.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),     // 26: agentstate.session.v1.ListMessagesResponse
+	(*UpdateTokenUsageRequest)(nil),  // 27: agentstate.session.v1.UpdateTokenUsageRequest
+	(*UpdateTokenUsageResponse)(nil), // 28: agentstate.session.v1.UpdateTokenUsageResponse
+	(*LinkPlanRequest)(nil),          // 29: agentstate.session.v1.LinkPlanRequest
+	(*LinkPlanResponse)(nil),         // 30: agentstate.session.v1.LinkPlanResponse
+	(*ExportSessionRequest)(nil),     // 31: agentstate.session.v1.ExportSessionRequest
+	(*ExportSessionResponse)(nil),    // 32: agentstate.session.v1.ExportSessionResponse
+	(*ImportSessionRequest)(nil),     // 33: agentstate.session.v1.ImportSessionRequest
+	(*ImportSessionResponse)(nil),    // 34: agentstate.session.v1.ImportSessionResponse
+	(*ExportChunk)(nil),              // 35: agentstate.session.v1.ExportChunk
+	(*ImportChunk)(nil),              // 36: agentstate.session.v1.ImportChunk
+	(*ExportHeader)(nil),             // 37: agentstate.session.v1.ExportHeader
+	(*ExportPage)(nil),               // 38: agentstate.session.v1.ExportPage
+	(*ExportTrailer)(nil),            // 39: agentstate.session.v1.ExportTrailer
+	(*AppendStreamResponse)(nil),     // 40: agentstate.session.v1.AppendStreamResponse
+	(*TaggedAppend)(nil),             // 41: agentstate.session.v1.TaggedAppend
+	(*AppendBatch)(nil),              // 42: agentstate.session.v1.AppendBatch
+	(*TaggedOutcome)(nil),            // 43: agentstate.session.v1.TaggedOutcome
+	(*AppendOutcomes)(nil),           // 44: agentstate.session.v1.AppendOutcomes
+	(*UpdateStateRequest)(nil),       // 45: agentstate.session.v1.UpdateStateRequest
+	(*UpdateStateResponse)(nil),      // 46: agentstate.session.v1.UpdateStateResponse
+	(*GetStateRequest)(nil),          // 47: agentstate.session.v1.GetStateRequest
+	(*GetStateResponse)(nil),         // 48: agentstate.session.v1.GetStateResponse
+	(*TruncateRequest)(nil),          // 49: agentstate.session.v1.TruncateRequest
+	(*TruncateResponse)(nil),         // 50: agentstate.session.v1.TruncateResponse
+	(*PutSnapshotRequest)(nil),       // 51: agentstate.session.v1.PutSnapshotRequest
+	(*PutSnapshotResponse)(nil),      // 52: agentstate.session.v1.PutSnapshotResponse
+	(*GetSnapshotRequest)(nil),       // 53: agentstate.session.v1.GetSnapshotRequest
+	(*GetSnapshotResponse)(nil),      // 54: agentstate.session.v1.GetSnapshotResponse
+	(*DeleteSnapshotRequest)(nil),    // 55: agentstate.session.v1.DeleteSnapshotRequest
+	(*DeleteSnapshotResponse)(nil),   // 56: agentstate.session.v1.DeleteSnapshotResponse
+	(*SetExpiryRequest)(nil),         // 57: agentstate.session.v1.SetExpiryRequest
+	(*SetExpiryResponse)(nil),        // 58: agentstate.session.v1.SetExpiryResponse
+	nil,                              // 59: agentstate.session.v1.StateDelta.SetJsonEntry
+	(*timestamppb.Timestamp)(nil),    // 60: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 61: google.protobuf.Duration
+	(*v1.Error)(nil),                 // 62: agentstate.common.v1.Error
 }
 var file_agentstate_session_v1_session_proto_depIdxs = []int32{
 	0,  // 0: agentstate.session.v1.Session.state:type_name -> agentstate.session.v1.SessionState
 	2,  // 1: agentstate.session.v1.Session.token_usage:type_name -> agentstate.session.v1.TokenUsage
 	3,  // 2: agentstate.session.v1.Session.linked_plans:type_name -> agentstate.session.v1.LinkedPlan
-	40, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	40, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	40, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
-	1,  // 6: agentstate.session.v1.Message.role:type_name -> agentstate.session.v1.Role
-	40, // 7: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
-	1,  // 8: agentstate.session.v1.NewMessage.role:type_name -> agentstate.session.v1.Role
-	40, // 9: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
-	4,  // 10: agentstate.session.v1.CreateSessionResponse.session:type_name -> agentstate.session.v1.Session
-	4,  // 11: agentstate.session.v1.GetSessionResponse.session:type_name -> agentstate.session.v1.Session
-	0,  // 12: agentstate.session.v1.ListSessionsRequest.state:type_name -> agentstate.session.v1.SessionState
-	4,  // 13: agentstate.session.v1.ListSessionsResponse.sessions:type_name -> agentstate.session.v1.Session
-	4,  // 14: agentstate.session.v1.CloseSessionResponse.session:type_name -> agentstate.session.v1.Session
-	6,  // 15: agentstate.session.v1.AppendRequest.messages:type_name -> agentstate.session.v1.NewMessage
-	7,  // 16: agentstate.session.v1.AppendResponse.messages:type_name -> agentstate.session.v1.AppendedMessage
-	5,  // 17: agentstate.session.v1.ListMessagesResponse.messages:type_name -> agentstate.session.v1.Message
-	2,  // 18: agentstate.session.v1.UpdateTokenUsageResponse.total:type_name -> agentstate.session.v1.TokenUsage
-	3,  // 19: agentstate.session.v1.LinkPlanRequest.plan:type_name -> agentstate.session.v1.LinkedPlan
-	4,  // 20: agentstate.session.v1.LinkPlanResponse.session:type_name -> agentstate.session.v1.Session
-	4,  // 21: agentstate.session.v1.ImportSessionResponse.session:type_name -> agentstate.session.v1.Session
-	32, // 22: agentstate.session.v1.ExportChunk.header:type_name -> agentstate.session.v1.ExportHeader
-	33, // 23: agentstate.session.v1.ExportChunk.page:type_name -> agentstate.session.v1.ExportPage
-	34, // 24: agentstate.session.v1.ExportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
-	32, // 25: agentstate.session.v1.ImportChunk.header:type_name -> agentstate.session.v1.ExportHeader
-	33, // 26: agentstate.session.v1.ImportChunk.page:type_name -> agentstate.session.v1.ExportPage
-	34, // 27: agentstate.session.v1.ImportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
-	4,  // 28: agentstate.session.v1.ExportHeader.session:type_name -> agentstate.session.v1.Session
-	5,  // 29: agentstate.session.v1.ExportPage.messages:type_name -> agentstate.session.v1.Message
-	19, // 30: agentstate.session.v1.AppendStreamResponse.response:type_name -> agentstate.session.v1.AppendResponse
-	41, // 31: agentstate.session.v1.AppendStreamResponse.error:type_name -> agentstate.common.v1.Error
-	18, // 32: agentstate.session.v1.TaggedAppend.request:type_name -> agentstate.session.v1.AppendRequest
-	36, // 33: agentstate.session.v1.AppendBatch.appends:type_name -> agentstate.session.v1.TaggedAppend
-	35, // 34: agentstate.session.v1.TaggedOutcome.outcome:type_name -> agentstate.session.v1.AppendStreamResponse
-	38, // 35: agentstate.session.v1.AppendOutcomes.outcomes:type_name -> agentstate.session.v1.TaggedOutcome
-	8,  // 36: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
-	10, // 37: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
-	12, // 38: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
-	14, // 39: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
-	16, // 40: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
-	18, // 41: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
-	20, // 42: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
-	22, // 43: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
-	24, // 44: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
-	26, // 45: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
-	28, // 46: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
-	18, // 47: agentstate.session.v1.SessionService.AppendStream:input_type -> agentstate.session.v1.AppendRequest
-	37, // 48: agentstate.session.v1.SessionService.AppendBatches:input_type -> agentstate.session.v1.AppendBatch
-	26, // 49: agentstate.session.v1.SessionService.ExportStream:input_type -> agentstate.session.v1.ExportSessionRequest
-	31, // 50: agentstate.session.v1.SessionService.ImportStream:input_type -> agentstate.session.v1.ImportChunk
-	9,  // 51: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
-	11, // 52: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
-	13, // 53: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
-	15, // 54: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
-	17, // 55: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
-	19, // 56: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
-	21, // 57: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
-	23, // 58: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
-	25, // 59: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
-	27, // 60: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
-	29, // 61: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
-	35, // 62: agentstate.session.v1.SessionService.AppendStream:output_type -> agentstate.session.v1.AppendStreamResponse
-	39, // 63: agentstate.session.v1.SessionService.AppendBatches:output_type -> agentstate.session.v1.AppendOutcomes
-	30, // 64: agentstate.session.v1.SessionService.ExportStream:output_type -> agentstate.session.v1.ExportChunk
-	29, // 65: agentstate.session.v1.SessionService.ImportStream:output_type -> agentstate.session.v1.ImportSessionResponse
-	51, // [51:66] is the sub-list for method output_type
-	36, // [36:51] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	60, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	60, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	60, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
+	60, // 6: agentstate.session.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 7: agentstate.session.v1.Message.role:type_name -> agentstate.session.v1.Role
+	60, // 8: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	60, // 9: agentstate.session.v1.Message.event_time:type_name -> google.protobuf.Timestamp
+	1,  // 10: agentstate.session.v1.NewMessage.role:type_name -> agentstate.session.v1.Role
+	60, // 11: agentstate.session.v1.NewMessage.event_time:type_name -> google.protobuf.Timestamp
+	59, // 12: agentstate.session.v1.StateDelta.set_json:type_name -> agentstate.session.v1.StateDelta.SetJsonEntry
+	7,  // 13: agentstate.session.v1.ScopeDelta.delta:type_name -> agentstate.session.v1.StateDelta
+	60, // 14: agentstate.session.v1.ScopeState.updated_at:type_name -> google.protobuf.Timestamp
+	60, // 15: agentstate.session.v1.Snapshot.created_at:type_name -> google.protobuf.Timestamp
+	60, // 16: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
+	60, // 17: agentstate.session.v1.CreateSessionRequest.expires_at:type_name -> google.protobuf.Timestamp
+	61, // 18: agentstate.session.v1.CreateSessionRequest.ttl:type_name -> google.protobuf.Duration
+	7,  // 19: agentstate.session.v1.CreateSessionRequest.state_delta:type_name -> agentstate.session.v1.StateDelta
+	8,  // 20: agentstate.session.v1.CreateSessionRequest.scope_deltas:type_name -> agentstate.session.v1.ScopeDelta
+	4,  // 21: agentstate.session.v1.CreateSessionResponse.session:type_name -> agentstate.session.v1.Session
+	4,  // 22: agentstate.session.v1.GetSessionResponse.session:type_name -> agentstate.session.v1.Session
+	0,  // 23: agentstate.session.v1.ListSessionsRequest.state:type_name -> agentstate.session.v1.SessionState
+	4,  // 24: agentstate.session.v1.ListSessionsResponse.sessions:type_name -> agentstate.session.v1.Session
+	4,  // 25: agentstate.session.v1.CloseSessionResponse.session:type_name -> agentstate.session.v1.Session
+	6,  // 26: agentstate.session.v1.AppendRequest.messages:type_name -> agentstate.session.v1.NewMessage
+	7,  // 27: agentstate.session.v1.AppendRequest.state_delta:type_name -> agentstate.session.v1.StateDelta
+	8,  // 28: agentstate.session.v1.AppendRequest.scope_deltas:type_name -> agentstate.session.v1.ScopeDelta
+	12, // 29: agentstate.session.v1.AppendResponse.messages:type_name -> agentstate.session.v1.AppendedMessage
+	60, // 30: agentstate.session.v1.ListMessagesRequest.after_time:type_name -> google.protobuf.Timestamp
+	60, // 31: agentstate.session.v1.ListMessagesRequest.before_time:type_name -> google.protobuf.Timestamp
+	5,  // 32: agentstate.session.v1.ListMessagesResponse.messages:type_name -> agentstate.session.v1.Message
+	2,  // 33: agentstate.session.v1.UpdateTokenUsageResponse.total:type_name -> agentstate.session.v1.TokenUsage
+	3,  // 34: agentstate.session.v1.LinkPlanRequest.plan:type_name -> agentstate.session.v1.LinkedPlan
+	4,  // 35: agentstate.session.v1.LinkPlanResponse.session:type_name -> agentstate.session.v1.Session
+	4,  // 36: agentstate.session.v1.ImportSessionResponse.session:type_name -> agentstate.session.v1.Session
+	37, // 37: agentstate.session.v1.ExportChunk.header:type_name -> agentstate.session.v1.ExportHeader
+	38, // 38: agentstate.session.v1.ExportChunk.page:type_name -> agentstate.session.v1.ExportPage
+	39, // 39: agentstate.session.v1.ExportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
+	37, // 40: agentstate.session.v1.ImportChunk.header:type_name -> agentstate.session.v1.ExportHeader
+	38, // 41: agentstate.session.v1.ImportChunk.page:type_name -> agentstate.session.v1.ExportPage
+	39, // 42: agentstate.session.v1.ImportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
+	4,  // 43: agentstate.session.v1.ExportHeader.session:type_name -> agentstate.session.v1.Session
+	10, // 44: agentstate.session.v1.ExportHeader.snapshot:type_name -> agentstate.session.v1.Snapshot
+	5,  // 45: agentstate.session.v1.ExportPage.messages:type_name -> agentstate.session.v1.Message
+	24, // 46: agentstate.session.v1.AppendStreamResponse.response:type_name -> agentstate.session.v1.AppendResponse
+	62, // 47: agentstate.session.v1.AppendStreamResponse.error:type_name -> agentstate.common.v1.Error
+	23, // 48: agentstate.session.v1.TaggedAppend.request:type_name -> agentstate.session.v1.AppendRequest
+	41, // 49: agentstate.session.v1.AppendBatch.appends:type_name -> agentstate.session.v1.TaggedAppend
+	40, // 50: agentstate.session.v1.TaggedOutcome.outcome:type_name -> agentstate.session.v1.AppendStreamResponse
+	43, // 51: agentstate.session.v1.AppendOutcomes.outcomes:type_name -> agentstate.session.v1.TaggedOutcome
+	7,  // 52: agentstate.session.v1.UpdateStateRequest.state_delta:type_name -> agentstate.session.v1.StateDelta
+	8,  // 53: agentstate.session.v1.UpdateStateRequest.scope_deltas:type_name -> agentstate.session.v1.ScopeDelta
+	9,  // 54: agentstate.session.v1.GetStateResponse.scopes:type_name -> agentstate.session.v1.ScopeState
+	10, // 55: agentstate.session.v1.PutSnapshotResponse.snapshot:type_name -> agentstate.session.v1.Snapshot
+	10, // 56: agentstate.session.v1.GetSnapshotResponse.snapshot:type_name -> agentstate.session.v1.Snapshot
+	60, // 57: agentstate.session.v1.SetExpiryRequest.expires_at:type_name -> google.protobuf.Timestamp
+	61, // 58: agentstate.session.v1.SetExpiryRequest.ttl:type_name -> google.protobuf.Duration
+	4,  // 59: agentstate.session.v1.SetExpiryResponse.session:type_name -> agentstate.session.v1.Session
+	13, // 60: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
+	15, // 61: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
+	17, // 62: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
+	19, // 63: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
+	21, // 64: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
+	23, // 65: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
+	25, // 66: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
+	27, // 67: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
+	29, // 68: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
+	31, // 69: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
+	33, // 70: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
+	23, // 71: agentstate.session.v1.SessionService.AppendStream:input_type -> agentstate.session.v1.AppendRequest
+	42, // 72: agentstate.session.v1.SessionService.AppendBatches:input_type -> agentstate.session.v1.AppendBatch
+	31, // 73: agentstate.session.v1.SessionService.ExportStream:input_type -> agentstate.session.v1.ExportSessionRequest
+	36, // 74: agentstate.session.v1.SessionService.ImportStream:input_type -> agentstate.session.v1.ImportChunk
+	45, // 75: agentstate.session.v1.SessionService.UpdateState:input_type -> agentstate.session.v1.UpdateStateRequest
+	47, // 76: agentstate.session.v1.SessionService.GetState:input_type -> agentstate.session.v1.GetStateRequest
+	49, // 77: agentstate.session.v1.SessionService.Truncate:input_type -> agentstate.session.v1.TruncateRequest
+	51, // 78: agentstate.session.v1.SessionService.PutSnapshot:input_type -> agentstate.session.v1.PutSnapshotRequest
+	53, // 79: agentstate.session.v1.SessionService.GetSnapshot:input_type -> agentstate.session.v1.GetSnapshotRequest
+	55, // 80: agentstate.session.v1.SessionService.DeleteSnapshot:input_type -> agentstate.session.v1.DeleteSnapshotRequest
+	57, // 81: agentstate.session.v1.SessionService.SetExpiry:input_type -> agentstate.session.v1.SetExpiryRequest
+	14, // 82: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
+	16, // 83: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
+	18, // 84: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
+	20, // 85: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
+	22, // 86: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
+	24, // 87: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
+	26, // 88: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
+	28, // 89: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
+	30, // 90: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
+	32, // 91: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
+	34, // 92: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
+	40, // 93: agentstate.session.v1.SessionService.AppendStream:output_type -> agentstate.session.v1.AppendStreamResponse
+	44, // 94: agentstate.session.v1.SessionService.AppendBatches:output_type -> agentstate.session.v1.AppendOutcomes
+	35, // 95: agentstate.session.v1.SessionService.ExportStream:output_type -> agentstate.session.v1.ExportChunk
+	34, // 96: agentstate.session.v1.SessionService.ImportStream:output_type -> agentstate.session.v1.ImportSessionResponse
+	46, // 97: agentstate.session.v1.SessionService.UpdateState:output_type -> agentstate.session.v1.UpdateStateResponse
+	48, // 98: agentstate.session.v1.SessionService.GetState:output_type -> agentstate.session.v1.GetStateResponse
+	50, // 99: agentstate.session.v1.SessionService.Truncate:output_type -> agentstate.session.v1.TruncateResponse
+	52, // 100: agentstate.session.v1.SessionService.PutSnapshot:output_type -> agentstate.session.v1.PutSnapshotResponse
+	54, // 101: agentstate.session.v1.SessionService.GetSnapshot:output_type -> agentstate.session.v1.GetSnapshotResponse
+	56, // 102: agentstate.session.v1.SessionService.DeleteSnapshot:output_type -> agentstate.session.v1.DeleteSnapshotResponse
+	58, // 103: agentstate.session.v1.SessionService.SetExpiry:output_type -> agentstate.session.v1.SetExpiryResponse
+	82, // [82:104] is the sub-list for method output_type
+	60, // [60:82] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_agentstate_session_v1_session_proto_init() }
@@ -2765,27 +4230,29 @@ func file_agentstate_session_v1_session_proto_init() {
 	if File_agentstate_session_v1_session_proto != nil {
 		return
 	}
-	file_agentstate_session_v1_session_proto_msgTypes[28].OneofWrappers = []any{
+	file_agentstate_session_v1_session_proto_msgTypes[21].OneofWrappers = []any{}
+	file_agentstate_session_v1_session_proto_msgTypes[33].OneofWrappers = []any{
 		(*ExportChunk_Header)(nil),
 		(*ExportChunk_Page)(nil),
 		(*ExportChunk_Trailer)(nil),
 	}
-	file_agentstate_session_v1_session_proto_msgTypes[29].OneofWrappers = []any{
+	file_agentstate_session_v1_session_proto_msgTypes[34].OneofWrappers = []any{
 		(*ImportChunk_Header)(nil),
 		(*ImportChunk_Page)(nil),
 		(*ImportChunk_Trailer)(nil),
 	}
-	file_agentstate_session_v1_session_proto_msgTypes[33].OneofWrappers = []any{
+	file_agentstate_session_v1_session_proto_msgTypes[38].OneofWrappers = []any{
 		(*AppendStreamResponse_Response)(nil),
 		(*AppendStreamResponse_Error)(nil),
 	}
+	file_agentstate_session_v1_session_proto_msgTypes[43].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentstate_session_v1_session_proto_rawDesc), len(file_agentstate_session_v1_session_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   38,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,6 +38,13 @@ const (
 	SessionService_AppendBatches_FullMethodName    = "/agentstate.session.v1.SessionService/AppendBatches"
 	SessionService_ExportStream_FullMethodName     = "/agentstate.session.v1.SessionService/ExportStream"
 	SessionService_ImportStream_FullMethodName     = "/agentstate.session.v1.SessionService/ImportStream"
+	SessionService_UpdateState_FullMethodName      = "/agentstate.session.v1.SessionService/UpdateState"
+	SessionService_GetState_FullMethodName         = "/agentstate.session.v1.SessionService/GetState"
+	SessionService_Truncate_FullMethodName         = "/agentstate.session.v1.SessionService/Truncate"
+	SessionService_PutSnapshot_FullMethodName      = "/agentstate.session.v1.SessionService/PutSnapshot"
+	SessionService_GetSnapshot_FullMethodName      = "/agentstate.session.v1.SessionService/GetSnapshot"
+	SessionService_DeleteSnapshot_FullMethodName   = "/agentstate.session.v1.SessionService/DeleteSnapshot"
+	SessionService_SetExpiry_FullMethodName        = "/agentstate.session.v1.SessionService/SetExpiry"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -82,6 +89,17 @@ type SessionServiceClient interface {
 	// all at once. Any failure (a bad chunk, a checksum mismatch, the client
 	// leaving) removes what was stored, and nothing is ever visible.
 	ImportStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ImportChunk, ImportSessionResponse], error)
+	// UpdateState applies a state delta (and scope deltas) without messages.
+	UpdateState(ctx context.Context, in *UpdateStateRequest, opts ...grpc.CallOption) (*UpdateStateResponse, error)
+	// GetState reads a session's state without reading its messages, and
+	// shared scopes.
+	GetState(ctx context.Context, in *GetStateRequest, opts ...grpc.CallOption) (*GetStateResponse, error)
+	// Truncate removes a session's oldest messages; sequences never go back.
+	Truncate(ctx context.Context, in *TruncateRequest, opts ...grpc.CallOption) (*TruncateResponse, error)
+	PutSnapshot(ctx context.Context, in *PutSnapshotRequest, opts ...grpc.CallOption) (*PutSnapshotResponse, error)
+	GetSnapshot(ctx context.Context, in *GetSnapshotRequest, opts ...grpc.CallOption) (*GetSnapshotResponse, error)
+	DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error)
+	SetExpiry(ctx context.Context, in *SetExpiryRequest, opts ...grpc.CallOption) (*SetExpiryResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -260,6 +278,76 @@ func (c *sessionServiceClient) ImportStream(ctx context.Context, opts ...grpc.Ca
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_ImportStreamClient = grpc.ClientStreamingClient[ImportChunk, ImportSessionResponse]
 
+func (c *sessionServiceClient) UpdateState(ctx context.Context, in *UpdateStateRequest, opts ...grpc.CallOption) (*UpdateStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateStateResponse)
+	err := c.cc.Invoke(ctx, SessionService_UpdateState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) GetState(ctx context.Context, in *GetStateRequest, opts ...grpc.CallOption) (*GetStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetStateResponse)
+	err := c.cc.Invoke(ctx, SessionService_GetState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) Truncate(ctx context.Context, in *TruncateRequest, opts ...grpc.CallOption) (*TruncateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TruncateResponse)
+	err := c.cc.Invoke(ctx, SessionService_Truncate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) PutSnapshot(ctx context.Context, in *PutSnapshotRequest, opts ...grpc.CallOption) (*PutSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutSnapshotResponse)
+	err := c.cc.Invoke(ctx, SessionService_PutSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) GetSnapshot(ctx context.Context, in *GetSnapshotRequest, opts ...grpc.CallOption) (*GetSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSnapshotResponse)
+	err := c.cc.Invoke(ctx, SessionService_GetSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSnapshotResponse)
+	err := c.cc.Invoke(ctx, SessionService_DeleteSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) SetExpiry(ctx context.Context, in *SetExpiryRequest, opts ...grpc.CallOption) (*SetExpiryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetExpiryResponse)
+	err := c.cc.Invoke(ctx, SessionService_SetExpiry_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -302,6 +390,17 @@ type SessionServiceServer interface {
 	// all at once. Any failure (a bad chunk, a checksum mismatch, the client
 	// leaving) removes what was stored, and nothing is ever visible.
 	ImportStream(grpc.ClientStreamingServer[ImportChunk, ImportSessionResponse]) error
+	// UpdateState applies a state delta (and scope deltas) without messages.
+	UpdateState(context.Context, *UpdateStateRequest) (*UpdateStateResponse, error)
+	// GetState reads a session's state without reading its messages, and
+	// shared scopes.
+	GetState(context.Context, *GetStateRequest) (*GetStateResponse, error)
+	// Truncate removes a session's oldest messages; sequences never go back.
+	Truncate(context.Context, *TruncateRequest) (*TruncateResponse, error)
+	PutSnapshot(context.Context, *PutSnapshotRequest) (*PutSnapshotResponse, error)
+	GetSnapshot(context.Context, *GetSnapshotRequest) (*GetSnapshotResponse, error)
+	DeleteSnapshot(context.Context, *DeleteSnapshotRequest) (*DeleteSnapshotResponse, error)
+	SetExpiry(context.Context, *SetExpiryRequest) (*SetExpiryResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -356,6 +455,27 @@ func (UnimplementedSessionServiceServer) ExportStream(*ExportSessionRequest, grp
 }
 func (UnimplementedSessionServiceServer) ImportStream(grpc.ClientStreamingServer[ImportChunk, ImportSessionResponse]) error {
 	return status.Error(codes.Unimplemented, "method ImportStream not implemented")
+}
+func (UnimplementedSessionServiceServer) UpdateState(context.Context, *UpdateStateRequest) (*UpdateStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateState not implemented")
+}
+func (UnimplementedSessionServiceServer) GetState(context.Context, *GetStateRequest) (*GetStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetState not implemented")
+}
+func (UnimplementedSessionServiceServer) Truncate(context.Context, *TruncateRequest) (*TruncateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Truncate not implemented")
+}
+func (UnimplementedSessionServiceServer) PutSnapshot(context.Context, *PutSnapshotRequest) (*PutSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutSnapshot not implemented")
+}
+func (UnimplementedSessionServiceServer) GetSnapshot(context.Context, *GetSnapshotRequest) (*GetSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSnapshot not implemented")
+}
+func (UnimplementedSessionServiceServer) DeleteSnapshot(context.Context, *DeleteSnapshotRequest) (*DeleteSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSnapshot not implemented")
+}
+func (UnimplementedSessionServiceServer) SetExpiry(context.Context, *SetExpiryRequest) (*SetExpiryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetExpiry not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -608,6 +728,132 @@ func _SessionService_ImportStream_Handler(srv interface{}, stream grpc.ServerStr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SessionService_ImportStreamServer = grpc.ClientStreamingServer[ImportChunk, ImportSessionResponse]
 
+func _SessionService_UpdateState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).UpdateState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_UpdateState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).UpdateState(ctx, req.(*UpdateStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_GetState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).GetState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_GetState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).GetState(ctx, req.(*GetStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_Truncate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TruncateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).Truncate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_Truncate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).Truncate(ctx, req.(*TruncateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_PutSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).PutSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_PutSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).PutSnapshot(ctx, req.(*PutSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_GetSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).GetSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_GetSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).GetSnapshot(ctx, req.(*GetSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_DeleteSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).DeleteSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_DeleteSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).DeleteSnapshot(ctx, req.(*DeleteSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_SetExpiry_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetExpiryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).SetExpiry(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_SetExpiry_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).SetExpiry(ctx, req.(*SetExpiryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -658,6 +904,34 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Import",
 			Handler:    _SessionService_Import_Handler,
+		},
+		{
+			MethodName: "UpdateState",
+			Handler:    _SessionService_UpdateState_Handler,
+		},
+		{
+			MethodName: "GetState",
+			Handler:    _SessionService_GetState_Handler,
+		},
+		{
+			MethodName: "Truncate",
+			Handler:    _SessionService_Truncate_Handler,
+		},
+		{
+			MethodName: "PutSnapshot",
+			Handler:    _SessionService_PutSnapshot_Handler,
+		},
+		{
+			MethodName: "GetSnapshot",
+			Handler:    _SessionService_GetSnapshot_Handler,
+		},
+		{
+			MethodName: "DeleteSnapshot",
+			Handler:    _SessionService_DeleteSnapshot_Handler,
+		},
+		{
+			MethodName: "SetExpiry",
+			Handler:    _SessionService_SetExpiry_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -89,6 +89,41 @@ class SessionServiceStub(object):
                 request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.ImportChunk.SerializeToString,
                 response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.ImportSessionResponse.FromString,
                 )
+        self.UpdateState = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/UpdateState',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.UpdateStateRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.UpdateStateResponse.FromString,
+                )
+        self.GetState = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/GetState',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetStateRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetStateResponse.FromString,
+                )
+        self.Truncate = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/Truncate',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.TruncateRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.TruncateResponse.FromString,
+                )
+        self.PutSnapshot = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/PutSnapshot',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.PutSnapshotRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.PutSnapshotResponse.FromString,
+                )
+        self.GetSnapshot = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/GetSnapshot',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetSnapshotRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetSnapshotResponse.FromString,
+                )
+        self.DeleteSnapshot = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/DeleteSnapshot',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSnapshotRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSnapshotResponse.FromString,
+                )
+        self.SetExpiry = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/SetExpiry',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryResponse.FromString,
+                )
 
 
 class SessionServiceServicer(object):
@@ -207,6 +242,52 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateState(self, request, context):
+        """UpdateState applies a state delta (and scope deltas) without messages.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetState(self, request, context):
+        """GetState reads a session's state without reading its messages, and
+        shared scopes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Truncate(self, request, context):
+        """Truncate removes a session's oldest messages; sequences never go back.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PutSnapshot(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSnapshot(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSnapshot(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetExpiry(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -284,6 +365,41 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.ImportStream,
                     request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.ImportChunk.FromString,
                     response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.ImportSessionResponse.SerializeToString,
+            ),
+            'UpdateState': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateState,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.UpdateStateRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.UpdateStateResponse.SerializeToString,
+            ),
+            'GetState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetState,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetStateRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetStateResponse.SerializeToString,
+            ),
+            'Truncate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Truncate,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.TruncateRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.TruncateResponse.SerializeToString,
+            ),
+            'PutSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutSnapshot,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.PutSnapshotRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.PutSnapshotResponse.SerializeToString,
+            ),
+            'GetSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSnapshot,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetSnapshotRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetSnapshotResponse.SerializeToString,
+            ),
+            'DeleteSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSnapshot,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSnapshotRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSnapshotResponse.SerializeToString,
+            ),
+            'SetExpiry': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetExpiry,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -547,5 +663,124 @@ class SessionService(object):
         return grpc.experimental.stream_unary(request_iterator, target, '/agentstate.session.v1.SessionService/ImportStream',
             agentstate_dot_session_dot_v1_dot_session__pb2.ImportChunk.SerializeToString,
             agentstate_dot_session_dot_v1_dot_session__pb2.ImportSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UpdateState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/UpdateState',
+            agentstate_dot_session_dot_v1_dot_session__pb2.UpdateStateRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.UpdateStateResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/GetState',
+            agentstate_dot_session_dot_v1_dot_session__pb2.GetStateRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.GetStateResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Truncate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/Truncate',
+            agentstate_dot_session_dot_v1_dot_session__pb2.TruncateRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.TruncateResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PutSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/PutSnapshot',
+            agentstate_dot_session_dot_v1_dot_session__pb2.PutSnapshotRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.PutSnapshotResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/GetSnapshot',
+            agentstate_dot_session_dot_v1_dot_session__pb2.GetSnapshotRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.GetSnapshotResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/DeleteSnapshot',
+            agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSnapshotRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSnapshotResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetExpiry(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/SetExpiry',
+            agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

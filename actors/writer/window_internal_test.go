@@ -1,4 +1,4 @@
-package audit
+package writer
 
 import (
 	"testing"

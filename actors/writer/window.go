@@ -1,4 +1,4 @@
-package audit
+package writer
 
 import (
 	"time"
@@ -111,7 +111,7 @@ func (win *window) close(gen uint64) bool {
 
 // hold reports whether the writer holds the next batch, opening the
 // window's timer when one opens.
-func (w *writer) hold(ctx actor.Context) bool {
+func (w *committer) hold(ctx actor.Context) bool {
 	wait, d := w.win.hold(w.cmds, w.cmds >= w.cfg.MaxBatchCommands, w.draining, w.cfg.CommitWindow)
 	if d > 0 {
 		gen, self, root := w.win.gen, ctx.Self(), ctx.ActorSystem().Root
@@ -121,7 +121,7 @@ func (w *writer) hold(ctx actor.Context) bool {
 }
 
 // closeWindow starts what is queued when the open window's timer fires.
-func (w *writer) closeWindow(ctx actor.Context, m *windowClosed) {
+func (w *committer) closeWindow(ctx actor.Context, m *windowClosed) {
 	if w.win.close(m.gen) {
 		w.kick(ctx)
 	}

@@ -1,4 +1,4 @@
-package audit
+package writer
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func (b *Backlog) Acquire(ctx context.Context) error {
 	case b.slots <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return errs.Unavailable("audit backlog full (%d pending) until the deadline: %v", cap(b.slots), ctx.Err())
+		return errs.Unavailable("writer backlog full (%d pending) until the deadline: %v", cap(b.slots), ctx.Err())
 	}
 }
 
@@ -53,7 +53,7 @@ func (b *Backlog) TryAcquire() error {
 	case b.slots <- struct{}{}:
 		return nil
 	default:
-		return errs.ResourceExhausted("audit backlog full: %d commands pending; retry later", cap(b.slots))
+		return errs.ResourceExhausted("writer backlog full: %d commands pending; retry later", cap(b.slots))
 	}
 }
 
@@ -63,7 +63,7 @@ func (b *Backlog) Release() {
 	select {
 	case <-b.slots:
 	default:
-		panic("audit: Backlog.Release without a matching Acquire")
+		panic("writer: Backlog.Release without a matching Acquire")
 	}
 }
 

@@ -1,10 +1,10 @@
-package audit
+package writer
 
 import "github.com/agentstate/agentstate/persistence"
 
-// Submit asks the audit actor to apply Cmd in its next group commit. Send it
-// with ctx.Request(auditPID, &Submit{...}) so that the sender is set: the
-// audit actor answers the sender with one *Applied once the transaction that
+// Submit asks the writer actor to apply Cmd in its next group commit. Send it
+// with ctx.Request(writerPID, &Submit{...}) so that the sender is set: the
+// writer answers the sender with one *Applied once the transaction that
 // carried Cmd has committed (with synchronous=FULL: is durable) or failed.
 //
 // Commands from one sender are applied in the order they were submitted.

@@ -1,15 +1,13 @@
-package audit
+package writer
 
 import (
 	"context"
 	"log/slog"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
-	"google.golang.org/protobuf/proto"
 )
 
 // item is one unit of pending work at the writer: a command, or a flush
@@ -41,8 +39,7 @@ type item struct {
 	slot *Backlog
 }
 
-// Messages the writer actor receives besides *Submit and the bare
-// auditv1 requests of remote senders.
+// Messages the writer actor receives besides *Submit.
 type (
 	local   struct{ it *item }
 	resume  struct{}
@@ -60,7 +57,7 @@ type (
 	}
 )
 
-// writer is the audit actor. It alone holds the persistence.Writer.
+// committer is the writer actor. It alone holds the persistence.Writer.
 //
 // Invariants: at most one Apply runs at a time (inflight), on the
 // transaction goroutine (txs), so the actor keeps receiving and the next
@@ -68,8 +65,8 @@ type (
 // except that rolled-back async records are put back in front, ahead of
 // everything accepted after them; once closed, the Writer has been
 // released, txs is closed and the Writer is never used again.
-type writer struct {
-	svc *Service
+type committer struct {
+	svc *Writer
 	w   persistence.Writer
 	cfg Config
 	log *slog.Logger
@@ -94,12 +91,12 @@ type writer struct {
 	lost      int // async records given up on at close or by a command-level error
 }
 
-func (w *writer) Receive(ctx actor.Context) {
+func (w *committer) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Submit:
 		it := &item{cmd: m.Cmd, tag: m.Tag, sender: ctx.Sender()}
 		if m.Cmd == nil {
-			w.answer(ctx, it, persistence.Result{Err: errs.InvalidArgument("audit.Submit without a command")})
+			w.answer(ctx, it, persistence.Result{Err: errs.InvalidArgument("writer.Submit without a command")})
 			return
 		}
 		it.size = m.Cmd.Size()
@@ -119,20 +116,15 @@ func (w *writer) Receive(ctx actor.Context) {
 	case *abandon:
 		w.abandoned = true
 		w.kick(ctx)
-	case *auditv1.RecordRequest, *auditv1.ListRequest, *auditv1.CountRequest, *auditv1.GetRequest,
-		*auditv1.VerifyRequest, *auditv1.PruneRequest, *auditv1.FlushRequest:
-		w.svc.serveRemote(ctx.Sender(), m.(proto.Message))
-	default:
-		w.svc.refuseRemote(ctx.Sender(), m)
 	}
 }
 
-func (w *writer) accept(ctx actor.Context, it *item) {
+func (w *committer) accept(ctx actor.Context, it *item) {
 	// The Service hands over nothing after it marked itself closed, and
 	// drain is sent only after that mark, so only Submits of other actors
 	// can arrive here once draining began: they are refused.
 	if w.draining || w.closed {
-		w.answer(ctx, it, persistence.Result{Err: errs.Unavailable("audit writer is stopping")})
+		w.answer(ctx, it, persistence.Result{Err: errs.Unavailable("the writer is stopping")})
 		return
 	}
 	w.queue = append(w.queue, it)
@@ -144,7 +136,7 @@ func (w *writer) accept(ctx actor.Context, it *item) {
 
 // kick starts the next batch when none runs, or closes the writer once a
 // drain has emptied the queue (or was abandoned).
-func (w *writer) kick(ctx actor.Context) {
+func (w *committer) kick(ctx actor.Context) {
 	if w.inflight || w.closed {
 		return
 	}
@@ -168,7 +160,7 @@ func (w *writer) kick(ctx actor.Context) {
 
 // start takes the pending items in order, up to the batch bounds, and
 // applies their commands in one transaction on the transaction goroutine.
-func (w *writer) start(ctx actor.Context) {
+func (w *committer) start(ctx actor.Context) {
 	n, bytes := 0, 0
 	var batch []*item
 	for len(w.queue) > 0 {
@@ -278,7 +270,7 @@ func clientOutcome(m *applied, i int, r persistence.Result) persistence.Result {
 	return persistence.Result{Err: rec.Err, Recorded: []persistence.RecordedAudit{rec}}
 }
 
-func (w *writer) finish(ctx actor.Context, m *applied) {
+func (w *committer) finish(ctx actor.Context, m *applied) {
 	w.inflight = false
 	if o := w.cfg.Observer; o != nil {
 		o.BatchCommitted(m.commands, m.bytes, m.dur, m.err)
@@ -319,7 +311,7 @@ func (w *writer) finish(ctx actor.Context, m *applied) {
 			o.AsyncRetried(len(retry), err)
 		}
 	}
-	w.log.Warn("audit transaction rolled back", "commands", m.commands, "async_requeued", len(retry),
+	w.log.Warn("transaction rolled back", "commands", m.commands, "async_requeued", len(retry),
 		"retry_in", w.backoff, "err", err)
 	w.pausing = true
 	self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -329,7 +321,7 @@ func (w *writer) finish(ctx actor.Context, m *applied) {
 }
 
 // answer delivers it's outcome and frees its backlog slot.
-func (w *writer) answer(ctx actor.Context, it *item, r persistence.Result) {
+func (w *committer) answer(ctx actor.Context, it *item, r persistence.Result) {
 	switch {
 	case it.async:
 		if r.Err != nil {
@@ -352,8 +344,8 @@ func (w *writer) answer(ctx actor.Context, it *item, r persistence.Result) {
 // close answers what is still queued with UNAVAILABLE (losing the async
 // records among it, which only an abandoned drain leaves), releases the
 // Writer and tells Stop.
-func (w *writer) close(ctx actor.Context) {
-	gone := errs.Unavailable("audit writer stopped before this command was committed")
+func (w *committer) close(ctx actor.Context) {
+	gone := errs.Unavailable("the writer stopped before this command was committed")
 	for _, it := range w.queue {
 		w.answer(ctx, it, persistence.Result{Err: gone})
 	}
@@ -371,5 +363,5 @@ func (w *writer) close(ctx actor.Context) {
 // (RESOURCE_EXHAUSTED, UNAVAILABLE, INTERNAL) keeps its code.
 func txError(err error) error {
 	e := errs.From(err)
-	return &errs.Error{Code: e.Code, Msg: "audit transaction rolled back, nothing of it stored: " + e.Msg}
+	return &errs.Error{Code: e.Code, Msg: "transaction rolled back, nothing of it stored: " + e.Msg}
 }
