@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors"
-		"github.com/agentstate/agentstate/actors/feed"
+	"github.com/agentstate/agentstate/actors/feed"
 	"github.com/agentstate/agentstate/actors/writer"
 	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
