@@ -16,6 +16,10 @@ import (
 // pageLimit is the most entries or messages one store read returns.
 const pageLimit = 1000
 
+// maxCatchUp is the most entries or messages the hub reads to bring a
+// stale ring up to date; past that it restarts the ring at the head.
+const maxCatchUp = 4 * pageLimit
+
 // changeRing is the recent audit trail: every entry with start < position
 // <= end, in commit order (valid once the hub read the head).
 type changeRing struct {
@@ -24,6 +28,7 @@ type changeRing struct {
 	entries    []*auditv1.AuditEntry
 	bytes      int
 	tails      int // registered change tails; the hub reads only for them
+	waiting    int // tails waiting at the ring's end for it to grow
 	changed    chan struct{}
 }
 
@@ -61,10 +66,13 @@ func (h *Hub) readChanges(ctx context.Context) error {
 		return err
 	}
 	h.mu.Lock()
-	if !h.changes.valid || h.changes.end < anchor {
-		// First read, or the ring fell behind a prune: start it at the
-		// head; tails before it read the store.
-		h.changes = changeRing{valid: true, start: head, end: head, tails: h.changes.tails, changed: h.changes.changed}
+	if !h.changes.valid || h.changes.end < anchor || head-h.changes.end > maxCatchUp {
+		// First read, the ring fell behind a prune, or it is so stale
+		// (nobody waited on it for long) that reading the range into it
+		// would only evict it again: start it at the head; tails before
+		// it read the store.
+		h.changes = changeRing{valid: true, start: head, end: head, tails: h.changes.tails,
+			waiting: h.changes.waiting, changed: h.changes.changed}
 		h.changes.broadcast()
 		h.mu.Unlock()
 		return nil
@@ -184,9 +192,11 @@ func (t *ChangeTail) Next(ctx context.Context) ([]*feedv1.ChangeEvent, error) {
 				t.ended = true
 				return []*feedv1.ChangeEvent{{Event: &feedv1.ChangeEvent_Ended{Ended: &feedv1.ChangesEnded{}}}}, nil
 			}
-			changed := ring.changed
+			ring.waiting++
+			stale, changed := h.audit, ring.changed
 			h.mu.Unlock()
-			if err := h.wait(ctx, changed); err != nil {
+			err := h.waitRing(ctx, changed, stale, func() { h.changes.waiting-- })
+			if err != nil {
 				return nil, err
 			}
 			continue
@@ -211,9 +221,13 @@ func (t *ChangeTail) Next(ctx context.Context) ([]*feedv1.ChangeEvent, error) {
 			h.mu.Lock()
 			changed := h.changes.changed
 			behind := !h.changes.valid || h.changes.end <= t.after
+			if behind {
+				h.changes.waiting++
+			}
+			stale := h.audit
 			h.mu.Unlock()
 			if behind {
-				if err := h.wait(ctx, changed); err != nil {
+				if err := h.waitRing(ctx, changed, stale, func() { h.changes.waiting-- }); err != nil {
 					return nil, err
 				}
 			}
@@ -301,6 +315,20 @@ func (t *ChangeTail) Close() {
 		h.changes.broadcast()
 	}
 	h.unregister()
+}
+
+// waitRing waits on a ring a tail counted itself waiting on (done, run
+// under mu, uncounts it): it first wakes the hub when the ring is stale,
+// since the hub brings up to date only the rings somebody waits on.
+func (h *Hub) waitRing(ctx context.Context, changed <-chan struct{}, stale bool, done func()) error {
+	if stale {
+		h.signal()
+	}
+	err := h.wait(ctx, changed)
+	h.mu.Lock()
+	done()
+	h.mu.Unlock()
+	return err
 }
 
 // wait blocks until changed is closed, ctx ends or Close gave up on the

@@ -158,9 +158,11 @@ func (h *Hub) run() {
 		case <-h.stop:
 			final = true
 		}
-		// A poll, or the final read, reads everything tailed: commits of
-		// other members (or not yet signalled) are not named by a hook.
-		h.read(ctx, poll || final)
+		// A poll reads every ring a tail waits on: commits of other
+		// members are not named by a hook. The final read reads every
+		// ring, so that a tail reaching a ring's end after the close has
+		// truly seen everything.
+		h.read(ctx, poll, final)
 		if final {
 			h.mu.Lock()
 			h.closed = true
@@ -174,20 +176,28 @@ func (h *Hub) run() {
 	}
 }
 
-// read brings the rings up to the store: the change ring when a commit
-// wrote audit entries (or all is set), and the dirty session rings (all of
-// them when all is set).
-func (h *Hub) read(ctx context.Context, all bool) {
+// read brings rings up to the store: those a commit changed (or every
+// one, on a poll) and a tail waits on at its end. A ring no tail waits on
+// stays stale, marked, until one does (its tails are reading the ring or
+// the store, or have stopped reading): so a subscriber that stopped
+// reading costs the hub, and the writer it shares the machine with,
+// nothing. Invalid rings and, with final, all rings are read.
+func (h *Hub) read(ctx context.Context, all, final bool) {
 	h.mu.Lock()
-	readChanges := (h.audit || all || !h.changes.valid) && h.changes.tails > 0
-	h.audit = false
+	c := &h.changes
+	stale := h.audit || all
+	readChanges := c.tails > 0 && (!c.valid || final || stale && c.waiting > 0)
+	h.audit = stale && !readChanges
 	var ids []string
 	for id, s := range h.sessions {
-		if all || h.dirty[id] || !s.valid {
+		stale := h.dirty[id] || all
+		if !s.valid || final || stale && s.waiting > 0 {
 			ids = append(ids, id)
+			delete(h.dirty, id)
+		} else if stale {
+			h.dirty[id] = true
 		}
 	}
-	clear(h.dirty)
 	h.mu.Unlock()
 	if readChanges {
 		if err := h.readChanges(ctx); err != nil {

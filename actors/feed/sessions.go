@@ -22,6 +22,7 @@ type sessionRing struct {
 	bytes      int
 	ended      feedv1.SessionEnded_Reason
 	tails      int
+	waiting    int // tails waiting at the ring's end for it to grow
 	changed    chan struct{}
 }
 
@@ -82,6 +83,17 @@ func (h *Hub) readSession(ctx context.Context, id string) error {
 		return err
 	}
 	next := sess.GetMessageCount()
+	if valid && next-end > maxCatchUp {
+		// Stale for long (nobody waited on it): restart at the head
+		// rather than read what would only be evicted again.
+		h.mu.Lock()
+		if current() {
+			s.msgs, s.bytes, s.start, s.end = nil, 0, next, next
+			end = next
+			s.broadcast()
+		}
+		h.mu.Unlock()
+	}
 	if !valid {
 		h.mu.Lock()
 		if current() {
@@ -223,9 +235,10 @@ func (t *SessionTail) Next(ctx context.Context) ([]*feedv1.SessionEvent, error) 
 				h.mu.Unlock()
 				return t.end(reason), nil
 			}
-			changed := r.changed
+			r.waiting++
+			stale, changed := h.dirty[t.id], r.changed
 			h.mu.Unlock()
-			if err := h.wait(ctx, changed); err != nil {
+			if err := h.waitRing(ctx, changed, stale, func() { r.waiting-- }); err != nil {
 				return nil, err
 			}
 			continue
