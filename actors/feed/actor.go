@@ -82,14 +82,14 @@ func (a *feedActor) Receive(ctx actor.Context) {
 			}
 		}
 	case *feedv1.Unsubscribe:
-		a.drop(ctx, m.GetSubscriptionId())
+		a.drop(m.GetSubscriptionId())
 	case *subOpened:
 		a.watch(ctx, m.id)
 	case *subEnded:
-		a.drop(ctx, m.id)
+		a.drop(m.id)
 	case *actor.Terminated:
 		for id := range a.byPID[pidKey(m.GetWho())] {
-			a.drop(ctx, id)
+			a.drop(id)
 		}
 	case actor.SystemMessage, actor.AutoReceiveMessage, actor.InfrastructureMessage:
 	default:
@@ -138,19 +138,22 @@ func (a *feedActor) watch(ctx actor.Context, id string) {
 	a.byPID[k][id] = true
 }
 
-func (a *feedActor) drop(ctx actor.Context, id string) {
+func (a *feedActor) drop(id string) {
 	s := a.subs[id]
 	if s == nil {
 		return
 	}
 	s.cancel()
 	delete(a.subs, id)
+	// The watch stays (the next subscription of the PID watches it again,
+	// which Proto.Actor keeps as one): an Unwatch of a remote PID is a
+	// remote send, and this version's remote races a send made by its
+	// endpoint watcher against its own Shutdown.
 	k := pidKey(s.to)
 	if subs := a.byPID[k]; subs != nil {
 		delete(subs, id)
 		if len(subs) == 0 {
 			delete(a.byPID, k)
-			ctx.Unwatch(s.to)
 		}
 	}
 }
