@@ -295,7 +295,7 @@ func TestBacklogBackPressure(t *testing.T) {
 	if !errors.Is(err, errs.ErrResourceExhausted) {
 		t.Fatalf("network sender on a full backlog: err = %v, want RESOURCE_EXHAUSTED", err)
 	}
-	if err := svc.Writer().Backlog().TryAcquire(); !errors.Is(err, errs.ErrResourceExhausted) {
+	if err := svc.Writer().Backlog().TryAcquire(1); !errors.Is(err, errs.ErrResourceExhausted) {
 		t.Fatalf("TryAcquire on a full backlog: %v", err)
 	}
 	// An in-process sender whose context ends while waiting: UNAVAILABLE.

@@ -25,9 +25,9 @@ type Config struct {
 	Unkeyed func(c *Call)
 	// Admit, when set, is asked before a request from a remote or future
 	// sender is accepted (without waiting: an error such as
-	// RESOURCE_EXHAUSTED is the reply), and Release after its reply.
-	Admit   func() error
-	Release func()
+	// RESOURCE_EXHAUSTED is the reply); the release it returns is called
+	// after the reply.
+	Admit func(msg proto.Message) (release func(), err error)
 }
 
 // Idle is sent by an owner to its directory, with ctx.Request so that the
@@ -87,13 +87,14 @@ func (d *directory) Receive(ctx actor.Context) {
 		if sender == nil {
 			return // nobody to answer; a request must be asked, not sent
 		}
-		r := &PIDReplier{Root: ctx.ActorSystem().Root, To: sender, Done: d.cfg.Release}
+		r := &PIDReplier{Root: ctx.ActorSystem().Root, To: sender}
 		if d.cfg.Admit != nil {
-			if err := d.cfg.Admit(); err != nil {
-				r.Done = nil
+			release, err := d.cfg.Admit(m)
+			if err != nil {
 				r.Reply(nil, err)
 				return
 			}
+			r.Done = release
 		}
 		d.route(ctx, &Call{Msg: m, Replier: r})
 	}

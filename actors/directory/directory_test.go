@@ -102,7 +102,14 @@ func newDirectory(t *testing.T, sys *actor.ActorSystem, store *counterStore, adm
 		Unkeyed: func(c *directory.Call) {
 			c.Replier.Reply(&sessionv1.ListSessionsResponse{NextCursor: "unkeyed"}, nil)
 		},
-		Admit: admit,
+	}
+	if admit != nil {
+		cfg.Admit = func(proto.Message) (func(), error) {
+			if err := admit(); err != nil {
+				return nil, err
+			}
+			return func() {}, nil
+		}
 	}
 	return sys.Root.Spawn(directory.Props(cfg))
 }

@@ -26,13 +26,13 @@ type Router interface {
 // ClusterProps are the props of the plan actor as a cluster kind (see
 // package placement). Such an actor learns its plan id from
 // *cluster.ClusterInit and only then activates, accepts bare planv1 requests
-// from any sender (admitted into this node's audit backlog, answered with
+// from any sender (admitted into this node's writer backlog, answered with
 // the response or a *commonv1.Error), and passivates itself when idle: it
 // has no directory. A PoisonPill (the cluster moving the plan elsewhere)
 // does not stop it before its write in flight is answered (moveOut).
 func (s *Service) ClusterProps() *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &owner{env: s.env, standalone: true, admit: s.backlog.TryAcquire, release: s.backlog.Release,
+		return &owner{env: s.env, standalone: true, admit: s.backlog.TryAdmit,
 			serveRead: s.serveRead}
 	}, actor.WithReceiverMiddleware(poisonAsMoveOut))
 }
@@ -101,13 +101,14 @@ func (o *owner) acceptBare(ctx actor.Context, m proto.Message) {
 	if sender == nil {
 		return // nobody to answer; a request must be asked, not sent
 	}
-	r := &directory.PIDReplier{Root: ctx.ActorSystem().Root, To: sender, Done: o.release}
+	r := &directory.PIDReplier{Root: ctx.ActorSystem().Root, To: sender}
 	if o.admit != nil {
-		if err := o.admit(); err != nil {
-			r.Done = nil
+		release, err := o.admit(m)
+		if err != nil {
 			r.Reply(nil, err)
 			return
 		}
+		r.Done = release
 	}
 	id, routed, err := planKey(m)
 	switch {

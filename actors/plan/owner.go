@@ -55,11 +55,10 @@ type owner struct {
 
 	passivating bool
 	// standalone: a cluster kind (cluster.go), with no directory parent.
-	// It stops itself when idle, and admit/release (may be nil) bracket
-	// each bare request it accepts.
+	// It stops itself when idle, and admit (may be nil) and the release it
+	// returns bracket each bare request it accepts.
 	standalone bool
-	admit      func() error
-	release    func()
+	admit      func(proto.Message) (release func(), err error)
 	// serveRead serves a cluster kind's reads, which need no owner, as
 	// the directory's Unkeyed does; it replies itself.
 	serveRead func(*directory.Call)

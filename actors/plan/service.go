@@ -55,8 +55,7 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 				actor.WithDispatcher(dispatch.Shared())) // grown stacks across bursts
 		},
 		Unkeyed: s.serveRead,
-		Admit:   s.backlog.TryAcquire,
-		Release: s.backlog.Release,
+		Admit:   s.backlog.TryAdmit,
 	}).Configure(actor.WithDispatcher(dispatch.Shared()))
 	pid, err := sys.Root.SpawnNamed(props, e.cfg.Name)
 	if err != nil {
@@ -137,10 +136,11 @@ func (s *Service) call(ctx context.Context, msg proto.Message) (proto.Message, e
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if err := s.backlog.Admit(ctx); err != nil {
+	size := writer.RequestSize(msg)
+	if err := s.backlog.Admit(ctx, size); err != nil {
 		return nil, err
 	}
-	defer s.backlog.Release()
+	defer s.backlog.Release(size)
 	return directory.Ask(ctx, s.root, s.pid, msg)
 }
 

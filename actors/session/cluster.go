@@ -26,11 +26,11 @@ type Router interface {
 // ClusterProps are the props of the session actor as a cluster kind (see
 // package placement). Such an actor learns its session id from
 // *cluster.ClusterInit, accepts bare sessionv1 requests from any sender
-// (admitted into this node's audit backlog, answered with the response or a
+// (admitted into this node's writer backlog, answered with the response or a
 // *commonv1.Error), and passivates itself when idle: it has no directory.
 func (s *Service) ClusterProps() *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &owner{env: s.env, stale: true, standalone: true, admit: s.admitRemote, release: s.backlog.Release,
+		return &owner{env: s.env, stale: true, standalone: true, admit: s.admitRemote,
 			unkeyed: s.unkeyed}
 	})
 }
@@ -56,13 +56,14 @@ func (o *owner) acceptBare(ctx actor.Context, m proto.Message) {
 	if sender == nil {
 		return // nobody to answer; a request must be asked, not sent
 	}
-	r := &directory.PIDReplier{Root: ctx.ActorSystem().Root, To: sender, Done: o.release}
+	r := &directory.PIDReplier{Root: ctx.ActorSystem().Root, To: sender}
 	if o.admit != nil {
-		if err := o.admit(); err != nil {
-			r.Done = nil
+		release, err := o.admit(m)
+		if err != nil {
 			r.Reply(nil, err)
 			return
 		}
+		r.Done = release
 	}
 	id, routed, err := routeKey(m)
 	switch {

@@ -50,11 +50,10 @@ type owner struct {
 	idleAsked   bool // we asked the directory to passivate us
 
 	// standalone: a cluster kind (cluster.go), with no directory parent.
-	// It stops itself when idle, and admit/release (may be nil) bracket
-	// each bare request it accepts.
+	// It stops itself when idle, and admit (may be nil) and the release it
+	// returns bracket each bare request it accepts.
 	standalone bool
-	admit      func() error
-	release    func()
+	admit      func(proto.Message) (release func(), err error)
 	// unkeyed serves a cluster kind's requests that need no owner (reads,
 	// imports), as the directory's Unkeyed does; it replies itself.
 	unkeyed func(*directory.Call)

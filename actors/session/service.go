@@ -79,7 +79,6 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 		Owner:   s.ownerProps,
 		Unkeyed: s.unkeyed,
 		Admit:   s.admitRemote,
-		Release: s.backlog.Release,
 	}).Configure(actor.WithDispatcher(dispatch.Shared()))
 	pid, err := sys.Root.SpawnNamed(props, s.env.cfg.Name)
 	if err != nil {
@@ -143,11 +142,11 @@ func (s *Service) ownerProps(key string) *actor.Props {
 
 // admitRemote admits a request from a remote or future sender: they never
 // wait for the backlog (RESOURCE_EXHAUSTED is their answer).
-func (s *Service) admitRemote() error {
+func (s *Service) admitRemote(msg proto.Message) (release func(), err error) {
 	if s.closing.Load() {
-		return errUnavailableStopping()
+		return nil, errUnavailableStopping()
 	}
-	return s.backlog.TryAcquire()
+	return s.backlog.TryAdmit(msg)
 }
 
 // routeKey routes writes to the session's actor. A create without an id
@@ -227,15 +226,16 @@ func (s *Service) unkeyed(c *directory.Call) {
 
 // checkedReplier answers a façade call. Its type tells the session actor
 // that the request was validated and normalised in the caller's goroutine;
-// Reply releases the backlog slot the call holds.
+// Reply releases the backlog slot and bytes the call holds.
 type checkedReplier struct {
 	ch      chan directory.Reply
-	release func()
+	backlog *writer.Backlog
+	size    int // admitted with; the directory may grow msg (a create's id)
 }
 
 func (r *checkedReplier) Reply(resp proto.Message, err error) {
 	r.ch <- directory.Reply{Msg: resp, Err: err}
-	r.release()
+	r.backlog.Release(r.size)
 }
 
 // call admits a normalised write into the backlog (in-process callers
@@ -249,10 +249,11 @@ func call[T proto.Message](ctx context.Context, s *Service, msg proto.Message) (
 	if s.closing.Load() {
 		return zero, errUnavailableStopping()
 	}
-	if err := s.admit(ctx); err != nil {
+	size := writer.RequestSize(msg)
+	if err := s.admit(ctx, size); err != nil {
 		return zero, err
 	}
-	r := &checkedReplier{ch: make(chan directory.Reply, 1), release: s.backlog.Release}
+	r := &checkedReplier{ch: make(chan directory.Reply, 1), backlog: s.backlog, size: size}
 	s.sys.Root.Send(s.pid, &directory.Call{Msg: msg, Replier: r})
 	timeout := askTimers.Get().(*time.Timer)
 	timeout.Reset(s.env.cfg.AskTimeout)
@@ -297,16 +298,16 @@ func noAnswer(cause error) error {
 // admit takes a backlog slot for one write. A network caller never waits;
 // an in-process caller waits for a slot until its context or AskTimeout
 // ends, whichever comes first.
-func (s *Service) admit(ctx context.Context) error {
+func (s *Service) admit(ctx context.Context, size int) error {
 	if !writer.Waits(ctx) {
-		return s.backlog.TryAcquire()
+		return s.backlog.TryAcquire(size)
 	}
-	if s.backlog.TryAcquire() == nil {
+	if s.backlog.TryAcquire(size) == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.env.cfg.AskTimeout)
 	defer cancel()
-	return s.backlog.Acquire(ctx)
+	return s.backlog.Acquire(ctx, size)
 }
 
 // liveSet counts live session actors and signals every change, so Stop

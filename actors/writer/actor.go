@@ -337,7 +337,7 @@ func (w *committer) answer(ctx actor.Context, it *item, r persistence.Result) {
 		it.done <- r
 	}
 	if it.slot != nil {
-		it.slot.Release()
+		it.slot.Release(it.size)
 	}
 }
 

@@ -2,64 +2,123 @@ package writer
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"golang.org/x/sync/semaphore"
+	"google.golang.org/protobuf/proto"
 )
 
-// DefaultBacklog is the number of commands that may be pending (accepted,
-// not yet committed) before senders are held back.
-const DefaultBacklog = 10000
+// Defaults of a Backlog's bounds.
+const (
+	// DefaultBacklog is the number of commands that may be pending
+	// (accepted, not yet answered) before senders are held back.
+	DefaultBacklog = 10000
+	// DefaultBacklogBytes bounds the bytes those commands carry. A
+	// command's bytes stay in memory from admission until it is answered
+	// (the request, the command built from it, the batch), so this is
+	// what bounds a node's memory under many large concurrent writes: a
+	// count alone let 300 concurrent 3 MiB appends take a 2 GiB node down
+	// at 300 of 10,000 slots. 256 MiB fits the memory a node is expected
+	// to have (1–2 GiB) with room for reads and streams.
+	DefaultBacklogBytes = 256 << 20
+)
 
-// Backlog bounds the commands pending at the writer. Every sender takes a
-// slot before it hands a command over and gives it back once the command is
-// answered (for an async record: once it committed). When every slot is
-// taken, in-process senders wait in Acquire and network senders are refused
-// by TryAcquire with RESOURCE_EXHAUSTED, so a flood can neither grow memory
+// Backlog bounds what is pending at the writer, in commands and in bytes.
+// Every sender takes a slot and its command's size before it hands the
+// command over and gives both back once the command is answered (for an
+// async record: once it committed). When either bound is reached,
+// in-process senders wait in Acquire and network senders are refused by
+// TryAcquire with RESOURCE_EXHAUSTED, so a flood can neither grow memory
 // without bound nor make the network wait.
 //
-// Invariant: Pending() == slots taken and not yet released, and never more
-// than the capacity. A Backlog is safe for concurrent use.
+// A command larger than the whole byte budget is taken as the whole
+// budget: it is admitted alone, once nothing else holds bytes, rather than
+// never. Larger requests than a node accepts at all are refused before
+// admission, by the gRPC server's maximum message size
+// (--max-recv-bytes) and the session and plan limits.
+//
+// Admission is first come, first served: a sender waiting for bytes holds
+// back the senders after it (semaphore.Weighted is FIFO), so a large
+// command is not starved by a stream of small ones, and a network sender
+// is refused while in-process senders wait.
+//
+// Invariants: Pending() and PendingBytes() are what was taken and not yet
+// released, never more than the capacities; slots are taken before bytes
+// and given back after them, by every sender, so two senders never wait
+// for each other. A Backlog is safe for concurrent use.
 type Backlog struct {
-	slots chan struct{}
+	slots    chan struct{}
+	bytes    *semaphore.Weighted
+	capBytes int64
+	pending  atomic.Int64 // bytes taken, for metrics
 }
 
-// NewBacklog returns a backlog of n slots (DefaultBacklog when n <= 0).
-func NewBacklog(n int) *Backlog {
+// NewBacklog returns a backlog of n slots (DefaultBacklog when n <= 0) and
+// bytes bytes (DefaultBacklogBytes when bytes <= 0).
+func NewBacklog(n int, bytes int64) *Backlog {
 	if n <= 0 {
 		n = DefaultBacklog
 	}
-	return &Backlog{slots: make(chan struct{}, n)}
+	if bytes <= 0 {
+		bytes = DefaultBacklogBytes
+	}
+	return &Backlog{slots: make(chan struct{}, n), bytes: semaphore.NewWeighted(bytes), capBytes: bytes}
 }
 
-// Acquire takes a slot, waiting for one while the backlog is full. When ctx
-// ends first it returns UNAVAILABLE and holds no slot.
-func (b *Backlog) Acquire(ctx context.Context) error {
+// weight is what a command of size bytes takes of the byte budget: its
+// size, at most the whole budget.
+func (b *Backlog) weight(size int) int64 { return max(0, min(int64(size), b.capBytes)) }
+
+// Acquire takes a slot and size bytes, waiting while the backlog is full.
+// When ctx ends first it returns UNAVAILABLE and holds nothing.
+func (b *Backlog) Acquire(ctx context.Context, size int) error {
 	select {
 	case b.slots <- struct{}{}:
-		return nil
 	default:
+		select {
+		case b.slots <- struct{}{}:
+		case <-ctx.Done():
+			return errs.Unavailable("writer backlog full (%d commands pending) until the deadline: %v", cap(b.slots), ctx.Err())
+		}
 	}
-	select {
-	case b.slots <- struct{}{}:
+	w := b.weight(size)
+	if w == 0 || b.bytes.TryAcquire(w) {
+		b.pending.Add(w)
 		return nil
-	case <-ctx.Done():
-		return errs.Unavailable("writer backlog full (%d pending) until the deadline: %v", cap(b.slots), ctx.Err())
 	}
+	if err := b.bytes.Acquire(ctx, w); err != nil {
+		<-b.slots
+		return errs.Unavailable("writer backlog full (%d of %d bytes pending) until the deadline: %v", b.pending.Load(), b.capBytes, err)
+	}
+	b.pending.Add(w)
+	return nil
 }
 
-// TryAcquire takes a slot without waiting; RESOURCE_EXHAUSTED when full.
-func (b *Backlog) TryAcquire() error {
+// TryAcquire takes a slot and size bytes without waiting;
+// RESOURCE_EXHAUSTED when either bound is reached.
+func (b *Backlog) TryAcquire(size int) error {
 	select {
 	case b.slots <- struct{}{}:
-		return nil
 	default:
 		return errs.ResourceExhausted("writer backlog full: %d commands pending; retry later", cap(b.slots))
 	}
+	w := b.weight(size)
+	if w > 0 && !b.bytes.TryAcquire(w) {
+		<-b.slots
+		return errs.ResourceExhausted("writer backlog full: %d of %d bytes pending, %d more refused; retry later", b.pending.Load(), b.capBytes, size)
+	}
+	b.pending.Add(w)
+	return nil
 }
 
-// Release gives a slot back. Each successful Acquire or TryAcquire must be
-// matched by exactly one Release.
-func (b *Backlog) Release() {
+// Release gives back a slot and size bytes. Each successful Acquire or
+// TryAcquire must be matched by exactly one Release of the same size.
+func (b *Backlog) Release(size int) {
+	if w := b.weight(size); w > 0 {
+		b.pending.Add(-w)
+		b.bytes.Release(w) // panics when more is released than was taken
+	}
 	select {
 	case <-b.slots:
 	default:
@@ -70,16 +129,43 @@ func (b *Backlog) Release() {
 // Pending returns the number of slots taken.
 func (b *Backlog) Pending() int { return len(b.slots) }
 
+// PendingBytes returns the bytes taken.
+func (b *Backlog) PendingBytes() int64 { return b.pending.Load() }
+
 // Cap returns the number of slots.
 func (b *Backlog) Cap() int { return cap(b.slots) }
 
-// Admit takes a slot the way the sender of ctx must: waiting when Waits(ctx)
-// (in-process senders), refusing at once otherwise (network senders).
-func (b *Backlog) Admit(ctx context.Context) error {
+// CapBytes returns the byte budget.
+func (b *Backlog) CapBytes() int64 { return b.capBytes }
+
+// Admit takes a slot and size bytes the way the sender of ctx must:
+// waiting when Waits(ctx) (in-process senders), refusing at once
+// otherwise (network senders).
+func (b *Backlog) Admit(ctx context.Context, size int) error {
 	if Waits(ctx) {
-		return b.Acquire(ctx)
+		return b.Acquire(ctx, size)
 	}
-	return b.TryAcquire()
+	return b.TryAcquire(size)
+}
+
+// TryAdmit admits a network sender's request without waiting, by its
+// RequestSize, and returns the func that gives back what it took (call it
+// once, after the request is answered).
+func (b *Backlog) TryAdmit(msg proto.Message) (release func(), err error) {
+	n := RequestSize(msg)
+	if err := b.TryAcquire(n); err != nil {
+		return nil, err
+	}
+	return func() { b.Release(n) }, nil
+}
+
+// RequestSize is the size a request is admitted with: its encoded size,
+// which is what it and the command made of it carry.
+func RequestSize(msg proto.Message) int {
+	if m, ok := msg.(interface{ SizeVT() int }); ok {
+		return m.SizeVT()
+	}
+	return proto.Size(msg)
 }
 
 type noWaitKey struct{}

@@ -25,9 +25,10 @@ type Config struct {
 	// MaxBatchBytes still goes, alone).
 	MaxBatchCommands int
 	MaxBatchBytes    int
-	// Backlog is the number of commands that may be pending at once
-	// (see Backlog).
-	Backlog int
+	// Backlog is the number of commands that may be pending at once,
+	// and BacklogBytes the bytes they may carry (see Backlog).
+	Backlog      int
+	BacklogBytes int64
 	// RetryBackoff is the pause after a rolled-back transaction before
 	// the next one starts; it doubles on each further failure up to
 	// MaxRetryBackoff and resets on a commit.
@@ -78,6 +79,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Backlog <= 0 {
 		c.Backlog = DefaultBacklog
+	}
+	if c.BacklogBytes <= 0 {
+		c.BacklogBytes = DefaultBacklogBytes
 	}
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = DefaultRetryBackoff

@@ -46,7 +46,7 @@ func Start(sys *actor.ActorSystem, store persistence.Store, cfg Config) (*Writer
 	}
 	s := &Writer{
 		sys:     sys,
-		backlog: NewBacklog(cfg.Backlog),
+		backlog: NewBacklog(cfg.Backlog, cfg.BacklogBytes),
 		cfg:     cfg,
 		drained: make(chan struct{}),
 	}
@@ -70,8 +70,9 @@ func Start(sys *actor.ActorSystem, store persistence.Store, cfg Config) (*Writer
 // ctx.Request. It is local to its process: nothing remote may reach it.
 func (s *Writer) PID() *actor.PID { return s.pid }
 
-// Backlog is the bound on pending commands; senders of Submit take a slot
-// before submitting and release it once answered.
+// Backlog is the bound on pending commands and their bytes; senders of
+// Submit take a slot and their request's size (RequestSize) before
+// submitting and release them once answered.
 func (s *Writer) Backlog() *Backlog { return s.backlog }
 
 // Apply runs cmd in the writer's next group commit and returns its result
@@ -157,7 +158,7 @@ func (s *Writer) hand(ctx context.Context, it *item, slot bool) error {
 		return errStopped
 	}
 	if slot {
-		if err := s.backlog.Admit(ctx); err != nil {
+		if err := s.backlog.Admit(ctx, it.size); err != nil {
 			return err
 		}
 		it.slot = s.backlog
@@ -166,7 +167,7 @@ func (s *Writer) hand(ctx context.Context, it *item, slot bool) error {
 	defer s.mu.RUnlock()
 	if s.stopping {
 		if it.slot != nil {
-			it.slot.Release()
+			it.slot.Release(it.size)
 		}
 		return errStopped
 	}

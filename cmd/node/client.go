@@ -3,19 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"fmt"
-	"github.com/agentstate/agentstate/node/server"
 	"io"
 	"os"
 	"time"
 
-	"github.com/agentstate/agentstate/node/appendstream"
+	nodeclient "github.com/agentstate/agentstate/node/client"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
@@ -46,43 +41,34 @@ func (o *clientOptions) register(c *cobra.Command) {
 // client is one connection to a node plus the call conventions of the CLI.
 type client struct {
 	conn    *grpc.ClientConn
-	token   string
 	timeout time.Duration
 	out     *bufio.Writer
 }
 
 func (o *clientOptions) dial(cmd *cobra.Command) (*client, error) {
-	var creds credentials.TransportCredentials
-	switch {
-	case o.tlsOn || o.tlsCA != "" || o.insecure:
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.serverName, InsecureSkipVerify: o.insecure}
-		if o.tlsCA != "" {
-			pool, err := server.LoadCertPool(o.tlsCA)
-			if err != nil {
-				return nil, err
-			}
-			cfg.RootCAs = pool
-		}
-		creds = server.ExplainCNOnly(credentials.NewTLS(cfg), "the node")
-	default:
-		creds = insecure.NewCredentials()
-	}
-	c := &client{timeout: o.timeout, out: bufio.NewWriter(cmd.OutOrStdout())}
-	if o.tokenFile != "" {
-		tok, err := server.ReadToken(o.tokenFile)
+	opts := nodeclient.Options{TLS: o.tlsOn, ServerName: o.serverName, InsecureSkipVerify: o.insecure}
+	if o.tlsCA != "" {
+		pool, err := nodeclient.LoadCertPool(o.tlsCA)
 		if err != nil {
 			return nil, err
 		}
-		c.token = tok
+		opts.RootCAs = pool
 	}
-	// OutcomeOptions: a write whose connection broke after it was sent
-	// exits 11 (outcome unknown), not 8 (unavailable, nothing stored).
-	conn, err := grpc.NewClient(o.addr, append(appendstream.OutcomeOptions(), grpc.WithTransportCredentials(creds))...)
+	if o.tokenFile != "" {
+		tok, err := nodeclient.ReadToken(o.tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Token = tok
+	}
+	// Dial includes OutcomeOptions: a write whose connection broke after
+	// it was sent exits 11 (outcome unknown), not 8 (unavailable, nothing
+	// stored).
+	conn, err := nodeclient.Dial(o.addr, opts)
 	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", o.addr, err)
+		return nil, err
 	}
-	c.conn = conn
-	return c, nil
+	return &client{conn: conn, timeout: o.timeout, out: bufio.NewWriter(cmd.OutOrStdout())}, nil
 }
 
 func (c *client) Close() error {
@@ -93,13 +79,10 @@ func (c *client) Close() error {
 	return flushErr
 }
 
-// ctx is the context of one request: its deadline and the token.
+// ctx is the context of one request: its deadline (the token comes with
+// the connection).
 func (c *client) ctx(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(parent, c.timeout)
-	if c.token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+c.token)
-	}
-	return ctx, cancel
+	return context.WithTimeout(parent, c.timeout)
 }
 
 // print writes m as one line of protojson.

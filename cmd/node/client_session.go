@@ -16,7 +16,6 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -437,15 +436,12 @@ func importErr(err error, complete bool) error {
 // errStreamIdle ends a stream that made no progress for --timeout.
 var errStreamIdle = errors.New("no progress")
 
-// streamCtx is the context of a streaming call: the token, and instead of
-// one deadline for the whole call (a large export takes as long as it
-// takes) a watchdog that ends the call when no chunk went through for
-// --timeout; progress rearms it.
+// streamCtx is the context of a streaming call: instead of one deadline
+// for the whole call (a large export takes as long as it takes) a watchdog
+// that ends the call when no chunk went through for --timeout; progress
+// rearms it. The token comes with the connection.
 func (c *client) streamCtx(parent context.Context) (ctx context.Context, progress func(), done func()) {
 	ctx, cancel := context.WithCancelCause(parent)
-	if c.token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+c.token)
-	}
 	t := time.AfterFunc(c.timeout, func() { cancel(errStreamIdle) })
 	return ctx, func() { t.Reset(c.timeout) }, func() {
 		t.Stop()

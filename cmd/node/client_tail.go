@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
@@ -66,16 +65,14 @@ printed as --after.`,
 
 // tail prints a feed stream line by line, flushing each line so a pipe
 // sees it at once. Ctrl-C (or SIGTERM) ends it cleanly: what was received
-// is printed and the exit status is 0. The stream has no deadline.
+// is printed and the exit status is 0. The stream has no deadline (the
+// token comes with the connection).
 func tail[E any, P interface {
 	*E
 	proto.Message
 }](cmd *cobra.Command, cl *client, open func(context.Context) (grpc.ServerStreamingClient[E], error)) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if cl.token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+cl.token)
-	}
 	stream, err := open(ctx)
 	if err != nil {
 		return interrupted(ctx, err)

@@ -17,8 +17,8 @@
 //
 // This package is flag wiring only: `node serve` binds its flags to a
 // server.Config and runs server.Serve (package node/server); the client
-// commands call the node through the generated gRPC clients and
-// node/appendstream; `node bench` runs node/bench.
+// commands dial with node/client and call the node through the generated
+// gRPC clients; `node bench` runs node/bench.
 //
 // Every subcommand is added in newRootCommand (root.go); no file registers
 // anything into package globals from init.

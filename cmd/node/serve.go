@@ -32,7 +32,8 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.RemoteCA, "remote-tls-ca", "", "PEM CA bundle peers' certificates must chain to (mutual TLS)")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "how long each shutdown phase (requests in flight, then the actors' drain) may take")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "passivate a session or plan actor idle this long (0: default 5m; negative: never)")
-	fs.IntVar(&f.Backlog, "backlog", 0, "commands the audit actor may have pending before network senders get RESOURCE_EXHAUSTED (0: default)")
+	fs.IntVar(&f.Backlog, "backlog", 0, "commands the writer may have pending before network senders get RESOURCE_EXHAUSTED (0: default 10000)")
+	fs.Int64Var(&f.BacklogBytes, "backlog-bytes", 0, "bytes the writer's pending commands may carry before network senders get RESOURCE_EXHAUSTED (0: default 256 MiB)")
 	fs.IntVar(&f.BatchCommands, "batch-max-commands", 0, "most commands in one group commit (0: default)")
 	fs.IntVar(&f.BatchBytes, "batch-max-bytes", 0, "most bytes in one group commit (0: default)")
 	fs.BoolVar(&f.AuditMessages, "audit-messages", false, "write a message_appended audit entry per stored message")
@@ -46,7 +47,7 @@ func newServeCommand() *cobra.Command {
 	// Every flag of serve is a server setting.
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
-		"shutdown-timeout", "idle-timeout", "backlog", "batch-max-commands", "batch-max-bytes", "audit-messages",
+		"shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
 		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		log, err := server.NewLogger(cmd.ErrOrStderr(), f.LogFormat, f.LogLevel)

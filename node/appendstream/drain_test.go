@@ -12,6 +12,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/node/appendstream"
+	"github.com/agentstate/agentstate/node/codec"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -60,7 +61,7 @@ func newDrainHarness(t *testing.T) *drainHarness {
 	t.Helper()
 	h := &drainHarness{gate: &gate{entered: make(chan struct{}, 1), release: make(chan struct{})}, draining: make(chan struct{})}
 	lis := bufconn.Listen(1 << 20)
-	h.srv = grpc.NewServer()
+	h.srv = grpc.NewServer(grpc.ForceServerCodecV2(codec.Codec()))
 	sessionv1.RegisterSessionServiceServer(h.srv, &appendstream.Server{SessionServiceServer: h.gate, Draining: h.draining})
 	go h.srv.Serve(lis) //nolint:errcheck // ends with Stop
 	conn, err := grpc.NewClient("passthrough:///bufnet",
@@ -217,4 +218,8 @@ func TestAppendBatchesEndsWhenTheNodeDrains(t *testing.T) {
 	if got := h.gate.servedIDs(); len(got) != 2 || got[0] != "before" || got[1] != "in-flight" {
 		t.Fatalf("served %v; want only the appends taken before the shutdown", got)
 	}
+}
+
+func req(session, id string) *sessionv1.AppendRequest {
+	return &sessionv1.AppendRequest{SessionId: session, Messages: []*sessionv1.NewMessage{{MessageId: id, Content: "x"}}}
 }

@@ -138,18 +138,6 @@ func (s *Server) refuseWaiting(stream grpc.BidiStreamingServer[sessionv1.AppendR
 	return errDraining()
 }
 
-// decode is the client side of outcome: the response, or the request's
-// typed error.
-func decode(out *sessionv1.AppendStreamResponse) (*sessionv1.AppendResponse, error) {
-	switch o := out.GetOutcome().(type) {
-	case *sessionv1.AppendStreamResponse_Response:
-		return o.Response, nil
-	case *sessionv1.AppendStreamResponse_Error:
-		return nil, errs.FromProto(o.Error)
-	}
-	return nil, errs.Internal("append outcome carries neither a response nor an error")
-}
-
 func outcome(resp *sessionv1.AppendResponse, err error) *sessionv1.AppendStreamResponse {
 	if err != nil {
 		return &sessionv1.AppendStreamResponse{Outcome: &sessionv1.AppendStreamResponse_Error{Error: errs.ToProto(err)}}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/node/appendstream"
+	nodeclient "github.com/agentstate/agentstate/node/client"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -32,8 +32,8 @@ type grpcSessions struct {
 	next      atomic.Uint64
 }
 
-// appender is a streaming append client: appendstream.Client or
-// appendstream.BatchClient.
+// appender is a streaming append client: nodeclient.StreamClient or
+// nodeclient.BatchClient.
 type appender interface {
 	Append(context.Context, *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error)
 	Close()
@@ -46,9 +46,9 @@ func newGRPCSessions(conns []*grpc.ClientConn, mode Mode) *grpcSessions {
 		g.clients = append(g.clients, cl)
 		switch mode {
 		case ModeGRPC:
-			g.appenders = append(g.appenders, appendstream.NewBatchClient(cl))
+			g.appenders = append(g.appenders, nodeclient.NewBatchClient(cl))
 		case ModeGRPCStream:
-			g.appenders = append(g.appenders, appendstream.NewClient(cl))
+			g.appenders = append(g.appenders, nodeclient.NewStreamClient(cl))
 		}
 	}
 	return g

@@ -13,6 +13,7 @@ import (
 	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/node/appendstream"
+	"github.com/agentstate/agentstate/node/codec"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/grpc"
@@ -88,7 +89,7 @@ func loopbackServer(n *localNode) (*grpc.Server, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any,
+	srv := grpc.NewServer(grpc.ForceServerCodecV2(codec.Codec()), grpc.UnaryInterceptor(func(ctx context.Context, req any,
 		_ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		return h(writer.NoWait(ctx), req)
 	}))
@@ -98,11 +99,14 @@ func loopbackServer(n *localNode) (*grpc.Server, string, error) {
 	return srv, lis.Addr().String(), nil
 }
 
-// dial opens grpcConns connections to addr.
+// dial opens grpcConns connections to addr, with the node's codec as a
+// node's clients use it (client.DialOptions) but without OutcomeOptions,
+// whose per-call bookkeeping the streaming appends do not need.
 func dial(addr string) ([]*grpc.ClientConn, error) {
 	var conns []*grpc.ClientConn
 	for range grpcConns {
-		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec())))
 		if err != nil {
 			closeConns(conns)
 			return nil, err

@@ -24,8 +24,11 @@ type Config struct {
 	// ShutdownTimeout bounds each shutdown phase; IdleTimeout passivates
 	// idle owners (0: the default; negative: never).
 	ShutdownTimeout, IdleTimeout time.Duration
-	// Backlog, BatchCommands and BatchBytes bound the writer (0: defaults).
+	// Backlog and BacklogBytes bound what the writer has pending (in
+	// commands and in bytes), BatchCommands and BatchBytes one of its
+	// transactions (0: defaults).
 	Backlog                   int
+	BacklogBytes              int64
 	BatchCommands, BatchBytes int
 	AuditMessages             bool
 	LogFormat, LogLevel       string

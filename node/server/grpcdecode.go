@@ -3,20 +3,20 @@ package server
 import (
 	"context"
 
-	"github.com/agentstate/agentstate/node/appendstream"
+	"github.com/agentstate/agentstate/node/codec"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/reflection"
 )
 
 // decodeErrors registers services on the API server with handlers that
-// decode their requests themselves (appendstream.Undecoded), so that a
+// decode their requests themselves (codec.Undecoded), so that a
 // request that cannot be decoded is INVALID_ARGUMENT, on every method,
 // instead of the INTERNAL grpc-go would report (on a stream, to the client
 // directly, whatever the handler returns). A request is decoded where a
 // handler asks for it: a unary handler's dec, called before any
 // interceptor runs, and a stream's RecvMsg; so both are wrapped here, at
 // registration, and no service is registered without it. The API server
-// forces the codec that knows Undecoded (appendstream.Codec).
+// forces the codec that knows Undecoded (codec.Codec).
 type decodeErrors struct{ *grpc.Server }
 
 var _ reflection.GRPCServer = decodeErrors{}
@@ -48,7 +48,7 @@ func (s decodeErrorsStream) RecvMsg(m any) error { return decodeWith(s.ServerStr
 
 // decodeWith receives a request's bytes with recv and decodes them into m.
 func decodeWith(recv func(any) error, m any) error {
-	var u appendstream.Undecoded
+	var u codec.Undecoded
 	if err := recv(&u); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/node/appendstream"
+	"github.com/agentstate/agentstate/node/codec"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -65,7 +66,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		grpc.ChainUnaryInterceptor(a.gate.unary),
 		grpc.ChainStreamInterceptor(a.gate.stream),
 		grpc.MaxRecvMsgSize(opt.MaxRecvBytes),
-		grpc.ForceServerCodecV2(appendstream.Codec()),
+		grpc.ForceServerCodecV2(codec.Codec()),
 		grpc.ChainUnaryInterceptor(unaryChain(m, auth, opt.MarkNetwork, log)...),
 		grpc.ChainStreamInterceptor(streamChain(m, auth, log)...),
 	}

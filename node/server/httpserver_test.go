@@ -57,9 +57,9 @@ func TestReadyzFollowsTheNodesLife(t *testing.T) {
 	r.draining.Store(true)
 	step("draining", http.StatusServiceUnavailable, "draining")
 
-	m.gauges(func() int { return 3 }, func() int { return 2 }, func() int { return 1 })
+	m.gauges(func() int { return 3 }, func() int64 { return 4096 }, func() int { return 2 }, func() int { return 1 })
 	code, body := get(t, h, "/metrics")
-	for _, want := range []string{"agentstate_audit_backlog 3", `agentstate_active_actors{kind="session"} 2`, `agentstate_active_actors{kind="plan"} 1`} {
+	for _, want := range []string{"agentstate_audit_backlog 3", "agentstate_writer_backlog_bytes 4096", `agentstate_active_actors{kind="session"} 2`, `agentstate_active_actors{kind="plan"} 1`} {
 		if code != http.StatusOK || !strings.Contains(body, want) {
 			t.Errorf("/metrics (%d) lacks %q", code, want)
 		}

@@ -116,11 +116,14 @@ func (m *metrics) AsyncRetried(entries int, _ error) { m.asyncRetried.Add(float6
 func (m *metrics) AsyncLost(entries int, _ error) { m.asyncLost.Add(float64(entries)) }
 
 // gauges registers the series read from the running node at scrape time.
-func (m *metrics) gauges(backlog func() int, sessions, plans func() int) {
+func (m *metrics) gauges(backlog func() int, backlogBytes func() int64, sessions, plans func() int) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "agentstate_audit_backlog", Help: "Commands accepted by the audit actor and not yet committed.",
+			Name: "agentstate_audit_backlog", Help: "Commands accepted by the writer and not yet answered.",
 		}, func() float64 { return float64(backlog()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agentstate_writer_backlog_bytes", Help: "Bytes of the commands accepted by the writer and not yet answered.",
+		}, func() float64 { return float64(backlogBytes()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "agentstate_active_actors", Help: "Live owner actors.", ConstLabels: prometheus.Labels{"kind": "session"},
 		}, func() float64 { return float64(sessions()) }),

@@ -22,6 +22,7 @@ import (
 	"github.com/agentstate/agentstate/actors/session"
 	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/postgres"
 	"github.com/agentstate/agentstate/persistence/sqlite"
@@ -166,7 +167,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	// database is opened.
 	var token string
 	if f.TokenFile != "" {
-		if token, err = ReadToken(f.TokenFile); err != nil {
+		if token, err = client.ReadToken(f.TokenFile); err != nil {
 			return nil, err
 		}
 	}
@@ -211,7 +212,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	m := newMetrics()
 	cfg := actors.Config{
 		Writer: writer.Config{
-			Backlog: f.Backlog, MaxBatchCommands: f.BatchCommands, MaxBatchBytes: f.BatchBytes,
+			Backlog: f.Backlog, BacklogBytes: f.BacklogBytes, MaxBatchCommands: f.BatchCommands, MaxBatchBytes: f.BatchBytes,
 			Observer: writeObserver{m, &s.ready.writes}, Logger: log.With("component", "writer"),
 			OnCommit: s.feeds.OnCommit,
 		},
@@ -226,7 +227,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	if s.node, err = actors.Start(s.sys, s.store, cfg); err != nil {
 		return s, fmt.Errorf("start actors: %w", err)
 	}
-	m.gauges(s.node.Writer().Backlog().Pending, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
+	m.gauges(s.node.Writer().Backlog().Pending, s.node.Writer().Backlog().PendingBytes, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
 	m.feedGauge(s.feeds.Tails)
 	if _, err = feed.StartActor(s.sys, s.feeds, feedActorName); err != nil {
 		return s, err

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 
+	nodeclient "github.com/agentstate/agentstate/node/client"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
@@ -93,7 +95,7 @@ func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool
 		}
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(server)))
 		warnCNOnly(log, "--remote-tls-cert", server.Certificates[0])
-		configOpts = append(configOpts, remote.WithDialOptions(grpc.WithTransportCredentials(ExplainCNOnly(credentials.NewTLS(client), "the peer"))))
+		configOpts = append(configOpts, remote.WithDialOptions(grpc.WithTransportCredentials(nodeclient.ExplainCNOnly(credentials.NewTLS(client), "the peer"))))
 	}
 	configOpts = append(configOpts, remote.WithServerOptions(sopts...))
 	if opt.Advertise != "" {
@@ -124,7 +126,7 @@ func mutualTLS(certFile, keyFile, caFile string) (server, client *tls.Config, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("load remote TLS key pair: %w", err)
 	}
-	pool, err := LoadCertPool(caFile)
+	pool, err := nodeclient.LoadCertPool(caFile)
 	if err != nil {
 		return nil, nil, err
 	}

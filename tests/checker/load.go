@@ -14,7 +14,7 @@ import (
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	"github.com/agentstate/agentstate/node/appendstream"
+	nodeclient "github.com/agentstate/agentstate/node/client"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -31,7 +31,7 @@ type LoadConfig struct {
 	// appends. Negative means never. [7, 11, 13]
 	PlanErrorEvery, AuditEvery, ReplayEvery int
 	// Every n-th client (client ids 0, n, 2n, ...) appends through the
-	// AppendBatches stream of its connection (appendstream.BatchClient,
+	// AppendBatches stream of its connection (nodeclient.BatchClient,
 	// shared with the other such clients), the others with unary Append.
 	// Negative means none. [2]
 	BatchEvery int
@@ -97,7 +97,7 @@ type target struct {
 	plans    planv1.PlanServiceClient
 	audit    auditv1.AuditServiceClient
 	// batch appends over the connection's AppendBatches stream.
-	batch *appendstream.BatchClient
+	batch *nodeclient.BatchClient
 }
 
 // NewLoad returns a load for the node at conn that records into l.
@@ -125,7 +125,7 @@ func NewClusterLoad(conns []grpc.ClientConnInterface, l *Ledger, cfg LoadConfig)
 			sessions: sessions,
 			plans:    planv1.NewPlanServiceClient(conn),
 			audit:    auditv1.NewAuditServiceClient(conn),
-			batch:    appendstream.NewBatchClient(sessions, grpc.WaitForReady(len(conns) == 1)),
+			batch:    nodeclient.NewBatchClient(sessions, grpc.WaitForReady(len(conns) == 1)),
 		})
 	}
 	for range cfg.Plans {
@@ -248,7 +248,7 @@ func FormatFailures(m map[codes.Code]int64) string {
 // a retry with the same request is correct for each, if the request is
 // idempotent. DEADLINE_EXCEEDED is OUTCOME_UNKNOWN (the node's, or the
 // client's for a connection cut under a request in flight — see
-// appendstream.OutcomeOptions, which the load's connections are dialed
+// nodeclient.OutcomeOptions, which the load's connections are dialed
 // with — or the client's own deadline): the request may have been applied,
 // so only an idempotent request (one with client ids) is retried after it.
 // UNAVAILABLE promises nothing was stored. Every request of the load

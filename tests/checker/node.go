@@ -15,10 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentstate/agentstate/node/appendstream"
+	nodeclient "github.com/agentstate/agentstate/node/client"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // BuildNode compiles the module's ./cmd/node into out. The module is the
@@ -274,12 +273,12 @@ func (n *Node) RaceReports() int {
 // Dial opens a client connection to the node. It reconnects quickly after
 // a restart: the gRPC default backoff (up to 2 minutes) would stall a
 // crash loop. Its unary writes report a connection lost after the send as
-// OUTCOME_UNKNOWN, not UNAVAILABLE (appendstream.OutcomeOptions).
+// OUTCOME_UNKNOWN, not UNAVAILABLE (nodeclient.OutcomeOptions, part of
+// nodeclient.DialOptions).
 func (n *Node) Dial() (*grpc.ClientConn, error) {
-	return grpc.NewClient(n.GRPCAddr, append(appendstream.OutcomeOptions(),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	return nodeclient.Dial(n.GRPCAddr, nodeclient.Options{},
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 300 * time.Millisecond},
 			MinConnectTimeout: 2 * time.Second,
-		}))...)
+		}))
 }

@@ -1,4 +1,4 @@
-package appendstream
+package client
 
 import (
 	"context"
@@ -11,16 +11,16 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Client appends over AppendStream streams. It is safe for concurrent use:
-// each Append takes an idle stream (or opens one), makes one round trip on
-// it and gives it back, so there are as many streams as appends were ever
-// in flight at once.
+// StreamClient appends over AppendStream streams. It is safe for
+// concurrent use: each Append takes an idle stream (or opens one), makes
+// one round trip on it and gives it back, so there are as many streams as
+// appends were ever in flight at once.
 //
 // Invariant: a stream in free has no request outstanding, so the next
 // response on it answers the next request sent. A stream whose round trip
 // did not finish cleanly (a send or receive error, a context that ended
 // first) is never put back.
-type Client struct {
+type StreamClient struct {
 	api  sessionv1.SessionServiceClient
 	opts []grpc.CallOption
 	// base is the context every stream lives in; Close cancels it.
@@ -37,10 +37,10 @@ type stream struct {
 	cancel context.CancelFunc
 }
 
-// NewClient returns a Client calling api; opts go to every stream.
-func NewClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption) *Client {
+// NewStreamClient returns a StreamClient calling api; opts go to every stream.
+func NewStreamClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption) *StreamClient {
 	base, cancel := context.WithCancel(context.Background())
-	return &Client{api: api, opts: opts, base: base, cancel: cancel}
+	return &StreamClient{api: api, opts: opts, base: base, cancel: cancel}
 }
 
 // Append appends req and returns its response, or its error: the node's
@@ -50,7 +50,7 @@ func NewClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption) *Cli
 // when it was sent and the stream failed or ctx ended before the answer —
 // the append may have committed then; a retry with the same message ids is
 // safe either way (the node answers it with the original sequences).
-func (c *Client) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
+func (c *StreamClient) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error) {
 	st, err := c.take(ctx)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func notSent(cause error) error {
 }
 
 // take returns an idle stream, or opens one.
-func (c *Client) take(ctx context.Context) (*stream, error) {
+func (c *StreamClient) take(ctx context.Context) (*stream, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -132,7 +132,7 @@ func (c *Client) take(ctx context.Context) (*stream, error) {
 }
 
 // give puts a stream back for the next Append.
-func (c *Client) give(st *stream) {
+func (c *StreamClient) give(st *stream) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -145,7 +145,7 @@ func (c *Client) give(st *stream) {
 
 // Close ends every stream: idle ones are closed, appends in flight fail
 // with the stream's cancellation. Later Appends are refused.
-func (c *Client) Close() {
+func (c *StreamClient) Close() {
 	c.mu.Lock()
 	c.closed = true
 	free := c.free
@@ -156,4 +156,16 @@ func (c *Client) Close() {
 		st.cancel()
 	}
 	c.cancel()
+}
+
+// decode is the client side of the server's outcome: the response, or the
+// request's typed error.
+func decode(out *sessionv1.AppendStreamResponse) (*sessionv1.AppendResponse, error) {
+	switch o := out.GetOutcome().(type) {
+	case *sessionv1.AppendStreamResponse_Response:
+		return o.Response, nil
+	case *sessionv1.AppendStreamResponse_Error:
+		return nil, errs.FromProto(o.Error)
+	}
+	return nil, errs.Internal("append outcome carries neither a response nor an error")
 }

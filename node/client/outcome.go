@@ -1,4 +1,4 @@
-package appendstream
+package client
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package appendstream
+package client
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 const (
 	// MaxBatchBytes bounds the encoded appends of one AppendBatch, far
 	// below a node's receive limit (4 MiB by default). An append larger
-	// than this goes alone on an AppendStream stream (Client), which
+	// than this goes alone on an AppendStream stream (StreamClient), which
 	// knows whether it was sent, and the node refuses it with its own
 	// error if it is too large.
 	MaxBatchBytes = 1 << 20
@@ -42,7 +42,7 @@ type BatchClient struct {
 	// round trip. Not a unary Append: a unary call's failure cannot tell
 	// "not sent" from "sent, answer lost" without OutcomeOptions on the
 	// connection, which this client does not own.
-	single *Client
+	single *StreamClient
 
 	mu      sync.Mutex
 	cur     *batchStream  // nil: none open, or the last one failed
@@ -56,7 +56,7 @@ type BatchClient struct {
 // metadata: a node's bearer token must come from the connection
 // (grpc.WithPerRPCCredentials) or from opts (grpc.PerRPCCredentials).
 func NewBatchClient(api sessionv1.SessionServiceClient, opts ...grpc.CallOption) *BatchClient {
-	return &BatchClient{api: api, opts: opts, single: NewClient(api, opts...)}
+	return &BatchClient{api: api, opts: opts, single: NewStreamClient(api, opts...)}
 }
 
 // Append appends req and returns its response or its error: the node's

@@ -1,4 +1,4 @@
-package appendstream_test
+package client_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	"github.com/agentstate/agentstate/node/appendstream"
+	"github.com/agentstate/agentstate/node/client"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -57,7 +57,7 @@ func serveAudit(t *testing.T, f *auditFake) (addr string, stop func()) {
 
 func dialTruthful(t *testing.T, addr string) auditv1.AuditServiceClient {
 	t.Helper()
-	opts := append(appendstream.OutcomeOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts := append(client.OutcomeOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,27 @@
-package appendstream
+// Package codec is agentstate's gRPC codec: it encodes with the
+// vtprotobuf code generated for agentstate's messages
+// (messages/*/v1/*_vtproto.pb.go: straight-line code instead of the
+// reflection-driven encoder, which took a sixth of the CPU of an append
+// over gRPC) and decodes with it the two messages of AppendBatches. Every
+// other message, and anything without generated code (health, reflection),
+// goes through grpc's own codec.
+//
+// It registers nothing: importing it changes no process-wide gRPC codec,
+// so a program embedding the node keeps its own. A server passes it with
+// grpc.ForceServerCodecV2(codec.Codec()), a client connection with
+// grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec())) (the
+// client package's DialOptions do).
+//
+// Decoding is limited to those two messages because the generated decoder
+// does not check that strings are UTF-8, which proto3 requires and grpc's
+// codec enforces; checkBatch and checkOutcomes do it for them, field by
+// field, so the wire contract is unchanged: a message with an invalid
+// string is refused.
+package codec
 
 import (
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -12,30 +32,15 @@ import (
 	protoapi "google.golang.org/protobuf/proto"
 )
 
-// The process's gRPC "proto" codec is replaced, on import of this package,
-// by one that encodes with the vtprotobuf code generated for agentstate's
-// messages (messages/*/v1/*_vtproto.pb.go: straight-line code instead of
-// the reflection-driven encoder, which took a sixth of the CPU of an append
-// over gRPC) and decodes with it the two messages of AppendBatches. Every
-// other message, and anything without generated code (health, reflection,
-// Proto.Actor's remote), goes through grpc's own codec as before.
-//
-// Decoding is limited to those two because the generated decoder does not
-// check that strings are UTF-8, which proto3 requires and grpc's codec
-// enforces; checkUTF8 does it for them, field by field, so the wire
-// contract is unchanged: a message with an invalid string is refused.
-func init() {
-	processCodec = codec{fallback: encoding.GetCodecV2(proto.Name)}
-	encoding.RegisterCodecV2(processCodec)
-}
+// theCodec is made on first use, after grpc's own packages registered
+// their "proto" codec, which it falls back to.
+var theCodec = sync.OnceValue(func() codec { return codec{fallback: encoding.GetCodecV2(proto.Name)} })
 
-// processCodec is the codec init registered.
-var processCodec codec
-
-// Codec returns the process's "proto" codec, for a server to force on
-// every request (grpc.ForceServerCodecV2), whatever content subtype the
-// client names: Undecoded works only through it.
-func Codec() encoding.CodecV2 { return processCodec }
+// Codec returns the codec, named "proto" like grpc's own, for a server to
+// force on every request (grpc.ForceServerCodecV2), whatever content
+// subtype the client names (Undecoded works only through it), and for a
+// client connection to force on its calls.
+func Codec() encoding.CodecV2 { return theCodec() }
 
 type codec struct{ fallback encoding.CodecV2 }
 
@@ -152,7 +157,7 @@ func (u *Undecoded) Decode(m any) error {
 	data := u.data
 	u.data = nil
 	defer data.Free()
-	if err := processCodec.Unmarshal(data, m); err != nil {
+	if err := theCodec().Unmarshal(data, m); err != nil {
 		return errs.InvalidArgument("the request could not be decoded as %s: %v", messageName(m), err)
 	}
 	return nil

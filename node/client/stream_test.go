@@ -1,4 +1,4 @@
-package appendstream_test
+package client_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/node/appendstream"
+	"github.com/agentstate/agentstate/node/client"
+	"github.com/agentstate/agentstate/node/codec"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -56,8 +58,8 @@ type harness struct {
 	fake     *fake
 	streams  atomic.Int64 // streams the server saw opened
 	observed atomic.Int64
-	client   *appendstream.Client
-	batch    *appendstream.BatchClient
+	client   *client.StreamClient
+	batch    *client.BatchClient
 	srv      *grpc.Server
 	conn     *grpc.ClientConn
 }
@@ -66,7 +68,7 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{fake: &fake{entered: make(chan struct{}, 1), release: make(chan struct{})}}
 	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	srv := grpc.NewServer(grpc.ForceServerCodecV2(codec.Codec()), grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		h.streams.Add(1)
 		return handler(srv, ss)
 	}))
@@ -78,12 +80,13 @@ func newHarness(t *testing.T) *harness {
 	go srv.Serve(lis) //nolint:errcheck // ends with Stop
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec())))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.client = appendstream.NewClient(sessionv1.NewSessionServiceClient(conn))
-	h.batch = appendstream.NewBatchClient(sessionv1.NewSessionServiceClient(conn))
+	h.client = client.NewStreamClient(sessionv1.NewSessionServiceClient(conn))
+	h.batch = client.NewBatchClient(sessionv1.NewSessionServiceClient(conn))
 	h.srv, h.conn = srv, conn
 	t.Cleanup(func() {
 		h.client.Close()
@@ -94,7 +97,7 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// appendFunc is Client.Append or BatchClient.Append.
+// appendFunc is StreamClient.Append or BatchClient.Append.
 type appendFunc func(context.Context, *sessionv1.AppendRequest) (*sessionv1.AppendResponse, error)
 
 // appendConcurrently has callers goroutines append each messages apiece,

@@ -1,4 +1,4 @@
-package appendstream
+package codec
 
 import (
 	"testing"
@@ -12,25 +12,29 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-func theCodec(t *testing.T) encoding.CodecV2 {
+func checkedCodec(t *testing.T) encoding.CodecV2 {
 	t.Helper()
-	c := encoding.GetCodecV2("proto")
-	if _, ok := c.(codec); !ok {
-		t.Fatalf("the registered proto codec is %T, want this package's", c)
+	c := Codec()
+	if _, ok := c.(codec); !ok || c.Name() != "proto" {
+		t.Fatalf("Codec() is %T named %q, want this package's, named proto", c, c.Name())
+	}
+	if _, ok := encoding.GetCodecV2("proto").(codec); ok {
+		t.Fatal("importing the package replaced the process's proto codec")
 	}
 	return c
 }
 
 func TestCodecRoundTrips(t *testing.T) {
-	c := theCodec(t)
+	c := checkedCodec(t)
 	batch := &sessionv1.AppendBatch{Appends: []*sessionv1.TaggedAppend{
 		{Tag: 1, Request: &sessionv1.AppendRequest{SessionId: "s", Messages: []*sessionv1.NewMessage{
 			{Role: sessionv1.Role_ROLE_USER, Content: "héllo", MetadataJson: `{"k":1}`, MessageId: "01J00000000000000000000000"}}}},
 		{Tag: 1 << 40},
 	}}
 	outcomes := &sessionv1.AppendOutcomes{Outcomes: []*sessionv1.TaggedOutcome{
-		{Tag: 7, Outcome: outcome(&sessionv1.AppendResponse{Duplicate: true, Messages: []*sessionv1.AppendedMessage{
-			{MessageId: "m", Sequence: 42, CreatedAt: timestamppb.Now()}}}, nil)},
+		{Tag: 7, Outcome: &sessionv1.AppendStreamResponse{Outcome: &sessionv1.AppendStreamResponse_Response{
+			Response: &sessionv1.AppendResponse{Duplicate: true, Messages: []*sessionv1.AppendedMessage{
+				{MessageId: "m", Sequence: 42, CreatedAt: timestamppb.Now()}}}}}},
 		{Tag: 8, Outcome: &sessionv1.AppendStreamResponse{Outcome: &sessionv1.AppendStreamResponse_Error{
 			Error: &commonv1.Error{Code: commonv1.ErrorCode_ERROR_CODE_NOT_FOUND, Message: "no session"}}}},
 	}}
@@ -55,7 +59,7 @@ func TestCodecRoundTrips(t *testing.T) {
 // string field added to the contract later fails here until checkBatch or
 // checkOutcomes covers it.
 func TestCodecRefusesInvalidUTF8InEveryStringField(t *testing.T) {
-	c := theCodec(t)
+	c := checkedCodec(t)
 	for _, root := range []interface {
 		proto.Message
 		MarshalVT() ([]byte, error)

@@ -1,4 +1,4 @@
-package appendstream_test
+package client_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	"github.com/agentstate/agentstate/node/appendstream"
+	"github.com/agentstate/agentstate/node/client"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -105,7 +105,7 @@ func TestBatchStreamFailureFailsWaitingAppends(t *testing.T) {
 func TestBatchOversizedAppendGoesAlone(t *testing.T) {
 	h := newHarness(t)
 	big := req("s", "big")
-	big.Messages[0].Content = strings.Repeat("x", appendstream.MaxBatchBytes+1)
+	big.Messages[0].Content = strings.Repeat("x", client.MaxBatchBytes+1)
 	resp, err := h.batch.Append(context.Background(), big)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestBatchOpenEndsWithTheCallersContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	b := appendstream.NewBatchClient(sessionv1.NewSessionServiceClient(conn), grpc.WaitForReady(true))
+	b := client.NewBatchClient(sessionv1.NewSessionServiceClient(conn), grpc.WaitForReady(true))
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -189,7 +189,7 @@ func TestBatchStreamRefusedByTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	b := appendstream.NewBatchClient(sessionv1.NewSessionServiceClient(conn))
+	b := client.NewBatchClient(sessionv1.NewSessionServiceClient(conn))
 	defer b.Close()
 	if _, err := b.Append(context.Background(), req("s", "a")); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("err = %v (code %v), want UNIMPLEMENTED from a node without AppendBatches", err, status.Code(err))
