@@ -116,7 +116,10 @@ func (h *Hub) OnCommit(cmds []persistence.Command) {
 }
 
 // sessionOf names the session whose messages or state a command may
-// change.
+// change. A truncation command (issue #18; not in the store yet) belongs
+// here too once it exists: tails learn of a truncation from what they read
+// (a first message past their cursor is reported as a Truncated range), so
+// naming its session only makes a waiting tail see it sooner.
 func sessionOf(c persistence.Command) string {
 	switch c := c.(type) {
 	case *persistence.AppendMessages:
