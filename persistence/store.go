@@ -313,6 +313,17 @@ type Reader interface {
 	// ListMessagesWhere is ListMessages with time filters and "last N"
 	// (MessageFilter).
 	ListMessagesWhere(ctx context.Context, f MessageFilter) ([]*sessionv1.Message, error)
+	// AuditBounds returns the anchor (the position of the last pruned
+	// entry, 0 before any prune) and the head (the highest committed
+	// position; the anchor when no entry is left). Positions are assigned
+	// densely in commit order, so every entry in (anchor, head] is
+	// committed and stored: a feed that read up to head missed nothing.
+	AuditBounds(ctx context.Context) (anchor, head int64, err error)
+	// FeedAudit returns the entries that match f with after < position
+	// <= upto, in commit order, at most limit. Bounded above by upto (a
+	// head from AuditBounds), a page never reaches past what the caller
+	// knows to be complete.
+	FeedAudit(ctx context.Context, f *FeedFilter, after, upto int64, limit int) ([]*auditv1.AuditEntry, error)
 }
 
 // MessageFilter selects messages of a session: sequence >= From, and an

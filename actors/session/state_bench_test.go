@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/actors/session"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
@@ -45,7 +45,7 @@ func BenchmarkAppendStateDelta(b *testing.B) {
 	} {
 		b.Run(v.name+"/"+sh.String(), func(b *testing.B) {
 			stats := &txStats{}
-			n := startNodeWith(b, filepath.Join(b.TempDir(), "bench.db"), audit.Config{Observer: stats}, session.Config{}, nil)
+			n := startNodeWith(b, filepath.Join(b.TempDir(), "bench.db"), writer.Config{Observer: stats}, session.Config{}, nil)
 			sessions := make([]string, sh.sessions)
 			for i := range sessions {
 				sessions[i] = n.create(b, "bench")

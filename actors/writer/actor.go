@@ -187,7 +187,7 @@ func (w *committer) start(ctx actor.Context) {
 	w.inflight = true
 	if w.txs == nil {
 		w.txs = make(chan *tx, 1)
-		go runTxs(w.txs, w.w, ctx.ActorSystem().Root, ctx.Self())
+		go runTxs(w.txs, w.w, w.cfg.OnCommit, ctx.ActorSystem().Root, ctx.Self())
 	}
 	w.txs <- &tx{cmds: cmds, done: applied{batch: batch, idx: idx, sub: sub, commands: n, bytes: bytes}}
 }
@@ -201,11 +201,14 @@ type tx struct {
 
 // runTxs applies each transaction it receives and reports it to the actor
 // at self, until txs is closed.
-func runTxs(txs <-chan *tx, pw persistence.Writer, root *actor.RootContext, self *actor.PID) {
+func runTxs(txs <-chan *tx, pw persistence.Writer, onCommit func([]persistence.Command), root *actor.RootContext, self *actor.PID) {
 	for t := range txs {
 		start := time.Now()
 		t.done.results, t.done.err = pw.Apply(context.Background(), t.cmds)
 		t.done.dur = time.Since(start)
+		if t.done.err == nil && onCommit != nil {
+			onCommit(t.cmds)
+		}
 		root.Send(self, &t.done)
 	}
 }

@@ -3,6 +3,8 @@ package writer
 import (
 	"log/slog"
 	"time"
+
+	"github.com/agentstate/agentstate/persistence"
 )
 
 // Defaults for Config's zero fields.
@@ -44,6 +46,11 @@ type Config struct {
 	// Name is the writer actor's name in its actor system; "" means
 	// "writer".
 	Name string
+	// OnCommit, when set, is called after each transaction committed,
+	// with its commands, before their senders are answered (the live
+	// feeds' hook, feed.Hub.OnCommit). It runs on the transaction
+	// goroutine and must not block; the commands must not be modified.
+	OnCommit func(cmds []persistence.Command)
 }
 
 // Observer is told what the writer does, for metrics. Its methods are

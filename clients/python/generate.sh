@@ -23,7 +23,7 @@ PYTHON="${PYTHON:-/usr/bin/python3}"
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 
-services=(common session plan audit)
+services=(common session plan audit feed)
 if [ -d "$repo/messages/agentstate" ]; then
   root="$repo/messages"
 else

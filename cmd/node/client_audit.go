@@ -16,7 +16,7 @@ func newAuditCommand() *cobra.Command {
 	c := &cobra.Command{Use: "audit", Short: "Audit trail: list, count, verify the hash chain, prune"}
 	o.register(c)
 	c.AddCommand(auditListCmd(o), auditCountCmd(o), auditGetCmd(o), auditVerifyCmd(o), auditPruneCmd(o),
-		auditRecordCmd(o), auditFlushCmd(o))
+		auditRecordCmd(o), auditFlushCmd(o), auditTailCmd(o))
 	return c
 }
 

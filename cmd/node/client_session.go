@@ -27,7 +27,7 @@ func newSessionCommand() *cobra.Command {
 	c.AddCommand(
 		sessionCreateCmd(o), sessionGetCmd(o), sessionListCmd(o), sessionAppendCmd(o),
 		sessionMessagesCmd(o), sessionCloseCmd(o), sessionDeleteCmd(o), sessionExportCmd(o),
-		sessionImportCmd(o), sessionUsageCmd(o), sessionLinkPlanCmd(o),
+		sessionImportCmd(o), sessionUsageCmd(o), sessionLinkPlanCmd(o), sessionTailCmd(o),
 		sessionStateCmd(o), sessionTruncateCmd(o), sessionSnapshotCmd(o), sessionExpireCmd(o),
 	)
 	return c

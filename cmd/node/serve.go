@@ -43,11 +43,12 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.Peers, "peers", "", "every cluster member's host:am-port, this one included, comma-separated")
 	fs.IntVar(&f.AMPort, "am-port", 0, "this member's automanaged port (listens on all interfaces, unauthenticated: firewall it)")
 	fs.DurationVar(&f.ClusterWait, "cluster-wait", f.ClusterWait, "how long /readyz waits for every peer to join before going ready anyway")
+	fs.DurationVar(&f.FeedPollInterval, "feed-poll-interval", 0, "how often the live feeds read the store for other nodes' commits (0: 100ms on PostgreSQL, never on SQLite; negative: never)")
 	// Every flag of serve is a server setting.
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
 		"shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
-		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait")
+		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		log, err := server.NewLogger(cmd.ErrOrStderr(), f.LogFormat, f.LogLevel)
 		if err != nil {

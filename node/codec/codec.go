@@ -120,8 +120,28 @@ func checkBatch(b *sessionv1.AppendBatch) error {
 				return err
 			}
 		}
+		if err := checkDelta(r.GetStateDelta()); err != nil {
+			return err
+		}
+		for _, sd := range r.GetScopeDeltas() {
+			if err := checkStrings(sd.GetScope()); err != nil {
+				return err
+			}
+			if err := checkDelta(sd.GetDelta()); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+func checkDelta(d *sessionv1.StateDelta) error {
+	for k, v := range d.GetSetJson() {
+		if err := checkStrings(k, v); err != nil {
+			return err
+		}
+	}
+	return checkStrings(d.GetDelete()...)
 }
 
 func checkOutcomes(o *sessionv1.AppendOutcomes) error {

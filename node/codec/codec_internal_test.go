@@ -115,6 +115,10 @@ func setPath(m protoreflect.Message, path []protoreflect.FieldDescriptor, s stri
 		}
 		return
 	}
+	if fd.IsMap() {
+		setMapPath(m.Mutable(fd).Map(), path[1:], s)
+		return
+	}
 	var child protoreflect.Message
 	if fd.IsList() {
 		child = m.Mutable(fd).List().AppendMutable().Message()
@@ -122,6 +126,24 @@ func setPath(m protoreflect.Message, path []protoreflect.FieldDescriptor, s stri
 		child = m.Mutable(fd).Message()
 	}
 	setPath(child, path[1:], s)
+}
+
+// setMapPath puts one entry into mp whose key (path[0] is the entry's key
+// field) or value (path[0] is its value field, or a string below it) is s.
+func setMapPath(mp protoreflect.Map, path []protoreflect.FieldDescriptor, s string) {
+	fd := path[0]
+	if fd.Number() == 1 { // the entry's key
+		mp.Set(protoreflect.ValueOfString(s).MapKey(), mp.NewValue())
+		return
+	}
+	key := protoreflect.ValueOfString("k").MapKey()
+	if len(path) == 1 {
+		mp.Set(key, protoreflect.ValueOfString(s))
+		return
+	}
+	v := mp.NewValue()
+	setPath(v.Message(), path[1:], s)
+	mp.Set(key, v)
 }
 
 func names(path []protoreflect.FieldDescriptor) string {

@@ -70,7 +70,7 @@ func startMember(sys *actor.ActorSystem, node *actors.Node, f *Config, c *cluste
 		Advertise: f.RemoteAdvertise,
 		Cert:      f.RemoteCert, Key: f.RemoteKey, CA: f.RemoteCA,
 		MaxRecvBytes: f.MaxRecvBytes,
-		Exposed:      []string{node.Sessions().PID().Id, node.Plans().PID().Id, node.Audit().PID().Id},
+		Exposed:      []string{node.Sessions().PID().Id, node.Plans().PID().Id, node.Audit().PID().Id, feedActorName},
 	}, true, m, log)
 	if err != nil {
 		return nil, err

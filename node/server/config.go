@@ -35,6 +35,10 @@ type Config struct {
 	ClusterName, Peers        string
 	AMPort                    int
 	ClusterWait               time.Duration
+	// FeedPollInterval is how often the live feeds read the store for
+	// commits of other nodes: 0 = DefaultFeedPollPostgres on PostgreSQL,
+	// none on SQLite; negative = never.
+	FeedPollInterval time.Duration
 }
 
 // DefaultConfig is the settings of `node serve` without flags: a SQLite

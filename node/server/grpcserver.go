@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/node/appendstream"
@@ -20,11 +21,13 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// apiServices are the three services the gRPC API serves.
+// apiServices are the services the gRPC API serves.
 type apiServices struct {
 	Sessions sessionv1.SessionServiceServer
 	Plans    planv1.PlanServiceServer
 	Audit    auditv1.AuditServiceServer
+	// Feeds is optional (nil: not served).
+	Feeds feedv1.FeedServiceServer
 }
 
 // apiOptions configure the gRPC API server.
@@ -46,16 +49,22 @@ type apiServer struct {
 	// draining is closed by shutdown, before GracefulStop: open append
 	// streams end (appendstream.Server.Draining) instead of holding it.
 	draining chan struct{}
+	// gate counts the calls in flight other than the feeds'.
+	gate *rpcGate
 }
 
 func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger) (*apiServer, error) {
 	var auth *authenticator
-	a := &apiServer{draining: make(chan struct{})}
+	a := &apiServer{draining: make(chan struct{}), gate: &rpcGate{}}
 	if opt.Token != "" {
 		a.auditor = newFailureAuditor(svc.Audit, opt.MarkNetwork, m, log)
 		auth = newAuthenticator(opt.Token, a.auditor, m, log)
 	}
 	sopts := []grpc.ServerOption{
+		// The gate first: it counts every call, whatever the chain
+		// below answers.
+		grpc.ChainUnaryInterceptor(a.gate.unary),
+		grpc.ChainStreamInterceptor(a.gate.stream),
 		grpc.MaxRecvMsgSize(opt.MaxRecvBytes),
 		grpc.ForceServerCodecV2(codec.Codec()),
 		grpc.ChainUnaryInterceptor(unaryChain(m, auth, opt.MarkNetwork, log)...),
@@ -84,11 +93,16 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	})
 	planv1.RegisterPlanServiceServer(reg, svc.Plans)
 	auditv1.RegisterAuditServiceServer(reg, svc.Audit)
+	services := []string{"", sessionv1.SessionService_ServiceDesc.ServiceName,
+		planv1.PlanService_ServiceDesc.ServiceName, auditv1.AuditService_ServiceDesc.ServiceName}
+	if svc.Feeds != nil {
+		feedv1.RegisterFeedServiceServer(reg, svc.Feeds)
+		services = append(services, feedv1.FeedService_ServiceDesc.ServiceName)
+	}
 
 	a.health = health.NewServer()
 	healthpb.RegisterHealthServer(reg, drainingHealth{Server: a.health, draining: a.draining})
-	for _, name := range []string{"", sessionv1.SessionService_ServiceDesc.ServiceName,
-		planv1.PlanService_ServiceDesc.ServiceName, auditv1.AuditService_ServiceDesc.ServiceName} {
+	for _, name := range services {
 		a.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	reflection.Register(reg)

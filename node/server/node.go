@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors"
+	"github.com/agentstate/agentstate/actors/feed"
 	"github.com/agentstate/agentstate/actors/placement"
 	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/actors/session"
@@ -89,6 +90,7 @@ type server struct {
 	sys    *actor.ActorSystem
 	member *placement.Member // cluster mode; it owns the remote then
 	node   *actors.Node
+	feeds  *feed.Hub
 	remote *remoteEndpoint
 	api    *apiServer
 	http   *http.Server
@@ -200,6 +202,10 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		return err
 	})
 
+	// The hub reads only committed data and is told of each commit by
+	// the writer; it outlives the writer's drain (see shutdown).
+	s.feeds = feed.New(reader, feed.Config{PollInterval: feedPollInterval(f), Logger: log.With("component", "feed")})
+
 	actorLog := libraryLogger(log)
 	s.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actorLog }))
 
@@ -208,6 +214,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		Writer: writer.Config{
 			Backlog: f.Backlog, BacklogBytes: f.BacklogBytes, MaxBatchCommands: f.BatchCommands, MaxBatchBytes: f.BatchBytes,
 			Observer: writeObserver{m, &s.ready.writes}, Logger: log.With("component", "writer"),
+			OnCommit: s.feeds.OnCommit,
 		},
 		Sessions: session.Config{IdleTimeout: f.IdleTimeout, AuditMessages: f.AuditMessages},
 		Plans:    plan.Config{IdleTimeout: f.IdleTimeout},
@@ -221,6 +228,10 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		return s, fmt.Errorf("start actors: %w", err)
 	}
 	m.gauges(s.node.Writer().Backlog().Pending, s.node.Writer().Backlog().PendingBytes, s.node.Sessions().ActiveActors, s.node.Plans().ActiveActors)
+	m.feedGauge(s.feeds.Tails)
+	if _, err = feed.StartActor(s.sys, s.feeds, feedActorName); err != nil {
+		return s, err
+	}
 	s.ready.writes.probeWrite = probeWriteThrough(s.node.Writer())
 
 	// The remote starts before any gRPC server of ours: it replaces gRPC's
@@ -235,14 +246,15 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 			Addr: f.RemoteAddr, Advertise: f.RemoteAdvertise,
 			Cert: f.RemoteCert, Key: f.RemoteKey, CA: f.RemoteCA,
 			MaxRecvBytes: f.MaxRecvBytes,
-			Exposed:      []string{s.node.Sessions().PID().Id, s.node.Plans().PID().Id, s.node.Audit().PID().Id},
+			Exposed:      []string{s.node.Sessions().PID().Id, s.node.Plans().PID().Id, s.node.Audit().PID().Id, feedActorName},
 		}, m, log.With("component", "remote"))
 		if err != nil {
 			return s, err
 		}
 	}
 
-	s.api, err = newAPIServer(apiServices{Sessions: s.node.Sessions(), Plans: s.node.Plans(), Audit: s.node.Audit()},
+	s.api, err = newAPIServer(apiServices{Sessions: s.node.Sessions(), Plans: s.node.Plans(), Audit: s.node.Audit(),
+		Feeds: feedServer{hub: s.feeds}},
 		apiOptions{TLSCert: f.TLSCert, TLSKey: f.TLSKey, Token: token, MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: writer.NoWait},
 		m, log.With("component", "grpc"))
 	if err != nil {
@@ -320,7 +332,14 @@ func (s *server) goServe(fn func() error) {
 //     rest UNAVAILABLE and end; after timeout the API cuts what is left);
 //  3. the actors drain: sessions and plans answer their writes in flight,
 //     then the audit actor commits everything it accepted;
-//  4. the HTTP server, the actor system and the database close.
+//  4. the feeds make their final read: every tail delivers the last
+//     committed change and ends (NODE_STOPPING), so the feed streams, which
+//     the graceful stop of 2 waits for, end cleanly;
+//  5. the HTTP server, the actor system and the database close.
+//
+// Phase 3 starts once every gRPC call but the feeds' finished (rpcGate),
+// not when the graceful stop returned: that waits for the feed streams,
+// which wait for phase 4.
 func (s *server) shutdown(timeout time.Duration) error {
 	s.ready.draining.Store(true)
 	s.api.health.Shutdown()
@@ -330,9 +349,9 @@ func (s *server) shutdown(timeout time.Duration) error {
 	close(s.api.draining)
 
 	var wg sync.WaitGroup
-	wg.Add(1)
+	grpcDone := make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(grpcDone)
 		stopGRPC(s.api, timeout)
 	}()
 	if s.remote != nil {
@@ -355,6 +374,7 @@ func (s *server) shutdown(timeout time.Duration) error {
 		}()
 	}
 	wg.Wait()
+	s.api.gate.wait(grpcDone, timeout)
 	if s.api.auditor != nil {
 		s.api.auditor.close() // its entries reach the audit actor before it drains
 	}
@@ -365,6 +385,10 @@ func (s *server) shutdown(timeout time.Duration) error {
 	if stopErr != nil {
 		stopErr = fmt.Errorf("drain actors: %w", stopErr)
 	}
+	fctx, fcancel := context.WithTimeout(context.Background(), timeout)
+	s.feeds.Close(fctx)
+	fcancel()
+	<-grpcDone
 
 	var httpErr error
 	if s.http != nil {
@@ -416,6 +440,9 @@ func (s *server) abort() {
 		if err := s.node.Stop(context.Background()); err != nil {
 			s.log.Error("stop actors after a failed start", "err", err)
 		}
+	}
+	if s.feeds != nil {
+		s.feeds.Close(context.Background())
 	}
 	if s.sys != nil && s.member == nil {
 		s.sys.Shutdown()

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"times", timeCases},
 		{"tokens", tokenCases},
 		{"state and retention", stateCases},
+		{"feed", feedCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(peerEnv) != "" {
 		os.Exit(runPeer())
 	}
+	if os.Getenv(feedPeerEnv) != "" {
+		os.Exit(runFeedPeer())
+	}
 	dir, err := os.MkdirTemp("", "agentstate-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
