@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/actors/session"
+	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
