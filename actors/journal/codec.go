@@ -104,4 +104,3 @@ func (j *Journal) decodeSnapshot(data []byte) (proto.Message, error) {
 	}
 	return msg, nil
 }
-
