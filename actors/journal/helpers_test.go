@@ -2,6 +2,8 @@ package journal_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"net/url"
@@ -121,4 +123,9 @@ func mustPanic(t *testing.T, f func()) (perr error) {
 	}()
 	f()
 	return nil
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -50,12 +50,14 @@ type Config struct {
 const (
 	defaultNamespace = "protoactor"
 	defaultTimeout   = 30 * time.Second
-	// replayPage is the ListMessages page size of a replay (its maximum).
-	replayPage = 1000
 	// maxCachedIDs bounds the actor name → session id cache; past it an
 	// arbitrary entry is dropped (a lookup costs one indexed read).
 	maxCachedIDs = 1 << 16
 )
+
+// replayPage is the ListMessages page size of a replay (its maximum); the
+// tests lower it to replay across pages.
+var replayPage int32 = 1000
 
 // Journal is a persistence.Provider whose state is itself: one Journal
 // serves every actor that uses it, concurrently.
