@@ -15,7 +15,8 @@
 // Each persistent actor's journal is one session, named by a client key in
 // Config.Namespace (default "protoactor"): the actor's name
 // (context.Self().Id) when it is 1-256 bytes of UTF-8, else "sha256:" and
-// the hex SHA-256 of the name. The session is created by the actor's first
+// the hex SHA-256 of the name; the session's actor_name is the same key. The
+// session is created by the actor's first
 // write; reads of an actor that never wrote find nothing and create
 // nothing.
 //
@@ -37,7 +38,8 @@
 //     the first event the snapshot does not cover (the Mixin replays from
 //     it), so it is stored as covering sequence index-1; GetSnapshot
 //     returns the index. DeleteSnapshots(n) empties the slot if its index
-//     is at most n.
+//     is at most n. A snapshot is at most 4 MiB encoded (agentstate's
+//     persistence.MaxSnapshotBytes).
 //   - DeleteEvents(n) truncates the session through sequence n: events
 //     0..n are removed, later ones stay readable at their indexes, and the
 //     next index never goes back. Delete only events a snapshot covers:
@@ -54,8 +56,8 @@
 // default a restart, and the restarted actor's Mixin recovers from the
 // store, which holds exactly what committed. The message whose write
 // failed is not answered. A refused conditional append (*Error wrapping a
-// FAILED_PRECONDITION that persistence.NextSequenceOf reads) stored
-// nothing; an OUTCOME_UNKNOWN one (a deadline passed while the write was in
+// FAILED_PRECONDITION; agentstate's persistence.NextSequenceOf reads the
+// session's next sequence from it) stored nothing; an OUTCOME_UNKNOWN one (a deadline passed while the write was in
 // flight) may have been stored, and the recovery then replays it. Failures
 // on reads panic the same way (the Mixin cannot recover from a partial
 // replay). A journal forgets an actor's session id when a call for it
@@ -65,7 +67,14 @@
 // the actor's goroutine, as every Proto.Actor persistence provider does;
 // many actors persisting at once share the writer's transactions.
 //
-// GetSnapshotInterval returns Config.SnapshotInterval as given; the pinned
-// Mixin takes the event index modulo it, so give a positive interval to
-// actors using persistence.Mixin.
+// # Using the pinned persistence.Mixin
+//
+// GetSnapshotInterval returns Config.SnapshotInterval as given; the Mixin
+// takes the event index modulo it, so give it a positive interval. The
+// Mixin asks for a snapshot (RequestSnapshot) inside PersistReceive, before
+// the actor applies the event it is persisting, and stores it at that
+// event's index: so apply an event after PersistReceive returns, and the
+// snapshot covers exactly the events before its index. That nested
+// delivery also leaves the context without a sender: take ctx.Sender()
+// before calling PersistReceive if the actor answers after it.
 package journal
