@@ -3,7 +3,9 @@ package journal_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,7 +59,11 @@ func command(t *testing.T, root *actor.RootContext, pid *actor.PID, v string) in
 // snapshot and the events after it; the events the snapshot covers were
 // deleted, and the index goes on where it was.
 func TestMixinRecoversFromSnapshotAndEvents(t *testing.T) {
-	n := startSQLite(t)
+	t.Run("SQLite", func(t *testing.T) { mixinRecovers(t, startSQLite(t)) })
+	t.Run("Postgres", func(t *testing.T) { mixinRecovers(t, startPostgres(t)) })
+}
+
+func mixinRecovers(t *testing.T, n *testNode) {
 	j := journal.New(n.node.Sessions(), journal.Config{SnapshotInterval: 4})
 	recoveries := make(chan recovery, 4)
 	props := recorderProps(j, hooked(true, recoveries))
@@ -215,4 +221,57 @@ func TestForeignWriteRefusesTheActor(t *testing.T) {
 		t.Fatalf("b got index %d, want 2", idx)
 	}
 	wantStrings(t, "stored events", events(t, j, pid.Id, 0, 0), []string{"a", "elsewhere", "b"})
+}
+
+// Many actors persisting at once through one journal (their writes share
+// the writer's transactions) each recover exactly their own history.
+func TestManyActorsOneJournal(t *testing.T) {
+	n := startSQLite(t)
+	j := journal.New(n.node.Sessions(), journal.Config{SnapshotInterval: 8})
+	const actorsN, eventsN = 16, 25
+	recoveries := make(chan recovery, 2*actorsN)
+	props := recorderProps(j, hooked(true, recoveries))
+	root := n.sys.Root
+	pids := make([]*actor.PID, actorsN)
+	for i := range pids {
+		var err error
+		if pids[i], err = root.SpawnNamed(props, fmt.Sprintf("worker-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		nextRecovery(t, recoveries)
+	}
+	var wg sync.WaitGroup
+	failures := make(chan string, actorsN)
+	for i, pid := range pids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range eventsN {
+				res, err := root.RequestFuture(pid, wrapperspb.String(fmt.Sprintf("w%d-%d", i, k)), waitLimit).Result()
+				if err != nil || res.(*wrapperspb.Int64Value).GetValue() != int64(k) {
+					failures <- fmt.Sprintf("worker %d event %d: %v %v", i, k, res, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(failures)
+	for f := range failures {
+		t.Error(f)
+	}
+	for i, pid := range pids {
+		root.PoisonFuture(pid).Wait()
+		if _, err := root.SpawnNamed(props, pid.Id); err != nil {
+			t.Fatal(err)
+		}
+		r := nextRecovery(t, recoveries)
+		var want []string
+		for k := range eventsN {
+			want = append(want, fmt.Sprintf("w%d-%d", i, k))
+		}
+		if !slices.Equal(r.values, want) || r.fromSnapshot != 24 {
+			t.Errorf("worker %d recovered %q (%d from the snapshot), want its %d events (24)", i, r.values, r.fromSnapshot, eventsN)
+		}
+	}
 }
