@@ -27,9 +27,9 @@ import (
 
 // conformance runs every case against a fresh journal each: a namespace of
 // its own on the node, so no case sees another's actors.
-func conformance(t *testing.T, n *testNode) {
+func conformance(t *testing.T, svc journal.Sessions) {
 	fresh := func(t *testing.T, interval int) persistence.ProviderState {
-		return journal.New(n.node.Sessions(), journal.Config{Namespace: "conformance-" + t.Name(), SnapshotInterval: interval})
+		return journal.New(svc, journal.Config{Namespace: "conformance-" + t.Name(), SnapshotInterval: interval})
 	}
 	t.Run("PersistAndGetEvent", func(t *testing.T) { persistAndGetEvent(t, fresh(t, 10)) })
 	t.Run("PersistAndGetSnapshot", func(t *testing.T) { persistAndGetSnapshot(t, fresh(t, 10)) })
@@ -47,8 +47,12 @@ func conformance(t *testing.T, n *testNode) {
 	t.Run("Restart", func(t *testing.T) { restart(t, fresh(t, 10)) })
 }
 
-func TestConformanceSQLite(t *testing.T)   { conformance(t, startSQLite(t)) }
-func TestConformancePostgres(t *testing.T) { conformance(t, startPostgres(t)) }
+func TestConformanceSQLite(t *testing.T)   { conformance(t, startSQLite(t).node.Sessions()) }
+func TestConformancePostgres(t *testing.T) { conformance(t, startPostgres(t).node.Sessions()) }
+
+// Over gRPC the same cases hold: errors keep their codes across the wire
+// (NOT_FOUND of a lookup, FAILED_PRECONDITION of a wrong index).
+func TestConformanceOverGRPC(t *testing.T) { conformance(t, overGRPC(t, startSQLite(t))) }
 
 func event(s string) *wrapperspb.StringValue { return wrapperspb.String(s) }
 func snap(s string) *structpb.Value          { return structpb.NewStringValue(s) }

@@ -10,6 +10,10 @@
 //	props := actor.PropsFromProducer(newMyActor,
 //		actor.WithReceiverMiddleware(persistence.Using(j)))
 //
+// In a process without the node, OverGRPC makes the same Sessions of a
+// gRPC client (node/client.Dial): the writes still commit in the node's
+// writer, and the errors keep their codes across the wire.
+//
 // # What is stored where
 //
 // Each persistent actor's journal is one session, named by a client key in

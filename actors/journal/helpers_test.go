@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,13 +14,19 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/actors"
+	"github.com/agentstate/agentstate/actors/journal"
 	"github.com/agentstate/agentstate/actors/writer"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/node/client"
+	"github.com/agentstate/agentstate/node/codec"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/postgres"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/test/bufconn"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -128,4 +135,26 @@ func mustPanic(t *testing.T, f func()) (perr error) {
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// overGRPC serves n's sessions over gRPC on an in-memory listener, as the
+// node does (its codec forced on both ends), and returns them as a
+// client's.
+func overGRPC(t *testing.T, n *testNode) journal.Sessions {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer(grpc.ForceServerCodecV2(codec.Codec()))
+	sessionv1.RegisterSessionServiceServer(srv, n.node.Sessions())
+	go srv.Serve(lis) //nolint:errcheck // ends with Stop
+	opts := append(client.DialOptions(client.Options{}),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+	conn, err := grpc.NewClient("passthrough:///bufnet", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		srv.Stop()
+	})
+	return journal.OverGRPC(sessionv1.NewSessionServiceClient(conn))
 }

@@ -32,8 +32,18 @@ func sessionOf(t *testing.T, n *testNode, namespace, key string) *sessionv1.Sess
 // A write at the wrong index is refused before anything is stored, and
 // the panic says where the session stands.
 func TestPersistEventAtWrongIndexStoresNothing(t *testing.T) {
-	n := startSQLite(t)
-	j := journal.New(n.node.Sessions(), journal.Config{})
+	t.Run("Embedded", func(t *testing.T) {
+		n := startSQLite(t)
+		wrongIndex(t, n, n.node.Sessions())
+	})
+	t.Run("OverGRPC", func(t *testing.T) {
+		n := startSQLite(t)
+		wrongIndex(t, n, overGRPC(t, n))
+	})
+}
+
+func wrongIndex(t *testing.T, n *testNode, svc journal.Sessions) {
+	j := journal.New(svc, journal.Config{})
 	j.PersistEvent("a", 0, event("e0"))
 	j.PersistEvent("a", 1, event("e1"))
 
