@@ -34,11 +34,11 @@ const eventFormat = `{"adk_event":1}`
 // level of the JSON, like the event's own.
 type storedEvent struct {
 	model.LLMResponse
-	InvocationID       string               `json:",omitempty"`
-	Branch             string               `json:",omitempty"`
-	Author             string               `json:",omitempty"`
+	InvocationID       string `json:",omitempty"`
+	Branch             string `json:",omitempty"`
+	Author             string `json:",omitempty"`
 	Actions            session.EventActions
-	LongRunningToolIDs []string             `json:",omitempty"`
+	LongRunningToolIDs []string `json:",omitempty"`
 }
 
 // withoutTemp returns event with the temp: keys of its state delta removed:
