@@ -70,7 +70,7 @@ type cityResult struct {
 // rememberCity counts the user's visits in user state (shared by all the
 // user's sessions), keeps the last city in session state, and leaves a
 // temp: key that must never be stored.
-func rememberCity(ctx tool.Context, args cityArgs) (cityResult, error) {
+func rememberCity(ctx agent.ToolContext, args cityArgs) (cityResult, error) {
 	visits := 0
 	if v, err := ctx.State().Get("user:visits"); err == nil {
 		switch n := v.(type) {
