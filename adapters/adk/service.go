@@ -223,7 +223,9 @@ func (s *Service) readEvents(ctx context.Context, sid string, next int64, req *s
 }
 
 // List returns the app's sessions (of one user, or of all when UserID is
-// empty), with their state and without events, as ADK's services do.
+// empty), with their state and without events, as ADK's services do. The
+// listing is filtered on the server (namespace and actor name); each
+// session's state is one more read, of its state row and scopes only.
 func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.ListResponse, error) {
 	if req.AppName == "" {
 		return nil, fmt.Errorf("adk: app_name is required, got app_name: %q", req.AppName)
