@@ -19,6 +19,8 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+func quietLogger(*actor.ActorSystem) *slog.Logger { return quiet }
+
 // embedded is agentstate in this process: an actor system, the actors on a
 // SQLite file, and the ADK service over the sessions service.
 type embedded struct {
@@ -32,7 +34,7 @@ type embedded struct {
 // idempotent and also runs at the test's end.
 func openEmbedded(t testing.TB, path string) (e *embedded, stop func()) {
 	t.Helper()
-	e = &embedded{sys: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))}
+	e = &embedded{sys: actor.NewActorSystem(actor.WithLoggerFactory(quietLogger))}
 	var err error
 	if e.store, err = sqlite.Open(path); err != nil {
 		t.Fatalf("open %s: %v", path, err)

@@ -310,3 +310,23 @@ func TestForeignMessageReadsAsText(t *testing.T) {
 		t.Fatalf("the foreign message as an event: %+v", ev)
 	}
 }
+
+// NumRecentEvents beyond what one server "last N" read returns (1000) pages
+// the events instead, and still returns exactly the last N.
+func TestManyRecentEvents(t *testing.T) {
+	e, _ := openEmbedded(t, "memory:"+t.Name())
+	h := create(t, e.Svc, "u1", "s1", nil)
+	const n = 1005
+	for i := range n {
+		if err := e.Svc.AppendEvent(t.Context(), h, event(fmt.Sprintf("e%d", i), nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := e.Svc.Get(t.Context(), &session.GetRequest{AppName: "app", UserID: "u1", SessionID: "s1", NumRecentEvents: 1002})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs := r.Session.Events(); evs.Len() != 1002 || evs.At(0).ID != "e3" || evs.At(1001).ID != "e1004" {
+		t.Fatalf("%d events, from %v", evs.Len(), evs.At(0))
+	}
+}
