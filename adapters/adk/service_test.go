@@ -330,3 +330,66 @@ func TestManyRecentEvents(t *testing.T) {
 		t.Fatalf("%d events, from %v", evs.Len(), evs.At(0))
 	}
 }
+
+// racing is a Store whose first ListMessages is preceded by another
+// writer's append: the append lands between Get's read of the state and
+// its read of the events.
+type racing struct {
+	adk.Store
+	once  sync.Once
+	race  func()
+	lists atomic.Int64
+}
+
+func (r *racing) ListMessages(ctx context.Context, req *sessionv1.ListMessagesRequest) (*sessionv1.ListMessagesResponse, error) {
+	r.once.Do(r.race)
+	r.lists.Add(1)
+	return r.Store.ListMessages(ctx, req)
+}
+
+// A Get that races an append returns events and state of one moment, and
+// a handle whose next sequence is that moment's: a "last N" read is made
+// again and includes the new event; a full read leaves the new event out,
+// and its handle, outdated, is refused as stale.
+func TestGetRacingAnAppendIsConsistent(t *testing.T) {
+	for _, last := range []int{2, 0} {
+		t.Run(fmt.Sprintf("last=%d", last), func(t *testing.T) {
+			e, _ := openEmbedded(t, dbPath(t))
+			h := create(t, e.Svc, "u1", "s1", nil)
+			for i := range 3 {
+				if err := e.Svc.AppendEvent(t.Context(), h, event(fmt.Sprintf("e%d", i), map[string]any{"k": i})); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := &racing{Store: e.node.Sessions(), race: func() {
+				if err := e.Svc.AppendEvent(t.Context(), h, event("racer", map[string]any{"k": "racer"})); err != nil {
+					t.Error(err)
+				}
+			}}
+			svc := adk.New(r, adk.Options{})
+			got, err := svc.Get(t.Context(), &session.GetRequest{AppName: "app", UserID: "u1", SessionID: "s1", NumRecentEvents: last})
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs := got.Session.Events()
+			k, _ := got.Session.State().Get("k")
+			lastID := evs.At(evs.Len() - 1).ID
+			switch last {
+			case 2:
+				if evs.Len() != 2 || lastID != "racer" || k != "racer" || r.lists.Load() != 2 {
+					t.Fatalf("events %d ending %s, k = %v, %d reads; want the read made again, with the racer", evs.Len(), lastID, k, r.lists.Load())
+				}
+				if err := svc.AppendEvent(t.Context(), got.Session, event("after", nil)); err != nil {
+					t.Fatalf("append through the handle: %v", err)
+				}
+			case 0:
+				if evs.Len() != 3 || lastID != "e2" || k != float64(2) {
+					t.Fatalf("events %d ending %s, k = %v; want the moment before the racer", evs.Len(), lastID, k)
+				}
+				if err := svc.AppendEvent(t.Context(), got.Session, event("after", nil)); !errors.Is(err, adk.ErrStaleSession) {
+					t.Fatalf("append through the outdated handle: %v; want ErrStaleSession", err)
+				}
+			}
+		})
+	}
+}
