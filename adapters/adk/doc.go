@@ -30,6 +30,9 @@
 //     handle was read at, so an append through an outdated handle is
 //     refused (ErrStaleSession) and stores nothing.
 //
+// Options.SessionTTL gives sessions agentstate's time to live (the node's
+// expiry sweep deletes them), which ADK's own services do not offer.
+//
 // Limits are agentstate's: an ADK session id (with its user id) and an app
 // name are at most 256 bytes in all; an event id is 1-128 bytes of
 // printable ASCII without spaces; an event is at most the node's message

@@ -11,6 +11,7 @@ import (
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/adk/platform"
 	"google.golang.org/adk/session"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -24,6 +25,10 @@ type Options struct {
 	// NamespacePrefix is put before the app name to make the agentstate
 	// namespace of the app's sessions (default "adk:").
 	NamespacePrefix string
+	// SessionTTL, when positive, gives every session created a time to
+	// live: agentstate's expiry sweep deletes it that long after its
+	// creation. Zero: sessions live until deleted.
+	SessionTTL time.Duration
 }
 
 // Service is ADK's session.Service on agentstate.
@@ -65,14 +70,18 @@ func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (*sess
 	if err != nil {
 		return nil, err
 	}
-	created, err := s.store.Create(ctx, &sessionv1.CreateSessionRequest{
+	cr := &sessionv1.CreateSessionRequest{
 		ActorName:    req.UserID,
 		Namespace:    s.namespace(req.AppName),
 		ClientKey:    clientKey(req.UserID, id),
 		MetadataJson: meta,
 		StateDelta:   d.session,
 		ScopeDeltas:  d.scopes(req.AppName, req.UserID),
-	})
+	}
+	if s.opts.SessionTTL > 0 {
+		cr.Ttl = durationpb.New(s.opts.SessionTTL)
+	}
+	created, err := s.store.Create(ctx, cr)
 	if err != nil {
 		if errs.CodeOf(err) == errs.AlreadyExistsCode {
 			return nil, fmt.Errorf("adk: session %q of app %q, user %q already exists: %w", id, req.AppName, req.UserID, err)

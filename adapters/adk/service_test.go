@@ -393,3 +393,24 @@ func TestGetRacingAnAppendIsConsistent(t *testing.T) {
 		})
 	}
 }
+
+// Options.SessionTTL gives each created session agentstate's expiry.
+func TestSessionTTL(t *testing.T) {
+	e, _ := openEmbedded(t, dbPath(t))
+	svc := adk.New(e.node.Sessions(), adk.Options{SessionTTL: time.Hour})
+	before := time.Now()
+	create(t, svc, "u1", "s1", nil)
+	s, err := e.node.Sessions().Get(t.Context(), &sessionv1.GetSessionRequest{Namespace: "adk:app", ClientKey: "u1/s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := s.GetSession().GetExpiresAt().AsTime()
+	if exp.Before(before.Add(time.Hour)) || exp.After(time.Now().Add(time.Hour)) {
+		t.Fatalf("expires_at %v; want an hour after the create", exp)
+	}
+	create(t, e.Svc, "u1", "s2", nil)
+	s, err = e.node.Sessions().Get(t.Context(), &sessionv1.GetSessionRequest{Namespace: "adk:app", ClientKey: "u1/s2"})
+	if err != nil || s.GetSession().GetExpiresAt() != nil {
+		t.Fatalf("without a TTL: expires_at %v, %v", s.GetSession().GetExpiresAt(), err)
+	}
+}
