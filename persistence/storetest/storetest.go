@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"times", timeCases},
 		{"tokens", tokenCases},
 		{"state and retention", stateCases},
+		{"scope deltas in batches", scopeBatchCases},
 		{"feed", feedCases},
 	}
 	for _, g := range groups {
