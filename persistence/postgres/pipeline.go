@@ -115,12 +115,12 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 		// the pipeline assumes; a retried turn fails its check, and the
 		// replay applies only the new turns' deltas.
 		if t.HasDelta() {
-			after, scopes, err := a.turnDeltas(c.SessionID, cur, t)
+			after, scopes, bad, err := a.turnDeltas(c.SessionID, cur, t)
 			if err != nil {
-				if !persistence.IsCommandError(err) {
-					return persistence.Result{}, err
-				}
-				res.Turns[i].Err = err
+				return persistence.Result{}, err
+			}
+			if bad != nil {
+				res.Turns[i].Err = bad
 				continue
 			}
 			at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)

@@ -109,7 +109,10 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if tag.RowsAffected() == 0 {
 		return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
 	}
-	scopes, err := a.scopeStates(c.Scopes)
+	scopes, bad, err := a.scopeStates(c.Scopes)
+	if err == nil {
+		err = bad
+	}
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -230,12 +233,12 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 	}
 	after, scopes := "", []scopeWrite(nil)
 	if t.HasDelta() {
-		var err error
-		if after, scopes, err = a.turnDeltas(c.SessionID, state, t); err != nil {
-			if persistence.IsCommandError(err) {
-				return persistence.TurnResult{Err: err}, 0, "", nil
-			}
+		var bad, err error
+		if after, scopes, bad, err = a.turnDeltas(c.SessionID, state, t); err != nil {
 			return persistence.TurnResult{}, 0, "", err
+		}
+		if bad != nil {
+			return persistence.TurnResult{Err: bad}, 0, "", nil
 		}
 	}
 	tr, n, err := a.turnRows(c, t, seq)

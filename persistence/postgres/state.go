@@ -48,25 +48,36 @@ func (a *applier) lockScopes(ds []persistence.ScopeDelta) (map[string]string, er
 	return out, nil
 }
 
-// scopeStates computes the new states of ds.
-func (a *applier) scopeStates(ds []persistence.ScopeDelta) ([]scopeWrite, error) {
+// scopeStates computes the new states of ds. bad is a delta that does not
+// apply (too large): the turn's own failure, with nothing written. err is
+// a statement's failure, never the turn's, even when it is an *errs.Error:
+// locking the scopes sends what the pipeline held, so in the attempt
+// without savepoints err may be errPipeline, the failed check of an
+// earlier turn or command (whose optimistic result is then wrong, so the
+// batch must be replayed), or a statement that aborted the transaction; in
+// a replay a failed statement has aborted the command's savepoint. Either
+// way only failing the whole command (Isolate, or its savepoint's
+// rollback) is right: as the turn's error, the earlier turn would be
+// answered as stored where it is not, or later statements would run in the
+// aborted transaction (SQLSTATE 25P02).
+func (a *applier) scopeStates(ds []persistence.ScopeDelta) (ws []scopeWrite, bad, err error) {
 	if len(ds) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	cur, err := a.lockScopes(ds)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]scopeWrite, 0, len(ds))
 	for _, d := range ds {
 		next, err := persistence.ApplyDelta("scope "+d.Scope, cur[d.Scope], d.Delta)
 		if err != nil {
-			return nil, err
+			return nil, err, nil
 		}
 		cur[d.Scope] = next
 		out = append(out, scopeWrite{d.Scope, next})
 	}
-	return out, nil
+	return out, nil, nil
 }
 
 const updateScopeSQL = `UPDATE state_scopes SET state_json = $2, updated_at = $3 WHERE scope = $1`
@@ -88,16 +99,15 @@ func (a *applier) writeScopes(ws []scopeWrite, at int64) error {
 
 // turnDeltas computes what turn t changes: the session's state after it
 // (from state; "" when t has no session delta) and its scopes' states.
-func (a *applier) turnDeltas(sessionID, state string, t *persistence.Turn) (string, []scopeWrite, error) {
-	after := ""
+// bad fails the turn alone; err fails its command (see scopeStates).
+func (a *applier) turnDeltas(sessionID, state string, t *persistence.Turn) (after string, ws []scopeWrite, bad, err error) {
 	if t.State != nil {
-		var err error
-		if after, err = persistence.ApplyDelta("session "+sessionID, state, t.State); err != nil {
-			return "", nil, err
+		if after, bad = persistence.ApplyDelta("session "+sessionID, state, t.State); bad != nil {
+			return "", nil, bad, nil
 		}
 	}
-	ws, err := a.scopeStates(t.Scopes)
-	return after, ws, err
+	ws, bad, err = a.scopeStates(t.Scopes)
+	return after, ws, bad, err
 }
 
 func (r *reader) GetSessionState(ctx context.Context, sessionID string) (string, int64, error) {
