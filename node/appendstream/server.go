@@ -29,6 +29,9 @@ type Server struct {
 	// stream ends with UNAVAILABLE (errDraining); whatever the client
 	// sent that was not answered was not stored either.
 	Draining <-chan struct{}
+	// Limits bound what one AppendBatches stream may hold (zero fields:
+	// the defaults).
+	Limits Limits
 }
 
 // errDraining ends a stream when the node shuts down.
