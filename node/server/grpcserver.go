@@ -38,6 +38,10 @@ type apiOptions struct {
 	MaxRecvBytes int
 	// MarkNetwork marks a request's context as a network sender's.
 	MarkNetwork func(context.Context) context.Context
+	// Conns bounds connections' streams and idleness; Streams what one
+	// AppendBatches stream may hold.
+	Conns   connLimits
+	Streams appendstream.Limits
 }
 
 // apiServer is the gRPC API: the three services, the standard health
@@ -70,6 +74,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		grpc.ChainUnaryInterceptor(unaryChain(m, auth, opt.MarkNetwork, log)...),
 		grpc.ChainStreamInterceptor(streamChain(m, auth, log)...),
 	}
+	sopts = append(sopts, opt.Conns.serverOptions()...)
 	if opt.TLSCert != "" || opt.TLSKey != "" {
 		if opt.TLSCert == "" || opt.TLSKey == "" {
 			return nil, fmt.Errorf("--tls-cert and --tls-key go together")
@@ -90,6 +95,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	// counted here, one by one.
 	sessionv1.RegisterSessionServiceServer(reg, &appendstream.Server{
 		SessionServiceServer: svc.Sessions, Mark: opt.MarkNetwork, Observe: m.countAppend, Draining: a.draining,
+		Limits: opt.Streams,
 	})
 	planv1.RegisterPlanServiceServer(reg, svc.Plans)
 	auditv1.RegisterAuditServiceServer(reg, svc.Audit)
