@@ -86,6 +86,9 @@ func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendB
 				<-served
 				close(work.jobs)
 			}()
+			if s.OnStall != nil {
+				s.OnStall(ctx)
+			}
 			return context.Cause(admit)
 		}
 		<-served // the stream ended: its blocked sends failed

@@ -59,6 +59,7 @@ type limitHarness struct {
 	mu     sync.Mutex
 	ended  []error // each AppendBatches handler's error (honest streams end nil)
 	endedC chan struct{}
+	stalls atomic.Int64 // OnStall calls
 }
 
 func newLimitHarness(t *testing.T, svc *echo, lim appendstream.Limits) *limitHarness {
@@ -83,7 +84,8 @@ func newLimitHarness(t *testing.T, svc *echo, lim appendstream.Limits) *limitHar
 			}
 			return err
 		}))
-	sessionv1.RegisterSessionServiceServer(srv, &appendstream.Server{SessionServiceServer: svc, Limits: lim})
+	sessionv1.RegisterSessionServiceServer(srv, &appendstream.Server{SessionServiceServer: svc, Limits: lim,
+		OnStall: func(context.Context) { h.stalls.Add(1) }})
 	go srv.Serve(lis) //nolint:errcheck // ends with Stop
 	t.Cleanup(srv.Stop)
 	return h
@@ -192,6 +194,9 @@ func TestAppendBatchesEndsAStreamWhoseClientDoesNotRead(t *testing.T) {
 		if errs.CodeOf(err) != errs.ResourceExhaustedCode || !strings.Contains(err.Error(), "were not read") {
 			t.Fatalf("an unread stream ended with %v, want RESOURCE_EXHAUSTED naming the unread outcomes", err)
 		}
+	}
+	if n := h.stalls.Load(); n != hostile {
+		t.Fatalf("OnStall was called %d times for %d unread streams", n, hostile)
 	}
 	if peak := svc.peak.Load(); peak > hostile*maxAppends+8 {
 		t.Fatalf("%d appends were served at once, more than %d streams × %d", peak, hostile, maxAppends)

@@ -1,14 +1,17 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
 )
 
 // Defaults of the gRPC server's limits on connections and streams
@@ -128,4 +131,61 @@ func listenLimited(addr string, max int) (net.Listener, error) {
 		return nil, err
 	}
 	return netutil.LimitListener(lis, max), nil
+}
+
+// connTracker is the gRPC listener's set of open connections by peer
+// address, so that the node can close the connection of a client that
+// stopped reading an AppendBatches stream (appendstream.Server.OnStall):
+// ending the stream alone leaves its unread outcomes and its trailers
+// queued in the transport until the client reads or the connection
+// closes, and a client could hold up to --grpc-max-streams such streams
+// per connection.
+type connTracker struct {
+	net.Listener
+	mu    sync.Mutex
+	conns map[string]net.Conn
+}
+
+func (t *connTracker) Accept() (net.Conn, error) {
+	c, err := t.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, t: t, key: c.RemoteAddr().String()}
+	t.mu.Lock()
+	t.conns[tc.key] = tc
+	t.mu.Unlock()
+	return tc, nil
+}
+
+// closePeer closes the connection of the stream whose context is ctx.
+func (t *connTracker) closePeer(ctx context.Context) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return
+	}
+	t.mu.Lock()
+	c := t.conns[p.Addr.String()]
+	t.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	t    *connTracker
+	key  string
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.t.mu.Lock()
+		if c.t.conns[c.key] == c {
+			delete(c.t.conns, c.key)
+		}
+		c.t.mu.Unlock()
+	})
+	return c.Conn.Close()
 }

@@ -293,7 +293,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		})
 	}
 	s.goServe(func() error {
-		if err := s.api.srv.Serve(grpcLis); err != nil {
+		if err := s.api.serve(grpcLis); err != nil {
 			return fmt.Errorf("grpc: %w", err)
 		}
 		return nil
