@@ -42,11 +42,15 @@ const (
 	// handshakeTimeout bounds a new connection's TLS and HTTP/2
 	// handshake: a connection that never sends its preface is closed.
 	handshakeTimeout = 10 * time.Second
-	// streamWindow is each stream's (and the connection's) HTTP/2 receive
-	// window, fixed: gRPC's dynamic window grows to 16 MiB per stream, all
-	// of which a client can fill on a stream the node is not reading (an
-	// AppendBatches stream at its bound, an ended one).
-	streamWindow = 64 << 10
+	// streamWindow is each stream's HTTP/2 receive window, fixed: gRPC's
+	// dynamic window grows to 16 MiB per stream, all of which a client can
+	// fill on a stream the node is not reading (an AppendBatches stream at
+	// its bound). 1 MiB keeps a 3 MiB request to a few round trips.
+	// connWindow is the connection's: gRPC acknowledges it on receipt,
+	// whether the streams are read or not, so it bounds no memory; it
+	// only must not throttle the streams.
+	streamWindow = 1 << 20
+	connWindow   = 4 << 20
 
 	// fdReserve is the descriptors kept for everything but gRPC
 	// connections: the database (SQLite: the writer and the reader pool,
@@ -80,7 +84,7 @@ func (l connLimits) serverOptions() []grpc.ServerOption {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.ConnectionTimeout(handshakeTimeout),
 		grpc.InitialWindowSize(streamWindow),
-		grpc.InitialConnWindowSize(streamWindow),
+		grpc.InitialConnWindowSize(connWindow),
 	}
 }
 

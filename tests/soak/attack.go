@@ -48,6 +48,41 @@ type Attacks struct {
 	RemoteAddr                 string
 	RemoteSenders, RemoteReads int
 	RemoteEvery                time.Duration
+	// Token is the node's bearer token, presented by every attack but
+	// the auth flood: the hostile clients are authorized ones that
+	// misbehave, so their requests reach the node's admission.
+	Token string
+	// Session is the session the hostile appends go to ("": a session id
+	// that does not exist, answered NOT_FOUND after admission).
+	Session string
+}
+
+// only keeps the attacks named in list (comma-separated: unread,
+// oversized, idle, auth, remote); an empty list keeps them all.
+func (a Attacks) only(list string) Attacks {
+	if list == "" {
+		return a
+	}
+	keep := make(map[string]bool)
+	for _, name := range strings.Split(list, ",") {
+		keep[strings.TrimSpace(name)] = true
+	}
+	if !keep["unread"] {
+		a.UnreadStreams = 0
+	}
+	if !keep["oversized"] {
+		a.Oversized = 0
+	}
+	if !keep["idle"] {
+		a.IdleStreams, a.IdleConns = 0, 0
+	}
+	if !keep["auth"] {
+		a.AuthFlood = 0
+	}
+	if !keep["remote"] {
+		a.RemoteAddr = ""
+	}
+	return a
 }
 
 // Tally counts what the attacks saw, by attack and outcome.
@@ -94,8 +129,9 @@ func (a Attacks) Run(ctx context.Context, addr string, t *Tally) {
 			}()
 		}
 	}
-	spawn(a.UnreadStreams, func(ctx context.Context, i int) { unreadStream(ctx, addr, t) })
-	spawn(a.Oversized, func(ctx context.Context, i int) { oversized(ctx, addr, t) })
+	auth := nodeclient.DialOptions(nodeclient.Options{Token: a.Token})
+	spawn(a.UnreadStreams, func(ctx context.Context, i int) { a.unreadStream(ctx, addr, auth, t) })
+	spawn(a.Oversized, func(ctx context.Context, i int) { a.oversized(ctx, addr, auth, t) })
 	if a.IdleStreams > 0 {
 		spawn(1, func(ctx context.Context, _ int) { idleStreams(ctx, addr, a.IdleStreams, t) })
 	}
@@ -107,13 +143,15 @@ func (a Attacks) Run(ctx context.Context, addr string, t *Tally) {
 	wg.Wait()
 }
 
-// missingSession is a well-formed session id that no session has: the
-// hostile appends reach admission and the session actor, which answers
-// NOT_FOUND, so the attack costs the node its memory, not its disk.
+// missingSession is a well-formed session id that no session has.
 var missingSession = ids.New()
 
-func appendReq(content int, messages int) *sessionv1.AppendRequest {
-	r := &sessionv1.AppendRequest{SessionId: missingSession}
+func (a Attacks) appendReq(content int, messages int) *sessionv1.AppendRequest {
+	sid := a.Session
+	if sid == "" {
+		sid = missingSession
+	}
+	r := &sessionv1.AppendRequest{SessionId: sid}
 	body := strings.Repeat("x", content)
 	for range messages {
 		r.Messages = append(r.Messages, &sessionv1.NewMessage{MessageId: ids.New(), Role: sessionv1.Role_ROLE_USER, Content: body})
@@ -125,9 +163,9 @@ func appendReq(content int, messages int) *sessionv1.AppendRequest {
 // read, each on a connection of its own with a fixed 64 KiB receive
 // window (so that the node's sends block at once). When the node ends
 // the stream (and closes the connection), it opens the next.
-func unreadStream(ctx context.Context, addr string, t *Tally) {
+func (a Attacks) unreadStream(ctx context.Context, addr string, opts []grpc.DialOption, t *Tally) {
 	for ctx.Err() == nil {
-		conn, err := grpc.NewClient(addr, append(nodeclient.DialOptions(nodeclient.Options{}),
+		conn, err := grpc.NewClient(addr, append(slices.Clip(opts),
 			grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))...)
 		if err != nil {
 			t.add("unread:dial_error", 1)
@@ -140,7 +178,7 @@ func unreadStream(ctx context.Context, addr string, t *Tally) {
 			for n := uint64(0); ; n += 64 {
 				b := &sessionv1.AppendBatch{}
 				for i := range uint64(64) {
-					b.Appends = append(b.Appends, &sessionv1.TaggedAppend{Tag: n + i, Request: appendReq(512, 1)})
+					b.Appends = append(b.Appends, &sessionv1.TaggedAppend{Tag: n + i, Request: a.appendReq(512, 1)})
 				}
 				if err = stream.Send(b); err != nil {
 					break
@@ -158,16 +196,19 @@ func unreadStream(ctx context.Context, addr string, t *Tally) {
 }
 
 // oversized sends appends of three 1 MiB messages (3 MiB requests).
-func oversized(ctx context.Context, addr string, t *Tally) {
-	conn, err := grpc.NewClient(addr, nodeclient.DialOptions(nodeclient.Options{})...)
+func (a Attacks) oversized(ctx context.Context, addr string, opts []grpc.DialOption, t *Tally) {
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		t.add("oversized:dial_error", 1)
 		return
 	}
 	defer conn.Close()
 	api := sessionv1.NewSessionServiceClient(conn)
-	req := appendReq(1<<20-64, 3) // each message just inside the 1 MiB content limit
+	req := a.appendReq(1<<20-64, 3) // each message just inside the 1 MiB content limit
 	for ctx.Err() == nil {
+		for _, m := range req.Messages {
+			m.MessageId = ids.New() // a new append each time, not a retry
+		}
 		_, err := api.Append(ctx, req)
 		t.add("oversized:"+status.Code(err).String(), 1)
 		if status.Code(err) == codes.Unavailable { // the connection broke: do not spin

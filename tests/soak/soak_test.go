@@ -28,7 +28,12 @@ var (
 	duration   = flag.Duration("soak.duration", 20*time.Second, "how long the attacks run")
 	asGrowth   = flag.Int64("soak.as-growth", 1<<30, "address space the node may grow by once ready (its RLIMIT_AS is its size then plus this)")
 	rssBound   = flag.Int64("soak.rss-bound", 768<<20, "the node's peak resident memory (VmHWM) must stay below this")
+	memLimit   = flag.String("soak.gomemlimit", "512MiB", "the node's GOMEMLIMIT, as docs/OPERATIONS.md recommends for a node with a memory limit (\"\": none)")
+	missing    = flag.Bool("soak.missing-session", false, "hostile appends go to a session that does not exist (default: one the attacker created)")
+	senders    = flag.Int("soak.remote-senders", 5000, "sender addresses named by each remote batch of refused envelopes")
+	reads      = flag.Int("soak.remote-reads", 20000, "audit reads in each remote batch")
 	remoteOn   = flag.Bool("soak.remote", true, "include the remote endpoint's attacks")
+	only       = flag.String("soak.only", "", "run only these attacks, comma-separated (unread, oversized, idle, auth, remote); default all")
 	// remoteArgs are the serve flags of the remote endpoint the attacks
 	// reach; a build that needs more to listen on loopback without mutual
 	// TLS is given them here.
@@ -42,6 +47,9 @@ var build checker.NodeBuild
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if cfg := os.Getenv(attackerEnv); cfg != "" {
+		os.Exit(runAttacker(cfg))
+	}
 	code := m.Run()
 	build.Remove()
 	os.Exit(code)
@@ -75,7 +83,7 @@ func BenchmarkSoak(b *testing.B) {
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	args := []string{"--auth-token-file", tokenFile, "--stream-send-timeout", "2s", "--grpc-idle-timeout", "5s"}
+	args := []string{"--auth-token-file", tokenFile, "--grpc-idle-timeout", "5s"}
 	remoteAddr := ""
 	if *remoteOn {
 		var err error
@@ -83,6 +91,11 @@ func BenchmarkSoak(b *testing.B) {
 			b.Fatal(err)
 		}
 		args = append(append(args, "--remote-addr", remoteAddr), strings.Fields(*remoteArgs)...)
+	}
+	if *memLimit != "" {
+		// The node inherits this process's environment (its GC target
+		// otherwise lets the heap grow to five times the live data).
+		b.Setenv("GOMEMLIMIT", *memLimit)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *duration+5*time.Minute)
 	defer cancel()
@@ -121,15 +134,30 @@ func BenchmarkSoak(b *testing.B) {
 	}
 
 	attacks := Attacks{UnreadStreams: 40, Oversized: 48, IdleStreams: 20000, IdleConns: 200, AuthFlood: 8,
-		RemoteAddr: remoteAddr, RemoteSenders: 5000, RemoteReads: 20000, RemoteEvery: 2 * time.Second}
-	var tally Tally
+		RemoteAddr: remoteAddr, RemoteSenders: *senders, RemoteReads: *reads, RemoteEvery: 2 * time.Second, Token: token}
+	attacks = attacks.only(*only)
+	if !*missing {
+		s, err := sessionv1.NewSessionServiceClient(conn).Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "hostile"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		attacks.Session = s.GetSession().GetSessionId()
+	}
+	// The attackers run in a process of their own (this test binary
+	// again), so that their goroutines do not take the honest clients'
+	// share of this process's scheduler.
 	actx, stopAttacks := context.WithTimeout(ctx, *duration)
 	defer stopAttacks()
+	attacker, err := startAttacker(attacks, n.GRPCAddr, *duration)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var attacking sync.WaitGroup
 	attacking.Add(1)
+	var tallyText string
 	go func() {
 		defer attacking.Done()
-		attacks.Run(actx, n.GRPCAddr, &tally)
+		tallyText = attacker.wait()
 	}()
 
 	// Every 250 ms: the node's RSS; every 5 s: the honest clients'
@@ -150,7 +178,8 @@ func BenchmarkSoak(b *testing.B) {
 		if err != nil {
 			stopAttacks()
 			attacking.Wait()
-			b.Fatalf("the node is gone after %v of attacks: %v\n%s", time.Since(start).Round(time.Millisecond), err, n.LogTail(3000))
+			b.Fatalf("the node is gone after %v of attacks (highest VmRSS sampled %d MiB): %v\n%s", time.Since(start).Round(time.Millisecond),
+				peakRSS>>20, err, deathNote(n.LogTail(1<<22)))
 		}
 		peakRSS = max(peakRSS, rss)
 		if i%20 == 0 {
@@ -174,7 +203,7 @@ func BenchmarkSoak(b *testing.B) {
 	if err := <-ran; err != nil {
 		b.Fatalf("honest load: %v", err)
 	}
-	b.Logf("attacks: %s", tally.String())
+	b.Logf("attacks: %s", tallyText)
 	b.Logf("honest: %d operations acknowledged in %v (%.0f/s), %d of %d 5-second windows without one; failures %s",
 		honest, elapsed.Round(time.Millisecond), float64(honest)/elapsed.Seconds(), stalls, windows, checker.FormatFailures(load.Failures()))
 	b.Logf("node: VmHWM %d MiB, highest VmRSS sampled %d MiB (bound %d MiB)", hwm>>20, peakRSS>>20, *rssBound>>20)
@@ -206,6 +235,25 @@ func BenchmarkSoak(b *testing.B) {
 	if err := r.Err(); err != nil {
 		b.Errorf("the checker's verdict: %v", err)
 	}
+}
+
+// deathNote is the part of a dead node's log that says why it died: the
+// runtime's fatal error or panic line and what follows it, without the
+// goroutine dump.
+func deathNote(log string) string {
+	for _, marker := range []string{"fatal error:", "panic:", "runtime: "} {
+		if i := strings.Index(log, marker); i >= 0 {
+			note := log[i:]
+			if j := strings.Index(note, "\ngoroutine "); j >= 0 {
+				note = note[:j]
+			}
+			return note
+		}
+	}
+	if len(log) > 3000 {
+		log = log[len(log)-3000:]
+	}
+	return log
 }
 
 // TestIdleConnectionsCannotLockOutClients starts a node with 256 open
