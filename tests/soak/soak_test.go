@@ -179,7 +179,7 @@ func BenchmarkSoak(b *testing.B) {
 			stopAttacks()
 			attacking.Wait()
 			b.Fatalf("the node is gone after %v of attacks (highest VmRSS sampled %d MiB): %v\n%s", time.Since(start).Round(time.Millisecond),
-				peakRSS>>20, err, deathNote(n.LogTail(1<<22)))
+				peakRSS>>20, err, deathNote(n.LogTail(1<<30)))
 		}
 		peakRSS = max(peakRSS, rss)
 		if i%20 == 0 {
@@ -200,8 +200,17 @@ func BenchmarkSoak(b *testing.B) {
 	}
 	b.StopTimer()
 	close(stopLoad)
-	if err := <-ran; err != nil {
-		b.Fatalf("honest load: %v", err)
+	select {
+	case err := <-ran:
+		if err != nil {
+			b.Fatalf("honest load: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		// The clients retry until answered: a node that died after the
+		// last sample answers nobody.
+		_, gone := procStatus(pid, "VmRSS")
+		b.Fatalf("the honest clients were not all answered within 2 minutes of the attacks' end (the node: %v; attacks: %s)\n%s",
+			gone, tallyText, deathNote(n.LogTail(1<<30)))
 	}
 	b.Logf("attacks: %s", tallyText)
 	b.Logf("honest: %d operations acknowledged in %v (%.0f/s), %d of %d 5-second windows without one; failures %s",
@@ -242,7 +251,7 @@ func BenchmarkSoak(b *testing.B) {
 // goroutine dump.
 func deathNote(log string) string {
 	for _, marker := range []string{"fatal error:", "panic:", "runtime: "} {
-		if i := strings.Index(log, marker); i >= 0 {
+		if i := strings.LastIndex(log, marker); i >= 0 {
 			note := log[i:]
 			if j := strings.Index(note, "\ngoroutine "); j >= 0 {
 				note = note[:j]
