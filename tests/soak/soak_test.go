@@ -200,17 +200,23 @@ func BenchmarkSoak(b *testing.B) {
 	}
 	b.StopTimer()
 	close(stopLoad)
-	select {
-	case err := <-ran:
-		if err != nil {
-			b.Fatalf("honest load: %v", err)
+	// The clients retry until answered: a node that died after the last
+	// sample answers nobody, so keep watching it.
+	deadline := time.After(2 * time.Minute)
+	for waiting := true; waiting; {
+		select {
+		case err := <-ran:
+			if err != nil {
+				b.Fatalf("honest load: %v", err)
+			}
+			waiting = false
+		case <-tick.C:
+			if _, err := procStatus(pid, "VmRSS"); err != nil {
+				b.Fatalf("the node died as the attacks ended (attacks: %s): %v\n%s", tallyText, err, deathNote(n.LogTail(1<<30)))
+			}
+		case <-deadline:
+			b.Fatalf("the honest clients were not all answered within 2 minutes of the attacks' end (attacks: %s)", tallyText)
 		}
-	case <-time.After(2 * time.Minute):
-		// The clients retry until answered: a node that died after the
-		// last sample answers nobody.
-		_, gone := procStatus(pid, "VmRSS")
-		b.Fatalf("the honest clients were not all answered within 2 minutes of the attacks' end (the node: %v; attacks: %s)\n%s",
-			gone, tallyText, deathNote(n.LogTail(1<<30)))
 	}
 	b.Logf("attacks: %s", tallyText)
 	b.Logf("honest: %d operations acknowledged in %v (%.0f/s), %d of %d 5-second windows without one; failures %s",
