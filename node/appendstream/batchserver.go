@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"runtime"
 	"sync"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -12,15 +11,14 @@ import (
 	"google.golang.org/grpc"
 )
 
+// maxOutcomesPerMessage and maxOutcomeBytes bound one AppendOutcomes, so
+// that a message stays far below any receive limit, and so that a stream
+// whose client stopped reading holds at most about one message in the
+// transport (gRPC's write quota of a stream is 64 KiB, but one message
+// passes whole) once it has ended.
 const (
-	// MaxStreamInFlight bounds the appends one AppendBatches stream has
-	// being served at once. Past it the server stops reading the stream,
-	// so HTTP/2 flow control holds the client back instead of the node
-	// starting ever more appends for one peer.
-	MaxStreamInFlight = 8192
-	// maxOutcomesPerMessage bounds how many outcomes one AppendOutcomes
-	// carries, so that a message stays far below any receive limit.
 	maxOutcomesPerMessage = 1024
+	maxOutcomeBytes       = 64 << 10
 )
 
 // AppendBatches serves the stream's batches: every append is served with
@@ -31,12 +29,18 @@ const (
 // was answered, or the stream's error when receiving or sending fails. When
 // Draining closes, it stops taking appends (those received after are
 // answered UNAVAILABLE, unserved), answers those it took, and returns
-// errDraining.
+// errDraining. When one send of outcomes stays blocked for
+// Limits.SendTimeout (the client does not read), it stops serving the
+// stream and ends it with RESOURCE_EXHAUSTED (errStalled).
 //
 // Invariants: every append received is answered exactly once unless the
-// stream failed; at most MaxStreamInFlight appends of the stream are
-// between their receipt and the send of their outcome; the handler returns
-// only after every worker's last send (see outbox).
+// stream failed; at most Limits.MaxAppends appends of the stream, carrying
+// at most Limits.MaxBytes of requests, are between their receipt and the
+// send (or drop) of their outcome, and there are never more workers than
+// that; the handler returns only after every worker's last send (see
+// outbox), except when the stream stalled: then the one send blocked since
+// before may still be under way, and the transport's cancellation of the
+// ended stream releases it.
 func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes]) error {
 	ctx := stream.Context()
 	if s.Mark != nil {
@@ -51,13 +55,45 @@ func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendB
 	if err := stream.SendHeader(nil); err != nil {
 		return err
 	}
-	out := &outbox{stream: stream, slots: make(chan struct{}, MaxStreamInFlight)}
+	lim := s.Limits.withDefaults()
+	// admit ends with the stream, or when its outcomes stop being read:
+	// the receiver waiting for the next batch or for room in the budget
+	// wakes on either.
+	admit, stall := context.WithCancelCause(ctx)
+	defer stall(nil)
+	out := newOutbox(stream, lim, func() { stall(errStalled(lim)) })
 	var serving sync.WaitGroup
 	work := &workers{jobs: make(chan func())}
-	recvErr := s.receiveBatches(ctx, stream, &serving, work, out)
-	// Every append received has its worker, which returns only once its
-	// outcome is sent (or dropped after a failed send).
-	serving.Wait()
+	recvErr := s.receiveBatches(ctx, admit, stream, &serving, work, out)
+
+	// Every append received has its worker, which returns once its
+	// outcome is sent, dropped after a failed send, or (stalled) dropped.
+	served := make(chan struct{})
+	go func() {
+		serving.Wait()
+		close(served)
+	}()
+	select {
+	case <-served:
+	case <-admit.Done():
+		if ctx.Err() == nil {
+			// Stalled: a send is blocked and stays so until the stream
+			// ends, which happens only once this handler returned. The
+			// workers still serving finish on their own, their outcomes
+			// dropped; the pool ends after the last of them.
+			out.close()
+			go func() {
+				<-served
+				close(work.jobs)
+			}()
+			if s.OnStall != nil {
+				s.OnStall(ctx)
+			}
+			return context.Cause(admit)
+		}
+		<-served // the stream ended: its blocked sends failed
+	}
+	out.close()
 	close(work.jobs)
 	if recvErr != nil {
 		return recvErr
@@ -66,10 +102,12 @@ func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendB
 }
 
 // receiveBatches reads batches until the client closes its side (nil),
-// the stream fails, or Draining closes (errDraining), handing each append
-// to a worker. Once Draining is seen, the appends of a batch received but
-// not handed over are answered UNAVAILABLE, unserved.
-func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes],
+// the stream fails, Draining closes (errDraining), or admit ends (the
+// stream ended or stalled: admit's cause), handing each append to a worker
+// once the stream's budget has room for it. Once Draining is seen, the
+// appends of a batch received but not handed over are answered
+// UNAVAILABLE, unserved.
+func (s *Server) receiveBatches(ctx, admit context.Context, stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes],
 	serving *sync.WaitGroup, work *workers, out *outbox) error {
 	done := make(chan struct{})
 	defer close(done)
@@ -78,13 +116,15 @@ func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingSe
 		var r received[sessionv1.AppendBatch]
 		select {
 		case r = <-batches:
+		case <-admit.Done():
+			return context.Cause(admit)
 		case <-s.Draining: // nil without Draining: never
 			select {
 			case r = <-batches: // received already: refused below
 			default:
 			}
 			if r.err == nil && r.msg != nil {
-				return refuseAppends(ctx, out, r.msg.GetAppends())
+				return refuseAppends(admit, out, r.msg.GetAppends())
 			}
 			return errDraining()
 		}
@@ -97,38 +137,36 @@ func (s *Server) receiveBatches(ctx context.Context, stream grpc.BidiStreamingSe
 		appends := r.msg.GetAppends()
 		for i, a := range appends {
 			if s.draining() {
-				return refuseAppends(ctx, out, appends[i:])
+				return refuseAppends(admit, out, appends[i:])
 			}
-			select {
-			case out.slots <- struct{}{}:
-			case <-ctx.Done():
-				return context.Cause(ctx)
+			tag, req := a.GetTag(), a.GetRequest()
+			size := int64(req.SizeVT())
+			if err := out.budget.acquire(admit, size); err != nil {
+				return context.Cause(admit)
 			}
 			serving.Add(1)
-			tag, req := a.GetTag(), a.GetRequest()
 			work.run(func() {
 				defer serving.Done()
 				resp, err := s.serveOne(ctx, tag, req)
 				if s.Observe != nil {
 					s.Observe(resp, err)
 				}
-				out.put(&sessionv1.TaggedOutcome{Tag: tag, Outcome: outcome(resp, err)})
+				out.put(&sessionv1.TaggedOutcome{Tag: tag, Outcome: outcome(resp, err)}, size)
 			})
 		}
 	}
 }
 
 // refuseAppends answers each of appends UNAVAILABLE without serving it
-// (the node is draining) and returns errDraining. Each outcome takes a
-// stream slot as a served one does (the outbox frees it once sent).
-func refuseAppends(ctx context.Context, out *outbox, appends []*sessionv1.TaggedAppend) error {
+// (the node is draining) and returns errDraining. Each outcome takes its
+// place in the stream's budget as a served one does (the outbox gives it
+// back once sent).
+func refuseAppends(admit context.Context, out *outbox, appends []*sessionv1.TaggedAppend) error {
 	for _, a := range appends {
-		select {
-		case out.slots <- struct{}{}:
-		case <-ctx.Done():
-			return context.Cause(ctx)
+		if err := out.budget.acquire(admit, 0); err != nil {
+			return context.Cause(admit)
 		}
-		out.put(&sessionv1.TaggedOutcome{Tag: a.GetTag(), Outcome: outcome(nil, errDraining())})
+		out.put(&sessionv1.TaggedOutcome{Tag: a.GetTag(), Outcome: outcome(nil, errDraining())}, 0)
 	}
 	return errDraining()
 }
@@ -138,7 +176,7 @@ func refuseAppends(ctx context.Context, out *outbox, appends []*sessionv1.Tagged
 // goroutine per append regrows its stack every time. A job goes to an idle
 // worker if one waits, else to a new one; workers end when jobs is closed,
 // once the stream's appends are all answered. There are never more
-// workers than the stream's peak of appends in flight (MaxStreamInFlight).
+// workers than the stream's peak of appends in flight (Limits.MaxAppends).
 type workers struct{ jobs chan func() }
 
 func (w *workers) run(job func()) {
@@ -168,72 +206,4 @@ func (s *Server) serveOne(ctx context.Context, tag uint64, req *sessionv1.Append
 		return nil, errs.InvalidArgument("append %d of the batch has no request", tag)
 	}
 	return s.Append(ctx, req)
-}
-
-// outbox sends a stream's outcomes. The worker that puts an outcome while
-// no send is under way becomes the sender: it sends every outcome put by
-// then in one message, and goes on until none wait; the others only queue
-// theirs. So a lone outcome costs no hand-off to another goroutine, and
-// under load one message carries many. The stream's slot of an outcome is
-// freed once the outcome was sent: a client that stops reading holds the
-// stream at MaxStreamInFlight appends.
-//
-// Invariants: at most one goroutine (the one that set sending) calls
-// stream.Send; sending is cleared, under mu, only when nothing is pending;
-// after a failed send outcomes are dropped, not sent.
-type outbox struct {
-	stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes]
-	slots  chan struct{}
-
-	mu      sync.Mutex
-	pending []*sessionv1.TaggedOutcome
-	sending bool
-	err     error
-}
-
-func (o *outbox) put(oc *sessionv1.TaggedOutcome) {
-	o.mu.Lock()
-	o.pending = append(o.pending, oc)
-	if o.sending {
-		o.mu.Unlock()
-		return
-	}
-	o.sending = true
-	// The appends of one commit are answered together: yield once, so the
-	// workers woken by the same commit queue their outcomes before this one
-	// sends, and one message carries them all. A client that pays per
-	// message received (Python's grpcio: 30-45 µs each) then pays a fifth
-	// as often; a lone outcome waits only for the goroutines already
-	// runnable.
-	o.mu.Unlock()
-	runtime.Gosched()
-	o.mu.Lock()
-	for len(o.pending) > 0 {
-		n := min(len(o.pending), maxOutcomesPerMessage)
-		msg := &sessionv1.AppendOutcomes{Outcomes: o.pending[:n:n]}
-		o.pending = o.pending[n:]
-		failed := o.err != nil
-		o.mu.Unlock()
-		var err error
-		if !failed {
-			err = o.stream.Send(msg)
-		}
-		for range n {
-			<-o.slots
-		}
-		o.mu.Lock()
-		if err != nil {
-			o.err = err
-		}
-	}
-	o.pending = nil
-	o.sending = false
-	o.mu.Unlock()
-}
-
-// failure is the first failed send, once every worker has returned.
-func (o *outbox) failure() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.err
 }

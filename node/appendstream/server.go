@@ -29,6 +29,14 @@ type Server struct {
 	// stream ends with UNAVAILABLE (errDraining); whatever the client
 	// sent that was not answered was not stored either.
 	Draining <-chan struct{}
+	// Limits bound what one AppendBatches stream may hold (zero fields:
+	// the defaults).
+	Limits Limits
+	// OnStall, when set, is called with a stream's context when the
+	// stream ends because its outcomes were not read (the node closes the
+	// client's connection: the ended stream's unread outcomes stay queued
+	// in the transport until the client reads or the connection closes).
+	OnStall func(context.Context)
 }
 
 // errDraining ends a stream when the node shuts down.

@@ -1,6 +1,11 @@
 package server
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/agentstate/agentstate/node/appendstream"
+)
 
 // Config is a node's settings: the flags of node serve, which binds each to
 // a field (see cmd/node), or a program that embeds the node.
@@ -35,6 +40,20 @@ type Config struct {
 	ClusterName, Peers        string
 	AMPort                    int
 	ClusterWait               time.Duration
+	// The gRPC server's limits (docs/OPERATIONS.md, Limits; 0: the
+	// defaults): concurrent streams per connection, connections at once
+	// (fitted to the open-file limit), how long a connection without
+	// streams stays open, and how often a client may ping.
+	GRPCMaxStreams, GRPCMaxConnections int
+	GRPCIdleTimeout                    time.Duration
+	GRPCKeepaliveMinTime               time.Duration
+	// What one AppendBatches stream may hold (0: the defaults of
+	// appendstream.Limits): appends and bytes of requests in flight, and
+	// how long a send of its outcomes may stay blocked (the client does
+	// not read) before the stream ends.
+	StreamMaxAppends  int
+	StreamMaxBytes    int64
+	StreamSendTimeout time.Duration
 	// FeedPollInterval is how often the live feeds read the store for
 	// commits of other nodes: 0 = DefaultFeedPollPostgres on PostgreSQL,
 	// none on SQLite; negative = never.
@@ -55,5 +74,39 @@ func DefaultConfig() *Config {
 		LogFormat:       "text",
 		LogLevel:        "info",
 		ClusterWait:     15 * time.Second,
+
+		GRPCMaxStreams:       DefaultGRPCMaxStreams,
+		GRPCIdleTimeout:      DefaultGRPCIdleTimeout,
+		GRPCKeepaliveMinTime: DefaultGRPCKeepaliveMinTime,
+		StreamMaxAppends:     appendstream.DefaultMaxAppends,
+		StreamMaxBytes:       appendstream.DefaultMaxBytes,
+		StreamSendTimeout:    appendstream.DefaultSendTimeout,
 	}
+}
+
+// connLimits are the gRPC server's limits of f, defaults filled in.
+func (f *Config) connLimits() (connLimits, error) {
+	l := connLimits{MaxStreams: f.GRPCMaxStreams, IdleTimeout: f.GRPCIdleTimeout, KeepaliveMinTime: f.GRPCKeepaliveMinTime}
+	if l.MaxStreams < 0 || l.IdleTimeout < 0 || l.KeepaliveMinTime < 0 {
+		return l, fmt.Errorf("--grpc-max-streams, --grpc-idle-timeout and --grpc-keepalive-min-time must not be negative")
+	}
+	if l.MaxStreams == 0 {
+		l.MaxStreams = DefaultGRPCMaxStreams
+	}
+	if l.IdleTimeout == 0 {
+		l.IdleTimeout = DefaultGRPCIdleTimeout
+	}
+	if l.KeepaliveMinTime == 0 {
+		l.KeepaliveMinTime = DefaultGRPCKeepaliveMinTime
+	}
+	return l, nil
+}
+
+// streamLimits are what one AppendBatches stream may hold (zero fields:
+// appendstream's defaults).
+func (f *Config) streamLimits() (appendstream.Limits, error) {
+	if f.StreamMaxAppends < 0 || f.StreamMaxBytes < 0 || f.StreamSendTimeout < 0 {
+		return appendstream.Limits{}, fmt.Errorf("--stream-max-appends, --stream-max-bytes and --stream-send-timeout must not be negative")
+	}
+	return appendstream.Limits{MaxAppends: f.StreamMaxAppends, MaxBytes: f.StreamMaxBytes, SendTimeout: f.StreamSendTimeout}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
@@ -38,6 +39,10 @@ type apiOptions struct {
 	MaxRecvBytes int
 	// MarkNetwork marks a request's context as a network sender's.
 	MarkNetwork func(context.Context) context.Context
+	// Conns bounds connections' streams and idleness; Streams what one
+	// AppendBatches stream may hold.
+	Conns   connLimits
+	Streams appendstream.Limits
 }
 
 // apiServer is the gRPC API: the three services, the standard health
@@ -51,11 +56,19 @@ type apiServer struct {
 	draining chan struct{}
 	// gate counts the calls in flight other than the feeds'.
 	gate *rpcGate
+	// conns are the open connections (serve wraps the listener).
+	conns *connTracker
+}
+
+// serve serves the API on lis until it is stopped.
+func (a *apiServer) serve(lis net.Listener) error {
+	a.conns.Listener = lis
+	return a.srv.Serve(a.conns)
 }
 
 func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger) (*apiServer, error) {
 	var auth *authenticator
-	a := &apiServer{draining: make(chan struct{}), gate: &rpcGate{}}
+	a := &apiServer{draining: make(chan struct{}), gate: &rpcGate{}, conns: &connTracker{conns: make(map[string]net.Conn)}}
 	if opt.Token != "" {
 		a.auditor = newFailureAuditor(svc.Audit, opt.MarkNetwork, m, log)
 		auth = newAuthenticator(opt.Token, a.auditor, m, log)
@@ -70,6 +83,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		grpc.ChainUnaryInterceptor(unaryChain(m, auth, opt.MarkNetwork, log)...),
 		grpc.ChainStreamInterceptor(streamChain(m, auth, log)...),
 	}
+	sopts = append(sopts, opt.Conns.serverOptions()...)
 	if opt.TLSCert != "" || opt.TLSKey != "" {
 		if opt.TLSCert == "" || opt.TLSKey == "" {
 			return nil, fmt.Errorf("--tls-cert and --tls-key go together")
@@ -90,6 +104,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	// counted here, one by one.
 	sessionv1.RegisterSessionServiceServer(reg, &appendstream.Server{
 		SessionServiceServer: svc.Sessions, Mark: opt.MarkNetwork, Observe: m.countAppend, Draining: a.draining,
+		Limits: opt.Streams, OnStall: a.conns.closePeer,
 	})
 	planv1.RegisterPlanServiceServer(reg, svc.Plans)
 	auditv1.RegisterAuditServiceServer(reg, svc.Audit)

@@ -184,6 +184,18 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	conns, err := f.connLimits()
+	if err != nil {
+		return nil, err
+	}
+	streams, err := f.streamLimits()
+	if err != nil {
+		return nil, err
+	}
+	maxConns, err := fitConnections(f.GRPCMaxConnections, openFileLimit(), log)
+	if err != nil {
+		return nil, err
+	}
 
 	s = &server{log: log, ready: &readiness{}, failed: make(chan error, 3)}
 	// On a failure below, undo what was started.
@@ -255,23 +267,24 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 
 	s.api, err = newAPIServer(apiServices{Sessions: s.node.Sessions(), Plans: s.node.Plans(), Audit: s.node.Audit(),
 		Feeds: feedServer{hub: s.feeds}},
-		apiOptions{TLSCert: f.TLSCert, TLSKey: f.TLSKey, Token: token, MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: writer.NoWait},
+		apiOptions{TLSCert: f.TLSCert, TLSKey: f.TLSKey, Token: token, MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: writer.NoWait,
+			Conns: conns, Streams: streams},
 		m, log.With("component", "grpc"))
 	if err != nil {
 		return s, err
 	}
-	grpcLis, err := net.Listen("tcp", f.GRPCAddr)
+	grpcLis, err := listenLimited(f.GRPCAddr, maxConns)
 	if err != nil {
 		return s, fmt.Errorf("--grpc-addr: %w", err)
 	}
 	s.grpcAddr = grpcLis.Addr().String()
 	var httpLis net.Listener
 	if f.HTTPAddr != "" {
-		if httpLis, err = net.Listen("tcp", f.HTTPAddr); err != nil {
+		if httpLis, err = listenLimited(f.HTTPAddr, httpMaxConnections); err != nil {
 			grpcLis.Close()
 			return s, fmt.Errorf("--http-addr: %w", err)
 		}
-		s.http = &http.Server{Handler: newHTTPHandler(m, s.ready), ReadHeaderTimeout: 10 * time.Second}
+		s.http = &http.Server{Handler: newHTTPHandler(m, s.ready), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 		s.goServe(func() error {
 			if err := s.http.Serve(httpLis); !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("http: %w", err)
@@ -280,7 +293,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		})
 	}
 	s.goServe(func() error {
-		if err := s.api.srv.Serve(grpcLis); err != nil {
+		if err := s.api.serve(grpcLis); err != nil {
 			return fmt.Errorf("grpc: %w", err)
 		}
 		return nil
@@ -301,7 +314,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	}
 
 	attrs := []any{"grpc_addr", grpcLis.Addr().String(), "data", f.Data,
-		"tls", f.TLSCert != "", "auth", token != ""}
+		"tls", f.TLSCert != "", "auth", token != "", "grpc_max_connections", maxConns}
 	if httpLis != nil {
 		attrs = append(attrs, "http_addr", httpLis.Addr().String())
 	}

@@ -1,0 +1,23 @@
+// Package soak drives a `node serve` subprocess, limited in memory, with
+// every hostile load of issue 15 at once while honest clients append, and
+// checks that the node holds: it stays up, its resident memory stays under
+// a stated bound, the honest clients' appends keep succeeding, and the
+// crash checker's verdict on what they were told (tests/checker) is clean.
+//
+// The attacks (attack.go), all over loopback:
+//
+//   - AppendBatches streams whose client never reads an outcome;
+//   - appends of 3 MiB (three 1 MiB messages), many at once;
+//   - 20,000 idle streams on one connection, and idle connections;
+//   - a flood of calls with a wrong bearer token;
+//   - over the Proto.Actor remote endpoint: batches of envelopes naming
+//     thousands of sender addresses, and batches of 20,000 audit reads.
+//
+// BenchmarkSoak runs it once for -soak.duration (20 s by default) and
+// reports the figures (docs/BENCHMARKS.md, Soak under hostile load):
+//
+//	go test -run '^$' -bench Soak -benchtime 1x ./tests/soak
+//
+// TestIdleConnectionsCannotLockOutClients is the descriptor half on its
+// own: a node started with 256 open files, held by idle connections.
+package soak

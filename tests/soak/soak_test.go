@@ -1,0 +1,379 @@
+package soak
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	nodeclient "github.com/agentstate/agentstate/node/client"
+	"github.com/agentstate/agentstate/tests/checker"
+	"golang.org/x/net/http2"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+)
+
+var (
+	nodeBinary = flag.String("soak.node", "", "node binary to drive (default: ./cmd/node built without -race)")
+	duration   = flag.Duration("soak.duration", 20*time.Second, "how long the attacks run")
+	asGrowth   = flag.Int64("soak.as-growth", 1<<30, "address space the node may grow by once ready (its RLIMIT_AS is its size then plus this)")
+	rssBound   = flag.Int64("soak.rss-bound", 768<<20, "the node's peak resident memory (VmHWM) must stay below this")
+	memLimit   = flag.String("soak.gomemlimit", "512MiB", "the node's GOMEMLIMIT, as docs/OPERATIONS.md recommends for a node with a memory limit (\"\": none)")
+	missing    = flag.Bool("soak.missing-session", false, "hostile appends go to a session that does not exist (default: one the attacker created)")
+	senders    = flag.Int("soak.remote-senders", 5000, "sender addresses named by each remote batch of refused envelopes")
+	reads      = flag.Int("soak.remote-reads", 20000, "audit reads in each remote batch")
+	remoteOn   = flag.Bool("soak.remote", true, "include the remote endpoint's attacks")
+	only       = flag.String("soak.only", "", "run only these attacks, comma-separated (unread, oversized, idle, auth, remote); default all")
+	// remoteArgs are the serve flags of the remote endpoint the attacks
+	// reach; a build that needs more to listen on loopback without mutual
+	// TLS is given them here.
+	remoteArgs = flag.String("soak.remote-args", "", "extra serve flags for the remote endpoint, space-separated")
+)
+
+// build is the node binary, built once: without -race, whose shadow memory
+// would dwarf the node's own and which reserves more address space than
+// any RLIMIT_AS the soak sets.
+var build checker.NodeBuild
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if cfg := os.Getenv(attackerEnv); cfg != "" {
+		os.Exit(runAttacker(cfg))
+	}
+	code := m.Run()
+	build.Remove()
+	os.Exit(code)
+}
+
+const token = "soak-token-0123456789"
+
+func dial(addr string) (*grpc.ClientConn, error) {
+	return nodeclient.Dial(addr, nodeclient.Options{Token: token},
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 300 * time.Millisecond},
+			MinConnectTimeout: 5 * time.Second,
+		}))
+}
+
+// BenchmarkSoak runs every attack of issue 15 at once for -soak.duration
+// against a node whose address space may grow by -soak.as-growth, while
+// eight honest clients (tests/checker's load: appends, a share over
+// AppendBatches, plan errors, audit records) run. It fails unless the node
+// stays up, its VmHWM stays below -soak.rss-bound, the honest clients are
+// acknowledged in every 5 s of the attacks, and the checker's verdict on
+// everything acknowledged is clean. b.N is ignored: one run is the
+// measurement (-benchtime 1x).
+func BenchmarkSoak(b *testing.B) {
+	bin := *nodeBinary
+	if bin == "" {
+		bin = build.Path(b, "", "off", false)
+	}
+	dir := b.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	args := []string{"--auth-token-file", tokenFile, "--grpc-idle-timeout", "5s"}
+	remoteAddr := ""
+	if *remoteOn {
+		var err error
+		if remoteAddr, err = checker.FreeAddr(); err != nil {
+			b.Fatal(err)
+		}
+		args = append(append(args, "--remote-addr", remoteAddr), strings.Fields(*remoteArgs)...)
+	}
+	if *memLimit != "" {
+		// The node inherits this process's environment (its GC target
+		// otherwise lets the heap grow to five times the live data).
+		b.Setenv("GOMEMLIMIT", *memLimit)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *duration+5*time.Minute)
+	defer cancel()
+	n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: bin, Dir: dir, Args: args})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close()
+	pid := n.PID()
+	size, err := procStatus(pid, "VmSize")
+	if err != nil {
+		b.Fatal(err)
+	}
+	limit := uint64(size + *asGrowth)
+	if err := unix.Prlimit(pid, unix.RLIMIT_AS, &unix.Rlimit{Cur: limit, Max: limit}, nil); err != nil {
+		b.Fatalf("limit the node's address space: %v", err)
+	}
+	startRSS, _ := procStatus(pid, "VmRSS")
+	b.Logf("node %d: VmSize %d MiB when ready, RLIMIT_AS %d MiB, VmRSS %d MiB", pid, size>>20, limit>>20, startRSS>>20)
+
+	conn, err := dial(n.GRPCAddr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	ledger := checker.NewLedger()
+	load := checker.NewLoad(conn, ledger, checker.LoadConfig{Sessions: 16, Clients: 8})
+	if err := load.Setup(ctx); err != nil {
+		b.Fatal(err)
+	}
+	stopLoad := make(chan struct{})
+	ran := make(chan error, 1)
+	go func() { ran <- load.Run(ctx, stopLoad) }()
+	if err := load.WaitAcked(ctx, 50); err != nil {
+		b.Fatal(err)
+	}
+
+	attacks := Attacks{UnreadStreams: 40, Oversized: 48, IdleStreams: 20000, IdleConns: 200, AuthFlood: 8,
+		RemoteAddr: remoteAddr, RemoteSenders: *senders, RemoteReads: *reads, RemoteEvery: 2 * time.Second, Token: token}
+	attacks = attacks.only(*only)
+	if !*missing {
+		s, err := sessionv1.NewSessionServiceClient(conn).Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "hostile"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		attacks.Session = s.GetSession().GetSessionId()
+	}
+	// The attackers run in a process of their own (this test binary
+	// again), so that their goroutines do not take the honest clients'
+	// share of this process's scheduler.
+	actx, stopAttacks := context.WithTimeout(ctx, *duration)
+	defer stopAttacks()
+	attacker, err := startAttacker(attacks, n.GRPCAddr, *duration)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var attacking sync.WaitGroup
+	attacking.Add(1)
+	var tallyText string
+	go func() {
+		defer attacking.Done()
+		tallyText = attacker.wait()
+	}()
+
+	// Every 250 ms: the node's RSS; every 5 s: the honest clients'
+	// progress. Sampling, not synchronization.
+	b.ResetTimer()
+	start, ackedBefore := time.Now(), load.Acked()
+	var peakRSS int64
+	var stalls, windows int
+	windowAcked := ackedBefore
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for i := 1; actx.Err() == nil; i++ {
+		select {
+		case <-actx.Done():
+		case <-tick.C:
+		}
+		rss, err := procStatus(pid, "VmRSS")
+		if err != nil {
+			stopAttacks()
+			attacking.Wait()
+			b.Fatalf("the node is gone after %v of attacks (highest VmRSS sampled %d MiB): %v\n%s", time.Since(start).Round(time.Millisecond),
+				peakRSS>>20, err, deathNote(n.LogTail(1<<30)))
+		}
+		peakRSS = max(peakRSS, rss)
+		if i%20 == 0 {
+			windows++
+			if a := load.Acked(); a == windowAcked {
+				stalls++
+			} else {
+				windowAcked = a
+			}
+		}
+	}
+	attacking.Wait()
+	elapsed := time.Since(start)
+	honest := load.Acked() - ackedBefore
+	hwm, err := procStatus(pid, "VmHWM")
+	if err != nil {
+		b.Fatalf("the node is gone after the attacks: %v\n%s", err, n.LogTail(3000))
+	}
+	b.StopTimer()
+	close(stopLoad)
+	// The clients retry until answered: a node that died after the last
+	// sample answers nobody, so keep watching it.
+	deadline := time.After(2 * time.Minute)
+	for waiting := true; waiting; {
+		select {
+		case err := <-ran:
+			if err != nil {
+				b.Fatalf("honest load: %v", err)
+			}
+			waiting = false
+		case <-tick.C:
+			if _, err := procStatus(pid, "VmRSS"); err != nil {
+				b.Fatalf("the node died as the attacks ended (attacks: %s): %v\n%s", tallyText, err, deathNote(n.LogTail(1<<30)))
+			}
+		case <-deadline:
+			b.Fatalf("the honest clients were not all answered within 2 minutes of the attacks' end (attacks: %s)", tallyText)
+		}
+	}
+	b.Logf("attacks: %s", tallyText)
+	b.Logf("honest: %d operations acknowledged in %v (%.0f/s), %d of %d 5-second windows without one; failures %s",
+		honest, elapsed.Round(time.Millisecond), float64(honest)/elapsed.Seconds(), stalls, windows, checker.FormatFailures(load.Failures()))
+	b.Logf("node: VmHWM %d MiB, highest VmRSS sampled %d MiB (bound %d MiB)", hwm>>20, peakRSS>>20, *rssBound>>20)
+	b.ReportMetric(float64(hwm)/(1<<20), "VmHWM_MiB")
+	b.ReportMetric(float64(honest)/elapsed.Seconds(), "honest_ops/s")
+
+	// The verdict on what the honest clients were told, read back from a
+	// fresh process after a clean stop.
+	if err := n.Stop(time.Minute); err != nil {
+		b.Fatalf("stop: %v\n%s", err, n.LogTail(3000))
+	}
+	if err := n.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	o, err := checker.Observe(ctx, conn, ledger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := checker.Check(ledger, o)
+	load.Fill(&r)
+	b.Logf("checker: %s", r.String())
+
+	if hwm >= *rssBound {
+		b.Errorf("the node's VmHWM reached %d MiB, above the bound of %d MiB", hwm>>20, *rssBound>>20)
+	}
+	if stalls > 0 {
+		b.Errorf("the honest clients were acknowledged nothing in %d of %d 5-second windows", stalls, windows)
+	}
+	if err := r.Err(); err != nil {
+		b.Errorf("the checker's verdict: %v", err)
+	}
+}
+
+// deathNote is the part of a dead node's log that says why it died: the
+// runtime's fatal error or panic line and what follows it, without the
+// goroutine dump.
+func deathNote(log string) string {
+	for _, marker := range []string{"fatal error:", "panic:", "runtime: "} {
+		if i := strings.LastIndex(log, marker); i >= 0 {
+			note := log[i:]
+			if j := strings.Index(note, "\ngoroutine "); j >= 0 {
+				note = note[:j]
+			}
+			return note
+		}
+	}
+	if len(log) > 3000 {
+		log = log[len(log)-3000:]
+	}
+	return log
+}
+
+// TestIdleConnectionsCannotLockOutClients starts a node with 256 open
+// files (issue 15: idle connections then locked out new clients and made
+// the node's reads fail "too many open files") and holds 300 idle
+// connections to it. The node sizes its connection bound to leave the
+// database its descriptors, closes the idle connections after
+// --grpc-idle-timeout, and a new client's writes and reads succeed.
+func TestIdleConnectionsCannotLockOutClients(t *testing.T) {
+	bin := *nodeBinary
+	if bin == "" {
+		bin = build.Path(t, "", "off", false)
+	}
+	dir := t.TempDir()
+	wrapper := filepath.Join(dir, "node-256")
+	script := fmt.Sprintf("#!/bin/sh\nulimit -n 256 || exit 1\nexec %q \"$@\"\n", bin)
+	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: wrapper, Dir: dir, Args: []string{"--grpc-idle-timeout", "1s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if log := n.LogTail(4000); !strings.Contains(log, "grpc_max_connections=128") {
+		t.Fatalf("the node did not fit its connection bound to 256 descriptors:\n%s", log)
+	}
+
+	const idle = 300
+	var closedByNode sync.WaitGroup
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range idle {
+		c, err := net.Dial("tcp", n.GRPCAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+			t.Fatal(err)
+		}
+		fr := http2.NewFramer(c, c)
+		if err := fr.WriteSettings(); err != nil {
+			t.Fatal(err)
+		}
+		closedByNode.Add(1)
+		go func() {
+			defer closedByNode.Done()
+			for {
+				if _, err := fr.ReadFrame(); err != nil {
+					return
+				}
+			}
+		}()
+	}
+
+	// A new client, while the idle connections are held open by their
+	// clients: it is let in, and its writes and reads succeed.
+	cc, err := nodeclient.Dial(n.GRPCAddr, nodeclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	api := sessionv1.NewSessionServiceClient(cc)
+	created, err := api.Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "newcomer"}, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatalf("a new client among %d idle connections: %v\n%s", idle, err, n.LogTail(3000))
+	}
+	sid := created.GetSession().GetSessionId()
+	for i := range 20 {
+		if _, err := api.Append(ctx, &sessionv1.AppendRequest{SessionId: sid, Messages: []*sessionv1.NewMessage{
+			{Role: sessionv1.Role_ROLE_USER, Content: fmt.Sprint("message ", i)}}}); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		if _, err := api.ListMessages(ctx, &sessionv1.ListMessagesRequest{SessionId: sid}); err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+	}
+	resp, err := http.Get("http://" + n.HTTPAddr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz answered %d among the idle connections", resp.StatusCode)
+	}
+	// Every idle connection is closed by the node in the end (the test
+	// never closes them before this).
+	allClosed := make(chan struct{})
+	go func() {
+		closedByNode.Wait()
+		close(allClosed)
+	}()
+	select {
+	case <-allClosed:
+	case <-ctx.Done():
+		t.Fatalf("idle connections were still open when the test's time ran out (idle timeout 1 s)")
+	}
+	if log := n.LogTail(1 << 20); strings.Contains(log, "too many open files") {
+		t.Fatalf("the node ran out of descriptors:\n%s", log)
+	}
+}
