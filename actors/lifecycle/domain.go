@@ -21,6 +21,9 @@ type Request struct {
 	Msg proto.Message
 	// Replier is where the shell delivers the reply.
 	Replier Replier
+	// Checked: the sender validated and normalised Msg already (the
+	// façade does, in the caller's goroutine); otherwise Accept does.
+	Checked bool
 	// Value is the domain's (e.g. the outcome it computed on Accept).
 	Value any
 }

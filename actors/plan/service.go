@@ -54,8 +54,8 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 			return actor.PropsFromProducer(func() actor.Actor { return newOwner(key, e) },
 				actor.WithDispatcher(dispatch.Shared())) // grown stacks across bursts
 		},
-		Unkeyed: s.serveRead,
-		Admit:   s.backlog.TryAdmit,
+		Unkeyed:   s.serveRead,
+		Admission: &directory.Admission{Backlog: s.backlog},
 	}).Configure(actor.WithDispatcher(dispatch.Shared()))
 	pid, err := sys.Root.SpawnNamed(props, e.cfg.Name)
 	if err != nil {
