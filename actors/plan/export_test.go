@@ -4,4 +4,4 @@ import "context"
 
 // WaitNoActors returns once no plan actor of s is live, or ctx's error; it
 // lets tests wait for idle passivation without polling.
-func WaitNoActors(ctx context.Context, s *Service) error { return s.env.live.wait(ctx) }
+func WaitNoActors(ctx context.Context, s *Service) error { return s.waitNoOwners(ctx) }
