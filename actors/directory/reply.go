@@ -85,3 +85,14 @@ func Send(root *actor.RootContext, dir *actor.PID, live *LiveOwners, key string,
 	}
 	root.Send(dir, c)
 }
+
+// Router carries a request to the owner of id when owners do not live in
+// this process's directory (cluster mode; package placement implements
+// it). It returns the owner's response or a typed error; it may retry
+// within ctx's deadline, so msg must be safe to deliver more than once
+// (session writes are: message ids make appends idempotent, a create names
+// its id; a fenced or lost plan write stored nothing). It must not keep
+// msg.
+type Router interface {
+	Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error)
+}

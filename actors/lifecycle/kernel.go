@@ -55,10 +55,13 @@ type Kernel struct {
 func New(d Domain) *Kernel { return &Kernel{d: d, stale: true} }
 
 // Ready returns the effects collected since the last call and clears them.
+// Its Replies are valid until the next event is stepped (their array is
+// reused: one owner answers many requests).
 func (k *Kernel) Ready() Ready {
 	rd := k.rd
 	rd.Replies = k.an.list
-	k.rd, k.an.list = Ready{}, nil
+	clear(k.an.list[len(k.an.list):cap(k.an.list)]) // what the last use left
+	k.rd, k.an.list = Ready{}, k.an.list[:0]
 	return rd
 }
 

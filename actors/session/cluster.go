@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 
+	"github.com/agentstate/agentstate/actors/directory"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -12,14 +13,8 @@ import (
 // under; the cluster identity is the session id.
 const ClusterKind = "session"
 
-// Router carries a write to the actor that owns id when owners do not live
-// in this process's directory (cluster mode). It returns the owner's
-// response or a typed error; it may retry within ctx's deadline, so msg
-// must be safe to deliver more than once (session writes are: message ids
-// make appends idempotent, a create names its id). It must not keep msg.
-type Router interface {
-	Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error)
-}
+// Router is the one router of every kind of owner (directory.Router).
+type Router = directory.Router
 
 // ClusterProps are the props of the session owner as a cluster kind (see
 // package placement and directory.OwnerSpec.KindProps): the same owner as
