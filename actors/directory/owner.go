@@ -73,10 +73,11 @@ type shell struct {
 	id         string
 	standalone bool
 
-	k    *lifecycle.Kernel
-	d    Domain
-	idle *time.Timer
-	gone bool // Stopped or Restarting seen
+	k        *lifecycle.Kernel
+	d        Domain
+	idle     *time.Timer
+	stopping bool // ctx.Stop was called: the idle timer stays stopped
+	gone     bool // Stopped or Restarting seen
 }
 
 // idleTick is the owner's own idle timer firing. Proto.Actor's receive
@@ -130,6 +131,7 @@ func (s *shell) Receive(ctx actor.Context) {
 		return
 	case *actor.Stopped, *actor.Restarting:
 		// This incarnation ends: whoever waits on it gets an answer.
+		s.stopping = true
 		if s.idle != nil {
 			s.idle.Stop()
 		}
@@ -160,7 +162,9 @@ func (s *shell) Receive(ctx actor.Context) {
 		}
 	case idleTick:
 		s.k.Tick()
-		s.idle.Reset(s.spec.IdleTimeout)
+		if !s.stopping {
+			s.idle.Reset(s.spec.IdleTimeout)
+		}
 	case *Passivate:
 		s.k.Passivate()
 	case moveOut:
@@ -207,6 +211,7 @@ func (s *shell) drive(ctx actor.Context) {
 			// sender, and a stale Idle must not passivate a successor.
 			ctx.Request(ctx.Parent(), &Idle{})
 		case rd.Stop:
+			s.stopping = true
 			if s.idle != nil {
 				s.idle.Stop()
 			}
