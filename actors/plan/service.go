@@ -56,8 +56,11 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 		return nil
 	}}
 	e.owners = directory.OwnerSpec{
-		Kind:        "plan",
-		New:         func(id string) directory.Domain { return newOwner(id, e) },
+		Kind: "plan",
+		New: func(id string) directory.Domain {
+			e.activations.Add(1)
+			return newOwner(id, e)
+		},
 		Writer:      wr.PID(),
 		IdleTimeout: e.cfg.IdleTimeout,
 		Key:         planKey,
