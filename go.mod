@@ -10,10 +10,13 @@ tool (
 
 require (
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
+	github.com/cockroachdb/datadriven v1.0.3
 	github.com/jackc/pgx/v5 v5.12.0
 	google.golang.org/grpc v1.81.0
 	google.golang.org/protobuf v1.36.12
 )
+
+require github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 
 require (
 	github.com/Workiva/go-datastructures v1.1.3 // indirect

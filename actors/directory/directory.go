@@ -23,11 +23,13 @@ type Config struct {
 	// Unkeyed serves requests that are about no single owner. It runs on
 	// its own goroutine and must reply through c.Replier.
 	Unkeyed func(c *Call)
-	// Admit, when set, is asked before a request from a remote or future
-	// sender is accepted (without waiting: an error such as
-	// RESOURCE_EXHAUSTED is the reply); the release it returns is called
-	// after the reply.
-	Admit func(msg proto.Message) (release func(), err error)
+	// Admission, when set, admits every request from a remote or future
+	// sender (without waiting: an error such as RESOURCE_EXHAUSTED is the
+	// reply) until it is answered.
+	Admission *Admission
+	// Live, when set, is where the directory publishes its live owners
+	// for callers to reach them directly (LiveOwners).
+	Live *LiveOwners
 }
 
 // Idle is sent by an owner to its directory, with ctx.Request so that the
@@ -71,10 +73,9 @@ func (d *directory) Receive(ctx actor.Context) {
 	case *Idle:
 		d.passivate(ctx, ctx.Sender())
 	case *PassivateAll:
-		for _, o := range d.owners {
+		for key, o := range d.owners {
 			if !o.stopping {
-				o.stopping = true
-				ctx.Send(o.pid, &Passivate{})
+				d.stop(ctx, key, o)
 			}
 		}
 	case *CountOwners:
@@ -83,20 +84,9 @@ func (d *directory) Receive(ctx actor.Context) {
 		d.terminated(ctx, m.Who)
 	case proto.Message:
 		// A bare protobuf request from a remote or future sender.
-		sender := ctx.Sender()
-		if sender == nil {
-			return // nobody to answer; a request must be asked, not sent
+		if r, ok := d.cfg.Admission.bare(ctx, m); ok {
+			d.route(ctx, &Call{Msg: m, Replier: r})
 		}
-		r := &PIDReplier{Root: ctx.ActorSystem().Root, To: sender}
-		if d.cfg.Admit != nil {
-			release, err := d.cfg.Admit(m)
-			if err != nil {
-				r.Reply(nil, err)
-				return
-			}
-			r.Done = release
-		}
-		d.route(ctx, &Call{Msg: m, Replier: r})
 	}
 }
 
@@ -117,6 +107,9 @@ func (d *directory) route(ctx actor.Context, c *Call) {
 	o := d.owners[key]
 	if o == nil {
 		o = d.spawn(ctx, key)
+		ctx.Send(o.pid, c)
+		d.publish(key, o)
+		return
 	}
 	if o.stopping {
 		o.buffered = append(o.buffered, c)
@@ -133,6 +126,24 @@ func (d *directory) spawn(ctx actor.Context, key string) *ownerState {
 	return o
 }
 
+// publish lets callers reach o directly (after the requests the directory
+// holds for it were sent: they came first).
+func (d *directory) publish(key string, o *ownerState) {
+	if d.cfg.Live != nil {
+		d.cfg.Live.open(key, o.pid)
+	}
+}
+
+// stop passivates o: withdrawn from callers first, so that every request
+// sent to it directly is in its mailbox before Passivate (LiveOwners).
+func (d *directory) stop(ctx actor.Context, key string, o *ownerState) {
+	o.stopping = true
+	if d.cfg.Live != nil {
+		d.cfg.Live.close(key, o.pid)
+	}
+	ctx.Send(o.pid, &Passivate{})
+}
+
 func (d *directory) passivate(ctx actor.Context, who *actor.PID) {
 	if who == nil {
 		return
@@ -145,8 +156,7 @@ func (d *directory) passivate(ctx actor.Context, who *actor.PID) {
 	if o.stopping {
 		return
 	}
-	o.stopping = true
-	ctx.Send(o.pid, &Passivate{})
+	d.stop(ctx, key, o)
 }
 
 func (d *directory) terminated(ctx actor.Context, who *actor.PID) {
@@ -157,6 +167,9 @@ func (d *directory) terminated(ctx actor.Context, who *actor.PID) {
 	delete(d.byPID, who.Id)
 	o := d.owners[key]
 	delete(d.owners, key)
+	if d.cfg.Live != nil {
+		d.cfg.Live.close(key, o.pid) // stopped without passivation
+	}
 	if len(o.buffered) == 0 {
 		return
 	}
@@ -165,4 +178,5 @@ func (d *directory) terminated(ctx actor.Context, who *actor.PID) {
 	for _, c := range o.buffered {
 		ctx.Send(n.pid, c)
 	}
+	d.publish(key, n)
 }

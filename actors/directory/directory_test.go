@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/actors/writer"
 	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -83,7 +84,7 @@ func newSystem(t *testing.T) *actor.ActorSystem {
 	return sys
 }
 
-func newDirectory(t *testing.T, sys *actor.ActorSystem, store *counterStore, admit func() error) *actor.PID {
+func newDirectory(t *testing.T, sys *actor.ActorSystem, store *counterStore, adm *directory.Admission, live *directory.LiveOwners) *actor.PID {
 	cfg := directory.Config{
 		Kind: "test",
 		Key: func(m proto.Message) (string, bool, error) {
@@ -103,22 +104,19 @@ func newDirectory(t *testing.T, sys *actor.ActorSystem, store *counterStore, adm
 			c.Replier.Reply(&sessionv1.ListSessionsResponse{NextCursor: "unkeyed"}, nil)
 		},
 	}
-	if admit != nil {
-		cfg.Admit = func(proto.Message) (func(), error) {
-			if err := admit(); err != nil {
-				return nil, err
-			}
-			return func() {}, nil
-		}
-	}
+	cfg.Admission, cfg.Live = adm, live
 	return sys.Root.Spawn(directory.Props(cfg))
 }
 
 func ask(t *testing.T, sys *actor.ActorSystem, pid *actor.PID, key string) int64 {
+	return askVia(t, sys, pid, nil, key)
+}
+
+func askVia(t *testing.T, sys *actor.ActorSystem, pid *actor.PID, live *directory.LiveOwners, key string) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := directory.Ask(ctx, sys.Root, pid, &sessionv1.GetSessionRequest{SessionId: key})
+	resp, err := directory.AskOwner(ctx, sys.Root, pid, live, key, &sessionv1.GetSessionRequest{SessionId: key}, false)
 	if err != nil {
 		t.Fatalf("ask %s: %v", key, err)
 	}
@@ -127,10 +125,17 @@ func ask(t *testing.T, sys *actor.ActorSystem, pid *actor.PID, key string) int64
 
 // Many goroutines call few keys while every owner is passivated over and
 // over: no increment may be lost and no key may ever have two live owners.
+// With LiveOwners, callers reach live owners directly (the fast path), and
+// a request sent that way must never be lost to a passivating owner.
 func TestOneOwnerPerKeyAcrossPassivation(t *testing.T) {
+	t.Run("through the directory", func(t *testing.T) { oneOwnerPerKey(t, nil) })
+	t.Run("live owners reached directly", func(t *testing.T) { oneOwnerPerKey(t, &directory.LiveOwners{}) })
+}
+
+func oneOwnerPerKey(t *testing.T, live *directory.LiveOwners) {
 	sys := newSystem(t)
 	store := &counterStore{counts: map[string]int64{}, alive: map[string]int{}}
-	pid := newDirectory(t, sys, store, nil)
+	pid := newDirectory(t, sys, store, nil, live)
 	keys := []string{"a", "b", "c", "d"}
 	const goroutines, calls = 32, 200
 	var wg sync.WaitGroup
@@ -139,7 +144,7 @@ func TestOneOwnerPerKeyAcrossPassivation(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < calls; i++ {
-				ask(t, sys, pid, keys[(g+i)%len(keys)])
+				askVia(t, sys, pid, live, keys[(g+i)%len(keys)])
 				if i%10 == g%10 {
 					// Passivate everything while other calls are queued.
 					sys.Root.Send(pid, &directory.PassivateAll{})
@@ -168,7 +173,7 @@ func TestOneOwnerPerKeyAcrossPassivation(t *testing.T) {
 func TestIdleOwnerPassivatesOnRequest(t *testing.T) {
 	sys := newSystem(t)
 	store := &counterStore{counts: map[string]int64{}, alive: map[string]int{}}
-	pid := newDirectory(t, sys, store, nil)
+	pid := newDirectory(t, sys, store, nil, nil)
 	ask(t, sys, pid, "k")
 	n, err := sys.Root.RequestFuture(pid, &directory.CountOwners{}, 5*time.Second).Result()
 	if err != nil || n.(int) != 1 {
@@ -182,20 +187,14 @@ func TestIdleOwnerPassivatesOnRequest(t *testing.T) {
 func TestBareProtoRequestsFromFutures(t *testing.T) {
 	sys := newSystem(t)
 	store := &counterStore{counts: map[string]int64{}, alive: map[string]int{}}
-	var admitted, full atomic.Bool
-	pid := newDirectory(t, sys, store, func() error {
-		if full.Load() {
-			return errs.ResourceExhausted("backlog full")
-		}
-		admitted.Store(true)
-		return nil
-	})
+	backlog := writer.NewBacklog(1, 1<<20)
+	pid := newDirectory(t, sys, store, &directory.Admission{Backlog: backlog}, nil)
 	res, err := sys.Root.RequestFuture(pid, &sessionv1.GetSessionRequest{SessionId: "x"}, 5*time.Second).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok := res.(*sessionv1.GetSessionResponse); !ok || r.GetSession().GetSessionId() != "x" || !admitted.Load() {
-		t.Fatalf("reply %T %v, admitted %v", res, res, admitted.Load())
+	if r, ok := res.(*sessionv1.GetSessionResponse); !ok || r.GetSession().GetSessionId() != "x" {
+		t.Fatalf("reply %T %v", res, res)
 	}
 	res, _ = sys.Root.RequestFuture(pid, &sessionv1.GetSessionRequest{}, 5*time.Second).Result()
 	if e, ok := res.(*commonv1.Error); !ok || e.GetCode() != errs.InvalidArgumentCode {
@@ -205,7 +204,10 @@ func TestBareProtoRequestsFromFutures(t *testing.T) {
 	if r, ok := res.(*sessionv1.ListSessionsResponse); !ok || r.GetNextCursor() != "unkeyed" {
 		t.Fatalf("unkeyed reply %v", res)
 	}
-	full.Store(true)
+	// The backlog's one slot is taken: a network sender is refused at once.
+	if err := backlog.TryAcquire(1); err != nil {
+		t.Fatalf("the replies did not give their slots back: %v", err)
+	}
 	res, _ = sys.Root.RequestFuture(pid, &sessionv1.GetSessionRequest{SessionId: "x"}, 5*time.Second).Result()
 	if e, ok := res.(*commonv1.Error); !ok || e.GetCode() != errs.ResourceExhaustedCode {
 		t.Fatalf("full backlog: reply %v, want resource exhausted", res)

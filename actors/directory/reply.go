@@ -19,6 +19,9 @@ type Replier interface {
 type Call struct {
 	Msg     proto.Message
 	Replier Replier
+	// Checked: the façade validated and normalised Msg in the caller's
+	// goroutine; the owner does not again.
+	Checked bool
 }
 
 // Reply is what a channel replier delivers.
@@ -57,12 +60,39 @@ func (p *PIDReplier) Reply(resp proto.Message, err error) {
 // so the answer is OUTCOME_UNKNOWN: UNAVAILABLE would promise that nothing
 // was stored.
 func Ask(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg proto.Message) (proto.Message, error) {
+	return AskOwner(ctx, root, pid, nil, "", msg, false)
+}
+
+// AskOwner is Ask of key's owner: sent to it directly when live has it
+// (live may be nil), else through the directory dir. checked marks msg as
+// validated by the caller (Call.Checked).
+func AskOwner(ctx context.Context, root *actor.RootContext, dir *actor.PID, live *LiveOwners, key string, msg proto.Message, checked bool) (proto.Message, error) {
 	ch := make(ChanReplier, 1)
-	root.Send(pid, &Call{Msg: msg, Replier: ch})
+	Send(root, dir, live, key, &Call{Msg: msg, Replier: ch, Checked: checked})
 	select {
 	case r := <-ch:
 		return r.Msg, r.Err
 	case <-ctx.Done():
 		return nil, errs.OutcomeUnknown("no reply before the deadline, the request may still be applied: %v", ctx.Err())
 	}
+}
+
+// Send hands c to key's owner: directly when live has it open (live may
+// be nil), else through the directory dir, which spawns the owner.
+func Send(root *actor.RootContext, dir *actor.PID, live *LiveOwners, key string, c *Call) {
+	if live != nil && key != "" && live.Send(root, key, c) {
+		return
+	}
+	root.Send(dir, c)
+}
+
+// Router carries a request to the owner of id when owners do not live in
+// this process's directory (cluster mode; package placement implements
+// it). It returns the owner's response or a typed error; it may retry
+// within ctx's deadline, so msg must be safe to deliver more than once
+// (session writes are: message ids make appends idempotent, a create names
+// its id; a fenced or lost plan write stored nothing). It must not keep
+// msg.
+type Router interface {
+	Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error)
 }

@@ -2,6 +2,8 @@ package plan_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,4 +71,52 @@ func TestIdlePassivation(t *testing.T) {
 	if r := record(t, h.svc, timeoutOn("idle", execute, "s")); r.GetSequence() != 1 || r.GetRetryCount() != 2 {
 		t.Fatalf("after idle passivation: sequence %d retry_count %d; want 1 2", r.GetSequence(), r.GetRetryCount())
 	}
+}
+
+// A passivation storm: with a 1 ms idle timeout, plan owners passivate
+// between almost every two requests while 16 senders record errors of one
+// step on 8 plans. Every plan's history stays dense, each record's retry
+// count is its sequence + 1 (no record lost, none counted twice across
+// reactivations), owners did come and go, and the race detector stays
+// clean (the owners' idle timer is the project's own; issue 15).
+func TestPassivationStormWithAVeryShortIdleTimeout(t *testing.T) {
+	h := newHarness(t, inMemory, plan.Config{IdleTimeout: time.Millisecond})
+	const plans, senders, each = 8, 16, 40
+	var wg sync.WaitGroup
+	errc := make(chan error, senders)
+	for g := 0; g < senders; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				id := fmt.Sprintf("storm-%d", (g+i)%plans)
+				if _, err := h.svc.RecordError(ctxT(t), timeoutOn(id, execute, "s")); err != nil {
+					errc <- fmt.Errorf("sender %d record %d: %w", g, i, err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	total := 0
+	for p := 0; p < plans; p++ {
+		recs := history(t, h.svc, fmt.Sprintf("storm-%d", p))
+		for i, r := range recs {
+			if r.GetSequence() != int64(i) || r.GetRetryCount() != int32(i+1) {
+				t.Fatalf("plan storm-%d record %d: sequence %d retry_count %d", p, i, r.GetSequence(), r.GetRetryCount())
+			}
+		}
+		total += len(recs)
+	}
+	if total != senders*each {
+		t.Fatalf("%d records stored, want %d", total, senders*each)
+	}
+	if act := plan.Activations(h.svc); act <= plans {
+		t.Fatalf("%d activations for %d plans: no owner passivated in the storm", act, plans)
+	}
+	t.Logf("%d activations for %d plans", plan.Activations(h.svc), plans)
 }

@@ -1,10 +1,10 @@
 package plan
 
 import (
+	"github.com/agentstate/agentstate/actors/lifecycle"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
-	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -86,18 +86,18 @@ func (o *owner) retried(n *op) bool {
 	id := n.recordID
 	if r := o.recent.get(id); r != nil {
 		if !sameError(n.recordErr, r) {
-			n.replier.Reply(nil, recordIDTaken(id))
+			o.ans.Reply(n.req, nil, recordIDTaken(id))
 			return true
 		}
-		n.replier.Reply(&planv1.RecordErrorResponse{Record: r, Duplicate: true}, nil)
+		o.ans.Reply(n.req, &planv1.RecordErrorResponse{Record: r, Duplicate: true}, nil)
 		return true
 	}
 	if first, ok := o.byRecord[id]; ok {
 		if !sameRequest(n.recordErr, first.recordErr) {
-			n.replier.Reply(nil, recordIDTaken(id))
+			o.ans.Reply(n.req, nil, recordIDTaken(id))
 			return true
 		}
-		first.followers = append(first.followers, n.replier)
+		first.followers = append(first.followers, n.req)
 		return true
 	}
 	if o.byRecord == nil {
@@ -110,7 +110,7 @@ func (o *owner) retried(n *op) bool {
 // answer replies to op's caller and to every retry that follows it; a
 // follower learns it was a retry from duplicate = true.
 func (o *owner) answer(op *op, resp proto.Message, err error) {
-	op.replier.Reply(resp, err)
+	o.ans.Reply(op.req, resp, err)
 	if op.kind != opRecordError {
 		return
 	}
@@ -121,48 +121,38 @@ func (o *owner) answer(op *op, resp proto.Message, err error) {
 		rec := resp.(*planv1.RecordErrorResponse).GetRecord()
 		o.recent.add(rec)
 		for _, f := range op.followers {
-			f.Reply(&planv1.RecordErrorResponse{Record: proto.Clone(rec).(*planv1.ErrorRecord), Duplicate: true}, nil)
+			o.ans.Reply(f, &planv1.RecordErrorResponse{Record: proto.Clone(rec).(*planv1.ErrorRecord), Duplicate: true}, nil)
 		}
 	} else {
 		for _, f := range op.followers {
-			f.Reply(resp, err)
+			o.ans.Reply(f, resp, err)
 		}
 	}
 	op.followers = nil
 }
 
-// abandonOp gives up answering op and its followers (see abandon).
-func (o *owner) abandonOp(op *op) {
-	abandon(op.replier)
-	for _, f := range op.followers {
-		abandon(f)
-	}
-	if op.kind == opRecordError && o.byRecord[op.recordID] == op {
-		delete(o.byRecord, op.recordID)
-	}
-}
-
-// recordsExist ends b, which the store refused because record ids of it
-// are stored already; nothing of b was stored. Each op whose id is stored
+// recordsExist ends a write the store refused because record ids of it
+// are stored already; nothing of it was stored. Each op whose id is stored
 // for this plan is a retry of a record committed earlier (by an earlier
 // activation, or one recent forgot) and is answered with it; one whose id
 // is stored for another plan fails with ALREADY_EXISTS. The other ops go
-// back to the head of the queue and are recomputed from committed, which
-// already includes every stored record of the plan (it was loaded after
-// this activation's epoch committed), so the next write carries none of
-// the stored ids.
-func (o *owner) recordsExist(ctx actor.Context, b *batch, e *persistence.RecordsExistError) {
+// back to the head of the queue (Outcome.Requeue) and are recomputed from
+// committed, which already includes every stored record of the plan (it
+// was loaded after this activation's epoch committed), so the next write
+// carries none of the stored ids.
+func (o *owner) recordsExist(carried []*lifecycle.Request, e *persistence.RecordsExistError) lifecycle.Outcome {
 	stored := make(map[string]*planv1.ErrorRecord, len(e.Stored))
 	for _, r := range e.Stored {
 		stored[r.GetRecordId()] = r
 	}
-	var resend []*op
+	var resend []*lifecycle.Request
 	stale := false
-	for _, op := range b.ops {
+	for _, req := range carried {
+		op := req.Value.(*op)
 		r, ok := stored[op.recordID]
 		switch {
 		case !ok || op.kind != opRecordError:
-			resend = append(resend, op)
+			resend = append(resend, req)
 		case r.GetPlanId() == o.planID:
 			// A stored record of this plan that committed does not
 			// count means memory and store disagree: reload.
@@ -176,18 +166,12 @@ func (o *owner) recordsExist(ctx actor.Context, b *batch, e *persistence.Records
 			o.answer(op, nil, errs.AlreadyExists("record_id %s is recorded for another plan; a record_id names one record of one plan", op.recordID))
 		}
 	}
-	if len(resend) == len(b.ops) {
-		// The store named no record of b: resending would fail again.
-		o.fail(b.ops, errs.Internal("plan %s: the store refused a write for stored record ids it did not name: %v", o.planID, e))
-		o.rollback()
-		return
+	if len(resend) == len(carried) {
+		// The store named no record of the write: resending would fail again.
+		o.fail(opsOf(carried), errs.Internal("plan %s: the store refused a write for stored record ids it did not name: %v", o.planID, e))
+		return lifecycle.Outcome{Rebase: true}
 	}
-	o.queue = append(resend, o.queue...)
-	if stale {
-		o.reload(ctx)
-		return
-	}
-	o.rollback()
+	return lifecycle.Outcome{Requeue: resend, Stale: stale, Rebase: true}
 }
 
 // sameError reports whether req (validated and normalized) asks for the

@@ -27,10 +27,12 @@ const DirectoryName = "plans"
 type Service struct {
 	planv1.UnimplementedPlanServiceServer
 
-	root    *actor.RootContext
-	pid     *actor.PID
-	env     *env
-	backlog *writer.Backlog
+	root  *actor.RootContext
+	pid   *actor.PID
+	env   *env
+	admit *directory.Admission
+	// live reaches live plan owners without the directory's mailbox.
+	live directory.LiveOwners
 
 	stopped  atomic.Bool
 	stopOnce sync.Once
@@ -45,17 +47,36 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 	if sys == nil || wr == nil || reader == nil {
 		return nil, errs.InvalidArgument("plan.Start needs an actor system, the audit service and a reader")
 	}
-	e := &env{reader: reader, writerPID: wr.PID(), cfg: cfg.withDefaults(), live: newLiveSet()}
-	s := &Service{root: sys.Root, env: e, backlog: wr.Backlog()}
+	e := &env{reader: reader, cfg: cfg.withDefaults()}
+	s := &Service{root: sys.Root, env: e}
+	s.admit = &directory.Admission{Backlog: wr.Backlog(), MaxWait: e.cfg.AskTimeout, Closing: func() error {
+		if s.stopped.Load() {
+			return errStopped()
+		}
+		return nil
+	}}
+	e.owners = directory.OwnerSpec{
+		Kind: "plan",
+		New: func(id string) directory.Domain {
+			e.activations.Add(1)
+			return newOwner(id, e)
+		},
+		Writer:      wr.PID(),
+		IdleTimeout: e.cfg.IdleTimeout,
+		Key:         planKey,
+		Unkeyed:     s.serveRead,
+		Admission:   s.admit,
+	}
 	props := directory.Props(directory.Config{
 		Kind: "plan",
 		Key:  planKey,
 		Owner: func(key string) *actor.Props {
-			return actor.PropsFromProducer(func() actor.Actor { return newOwner(key, e) },
-				actor.WithDispatcher(dispatch.Shared())) // grown stacks across bursts
+			// Owners run on the shared pool: grown stacks across bursts.
+			return e.owners.OwnerProps(key).Configure(actor.WithDispatcher(dispatch.Shared()))
 		},
-		Unkeyed: s.serveRead,
-		Admit:   s.backlog.TryAdmit,
+		Unkeyed:   s.serveRead,
+		Admission: s.admit,
+		Live:      &s.live,
 	}).Configure(actor.WithDispatcher(dispatch.Shared()))
 	pid, err := sys.Root.SpawnNamed(props, e.cfg.Name)
 	if err != nil {
@@ -100,11 +121,26 @@ func (s *Service) PassivateAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
 	defer cancel()
 	s.root.Send(s.pid, &directory.PassivateAll{})
-	_ = s.env.live.wait(ctx)
+	_ = s.waitNoOwners(ctx)
 }
 
 // ActiveActors returns the number of live plan actors.
-func (s *Service) ActiveActors() int { return s.env.live.count() }
+func (s *Service) ActiveActors() int { return s.env.owners.Live.Count() }
+
+// waitNoOwners returns once no plan owner is live, or ctx's error.
+func (s *Service) waitNoOwners(ctx context.Context) error {
+	for {
+		changed := s.env.owners.Live.Changed() // before Count: no change is missed
+		if s.env.owners.Live.Count() == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
 
 // Stop refuses further façade calls, passivates every plan actor (letting
 // in-flight writes finish) and stops the directory. Requests still waiting
@@ -114,7 +150,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.stopped.Store(true)
 		s.root.Send(s.pid, &directory.PassivateAll{})
-		if err := s.env.live.wait(ctx); err != nil {
+		if err := s.waitNoOwners(ctx); err != nil {
 			s.stopErr = errs.Unavailable("plan actors still busy at shutdown: %v", err)
 		}
 		if err := s.root.StopFuture(s.pid).Wait(); err != nil && s.stopErr == nil {
@@ -124,24 +160,32 @@ func (s *Service) Stop(ctx context.Context) error {
 	return s.stopErr
 }
 
-// call asks the plan's owner through the directory. Writes hold a backlog
-// slot until answered: in-process callers wait for one, callers whose ctx
-// is marked writer.NoWait are refused with RESOURCE_EXHAUSTED.
+// call asks the plan's owner: directly when it is live, else through the
+// directory. Writes hold backlog room until answered (directory.Admission:
+// in-process callers wait for it, callers whose ctx is marked
+// writer.NoWait are refused with RESOURCE_EXHAUSTED).
 func (s *Service) call(ctx context.Context, msg proto.Message) (proto.Message, error) {
 	if s.stopped.Load() {
-		return nil, errs.Unavailable("the plans service is stopped")
+		return nil, errStopped()
+	}
+	id, ok, err := planKey(msg)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errs.Internal("plan façade routed %T, which has no owner", msg)
 	}
 	if r := s.env.cfg.Router; r != nil {
-		return s.route(ctx, r, msg) // cluster mode: the owner's node admits it
+		return s.route(ctx, r, id, msg) // cluster mode: the owner's node admits it
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	size := writer.RequestSize(msg)
-	if err := s.backlog.Admit(ctx, size); err != nil {
+	if err := s.admit.Admit(ctx, size); err != nil {
 		return nil, err
 	}
-	defer s.backlog.Release(size)
-	return directory.Ask(ctx, s.root, s.pid, msg)
+	defer s.admit.Release(size)
+	return directory.AskOwner(ctx, s.root, s.pid, &s.live, id, msg, false)
 }
 
 func (s *Service) bound(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -265,54 +309,4 @@ func (s *Service) errorDetails(ctx context.Context, r *planv1.ErrorDetailsReques
 		doc = "{}"
 	}
 	return &planv1.ErrorDetailsResponse{Details: rec, DetailsJson: doc, MaxRetries: ps.MaxRetries}, nil
-}
-
-// liveSet counts live plan actors and lets callers wait for none.
-type liveSet struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{} // closed while n == 0
-}
-
-func newLiveSet() *liveSet {
-	z := make(chan struct{})
-	close(z)
-	return &liveSet{zero: z}
-}
-
-func (l *liveSet) add() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n == 0 {
-		l.zero = make(chan struct{})
-	}
-	l.n++
-}
-
-func (l *liveSet) done() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n--
-	if l.n == 0 {
-		close(l.zero)
-	}
-}
-
-func (l *liveSet) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n
-}
-
-// wait returns nil once no actor is live, or ctx's error.
-func (l *liveSet) wait(ctx context.Context) error {
-	l.mu.Lock()
-	z := l.zero
-	l.mu.Unlock()
-	select {
-	case <-z:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/actors/lifecycle"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -91,10 +91,10 @@ type op struct {
 	merge      map[string]json.RawMessage
 	recordID   string
 	recordedAt time.Time
-	replier    directory.Replier
+	req        *lifecycle.Request
 	// followers are retries of the same client record id that arrived
 	// while this op was unanswered; they get its outcome (retry.go).
-	followers []directory.Replier
+	followers []*lifecycle.Request
 
 	// outcome
 	record    *planv1.ErrorRecord  // opRecordError

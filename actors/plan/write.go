@@ -20,27 +20,6 @@ const (
 	maxBytesPerWrite = 8 << 20
 )
 
-// cut returns how many of the queued ops go into the next write: at least
-// one, then as many as fit the bounds.
-func cut(queue []*op) int {
-	n, bytes := 0, 0
-	for _, o := range queue {
-		size := 256
-		if r := o.recordErr; r != nil {
-			size += len(r.GetMessage()) + len(r.GetStackSummary()) + len(r.GetAttributesJson())
-		}
-		for k, v := range o.merge {
-			size += len(k) + len(v)
-		}
-		if n > 0 && (n == maxOpsPerWrite || bytes+size > maxBytesPerWrite) {
-			break
-		}
-		n++
-		bytes += size
-	}
-	return n
-}
-
 // writeOf builds the one PlanWrite that stores ops (whose outcomes were
 // computed in order, starting from committed) together with one audit entry
 // per state change. committed itself is not changed.

@@ -6,7 +6,6 @@ import (
 	"github.com/agentstate/agentstate/actors/directory"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -14,83 +13,26 @@ import (
 // under; the cluster identity is the session id.
 const ClusterKind = "session"
 
-// Router carries a write to the actor that owns id when owners do not live
-// in this process's directory (cluster mode). It returns the owner's
-// response or a typed error; it may retry within ctx's deadline, so msg
-// must be safe to deliver more than once (session writes are: message ids
-// make appends idempotent, a create names its id). It must not keep msg.
-type Router interface {
-	Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error)
-}
+// Router is the one router of every kind of owner (directory.Router).
+type Router = directory.Router
 
-// ClusterProps are the props of the session actor as a cluster kind (see
-// package placement). Such an actor learns its session id from
-// *cluster.ClusterInit, accepts bare sessionv1 requests from any sender
-// (admitted into this node's writer backlog, answered with the response or a
-// *commonv1.Error), and passivates itself when idle: it has no directory.
-func (s *Service) ClusterProps() *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor {
-		return &owner{env: s.env, stale: true, standalone: true, admit: s.admitRemote,
-			unkeyed: s.unkeyed}
-	})
-}
+// ClusterProps are the props of the session owner as a cluster kind (see
+// package placement and directory.OwnerSpec.KindProps): the same owner as
+// a directory's child, learning its session id from *cluster.ClusterInit,
+// accepting bare sessionv1 requests from any sender (admitted like every
+// request, answered with the response or a *commonv1.Error), and
+// passivating itself when idle.
+func (s *Service) ClusterProps() *actor.Props { return s.env.owners.KindProps() }
 
 // FencedActivations is how many session activations found a newer one
 // had taken their session (the store fenced their write; they answered
 // UNAVAILABLE and stopped). Expected after a member rejoins; a steady
 // rise means members disagree about placement.
-func (s *Service) FencedActivations() int64 { return s.env.fenced.Load() }
-
-// clusterInit takes the actor's identity. The cluster delivers it right
-// after Started, before any request.
-func (o *owner) clusterInit(m *cluster.ClusterInit) {
-	if m.Identity != nil {
-		o.id = m.Identity.Identity
-	}
-}
-
-// acceptBare queues a bare request from a remote or future sender, as the
-// directory does for its own such senders.
-func (o *owner) acceptBare(ctx actor.Context, m proto.Message) {
-	sender := ctx.Sender()
-	if sender == nil {
-		return // nobody to answer; a request must be asked, not sent
-	}
-	r := &directory.PIDReplier{Root: ctx.ActorSystem().Root, To: sender}
-	if o.admit != nil {
-		release, err := o.admit(m)
-		if err != nil {
-			r.Reply(nil, err)
-			return
-		}
-		r.Done = release
-	}
-	id, routed, err := routeKey(m)
-	switch {
-	case err != nil:
-		r.Reply(nil, err)
-	case !routed:
-		// Reads and imports need no owner: served as the directory
-		// serves them (on their own goroutine, on the reader), so a
-		// request works the same whichever way it reached the node.
-		go o.unkeyed(&directory.Call{Msg: m, Replier: r})
-	case id != o.id:
-		// The identity is the session id: a write naming another
-		// session reached the wrong actor.
-		r.Reply(nil, errs.InvalidArgument("session actor %s cannot serve %s for session %q: send it to that session's identity",
-			o.id, m.ProtoReflect().Descriptor().Name(), id))
-	default:
-		o.accept(&directory.Call{Msg: m, Replier: r})
-	}
-}
+func (s *Service) FencedActivations() int64 { return s.env.owners.Fenced.Load() }
 
 // routed sends a normalised write to its owner: through Config.Router when
-// one is set (cluster mode), else through this process's directory.
+// one is set (cluster mode), else through this process's owners.
 func routed[T proto.Message](ctx context.Context, s *Service, msg proto.Message) (T, error) {
-	r := s.env.cfg.Router
-	if r == nil {
-		return call[T](ctx, s, msg)
-	}
 	var zero T
 	if s.closing.Load() {
 		return zero, errUnavailableStopping()
@@ -101,6 +43,10 @@ func routed[T proto.Message](ctx context.Context, s *Service, msg proto.Message)
 	}
 	if !ok {
 		return zero, errs.Internal("session façade routed %T, which has no owner", msg)
+	}
+	r := s.env.cfg.Router
+	if r == nil {
+		return call[T](ctx, s, id, msg)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.env.cfg.AskTimeout)
 	defer cancel()

@@ -15,9 +15,12 @@
 // response message or a *commonv1.Error.
 //
 // Start spawns a sessions directory (actors/directory). It spawns the actor
-// of a session on the first request for its id and routes every write for
-// that id to it. An actor that received nothing for Config.IdleTimeout
-// (default 5 minutes) asks to passivate; it stops once its writes in flight
+// of a session on the first request for its id; later writes reach the live
+// actor directly (directory.LiveOwners) or through the directory. The
+// actor is the owner kernel (actors/lifecycle) with this package's session
+// domain (owner.go) in the directory's actor shell. An actor that received
+// nothing for about Config.IdleTimeout (default 5 minutes; its own idle
+// timer ticks once per timeout) asks to passivate; it stops once its writes in flight
 // are answered, and the directory spawns a fresh one for the next request,
 // which reloads the session from the store (next sequence = stored maximum
 // + 1). PassivateAll forces that for every actor. The actor takes its
@@ -32,11 +35,13 @@
 //     message id given twice. Nothing invalid gets further.
 //  2. Take a writer backlog slot: in-process callers wait for one, network
 //     callers (writer.NoWait contexts) get RESOURCE_EXHAUSTED when full.
-//  3. The directory forwards the request to the session's actor.
-//  4. The actor queues it. With no write in flight it takes the leading run
-//     of queued appends (one Turn each) into one persistence.AppendMessages
-//     at its next sequence and submits it to the writer actor, which group
-//     commits it with other sessions' writes.
+//  3. The request goes to the session's live actor, or through the
+//     directory, which spawns it.
+//  4. The actor's kernel queues it. With no write in flight it cuts the
+//     leading run of queued appends and the domain (startAppends) makes
+//     them, one Turn each, one persistence.AppendMessages at the next
+//     sequence, which goes to the writer actor, which group commits it
+//     with other sessions' writes.
 //  5. On *writer.Applied (after COMMIT; with synchronous=FULL: durable) the
 //     actor answers each request with its message ids, sequences and
 //     timestamps, in sequence order, moves its next sequence to

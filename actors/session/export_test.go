@@ -13,8 +13,8 @@ func Activations(s *Service) int64 { return s.env.activations.Load() }
 // WaitNoActors returns once no session actor is alive, or ctx ended.
 func WaitNoActors(ctx context.Context, s *Service) error {
 	for {
-		ch := s.env.live.changed()
-		if s.env.live.count() == 0 {
+		ch := s.env.owners.Live.Changed()
+		if s.env.owners.Live.Count() == 0 {
 			return nil
 		}
 		select {

@@ -2,285 +2,162 @@ package session
 
 import (
 	"context"
-	"errors"
 
-	"github.com/agentstate/agentstate/actors/directory"
-	"github.com/agentstate/agentstate/actors/writer"
+	"github.com/agentstate/agentstate/actors/lifecycle"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 )
 
-// owner is the actor that owns one session. It is the only code that
-// decides the session's next sequence.
+// owner is the session's domain in the owner kernel (actors/lifecycle):
+// what the one owner of a session decides. The kernel holds its
+// lifecycle — the epoch and fencing, the one write in flight, arrival
+// order, coalescing, passivation — and the actor shell
+// (directory.OwnerSpec) carries out its effects. The session's next
+// sequence is decided in one place, startAppends (writes.go).
 //
 // Invariants:
-//   - at most one write (one writer.Submit) is in flight: busy != nil;
 //   - sess.MessageCount is the next sequence: the stored maximum + 1, as of
 //     the last committed write. It advances only on a committed result;
-//   - requests are decided in arrival order: a request waits in queue while
-//     a write is in flight, and is checked against the state that write
-//     left behind (an append queued behind a close is refused);
-//   - stale means the in-memory state may differ from the store (never
-//     loaded, or a write failed in a way that says so); the next request
-//     reloads it before anything is decided;
-//   - nothing is written or decided before epoch > 0: the actor's first
-//     write is its Activate, and its state is loaded only after that
-//     committed (see fencing.go). Every later write carries epoch;
-//   - fenced: a write was refused because a newer activation owns the
-//     session. Every request is refused from then on and the actor stops.
+//   - memory changes only in the finish functions of a write, and only for
+//     what committed;
+//   - stale is set, during one Applied, when a result says memory and
+//     store may differ; the kernel then loads the session again before
+//     anything is decided.
 type owner struct {
 	id  string
 	env *env
 
 	sess  *sessionv1.Session // nil: the session does not exist
 	state string             // the session's state (JSON object) as last committed
+
+	epoch int64              // the kernel's, for the commands built now
+	ans   *lifecycle.Answers // where the call being served answers
+	next  *lifecycle.Write   // the write a decision built
 	stale bool
-
-	epoch  int64 // 0 until the activation committed
-	fenced bool
-
-	busy  *write
-	queue []*request
-	tag   uint64
-
-	passivating bool // the directory told us to stop
-	idleAsked   bool // we asked the directory to passivate us
-
-	// standalone: a cluster kind (cluster.go), with no directory parent.
-	// It stops itself when idle, and admit (may be nil) and the release it
-	// returns bracket each bare request it accepts.
-	standalone bool
-	admit      func(proto.Message) (release func(), err error)
-	// unkeyed serves a cluster kind's requests that need no owner (reads,
-	// imports), as the directory's Unkeyed does; it replies itself.
-	unkeyed func(*directory.Call)
 }
 
-// request is one accepted Call with its normalised message.
-type request struct {
-	call *directory.Call
-	msg  proto.Message
+var _ lifecycle.Domain = (*owner)(nil)
+
+func newOwner(id string, e *env) *owner { return &owner{id: id, env: e} }
+
+func (o *owner) Describe() (string, string) { return "session", o.id }
+
+// Activate: see fencing.go.
+func (o *owner) Activate() persistence.Command {
+	return &persistence.Activate{Kind: persistence.OwnerSession, ID: o.id}
 }
 
-func (r *request) reply(resp proto.Message, err error) { r.call.Replier.Reply(resp, err) }
-
-// write is the Submit in flight and what to do with its result. finish is
-// called exactly once, with the audit actor's result or a failure.
-type write struct {
-	tag    uint64
-	finish func(persistence.Result)
+// Accept validates a request that did not come through the façade (a
+// remote or future sender: the façade's are normalised already).
+func (o *owner) Accept(r *lifecycle.Request, a *lifecycle.Answers) bool {
+	if r.Checked {
+		return true
+	}
+	msg, err := normalize(r.Msg, o.env.cfg)
+	if err != nil {
+		a.Reply(r, nil, err)
+		return false
+	}
+	r.Msg = msg
+	return true
 }
 
-func newOwner(id string, e *env) actor.Actor {
-	return &owner{id: id, env: e, stale: true}
+// Batching: appends share a write (one Turn each); a conditional append is
+// decided against the committed next sequence, so it leads its write (the
+// turns carried before it could turn out to be retries, which store
+// nothing). Every other request is a write of its own, decided in arrival
+// order: an append queued behind a close is refused.
+func (o *owner) Batching(r *lifecycle.Request) (lifecycle.Batching, int) {
+	a, ok := asAppend(r.Msg)
+	if !ok {
+		return lifecycle.Alone, 0
+	}
+	n := 0
+	for _, m := range a.Messages {
+		n += len(m.Content) + len(m.MetadataJson)
+	}
+	if a.ExpectedNextSequence != nil {
+		return lifecycle.Leads, n
+	}
+	return lifecycle.Batched, n
 }
 
-func (o *owner) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		o.env.live.add(1)
-		o.env.activations.Add(1)
-		if o.env.cfg.IdleTimeout > 0 {
-			ctx.SetReceiveTimeout(o.env.cfg.IdleTimeout)
-		}
-	case *directory.Call:
-		o.accept(m)
-		o.pump(ctx)
-	case *writer.Applied:
-		if o.busy == nil || m.Tag != o.busy.tag {
-			return // not ours to finish: a stale reply
-		}
-		w := o.busy
-		o.busy = nil
-		if errors.Is(m.Result.Err, persistence.ErrFenced) {
-			o.fence(w)
-		} else {
-			w.finish(m.Result)
-		}
-		o.pump(ctx)
-	case *actor.DeadLetterResponse:
-		// A Submit reached no actor: the audit actor is gone, so the
-		// write in flight can never be answered. (The only other
-		// request this actor makes, Idle to its directory, is sent
-		// when nothing is in flight.)
-		if w := o.busy; w != nil {
-			o.busy = nil
-			w.finish(persistence.Result{Err: errs.Unavailable("session %s: the audit writer is not running", o.id)})
-		}
-		o.pump(ctx)
-	case *actor.ReceiveTimeout:
-		// The timer fires once; re-arm it so that an actor busy now
-		// asks again later.
-		ctx.SetReceiveTimeout(o.env.cfg.IdleTimeout)
-		if o.idle() {
-			o.askPassivation(ctx)
-		}
-	case *directory.Passivate:
-		o.passivating = true
-		o.pump(ctx)
-	case *cluster.ClusterInit:
-		o.clusterInit(m)
-	case *actor.Stopped, *actor.Restarting:
-		// Stopped without passivation (the directory was stopped) or
-		// restarting after a panic: this incarnation ends here, and
-		// whoever waits on it gets an answer. The write in flight was
-		// submitted and may still commit: OUTCOME_UNKNOWN (retries with
-		// message ids are safe). The queued requests were never
-		// submitted: UNAVAILABLE, which promises exactly that.
-		o.failAll(errs.OutcomeUnknown("session %s: the session actor stopped with this write in flight; it may still commit", o.id),
-			errs.Unavailable("session %s: the session actor stopped; the request was not stored", o.id))
-		o.env.live.add(-1)
-	case proto.Message:
-		// Only a cluster kind is sent bare requests; a directory wraps
-		// them in a *directory.Call.
-		if o.standalone {
-			o.acceptBare(ctx, m)
-			o.pump(ctx)
-		}
+func (o *owner) Limits() (int, int) { return maxTurnsPerWrite, maxBytesPerWrite }
+
+// Decide builds the write of run: the coalesced appends, or one other
+// request.
+func (o *owner) Decide(run []*lifecycle.Request, epoch int64, a *lifecycle.Answers) *lifecycle.Write {
+	o.ans, o.epoch, o.next = a, epoch, nil
+	if _, ok := asAppend(run[0].Msg); ok {
+		o.startAppends(run)
+	} else {
+		o.startOne(run[0])
 	}
+	w := o.next
+	o.next = nil
+	return w
 }
 
-func (o *owner) idle() bool { return o.busy == nil && len(o.queue) == 0 }
-
-func (o *owner) askPassivation(ctx actor.Context) {
-	if o.standalone {
-		// No directory: stop now. The cluster forgets this activation
-		// as it stops; a later request activates a fresh one, which
-		// takes a new epoch and reloads.
-		if !o.passivating {
-			o.passivating = true
-			ctx.Stop(ctx.Self())
-		}
-		return
+// Applied runs the write's finish function; a finish that builds another
+// write (the next chunk of a truncation) continues the same request.
+func (o *owner) Applied(w *lifecycle.Write, res persistence.Result, a *lifecycle.Answers) lifecycle.Outcome {
+	o.ans, o.next, o.stale = a, nil, false
+	w.Data.(func(persistence.Result))(res)
+	out := lifecycle.Outcome{Stale: o.stale}
+	if n := o.next; n != nil {
+		out.Continue, out.ContinueData = n.Cmd, n.Data
+		o.next = nil
 	}
-	if !o.idleAsked && !o.passivating {
-		o.idleAsked = true
-		// Request, not Send: the directory knows the owner by sender.
-		ctx.Request(ctx.Parent(), &directory.Idle{})
-	}
+	return out
 }
 
-// accept validates a call that did not come through the façade (a remote
-// or future sender: the façade's calls are normalised already) and queues
-// it.
-func (o *owner) accept(c *directory.Call) {
-	if o.fenced {
-		c.Replier.Reply(nil, o.fencedErr())
-		return
-	}
-	msg := c.Msg
-	if _, ok := c.Replier.(*checkedReplier); !ok {
-		var err error
-		if msg, err = normalize(c.Msg, o.env.cfg); err != nil {
-			c.Replier.Reply(nil, err)
-			return
-		}
-	}
-	o.queue = append(o.queue, &request{call: c, msg: msg})
-	if f := o.env.afterAccept; f != nil {
-		f(o.id, len(o.queue), o.busy != nil)
-	}
-}
+func (o *owner) Refuse(r *lifecycle.Request, err error, a *lifecycle.Answers) { a.Reply(r, nil, err) }
 
-// pump starts the next write when none is in flight, answering on the way
-// every queued request that needs none, and stops the actor when it is
-// told to and nothing is left.
-func (o *owner) pump(ctx actor.Context) {
-	for o.busy == nil && len(o.queue) > 0 {
-		if o.epoch == 0 {
-			o.activate(ctx)
-			break
-		}
-		if o.stale {
-			if err := o.load(); err != nil {
-				// The store cannot tell us the state: refuse the
-				// head request and try again with the next one.
-				r := o.pop()
-				r.reply(nil, err)
-				continue
-			}
-		}
-		if _, ok := asAppend(o.queue[0].msg); ok {
-			o.startAppends(ctx)
-		} else {
-			o.startOne(ctx, o.pop())
-		}
-	}
-	if !o.idle() {
-		return
-	}
-	if o.passivating {
-		ctx.Stop(ctx.Self())
-		return
-	}
-	if o.sess == nil || o.fenced {
-		// Nothing to own (no such session, nothing loaded because
-		// every request was invalid, or a newer activation owns it):
-		// do not hold an actor for the id.
-		o.askPassivation(ctx)
-	}
-}
+// Rebase: nothing is derived from the queue; requests are decided when
+// their write starts.
+func (o *owner) Rebase([]*lifecycle.Request) {}
 
-func (o *owner) pop() *request {
-	r := o.queue[0]
-	o.queue[0] = nil
-	o.queue = o.queue[1:]
-	if len(o.queue) == 0 {
-		o.queue = nil
-	}
-	return r
-}
+func (o *owner) Owns() bool { return o.sess != nil }
 
-// load reads the session from the store: this actor's state on activation,
-// and after a write failed in a way that means memory and store may differ.
-// Every write of a previous owner of this id is visible: the directory
-// spawns us only after it terminated, and it answered only after commit.
-// An owner in another directory may still live; but load runs only after
-// our Activate committed, so what it committed before is visible and what
-// it writes after is fenced.
-func (o *owner) load() error {
+// Load reads the session from the store: after the activation, and after
+// a write failed in a way that means memory and store may differ. Every
+// write of a previous owner of this id is visible: the directory spawns us
+// only after it terminated, and it answered only after commit. An owner
+// in another directory may still live; but Load runs only after our
+// Activate committed, so what it committed before is visible and what it
+// writes after is fenced.
+func (o *owner) Load() error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.env.cfg.AskTimeout)
 	defer cancel()
 	s, err := o.env.reader.GetSession(ctx, o.id)
+	var state string
 	if err == nil {
 		// The state is read after the session: both are this owner's,
 		// and nothing writes them while it loads (see above).
-		o.state, _, err = o.env.reader.GetSessionState(ctx, o.id)
+		state, _, err = o.env.reader.GetSessionState(ctx, o.id)
 	}
 	switch {
 	case err == nil:
-		o.sess = s
+		o.sess, o.state = s, state
 	case errs.CodeOf(err) == errs.NotFoundCode:
-		o.sess = nil
+		o.sess, o.state = nil, ""
 	default:
-		return errs.Unavailable("session %s: loading its state: %v", o.id, err)
+		return err
 	}
-	o.stale = false
 	return nil
 }
 
-// submit hands cmd to the audit actor; finish runs when it was applied.
-func (o *owner) submit(ctx actor.Context, cmd persistence.Command, finish func(persistence.Result)) {
-	o.tag++
-	o.busy = &write{tag: o.tag, finish: finish}
-	ctx.Request(o.env.writerPID, &writer.Submit{Cmd: cmd, Tag: o.tag})
+func (o *owner) reply(r *lifecycle.Request, resp proto.Message, err error) { o.ans.Reply(r, resp, err) }
+
+// submit makes cmd the write of carried; finish runs with its result.
+func (o *owner) submit(carried []*lifecycle.Request, cmd persistence.Command, finish func(persistence.Result)) {
+	o.next = &lifecycle.Write{Cmd: cmd, Carried: carried, Data: finish}
 }
 
-// failAll answers everything still pending — the write in flight with
-// inFlight, every queued request with queued; after it the actor holds no
-// request.
-func (o *owner) failAll(inFlight, queued error) {
-	if w := o.busy; w != nil {
-		o.busy = nil
-		w.finish(persistence.Result{Err: inFlight})
-	}
-	for len(o.queue) > 0 {
-		o.pop().reply(nil, queued)
-	}
+func (o *owner) submitOne(r *lifecycle.Request, cmd persistence.Command, finish func(persistence.Result)) {
+	o.submit([]*lifecycle.Request{r}, cmd, finish)
 }
 
 func (o *owner) snapshot() *sessionv1.Session { return proto.Clone(o.sess).(*sessionv1.Session) }

@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/lifecycle"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/persistence"
-	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -23,14 +23,14 @@ var truncateChunk = 10_000
 // truncate removes messages through m.ThroughSequence (clamped to the last
 // stored sequence: the next sequence never moves) in chunks; removed is
 // what earlier chunks of this request removed.
-func (o *owner) truncate(ctx actor.Context, r *request, m *sessionv1.TruncateRequest, removed int64) {
+func (o *owner) truncate(r *lifecycle.Request, m *sessionv1.TruncateRequest, removed int64) {
 	if o.sess == nil {
-		r.reply(nil, o.notFound())
+		o.reply(r, nil, o.notFound())
 		return
 	}
 	through := min(m.ThroughSequence, o.sess.MessageCount-1)
 	if through < o.sess.FirstSequence {
-		r.reply(&sessionv1.TruncateResponse{MessagesRemoved: removed, FirstSequence: o.sess.FirstSequence}, nil)
+		o.reply(r, &sessionv1.TruncateResponse{MessagesRemoved: removed, FirstSequence: o.sess.FirstSequence}, nil)
 		return
 	}
 	now := time.Now().UTC()
@@ -38,24 +38,24 @@ func (o *owner) truncate(ctx actor.Context, r *request, m *sessionv1.TruncateReq
 	if removed == 0 {
 		e, err := o.entry(audit.EventSessionTruncated, "", map[string]any{"through_sequence": through}, now)
 		if err != nil {
-			r.reply(nil, err)
+			o.reply(r, nil, err)
 			return
 		}
 		entries = []*auditv1.AuditEntry{e}
 	}
 	cmd := &persistence.TruncateSession{Epoch: o.epoch, SessionID: o.id, Through: through, Limit: truncateChunk,
 		UpdatedAt: now, Audit: entries}
-	o.submit(ctx, cmd, func(res persistence.Result) {
+	o.submitOne(r, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
-			r.reply(nil, res.Err)
+			o.reply(r, nil, res.Err)
 			return
 		}
 		removed += res.Removed
 		o.sess.UpdatedAt = timestamppb.New(now)
 		if res.Removed < int64(truncateChunk) {
 			o.sess.FirstSequence = max(o.sess.FirstSequence, through+1)
-			r.reply(&sessionv1.TruncateResponse{MessagesRemoved: removed, FirstSequence: o.sess.FirstSequence}, nil)
+			o.reply(r, &sessionv1.TruncateResponse{MessagesRemoved: removed, FirstSequence: o.sess.FirstSequence}, nil)
 			return
 		}
 		// More to remove: the next chunk is submitted at once, before
@@ -63,46 +63,46 @@ func (o *owner) truncate(ctx actor.Context, r *request, m *sessionv1.TruncateReq
 		// first sequence in memory stays where it was until the last
 		// chunk; only the store knows the cut in between, and nothing
 		// the owner decides depends on it but this request.
-		o.truncate(ctx, r, &sessionv1.TruncateRequest{SessionId: m.SessionId, ThroughSequence: through}, removed)
+		o.truncate(r, &sessionv1.TruncateRequest{SessionId: m.SessionId, ThroughSequence: through}, removed)
 	})
 }
 
-func (o *owner) putSnapshot(ctx actor.Context, r *request, m *sessionv1.PutSnapshotRequest) {
+func (o *owner) putSnapshot(r *lifecycle.Request, m *sessionv1.PutSnapshotRequest) {
 	if o.sess == nil {
-		r.reply(nil, o.notFound())
+		o.reply(r, nil, o.notFound())
 		return
 	}
 	snap := &sessionv1.Snapshot{Sequence: m.Sequence, Data: m.Data, CreatedAt: timestamppb.New(time.Now().UTC())}
 	cmd := &persistence.PutSnapshot{Epoch: o.epoch, SessionID: o.id, Snapshot: snap}
-	o.submit(ctx, cmd, func(res persistence.Result) {
+	o.submitOne(r, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
-			r.reply(nil, res.Err)
+			o.reply(r, nil, res.Err)
 			return
 		}
-		r.reply(&sessionv1.PutSnapshotResponse{Snapshot: &sessionv1.Snapshot{Sequence: snap.Sequence, CreatedAt: snap.CreatedAt}}, nil)
+		o.reply(r, &sessionv1.PutSnapshotResponse{Snapshot: &sessionv1.Snapshot{Sequence: snap.Sequence, CreatedAt: snap.CreatedAt}}, nil)
 	})
 }
 
-func (o *owner) deleteSnapshot(ctx actor.Context, r *request, m *sessionv1.DeleteSnapshotRequest) {
+func (o *owner) deleteSnapshot(r *lifecycle.Request, m *sessionv1.DeleteSnapshotRequest) {
 	if o.sess == nil {
-		r.reply(nil, o.notFound())
+		o.reply(r, nil, o.notFound())
 		return
 	}
 	cmd := &persistence.PutSnapshot{Epoch: o.epoch, SessionID: o.id, DeleteThrough: m.ThroughSequence}
-	o.submit(ctx, cmd, func(res persistence.Result) {
+	o.submitOne(r, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
-			r.reply(nil, res.Err)
+			o.reply(r, nil, res.Err)
 			return
 		}
-		r.reply(&sessionv1.DeleteSnapshotResponse{Deleted: res.Removed > 0}, nil)
+		o.reply(r, &sessionv1.DeleteSnapshotResponse{Deleted: res.Removed > 0}, nil)
 	})
 }
 
-func (o *owner) setExpiry(ctx actor.Context, r *request, m *sessionv1.SetExpiryRequest) {
+func (o *owner) setExpiry(r *lifecycle.Request, m *sessionv1.SetExpiryRequest) {
 	if o.sess == nil {
-		r.reply(nil, o.notFound())
+		o.reply(r, nil, o.notFound())
 		return
 	}
 	now := time.Now().UTC()
@@ -111,10 +111,10 @@ func (o *owner) setExpiry(ctx actor.Context, r *request, m *sessionv1.SetExpiryR
 		at = m.ExpiresAt.AsTime()
 	}
 	cmd := &persistence.UpdateSession{Epoch: o.epoch, SessionID: o.id, SetExpiry: true, ExpiresAt: at, UpdatedAt: now}
-	o.submit(ctx, cmd, func(res persistence.Result) {
+	o.submitOne(r, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
-			r.reply(nil, res.Err)
+			o.reply(r, nil, res.Err)
 			return
 		}
 		o.sess.ExpiresAt = nil
@@ -122,7 +122,7 @@ func (o *owner) setExpiry(ctx actor.Context, r *request, m *sessionv1.SetExpiryR
 			o.sess.ExpiresAt = m.ExpiresAt
 		}
 		o.sess.UpdatedAt = timestamppb.New(now)
-		r.reply(&sessionv1.SetExpiryResponse{Session: o.snapshot()}, nil)
+		o.reply(r, &sessionv1.SetExpiryResponse{Session: o.snapshot()}, nil)
 	})
 }
 

@@ -27,11 +27,13 @@ const DirectoryName = "sessions"
 type Service struct {
 	sessionv1.UnimplementedSessionServiceServer
 
-	sys     *actor.ActorSystem
-	env     *env
-	wr      *writer.Writer
-	backlog *writer.Backlog
-	pid     *actor.PID
+	sys   *actor.ActorSystem
+	env   *env
+	wr    *writer.Writer
+	admit *directory.Admission
+	pid   *actor.PID
+	// live reaches live session owners without the directory's mailbox.
+	live directory.LiveOwners
 
 	closing atomic.Bool
 	// stopSweep ends the sweeper of abandoned imports (importstream.go).
@@ -40,21 +42,20 @@ type Service struct {
 	stopErr   error
 }
 
-// env is what every session actor shares. It is read-only after Start,
+// env is what every session owner shares. It is read-only after Start,
 // except for the counters.
 type env struct {
-	cfg       Config
-	reader    persistence.Reader
-	writerPID *actor.PID
-
-	live        liveSet
+	cfg    Config
+	reader persistence.Reader
+	// owners is the owner actors' spec: the writer, the idle timer, the
+	// live and fenced counters.
+	owners      directory.OwnerSpec
 	activations atomic.Int64
-	fenced      atomic.Int64 // activations whose write the store fenced
 
 	// afterAccept, when set (by tests, before the first request), is
-	// called on the session actor's goroutine after it queued a request,
-	// with the queue length and whether a write is in flight. It must
-	// not block.
+	// called on the session actor's goroutine after a request arrived,
+	// with the requests waiting (itself included) and whether a write was
+	// in flight. It must not block.
 	afterAccept func(sessionID string, queued int, inFlight bool)
 }
 
@@ -66,19 +67,38 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 	if sys == nil || wr == nil || reader == nil {
 		return nil, errs.InvalidArgument("session.Start needs an actor system, an audit service and a reader")
 	}
-	s := &Service{
-		sys:     sys,
-		wr:      wr,
-		backlog: wr.Backlog(),
-		env:     &env{cfg: cfg.withDefaults(), reader: reader, writerPID: wr.PID()},
+	s := &Service{sys: sys, wr: wr, env: &env{cfg: cfg.withDefaults(), reader: reader}}
+	s.admit = &directory.Admission{Backlog: wr.Backlog(), MaxWait: s.env.cfg.AskTimeout, Closing: func() error {
+		if s.closing.Load() {
+			return errUnavailableStopping()
+		}
+		return nil
+	}}
+	e := s.env
+	e.owners = directory.OwnerSpec{
+		Kind: "session",
+		New: func(id string) directory.Domain {
+			e.activations.Add(1)
+			return newOwner(id, e)
+		},
+		Writer:      wr.PID(),
+		IdleTimeout: e.cfg.IdleTimeout,
+		Key:         routeKey,
+		Unkeyed:     s.unkeyed,
+		Admission:   s.admit,
+		Arrived: func(id string, waiting int, inFlight bool) {
+			if f := e.afterAccept; f != nil {
+				f(id, waiting, inFlight)
+			}
+		},
 	}
-	s.env.live.init()
 	props := directory.Props(directory.Config{
-		Kind:    "session",
-		Key:     routeKey,
-		Owner:   s.ownerProps,
-		Unkeyed: s.unkeyed,
-		Admit:   s.admitRemote,
+		Kind:      "session",
+		Key:       routeKey,
+		Owner:     s.ownerProps,
+		Unkeyed:   s.unkeyed,
+		Admission: s.admit,
+		Live:      &s.live,
 	}).Configure(actor.WithDispatcher(dispatch.Shared()))
 	pid, err := sys.Root.SpawnNamed(props, s.env.cfg.Name)
 	if err != nil {
@@ -104,7 +124,7 @@ func (s *Service) PassivateAll() { s.sys.Root.Send(s.pid, &directory.PassivateAl
 
 // ActiveActors is the number of session actors alive now (started and not
 // yet stopped).
-func (s *Service) ActiveActors() int { return s.env.live.count() }
+func (s *Service) ActiveActors() int { return s.env.owners.Live.Count() }
 
 // Stop refuses new requests, passivates every session actor (each finishes
 // and answers its writes in flight), then stops the directory. Requests
@@ -115,8 +135,8 @@ func (s *Service) Stop(ctx context.Context) error {
 		s.closing.Store(true)
 		close(s.stopSweep)
 		for {
-			changed := s.env.live.changed() // before count: no change is missed
-			if s.env.live.count() == 0 {
+			changed := s.env.owners.Live.Changed() // before count: no change is missed
+			if s.env.owners.Live.Count() == 0 {
 				break
 			}
 			s.PassivateAll() // again each time: a buffered request may have respawned one
@@ -139,17 +159,7 @@ func (s *Service) Stop(ctx context.Context) error {
 
 func (s *Service) ownerProps(key string) *actor.Props {
 	// Owners run on the shared pool: their bursts keep grown stacks.
-	return actor.PropsFromProducer(func() actor.Actor { return newOwner(key, s.env) },
-		actor.WithDispatcher(dispatch.Shared()))
-}
-
-// admitRemote admits a request from a remote or future sender: they never
-// wait for the backlog (RESOURCE_EXHAUSTED is their answer).
-func (s *Service) admitRemote(msg proto.Message) (release func(), err error) {
-	if s.closing.Load() {
-		return nil, errUnavailableStopping()
-	}
-	return s.backlog.TryAdmit(msg)
+	return s.env.owners.OwnerProps(key).Configure(actor.WithDispatcher(dispatch.Shared()))
 }
 
 // routeKey routes writes to the session's actor. A create without an id
@@ -251,37 +261,33 @@ func (s *Service) unkeyed(c *directory.Call) {
 	c.Replier.Reply(resp, err)
 }
 
-// checkedReplier answers a façade call. Its type tells the session actor
-// that the request was validated and normalised in the caller's goroutine;
-// Reply releases the backlog slot and bytes the call holds.
+// checkedReplier answers a façade call and gives back the room its
+// admission took.
 type checkedReplier struct {
-	ch      chan directory.Reply
-	backlog *writer.Backlog
-	size    int // admitted with; the directory may grow msg (a create's id)
+	ch    chan directory.Reply
+	admit *directory.Admission
+	size  int // admitted with; the directory may grow msg (a create's id)
 }
 
 func (r *checkedReplier) Reply(resp proto.Message, err error) {
 	r.ch <- directory.Reply{Msg: resp, Err: err}
-	r.backlog.Release(r.size)
+	r.admit.Release(r.size)
 }
 
-// call admits a normalised write into the backlog (in-process callers
-// wait; network callers are refused when it is full), hands it to its
-// session actor through the directory, and waits for the answer, at most
-// AskTimeout. It allocates no context of its own on the common path (a
-// deadline context costs a timer, a channel and a cancel func per append):
-// only a caller that must wait for a backlog slot gets one.
-func call[T proto.Message](ctx context.Context, s *Service, msg proto.Message) (T, error) {
+// call admits a normalised write (directory.Admission: in-process callers
+// wait, network callers are refused when the backlog is full), hands it to
+// its session owner — directly when it is live, else through the
+// directory — and waits for the answer, at most AskTimeout. It allocates
+// no context of its own on the common path (a deadline context costs a
+// timer, a channel and a cancel func per append).
+func call[T proto.Message](ctx context.Context, s *Service, key string, msg proto.Message) (T, error) {
 	var zero T
-	if s.closing.Load() {
-		return zero, errUnavailableStopping()
-	}
 	size := writer.RequestSize(msg)
-	if err := s.admit(ctx, size); err != nil {
+	if err := s.admit.Admit(ctx, size); err != nil {
 		return zero, err
 	}
-	r := &checkedReplier{ch: make(chan directory.Reply, 1), backlog: s.backlog, size: size}
-	s.sys.Root.Send(s.pid, &directory.Call{Msg: msg, Replier: r})
+	r := &checkedReplier{ch: make(chan directory.Reply, 1), admit: s.admit, size: size}
+	directory.Send(s.sys.Root, s.pid, &s.live, key, &directory.Call{Msg: msg, Replier: r, Checked: true})
 	timeout := askTimers.Get().(*time.Timer)
 	timeout.Reset(s.env.cfg.AskTimeout)
 	defer func() {
@@ -320,52 +326,6 @@ var askTimers = sync.Pool{New: func() any {
 // retry with the same message ids is safe.
 func noAnswer(cause error) error {
 	return errs.OutcomeUnknown("no answer from the session actor: %v", cause)
-}
-
-// admit takes a backlog slot for one write. A network caller never waits;
-// an in-process caller waits for a slot until its context or AskTimeout
-// ends, whichever comes first.
-func (s *Service) admit(ctx context.Context, size int) error {
-	if !writer.Waits(ctx) {
-		return s.backlog.TryAcquire(size)
-	}
-	if s.backlog.TryAcquire(size) == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.env.cfg.AskTimeout)
-	defer cancel()
-	return s.backlog.Acquire(ctx, size)
-}
-
-// liveSet counts live session actors and signals every change, so Stop
-// and tests can wait for passivation without polling.
-type liveSet struct {
-	mu sync.Mutex
-	n  int
-	ch chan struct{} // closed and replaced on every change
-}
-
-func (l *liveSet) init() { l.ch = make(chan struct{}) }
-
-func (l *liveSet) add(d int) {
-	l.mu.Lock()
-	l.n += d
-	close(l.ch)
-	l.ch = make(chan struct{})
-	l.mu.Unlock()
-}
-
-func (l *liveSet) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n
-}
-
-// changed returns a channel closed at the next change.
-func (l *liveSet) changed() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.ch
 }
 
 func errUnavailableStopping() error { return errs.Unavailable("the sessions service is stopping") }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/actors/session"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -159,4 +160,21 @@ func TestStressWithPassivation(t *testing.T) {
 		n := startNode(t, memURL(t), session.Config{}, nil)
 		stressRun(t, n, createSessions(t, n, 1000), 64, 250, 2000)
 	})
+}
+
+// A passivation storm: with a 1 ms idle timeout, owners passivate between
+// almost every two requests of a session while 32 senders append to 16
+// sessions, through the directory and through the live owners' fast path
+// alike. Nothing is lost or reordered (stressRun's checks), owners did
+// come and go, and the race detector stays clean: the owners' idle timer
+// is the project's own, not Proto.Actor's receive timeout, whose timer
+// raced under -race at such timeouts (issue 15).
+func TestPassivationStormWithAVeryShortIdleTimeout(t *testing.T) {
+	n := startNode(t, memURL(t), session.Config{IdleTimeout: time.Millisecond}, nil)
+	sessions := createSessions(t, n, 16)
+	stressRun(t, n, sessions, 32, 100, 0)
+	if act := session.Activations(n.svc); act <= int64(len(sessions)) {
+		t.Fatalf("%d activations for %d sessions: no owner passivated in the storm", act, len(sessions))
+	}
+	t.Logf("%d activations for %d sessions", session.Activations(n.svc), len(sessions))
 }

@@ -5,11 +5,11 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/lifecycle"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
-	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -18,54 +18,43 @@ import (
 // arrives: memory changes only in the finish functions, and only for what
 // committed.
 
-// startAppends carries the leading run of queued appends in one
-// AppendMessages, one Turn per request. It stops at the first other
-// request, so that what was queued behind a close, a delete or a create is
-// decided after it.
-func (o *owner) startAppends(ctx actor.Context) {
+// startAppends decides the session's next sequence: it is the one place
+// that does. The run (the leading queued appends the kernel coalesced, in
+// arrival order) becomes one AppendMessages, one Turn per request, numbered
+// from the committed next sequence (sess.MessageCount); the store commits
+// them densely from there (persistence: AppendMessages) or refuses the
+// command whole. Requests refused here (the session is closed, a
+// conditional append's expectation is not the next sequence, a turn that
+// cannot be built) are answered at once and carried by no write.
+func (o *owner) startAppends(run []*lifecycle.Request) {
 	now := time.Now().UTC()
 	ts := timestamppb.New(now)
-	var (
-		carried []*request
-		turns   []persistence.Turn
-		size    int
-	)
-	for len(o.queue) > 0 && len(carried) < maxTurnsPerWrite && size < maxBytesPerWrite {
-		a, ok := asAppend(o.queue[0].msg)
-		if !ok {
-			break
-		}
-		if a.ExpectedNextSequence != nil && len(carried) > 0 {
-			// A conditional append is decided against the committed
-			// next sequence, so it leads a write of its own: the turns
-			// carried before it may turn out to be retries, which
-			// store nothing.
-			break
-		}
-		r := o.pop()
+	carried := make([]*lifecycle.Request, 0, len(run))
+	turns := make([]persistence.Turn, 0, len(run))
+	for _, r := range run {
+		a, _ := asAppend(r.Msg)
 		if err := o.appendable(); err != nil {
-			r.reply(nil, err)
+			o.reply(r, nil, err)
 			continue
 		}
 		if a.ExpectedNextSequence != nil && *a.ExpectedNextSequence != o.sess.MessageCount {
-			r.reply(nil, &persistence.SequenceMismatchError{SessionID: o.id, Expected: *a.ExpectedNextSequence, Next: o.sess.MessageCount})
+			o.reply(r, nil, &persistence.SequenceMismatchError{SessionID: o.id, Expected: *a.ExpectedNextSequence, Next: o.sess.MessageCount})
 			continue
 		}
-		t, n, err := o.turn(a, ts, now)
+		t, err := o.turn(a, ts, now)
 		if err != nil {
-			r.reply(nil, err)
+			o.reply(r, nil, err)
 			continue
 		}
 		carried = append(carried, r)
 		turns = append(turns, t)
-		size += n
 	}
 	if len(carried) == 0 {
 		return
 	}
 	first := o.sess.MessageCount
 	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, NextSequence: first, State: o.state, Turns: turns, UpdatedAt: now}
-	o.submit(ctx, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
+	o.submit(carried, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
 }
 
 func (o *owner) appendable() error {
@@ -78,13 +67,12 @@ func (o *owner) appendable() error {
 	return nil
 }
 
-// turn converts one normalised append into a Turn; n estimates its bytes.
-func (o *owner) turn(a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now time.Time) (persistence.Turn, int, error) {
+// turn converts one normalised append into a Turn.
+func (o *owner) turn(a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now time.Time) (persistence.Turn, error) {
 	t := persistence.Turn{Messages: make([]*sessionv1.Message, len(a.Messages)), State: a.StateDelta}
 	if len(a.ScopeDeltas) > 0 {
 		t.Scopes = fromScopeDeltas(a.ScopeDeltas)
 	}
-	n := 0
 	for i, m := range a.Messages {
 		t.Messages[i] = &sessionv1.Message{
 			SessionId:    o.id,
@@ -95,24 +83,23 @@ func (o *owner) turn(a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now 
 			CreatedAt:    ts,
 			EventTime:    m.EventTime,
 		}
-		n += len(m.Content) + len(m.MetadataJson)
 	}
 	if o.env.cfg.AuditMessages {
 		t.Audit = make([]*auditv1.AuditEntry, 0, len(a.Messages))
 		for _, m := range a.Messages {
 			e, err := o.entry(audit.EventMessageAppended, "", map[string]any{"message_id": m.MessageId, "role": roleNames[m.Role]}, now)
 			if err != nil {
-				return t, 0, err
+				return t, err
 			}
 			t.Audit = append(t.Audit, e)
 		}
 	}
-	return t, n, nil
+	return t, nil
 }
 
 // appended answers each carried append with its turn's outcome, in turn
 // order, which is sequence order: acknowledgement order is sequence order.
-func (o *owner) appended(carried []*request, first int64, ts *timestamppb.Timestamp, res persistence.Result) {
+func (o *owner) appended(carried []*lifecycle.Request, first int64, ts *timestamppb.Timestamp, res persistence.Result) {
 	if res.Err == nil && len(res.Turns) != len(carried) {
 		res.Err = errs.Internal("session %s: the store answered %d turns for %d", o.id, len(res.Turns), len(carried))
 	}
@@ -120,7 +107,7 @@ func (o *owner) appended(carried []*request, first int64, ts *timestamppb.Timest
 		// Nothing of the command is stored; the next sequence stays
 		// at last committed + 1.
 		for _, r := range carried {
-			r.reply(nil, res.Err)
+			o.reply(r, nil, res.Err)
 		}
 		o.failed(res.Err)
 		return
@@ -131,20 +118,20 @@ func (o *owner) appended(carried []*request, first int64, ts *timestamppb.Timest
 	// store's (res.State), as its next sequence is.
 	state, track := o.state, false
 	for _, r := range carried {
-		_, u := r.msg.(*sessionv1.UpdateStateRequest)
+		_, u := r.Msg.(*sessionv1.UpdateStateRequest)
 		track = track || u
 	}
 	for i, r := range carried {
 		tr := res.Turns[i]
 		if tr.Err != nil {
-			r.reply(nil, tr.Err)
+			o.reply(r, nil, tr.Err)
 			continue
 		}
-		a, _ := asAppend(r.msg)
+		a, _ := asAppend(r.Msg)
 		resp, err := appendResponse(a, tr)
 		if err != nil {
 			o.stale = true
-			r.reply(nil, err)
+			o.reply(r, nil, err)
 			continue
 		}
 		if !tr.Duplicate {
@@ -159,13 +146,13 @@ func (o *owner) appended(carried []*request, first int64, ts *timestamppb.Timest
 		} else {
 			resp.NextSequence = res.NextSequence
 		}
-		if u, ok := r.msg.(*sessionv1.UpdateStateRequest); ok {
+		if u, ok := r.Msg.(*sessionv1.UpdateStateRequest); ok {
 			if !tr.Duplicate && u.StateDelta != nil {
 				if state, err = persistence.ApplyDelta("session "+o.id, state, u.StateDelta); err != nil {
 					o.stale = true
 				}
 			}
-			r.reply(&sessionv1.UpdateStateResponse{StateJson: state, NextSequence: resp.NextSequence}, nil)
+			o.reply(r, &sessionv1.UpdateStateResponse{StateJson: state, NextSequence: resp.NextSequence}, nil)
 			continue
 		}
 		if track && !tr.Duplicate && a.StateDelta != nil {
@@ -174,7 +161,7 @@ func (o *owner) appended(carried []*request, first int64, ts *timestamppb.Timest
 				o.stale = true
 			}
 		}
-		r.reply(resp, nil)
+		o.reply(r, resp, nil)
 	}
 	if res.NextSequence != next {
 		o.stale = true
@@ -243,33 +230,33 @@ func (o *owner) failed(err error) {
 
 // startOne serves a request that is not an append: it is decided alone,
 // in arrival order, with a write of its own when it changes anything.
-func (o *owner) startOne(ctx actor.Context, r *request) {
-	switch m := r.msg.(type) {
+func (o *owner) startOne(r *lifecycle.Request) {
+	switch m := r.Msg.(type) {
 	case *sessionv1.CreateSessionRequest:
-		o.create(ctx, r, m)
+		o.create(r, m)
 	case *sessionv1.CloseSessionRequest:
-		o.close(ctx, r)
+		o.close(r)
 	case *sessionv1.DeleteSessionRequest:
 		if m.OnlyIfExpired && (o.sess == nil || !expired(o.sess, time.Now())) {
 			// The sweep's delete loses to a SetExpiry that came first.
-			r.reply(nil, errs.FailedPrecondition("session %s has not expired", o.id))
+			o.reply(r, nil, errs.FailedPrecondition("session %s has not expired", o.id))
 			return
 		}
-		o.delete(ctx, r)
+		o.delete(r)
 	case *sessionv1.UpdateTokenUsageRequest:
-		o.addTokens(ctx, r, m)
+		o.addTokens(r, m)
 	case *sessionv1.LinkPlanRequest:
-		o.link(ctx, r, m)
+		o.link(r, m)
 	case *sessionv1.TruncateRequest:
-		o.truncate(ctx, r, m, 0)
+		o.truncate(r, m, 0)
 	case *sessionv1.PutSnapshotRequest:
-		o.putSnapshot(ctx, r, m)
+		o.putSnapshot(r, m)
 	case *sessionv1.DeleteSnapshotRequest:
-		o.deleteSnapshot(ctx, r, m)
+		o.deleteSnapshot(r, m)
 	case *sessionv1.SetExpiryRequest:
-		o.setExpiry(ctx, r, m)
+		o.setExpiry(r, m)
 	default:
-		r.reply(nil, errs.InvalidArgument("a session actor cannot serve %T", r.msg))
+		o.reply(r, nil, errs.InvalidArgument("a session actor cannot serve %T", r.Msg))
 	}
 }
 
@@ -279,13 +266,13 @@ func sameSession(s *sessionv1.Session, c *sessionv1.CreateSessionRequest) bool {
 		s.GetClientKey() == c.ClientKey
 }
 
-func (o *owner) create(ctx actor.Context, r *request, c *sessionv1.CreateSessionRequest) {
+func (o *owner) create(r *lifecycle.Request, c *sessionv1.CreateSessionRequest) {
 	if o.sess != nil {
 		if !sameSession(o.sess, c) {
-			r.reply(nil, errs.AlreadyExists("session %s exists with other fields", o.id))
+			o.reply(r, nil, errs.AlreadyExists("session %s exists with other fields", o.id))
 			return
 		}
-		r.reply(&sessionv1.CreateSessionResponse{Session: o.snapshot()}, nil)
+		o.reply(r, &sessionv1.CreateSessionResponse{Session: o.snapshot()}, nil)
 		return
 	}
 	now := time.Now().UTC()
@@ -305,41 +292,41 @@ func (o *owner) create(ctx actor.Context, r *request, c *sessionv1.CreateSession
 	}
 	state, err := persistence.ApplyDelta("session "+o.id, "", c.StateDelta)
 	if err != nil {
-		r.reply(nil, err)
+		o.reply(r, nil, err)
 		return
 	}
 	e, err := newEntry(audit.EventSessionCreated, o.id, c.ActorName, "",
 		map[string]any{"namespace": c.Namespace, "automation": c.Automation}, now)
 	if err != nil {
-		r.reply(nil, err)
+		o.reply(r, nil, err)
 		return
 	}
 	cmd := &persistence.CreateSession{Epoch: o.epoch, Session: s, Audit: []*auditv1.AuditEntry{e},
 		State: state, Scopes: fromScopeDeltas(c.ScopeDeltas)}
-	o.submit(ctx, cmd, func(res persistence.Result) {
+	o.submitOne(r, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
-			r.reply(nil, res.Err)
+			o.reply(r, nil, res.Err)
 			return
 		}
 		o.sess, o.state = s, state
-		r.reply(&sessionv1.CreateSessionResponse{Session: o.snapshot(), Created: true}, nil)
+		o.reply(r, &sessionv1.CreateSessionResponse{Session: o.snapshot(), Created: true}, nil)
 	})
 }
 
-func (o *owner) close(ctx actor.Context, r *request) {
+func (o *owner) close(r *lifecycle.Request) {
 	if o.sess == nil {
-		r.reply(nil, o.notFound())
+		o.reply(r, nil, o.notFound())
 		return
 	}
 	if o.sess.GetState() == sessionv1.SessionState_SESSION_STATE_CLOSED {
-		r.reply(&sessionv1.CloseSessionResponse{Session: o.snapshot()}, nil)
+		o.reply(r, &sessionv1.CloseSessionResponse{Session: o.snapshot()}, nil)
 		return
 	}
 	now := time.Now().UTC()
 	e, err := o.entry(audit.EventSessionClosed, "", nil, now)
 	if err != nil {
-		r.reply(nil, err)
+		o.reply(r, nil, err)
 		return
 	}
 	cmd := &persistence.UpdateSession{
@@ -350,47 +337,47 @@ func (o *owner) close(ctx actor.Context, r *request) {
 		UpdatedAt: now,
 		Audit:     []*auditv1.AuditEntry{e},
 	}
-	o.submit(ctx, cmd, func(res persistence.Result) {
+	o.submitOne(r, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
-			r.reply(nil, res.Err)
+			o.reply(r, nil, res.Err)
 			return
 		}
 		ts := timestamppb.New(now)
 		o.sess.State, o.sess.ClosedAt, o.sess.UpdatedAt = sessionv1.SessionState_SESSION_STATE_CLOSED, ts, ts
-		r.reply(&sessionv1.CloseSessionResponse{Session: o.snapshot()}, nil)
+		o.reply(r, &sessionv1.CloseSessionResponse{Session: o.snapshot()}, nil)
 	})
 }
 
-func (o *owner) delete(ctx actor.Context, r *request) {
+func (o *owner) delete(r *lifecycle.Request) {
 	if o.sess == nil {
-		r.reply(nil, o.notFound())
+		o.reply(r, nil, o.notFound())
 		return
 	}
 	details := map[string]any{"messages": o.sess.GetMessageCount()}
-	if m, ok := r.msg.(*sessionv1.DeleteSessionRequest); ok && m.OnlyIfExpired {
+	if m, ok := r.Msg.(*sessionv1.DeleteSessionRequest); ok && m.OnlyIfExpired {
 		details["reason"] = "expired"
 	}
 	e, err := o.entry(audit.EventSessionDeleted, "", details, time.Now().UTC())
 	if err != nil {
-		r.reply(nil, err)
+		o.reply(r, nil, err)
 		return
 	}
 	cmd := &persistence.DeleteSession{Epoch: o.epoch, SessionID: o.id, Audit: []*auditv1.AuditEntry{e}}
-	o.submit(ctx, cmd, func(res persistence.Result) {
+	o.submitOne(r, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
-			r.reply(nil, res.Err)
+			o.reply(r, nil, res.Err)
 			return
 		}
 		o.sess = nil
-		r.reply(&sessionv1.DeleteSessionResponse{MessagesRemoved: res.MessagesRemoved, PlansOrphaned: res.PlansOrphaned}, nil)
+		o.reply(r, &sessionv1.DeleteSessionResponse{MessagesRemoved: res.MessagesRemoved, PlansOrphaned: res.PlansOrphaned}, nil)
 	})
 }
 
-func (o *owner) addTokens(ctx actor.Context, r *request, m *sessionv1.UpdateTokenUsageRequest) {
+func (o *owner) addTokens(r *lifecycle.Request, m *sessionv1.UpdateTokenUsageRequest) {
 	if o.sess == nil {
-		r.reply(nil, o.notFound())
+		o.reply(r, nil, o.notFound())
 		return
 	}
 	now := time.Now().UTC()
@@ -399,53 +386,53 @@ func (o *owner) addTokens(ctx actor.Context, r *request, m *sessionv1.UpdateToke
 	// refuses them too (the same error), from what it holds.
 	total, err := persistence.AddTokens(o.id, o.sess.GetTokenUsage(), delta)
 	if err != nil {
-		r.reply(nil, err)
+		o.reply(r, nil, err)
 		return
 	}
 	e, err := o.entry(audit.EventTokenUsageUpdated, "", map[string]any{
 		"input_tokens": delta.InputTokens, "output_tokens": delta.OutputTokens, "cost": delta.Cost,
 	}, now)
 	if err != nil {
-		r.reply(nil, err)
+		o.reply(r, nil, err)
 		return
 	}
 	cmd := &persistence.UpdateSession{Epoch: o.epoch, SessionID: o.id, TokenDelta: delta, UpdatedAt: now, Audit: []*auditv1.AuditEntry{e}}
-	o.submit(ctx, cmd, func(res persistence.Result) {
+	o.submitOne(r, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
-			r.reply(nil, res.Err)
+			o.reply(r, nil, res.Err)
 			return
 		}
 		o.sess.TokenUsage = total
 		o.sess.UpdatedAt = timestamppb.New(now)
-		r.reply(&sessionv1.UpdateTokenUsageResponse{Total: &sessionv1.TokenUsage{
+		o.reply(r, &sessionv1.UpdateTokenUsageResponse{Total: &sessionv1.TokenUsage{
 			InputTokens: total.InputTokens, OutputTokens: total.OutputTokens, Cost: total.Cost,
 		}}, nil)
 	})
 }
 
-func (o *owner) link(ctx actor.Context, r *request, m *sessionv1.LinkPlanRequest) {
+func (o *owner) link(r *lifecycle.Request, m *sessionv1.LinkPlanRequest) {
 	if o.sess == nil {
-		r.reply(nil, o.notFound())
+		o.reply(r, nil, o.notFound())
 		return
 	}
 	now := time.Now().UTC()
 	p := m.GetPlan()
 	e, err := o.entry(audit.EventPlanLinked, p.GetPlanId(), map[string]any{"phase": p.GetPhase(), "state": p.GetState()}, now)
 	if err != nil {
-		r.reply(nil, err)
+		o.reply(r, nil, err)
 		return
 	}
 	cmd := &persistence.UpdateSession{Epoch: o.epoch, SessionID: o.id, LinkPlan: p, UpdatedAt: now, Audit: []*auditv1.AuditEntry{e}}
-	o.submit(ctx, cmd, func(res persistence.Result) {
+	o.submitOne(r, cmd, func(res persistence.Result) {
 		if res.Err != nil {
 			o.failed(res.Err)
-			r.reply(nil, res.Err)
+			o.reply(r, nil, res.Err)
 			return
 		}
 		o.sess.LinkedPlans = withLink(o.sess.LinkedPlans, p)
 		o.sess.UpdatedAt = timestamppb.New(now)
-		r.reply(&sessionv1.LinkPlanResponse{Session: o.snapshot()}, nil)
+		o.reply(r, &sessionv1.LinkPlanResponse{Session: o.snapshot()}, nil)
 	})
 }
 

@@ -1,0 +1,360 @@
+package lifecycle
+
+import (
+	"errors"
+
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+)
+
+// Ready is what the shell must do after an event, in this order: deliver
+// Replies, submit Submit, make the Load (and step Loaded), ask to be
+// passivated, stop.
+type Ready struct {
+	Replies []Reply
+	// Submit is the write to hand to the writer (at most one in flight).
+	Submit *Write
+	// Load: read the committed state now and step Loaded.
+	Load bool
+	// AskPassivation: ask whoever spawned the owner (its directory) to
+	// passivate it; an owner without one steps Passivate itself.
+	AskPassivation bool
+	// Stop: stop the owner now; nothing is in flight or waiting.
+	Stop bool
+	// Fenced: this activation was just fenced (counted by the shell).
+	Fenced bool
+}
+
+// Kernel is one owner's lifecycle. The zero value is not usable: New.
+type Kernel struct {
+	d Domain
+
+	epoch      int64  // 0 until the activation committed
+	activation uint64 // the tag of the Activate in flight, or 0
+	stale      bool   // the state must be loaded before the next decision
+	loading    bool   // a Load effect is out
+	inflight   *Write
+	tag        uint64
+	seq        uint64
+
+	arrivals []*Request // arrived, not yet accepted (no loaded state)
+	queue    []*Request // accepted, waiting for a write
+
+	refusing    error // fenced or moving out: every request gets this
+	failed      bool  // the last activation or load failed
+	passivating bool  // told to passivate: stop once idle
+	idleAsked   bool  // asked to be passivated already
+	touched     bool  // a request arrived since the last idle tick
+	stopped     bool
+
+	rd Ready
+	an Answers
+}
+
+// New returns the kernel of a fresh owner of d.
+func New(d Domain) *Kernel { return &Kernel{d: d, stale: true} }
+
+// Ready returns the effects collected since the last call and clears them.
+// Its Replies are valid until the next event is stepped (their array is
+// reused: one owner answers many requests).
+func (k *Kernel) Ready() Ready {
+	rd := k.rd
+	rd.Replies = k.an.list
+	clear(k.an.list[len(k.an.list):cap(k.an.list)]) // what the last use left
+	k.rd, k.an.list = Ready{}, k.an.list[:0]
+	return rd
+}
+
+// Epoch is the activation's epoch, 0 before it committed.
+func (k *Kernel) Epoch() int64 { return k.epoch }
+
+// InFlight is the tag of the write (or activation) in flight, 0 if none.
+func (k *Kernel) InFlight() uint64 {
+	if k.activation != 0 {
+		return k.activation
+	}
+	if k.inflight != nil {
+		return k.inflight.Tag
+	}
+	return 0
+}
+
+// Waiting is the number of requests waiting (arrived or queued, not in
+// flight).
+func (k *Kernel) Waiting() int { return len(k.arrivals) + len(k.queue) }
+
+// Arrive steps a request's arrival; the kernel numbers it (r.Seq).
+func (k *Kernel) Arrive(r *Request) {
+	k.seq++
+	r.Seq = k.seq
+	k.touched = true
+	if k.stopped {
+		k.an.Reply(r, nil, k.stoppedErr())
+		return
+	}
+	if k.refusing != nil {
+		k.an.Reply(r, nil, k.refusing)
+		return
+	}
+	k.arrivals = append(k.arrivals, r)
+	k.pump()
+}
+
+// Applied steps the writer's result of the submission tagged tag.
+func (k *Kernel) Applied(tag uint64, res persistence.Result) {
+	switch {
+	case tag != 0 && tag == k.activation:
+		k.activated(res)
+	case k.inflight != nil && tag == k.inflight.Tag:
+		w := k.inflight
+		k.inflight = nil
+		if errors.Is(res.Err, persistence.ErrFenced) {
+			k.fence(w)
+		} else {
+			k.applied(w, res)
+		}
+	default:
+		return // not ours to finish: a stale reply
+	}
+	k.pump()
+}
+
+// Loaded steps the outcome of a Load effect.
+func (k *Kernel) Loaded(err error) {
+	if !k.loading {
+		return
+	}
+	k.loading = false
+	if err != nil {
+		// Nothing can be decided on a state that is unknown: every
+		// waiting request is refused (nothing was stored), and the
+		// owner asks to be passivated; a request arriving before it
+		// stopped tries the load again.
+		kind, id := k.d.Describe()
+		k.failed = true
+		k.refuseAll(errs.Unavailable("%s %s could not be loaded: %v", kind, id, err))
+	} else {
+		k.stale, k.failed = false, false
+		k.d.Rebase(k.queue)
+	}
+	k.pump()
+}
+
+// Tick steps the owner's idle timer (one tick per idle timeout): an owner
+// that received no request since the previous tick and holds nothing asks
+// to be passivated.
+func (k *Kernel) Tick() {
+	if k.touched {
+		k.touched = false
+		return
+	}
+	if k.idle() && !k.passivating && !k.idleAsked && !k.stopped {
+		k.idleAsked = true
+		k.rd.AskPassivation = true
+	}
+}
+
+// Passivate steps the order to stop: the owner stops as soon as nothing
+// is in flight or waiting; what arrives before that is served.
+func (k *Kernel) Passivate() {
+	k.passivating = true
+	k.pump()
+}
+
+// MoveOut steps the owner's identity moving elsewhere (a cluster giving it
+// to another member): waiting and later requests are refused UNAVAILABLE
+// (nothing of them was stored; they are retried at the new owner), the
+// write in flight is answered with its real outcome, then the owner stops.
+func (k *Kernel) MoveOut() {
+	if k.refusing == nil {
+		kind, id := k.d.Describe()
+		k.refusing = errs.Unavailable("%s %s is moving to another member; retry", kind, id)
+	}
+	k.refuseAll(k.refusing)
+	k.passivating = true
+	k.pump()
+}
+
+// Stopped steps a stop the owner did not choose (its parent or the system
+// stopped it, or it restarts after a panic): everything it holds is
+// answered, the write in flight OUTCOME_UNKNOWN (it was submitted and may
+// still commit), everything else UNAVAILABLE (never submitted).
+func (k *Kernel) Stopped() {
+	if k.stopped {
+		return
+	}
+	k.stopped = true
+	kind, id := k.d.Describe()
+	if w := k.inflight; w != nil {
+		k.inflight = nil
+		k.d.Applied(w, persistence.Result{Err: errs.OutcomeUnknown("%s %s: the owner stopped with this write in flight; it may still commit", kind, id)}, &k.an)
+	}
+	k.activation = 0
+	k.refuseAll(k.stoppedErr())
+}
+
+func (k *Kernel) stoppedErr() error {
+	kind, id := k.d.Describe()
+	return errs.Unavailable("%s %s: the owner stopped; the request was not stored", kind, id)
+}
+
+func (k *Kernel) idle() bool {
+	return k.inflight == nil && k.activation == 0 && !k.loading && len(k.arrivals) == 0 && len(k.queue) == 0
+}
+
+// pump moves the owner on as far as it can without an answer from outside:
+// it activates, loads, accepts arrivals, starts the next write, and asks to
+// be passivated or stops when idle.
+func (k *Kernel) pump() {
+	if k.stopped {
+		return
+	}
+	for k.activation == 0 && !k.loading && (len(k.arrivals) > 0 || len(k.queue) > 0) {
+		if k.epoch == 0 {
+			k.activate()
+			break
+		}
+		if k.stale {
+			k.loading = true
+			k.rd.Load = true
+			break
+		}
+		for len(k.arrivals) > 0 {
+			r := k.arrivals[0]
+			k.arrivals[0] = nil
+			k.arrivals = k.arrivals[1:]
+			if k.d.Accept(r, &k.an) {
+				k.queue = append(k.queue, r)
+			}
+		}
+		k.arrivals = nil
+		if k.inflight != nil || len(k.queue) == 0 {
+			break
+		}
+		run := k.cut()
+		k.queue = k.queue[len(run):]
+		if len(k.queue) == 0 {
+			k.queue = nil
+		}
+		w := k.d.Decide(run, k.epoch, &k.an)
+		if w == nil {
+			// Nothing to write: the run was answered. A refusal may
+			// change nothing the domain derived; Rebase keeps it true.
+			k.d.Rebase(k.queue)
+			continue
+		}
+		k.submit(w)
+		break
+	}
+	if !k.idle() {
+		return
+	}
+	if k.passivating {
+		k.stopped = true
+		k.rd.Stop = true
+		return
+	}
+	if !k.idleAsked && (k.refusing != nil || k.failed || (!k.stale && !k.d.Owns())) {
+		// Nothing to own (no such entity, nothing loaded, fenced): do
+		// not hold an owner for the id.
+		k.idleAsked = true
+		k.rd.AskPassivation = true
+	}
+}
+
+// cut returns the leading run of the queue that the next write carries:
+// the head, then the Batched requests after it, within the domain's
+// limits. Only Batched and Leads heads take company, and a Leads request
+// only heads a run.
+func (k *Kernel) cut() []*Request {
+	maxN, maxBytes := k.d.Limits()
+	b, size := k.d.Batching(k.queue[0])
+	n := 1
+	if b == Alone {
+		return k.queue[:1:1]
+	}
+	for n < len(k.queue) && n < maxN {
+		nb, ns := k.d.Batching(k.queue[n])
+		if nb != Batched || size+ns > maxBytes {
+			break
+		}
+		size += ns
+		n++
+	}
+	return k.queue[:n:n]
+}
+
+func (k *Kernel) submit(w *Write) {
+	k.tag++
+	w.Tag = k.tag
+	k.inflight = w
+	k.rd.Submit = w
+}
+
+func (k *Kernel) activate() {
+	k.tag++
+	k.activation = k.tag
+	k.rd.Submit = &Write{Tag: k.tag, Cmd: k.d.Activate()}
+}
+
+// activated takes the epoch; the state is loaded next (pump). A failed
+// activation (disk full, the writer gone) refuses every waiting request;
+// the owner asks to be passivated, and a request arriving before it
+// stopped tries again.
+func (k *Kernel) activated(res persistence.Result) {
+	k.activation = 0
+	err := res.Err
+	if err == nil && res.Epoch <= 0 {
+		kind, id := k.d.Describe()
+		err = errs.Internal("%s %s: the store answered epoch %d to an activation", kind, id, res.Epoch)
+	}
+	if err != nil {
+		k.failed = true
+		k.refuseAll(err)
+		return
+	}
+	k.epoch, k.stale, k.failed = res.Epoch, true, false
+}
+
+func (k *Kernel) applied(w *Write, res persistence.Result) {
+	out := k.d.Applied(w, res, &k.an)
+	if out.Continue != nil {
+		k.submit(&Write{Cmd: out.Continue, Carried: w.Carried, Data: out.ContinueData})
+		return
+	}
+	if len(out.Requeue) > 0 {
+		k.queue = append(out.Requeue[:len(out.Requeue):len(out.Requeue)], k.queue...)
+	}
+	switch {
+	case out.Stale:
+		k.stale = true // loaded (then rebased) before the next decision
+	case out.Rebase:
+		k.d.Rebase(k.queue)
+	}
+}
+
+// fence ends this activation: w was refused because a newer one owns the
+// entity. w's requests, the waiting ones and every later one are answered
+// UNAVAILABLE (nothing of them was stored); the owner then asks to be
+// passivated. The retry reaches a fresh owner, which activates anew.
+func (k *Kernel) fence(w *Write) {
+	kind, id := k.d.Describe()
+	if k.refusing == nil {
+		k.rd.Fenced = true
+	}
+	k.refusing = errs.Unavailable("%s %s is owned by a newer activation; retry", kind, id)
+	k.d.Applied(w, persistence.Result{Err: k.refusing}, &k.an)
+	k.refuseAll(k.refusing)
+}
+
+// refuseAll answers every waiting request with err.
+func (k *Kernel) refuseAll(err error) {
+	for _, r := range k.queue {
+		k.d.Refuse(r, err, &k.an)
+	}
+	k.queue = nil
+	for _, r := range k.arrivals {
+		k.an.Reply(r, nil, err)
+	}
+	k.arrivals = nil
+}

@@ -1,0 +1,248 @@
+package lifecycle_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentstate/agentstate/actors/lifecycle"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/cockroachdb/datadriven"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// The kernel's protocol, specified by scripts (testdata/*): each step is an
+// event, and its expected output is every effect the kernel hands back,
+// in order. The form follows etcd-io/raft's interaction tests (written
+// here anew for this kernel).
+//
+// The scripts drive the kernel with ledger, a domain as small as a
+// session's: appends number their entries densely (the next sequence is
+// the committed one; it advances only on a commit), a conditional append
+// ("cond=N") leads its write and is refused unless N is the committed
+// next sequence, a close is a write of its own and refuses later appends,
+// and "bad" is refused by Accept.
+//
+// Commands:
+//
+//	arrive            one request per input line: append | cond=N | close | bad
+//	applied tag=N     ok | epoch=N | fenced | err=<unavailable|outcome-unknown|conflict>
+//	loaded            [missing] [next=N] [err]: the load effect's outcome (the store's state)
+//	tick | passivate | moveout | stopped
+//	state             the kernel's and the domain's state
+func TestKernelScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		var (
+			k *lifecycle.Kernel
+			d *ledger
+		)
+		reset := func() {
+			d = &ledger{}
+			k = lifecycle.New(d)
+		}
+		reset()
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			switch td.Cmd {
+			case "new":
+				reset()
+				return ""
+			case "arrive":
+				for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+					k.Arrive(&lifecycle.Request{Msg: wrapperspb.String(strings.TrimSpace(line))})
+				}
+			case "applied":
+				var tag int
+				td.ScanArgs(t, "tag", &tag)
+				k.Applied(uint64(tag), result(t, td))
+			case "loaded":
+				var err error
+				if td.HasArg("err") {
+					err = errs.Unavailable("injected: the store cannot be read")
+				}
+				d.exists = !td.HasArg("missing")
+				if td.HasArg("next") {
+					td.ScanArgs(t, "next", &d.next)
+				}
+				k.Loaded(err)
+			case "tick":
+				k.Tick()
+			case "passivate":
+				k.Passivate()
+			case "moveout":
+				k.MoveOut()
+			case "stopped":
+				k.Stopped()
+			case "state":
+				return fmt.Sprintf("epoch=%d inflight=%d waiting=%d next=%d closed=%v rebased=%d\n",
+					k.Epoch(), k.InFlight(), k.Waiting(), d.next, d.closed, d.rebased)
+			default:
+				t.Fatalf("unknown command %q", td.Cmd)
+			}
+			return show(k.Ready())
+		})
+	})
+}
+
+func result(t *testing.T, td *datadriven.TestData) persistence.Result {
+	switch {
+	case td.HasArg("epoch"):
+		var e int
+		td.ScanArgs(t, "epoch", &e)
+		return persistence.Result{Epoch: int64(e)}
+	case td.HasArg("fenced"):
+		return persistence.Result{Err: persistence.ErrFenced}
+	case td.HasArg("err"):
+		var kind string
+		td.ScanArgs(t, "err", &kind)
+		switch kind {
+		case "unavailable":
+			return persistence.Result{Err: errs.Unavailable("injected: disk full")}
+		case "outcome-unknown":
+			return persistence.Result{Err: errs.OutcomeUnknown("injected: COMMIT's answer was lost")}
+		case "conflict":
+			return persistence.Result{Err: errs.FailedPrecondition("injected: the sequence is taken")}
+		}
+		t.Fatalf("unknown err=%s", kind)
+	}
+	return persistence.Result{}
+}
+
+// show prints a Ready, one effect a line, in the order the shell carries
+// them out.
+func show(rd lifecycle.Ready) string {
+	var b strings.Builder
+	for _, r := range rd.Replies {
+		if r.Err != nil {
+			fmt.Fprintf(&b, "reply #%d %v\n", r.Req.Seq, r.Err)
+		} else {
+			fmt.Fprintf(&b, "reply #%d %s\n", r.Req.Seq, r.Msg.(*wrapperspb.StringValue).GetValue())
+		}
+	}
+	if w := rd.Submit; w != nil {
+		switch c := w.Cmd.(type) {
+		case *persistence.Activate:
+			fmt.Fprintf(&b, "submit tag=%d activate\n", w.Tag)
+		case *persistence.AppendMessages:
+			fmt.Fprintf(&b, "submit tag=%d epoch=%d next=%d carries=%s\n", w.Tag, c.Epoch, c.NextSequence, seqs(w.Carried))
+		case *persistence.UpdateSession:
+			fmt.Fprintf(&b, "submit tag=%d epoch=%d close carries=%s\n", w.Tag, c.Epoch, seqs(w.Carried))
+		}
+	}
+	if rd.Load {
+		b.WriteString("load\n")
+	}
+	if rd.Fenced {
+		b.WriteString("fenced\n")
+	}
+	if rd.AskPassivation {
+		b.WriteString("ask-passivation\n")
+	}
+	if rd.Stop {
+		b.WriteString("stop\n")
+	}
+	return b.String()
+}
+
+func seqs(rs []*lifecycle.Request) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = "#" + strconv.FormatUint(r.Seq, 10)
+	}
+	return strings.Join(s, ",")
+}
+
+// ledger is the scripts' domain (see TestKernelScripts).
+type ledger struct {
+	exists  bool
+	next    int64 // committed next sequence
+	closed  bool
+	rebased int
+}
+
+func (d *ledger) Describe() (string, string) { return "ledger", "L" }
+
+func (d *ledger) Activate() persistence.Command {
+	return &persistence.Activate{Kind: persistence.OwnerSession, ID: "L"}
+}
+
+func text(r *lifecycle.Request) string { return r.Msg.(*wrapperspb.StringValue).GetValue() }
+
+func (d *ledger) Accept(r *lifecycle.Request, a *lifecycle.Answers) bool {
+	if text(r) == "bad" {
+		a.Reply(r, nil, errs.InvalidArgument("a bad request"))
+		return false
+	}
+	return true
+}
+
+func (d *ledger) Batching(r *lifecycle.Request) (lifecycle.Batching, int) {
+	switch t := text(r); {
+	case t == "append":
+		return lifecycle.Batched, 1
+	case strings.HasPrefix(t, "cond="):
+		return lifecycle.Leads, 1
+	}
+	return lifecycle.Alone, 1
+}
+
+// Limits: at most three requests in one write, so the scripts show the
+// bound.
+func (d *ledger) Limits() (int, int) { return 3, 1 << 20 }
+
+func (d *ledger) Decide(run []*lifecycle.Request, epoch int64, a *lifecycle.Answers) *lifecycle.Write {
+	if text(run[0]) == "close" {
+		if !d.exists {
+			a.Reply(run[0], nil, errs.NotFound("ledger L does not exist"))
+			return nil
+		}
+		return &lifecycle.Write{Cmd: &persistence.UpdateSession{Epoch: epoch, SessionID: "L"}, Carried: run}
+	}
+	var carried []*lifecycle.Request
+	for _, r := range run {
+		switch t := text(r); {
+		case !d.exists:
+			a.Reply(r, nil, errs.NotFound("ledger L does not exist"))
+		case d.closed:
+			a.Reply(r, nil, errs.FailedPrecondition("ledger L is closed"))
+		case strings.HasPrefix(t, "cond=") && t != "cond="+strconv.FormatInt(d.next, 10):
+			a.Reply(r, nil, errs.FailedPrecondition("ledger L: expected %s, next is %d", strings.TrimPrefix(t, "cond="), d.next))
+		default:
+			carried = append(carried, r)
+		}
+	}
+	if len(carried) == 0 {
+		return nil
+	}
+	return &lifecycle.Write{Cmd: &persistence.AppendMessages{Epoch: epoch, SessionID: "L", NextSequence: d.next}, Carried: carried}
+}
+
+func (d *ledger) Applied(w *lifecycle.Write, res persistence.Result, a *lifecycle.Answers) lifecycle.Outcome {
+	if res.Err != nil {
+		for _, r := range w.Carried {
+			a.Reply(r, nil, res.Err)
+		}
+		switch errs.CodeOf(res.Err) {
+		case errs.FailedPreconditionCode, errs.OutcomeUnknownCode:
+			return lifecycle.Outcome{Stale: true}
+		}
+		return lifecycle.Outcome{Rebase: true}
+	}
+	if _, ok := w.Cmd.(*persistence.UpdateSession); ok {
+		d.closed = true
+		a.Reply(w.Carried[0], wrapperspb.String("closed"), nil)
+		return lifecycle.Outcome{}
+	}
+	for _, r := range w.Carried {
+		a.Reply(r, wrapperspb.String("seq="+strconv.FormatInt(d.next, 10)), nil)
+		d.next++
+	}
+	return lifecycle.Outcome{}
+}
+
+func (d *ledger) Refuse(r *lifecycle.Request, err error, a *lifecycle.Answers) { a.Reply(r, nil, err) }
+
+func (d *ledger) Rebase([]*lifecycle.Request) { d.rebased++ }
+
+func (d *ledger) Owns() bool { return d.exists }
