@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/agentstate/agentstate/node/server"
 	"github.com/spf13/cobra"
 )
@@ -30,6 +32,9 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.RemoteCert, "remote-tls-cert", "", "PEM certificate of this node for mutual TLS on the remote endpoint")
 	fs.StringVar(&f.RemoteKey, "remote-tls-key", "", "PEM private key for mutual TLS on the remote endpoint")
 	fs.StringVar(&f.RemoteCA, "remote-tls-ca", "", "PEM CA bundle peers' certificates must chain to (mutual TLS)")
+	fs.BoolVar(&f.RemoteInsecureLoopback, strings.TrimPrefix(server.InsecureRemoteFlag, "--"), false,
+		"INSECURE, for tests: run the remote endpoint or the cluster without mutual TLS, on a loopback address only "+
+			"(without it, and without --remote-tls-*, they refuse to start)")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "how long each shutdown phase (requests in flight, then the actors' drain) may take")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "passivate a session or plan actor idle this long (0: default 5m; negative: never)")
 	fs.IntVar(&f.Backlog, "backlog", 0, "commands the writer may have pending before network senders get RESOURCE_EXHAUSTED (0: default 10000)")
@@ -47,7 +52,7 @@ func newServeCommand() *cobra.Command {
 	// Every flag of serve is a server setting.
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
-		"shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
+		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
 		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		log, err := server.NewLogger(cmd.ErrOrStderr(), f.LogFormat, f.LogLevel)

@@ -157,6 +157,10 @@ func startClusterArgs(t *testing.T, ctx context.Context, dsn string, extra []str
 			"--data", dsn, // overrides the checker's SQLite default (the later flag wins)
 			"--cluster", name, "--peers", strings.Join(peers[name], ","), "--am-port", amPorts[i],
 			"--log-level", "warn",
+			// Members on one machine, without certificates: the remote
+			// refuses plaintext anywhere but on loopback, and only with
+			// this flag (startClusterArgs' extra may give mutual TLS).
+			"--insecure-remote-plaintext-loopback",
 		}
 		args = append(args, extra...)
 		wg.Add(1)
