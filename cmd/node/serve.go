@@ -46,7 +46,7 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.LogLevel, "log-level", f.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&f.ClusterName, "cluster", "", `join the Proto.Actor cluster of this name (automanaged provider; needs --peers, --am-port and a shared store: --data postgres://...)`)
 	fs.StringVar(&f.Peers, "peers", "", "every cluster member's host:am-port, this one included, comma-separated")
-	fs.IntVar(&f.AMPort, "am-port", 0, "this member's automanaged port (listens on all interfaces, unauthenticated: firewall it)")
+	fs.IntVar(&f.AMPort, "am-port", 0, "this member's automanaged port (listens on the remote's host, unauthenticated, read-only: firewall it to the members)")
 	fs.DurationVar(&f.ClusterWait, "cluster-wait", f.ClusterWait, "how long /readyz waits for every peer to join before going ready anyway")
 	fs.DurationVar(&f.FeedPollInterval, "feed-poll-interval", 0, "how often the live feeds read the store for other nodes' commits (0: 100ms on PostgreSQL, never on SQLite; negative: never)")
 	// Every flag of serve is a server setting.
