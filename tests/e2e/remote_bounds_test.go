@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -215,9 +216,52 @@ func TestRejectedEnvelopesDialNobody(t *testing.T) {
 	if after := metric(t, n, "go_goroutines"); after > goroutines+200 {
 		t.Fatalf("goroutines grew from %v to %v", goroutines, after)
 	}
+
+	// The log: a few WARN lines and a count of the rest, where there was
+	// one line per envelope (megabytes a second under a flood).
+	poll := time.NewTicker(50 * time.Millisecond) // the node is another process: its log is polled
+	defer poll.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
+		lines, suppressed := droppedLines(t, n.logText())
+		if lines+suppressed == addrs+1 {
+			if lines > 100 {
+				t.Fatalf("%d WARN lines for %d dropped envelopes: not rate-limited", lines, addrs+1)
+			}
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("the log accounts for %d lines + %d suppressed, want %d", lines, suppressed, addrs+1)
+		case <-poll.C:
+		}
+	}
 	if !n.alive() {
 		t.Fatal("the node died")
 	}
+}
+
+// droppedLines counts the node's "remote: dropped a message" WARN lines
+// and sums the counts of the lines that say how many more were suppressed.
+func droppedLines(t *testing.T, log string) (lines, suppressed int) {
+	t.Helper()
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, `"msg":"remote: dropped a message`) {
+			continue
+		}
+		var rec struct {
+			Suppressed int `json:"suppressed"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec.Suppressed > 0 {
+			suppressed += rec.Suppressed
+		} else {
+			lines++
+		}
+	}
+	return lines, suppressed
 }
 
 // TestRemoteAuditReadsAreAdmitted: one batch of 20,000 audit reads over
