@@ -58,6 +58,17 @@ func TestGuardedStreamDeclaresItsPeerOnce(t *testing.T) {
 	}
 }
 
+// A peer that declares this node's own address is refused: its requests'
+// answers would go to the node's own futures.
+func TestGuardedStreamRefusesAPeerClaimingTheNodesAddress(t *testing.T) {
+	g, _ := newTestGuard()
+	gs := &guardedStream{ServerStream: &fakeStream{msgs: []*remote.RemoteMessage{connectRequest(nodeAddr)}}, g: g}
+	var m remote.RemoteMessage
+	if err := gs.RecvMsg(&m); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("a peer at the node's address: %v, want INVALID_ARGUMENT", err)
+	}
+}
+
 // In cluster mode, a reply to one of this node's futures is delivered only
 // from the member the request went to, once; replies to futures that sent
 // nothing, or from anybody else, are forgeries (future ids are a counter).

@@ -147,6 +147,10 @@ func (s *guardedStream) RecvMsg(m any) error {
 	if c := rm.GetConnectRequest(); c != nil {
 		addr := c.GetServerConnection().GetAddress()
 		switch {
+		case addr == s.g.localAddr():
+			// The node never dials itself; a peer that claims its address
+			// would have the node's actors answer into its own futures.
+			return s.g.fatal("peer_is_self", "a peer declared this node's own address")
 		case s.peer == "":
 			s.peer = addr
 		case addr != s.peer:
