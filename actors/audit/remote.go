@@ -29,12 +29,33 @@ func (s *Service) receive(ctx actor.Context) {
 // full backlog refuses it with RESOURCE_EXHAUSTED), on its own goroutine
 // so the audit actor keeps receiving. A request sent without a sender has nobody
 // to answer and is dropped.
+//
+// Every request, reads included, is admitted first, without waiting, as
+// the session and plan directories admit their remote senders: it takes a
+// slot and its size of the writer's backlog, and one of RemoteInFlight
+// slots of its own (a read's answer can be far larger than its request,
+// which the backlog's bytes do not see). Either full: RESOURCE_EXHAUSTED.
+// One batch of thousands of reads thus costs a bounded number of
+// goroutines and answers.
 func (s *Service) serveRemote(sender *actor.PID, msg proto.Message) {
 	if sender == nil {
 		return
 	}
 	r := &directory.PIDReplier{Root: s.sys.Root, To: sender}
+	select {
+	case s.remoteSlots <- struct{}{}:
+	default:
+		r.Reply(nil, errs.ResourceExhausted("the audit service is serving %d remote requests; retry later", cap(s.remoteSlots)))
+		return
+	}
+	release, err := s.w.Backlog().TryAdmit(msg)
+	if err != nil {
+		<-s.remoteSlots
+		r.Reply(nil, err)
+		return
+	}
 	go func() {
+		defer func() { release(); <-s.remoteSlots }()
 		resp, err := s.dispatch(writer.NoWait(context.Background()), msg)
 		r.Reply(resp, err)
 	}()

@@ -29,6 +29,9 @@ type Service struct {
 	w      *writer.Writer
 	reader persistence.Reader
 	cfg    Config
+	// remoteSlots holds a token per remote request being served (see
+	// serveRemote).
+	remoteSlots chan struct{}
 }
 
 // Start spawns the audit actor, named cfg.Name ("audit"), which serves
@@ -39,6 +42,7 @@ func Start(sys *actor.ActorSystem, w *writer.Writer, reader persistence.Reader, 
 		return nil, errs.InvalidArgument("audit.Start needs an actor system, a writer and a reader")
 	}
 	s := &Service{sys: sys, w: w, reader: reader, cfg: cfg.withDefaults()}
+	s.remoteSlots = make(chan struct{}, s.cfg.RemoteInFlight)
 	pid, err := sys.Root.SpawnNamed(actor.PropsFromFunc(s.receive,
 		actor.WithDispatcher(dispatch.Shared())), s.cfg.Name)
 	if err != nil {

@@ -2,7 +2,9 @@ package placement
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	stdlog "log"
 	"log/slog"
 	"net"
@@ -33,8 +35,10 @@ type MemberConfig struct {
 	// 127.0.0.1). Its port is always 0: a fresh port per start, so peers
 	// never confuse a restarted member with its predecessor.
 	Host string
-	// AutoManagedPort is this member's automanaged HTTP port (it listens
-	// on all interfaces, without authentication: firewall it).
+	// AutoManagedPort is this member's automanaged HTTP port. It listens
+	// on Host only (the library's own server would listen on every
+	// interface); it serves this member's address and kinds, read-only
+	// and without authentication.
 	AutoManagedPort int
 	// Peers are every member's host:automanaged-port, this one included.
 	Peers []string
@@ -54,6 +58,8 @@ type MemberConfig struct {
 type Member struct {
 	Cluster *cluster.Cluster
 	once    sync.Once
+	name    string
+	peers   []string
 	// topo is the membership as published on the event stream: the
 	// library's own MemberList.Length reads without its lock.
 	topo topologyWatch
@@ -85,6 +91,13 @@ func StartMember(sys *actor.ActorSystem, cfg MemberConfig, router *Router) (m *M
 	// takes a caller's server only through NewWithTesting, which then
 	// leaves the health route to the caller (healthRoute).
 	srv := quietEcho(sys.Logger())
+	// The library starts the server on 0.0.0.0; a listener of ours set
+	// beforehand is used instead.
+	amLis, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.AutoManagedPort)))
+	if err != nil {
+		return nil, errs.InvalidArgument("automanaged port: %v", err)
+	}
+	srv.Listener = amLis
 	prov := automanaged.NewWithTesting(cfg.Refresh, cfg.AutoManagedPort, srv, cfg.Peers...)
 	rc := remote.Configure(cfg.Host, 0, cfg.RemoteOptions...)
 	cc := cluster.Configure(cfg.Name, prov, disthash.New(), rc,
@@ -93,13 +106,14 @@ func StartMember(sys *actor.ActorSystem, cfg MemberConfig, router *Router) (m *M
 	healthRoute(srv, c, cfg.AutoManagedPort)
 	defer func() {
 		if p := recover(); p != nil { // the remote panics when it cannot listen
+			srv.Close()
 			if m != nil {
 				sys.EventStream.Unsubscribe(m.topo.sub)
 			}
 			m, err = nil, fmt.Errorf("start cluster member: %v", p)
 		}
 	}()
-	m = &Member{Cluster: c}
+	m = &Member{Cluster: c, name: cfg.Name, peers: cfg.Peers}
 	// Before the first topology, so that the member and the router know
 	// the membership from the start.
 	m.topo.watch(sys.EventStream)
@@ -138,6 +152,54 @@ func (m *Member) WaitMembers(ctx context.Context, n int) error {
 		}
 	}
 	return nil
+}
+
+// AbsentPeers returns the remote addresses of the configured peers that
+// are up (their automanaged port answers for a member of this cluster)
+// but not in this member's topology. The library removes a member from
+// the topology for good once it is blocked (by gossip saying it left, or
+// expired heartbeats), so a member that finds peers absent while they
+// answer is split from them: it should not take traffic as if it were the
+// whole cluster. A peer that just (re)started is absent until the next
+// poll (Refresh): callers look for absence that lasts.
+func (m *Member) AbsentPeers(ctx context.Context) []string {
+	t := m.topo.load()
+	if t == nil {
+		return nil // no topology yet: nothing to compare
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	var absent []string
+	for _, p := range m.peers {
+		node, err := peerHealth(ctx, client, p)
+		if err != nil || node.ID == m.Cluster.ActorSystem.ID || node.ClusterName != m.name {
+			continue // down, this member, or not of this cluster
+		}
+		if addr := net.JoinHostPort(node.Address, strconv.Itoa(node.Port)); !t.has(addr) {
+			absent = append(absent, addr)
+		}
+	}
+	return absent
+}
+
+// peerHealth asks the automanaged port at hostPort which member it is.
+func peerHealth(ctx context.Context, client *http.Client, hostPort string) (*automanaged.NodeModel, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostPort+"/_health", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", hostPort, resp.Status)
+	}
+	var node automanaged.NodeModel
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&node); err != nil {
+		return nil, err
+	}
+	return &node, nil
 }
 
 // Shutdown leaves the cluster gracefully (the activations here stop) and

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/agentstate/agentstate/node/server"
 	"github.com/spf13/cobra"
 )
@@ -30,6 +32,9 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.RemoteCert, "remote-tls-cert", "", "PEM certificate of this node for mutual TLS on the remote endpoint")
 	fs.StringVar(&f.RemoteKey, "remote-tls-key", "", "PEM private key for mutual TLS on the remote endpoint")
 	fs.StringVar(&f.RemoteCA, "remote-tls-ca", "", "PEM CA bundle peers' certificates must chain to (mutual TLS)")
+	fs.BoolVar(&f.RemoteInsecureLoopback, strings.TrimPrefix(server.InsecureRemoteFlag, "--"), false,
+		"INSECURE, for tests: run the remote endpoint or the cluster without mutual TLS, on a loopback address only "+
+			"(without it, and without --remote-tls-*, they refuse to start)")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "how long each shutdown phase (requests in flight, then the actors' drain) may take")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "passivate a session or plan actor idle this long (0: default 5m; negative: never)")
 	fs.IntVar(&f.Backlog, "backlog", 0, "commands the writer may have pending before network senders get RESOURCE_EXHAUSTED (0: default 10000)")
@@ -41,7 +46,7 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.LogLevel, "log-level", f.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&f.ClusterName, "cluster", "", `join the Proto.Actor cluster of this name (automanaged provider; needs --peers, --am-port and a shared store: --data postgres://...)`)
 	fs.StringVar(&f.Peers, "peers", "", "every cluster member's host:am-port, this one included, comma-separated")
-	fs.IntVar(&f.AMPort, "am-port", 0, "this member's automanaged port (listens on all interfaces, unauthenticated: firewall it)")
+	fs.IntVar(&f.AMPort, "am-port", 0, "this member's automanaged port (listens on the remote's host, unauthenticated, read-only: firewall it to the members)")
 	fs.DurationVar(&f.ClusterWait, "cluster-wait", f.ClusterWait, "how long /readyz waits for every peer to join before going ready anyway")
 	fs.DurationVar(&f.FeedPollInterval, "feed-poll-interval", 0, "how often the live feeds read the store for other nodes' commits (0: 100ms on PostgreSQL, never on SQLite; negative: never)")
 	fs.IntVar(&f.GRPCMaxStreams, "grpc-max-streams", f.GRPCMaxStreams, "concurrent streams per gRPC connection; more are refused (REFUSED_STREAM) and clients queue them")
@@ -54,7 +59,7 @@ func newServeCommand() *cobra.Command {
 	// Every flag of serve is a server setting.
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
-		"shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
+		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
 		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval",
 		"grpc-max-streams", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time",
 		"stream-max-appends", "stream-max-bytes", "stream-send-timeout")

@@ -33,11 +33,15 @@ type authenticator struct {
 	want    [sha256.Size]byte
 	auditor *failureAuditor
 	m       *metrics
-	log     *slog.Logger
+	// refusals writes the WARN line of each refusal, rate-limited: a
+	// flood of unauthenticated calls must not flood the log (the metric
+	// and the audit entries count them all).
+	refusals *warnLimiter
 }
 
 func newAuthenticator(token string, auditor *failureAuditor, m *metrics, log *slog.Logger) *authenticator {
-	return &authenticator{want: sha256.Sum256([]byte(token)), auditor: auditor, m: m, log: log}
+	return &authenticator{want: sha256.Sum256([]byte(token)), auditor: auditor, m: m,
+		refusals: newWarnLimiter(log, "rejected unauthenticated request", warnWindow, warnBurst)}
 }
 
 // check returns nil when ctx carries the token, else an UNAUTHENTICATED
@@ -68,7 +72,7 @@ func (a *authenticator) reject(ctx context.Context, method string, err error) er
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		addr = p.Addr.String()
 	}
-	a.log.Warn("rejected unauthenticated request", "method", method, "peer", addr, "reason", errs.From(err).Msg)
+	a.refusals.Warn("method", method, "peer", addr, "reason", errs.From(err).Msg)
 	a.auditor.record(method, addr, errs.From(err).Msg)
 	return err
 }

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/agentstate/agentstate/actors"
 	"github.com/agentstate/agentstate/actors/placement"
@@ -80,4 +82,46 @@ func startMember(sys *actor.ActorSystem, node *actors.Node, f *Config, c *cluste
 		Kinds:         placement.Kinds(node.Sessions(), node.Plans()),
 		RemoteOptions: ropts,
 	}, router)
+}
+
+// How watchSplit looks for a split: every splitCheckEvery, and a split is
+// reported once it lasted splitChecks checks in a row (a restarted peer is
+// absent until the next poll of the provider, half a second).
+const (
+	splitCheckEvery = time.Second
+	splitChecks     = 3
+)
+
+// watchSplit keeps ready.split up to date until ctx ends: set while peers
+// that answer on their automanaged port are missing from this member's
+// topology. The library never re-admits a member it blocked (a gossip
+// message saying it left is enough), so such a member is cut off until
+// one side restarts; reporting not ready takes it out of rotation, and the
+// WARN line says why.
+func watchSplit(ctx context.Context, member *placement.Member, ready *readiness, log *slog.Logger) {
+	t := time.NewTicker(splitCheckEvery)
+	defer t.Stop()
+	streak := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		absent := member.AbsentPeers(ctx)
+		if len(absent) == 0 {
+			if streak >= splitChecks {
+				log.Info("cluster: every peer that is up is a member again")
+			}
+			streak = 0
+			ready.split.Store(nil)
+			continue
+		}
+		if streak++; streak == splitChecks {
+			why := fmt.Sprintf("cluster split: %d peer(s) are up but not members of this node's cluster (%s); restart this node to rejoin",
+				len(absent), strings.Join(absent, ", "))
+			log.Warn(why, "members", member.Members())
+			ready.split.Store(&why)
+		}
+	}
 }

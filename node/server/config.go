@@ -24,6 +24,10 @@ type Config struct {
 	RemoteAddr, RemoteAdvertise string
 	RemoteCert, RemoteKey       string
 	RemoteCA                    string
+	// RemoteInsecureLoopback lets the remote endpoint or the cluster run
+	// without mutual TLS on a loopback address (InsecureRemoteFlag; tests
+	// only). Without it, and without mutual TLS, they refuse to start.
+	RemoteInsecureLoopback bool
 	// MaxRecvBytes is the largest request accepted (gRPC and remote).
 	MaxRecvBytes int
 	// ShutdownTimeout bounds each shutdown phase; IdleTimeout passivates

@@ -28,6 +28,9 @@ type readiness struct {
 	// probe reads the database; nil when it answered.
 	probe  func(ctx context.Context) error
 	writes writeHealth
+	// split, when set, says why this cluster member is cut off from
+	// peers that are up (see watchSplit).
+	split atomic.Pointer[string]
 }
 
 func (r *readiness) check(ctx context.Context) (int, string) {
@@ -36,6 +39,9 @@ func (r *readiness) check(ctx context.Context) (int, string) {
 		return http.StatusServiceUnavailable, "draining: not accepting new work"
 	case !r.started.Load():
 		return http.StatusServiceUnavailable, "starting"
+	}
+	if why := r.split.Load(); why != nil {
+		return http.StatusServiceUnavailable, *why
 	}
 	if r.probe != nil {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)

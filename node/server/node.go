@@ -99,6 +99,8 @@ type server struct {
 	serves sync.WaitGroup
 	// grpcAddr is where the API listens.
 	grpcAddr string
+	// stopWatch ends watchSplit (cluster mode).
+	stopWatch context.CancelFunc
 }
 
 // dataURL turns --data and --synchronous into a sqlite.Open URL, creating
@@ -181,6 +183,17 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		}
 	}
 	cl, err := parseCluster(f)
+	if err != nil {
+		return nil, err
+	}
+	if cl != nil {
+		err = checkRemoteSecurity(f, cl.host)
+	} else if f.RemoteAddr != "" {
+		host, _, _ := net.SplitHostPort(f.RemoteAddr) // startRemote reports a bad address
+		err = checkRemoteSecurity(f, host)
+	} else if f.RemoteInsecureLoopback {
+		err = fmt.Errorf("%s needs --remote-addr or --cluster", InsecureRemoteFlag)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -309,6 +322,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 			}
 			s.ready.started.Store(true)
 		}()
+		var wctx context.Context
+		wctx, s.stopWatch = context.WithCancel(context.Background())
+		go watchSplit(wctx, s.member, s.ready, log.With("component", "cluster"))
 	} else {
 		s.ready.started.Store(true)
 	}
@@ -355,6 +371,9 @@ func (s *server) goServe(fn func() error) {
 // which wait for phase 4.
 func (s *server) shutdown(timeout time.Duration) error {
 	s.ready.draining.Store(true)
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
 	s.api.health.Shutdown()
 	// Append streams stop taking appends and end once they answered
 	// those they took; GracefulStop below would otherwise wait for

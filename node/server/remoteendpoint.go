@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	nodeclient "github.com/agentstate/agentstate/node/client"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -29,6 +31,15 @@ type remoteOptions struct {
 	// Exposed are the actor ids peers may address.
 	Exposed []string
 }
+
+// The record of a cluster member's requests (sentRequests) keeps each for
+// one to two minutes, far beyond any request timeout of the cluster
+// (placement.DefaultRequestTimeout, the gossip's), and at most twice
+// sentRequestsMax of them.
+const (
+	sentRequestsKeep = time.Minute
+	sentRequestsMax  = 1 << 20
+)
 
 // remoteEndpoint is the running remote; Shutdown is safe to call more
 // than once (the library's is not).
@@ -85,9 +96,16 @@ func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool
 		cluster:   cluster,
 		m:         m,
 		log:       log,
+		drops:     newWarnLimiter(log, "remote: dropped a message", warnWindow, warnBurst),
+		closes:    newWarnLimiter(log, "remote: closed a stream", warnWindow, warnBurst),
+	}
+	if cluster {
+		guard.sent = newSentRequests(sentRequestsKeep, sentRequestsMax)
 	}
 	sopts := append(guard.serverOptions(), grpc.MaxRecvMsgSize(opt.MaxRecvBytes))
-	var configOpts []remote.ConfigOption
+	// The library's default dial option is plaintext; replacing the dial
+	// options replaces it too.
+	dopts := append(guard.dialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if opt.Cert != "" || opt.Key != "" || opt.CA != "" {
 		server, client, err := mutualTLS(opt.Cert, opt.Key, opt.CA)
 		if err != nil {
@@ -95,9 +113,9 @@ func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool
 		}
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(server)))
 		warnCNOnly(log, "--remote-tls-cert", server.Certificates[0])
-		configOpts = append(configOpts, remote.WithDialOptions(grpc.WithTransportCredentials(nodeclient.ExplainCNOnly(credentials.NewTLS(client), "the peer"))))
+		dopts = append(guard.dialOptions(), grpc.WithTransportCredentials(nodeclient.ExplainCNOnly(credentials.NewTLS(client), "the peer")))
 	}
-	configOpts = append(configOpts, remote.WithServerOptions(sopts...))
+	configOpts := []remote.ConfigOption{remote.WithServerOptions(sopts...), remote.WithDialOptions(dopts...)}
 	if opt.Advertise != "" {
 		configOpts = append(configOpts, remote.WithAdvertisedHost(opt.Advertise))
 	}

@@ -36,7 +36,23 @@ import (
 //     whose target is not one of the exposed actors at this node's
 //     address, or whose data is not a message of its type, is dropped; its
 //     sender, if any, is answered with an INVALID_ARGUMENT commonv1.Error,
-//     so a request does not hang.
+//     so a request does not hang, but only when the sender is at the
+//     stream's peer address (below): a dropped envelope never makes the
+//     node dial anywhere new;
+//   - an envelope whose sender is not at the address the peer declared when
+//     it opened the stream (its ConnectRequest) is dropped unanswered: every
+//     reply the node sends to a sender means a connection to the sender's
+//     address, and a peer's own actors are at its own address, so anything
+//     else would let one batch make the node dial thousands of hosts (each
+//     dial costs the library a client connection and ~16 goroutines, kept
+//     forever);
+//   - in cluster mode, a reply to one of this node's futures is delivered
+//     only from the peer the request went to (see sentRequests): the future
+//     ids are a predictable counter, so anybody else's "reply" is a forgery.
+//
+// Which peers may open a stream at all is the transport's business: mutual
+// TLS with the cluster's CA (checkRemoteSecurity refuses to start a
+// non-loopback endpoint without it).
 //
 // A recovering interceptor stays underneath as the backstop: a panic on the
 // stream's goroutine ends that stream, not the process. The remote's two
@@ -54,8 +70,14 @@ type remoteGuard struct {
 	// cluster admits, besides, the traffic of a Proto.Actor cluster
 	// member (see clusterTraffic).
 	cluster bool
-	m       *metrics
-	log     *slog.Logger
+	// sent are the requests this node's futures sent to peers (cluster
+	// mode: the replies it will accept).
+	sent *sentRequests
+	m    *metrics
+	log  *slog.Logger
+	// drops and closes write the WARN lines of dropped envelopes and
+	// closed streams, rate-limited: a flood must not flood the log.
+	drops, closes *warnLimiter
 
 	// quiesce orders the stream handlers' reads of the library's reader
 	// state before the write of its graceful Shutdown (which sets a flag
@@ -83,6 +105,15 @@ func (g *remoteGuard) streamInterceptor(srv any, ss grpc.ServerStream, info *grp
 	return handler(srv, &guardedStream{ServerStream: ss, g: g})
 }
 
+// dialOptions are the remote's client-side options the guard needs: the
+// record of the requests this node sends (see sentRequests).
+func (g *remoteGuard) dialOptions() []grpc.DialOption {
+	if g.sent == nil {
+		return nil
+	}
+	return []grpc.DialOption{grpc.WithChainStreamInterceptor(g.sent.clientInterceptor(g.localAddr))}
+}
+
 func (g *remoteGuard) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	g.m.remoteRejected.WithLabelValues("unary_method").Inc()
 	return nil, status.Errorf(codes.Unimplemented, "%s is not served by this node", info.FullMethod)
@@ -93,6 +124,10 @@ func (g *remoteGuard) unaryInterceptor(ctx context.Context, req any, info *grpc.
 type guardedStream struct {
 	grpc.ServerStream
 	g *remoteGuard
+	// peer is the address the peer declared in its ConnectRequest (its
+	// actor system's address); "" before it did. Only the stream's
+	// goroutine reads and writes it.
+	peer string
 }
 
 func (s *guardedStream) RecvMsg(m any) error {
@@ -109,8 +144,24 @@ func (s *guardedStream) RecvMsg(m any) error {
 	if !ok {
 		return nil
 	}
+	if c := rm.GetConnectRequest(); c != nil {
+		addr := c.GetServerConnection().GetAddress()
+		switch {
+		case addr == s.g.localAddr():
+			// The node never dials itself; a peer that claims its address
+			// would have the node's actors answer into its own futures.
+			return s.g.fatal("peer_is_self", "a peer declared this node's own address")
+		case s.peer == "":
+			s.peer = addr
+		case addr != s.peer:
+			// The peer address binds what the stream may send; it is
+			// declared once.
+			return s.g.fatal("peer_changed", "a stream declares its peer address once")
+		}
+		return nil
+	}
 	if b := rm.GetMessageBatch(); b != nil {
-		return s.g.screen(b)
+		return s.g.screen(b, s.peer)
 	}
 	return nil
 }
@@ -125,10 +176,11 @@ func (g *remoteGuard) pass() error {
 	return nil
 }
 
-// screen validates b in place: it returns a non-nil error (ending the
-// stream) for a malformed batch, and otherwise removes the envelopes that
-// may not be delivered.
-func (g *remoteGuard) screen(b *remote.MessageBatch) error {
+// screen validates b, received on a stream whose peer declared the address
+// peer, in place: it returns a non-nil error (ending the stream) for a
+// malformed batch, and otherwise removes the envelopes that may not be
+// delivered.
+func (g *remoteGuard) screen(b *remote.MessageBatch, peer string) error {
 	for _, p := range b.Targets {
 		if p == nil {
 			return g.fatal("nil_pid", "batch has a nil target PID")
@@ -156,9 +208,12 @@ func (g *remoteGuard) screen(b *remote.MessageBatch) error {
 		}
 		typeName := b.TypeNames[env.TypeId]
 		target := b.Targets[env.Target]
-		if reason, msg := g.refuse(typeName, target, env.MessageData); reason != "" {
-			g.m.remoteRejected.WithLabelValues(reason).Inc()
-			g.log.Warn("remote: dropped a message", "reason", reason, "type", clipName(typeName), "target", clipName(target.GetId()))
+		if env.Sender > 0 && b.Senders[env.Sender-1].GetAddress() != peer {
+			g.drop("sender_not_peer", typeName, target)
+			continue
+		}
+		if reason, msg := g.refuse(typeName, target, env.MessageData, peer); reason != "" {
+			g.drop(reason, typeName, target)
 			g.answer(b, env, msg)
 			continue
 		}
@@ -172,10 +227,21 @@ func (g *remoteGuard) screen(b *remote.MessageBatch) error {
 	return nil
 }
 
-// refuse says why an envelope of typeName for target, carrying data, may
-// not be delivered ("" when it may), with the message for its sender.
-func (g *remoteGuard) refuse(typeName string, target *actor.PID, data []byte) (reason, msg string) {
+// drop counts and logs (rate-limited) an envelope that is not delivered.
+func (g *remoteGuard) drop(reason, typeName string, target *actor.PID) {
+	g.m.remoteRejected.WithLabelValues(reason).Inc()
+	g.drops.Warn("reason", reason, "type", clipName(typeName), "target", clipName(target.GetId()))
+}
+
+// refuse says why an envelope of typeName for target, carrying data and
+// received from the peer at address peer, may not be delivered ("" when it
+// may), with the message for its sender ("" for none: a reply is not
+// answered).
+func (g *remoteGuard) refuse(typeName string, target *actor.PID, data []byte, peer string) (reason, msg string) {
 	if g.cluster && target.GetAddress() == g.localAddr() && clusterTraffic(typeName, target.GetId()) {
+		if isFuture(target.GetId()) && !g.sent.answeredBy(target.GetId(), peer) {
+			return "reply_not_from_requestee", ""
+		}
 		return "", ""
 	}
 	if !strings.HasPrefix(typeName, typePrefix) {
@@ -200,7 +266,7 @@ func (g *remoteGuard) refuse(typeName string, target *actor.PID, data []byte) (r
 // answer replies to the sender of a dropped envelope, if it has one, with
 // an INVALID_ARGUMENT error, so that a peer's request fails fast.
 func (g *remoteGuard) answer(b *remote.MessageBatch, env *remote.MessageEnvelope, msg string) {
-	if env.Sender == 0 || g.reply == nil {
+	if env.Sender == 0 || g.reply == nil || msg == "" {
 		return
 	}
 	to := proto.Clone(b.Senders[env.Sender-1]).(*actor.PID)
@@ -218,7 +284,7 @@ func (g *remoteGuard) answer(b *remote.MessageBatch, env *remote.MessageEnvelope
 
 func (g *remoteGuard) fatal(reason, msg string) error {
 	g.m.remoteRejected.WithLabelValues(reason).Inc()
-	g.log.Warn("remote: closed a stream", "reason", reason, "detail", msg)
+	g.closes.Warn("reason", reason, "detail", msg)
 	return status.Error(codes.InvalidArgument, msg)
 }
 

@@ -20,7 +20,11 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-const nodeAddr = "127.0.0.1:9000"
+const (
+	nodeAddr = "127.0.0.1:9000"
+	// peerAddr is the address the test peer declares and its senders'.
+	peerAddr = "127.0.0.1:9999"
+)
 
 type sent struct {
 	to  *actor.PID
@@ -36,6 +40,8 @@ func newTestGuard() (*remoteGuard, *[]sent) {
 		m:         newMetrics(),
 		log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
+	g.drops = newWarnLimiter(g.log, "remote: dropped a message", warnWindow, warnBurst)
+	g.closes = newWarnLimiter(g.log, "remote: closed a stream", warnWindow, warnBurst)
 	return g, &replies
 }
 
@@ -51,7 +57,7 @@ func mustMarshal(t *testing.T, m proto.Message) []byte {
 // batch is a well-formed batch: envelope i has type names[i] and targets
 // targets[i]; every envelope has the sender peer/$f1 with request id 7.
 func batch(t *testing.T, names []string, targets []string) *remote.MessageBatch {
-	b := &remote.MessageBatch{Senders: []*actor.PID{{Address: "127.0.0.1:9999", Id: "future$1"}}}
+	b := &remote.MessageBatch{Senders: []*actor.PID{{Address: peerAddr, Id: "future$1"}}}
 	for i := range names {
 		b.TypeNames = append(b.TypeNames, names[i])
 		b.Targets = append(b.Targets, &actor.PID{Address: nodeAddr, Id: targets[i]})
@@ -66,7 +72,7 @@ func batch(t *testing.T, names []string, targets []string) *remote.MessageBatch 
 func TestGuardKeepsAllowedMessages(t *testing.T) {
 	g, replies := newTestGuard()
 	b := batch(t, []string{"agentstate.session.v1.GetSessionRequest", "agentstate.plan.v1.HistoryRequest"}, []string{"sessions", "plans"})
-	if err := g.screen(b); err != nil {
+	if err := g.screen(b, peerAddr); err != nil {
 		t.Fatalf("screen: %v", err)
 	}
 	if len(b.Envelopes) != 2 || len(*replies) != 0 {
@@ -96,7 +102,7 @@ func TestGuardDropsWhatItMustNotDeliver(t *testing.T) {
 			g, replies := newTestGuard()
 			b := batch(t, []string{tc.typeName, "agentstate.session.v1.GetSessionRequest"}, []string{tc.target, "sessions"})
 			b.Targets[0].Address = tc.targetAddr
-			if err := g.screen(b); err != nil {
+			if err := g.screen(b, peerAddr); err != nil {
 				t.Fatalf("screen: %v (a bad envelope must not end the stream)", err)
 			}
 			if len(b.Envelopes) != 1 || b.TypeNames[b.Envelopes[0].TypeId] != "agentstate.session.v1.GetSessionRequest" {
@@ -121,7 +127,7 @@ func TestGuardNeverAnswersItself(t *testing.T) {
 	g, replies := newTestGuard()
 	b := batch(t, []string{"agentstate.evil.v1.Unknown"}, []string{"sessions"})
 	b.Senders[0].Address = nodeAddr
-	if err := g.screen(b); err != nil {
+	if err := g.screen(b, nodeAddr); err != nil {
 		t.Fatal(err)
 	}
 	if len(b.Envelopes) != 0 || len(*replies) != 0 {
@@ -148,12 +154,20 @@ func TestGuardEndsMalformedStreams(t *testing.T) {
 			g, _ := newTestGuard()
 			b := batch(t, []string{"agentstate.session.v1.GetSessionRequest"}, []string{"sessions"})
 			corrupt(b)
-			err := g.screen(b)
+			err := g.screen(b, peerAddr)
 			if status.Code(err) != codes.InvalidArgument {
 				t.Fatalf("screen = %v, want INVALID_ARGUMENT", err)
 			}
 		})
 	}
+}
+
+// connectRequest is the first message of a peer's stream: it declares the
+// peer's address.
+func connectRequest(addr string) *remote.RemoteMessage {
+	return &remote.RemoteMessage{MessageType: &remote.RemoteMessage_ConnectRequest{ConnectRequest: &remote.ConnectRequest{
+		ConnectionType: &remote.ConnectRequest_ServerConnection{ServerConnection: &remote.ServerConnection{SystemId: "peer", Address: addr}},
+	}}}
 }
 
 // fakeStream hands out queued RemoteMessages.
@@ -183,7 +197,7 @@ func (s *fakeStream) String() string               { return "fakeStream" }
 func TestGuardedStreamScreensBeforeTheHandler(t *testing.T) {
 	g, _ := newTestGuard()
 	b := batch(t, []string{"agentstate.evil.v1.Unknown", "agentstate.session.v1.GetSessionRequest"}, []string{"sessions", "sessions"})
-	ss := &fakeStream{msgs: []*remote.RemoteMessage{{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}}}}
+	ss := &fakeStream{msgs: []*remote.RemoteMessage{connectRequest(peerAddr), {MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}}}}
 	var delivered []string
 	handler := func(_ any, stream grpc.ServerStream) error {
 		for {
@@ -195,6 +209,9 @@ func TestGuardedStreamScreensBeforeTheHandler(t *testing.T) {
 				return err
 			}
 			mb := m.GetMessageBatch()
+			if mb == nil {
+				continue // the connect request
+			}
 			for _, env := range mb.Envelopes {
 				v, err := remote.Deserialize(env.MessageData, mb.TypeNames[env.TypeId], env.SerializerId)
 				if err != nil {
@@ -257,7 +274,7 @@ func TestGuardAnswersWhenTheClipEndsInsideACharacter(t *testing.T) {
 		} {
 			g, replies := newTestGuard()
 			b := batch(t, []string{tc.typeName}, []string{tc.target})
-			if err := g.screen(b); err != nil {
+			if err := g.screen(b, peerAddr); err != nil {
 				t.Fatal(err)
 			}
 			if len(*replies) != 1 {
@@ -284,7 +301,7 @@ func TestGuardRefusesUndecodableData(t *testing.T) {
 			g, replies := newTestGuard()
 			b := batch(t, []string{"agentstate.session.v1.GetSessionRequest", "agentstate.session.v1.GetSessionRequest"}, []string{"sessions", "sessions"})
 			b.Envelopes[0].MessageData = data
-			if err := g.screen(b); err != nil {
+			if err := g.screen(b, peerAddr); err != nil {
 				t.Fatalf("screen: %v (one bad envelope must not end the stream)", err)
 			}
 			if len(b.Envelopes) != 1 || b.Envelopes[0].TypeId != 1 {

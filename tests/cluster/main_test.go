@@ -114,6 +114,8 @@ func runContext(t *testing.T) context.Context {
 type member struct {
 	*checker.Node
 	conn *grpc.ClientConn
+	// amAddr is the member's automanaged host:port (its /_health).
+	amAddr string
 }
 
 // startCluster starts one member per entry of names (members with the same
@@ -132,6 +134,7 @@ func startClusterArgs(t *testing.T, ctx context.Context, dsn string, extra []str
 	t.Helper()
 	bin := nodeBinary(t)
 	amPorts := make([]string, len(names))
+	amAddrs := make([]string, len(names))
 	peers := map[string][]string{}
 	for i, name := range names {
 		addr, err := checker.FreeAddr()
@@ -139,6 +142,7 @@ func startClusterArgs(t *testing.T, ctx context.Context, dsn string, extra []str
 			t.Fatal(err)
 		}
 		_, amPorts[i], _ = net.SplitHostPort(addr)
+		amAddrs[i] = addr
 		peers[name] = append(peers[name], addr)
 	}
 	members := make([]*member, len(names))
@@ -157,6 +161,10 @@ func startClusterArgs(t *testing.T, ctx context.Context, dsn string, extra []str
 			"--data", dsn, // overrides the checker's SQLite default (the later flag wins)
 			"--cluster", name, "--peers", strings.Join(peers[name], ","), "--am-port", amPorts[i],
 			"--log-level", "warn",
+			// Members on one machine, without certificates: the remote
+			// refuses plaintext anywhere but on loopback, and only with
+			// this flag (startClusterArgs' extra may give mutual TLS).
+			"--insecure-remote-plaintext-loopback",
 		}
 		args = append(args, extra...)
 		wg.Add(1)
@@ -167,7 +175,7 @@ func startClusterArgs(t *testing.T, ctx context.Context, dsn string, extra []str
 				errs[i] = fmt.Errorf("member %d: %w", i, err)
 				return
 			}
-			members[i] = &member{Node: n}
+			members[i] = &member{Node: n, amAddr: amAddrs[i]}
 		}()
 	}
 	wg.Wait()

@@ -101,7 +101,7 @@ func runFeedPeer() int {
 // order, under an acknowledgement window of 2; when its process exits the
 // node ends the subscription.
 func TestRemoteActorTailsASession(t *testing.T) {
-	n := startNode(t, "--remote-addr", "127.0.0.1:0")
+	n := startNode(t, "--remote-addr", "127.0.0.1:0", "--insecure-remote-plaintext-loopback")
 	ctx := ctxT(t)
 	api := sessionv1.NewSessionServiceClient(n.conn())
 	r, err := api.Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "remote-feed"})

@@ -16,6 +16,7 @@ import (
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	nodeclient "github.com/agentstate/agentstate/node/client"
+	"github.com/agentstate/agentstate/node/server"
 	"github.com/agentstate/agentstate/tests/checker"
 	"golang.org/x/net/http2"
 	"golang.org/x/sys/unix"
@@ -90,7 +91,8 @@ func BenchmarkSoak(b *testing.B) {
 		if remoteAddr, err = checker.FreeAddr(); err != nil {
 			b.Fatal(err)
 		}
-		args = append(append(args, "--remote-addr", remoteAddr), strings.Fields(*remoteArgs)...)
+		// Plaintext on loopback, as the hostile peer of this soak speaks it.
+		args = append(append(args, "--remote-addr", remoteAddr, server.InsecureRemoteFlag), strings.Fields(*remoteArgs)...)
 	}
 	if *memLimit != "" {
 		// The node inherits this process's environment (its GC target
