@@ -76,14 +76,19 @@ type shell struct {
 	k        *lifecycle.Kernel
 	d        Domain
 	idle     *time.Timer
-	stopping bool // ctx.Stop was called: the idle timer stays stopped
-	gone     bool // Stopped or Restarting seen
+	hold     *time.Timer // the commit window's (lifecycle.Ready.Hold)
+	sent     time.Time   // when the write in flight was submitted
+	stopping bool        // ctx.Stop was called: the idle timer stays stopped
+	gone     bool        // Stopped or Restarting seen
 }
 
 // idleTick is the owner's own idle timer firing. Proto.Actor's receive
 // timeout is not used: its timer races under the race detector when it
 // is short and re-armed from the actor (issue 15).
 type idleTick struct{}
+
+// windowClosed is the timer of the commit window gen firing.
+type windowClosed struct{ gen uint64 }
 
 // moveOut is what a cluster kind's owner receives in place of a
 // PoisonPill. The cluster poisons an activation when a topology change
@@ -131,10 +136,7 @@ func (s *shell) Receive(ctx actor.Context) {
 		return
 	case *actor.Stopped, *actor.Restarting:
 		// This incarnation ends: whoever waits on it gets an answer.
-		s.stopping = true
-		if s.idle != nil {
-			s.idle.Stop()
-		}
+		s.stopTimers()
 		if s.k != nil {
 			s.k.Stopped()
 			s.deliver(ctx, s.k.Ready())
@@ -152,19 +154,21 @@ func (s *shell) Receive(ctx actor.Context) {
 	case *Call:
 		s.arrive(m.Msg, m.Replier, m.Checked)
 	case *writer.Applied:
-		s.k.Applied(m.Tag, m.Result)
+		s.k.Applied(m.Tag, m.Result, time.Since(s.sent))
 	case *actor.DeadLetterResponse:
 		// A Submit reached no actor: the writer is gone, so the write
 		// in flight can never be answered. (The only other request an
 		// owner makes, Idle to its directory, expects no answer.)
 		if tag := s.k.InFlight(); tag != 0 {
-			s.k.Applied(tag, writerGone(s.spec.Kind, s.id))
+			s.k.Applied(tag, writerGone(s.spec.Kind, s.id), time.Since(s.sent))
 		}
 	case idleTick:
 		s.k.Tick()
 		if !s.stopping {
 			s.idle.Reset(s.spec.IdleTimeout)
 		}
+	case windowClosed:
+		s.k.WindowClosed(m.gen)
 	case *Passivate:
 		s.k.Passivate()
 	case moveOut:
@@ -211,10 +215,7 @@ func (s *shell) drive(ctx actor.Context) {
 			// sender, and a stale Idle must not passivate a successor.
 			ctx.Request(ctx.Parent(), &Idle{})
 		case rd.Stop:
-			s.stopping = true
-			if s.idle != nil {
-				s.idle.Stop()
-			}
+			s.stopTimers()
 			ctx.Stop(ctx.Self())
 		}
 		return
@@ -229,7 +230,28 @@ func (s *shell) deliver(ctx actor.Context, rd lifecycle.Ready) {
 		s.spec.Fenced.Add(1)
 	}
 	if w := rd.Submit; w != nil {
+		s.sent = time.Now()
 		ctx.Request(s.spec.Writer, &writer.Submit{Cmd: w.Cmd, Tag: w.Tag})
+	}
+	if h := rd.Hold; h.For > 0 && !s.stopping {
+		// One window is open at a time; the timer of an earlier one
+		// that closed early is stopped, and would be ignored (stale gen).
+		if s.hold != nil {
+			s.hold.Stop()
+		}
+		root, self, gen := ctx.ActorSystem().Root, ctx.Self(), h.Gen
+		s.hold = time.AfterFunc(h.For, func() { root.Send(self, windowClosed{gen: gen}) })
+	}
+}
+
+// stopTimers stops the idle and window timers for good: the owner stops.
+func (s *shell) stopTimers() {
+	s.stopping = true
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	if s.hold != nil {
+		s.hold.Stop()
 	}
 }
 

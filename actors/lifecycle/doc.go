@@ -25,6 +25,14 @@
 //     write if the domain lets it share one (coalescing: the leading run
 //     of queued Batched requests, within the domain's Limits; a Leads
 //     request only heads a write; an Alone request is a write of its own);
+//   - the commit window (window.go): after a write that opted in
+//     (Write.Window) committed, the next write waits for the callers it
+//     answered to come back — until its run is as long as that write
+//     plus what queued behind it, or the window's timer fires (Ready.Hold,
+//     then WindowClosed), at most Write.Window and as long as the write
+//     took. Never for a lone caller, a run that cannot grow or is full,
+//     after a failed write, or while passivating. Time stays outside:
+//     the shell says how long a write took and starts the timer;
 //   - a write the store fenced ends the activation: its requests, the
 //     queued ones and every later one are answered UNAVAILABLE (nothing of
 //     them was stored) and the owner asks to be passivated;

@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"time"
+
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/proto"
 )
@@ -52,6 +54,11 @@ type Write struct {
 	Carried []*Request
 	// Data is the domain's (what to do with the result).
 	Data any
+	// Window opts the write into the commit window (Kernel: window.go):
+	// once it committed, the next write may wait up to Window, and no
+	// longer than this one took, for the callers it answered to come
+	// back. Zero: the next write starts at once.
+	Window time.Duration
 }
 
 // Outcome is what a domain makes of an applied write.

@@ -2,18 +2,23 @@ package lifecycle
 
 import (
 	"errors"
+	"time"
 
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 )
 
 // Ready is what the shell must do after an event, in this order: deliver
-// Replies, submit Submit, make the Load (and step Loaded), ask to be
-// passivated, stop.
+// Replies, submit Submit, start the Hold's timer, make the Load (and step
+// Loaded), ask to be passivated, stop.
 type Ready struct {
 	Replies []Reply
 	// Submit is the write to hand to the writer (at most one in flight).
 	Submit *Write
+	// Hold: a commit window opened (window.go); the next write waits.
+	// When Hold.For > 0, start a timer of Hold.For and step
+	// WindowClosed(Hold.Gen) when it fires.
+	Hold Hold
 	// Load: read the committed state now and step Loaded.
 	Load bool
 	// AskPassivation: ask whoever spawned the owner (its directory) to
@@ -34,6 +39,7 @@ type Kernel struct {
 	stale      bool   // the state must be loaded before the next decision
 	loading    bool   // a Load effect is out
 	inflight   *Write
+	win        window
 	tag        uint64
 	seq        uint64
 
@@ -100,8 +106,10 @@ func (k *Kernel) Arrive(r *Request) {
 	k.pump()
 }
 
-// Applied steps the writer's result of the submission tagged tag.
-func (k *Kernel) Applied(tag uint64, res persistence.Result) {
+// Applied steps the writer's result of the submission tagged tag; took is
+// how long it was in flight, by the shell's clock (it sizes the commit
+// window).
+func (k *Kernel) Applied(tag uint64, res persistence.Result, took time.Duration) {
 	switch {
 	case tag != 0 && tag == k.activation:
 		k.activated(res)
@@ -111,7 +119,7 @@ func (k *Kernel) Applied(tag uint64, res persistence.Result) {
 		if errors.Is(res.Err, persistence.ErrFenced) {
 			k.fence(w)
 		} else {
-			k.applied(w, res)
+			k.applied(w, res, took)
 		}
 	default:
 		return // not ours to finish: a stale reply
@@ -151,6 +159,16 @@ func (k *Kernel) Tick() {
 	if k.idle() && !k.passivating && !k.idleAsked && !k.stopped {
 		k.idleAsked = true
 		k.rd.AskPassivation = true
+	}
+}
+
+// WindowClosed steps the timer of the commit window gen firing: the write
+// it held starts with what queued. The timer of a window that closed
+// already (its callers came back, passivation began, a later write was
+// answered) changes nothing.
+func (k *Kernel) WindowClosed(gen uint64) {
+	if k.win.closed(gen) {
+		k.pump()
 	}
 }
 
@@ -231,7 +249,13 @@ func (k *Kernel) pump() {
 		if k.inflight != nil || len(k.queue) == 0 {
 			break
 		}
-		run := k.cut()
+		run, growable := k.cut()
+		if wait, h := k.win.holds(len(run), k.maxRequests(), growable, k.passivating); wait {
+			if h.For > 0 {
+				k.rd.Hold = h
+			}
+			break
+		}
 		k.queue = k.queue[len(run):]
 		if len(k.queue) == 0 {
 			k.queue = nil
@@ -265,23 +289,29 @@ func (k *Kernel) pump() {
 // cut returns the leading run of the queue that the next write carries:
 // the head, then the Batched requests after it, within the domain's
 // limits. Only Batched and Leads heads take company, and a Leads request
-// only heads a run.
-func (k *Kernel) cut() []*Request {
+// only heads a run. growable: the run ended only because the queue did,
+// so requests arriving later would join it.
+func (k *Kernel) cut() (run []*Request, growable bool) {
 	maxN, maxBytes := k.d.Limits()
 	b, size := k.d.Batching(k.queue[0])
 	n := 1
 	if b == Alone {
-		return k.queue[:1:1]
+		return k.queue[:1:1], false
 	}
 	for n < len(k.queue) && n < maxN {
 		nb, ns := k.d.Batching(k.queue[n])
 		if nb != Batched || size+ns > maxBytes {
-			break
+			return k.queue[:n:n], false
 		}
 		size += ns
 		n++
 	}
-	return k.queue[:n:n]
+	return k.queue[:n:n], n < maxN
+}
+
+func (k *Kernel) maxRequests() int {
+	n, _ := k.d.Limits()
+	return n
 }
 
 func (k *Kernel) submit(w *Write) {
@@ -316,11 +346,17 @@ func (k *Kernel) activated(res persistence.Result) {
 	k.epoch, k.stale, k.failed = res.Epoch, true, false
 }
 
-func (k *Kernel) applied(w *Write, res persistence.Result) {
+func (k *Kernel) applied(w *Write, res persistence.Result, took time.Duration) {
 	out := k.d.Applied(w, res, &k.an)
 	if out.Continue != nil {
+		k.win.committed(0, 0, 0, 0)
 		k.submit(&Write{Cmd: out.Continue, Carried: w.Carried, Data: out.ContinueData})
 		return
+	}
+	if res.Err == nil && !out.Stale && len(out.Requeue) == 0 {
+		k.win.committed(len(w.Carried), len(k.queue), took, w.Window)
+	} else {
+		k.win.committed(0, 0, 0, 0) // a failed write opens no window
 	}
 	if len(out.Requeue) > 0 {
 		k.queue = append(out.Requeue[:len(out.Requeue):len(out.Requeue)], k.queue...)

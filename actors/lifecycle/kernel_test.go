@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/actors/lifecycle"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -23,12 +24,15 @@ import (
 // the committed one; it advances only on a commit), a conditional append
 // ("cond=N") leads its write and is refused unless N is the committed
 // next sequence, a close is a write of its own and refuses later appends,
-// and "bad" is refused by Accept.
+// and "bad" is refused by Accept. Append writes opt into the commit window
+// (up to 2ms); a close does not.
 //
 // Commands:
 //
 //	arrive            one request per input line: append | cond=N | close | bad
 //	applied tag=N     ok | epoch=N | fenced | err=<unavailable|outcome-unknown|conflict>
+//	                  [took=D]: how long the write was in flight (default 0)
+//	window-closed gen=N   the commit window's timer fired
 //	loaded            [missing] [next=N] [err]: the load effect's outcome (the store's state)
 //	tick | passivate | moveout | stopped
 //	state             the kernel's and the domain's state
@@ -55,7 +59,20 @@ func TestKernelScripts(t *testing.T) {
 			case "applied":
 				var tag int
 				td.ScanArgs(t, "tag", &tag)
-				k.Applied(uint64(tag), result(t, td))
+				var took time.Duration
+				if td.HasArg("took") {
+					var s string
+					td.ScanArgs(t, "took", &s)
+					var err error
+					if took, err = time.ParseDuration(s); err != nil {
+						t.Fatalf("took=%s: %v", s, err)
+					}
+				}
+				k.Applied(uint64(tag), result(t, td), took)
+			case "window-closed":
+				var gen int
+				td.ScanArgs(t, "gen", &gen)
+				k.WindowClosed(uint64(gen))
 			case "loaded":
 				var err error
 				if td.HasArg("err") {
@@ -129,6 +146,9 @@ func show(rd lifecycle.Ready) string {
 		case *persistence.UpdateSession:
 			fmt.Fprintf(&b, "submit tag=%d epoch=%d close carries=%s\n", w.Tag, c.Epoch, seqs(w.Carried))
 		}
+	}
+	if h := rd.Hold; h.For > 0 {
+		fmt.Fprintf(&b, "hold gen=%d for=%v\n", h.Gen, h.For)
 	}
 	if rd.Load {
 		b.WriteString("load\n")
@@ -215,7 +235,7 @@ func (d *ledger) Decide(run []*lifecycle.Request, epoch int64, a *lifecycle.Answ
 	if len(carried) == 0 {
 		return nil
 	}
-	return &lifecycle.Write{Cmd: &persistence.AppendMessages{Epoch: epoch, SessionID: "L", NextSequence: d.next}, Carried: carried}
+	return &lifecycle.Write{Cmd: &persistence.AppendMessages{Epoch: epoch, SessionID: "L", NextSequence: d.next}, Carried: carried, Window: ledgerWindow}
 }
 
 func (d *ledger) Applied(w *lifecycle.Write, res persistence.Result, a *lifecycle.Answers) lifecycle.Outcome {
@@ -240,6 +260,10 @@ func (d *ledger) Applied(w *lifecycle.Write, res persistence.Result, a *lifecycl
 	}
 	return lifecycle.Outcome{}
 }
+
+// ledgerWindow is the longest commit window after an append write (a
+// session's is the same).
+const ledgerWindow = 2 * time.Millisecond
 
 func (d *ledger) Refuse(r *lifecycle.Request, err error, a *lifecycle.Answers) { a.Reply(r, nil, err) }
 

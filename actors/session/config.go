@@ -32,6 +32,13 @@ const (
 	maxBytesPerWrite = 8 << 20
 )
 
+// maxAppendWindow bounds the commit window after an append write (see
+// lifecycle's window.go): the next append write waits at most this long,
+// and no longer than the last one took, for the callers the last one
+// answered, so that closed-loop callers of one session share a write
+// instead of alternating in two cohorts. Other writes open no window.
+const maxAppendWindow = 2 * time.Millisecond
+
 // Config tunes the sessions service. The zero value is usable.
 type Config struct {
 	// IdleTimeout passivates a session actor that received nothing for

@@ -55,6 +55,7 @@ func (o *owner) startAppends(run []*lifecycle.Request) {
 	first := o.sess.MessageCount
 	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, NextSequence: first, State: o.state, Turns: turns, UpdatedAt: now}
 	o.submit(carried, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
+	o.next.Window = maxAppendWindow
 }
 
 func (o *owner) appendable() error {
