@@ -16,7 +16,8 @@ from agentstate import retry as retries
 from agentstate.retry import RetryPolicy
 from agentstate.audit.v1 import audit_pb2, audit_pb2_grpc
 from agentstate.batch import DEFAULT_LINGER, BatchAppender
-from agentstate.connection import TLSArg, auth_metadata, open_channel, tls_settings
+from agentstate.connection import TLSArg, auth_metadata, open_aio_channel, open_channel, tls_settings
+from agentstate.loop_batch import LoopBatchAppender
 from agentstate.plan.v1 import plan_pb2, plan_pb2_grpc
 from agentstate.session.v1 import session_pb2, session_pb2_grpc
 
@@ -59,14 +60,27 @@ class _Core:
 class Sessions:
     """Sessions: ordered messages with dense 0-based sequences."""
 
-    def __init__(self, core: _Core, batched: bool, linger: float = DEFAULT_LINGER) -> None:
+    def __init__(
+        self,
+        core: _Core,
+        batched: bool,
+        linger: float = DEFAULT_LINGER,
+        transport: str = "loop",
+        open_aio: Optional[Callable[[], Any]] = None,
+    ) -> None:
         self._core = core
-        self._batch: Optional[BatchAppender] = (
-            BatchAppender(core.channel, core.metadata, self._append_unary_once, linger) if batched else None
-        )
+        self._batch: Union[BatchAppender, LoopBatchAppender, None] = None
+        if not batched:
+            pass
+        elif transport == "loop" and open_aio is not None:
+            self._batch = LoopBatchAppender(open_aio, core.metadata, self._append_unary_once, linger)
+        elif transport in ("loop", "threads"):
+            self._batch = BatchAppender(core.channel, core.metadata, self._append_unary_once, linger)
+        else:
+            raise ValueError(f'append_transport must be "loop" or "threads", not {transport!r}')
 
     @property
-    def appender(self) -> Optional[BatchAppender]:
+    def appender(self) -> Union[BatchAppender, LoopBatchAppender, None]:
         """The shared AppendBatches stream's appender (None without batched appends); its
         batches_sent, appends_sent and streams_opened count what it did."""
         return self._batch
@@ -412,6 +426,11 @@ class Client:
             are unary Append calls.
         append_linger: most seconds a batch waits for more appends while
             more are in flight than waiting (0: never waits).
+        append_transport: how the batched stream runs: "loop" (default), a
+            grpc.aio stream on one background event loop per process, which
+            costs appending threads far fewer thread switches; "threads",
+            grpcio's blocking stream, for a process that also runs grpc.aio
+            on loops of its own (see agentstate.loop_batch on mixing).
         options: extra gRPC channel options.
     """
 
@@ -425,11 +444,16 @@ class Client:
         retry: RetryPolicy = RetryPolicy(),
         batched_appends: bool = True,
         append_linger: float = DEFAULT_LINGER,
+        append_transport: str = "loop",
         options: Iterable[Any] = (),
     ) -> None:
-        self.channel = open_channel(target, tls_settings(tls), options)
+        settings = tls_settings(tls)
+        options = tuple(options)
+        self.channel = open_channel(target, settings, options)
         core = _Core(self.channel, token, timeout, retry)
-        self.sessions = Sessions(core, batched_appends, append_linger)
+        self.sessions = Sessions(
+            core, batched_appends, append_linger, append_transport, lambda: open_aio_channel(target, settings, options)
+        )
         self.plans = Plans(core)
         self.audit = Audit(core)
 
