@@ -18,9 +18,12 @@ the loop under one lock, held for a few list operations at a time.
 
 Mixing caveat: grpc.aio binds every event loop that uses it in a process to
 one notification socket. A process that also runs grpc.aio (an AsyncClient)
-on its own loop while a Client appends gets both loops woken by each event,
-and grpcio (at least to 1.7x) logs a harmless BlockingIOError in the loop
-that lost the race. Such a process can choose append_transport="threads".
+on a loop of its own while a Client that has appended is open gets both
+loops woken by each event, and grpcio (an open issue up to 1.7x) logs a
+harmless BlockingIOError in the loop that lost the race. The background loop
+ignores those; the program's own loop does not, so such a program should
+make its Client with append_transport="threads". The loop is closed when the
+last Client using it closes.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set
 
 import grpc
 import grpc.aio
@@ -60,13 +63,21 @@ def _ignore_poller_race(loop: asyncio.AbstractEventLoop, context: Dict[str, Any]
 
 
 class _IOLoop:
-    """The process's background event loop for the blocking clients' streams."""
+    """The background event loop of the blocking clients' streams: one per process while any is open.
+
+    Held by each appender from its first append to its close; the last
+    release stops and closes it, so that a process that has stopped
+    appending leaves no loop bound to grpc.aio's poller (see the mixing
+    caveat above).
+    """
 
     _lock = threading.Lock()
     _loop: Optional[asyncio.AbstractEventLoop] = None
+    _thread: Optional[threading.Thread] = None
+    _holders = 0
 
     @classmethod
-    def get(cls) -> asyncio.AbstractEventLoop:
+    def acquire(cls) -> asyncio.AbstractEventLoop:
         with cls._lock:
             if cls._loop is None:
                 loop = asyncio.new_event_loop()
@@ -78,18 +89,34 @@ class _IOLoop:
                     loop.call_soon(started.set)
                     loop.run_forever()
 
-                # A daemon: it must not keep a program from exiting; what it
-                # still carries then is lost as the process ends.
-                threading.Thread(target=run, name="agentstate-io", daemon=True).start()
+                # A daemon: it must not keep a program that forgot close()
+                # from exiting; what it still carries then is lost.
+                cls._thread = threading.Thread(target=run, name="agentstate-io", daemon=True)
+                cls._thread.start()
                 started.wait()
                 cls._loop = loop
+            cls._holders += 1
             return cls._loop
+
+    @classmethod
+    def release(cls) -> None:
+        with cls._lock:
+            cls._holders -= 1
+            if cls._holders > 0 or cls._loop is None:
+                return
+            loop, thread = cls._loop, cls._thread
+            cls._loop = cls._thread = None
+            loop.call_soon_threadsafe(loop.stop)
+            if thread is not None:
+                thread.join()
+            loop.close()
 
     @classmethod
     def _after_fork(cls) -> None:
         # A forked child has the loop object but not its thread.
         cls._lock = threading.Lock()
-        cls._loop = None
+        cls._loop = cls._thread = None
+        cls._holders = 0
 
 
 if hasattr(os, "register_at_fork"):
@@ -184,8 +211,8 @@ class _Stream:
         except Exception as e:  # noqa: BLE001 - a channel closed meanwhile
             self._fail(None, f"could not open the append stream: {e}")
             return
-        self._loop.create_task(self._write())
-        self._loop.create_task(self._read())
+        self._owner._track(self._loop.create_task(self._write()))
+        self._owner._track(self._loop.create_task(self._read()))
 
     async def _park(self, timeout: Optional[float]) -> None:
         """Waits for a caller's kick (or timeout seconds); _parked was set under the lock."""
@@ -336,6 +363,7 @@ class LoopBatchAppender:
         self._method: Any = None
         self._stream: Optional[_Stream] = None
         self._closed = False
+        self._tasks: Set["asyncio.Task[None]"] = set()  # the loop's
         # Counters for observing the batching: stream messages and the
         # appends they carried (written by the loop).
         self.batches_sent = 0
@@ -373,19 +401,35 @@ class LoopBatchAppender:
         if stream is not None:
             stream.close()
         if channel is not None:
-            fut = asyncio.run_coroutine_threadsafe(channel.close(), self._loop)
+            fut = asyncio.run_coroutine_threadsafe(self._shutdown(channel), self._loop)
             try:
                 fut.result(_CLOSE_WAIT)
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
+            _IOLoop.release()
+
+    async def _shutdown(self, channel: grpc.aio.Channel) -> None:
+        # Closing the channel cancels the stream; its reader then fails what
+        # is left in flight, and both tasks end before the loop may stop.
+        await channel.close()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=_CLOSE_WAIT)
+
+    def _track(self, task: "asyncio.Task[None]") -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _current(self) -> _Stream:
         with self._lock:
             if self._closed:
                 raise errors.Unavailable("append batch client is closed")
             if self._channel is None:
-                self._loop = _IOLoop.get()
-                self._channel = asyncio.run_coroutine_threadsafe(self._make_channel(), self._loop).result()
+                self._loop = _IOLoop.acquire()
+                try:
+                    self._channel = asyncio.run_coroutine_threadsafe(self._make_channel(), self._loop).result()
+                except BaseException:
+                    _IOLoop.release()
+                    raise
             if self._stream is None or self._stream.err is not None:
                 self._stream = _Stream(self)
                 self.streams_opened += 1
