@@ -10,7 +10,7 @@ from typing import List, Optional
 import grpc
 
 from agentstate import errors, ids, wire
-from agentstate.build import append_request, enum_value, json_object, new_message
+from agentstate.build import append_request, encoded_append_request, enum_value, json_object, new_message
 from agentstate.common.v1 import common_pb2
 from agentstate.retry import RetryPolicy, call
 from agentstate.session.v1 import session_pb2
@@ -153,6 +153,32 @@ class RequestTest(unittest.TestCase):
         for m in req.messages:
             self.assertTrue(ids.is_ulid(m.message_id))
 
+    def test_encoded_append_request_is_append_requests_encoding(self) -> None:
+        given = new_message("assistant", "b", {"k": 1}, message_id="01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        other = new_message("user", "é" * 200, message_id="client-key-7")
+        for sid in ("01ARZ3NDEKTSV4RRFFQ69G5FAW", ""):
+            with self.subTest(session_id=sid):
+                self.assertEqual(
+                    encoded_append_request(sid, [given, other]),
+                    append_request(sid, [given, other]).SerializeToString(),
+                )
+        # Messages without ids get new ULIDs; a given NewMessage is not changed.
+        bare = session_pb2.NewMessage(role=session_pb2.ROLE_TOOL, content="c")
+        data = encoded_append_request("S", [("user", "a", {"x": True}), bare, given])
+        req = session_pb2.AppendRequest.FromString(data)
+        self.assertEqual(req.session_id, "S")
+        self.assertEqual([m.role for m in req.messages], [session_pb2.ROLE_USER, session_pb2.ROLE_TOOL, session_pb2.ROLE_ASSISTANT])
+        self.assertEqual(req.messages[0].metadata_json, '{"x":true}')
+        self.assertTrue(all(ids.is_ulid(m.message_id) for m in req.messages[:2]))
+        self.assertEqual(req.messages[2].message_id, "01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        self.assertEqual(bare.message_id, "")
+        with self.assertRaises(errors.InvalidArgument):
+            encoded_append_request("S", ["not a message"])  # type: ignore[list-item]
+        with self.assertRaises(errors.InvalidArgument):
+            encoded_append_request("S", [("robot", "x")])
+        with self.assertRaises(errors.InvalidArgument):
+            encoded_append_request("\udc00", [("user", "x")])
+
     def test_enum_names(self) -> None:
         self.assertEqual(enum_value(session_pb2.Role, "ROLE_", "user"), session_pb2.ROLE_USER)
         self.assertEqual(enum_value(session_pb2.Role, "ROLE_", "ROLE_TOOL"), session_pb2.ROLE_TOOL)
@@ -160,6 +186,30 @@ class RequestTest(unittest.TestCase):
             enum_value(session_pb2.Role, "ROLE_", "robot")
         with self.assertRaises(errors.InvalidArgument):
             json_object(["not", "an", "object"], "metadata")  # type: ignore[arg-type]
+
+
+class BackgroundLoopTest(unittest.TestCase):
+    def test_only_the_pollers_lost_race_is_ignored(self) -> None:
+        from agentstate.loop_batch import _ignore_poller_race
+
+        seen: List[dict] = []
+
+        class Loop:
+            def default_exception_handler(self, context: dict) -> None:
+                seen.append(context)
+
+        class Handle:
+            def __repr__(self) -> str:
+                return "<Handle PollerCompletionQueue._handle_events()>"
+
+        race = {"exception": BlockingIOError(11, "Resource temporarily unavailable"), "handle": Handle()}
+        _ignore_poller_race(Loop(), race)  # type: ignore[arg-type]
+        self.assertEqual(seen, [])
+        other = {"exception": BlockingIOError(11, "elsewhere"), "handle": "<Handle other()>"}
+        failed = {"exception": ValueError("a bug"), "handle": Handle()}
+        _ignore_poller_race(Loop(), other)  # type: ignore[arg-type]
+        _ignore_poller_race(Loop(), failed)  # type: ignore[arg-type]
+        self.assertEqual(seen, [other, failed])
 
 
 class RetryTest(unittest.TestCase):

@@ -49,7 +49,8 @@ _REFUSALS = (
     grpc.StatusCode.UNIMPLEMENTED,
 )
 
-UnaryAppend = Callable[[session_pb2.AppendRequest, Optional[float]], session_pb2.AppendResponse]
+# A unary Append of an encoded AppendRequest.
+UnaryAppend = Callable[[bytes, Optional[float]], session_pb2.AppendResponse]
 
 
 class _Call:
@@ -258,15 +259,14 @@ class BatchAppender:
         self.appends_sent = 0
         self.streams_opened = 0
 
-    def append(self, req: session_pb2.AppendRequest, timeout: Optional[float]) -> session_pb2.AppendResponse:
-        """Appends req; raises the node's error, Unavailable (not sent) or OutcomeUnknown.
+    def append(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
+        """Appends an encoded AppendRequest; raises the node's error, Unavailable (not sent) or OutcomeUnknown.
 
         timeout bounds the wait in seconds: past it an append not sent yet is
         withdrawn (Unavailable), one sent is OutcomeUnknown.
         """
-        data = req.SerializeToString()
         if len(data) > MAX_BATCH_BYTES:
-            return self._unary(req, timeout)
+            return self._unary(data, timeout)
         stream = self._current()
         call = stream.enqueue(data)
         if call.done.acquire(timeout=-1 if timeout is None else max(timeout, 0)):

@@ -69,13 +69,19 @@ class Sessions:
         open_aio: Optional[Callable[[], Any]] = None,
     ) -> None:
         self._core = core
+        # Append over an encoded request, for appends too large for a batch.
+        self._append_encoded = core.channel.unary_unary(
+            "/agentstate.session.v1.SessionService/Append",
+            request_serializer=None,
+            response_deserializer=session_pb2.AppendResponse.FromString,
+        )
         self._batch: Union[BatchAppender, LoopBatchAppender, None] = None
         if not batched:
             pass
         elif transport == "loop" and open_aio is not None:
-            self._batch = LoopBatchAppender(open_aio, core.metadata, self._append_unary_once, linger)
+            self._batch = LoopBatchAppender(open_aio, core.metadata, self._append_encoded_once, linger)
         elif transport in ("loop", "threads"):
-            self._batch = BatchAppender(core.channel, core.metadata, self._append_unary_once, linger)
+            self._batch = BatchAppender(core.channel, core.metadata, self._append_encoded_once, linger)
         else:
             raise ValueError(f'append_transport must be "loop" or "threads", not {transport!r}')
 
@@ -151,6 +157,10 @@ class Sessions:
         share one AppendBatches stream unless the client was made with
         batched_appends=False.
         """
+        if self._batch is not None:
+            # Encoded once: every attempt sends the same bytes, ids included.
+            data = build.encoded_append_request(session_id, messages)
+            return self._append_batched(data, timeout, True)
         req = build.append_request(session_id, messages)
         return self._append(req, timeout, True)
 
@@ -158,17 +168,31 @@ class Sessions:
         self, req: session_pb2.AppendRequest, *, timeout: Optional[float] = _UNSET
     ) -> session_pb2.AppendResponse:
         """Appends a ready AppendRequest as is; without message ids it is not retried on OUTCOME_UNKNOWN."""
-        return self._append(req, timeout, all(m.message_id for m in req.messages))
+        idempotent = all(m.message_id for m in req.messages)
+        if self._batch is not None:
+            return self._append_batched(req.SerializeToString(), timeout, idempotent)
+        return self._append(req, timeout, idempotent)
 
     def _append(
         self, req: session_pb2.AppendRequest, timeout: Optional[float], idempotent: bool
     ) -> session_pb2.AppendResponse:
-        once = self._batch.append if self._batch is not None else self._append_unary_once
+        once = self._append_unary_once
         return retries.call(self._core.policy, lambda left: once(req, left), self._core.deadline(timeout), idempotent)
+
+    def _append_batched(self, data: bytes, timeout: Optional[float], idempotent: bool) -> session_pb2.AppendResponse:
+        assert self._batch is not None
+        once = self._batch.append
+        return retries.call(self._core.policy, lambda left: once(data, left), self._core.deadline(timeout), idempotent)
 
     def _append_unary_once(self, req: session_pb2.AppendRequest, timeout: Optional[float]) -> session_pb2.AppendResponse:
         try:
             return self._core.sessions.Append(req, timeout=timeout, metadata=self._core.metadata)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+
+    def _append_encoded_once(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
+        try:
+            return self._append_encoded(data, timeout=timeout, metadata=self._core.metadata)
         except grpc.RpcError as e:
             raise errors.from_rpc_error(e) from None
 

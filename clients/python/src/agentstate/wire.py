@@ -1,4 +1,4 @@
-"""Hand-made encoding of AppendBatch messages.
+"""Hand-made encoding of AppendBatch (and AppendRequest) messages.
 
 A batch carries the encoded AppendRequests of many callers. Each request is
 encoded once, by its caller, and a batch is the concatenation of its
@@ -15,6 +15,8 @@ from agentstate.session.v1 import session_pb2
 _TAG_KEY = b"\x08"  # TaggedAppend.tag = 1
 _REQUEST_KEY = b"\x12"  # TaggedAppend.request = 2
 _APPENDS_KEY = b"\x0a"  # AppendBatch.appends = 1
+APPEND_REQUEST_SESSION_ID_KEY = b"\x0a"  # AppendRequest.session_id = 1
+APPEND_REQUEST_MESSAGES_KEY = b"\x12"  # AppendRequest.messages = 2
 
 
 def varint(n: int) -> bytes:
@@ -26,6 +28,11 @@ def varint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+def length_delimited(key: bytes, value: bytes) -> bytes:
+    """One length-delimited field: its key, the length, the bytes."""
+    return b"".join((key, varint(len(value)), value))
 
 
 def tagged_append(tag: int, request: bytes) -> bytes:
