@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import sys
 import threading
 import time
@@ -127,11 +128,13 @@ def main() -> None:
             p.error("--transport is for --mode threads")
         opts["append_transport"] = a.transport
     cpu0 = time.process_time()
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     if a.mode == "threads":
         elapsed, lats, acks = run_threads(a.addr, sessions, a.callers, per_caller, content, opts)
     else:
         elapsed, lats, acks = asyncio.run(run_tasks(a.addr, sessions, a.callers, per_caller, content, opts))
     cpu = time.process_time() - cpu0
+    ru = resource.getrusage(resource.RUSAGE_SELF)
     verify(a.addr, acks)
     total = per_caller * a.callers
     lats.sort()
@@ -139,7 +142,9 @@ def main() -> None:
     print(f"python {mode}: callers={a.callers} sessions={n_sessions} appends={total} "
           f"message_bytes={a.message_bytes}")
     print(f"appends/s {total / elapsed:.0f}  p50 {percentile(lats, 0.5) * 1e3:.1f}ms  "
-          f"p99 {percentile(lats, 0.99) * 1e3:.1f}ms  client cpu {cpu * 1e6 / total:.0f}µs/append  verified")
+          f"p99 {percentile(lats, 0.99) * 1e3:.1f}ms  client cpu {cpu * 1e6 / total:.0f}µs/append "
+          f"(sys {(ru.ru_stime - ru0.ru_stime) * 1e6 / total:.0f})  "
+          f"thread switches {(ru.ru_nvcsw - ru0.ru_nvcsw) / total:.1f}/append  verified")
 
 
 if __name__ == "__main__":

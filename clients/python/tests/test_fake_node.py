@@ -355,6 +355,28 @@ class FakeNodeTest(unittest.TestCase):
         else:
             self.assertEqual(io_threads, [])
 
+    def test_answers_reach_callers_that_append_once(self) -> None:
+        # A woken caller passes the next answer on when it appends again
+        # (loop_batch._Stream.pass_on). Here no caller appends again: the
+        # answers of one batch, arriving together, must still all be woken,
+        # without a deadline to end the wait.
+        with Client(self.addr, append_transport=self.transport, retry=NO_RETRY, timeout=None) as c:
+            for round in range(5):
+                start = threading.Barrier(8)
+                done: List[int] = []
+
+                def once(i: int) -> None:
+                    start.wait()
+                    c.sessions.append("S", [("user", f"once {i}")])
+                    done.append(i)
+
+                threads = [threading.Thread(target=once, args=(i,), daemon=True) for i in range(8)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join(20)
+                self.assertEqual(sorted(done), list(range(8)), f"round {round}: answers never woken")
+
 
 class ThreadsTransportFakeNodeTest(FakeNodeTest):
     """The same, with grpcio's blocking stream (append_transport="threads")."""

@@ -31,7 +31,9 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from typing import Any, Callable, Dict, List, Optional, Set
+import time
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional, Set
 
 import grpc
 import grpc.aio
@@ -51,6 +53,12 @@ from agentstate.session.v1 import session_pb2
 
 # Bounds how long close() waits for the loop to close the channel.
 _CLOSE_WAIT = 5.0
+# The chain (see _Stream.pass_on): a chain not passed on for _CHAIN_STALE
+# seconds is taken to be held by a caller that stopped appending, and the
+# loop wakes the next answered caller itself as outcomes arrive; answered
+# callers left waiting when none arrive are woken after _CHAIN_STALL.
+_CHAIN_STALE = 0.0005
+_CHAIN_STALL = 0.001
 
 
 def _ignore_poller_race(loop: asyncio.AbstractEventLoop, context: Dict[str, Any]) -> None:
@@ -152,6 +160,14 @@ class _Stream:
         self._lingering = False
         self._kicked = False
         self._waiter: Optional["asyncio.Future[None]"] = None
+        # Answered calls not woken yet, and whether a caller woken through
+        # the chain has yet to pass it on (see pass_on).
+        self._ready: Deque[_Call] = deque()
+        self._chained = False
+        self._passed_at = 0.0
+        self._passes = 0
+        self._watch: Optional[asyncio.TimerHandle] = None
+        self._watched = -1
         self._rpc: Any = None
         self.err: Optional[errors.AgentStateError] = None
         self._loop.call_soon_threadsafe(self._start)
@@ -171,6 +187,25 @@ class _Stream:
         if kick:
             self._loop.call_soon_threadsafe(self._wake)
         return call
+
+    def pass_on(self) -> None:
+        """Wakes the next answered caller; called by a caller just before it blocks.
+
+        The loop wakes one answered caller, not all: each woken caller
+        needs the GIL, and those woken together mostly find it taken and
+        sleep again, a second thread switch per append. Woken by the caller
+        that is about to block (and so to drop the GIL), the next one
+        usually finds the GIL free. A chain whose holder stopped appending
+        is woken whole by the loop after _CHAIN_STALL.
+        """
+        with self._lock:
+            if not self._ready:
+                self._chained = False
+                return
+            call = self._ready.popleft()
+            self._passes += 1
+            self._passed_at = time.monotonic()
+        call.done.release()
 
     def withdraw(self, call: _Call) -> bool:
         """Takes call back if it was not sent yet; False once it was."""
@@ -289,15 +324,29 @@ class _Stream:
                 msg = await rpc.read()
                 if msg is grpc.aio.EOF:
                     break
+                head: Optional[_Call] = None
                 with self._lock:
-                    calls = [(self._inflight.pop(o.tag, None), o) for o in msg.outcomes]
+                    ready = self._ready
+                    for o in msg.outcomes:
+                        call = self._inflight.pop(o.tag, None)
+                        if call is not None:
+                            call.outcome = o.outcome
+                            ready.append(call)
+                    if ready:
+                        now = time.monotonic()
+                        if not self._chained or now - self._passed_at > _CHAIN_STALE:
+                            self._chained = True
+                            self._passed_at = now
+                            head = ready.popleft()
                     # Fewer in flight: a lingering writer may have enough now.
                     more = self._lingering and self._enough()
                 if more:
                     self._wake()
-                for call, o in calls:
-                    if call is not None:
-                        call.finish(outcome=o.outcome)
+                if head is not None:
+                    head.done.release()
+                if self._ready and self._watch is None:
+                    self._watched = self._passes
+                    self._watch = self._loop.call_later(_CHAIN_STALL, self._unstall)
         except grpc.aio.AioRpcError as e:
             self._fail(e)
             return
@@ -308,6 +357,22 @@ class _Stream:
             self._fail(None, f"append stream failed: {e!r}")
             return
         self._fail(None)
+
+    def _unstall(self) -> None:
+        """Wakes every answered caller if the chain made no progress since the last look."""
+        self._watch = None
+        stalled: List[_Call] = []
+        with self._lock:
+            if self._ready and self._passes == self._watched:
+                stalled = list(self._ready)
+                self._ready.clear()
+                self._chained = False
+            more = bool(self._ready)
+        for call in stalled:
+            call.done.release()
+        if more:
+            self._watched = self._passes
+            self._watch = self._loop.call_later(_CHAIN_STALL, self._unstall)
 
     def _fail(self, cause: Optional[grpc.aio.AioRpcError], why: str = "closed by the node") -> None:
         """Fails what the ended stream left: Unavailable if not sent, OutcomeUnknown if sent."""
@@ -326,8 +391,15 @@ class _Stream:
                 self.err = not_sent
             pending, self._pending = self._pending, []
             inflight, self._inflight = self._inflight, {}
+            answered = list(self._ready)
+            self._ready.clear()
             self._closing = True
         self._owner._forget(self)
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
+        for call in answered:
+            call.done.release()
         if cause is not None and self._rpc is not None:
             self._rpc.cancel()
         self._wake()
@@ -380,11 +452,13 @@ class LoopBatchAppender:
             return self._unary(data, timeout)
         stream = self._current()
         call = stream.enqueue(data)
+        stream.pass_on()
         if call.done.acquire(timeout=-1 if timeout is None else max(timeout, 0)):
             return call.result()
         if stream.withdraw(call):
             raise errors.Unavailable("append not sent before the deadline")
-        if call.done.acquire(blocking=False):  # answered as the deadline passed: the answer wins
+        # Answered as the deadline passed (maybe still waiting in the chain): the answer wins.
+        if call.done.acquire(blocking=False) or call.outcome is not None or call.error is not None:
             return call.result()
         raise errors.OutcomeUnknown("no append answer before the deadline")
 
