@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 import threading
 import time
 import unittest
+from pathlib import Path
 from typing import List, Optional
 
 import grpc
@@ -186,6 +191,67 @@ class RequestTest(unittest.TestCase):
             enum_value(session_pb2.Role, "ROLE_", "robot")
         with self.assertRaises(errors.InvalidArgument):
             json_object(["not", "an", "object"], "metadata")  # type: ignore[arg-type]
+
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+STUB_MODULES = [
+    "agentstate.common.v1.common_pb2",
+    "agentstate.session.v1.session_pb2",
+    "agentstate.session.v1.session_pb2_grpc",
+    "agentstate.plan.v1.plan_pb2",
+    "agentstate.plan.v1.plan_pb2_grpc",
+    "agentstate.audit.v1.audit_pb2",
+    "agentstate.audit.v1.audit_pb2_grpc",
+    "agentstate.feed.v1.feed_pb2",
+    "agentstate.feed.v1.feed_pb2_grpc",
+]
+
+
+def _floor(requirement: str) -> tuple:
+    """The ">=" floor pyproject.toml declares for a dependency, as a version tuple."""
+    text = (SRC.parent / "pyproject.toml").read_text()
+    m = re.search(r'"%s>=([0-9.]+)' % re.escape(requirement), text)
+    assert m, f"pyproject.toml declares no {requirement}>= floor"
+    return tuple(int(x) for x in m.group(1).split("."))
+
+
+class StubCompatibilityTest(unittest.TestCase):
+    """The committed stubs must load on the oldest runtimes pyproject.toml allows."""
+
+    def test_stubs_demand_no_newer_runtime_than_the_declared_floor(self) -> None:
+        # protobuf 5.26+ and grpcio-tools 1.63+ write a runtime version check
+        # into what they generate, failing (or warning) at import on an older
+        # runtime. Stubs regenerated with newer tools would break the floor
+        # (Debian 12's protobuf 4.21 and grpcio 1.51); see generate.sh.
+        pb_floor, grpc_floor = _floor("protobuf"), _floor("grpcio")
+        for mod in STUB_MODULES:
+            text = (SRC / (mod.replace(".", "/") + ".py")).read_text()
+            with self.subTest(module=mod):
+                m = re.search(r"ValidateProtobufRuntimeVersion\(\s*_runtime_version\.Domain\.\w+,\s*(\d+),\s*(\d+),\s*(\d+)", text)
+                if m:
+                    self.assertLessEqual(tuple(int(x) for x in m.groups())[: len(pb_floor)], pb_floor)
+                g = re.search(r"GRPC_GENERATED_VERSION = '([0-9.]+)", text)
+                if g:
+                    self.assertLessEqual(tuple(int(x) for x in g.group(1).split(".")[:2]), grpc_floor[:2])
+
+    def test_stubs_load_on_the_pure_python_protobuf_without_warnings(self) -> None:
+        # The generated modules take another path when protobuf has no C
+        # descriptors (its pure-Python backend); -W error turns any warning
+        # at import (a deprecation, a version notice) into a failure.
+        script = "; ".join(
+            [f"import {m}" for m in STUB_MODULES]
+            + [
+                "from agentstate.session.v1 import session_pb2 as s",
+                "r = s.AppendRequest(session_id='S', messages=[s.NewMessage(role=s.ROLE_USER, content='é')])",
+                "assert s.AppendRequest.FromString(r.SerializeToString()) == r",
+                "from google.protobuf.internal import api_implementation as a",
+                "print(a.Type())",
+            ]
+        )
+        env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(SRC))
+        out = subprocess.run([sys.executable, "-W", "error", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "python")
 
 
 class BackgroundLoopTest(unittest.TestCase):
