@@ -357,7 +357,7 @@ class FakeNodeTest(unittest.TestCase):
 
     def test_answers_reach_callers_that_append_once(self) -> None:
         # A woken caller passes the next answer on when it appends again
-        # (loop_batch._Stream.pass_on). Here no caller appends again: the
+        # (loop_batch._Stream.enqueue). Here no caller appends again: the
         # answers of one batch, arriving together, must still all be woken,
         # without a deadline to end the wait.
         with Client(self.addr, append_transport=self.transport, retry=NO_RETRY, timeout=None) as c:

@@ -53,7 +53,7 @@ from agentstate.session.v1 import session_pb2
 
 # Bounds how long close() waits for the loop to close the channel.
 _CLOSE_WAIT = 5.0
-# The chain (see _Stream.pass_on): a chain not passed on for _CHAIN_STALE
+# The chain (see _Stream.enqueue): a chain not passed on for _CHAIN_STALE
 # seconds is taken to be held by a caller that stopped appending, and the
 # loop wakes the next answered caller itself as outcomes arrive; answered
 # callers left waiting when none arrive are woken after _CHAIN_STALL.
@@ -161,7 +161,7 @@ class _Stream:
         self._kicked = False
         self._waiter: Optional["asyncio.Future[None]"] = None
         # Answered calls not woken yet, and whether a caller woken through
-        # the chain has yet to pass it on (see pass_on).
+        # the chain has yet to pass it on (see enqueue).
         self._ready: Deque[_Call] = deque()
         self._chained = False
         self._passed_at = 0.0
@@ -175,6 +175,17 @@ class _Stream:
     # --- called by the appending threads ---
 
     def enqueue(self, data: bytes) -> _Call:
+        """Queues an append, and wakes the next answered caller: the caller blocks next.
+
+        The loop wakes one answered caller, not all: each woken caller needs
+        the GIL, and callers woken together mostly find it taken and sleep
+        again, a second thread switch per append. Woken by a caller about to
+        block (and so to drop the GIL), the next one usually finds it free.
+        The loop itself wakes the next answered caller when the chain was
+        not passed on for _CHAIN_STALE (its holder stopped appending), and
+        all of them when none was woken for _CHAIN_STALL.
+        """
+        nxt: Optional[_Call] = None
         with self._lock:
             if self.err is not None:
                 raise self.err
@@ -184,28 +195,17 @@ class _Stream:
             kick = self._parked and not self._kicked and (not self._lingering or self._enough())
             if kick:
                 self._kicked = True
+            if self._ready:
+                nxt = self._ready.popleft()
+                self._passes += 1
+                self._passed_at = time.monotonic()
+            else:
+                self._chained = False
         if kick:
             self._loop.call_soon_threadsafe(self._wake)
+        if nxt is not None:
+            nxt.done.release()
         return call
-
-    def pass_on(self) -> None:
-        """Wakes the next answered caller; called by a caller just before it blocks.
-
-        The loop wakes one answered caller, not all: each woken caller
-        needs the GIL, and those woken together mostly find it taken and
-        sleep again, a second thread switch per append. Woken by the caller
-        that is about to block (and so to drop the GIL), the next one
-        usually finds the GIL free. A chain whose holder stopped appending
-        is woken whole by the loop after _CHAIN_STALL.
-        """
-        with self._lock:
-            if not self._ready:
-                self._chained = False
-                return
-            call = self._ready.popleft()
-            self._passes += 1
-            self._passed_at = time.monotonic()
-        call.done.release()
 
     def withdraw(self, call: _Call) -> bool:
         """Takes call back if it was not sent yet; False once it was."""
@@ -452,7 +452,6 @@ class LoopBatchAppender:
             return self._unary(data, timeout)
         stream = self._current()
         call = stream.enqueue(data)
-        stream.pass_on()
         if call.done.acquire(timeout=-1 if timeout is None else max(timeout, 0)):
             return call.result()
         if stream.withdraw(call):
@@ -493,6 +492,9 @@ class LoopBatchAppender:
         task.add_done_callback(self._tasks.discard)
 
     def _current(self) -> _Stream:
+        stream = self._stream
+        if stream is not None and stream.err is None and not self._closed:
+            return stream  # the common case, without the lock
         with self._lock:
             if self._closed:
                 raise errors.Unavailable("append batch client is closed")
