@@ -93,7 +93,8 @@ class _IOLoop:
                 started = threading.Event()
 
                 def run() -> None:
-                    asyncio.set_event_loop(loop)
+                    # grpc.aio finds this loop as the running one: its
+                    # channels are made by coroutines on it (_make_channel).
                     loop.call_soon(started.set)
                     loop.run_forever()
 
