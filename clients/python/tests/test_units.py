@@ -193,7 +193,11 @@ class RequestTest(unittest.TestCase):
             json_object(["not", "an", "object"], "metadata")  # type: ignore[arg-type]
 
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+# The stubs as imported (the source tree, or the pip-installed package).
+import agentstate  # noqa: E402
+
+PACKAGES = Path(agentstate.__file__).resolve().parent.parent
+PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 STUB_MODULES = [
     "agentstate.common.v1.common_pb2",
     "agentstate.session.v1.session_pb2",
@@ -209,7 +213,7 @@ STUB_MODULES = [
 
 def _floor(requirement: str) -> tuple:
     """The ">=" floor pyproject.toml declares for a dependency, as a version tuple."""
-    text = (SRC.parent / "pyproject.toml").read_text()
+    text = PYPROJECT.read_text()
     m = re.search(r'"%s>=([0-9.]+)' % re.escape(requirement), text)
     assert m, f"pyproject.toml declares no {requirement}>= floor"
     return tuple(int(x) for x in m.group(1).split("."))
@@ -225,7 +229,7 @@ class StubCompatibilityTest(unittest.TestCase):
         # (Debian 12's protobuf 4.21 and grpcio 1.51); see generate.sh.
         pb_floor, grpc_floor = _floor("protobuf"), _floor("grpcio")
         for mod in STUB_MODULES:
-            text = (SRC / (mod.replace(".", "/") + ".py")).read_text()
+            text = (PACKAGES / (mod.replace(".", "/") + ".py")).read_text()
             with self.subTest(module=mod):
                 m = re.search(r"ValidateProtobufRuntimeVersion\(\s*_runtime_version\.Domain\.\w+,\s*(\d+),\s*(\d+),\s*(\d+)", text)
                 if m:
@@ -248,7 +252,7 @@ class StubCompatibilityTest(unittest.TestCase):
                 "print(a.Type())",
             ]
         )
-        env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(SRC))
+        env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(PACKAGES))
         out = subprocess.run([sys.executable, "-W", "error", "-c", script], env=env, capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(out.stdout.strip(), "python")
