@@ -135,6 +135,14 @@ class ErrorMappingTest(unittest.TestCase):
 
 
 class WireTest(unittest.TestCase):
+    def test_varint_is_protobufs_encoding(self) -> None:
+        for n in (0, 1, 127, 128, 300, 16383, 16384, (1 << 21) - 1, 1 << 21, 1 << 40, (1 << 64) - 1):
+            with self.subTest(n=n):
+                # TaggedAppend.tag is field 1, a uint64: key 0x08, then the varint.
+                self.assertEqual(b"\x08" + wire.varint(n), session_pb2.TaggedAppend(tag=n).SerializeToString())
+        with self.assertRaises(ValueError):
+            wire.varint(-1)
+
     def test_hand_made_batch_parses_as_append_batch(self) -> None:
         reqs = [append_request(ids.new_ulid(), [("user", "x" * n)]) for n in (0, 1, 127, 128, 300, 70000)]
         data = b"".join(wire.tagged_append(tag, r.SerializeToString()) for tag, r in zip((1, 127, 128, 300, 1 << 40, 7), reqs))

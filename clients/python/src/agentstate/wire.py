@@ -19,7 +19,15 @@ APPEND_REQUEST_SESSION_ID_KEY = b"\x0a"  # AppendRequest.session_id = 1
 APPEND_REQUEST_MESSAGES_KEY = b"\x12"  # AppendRequest.messages = 2
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
 def varint(n: int) -> bytes:
+    # Runs several times per append: lengths and tags are mostly one or two bytes.
+    if 0 <= n < 0x80:
+        return _ONE_BYTE[n]
+    if 0x80 <= n < 0x4000:
+        return bytes(((n & 0x7F) | 0x80, n >> 7))
     if n < 0:
         raise ValueError("varint of a negative number")
     out = bytearray()
