@@ -136,7 +136,8 @@ class ErrorMappingTest(unittest.TestCase):
 
 class WireTest(unittest.TestCase):
     def test_varint_is_protobufs_encoding(self) -> None:
-        for n in (0, 1, 127, 128, 300, 16383, 16384, (1 << 21) - 1, 1 << 21, 1 << 40, (1 << 64) - 1):
+        self.assertEqual(wire.varint(0), b"\x00")  # (proto3 leaves a zero field out)
+        for n in (1, 127, 128, 300, 16383, 16384, (1 << 21) - 1, 1 << 21, 1 << 40, (1 << 64) - 1):
             with self.subTest(n=n):
                 # TaggedAppend.tag is field 1, a uint64: key 0x08, then the varint.
                 self.assertEqual(b"\x08" + wire.varint(n), session_pb2.TaggedAppend(tag=n).SerializeToString())
