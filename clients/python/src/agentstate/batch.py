@@ -15,6 +15,11 @@ committed; retrying with the same message ids is safe, the node answers with
 the original sequences and duplicate=True). The next append opens a new
 stream. A stream the node refused as a whole (wrong token, a node without
 AppendBatches) passes its refusal to every append instead.
+
+This module runs the stream on grpcio's blocking API (the Client's
+append_transport="threads"); :mod:`agentstate.loop_batch` runs the same
+stream on a background event loop (the default, cheaper per append) and
+shares its bounds and _Call.
 """
 
 from __future__ import annotations
