@@ -53,6 +53,23 @@ class ULIDTest(unittest.TestCase):
         after = time.time_ns() // 1_000_000
         self.assertTrue(before <= ids.timestamp_ms(u) <= after + 1)
 
+    def test_encode_is_crockford_base32_of_the_value(self) -> None:
+        # A reference made another way: RFC 4648 base32 of the value's 130
+        # bits (two zero bits first), mapped to Crockford's alphabet.
+        import base64
+        import random
+
+        crockford = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ids.ALPHABET.encode())
+        rng = random.Random(20)
+        values = [0, 1, 31, 32, 1023, 1024, (1 << 80) - 1, 1 << 80, (1 << 128) - 1]
+        values += [rng.getrandbits(128) for _ in range(2000)] + [rng.getrandbits(rng.randrange(1, 129)) for _ in range(2000)]
+        for v in values:
+            want = base64.b32encode(v.to_bytes(20, "big"))[6:].translate(crockford).decode("ascii")
+            self.assertEqual(ids.encode(v), want, v)
+        for bad in (-1, 1 << 128):
+            with self.assertRaises(ValueError):
+                ids.encode(bad)
+
     def test_encode_decode_round_trip(self) -> None:
         for v in (0, 1, (1 << 128) - 1, 0x0123456789ABCDEF0123456789ABCDEF):
             self.assertEqual(ids.decode(ids.encode(v)), v)
