@@ -285,6 +285,23 @@ class StubCompatibilityTest(unittest.TestCase):
 
 
 class BackgroundLoopTest(unittest.TestCase):
+    def test_transport_is_checked_and_chosen(self) -> None:
+        from agentstate import Client
+        from agentstate.batch import BatchAppender
+        from agentstate.loop_batch import LoopBatchAppender
+
+        with self.assertRaises(ValueError):
+            Client("127.0.0.1:1", append_transport="fibers")
+        with self.assertRaises(ValueError):
+            Client("127.0.0.1:1", append_transport="fibers", batched_appends=False)
+        for transport, kind in (("loop", LoopBatchAppender), ("threads", BatchAppender)):
+            with Client("127.0.0.1:1", append_transport=transport) as c:
+                self.assertIsInstance(c.sessions.appender, kind)
+        with Client("127.0.0.1:1") as c:
+            self.assertIsInstance(c.sessions.appender, LoopBatchAppender, "the loop is the default")
+        # A Client that never appended starts no background loop.
+        self.assertEqual([t for t in threading.enumerate() if t.name == "agentstate-io"], [])
+
     def test_only_the_pollers_lost_race_is_ignored(self) -> None:
         from agentstate.loop_batch import _ignore_poller_race
 

@@ -75,15 +75,15 @@ class Sessions:
             request_serializer=None,
             response_deserializer=session_pb2.AppendResponse.FromString,
         )
-        self._batch: Union[BatchAppender, LoopBatchAppender, None] = None
-        if not batched:
-            pass
-        elif transport == "loop" and open_aio is not None:
-            self._batch = LoopBatchAppender(open_aio, core.metadata, self._append_encoded_once, linger)
-        elif transport in ("loop", "threads"):
-            self._batch = BatchAppender(core.channel, core.metadata, self._append_encoded_once, linger)
-        else:
+        if transport not in ("loop", "threads"):
             raise ValueError(f'append_transport must be "loop" or "threads", not {transport!r}')
+        self._batch: Union[BatchAppender, LoopBatchAppender, None] = None
+        if batched and transport == "loop":
+            if open_aio is None:
+                raise ValueError('append_transport "loop" needs a way to open a grpc.aio channel')
+            self._batch = LoopBatchAppender(open_aio, core.metadata, self._append_encoded_once, linger)
+        elif batched:
+            self._batch = BatchAppender(core.channel, core.metadata, self._append_encoded_once, linger)
 
     @property
     def appender(self) -> Union[BatchAppender, LoopBatchAppender, None]:
