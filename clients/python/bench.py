@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import sys
 import threading
 import time
@@ -113,6 +114,8 @@ def main() -> None:
     p.add_argument("--message-bytes", type=int, default=200)
     p.add_argument("--mode", choices=["threads", "asyncio"], default="threads")
     p.add_argument("--linger", type=float, default=None, help="the clients' append_linger in seconds (default: theirs)")
+    p.add_argument("--transport", choices=["loop", "threads"], default=None,
+                   help="--mode threads: the Client's append_transport (default: its default, loop)")
     a = p.parse_args()
     n_sessions = a.sessions or a.callers
     per_caller = max(1, a.appends // a.callers)
@@ -120,19 +123,28 @@ def main() -> None:
         sessions = [c.sessions.create("bench").session.session_id for _ in range(n_sessions)]
     content = "x" * a.message_bytes
     opts: Dict[str, Any] = {} if a.linger is None else {"append_linger": a.linger}
+    if a.transport is not None:
+        if a.mode != "threads":
+            p.error("--transport is for --mode threads")
+        opts["append_transport"] = a.transport
     cpu0 = time.process_time()
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     if a.mode == "threads":
         elapsed, lats, acks = run_threads(a.addr, sessions, a.callers, per_caller, content, opts)
     else:
         elapsed, lats, acks = asyncio.run(run_tasks(a.addr, sessions, a.callers, per_caller, content, opts))
     cpu = time.process_time() - cpu0
+    ru = resource.getrusage(resource.RUSAGE_SELF)
     verify(a.addr, acks)
     total = per_caller * a.callers
     lats.sort()
-    print(f"python {a.mode}: callers={a.callers} sessions={n_sessions} appends={total} "
+    mode = a.mode if a.mode != "threads" else f"threads ({a.transport or 'loop'})"
+    print(f"python {mode}: callers={a.callers} sessions={n_sessions} appends={total} "
           f"message_bytes={a.message_bytes}")
     print(f"appends/s {total / elapsed:.0f}  p50 {percentile(lats, 0.5) * 1e3:.1f}ms  "
-          f"p99 {percentile(lats, 0.99) * 1e3:.1f}ms  client cpu {cpu * 1e6 / total:.0f}µs/append  verified")
+          f"p99 {percentile(lats, 0.99) * 1e3:.1f}ms  client cpu {cpu * 1e6 / total:.0f}µs/append "
+          f"(sys {(ru.ru_stime - ru0.ru_stime) * 1e6 / total:.0f})  "
+          f"thread switches {(ru.ru_nvcsw - ru0.ru_nvcsw) / total:.1f}/append  verified")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,14 @@
 # Needs protoc (Debian: protobuf-compiler) and a gRPC Python plugin: Debian's
 # grpc_python_plugin (protobuf-compiler-grpc) or grpc_tools (python -m
 # grpc_tools.protoc). PYTHON names the interpreter for grpc_tools.
+#
+# Which tools matter: generated code runs on protobuf/grpcio runtimes as new
+# as or newer than the tools that generated it, never older. The committed
+# stubs come from Debian 12's protoc 3.21.12 and grpc_python_plugin 1.51 (the
+# floors in pyproject.toml); protoc 26+ (protobuf 5.26+) and grpcio-tools
+# 1.63+ also write a check into each module that refuses, or warns about, an
+# older runtime. So regenerate with Debian's tools: stubs from newer ones fail
+# tests/test_units.py StubCompatibilityTest.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"

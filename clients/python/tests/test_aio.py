@@ -8,6 +8,7 @@ import unittest
 from typing import Awaitable, List, Optional, Tuple, TypeVar
 
 from agentstate import AsyncClient, Client, errors, new_message, new_ulid
+from agentstate.session.v1 import session_pb2
 from tests.node import Node
 
 node: Optional[Node] = None
@@ -49,6 +50,26 @@ class AsyncClientTest(unittest.TestCase):
                 rec = await c.plans.record_error(new_ulid(), phase="apply", error_type="conflict", message="m")
                 self.assertEqual(rec.record.sequence, 0)
                 self.assertTrue((await c.audit.verify()).ok)
+
+        self.run_async(run())
+
+    def test_append_larger_than_a_batch_goes_unary(self) -> None:
+        async def run() -> None:
+            assert node is not None
+            async with AsyncClient(node.grpc_addr) as c:
+                sid = (await c.sessions.create("async-big")).session.session_id
+                r = await c.sessions.append(sid, [("user", "x" * (600 << 10)), ("assistant", "y" * (600 << 10))])
+                self.assertEqual([m.sequence for m in r.messages], [0, 1])
+                assert c.sessions.appender is not None
+                self.assertEqual(c.sessions.appender.appends_sent, 0, "a too-large append went into a batch")
+                with self.assertRaises(errors.InvalidArgument):
+                    await c.sessions.append(sid, [("user", "z" * (1100 << 10))])
+                # A ready request goes through the stream as it is.
+                ready = await c.sessions.append_request(
+                    session_pb2.AppendRequest(session_id=sid, messages=[new_message("user", "small")])
+                )
+                self.assertEqual(ready.messages[0].sequence, 2)
+                self.assertEqual(c.sessions.appender.appends_sent, 1)
 
         self.run_async(run())
 

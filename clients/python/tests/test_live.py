@@ -110,6 +110,22 @@ class SessionsTest(LiveTest):
                 self.assertEqual([m.sequence for m in again.messages], [1, 2])
                 self.assertEqual(c.sessions.get(sid).message_count, 4, "the retry stored nothing")
 
+    def test_append_larger_than_a_batch_goes_unary(self) -> None:
+        # Over the batch bound (1 MiB) an append travels as a unary Append,
+        # with both transports; the node's own limits still apply.
+        for transport in ("loop", "threads"):
+            with self.subTest(transport=transport), Client(node.grpc_addr, append_transport=transport) as c:  # type: ignore[union-attr]
+                sid = c.sessions.create("big").session.session_id
+                big = [("user", "x" * (600 << 10)), ("assistant", "y" * (600 << 10))]
+                r = c.sessions.append(sid, big)
+                self.assertEqual([m.sequence for m in r.messages], [0, 1])
+                app = c.sessions.appender
+                assert app is not None
+                self.assertEqual(app.appends_sent, 0, "a too-large append went into a batch")
+                self.assertEqual([len(m.content) for m in c.sessions.iter_messages(sid)], [600 << 10] * 2)
+                with self.assertRaises(errors.InvalidArgument):
+                    c.sessions.append(sid, [("user", "z" * (1100 << 10))])
+
     def test_export_import(self) -> None:
         c = self.client
         sid = c.sessions.create("exporter").session.session_id
@@ -148,9 +164,11 @@ class SessionsTest(LiveTest):
         with self.assertRaises(errors.NotFound) as nf:
             c.sessions.append(new_ulid(), [("user", "nobody home")])
         self.assertIsNone(nf.exception.grpc_code)
-        with self.assertRaises(errors.InvalidArgument):
-            c.sessions.append(new_ulid(), [new_message("user", "x", message_id=new_ulid().lower())])
         sid = c.sessions.create("closer").session.session_id
+        # A message id is a ULID or a client key of printable ASCII without
+        # spaces (checked on a session that exists: the node looks it up first).
+        with self.assertRaises(errors.InvalidArgument):
+            c.sessions.append(sid, [new_message("user", "x", message_id="has a space")])
         c.sessions.close(sid)
         with self.assertRaises(errors.FailedPrecondition):
             c.sessions.append(sid, [("user", "too late")])

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 import threading
 import time
 import unittest
+from pathlib import Path
 from typing import List, Optional
 
 import grpc
 
 from agentstate import errors, ids, wire
-from agentstate.build import append_request, enum_value, json_object, new_message
+from agentstate.build import append_request, encoded_append_request, enum_value, json_object, new_message
 from agentstate.common.v1 import common_pb2
 from agentstate.retry import RetryPolicy, call
 from agentstate.session.v1 import session_pb2
@@ -47,6 +52,23 @@ class ULIDTest(unittest.TestCase):
         u = ids.new_ulid()
         after = time.time_ns() // 1_000_000
         self.assertTrue(before <= ids.timestamp_ms(u) <= after + 1)
+
+    def test_encode_is_crockford_base32_of_the_value(self) -> None:
+        # A reference made another way: RFC 4648 base32 of the value's 130
+        # bits (two zero bits first), mapped to Crockford's alphabet.
+        import base64
+        import random
+
+        crockford = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ids.ALPHABET.encode())
+        rng = random.Random(20)
+        values = [0, 1, 31, 32, 1023, 1024, (1 << 80) - 1, 1 << 80, (1 << 128) - 1]
+        values += [rng.getrandbits(128) for _ in range(2000)] + [rng.getrandbits(rng.randrange(1, 129)) for _ in range(2000)]
+        for v in values:
+            want = base64.b32encode(v.to_bytes(20, "big"))[6:].translate(crockford).decode("ascii")
+            self.assertEqual(ids.encode(v), want, v)
+        for bad in (-1, 1 << 128):
+            with self.assertRaises(ValueError):
+                ids.encode(bad)
 
     def test_encode_decode_round_trip(self) -> None:
         for v in (0, 1, (1 << 128) - 1, 0x0123456789ABCDEF0123456789ABCDEF):
@@ -130,6 +152,15 @@ class ErrorMappingTest(unittest.TestCase):
 
 
 class WireTest(unittest.TestCase):
+    def test_varint_is_protobufs_encoding(self) -> None:
+        self.assertEqual(wire.varint(0), b"\x00")  # (proto3 leaves a zero field out)
+        for n in (1, 127, 128, 300, 16383, 16384, (1 << 21) - 1, 1 << 21, 1 << 40, (1 << 64) - 1):
+            with self.subTest(n=n):
+                # TaggedAppend.tag is field 1, a uint64: key 0x08, then the varint.
+                self.assertEqual(b"\x08" + wire.varint(n), session_pb2.TaggedAppend(tag=n).SerializeToString())
+        with self.assertRaises(ValueError):
+            wire.varint(-1)
+
     def test_hand_made_batch_parses_as_append_batch(self) -> None:
         reqs = [append_request(ids.new_ulid(), [("user", "x" * n)]) for n in (0, 1, 127, 128, 300, 70000)]
         data = b"".join(wire.tagged_append(tag, r.SerializeToString()) for tag, r in zip((1, 127, 128, 300, 1 << 40, 7), reqs))
@@ -153,6 +184,32 @@ class RequestTest(unittest.TestCase):
         for m in req.messages:
             self.assertTrue(ids.is_ulid(m.message_id))
 
+    def test_encoded_append_request_is_append_requests_encoding(self) -> None:
+        given = new_message("assistant", "b", {"k": 1}, message_id="01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        other = new_message("user", "é" * 200, message_id="client-key-7")
+        for sid in ("01ARZ3NDEKTSV4RRFFQ69G5FAW", ""):
+            with self.subTest(session_id=sid):
+                self.assertEqual(
+                    encoded_append_request(sid, [given, other]),
+                    append_request(sid, [given, other]).SerializeToString(),
+                )
+        # Messages without ids get new ULIDs; a given NewMessage is not changed.
+        bare = session_pb2.NewMessage(role=session_pb2.ROLE_TOOL, content="c")
+        data = encoded_append_request("S", [("user", "a", {"x": True}), bare, given])
+        req = session_pb2.AppendRequest.FromString(data)
+        self.assertEqual(req.session_id, "S")
+        self.assertEqual([m.role for m in req.messages], [session_pb2.ROLE_USER, session_pb2.ROLE_TOOL, session_pb2.ROLE_ASSISTANT])
+        self.assertEqual(req.messages[0].metadata_json, '{"x":true}')
+        self.assertTrue(all(ids.is_ulid(m.message_id) for m in req.messages[:2]))
+        self.assertEqual(req.messages[2].message_id, "01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        self.assertEqual(bare.message_id, "")
+        with self.assertRaises(errors.InvalidArgument):
+            encoded_append_request("S", ["not a message"])  # type: ignore[list-item]
+        with self.assertRaises(errors.InvalidArgument):
+            encoded_append_request("S", [("robot", "x")])
+        with self.assertRaises(errors.InvalidArgument):
+            encoded_append_request("\udc00", [("user", "x")])
+
     def test_enum_names(self) -> None:
         self.assertEqual(enum_value(session_pb2.Role, "ROLE_", "user"), session_pb2.ROLE_USER)
         self.assertEqual(enum_value(session_pb2.Role, "ROLE_", "ROLE_TOOL"), session_pb2.ROLE_TOOL)
@@ -160,6 +217,112 @@ class RequestTest(unittest.TestCase):
             enum_value(session_pb2.Role, "ROLE_", "robot")
         with self.assertRaises(errors.InvalidArgument):
             json_object(["not", "an", "object"], "metadata")  # type: ignore[arg-type]
+
+
+# The stubs as imported (the source tree, or the pip-installed package).
+import agentstate  # noqa: E402
+
+PACKAGES = Path(agentstate.__file__).resolve().parent.parent
+PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+STUB_MODULES = [
+    "agentstate.common.v1.common_pb2",
+    "agentstate.session.v1.session_pb2",
+    "agentstate.session.v1.session_pb2_grpc",
+    "agentstate.plan.v1.plan_pb2",
+    "agentstate.plan.v1.plan_pb2_grpc",
+    "agentstate.audit.v1.audit_pb2",
+    "agentstate.audit.v1.audit_pb2_grpc",
+    "agentstate.feed.v1.feed_pb2",
+    "agentstate.feed.v1.feed_pb2_grpc",
+]
+
+
+def _floor(requirement: str) -> tuple:
+    """The ">=" floor pyproject.toml declares for a dependency, as a version tuple."""
+    text = PYPROJECT.read_text()
+    m = re.search(r'"%s>=([0-9.]+)' % re.escape(requirement), text)
+    assert m, f"pyproject.toml declares no {requirement}>= floor"
+    return tuple(int(x) for x in m.group(1).split("."))
+
+
+class StubCompatibilityTest(unittest.TestCase):
+    """The committed stubs must load on the oldest runtimes pyproject.toml allows."""
+
+    def test_stubs_demand_no_newer_runtime_than_the_declared_floor(self) -> None:
+        # protobuf 5.26+ and grpcio-tools 1.63+ write a runtime version check
+        # into what they generate, failing (or warning) at import on an older
+        # runtime. Stubs regenerated with newer tools would break the floor
+        # (Debian 12's protobuf 4.21 and grpcio 1.51); see generate.sh.
+        pb_floor, grpc_floor = _floor("protobuf"), _floor("grpcio")
+        for mod in STUB_MODULES:
+            text = (PACKAGES / (mod.replace(".", "/") + ".py")).read_text()
+            with self.subTest(module=mod):
+                m = re.search(r"ValidateProtobufRuntimeVersion\(\s*_runtime_version\.Domain\.\w+,\s*(\d+),\s*(\d+),\s*(\d+)", text)
+                if m:
+                    self.assertLessEqual(tuple(int(x) for x in m.groups())[: len(pb_floor)], pb_floor)
+                g = re.search(r"GRPC_GENERATED_VERSION = '([0-9.]+)", text)
+                if g:
+                    self.assertLessEqual(tuple(int(x) for x in g.group(1).split(".")[:2]), grpc_floor[:2])
+
+    def test_stubs_load_on_the_pure_python_protobuf_without_warnings(self) -> None:
+        # The generated modules take another path when protobuf has no C
+        # descriptors (its pure-Python backend); -W error turns any warning
+        # at import (a deprecation, a version notice) into a failure.
+        script = "; ".join(
+            [f"import {m}" for m in STUB_MODULES]
+            + [
+                "from agentstate.session.v1 import session_pb2 as s",
+                "r = s.AppendRequest(session_id='S', messages=[s.NewMessage(role=s.ROLE_USER, content='é')])",
+                "assert s.AppendRequest.FromString(r.SerializeToString()) == r",
+                "from google.protobuf.internal import api_implementation as a",
+                "print(a.Type())",
+            ]
+        )
+        env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", PYTHONPATH=str(PACKAGES))
+        out = subprocess.run([sys.executable, "-W", "error", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "python")
+
+
+class BackgroundLoopTest(unittest.TestCase):
+    def test_transport_is_checked_and_chosen(self) -> None:
+        from agentstate import Client
+        from agentstate.batch import BatchAppender
+        from agentstate.loop_batch import LoopBatchAppender
+
+        with self.assertRaises(ValueError):
+            Client("127.0.0.1:1", append_transport="fibers")
+        with self.assertRaises(ValueError):
+            Client("127.0.0.1:1", append_transport="fibers", batched_appends=False)
+        for transport, kind in (("loop", LoopBatchAppender), ("threads", BatchAppender)):
+            with Client("127.0.0.1:1", append_transport=transport) as c:
+                self.assertIsInstance(c.sessions.appender, kind)
+        with Client("127.0.0.1:1") as c:
+            self.assertIsInstance(c.sessions.appender, LoopBatchAppender, "the loop is the default")
+        # A Client that never appended starts no background loop.
+        self.assertEqual([t for t in threading.enumerate() if t.name == "agentstate-io"], [])
+
+    def test_only_the_pollers_lost_race_is_ignored(self) -> None:
+        from agentstate.loop_batch import _ignore_poller_race
+
+        seen: List[dict] = []
+
+        class Loop:
+            def default_exception_handler(self, context: dict) -> None:
+                seen.append(context)
+
+        class Handle:
+            def __repr__(self) -> str:
+                return "<Handle PollerCompletionQueue._handle_events()>"
+
+        race = {"exception": BlockingIOError(11, "Resource temporarily unavailable"), "handle": Handle()}
+        _ignore_poller_race(Loop(), race)  # type: ignore[arg-type]
+        self.assertEqual(seen, [])
+        other = {"exception": BlockingIOError(11, "elsewhere"), "handle": "<Handle other()>"}
+        failed = {"exception": ValueError("a bug"), "handle": Handle()}
+        _ignore_poller_race(Loop(), other)  # type: ignore[arg-type]
+        _ignore_poller_race(Loop(), failed)  # type: ignore[arg-type]
+        self.assertEqual(seen, [other, failed])
 
 
 class RetryTest(unittest.TestCase):

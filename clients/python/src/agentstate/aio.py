@@ -59,8 +59,14 @@ class AsyncSessions:
 
     def __init__(self, core: _Core, batched: bool, linger: float = DEFAULT_LINGER) -> None:
         self._core = core
+        # Append over an encoded request, for appends too large for a batch.
+        self._append_encoded = core.channel.unary_unary(
+            "/agentstate.session.v1.SessionService/Append",
+            request_serializer=None,
+            response_deserializer=session_pb2.AppendResponse.FromString,
+        )
         self._batch = (
-            AsyncBatchAppender(core.channel, core.metadata, self._append_unary_once, linger) if batched else None
+            AsyncBatchAppender(core.channel, core.metadata, self._append_encoded_once, linger) if batched else None
         )
 
     @property
@@ -98,6 +104,10 @@ class AsyncSessions:
         timeout: Optional[float] = _UNSET,
     ) -> session_pb2.AppendResponse:
         """Appends one turn atomically; message ids are filled in before the first attempt."""
+        if self._batch is not None:
+            # Encoded once (see Sessions.append): every attempt sends the same bytes.
+            data = build.encoded_append_request(session_id, messages)
+            return await self._append_batched(data, timeout, True)
         req = build.append_request(session_id, messages)
         return await self._append(req, timeout, True)
 
@@ -105,13 +115,27 @@ class AsyncSessions:
         self, req: session_pb2.AppendRequest, *, timeout: Optional[float] = _UNSET
     ) -> session_pb2.AppendResponse:
         """Appends a ready AppendRequest as is; without message ids it is not retried on OUTCOME_UNKNOWN."""
-        return await self._append(req, timeout, all(m.message_id for m in req.messages))
+        idempotent = all(m.message_id for m in req.messages)
+        if self._batch is not None:
+            return await self._append_batched(req.SerializeToString(), timeout, idempotent)
+        return await self._append(req, timeout, idempotent)
 
     async def _append(
         self, req: session_pb2.AppendRequest, timeout: Optional[float], idempotent: bool
     ) -> session_pb2.AppendResponse:
-        once = self._batch.append if self._batch is not None else self._append_unary_once
+        once = self._append_unary_once
         return await retries.call_async(self._core.policy, lambda left: once(req, left), self._core.deadline(timeout), idempotent)
+
+    async def _append_batched(self, data: bytes, timeout: Optional[float], idempotent: bool) -> session_pb2.AppendResponse:
+        assert self._batch is not None
+        once = self._batch.append
+        return await retries.call_async(self._core.policy, lambda left: once(data, left), self._core.deadline(timeout), idempotent)
+
+    async def _append_encoded_once(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
+        try:
+            return await self._append_encoded(data, timeout=timeout, metadata=self._core.metadata)
+        except grpc.aio.AioRpcError as e:
+            raise errors.from_rpc_error(e) from None
 
     async def _append_unary_once(
         self, req: session_pb2.AppendRequest, timeout: Optional[float]

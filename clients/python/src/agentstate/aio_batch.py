@@ -22,7 +22,8 @@ from agentstate.batch import _REFUSALS, DEFAULT_LINGER, MAX_BATCH_APPENDS, MAX_B
 from agentstate.connection import Metadata
 from agentstate.session.v1 import session_pb2
 
-AsyncUnaryAppend = Callable[[session_pb2.AppendRequest, Optional[float]], Awaitable[session_pb2.AppendResponse]]
+# A unary Append of an encoded AppendRequest.
+AsyncUnaryAppend = Callable[[bytes, Optional[float]], Awaitable[session_pb2.AppendResponse]]
 
 
 class _Call:
@@ -258,11 +259,10 @@ class AsyncBatchAppender:
         self.appends_sent = 0
         self.streams_opened = 0
 
-    async def append(self, req: session_pb2.AppendRequest, timeout: Optional[float]) -> session_pb2.AppendResponse:
-        """Appends req; raises the node's error, Unavailable (not sent) or OutcomeUnknown."""
-        data = req.SerializeToString()
+    async def append(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
+        """Appends an encoded AppendRequest; raises the node's error, Unavailable (not sent) or OutcomeUnknown."""
         if len(data) > MAX_BATCH_BYTES:
-            return await self._unary(req, timeout)
+            return await self._unary(data, timeout)
         stream = self._current()
         call = stream.enqueue(data)
         timer = None

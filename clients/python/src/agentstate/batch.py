@@ -15,6 +15,11 @@ committed; retrying with the same message ids is safe, the node answers with
 the original sequences and duplicate=True). The next append opens a new
 stream. A stream the node refused as a whole (wrong token, a node without
 AppendBatches) passes its refusal to every append instead.
+
+This module runs the stream on grpcio's blocking API (the Client's
+append_transport="threads"); :mod:`agentstate.loop_batch` runs the same
+stream on a background event loop (the default, cheaper per append) and
+shares its bounds and _Call.
 """
 
 from __future__ import annotations
@@ -49,7 +54,8 @@ _REFUSALS = (
     grpc.StatusCode.UNIMPLEMENTED,
 )
 
-UnaryAppend = Callable[[session_pb2.AppendRequest, Optional[float]], session_pb2.AppendResponse]
+# A unary Append of an encoded AppendRequest.
+UnaryAppend = Callable[[bytes, Optional[float]], session_pb2.AppendResponse]
 
 
 class _Call:
@@ -258,15 +264,14 @@ class BatchAppender:
         self.appends_sent = 0
         self.streams_opened = 0
 
-    def append(self, req: session_pb2.AppendRequest, timeout: Optional[float]) -> session_pb2.AppendResponse:
-        """Appends req; raises the node's error, Unavailable (not sent) or OutcomeUnknown.
+    def append(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
+        """Appends an encoded AppendRequest; raises the node's error, Unavailable (not sent) or OutcomeUnknown.
 
         timeout bounds the wait in seconds: past it an append not sent yet is
         withdrawn (Unavailable), one sent is OutcomeUnknown.
         """
-        data = req.SerializeToString()
         if len(data) > MAX_BATCH_BYTES:
-            return self._unary(req, timeout)
+            return self._unary(data, timeout)
         stream = self._current()
         call = stream.enqueue(data)
         if call.done.acquire(timeout=-1 if timeout is None else max(timeout, 0)):

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, Optional, Tuple, Union
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from agentstate import ids
+from agentstate import ids, wire
 from agentstate.audit.v1 import audit_pb2
 from agentstate.errors import InvalidArgument
 from agentstate.plan.v1 import plan_pb2
@@ -107,6 +107,47 @@ def append_request(session_id: str, messages: Iterable[MessageLike]) -> session_
                 f"not {type(m).__name__}"
             )
     return req
+
+
+def encoded_append_request(session_id: str, messages: Iterable[MessageLike]) -> bytes:
+    """The encoding of append_request(session_id, messages), made without building it.
+
+    For the batched stream, which sends appends encoded: the AppendRequest
+    object, its copies of the messages and its serialization cost a caller
+    more than the rest of its append. Each message is encoded by protobuf
+    (a NewMessage given with its id as it is); the request around them is
+    two length-delimited fields, as wire.tagged_append writes batches.
+    """
+    if not isinstance(session_id, str):
+        raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+    try:
+        sid = session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument("session_id is not valid UTF-8") from None
+    parts = [wire.length_delimited(wire.APPEND_REQUEST_SESSION_ID_KEY, sid)] if sid else []
+    for m in messages:
+        if isinstance(m, session_pb2.NewMessage):
+            if not m.message_id:
+                nm = session_pb2.NewMessage()
+                nm.CopyFrom(m)
+                nm.message_id = ids.new_ulid()
+                m = nm
+            data = m.SerializeToString()
+        elif isinstance(m, tuple) and len(m) in (2, 3):
+            t: Tuple[Any, ...] = m
+            data = session_pb2.NewMessage(
+                role=enum_value(session_pb2.Role, "ROLE_", t[0]),
+                content=t[1],
+                metadata_json=json_object(t[2], "metadata") if len(t) == 3 else "",
+                message_id=ids.new_ulid(),
+            ).SerializeToString()
+        else:
+            raise InvalidArgument(
+                "a message is a session_pb2.NewMessage or (role, content[, metadata]), "
+                f"not {type(m).__name__}"
+            )
+        parts.append(wire.length_delimited(wire.APPEND_REQUEST_MESSAGES_KEY, data))
+    return b"".join(parts)
 
 
 def create_session_request(

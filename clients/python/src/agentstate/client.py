@@ -16,7 +16,8 @@ from agentstate import retry as retries
 from agentstate.retry import RetryPolicy
 from agentstate.audit.v1 import audit_pb2, audit_pb2_grpc
 from agentstate.batch import DEFAULT_LINGER, BatchAppender
-from agentstate.connection import TLSArg, auth_metadata, open_channel, tls_settings
+from agentstate.connection import TLSArg, auth_metadata, open_aio_channel, open_channel, tls_settings
+from agentstate.loop_batch import LoopBatchAppender
 from agentstate.plan.v1 import plan_pb2, plan_pb2_grpc
 from agentstate.session.v1 import session_pb2, session_pb2_grpc
 
@@ -59,14 +60,33 @@ class _Core:
 class Sessions:
     """Sessions: ordered messages with dense 0-based sequences."""
 
-    def __init__(self, core: _Core, batched: bool, linger: float = DEFAULT_LINGER) -> None:
+    def __init__(
+        self,
+        core: _Core,
+        batched: bool,
+        linger: float = DEFAULT_LINGER,
+        transport: str = "loop",
+        open_aio: Optional[Callable[[], Any]] = None,
+    ) -> None:
         self._core = core
-        self._batch: Optional[BatchAppender] = (
-            BatchAppender(core.channel, core.metadata, self._append_unary_once, linger) if batched else None
+        # Append over an encoded request, for appends too large for a batch.
+        self._append_encoded = core.channel.unary_unary(
+            "/agentstate.session.v1.SessionService/Append",
+            request_serializer=None,
+            response_deserializer=session_pb2.AppendResponse.FromString,
         )
+        if transport not in ("loop", "threads"):
+            raise ValueError(f'append_transport must be "loop" or "threads", not {transport!r}')
+        self._batch: Union[BatchAppender, LoopBatchAppender, None] = None
+        if batched and transport == "loop":
+            if open_aio is None:
+                raise ValueError('append_transport "loop" needs a way to open a grpc.aio channel')
+            self._batch = LoopBatchAppender(open_aio, core.metadata, self._append_encoded_once, linger)
+        elif batched:
+            self._batch = BatchAppender(core.channel, core.metadata, self._append_encoded_once, linger)
 
     @property
-    def appender(self) -> Optional[BatchAppender]:
+    def appender(self) -> Union[BatchAppender, LoopBatchAppender, None]:
         """The shared AppendBatches stream's appender (None without batched appends); its
         batches_sent, appends_sent and streams_opened count what it did."""
         return self._batch
@@ -137,6 +157,10 @@ class Sessions:
         share one AppendBatches stream unless the client was made with
         batched_appends=False.
         """
+        if self._batch is not None:
+            # Encoded once: every attempt sends the same bytes, ids included.
+            data = build.encoded_append_request(session_id, messages)
+            return self._append_batched(data, timeout, True)
         req = build.append_request(session_id, messages)
         return self._append(req, timeout, True)
 
@@ -144,17 +168,31 @@ class Sessions:
         self, req: session_pb2.AppendRequest, *, timeout: Optional[float] = _UNSET
     ) -> session_pb2.AppendResponse:
         """Appends a ready AppendRequest as is; without message ids it is not retried on OUTCOME_UNKNOWN."""
-        return self._append(req, timeout, all(m.message_id for m in req.messages))
+        idempotent = all(m.message_id for m in req.messages)
+        if self._batch is not None:
+            return self._append_batched(req.SerializeToString(), timeout, idempotent)
+        return self._append(req, timeout, idempotent)
 
     def _append(
         self, req: session_pb2.AppendRequest, timeout: Optional[float], idempotent: bool
     ) -> session_pb2.AppendResponse:
-        once = self._batch.append if self._batch is not None else self._append_unary_once
+        once = self._append_unary_once
         return retries.call(self._core.policy, lambda left: once(req, left), self._core.deadline(timeout), idempotent)
+
+    def _append_batched(self, data: bytes, timeout: Optional[float], idempotent: bool) -> session_pb2.AppendResponse:
+        assert self._batch is not None
+        once = self._batch.append
+        return retries.call(self._core.policy, lambda left: once(data, left), self._core.deadline(timeout), idempotent)
 
     def _append_unary_once(self, req: session_pb2.AppendRequest, timeout: Optional[float]) -> session_pb2.AppendResponse:
         try:
             return self._core.sessions.Append(req, timeout=timeout, metadata=self._core.metadata)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+
+    def _append_encoded_once(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
+        try:
+            return self._append_encoded(data, timeout=timeout, metadata=self._core.metadata)
         except grpc.RpcError as e:
             raise errors.from_rpc_error(e) from None
 
@@ -412,6 +450,11 @@ class Client:
             are unary Append calls.
         append_linger: most seconds a batch waits for more appends while
             more are in flight than waiting (0: never waits).
+        append_transport: how the batched stream runs: "loop" (default), a
+            grpc.aio stream on one background event loop per process, which
+            costs appending threads far fewer thread switches; "threads",
+            grpcio's blocking stream, for a process that also runs grpc.aio
+            on loops of its own (see agentstate.loop_batch on mixing).
         options: extra gRPC channel options.
     """
 
@@ -425,11 +468,16 @@ class Client:
         retry: RetryPolicy = RetryPolicy(),
         batched_appends: bool = True,
         append_linger: float = DEFAULT_LINGER,
+        append_transport: str = "loop",
         options: Iterable[Any] = (),
     ) -> None:
-        self.channel = open_channel(target, tls_settings(tls), options)
+        settings = tls_settings(tls)
+        options = tuple(options)
+        self.channel = open_channel(target, settings, options)
         core = _Core(self.channel, token, timeout, retry)
-        self.sessions = Sessions(core, batched_appends, append_linger)
+        self.sessions = Sessions(
+            core, batched_appends, append_linger, append_transport, lambda: open_aio_channel(target, settings, options)
+        )
         self.plans = Plans(core)
         self.audit = Audit(core)
 

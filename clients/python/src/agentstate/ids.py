@@ -8,7 +8,6 @@ here.
 
 from __future__ import annotations
 
-import base64
 import os
 import threading
 import time
@@ -45,17 +44,25 @@ def new_ulid() -> str:
     return encode((ms << _RANDOM_BITS) | rnd)
 
 
-# RFC 4648 base32 to Crockford's: the same 5-bit groups, another alphabet.
-_TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ALPHABET.encode())
+# Every 10-bit value as its two characters: a ULID is made on every append
+# (a message id), and two table look-ups per 10 bits cost a fraction of
+# base64's pure-Python base32.
+_PAIRS = [ALPHABET[i >> 5] + ALPHABET[i & 31] for i in range(1024)]
 
 
 def encode(value: int) -> str:
     """The 26-character form of a 128-bit ULID value."""
     if not 0 <= value < (1 << 128):
         raise ValueError("a ULID is a 128-bit unsigned value")
-    # 20 bytes are 32 base32 characters; the value's 128 bits fill the last
-    # 26 (130 bits, the first two zero), the 6 before them are zero bits.
-    return base64.b32encode(value.to_bytes(20, "big"))[6:].translate(_TO_CROCKFORD).decode("ascii")
+    # 26 characters carry 130 bits: the first 3 (its top two are zero), the
+    # second 5, then twelve pairs of 10.
+    v, p = value, _PAIRS
+    return "".join((
+        ALPHABET[v >> 125], ALPHABET[(v >> 120) & 31],
+        p[(v >> 110) & 1023], p[(v >> 100) & 1023], p[(v >> 90) & 1023], p[(v >> 80) & 1023],
+        p[(v >> 70) & 1023], p[(v >> 60) & 1023], p[(v >> 50) & 1023], p[(v >> 40) & 1023],
+        p[(v >> 30) & 1023], p[(v >> 20) & 1023], p[(v >> 10) & 1023], p[v & 1023],
+    ))
 
 
 def decode(s: str) -> int:

@@ -1,4 +1,4 @@
-"""Hand-made encoding of AppendBatch messages.
+"""Hand-made encoding of AppendBatch (and AppendRequest) messages.
 
 A batch carries the encoded AppendRequests of many callers. Each request is
 encoded once, by its caller, and a batch is the concatenation of its
@@ -15,9 +15,19 @@ from agentstate.session.v1 import session_pb2
 _TAG_KEY = b"\x08"  # TaggedAppend.tag = 1
 _REQUEST_KEY = b"\x12"  # TaggedAppend.request = 2
 _APPENDS_KEY = b"\x0a"  # AppendBatch.appends = 1
+APPEND_REQUEST_SESSION_ID_KEY = b"\x0a"  # AppendRequest.session_id = 1
+APPEND_REQUEST_MESSAGES_KEY = b"\x12"  # AppendRequest.messages = 2
+
+
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 def varint(n: int) -> bytes:
+    # Runs several times per append: lengths and tags are mostly one or two bytes.
+    if 0 <= n < 0x80:
+        return _ONE_BYTE[n]
+    if 0x80 <= n < 0x4000:
+        return bytes(((n & 0x7F) | 0x80, n >> 7))
     if n < 0:
         raise ValueError("varint of a negative number")
     out = bytearray()
@@ -26,6 +36,11 @@ def varint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+def length_delimited(key: bytes, value: bytes) -> bytes:
+    """One length-delimited field: its key, the length, the bytes."""
+    return b"".join((key, varint(len(value)), value))
 
 
 def tagged_append(tag: int, request: bytes) -> bytes:

@@ -1,0 +1,530 @@
+"""The batched append stream for threads, driven by one background event loop.
+
+The same stream as :mod:`agentstate.batch` (appends of many threads share
+one AppendBatches stream; each caller waits for the outcome under its tag; a
+failed stream fails its appends with Unavailable if not sent, OutcomeUnknown
+if sent), with another transport: the stream is a grpc.aio call run by one
+event loop in a background thread ("agentstate-io", one per process, shared
+by every Client), instead of grpcio's blocking stream.
+
+Why: with the blocking stream every message crosses three grpcio threads
+that each need the GIL (the channel's polling thread, the thread draining
+the request iterator, the reading thread), so an append cost several thread
+wake-ups beside its caller's own, and thread switches, not Python, were most
+of its CPU. Here grpcio's poller runs without the GIL and wakes the loop
+once for many events; the loop writes, reads and answers, and the only
+wake-ups left per append are its caller's. The callers' state is shared with
+the loop under one lock, held for a few list operations at a time.
+
+Mixing caveat: grpc.aio binds every event loop that uses it in a process to
+one notification socket. A process that also runs grpc.aio (an AsyncClient)
+on a loop of its own while a Client that has appended is open gets both
+loops woken by each event, and grpcio (an open issue up to 1.7x) logs a
+harmless BlockingIOError in the loop that lost the race. The background loop
+ignores those; the program's own loop does not, so such a program should
+make its Client with append_transport="threads". The loop is closed when the
+last Client using it closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional, Set
+
+import grpc
+import grpc.aio
+
+from agentstate import errors, wire
+from agentstate.batch import (
+    _REFUSALS,
+    DEFAULT_LINGER,
+    MAX_BATCH_APPENDS,
+    MAX_BATCH_BYTES,
+    METHOD,
+    UnaryAppend,
+    _Call,
+)
+from agentstate.connection import Metadata
+from agentstate.session.v1 import session_pb2
+
+# Bounds how long close() waits for the loop to close the channel.
+_CLOSE_WAIT = 5.0
+# The chain (see _Stream.enqueue): a chain not passed on for _CHAIN_STALE
+# seconds is taken to be held by a caller that stopped appending, and the
+# loop wakes the next answered caller itself as outcomes arrive; answered
+# callers left waiting when none arrive are woken after _CHAIN_STALL.
+_CHAIN_STALE = 0.0005
+_CHAIN_STALL = 0.001
+
+
+def _ignore_poller_race(loop: asyncio.AbstractEventLoop, context: Dict[str, Any]) -> None:
+    # grpc.aio's poller wakes every loop bound to it; the losers' reads of
+    # its notification socket fail with EAGAIN (grpc/grpc issue 25364),
+    # harmless and otherwise logged on every event.
+    if isinstance(context.get("exception"), BlockingIOError) and "_handle_events" in repr(context.get("handle")):
+        return
+    loop.default_exception_handler(context)
+
+
+class _IOLoop:
+    """The background event loop of the blocking clients' streams: one per process while any is open.
+
+    Held by each appender from its first append to its close; the last
+    release stops and closes it, so that a process that has stopped
+    appending leaves no loop bound to grpc.aio's poller (see the mixing
+    caveat above).
+    """
+
+    _lock = threading.Lock()
+    _loop: Optional[asyncio.AbstractEventLoop] = None
+    _thread: Optional[threading.Thread] = None
+    _holders = 0
+
+    @classmethod
+    def acquire(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None:
+                loop = asyncio.new_event_loop()
+                loop.set_exception_handler(_ignore_poller_race)
+                started = threading.Event()
+
+                def run() -> None:
+                    # grpc.aio finds this loop as the running one: its
+                    # channels are made by coroutines on it (_make_channel).
+                    loop.call_soon(started.set)
+                    loop.run_forever()
+
+                # A daemon: it must not keep a program that forgot close()
+                # from exiting; what it still carries then is lost.
+                cls._thread = threading.Thread(target=run, name="agentstate-io", daemon=True)
+                cls._thread.start()
+                started.wait()
+                cls._loop = loop
+            cls._holders += 1
+            return cls._loop
+
+    @classmethod
+    def release(cls) -> None:
+        with cls._lock:
+            cls._holders -= 1
+            if cls._holders > 0 or cls._loop is None:
+                return
+            loop, thread = cls._loop, cls._thread
+            cls._loop = cls._thread = None
+            loop.call_soon_threadsafe(loop.stop)
+            if thread is not None:
+                thread.join()
+            loop.close()
+
+    @classmethod
+    def _after_fork(cls) -> None:
+        # A forked child has the loop object but not its thread.
+        cls._lock = threading.Lock()
+        cls._loop = cls._thread = None
+        cls._holders = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_IOLoop._after_fork)
+
+
+class _Stream:
+    """One AppendBatches stream: callers' appends in, the loop's writer and reader out.
+
+    Invariants (all state under ``_lock``): an append is in ``_pending``
+    until the writer takes it into a batch, then in ``_inflight`` under its
+    tag until its outcome arrives or the stream fails; every call enqueued
+    and not withdrawn is finished exactly once; once ``err`` is set nothing
+    is enqueued. The rpc, ``_waiter`` and the tasks belong to the loop.
+    """
+
+    def __init__(self, owner: "LoopBatchAppender") -> None:
+        self._owner = owner
+        self._loop = owner._loop
+        self._linger = owner._linger
+        self._lock = threading.Lock()
+        self._pending: List[_Call] = []
+        self._inflight: Dict[int, _Call] = {}
+        self._next_tag = 0
+        self._closing = False
+        # Set once the node's headers arrived (see batch._Stream): appends
+        # are written only after, so one failed with the connection was
+        # never sent.
+        self._established = False
+        # The writer is parked on _waiter; _lingering: with a deadline, for
+        # more appends. _kicked: a wake-up is on its way to the loop.
+        self._parked = False
+        self._lingering = False
+        self._kicked = False
+        self._waiter: Optional["asyncio.Future[None]"] = None
+        # Answered calls not woken yet, and whether a caller woken through
+        # the chain has yet to pass it on (see enqueue).
+        self._ready: Deque[_Call] = deque()
+        self._chained = False
+        self._passed_at = 0.0
+        self._passes = 0
+        self._watch: Optional[asyncio.TimerHandle] = None
+        self._watched = -1
+        self._rpc: Any = None
+        self.err: Optional[errors.AgentStateError] = None
+        self._loop.call_soon_threadsafe(self._start)
+
+    # --- called by the appending threads ---
+
+    def enqueue(self, data: bytes) -> _Call:
+        """Queues an append, and wakes the next answered caller: the caller blocks next.
+
+        The loop wakes one answered caller, not all: each woken caller needs
+        the GIL, and callers woken together mostly find it taken and sleep
+        again, a second thread switch per append. Woken by a caller about to
+        block (and so to drop the GIL), the next one usually finds it free.
+        The loop itself wakes the next answered caller when the chain was
+        not passed on for _CHAIN_STALE (its holder stopped appending), and
+        all of them when none was woken for _CHAIN_STALL.
+        """
+        nxt: Optional[_Call] = None
+        with self._lock:
+            if self.err is not None:
+                raise self.err
+            self._next_tag += 1
+            call = _Call(self._next_tag, data)
+            self._pending.append(call)
+            kick = self._parked and not self._kicked and (not self._lingering or self._enough())
+            if kick:
+                self._kicked = True
+            if self._ready:
+                nxt = self._ready.popleft()
+                self._passes += 1
+                self._passed_at = time.monotonic()
+            else:
+                self._chained = False
+        if kick:
+            self._loop.call_soon_threadsafe(self._wake)
+        if nxt is not None:
+            nxt.done.release()
+        return call
+
+    def withdraw(self, call: _Call) -> bool:
+        """Takes call back if it was not sent yet; False once it was."""
+        with self._lock:
+            try:
+                self._pending.remove(call)
+                return True
+            except ValueError:
+                # Sent: an outcome arriving later finds no call and is dropped.
+                self._inflight.pop(call.tag, None)
+                return False
+
+    def close(self) -> None:
+        """Ends the stream once the appends already sent are answered; fails those not sent."""
+        with self._lock:
+            self._closing = True
+            pending, self._pending = self._pending, []
+            if self.err is None:
+                self.err = errors.Unavailable("append batch client is closed")
+            err = self.err
+        self._loop.call_soon_threadsafe(self._wake)
+        for call in pending:
+            call.finish(error=err)
+
+    # --- run by the loop ---
+
+    def _enough(self) -> bool:
+        return len(self._pending) >= len(self._inflight) or self._closing
+
+    def _wake(self) -> None:
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    def _start(self) -> None:
+        try:
+            self._rpc = self._owner._open()
+        except Exception as e:  # noqa: BLE001 - a channel closed meanwhile
+            self._fail(None, f"could not open the append stream: {e}")
+            return
+        self._owner._track(self._loop.create_task(self._write()))
+        self._owner._track(self._loop.create_task(self._read()))
+
+    async def _park(self, timeout: Optional[float]) -> None:
+        """Waits for a caller's kick (or timeout seconds); _parked was set under the lock."""
+        handle = self._loop.call_later(timeout, self._wake) if timeout is not None else None
+        try:
+            assert self._waiter is not None
+            await self._waiter
+        finally:
+            if handle is not None:
+                handle.cancel()
+            with self._lock:
+                self._parked = self._lingering = False
+
+    async def _write(self) -> None:
+        lingered = False
+        try:
+            while True:
+                batch: Optional[bytes] = None
+                timeout: Optional[float] = None
+                with self._lock:
+                    self._kicked = False
+                    if self._closing and not self._pending:
+                        break
+                    if not (self._pending and self._established):
+                        pass  # park until an append or the headers come
+                    elif self._linger > 0 and not lingered and not self._enough():
+                        self._lingering = True
+                        timeout = self._linger
+                    else:
+                        batch = self._take()
+                    if batch is None:
+                        self._parked = True
+                        self._waiter = self._loop.create_future()
+                if batch is None:
+                    await self._park(timeout)
+                    lingered = timeout is not None
+                    continue
+                lingered = False
+                await self._rpc.write(batch)
+            await self._rpc.done_writing()
+        except Exception:  # noqa: BLE001
+            # A write fails only on a stream that ended; the reader sees its
+            # real status and fails the appends.
+            return
+
+    def _take(self) -> bytes:
+        """Moves the oldest pending appends, within one message's bounds, to inflight."""
+        self._owner.batches_sent += 1
+        parts: List[bytes] = []
+        size = n = 0
+        for call in self._pending:
+            if n >= MAX_BATCH_APPENDS or (n > 0 and size + len(call.data) > MAX_BATCH_BYTES):
+                break
+            part = wire.tagged_append(call.tag, call.data)
+            parts.append(part)
+            size += len(part)
+            self._inflight[call.tag] = call
+            n += 1
+        del self._pending[:n]
+        self._owner.appends_sent += n
+        return b"".join(parts)
+
+    async def _read(self) -> None:
+        rpc = self._rpc
+        try:
+            # The node sends its headers as the stream opens; a call that
+            # never reached it ends here instead.
+            await rpc.initial_metadata()
+            if not rpc.done():
+                with self._lock:
+                    self._established = True
+                self._wake()
+            while True:
+                msg = await rpc.read()
+                if msg is grpc.aio.EOF:
+                    break
+                head: Optional[_Call] = None
+                with self._lock:
+                    ready = self._ready
+                    for o in msg.outcomes:
+                        call = self._inflight.pop(o.tag, None)
+                        if call is not None:
+                            call.outcome = o.outcome
+                            ready.append(call)
+                    if ready:
+                        now = time.monotonic()
+                        if not self._chained or now - self._passed_at > _CHAIN_STALE:
+                            self._chained = True
+                            self._passed_at = now
+                            head = ready.popleft()
+                    # Fewer in flight: a lingering writer may have enough now.
+                    more = self._lingering and self._enough()
+                if more:
+                    self._wake()
+                if head is not None:
+                    head.done.release()
+                if self._ready and self._watch is None:
+                    self._watched = self._passes
+                    self._watch = self._loop.call_later(_CHAIN_STALL, self._unstall)
+        except grpc.aio.AioRpcError as e:
+            self._fail(e)
+            return
+        except asyncio.CancelledError:
+            self._fail(None)
+            raise
+        except Exception as e:  # noqa: BLE001 - a reply that does not decode, say
+            self._fail(None, f"append stream failed: {e!r}")
+            return
+        self._fail(None)
+
+    def _unstall(self) -> None:
+        """Wakes every answered caller if the chain made no progress since the last look."""
+        self._watch = None
+        stalled: List[_Call] = []
+        with self._lock:
+            if self._ready and self._passes == self._watched:
+                stalled = list(self._ready)
+                self._ready.clear()
+                self._chained = False
+            more = bool(self._ready)
+        for call in stalled:
+            call.done.release()
+        if more:
+            self._watched = self._passes
+            self._watch = self._loop.call_later(_CHAIN_STALL, self._unstall)
+
+    def _fail(self, cause: Optional[grpc.aio.AioRpcError], why: str = "closed by the node") -> None:
+        """Fails what the ended stream left: Unavailable if not sent, OutcomeUnknown if sent."""
+        code = cause.code() if cause is not None else None
+        if cause is not None and code in _REFUSALS:
+            refusal = errors.from_rpc_error(cause)
+            not_sent: errors.AgentStateError = refusal
+            unknown: errors.AgentStateError = refusal
+        else:
+            if cause is not None and code is not None:
+                why = f"{code.name}: {cause.details()}"
+            not_sent = errors.Unavailable(f"append not sent: append stream ended: {why}", grpc_code=code)
+            unknown = errors.OutcomeUnknown(f"append stream ended before the answer: {why}", grpc_code=code)
+        with self._lock:
+            if self.err is None:
+                self.err = not_sent
+            pending, self._pending = self._pending, []
+            inflight, self._inflight = self._inflight, {}
+            answered = list(self._ready)
+            self._ready.clear()
+            self._closing = True
+        self._owner._forget(self)
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
+        for call in answered:
+            call.done.release()
+        if cause is not None and self._rpc is not None:
+            self._rpc.cancel()
+        self._wake()
+        for call in pending:
+            call.finish(error=not_sent)
+        for call in inflight.values():
+            call.finish(error=unknown)
+
+
+class LoopBatchAppender:
+    """Appends of many threads over one AppendBatches stream run by the background loop. Thread-safe.
+
+    :meth:`append` makes one attempt; the client wraps it in its retry
+    policy. The channel (a grpc.aio channel of its own, opened by
+    ``open_channel`` on the loop) is opened by the first append; the stream
+    by the first append and again after a failure.
+    """
+
+    def __init__(
+        self,
+        open_channel: Callable[[], grpc.aio.Channel],
+        metadata: Metadata,
+        unary: UnaryAppend,
+        linger: float = DEFAULT_LINGER,
+    ) -> None:
+        self._open_channel = open_channel
+        self._metadata = metadata
+        self._unary = unary
+        self._linger = linger
+        self._lock = threading.Lock()
+        self._loop: Any = None
+        self._channel: Optional[grpc.aio.Channel] = None
+        self._method: Any = None
+        self._stream: Optional[_Stream] = None
+        self._closed = False
+        self._tasks: Set["asyncio.Task[None]"] = set()  # the loop's
+        # Counters for observing the batching: stream messages and the
+        # appends they carried (written by the loop).
+        self.batches_sent = 0
+        self.appends_sent = 0
+        self.streams_opened = 0
+
+    def append(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
+        """Appends an encoded AppendRequest; raises the node's error, Unavailable (not sent) or OutcomeUnknown.
+
+        timeout bounds the wait in seconds: past it an append not sent yet is
+        withdrawn (Unavailable), one sent is OutcomeUnknown.
+        """
+        if len(data) > MAX_BATCH_BYTES:
+            return self._unary(data, timeout)
+        stream = self._current()
+        call = stream.enqueue(data)
+        if call.done.acquire(timeout=-1 if timeout is None else max(timeout, 0)):
+            return call.result()
+        if stream.withdraw(call):
+            raise errors.Unavailable("append not sent before the deadline")
+        # Answered as the deadline passed (maybe still waiting in the chain): the answer wins.
+        if call.done.acquire(blocking=False) or call.outcome is not None or call.error is not None:
+            return call.result()
+        raise errors.OutcomeUnknown("no append answer before the deadline")
+
+    def close(self) -> None:
+        """Refuses later appends; those not sent fail Unavailable, those sent OutcomeUnknown
+        unless answered before the channel closes."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            stream, self._stream = self._stream, None
+            channel, self._channel = self._channel, None
+        if stream is not None:
+            stream.close()
+        if channel is not None:
+            fut = asyncio.run_coroutine_threadsafe(self._shutdown(channel), self._loop)
+            try:
+                fut.result(_CLOSE_WAIT)
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+            _IOLoop.release()
+
+    async def _shutdown(self, channel: grpc.aio.Channel) -> None:
+        # Closing the channel cancels the stream; its reader then fails what
+        # is left in flight, and both tasks end before the loop may stop.
+        await channel.close()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=_CLOSE_WAIT)
+
+    def _track(self, task: "asyncio.Task[None]") -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _current(self) -> _Stream:
+        stream = self._stream
+        if stream is not None and stream.err is None and not self._closed:
+            return stream  # the common case, without the lock
+        with self._lock:
+            if self._closed:
+                raise errors.Unavailable("append batch client is closed")
+            if self._channel is None:
+                self._loop = _IOLoop.acquire()
+                try:
+                    self._channel = asyncio.run_coroutine_threadsafe(self._make_channel(), self._loop).result()
+                except BaseException:
+                    _IOLoop.release()
+                    raise
+            if self._stream is None or self._stream.err is not None:
+                self._stream = _Stream(self)
+                self.streams_opened += 1
+            return self._stream
+
+    async def _make_channel(self) -> grpc.aio.Channel:
+        # grpc.aio binds a channel to the loop running where it is made.
+        channel = self._open_channel()
+        self._method = channel.stream_stream(
+            METHOD,
+            request_serializer=None,  # batches arrive encoded (wire.tagged_append)
+            response_deserializer=session_pb2.AppendOutcomes.FromString,
+        )
+        return channel
+
+    def _open(self) -> Any:
+        return self._method(metadata=self._metadata)
+
+    def _forget(self, stream: _Stream) -> None:
+        with self._lock:
+            if self._stream is stream:
+                self._stream = None
