@@ -67,12 +67,14 @@ BUF_BREAKING := {"version":"v1","breaking":{"use":["PACKAGE"]}}
 
 # Buf's standard rules on messages/ (the exceptions and why: messages/buf.yaml),
 # then every recent commit that changed the contract against its parent, so
-# a breaking change fails CI however many commits a landing has.
+# a breaking change fails CI however many commits a landing has. Buf clones
+# the repository shallowly: each side asks for the depth that reaches its commit.
 proto-lint:
 	$(BUF) lint $(PROTO_ROOT)
 	@set -e; for c in $$(git rev-list -n 30 HEAD -- $(PROTO_ROOT)/agentstate $(PROTO_ROOT)/buf.yaml); do \
 	  git rev-parse -q --verify "$$c^" >/dev/null || { echo "proto-lint: $$c has no parent here (shallow clone): not compared"; continue; }; \
-	  side() { if git cat-file -e "$$1:$(PROTO_ROOT)/agentstate" 2>/dev/null; then echo ".git#ref=$$1,subdir=$(PROTO_ROOT)"; else echo ".git#ref=$$1"; fi; }; \
+	  side() { d=$$(( $$(git rev-list --count "$$1..HEAD") + 2 )); \
+	    if git cat-file -e "$$1:$(PROTO_ROOT)/agentstate" 2>/dev/null; then echo ".git#ref=$$1,depth=$$d,subdir=$(PROTO_ROOT)"; else echo ".git#ref=$$1,depth=$$d"; fi; }; \
 	  echo "proto-lint: $$(git log -1 --format='%h %s' $$c | cut -c1-70) — wire-compatible with its parent?"; \
 	  $(BUF) breaking "$$(side $$c)" --against "$$(side $$c^)" --config '$(BUF_BREAKING)' --against-config '$(BUF_BREAKING)'; \
 	done
