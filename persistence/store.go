@@ -131,6 +131,27 @@ type Turn struct {
 // HasDelta reports whether the turn changes a state.
 func (t *Turn) HasDelta() bool { return t.State != nil || len(t.Scopes) > 0 }
 
+// Check is the turn's own validation, the same for every store: a turn
+// stores messages or changes a state, its messages' times can be stored
+// exactly, and no message id appears twice in it. Its error is the turn's
+// (INVALID_ARGUMENT): the turn fails, the rest of the command does not.
+func (t *Turn) Check(sessionID string) error {
+	if len(t.Messages) == 0 && !t.HasDelta() {
+		return errs.InvalidArgument("session %s: empty turn", sessionID)
+	}
+	for i, m := range t.Messages {
+		if _, err := MessageNanos(m); err != nil {
+			return err
+		}
+		for _, o := range t.Messages[:i] {
+			if o.MessageId == m.MessageId {
+				return errs.InvalidArgument("session %s: message id %s appears twice in one turn", sessionID, m.MessageId)
+			}
+		}
+	}
+	return nil
+}
+
 // UpdateSession changes a session's mutable fields. Zero fields are left
 // alone. Result.Err is NOT_FOUND when the session does not exist.
 type UpdateSession struct {

@@ -107,7 +107,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 	cur := c.State
 	for i := range c.Turns {
 		t := &c.Turns[i]
-		if err := checkTurn(c.SessionID, t); err != nil {
+		if err := t.Check(c.SessionID); err != nil {
 			res.Turns[i].Err = err
 			continue
 		}

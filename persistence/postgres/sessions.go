@@ -145,25 +145,6 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 
 var createMessagesSQL = strings.Replace(insertMessagesSQL, "$E", "$8", 1)
 
-// checkTurn is a turn's own validity: messages, each with an id (unique
-// in the turn) and a storable time.
-func checkTurn(sessionID string, t *persistence.Turn) error {
-	if len(t.Messages) == 0 && !t.HasDelta() {
-		return errs.InvalidArgument("session %s: empty turn", sessionID)
-	}
-	for i, m := range t.Messages {
-		if _, err := persistence.MessageNanos(m); err != nil {
-			return err
-		}
-		for _, o := range t.Messages[:i] {
-			if o.MessageId == m.MessageId {
-				return errs.InvalidArgument("session %s: message id %s appears twice in one turn", sessionID, m.MessageId)
-			}
-		}
-	}
-	return nil
-}
-
 func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
 	if l.GetPlanId() == "" {
 		return errs.InvalidArgument("session %s: linked plan has no plan_id", sessionID)
@@ -228,7 +209,7 @@ const setStateSQL = `UPDATE sessions SET state_json = $2 WHERE session_id = $1`
 // turn stores one turn (turnRows) with its deltas, and returns the
 // session's state after it when it changed it (from state).
 func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq int64, state string) (persistence.TurnResult, int64, string, error) {
-	if err := checkTurn(c.SessionID, t); err != nil {
+	if err := t.Check(c.SessionID); err != nil {
 		return persistence.TurnResult{Err: err}, 0, "", nil
 	}
 	after, scopes := "", []scopeWrite(nil)

@@ -52,7 +52,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 	var lastIn, lastOut *timestamppb.Timestamp
 	for i := range c.Turns {
 		t := &c.Turns[i]
-		if err := checkTurn(c.SessionID, t); err != nil {
+		if err := t.Check(c.SessionID); err != nil {
 			turns[i].Err = err
 			continue
 		}

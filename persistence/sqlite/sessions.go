@@ -188,31 +188,12 @@ func (a *applier) sequenceMismatch(sessionID string, want int64) error {
 	return errs.FailedPrecondition("session %s: append at sequence %d, but the next sequence is %d", sessionID, want, next)
 }
 
-// checkTurn is a turn's own validity: a turn that fails it is answered
-// with the error and stores nothing, while the command's other turns go on.
-func checkTurn(sessionID string, t *persistence.Turn) error {
-	if len(t.Messages) == 0 && !t.HasDelta() {
-		return errs.InvalidArgument("session %s: empty turn", sessionID)
-	}
-	for i, m := range t.Messages {
-		if _, err := persistence.MessageNanos(m); err != nil {
-			return err
-		}
-		for _, o := range t.Messages[:i] {
-			if o.MessageId == m.MessageId {
-				return errs.InvalidArgument("session %s: message id %s appears twice in one turn", sessionID, m.MessageId)
-			}
-		}
-	}
-	return nil
-}
-
 // turn stores one turn at sequences seq, seq+1, ... and returns how many
 // messages it stored, and the session's state after it when it changed it
 // (from state). Its error is a command-level or transaction-level failure;
 // turn-level outcomes are in the TurnResult.
 func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state string, at int64) (persistence.TurnResult, int64, string, error) {
-	if err := checkTurn(sessionID, t); err != nil {
+	if err := t.Check(sessionID); err != nil {
 		return persistence.TurnResult{Err: err}, 0, "", nil
 	}
 	after, scopes := "", []scopeWrite(nil)
