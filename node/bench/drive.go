@@ -52,6 +52,13 @@ type Committer interface {
 	Commits() (n int64, busy time.Duration)
 }
 
+// ServerCPU is implemented by targets served by another process of this
+// machine: Drive adds the CPU time that process used in the timed window
+// to CPUPerAppend.
+type ServerCPU interface {
+	ServerCPU() time.Duration
+}
+
 // Message is one append.
 type Message struct {
 	// ID is a ULID made by the client; unique over the run.
@@ -78,9 +85,13 @@ type Stored struct {
 	Seq int64
 }
 
-// client is one writer: its session, its messages, and what it observed.
+// client is one caller: its sessions, its messages, and what it observed.
 type client struct {
+	// session is where a PerClient target's caller stays (c mod S).
 	session int
+	// sess[j] is the session of msgs[j] (append c + j·C goes to its
+	// index mod S).
+	sess []int32
 	// own is the client's Appender when the target is a PerClient.
 	own     Appender
 	ids     *idPool
@@ -103,6 +114,7 @@ func (p *idPool) take() string { return p.ids[p.next.Add(1)-1] }
 // answered (-1: none), and when the client sent it and got the answer.
 type ackedMsg struct {
 	id         string
+	session    int32
 	seq        int64
 	start, end time.Time
 }
@@ -114,15 +126,15 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
 	}
-	res := Result{Mode: cfg.Mode, Sessions: cfg.Sessions, Clients: cfg.Clients,
-		MessageBytes: cfg.MessageBytes, Synchronous: cfg.Synchronous}
+	res := newResult(cfg)
 
 	sessions, err := t.CreateSessions(ctx, cfg.Sessions)
 	if err != nil {
 		return res, fmt.Errorf("bench %s: create sessions: %w", cfg.Mode, err)
 	}
-	clients := plan(cfg)
-	if pc, ok := t.(PerClient); ok {
+	pc, perClient := t.(PerClient)
+	clients := plan(cfg, perClient)
+	if perClient {
 		for _, c := range clients {
 			if c.own, err = pc.NewClient(ctx, sessions[c.session]); err != nil {
 				return res, fmt.Errorf("bench %s: new client: %w", cfg.Mode, err)
@@ -146,14 +158,21 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 		go func() {
 			defer wg.Done()
 			<-start
-			c.run(ctx, t, sessions[c.session], &done)
+			c.run(ctx, t, sessions, &done)
 		}()
 	}
-	cpu0, t0 := processCPU(), time.Now()
+	server, _ := t.(ServerCPU)
+	serverCPU := func() time.Duration {
+		if server == nil {
+			return 0
+		}
+		return server.ServerCPU()
+	}
+	cpu0, scpu0, t0 := processCPU(), serverCPU(), time.Now()
 	close(start)
 	wg.Wait()
 	res.Duration = time.Since(t0)
-	cpu := processCPU() - cpu0
+	cpu := processCPU() - cpu0 + serverCPU() - scpu0
 	stopProgress()
 
 	var lat []time.Duration
@@ -190,8 +209,12 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 // order, as ULIDs that real clients make at send time do — which the
 // store's (message_id, session_id) index relies on. Ids made per client up
 // front would arrive scattered over the whole range, as no client's would.
-func plan(cfg Config) []*client {
-	n := cfg.Sessions * cfg.Clients
+//
+// Caller c's j-th append is append i = c + j·C, to session i mod S; a
+// PerClient target's caller stays on session c mod S (its handle is bound
+// to one session).
+func plan(cfg Config, perClient bool) []*client {
+	n := cfg.Callers
 	content := strings.Repeat("x", cfg.MessageBytes)
 	pool := &idPool{ids: make([]string, cfg.Appends)}
 	for i := range pool.ids {
@@ -203,18 +226,23 @@ func plan(cfg Config) []*client {
 		if i < cfg.Appends%n {
 			k++
 		}
-		c := &client{session: i % cfg.Sessions, msgs: make([]Message, k), ids: pool,
+		c := &client{session: i % cfg.Sessions, msgs: make([]Message, k), sess: make([]int32, k), ids: pool,
 			acked: make([]ackedMsg, 0, k)}
 		for j := range c.msgs {
 			c.msgs[j] = Message{Assistant: j%2 == 1, Content: content}
+			c.sess[j] = int32((i + j*n) % cfg.Sessions)
+			if perClient {
+				c.sess[j] = int32(c.session)
+			}
 		}
 		clients[i] = c
 	}
 	return clients
 }
 
-func (c *client) run(ctx context.Context, t Target, sessionID string, done *atomic.Int64) {
+func (c *client) run(ctx context.Context, t Target, sessions []string, done *atomic.Int64) {
 	for j := range c.msgs {
+		sessionID := sessions[c.sess[j]]
 		m := &c.msgs[j]
 		m.ID = c.ids.take()
 		t0 := time.Now()
@@ -236,7 +264,7 @@ func (c *client) run(ctx context.Context, t Target, sessionID string, done *atom
 			}
 			continue
 		}
-		c.acked = append(c.acked, ackedMsg{id: m.ID, seq: ack.Seq, start: t0, end: time.Now()})
+		c.acked = append(c.acked, ackedMsg{id: m.ID, session: c.sess[j], seq: ack.Seq, start: t0, end: time.Now()})
 	}
 }
 
