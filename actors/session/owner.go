@@ -46,6 +46,7 @@ type owner struct {
 	busy  *write
 	queue []*request
 	tag   uint64
+	win   appendWindow
 
 	passivating bool // the directory told us to stop
 	idleAsked   bool // we asked the directory to passivate us
@@ -96,6 +97,7 @@ func (o *owner) Receive(ctx actor.Context) {
 		}
 		w := o.busy
 		o.busy = nil
+		o.win.finished(len(o.queue), m.Result.Err == nil)
 		if errors.Is(m.Result.Err, persistence.ErrFenced) {
 			o.fence(w)
 		} else {
@@ -109,6 +111,7 @@ func (o *owner) Receive(ctx actor.Context) {
 		// when nothing is in flight.)
 		if w := o.busy; w != nil {
 			o.busy = nil
+			o.win.finished(len(o.queue), false)
 			w.finish(persistence.Result{Err: errs.Unavailable("session %s: the audit writer is not running", o.id)})
 		}
 		o.pump(ctx)
@@ -119,6 +122,8 @@ func (o *owner) Receive(ctx actor.Context) {
 		if o.idle() {
 			o.askPassivation(ctx)
 		}
+	case *appendWindowClosed:
+		o.closeAppendWindow(ctx, m)
 	case *directory.Passivate:
 		o.passivating = true
 		o.pump(ctx)
@@ -205,6 +210,9 @@ func (o *owner) pump(ctx actor.Context) {
 			}
 		}
 		if _, ok := asAppend(o.queue[0].msg); ok {
+			if o.holdAppends(ctx) {
+				break
+			}
 			o.startAppends(ctx)
 		} else {
 			o.startOne(ctx, o.pop())

@@ -64,6 +64,7 @@ func (o *owner) startAppends(ctx actor.Context) {
 		return
 	}
 	first := o.sess.MessageCount
+	o.win.started(len(carried))
 	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, NextSequence: first, State: o.state, Turns: turns, UpdatedAt: now}
 	o.submit(ctx, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
 }
