@@ -47,7 +47,8 @@ func benchCommand() *cobra.Command {
 			"each --mode, then reads every session back and checks that every acknowledged message is stored,\n" +
 			"dense and in order. --workload runs named workloads instead: W1 (S=64, C=64), W2 (S=1, C=16),\n" +
 			"W3 (S=1024, C=256), W4 (S=10000, C=64, sessions passivated after 100ms idle, so most appends\n" +
-			"activate theirs), 4096 (S=64, C=4096: 64 senders on each session, the older \"S=64×C=64\"); all.\n\n" +
+			"activate theirs), 4096 (S=64, C=4096: 64 senders on each session, the older \"S=64×C=64\"),\n" +
+			"new (64 callers, each creating a session and appending its first message, both timed); all.\n\n" +
 			"Modes: inprocess (the Go API), grpc (over gRPC as the Go client appends: concurrent appends\n" +
 			"share an AppendBatches stream per connection; --addr, or a `node serve` process started here\n" +
 			"from this binary, whose CPU counts too; --grpc-in-process serves from this process instead),\n" +
@@ -61,7 +62,7 @@ func benchCommand() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.modes, "mode", "inprocess,grpc,raw,raw-closed", "comma-separated modes to run, in order (also: grpc-stream, grpc-unary, baseline)")
-	fl.StringVar(&f.workloads, "workload", "", "comma-separated named workloads (W1, W2, W3, W4, 4096, or all) instead of --sessions/--callers")
+	fl.StringVar(&f.workloads, "workload", "", "comma-separated named workloads (W1, W2, W3, W4, 4096, new, or all) instead of --sessions/--callers")
 	fl.IntVar(&f.sessions, "sessions", bench.DefaultSessions, "sessions written to (S)")
 	fl.IntVar(&f.callers, "callers", bench.DefaultCallers, "concurrent callers in total (C), one append outstanding each")
 	fl.IntVar(&f.clients, "clients", 0, "concurrent callers per session (the older flag; sets C = sessions × clients)")
@@ -107,7 +108,7 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 	if f.workloads != "" {
 		list := f.workloads
 		if strings.EqualFold(list, "all") {
-			list = "W1,W2,W3,W4,4096"
+			list = "W1,W2,W3,W4,4096,new"
 		}
 		if runs, err = bench.ParseWorkloads(list); err != nil {
 			return usagef(cmd, "%v", err)
@@ -128,8 +129,11 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 			idle = f.idleTimeout
 		}
 		for _, m := range modes {
+			if w.NewSessions && (m == bench.ModeRaw || m == bench.ModeRawClosed || m == bench.ModeBaseline) {
+				continue // nothing to compare a new session's create with there
+			}
 			res, err := benchOne(cmd, f, bench.Config{
-				Mode: m, Name: w.Name, Sessions: w.Sessions, Callers: w.Callers, Appends: f.appends,
+				Mode: m, Name: w.Name, Sessions: w.Sessions, Callers: w.Callers, NewSessions: w.NewSessions, Appends: f.appends,
 				MessageBytes: f.messageBytes, Synchronous: f.durability, Addr: f.addr, DataDir: f.dataDir,
 				IdleTimeout: idle, Serve: serve,
 			})

@@ -37,8 +37,13 @@ func TestRunEachMode(t *testing.T) {
 			}
 			// The writer runs one transaction at a time: it cannot be busy
 			// for longer than the window (plus the last commit's answer).
-			if mode != ModeRaw && (res.WriterBusy <= 0 || res.WriterBusy > 1.05) {
+			if !isRaw(mode) && (res.WriterBusy <= 0 || res.WriterBusy > 1.05) {
 				t.Errorf("writer busy %v, want (0, 1]", res.WriterBusy)
+			}
+			// raw-closed commits C rows at a time (the last transaction
+			// takes the remainder): tiny's 2×2 callers, 50 rows.
+			if mode == ModeRawClosed && res.MeanBatch != 50.0/13 {
+				t.Errorf("raw-closed: %v rows per transaction, want 50 in transactions of 4", res.MeanBatch)
 			}
 		})
 	}
@@ -96,6 +101,8 @@ func TestRunGRPCAgainstAddr(t *testing.T) {
 	}
 }
 
+func isRaw(m Mode) bool { return m == ModeRaw || m == ModeRawClosed }
+
 func assertComplete(t *testing.T, res Result, appends int) {
 	t.Helper()
 	if !res.Complete || res.Appends != appends || res.Stored != appends || res.Errors != 0 || res.Unacked != 0 {
@@ -104,7 +111,7 @@ func assertComplete(t *testing.T, res Result, appends int) {
 	if res.AppendsPerSec <= 0 || res.Duration <= 0 {
 		t.Errorf("%s: no rate: %+v", res.Mode, res)
 	}
-	if res.Mode != ModeRaw && (res.P50 <= 0 || res.P50 > res.P99 || res.P99 > res.P999) {
+	if !isRaw(res.Mode) && (res.P50 <= 0 || res.P50 > res.P99 || res.P99 > res.P999) {
 		t.Errorf("%s: percentiles not ordered: p50 %v p99 %v p99.9 %v", res.Mode, res.P50, res.P99, res.P999)
 	}
 }
@@ -142,13 +149,19 @@ type fake struct {
 	stored map[string][]Stored
 	// corrupt rewrites a session's read-back.
 	corrupt func([]Stored) []Stored
+	made    int // sessions created so far
 }
 
 func (f *fake) CreateSessions(_ context.Context, n int) ([]string, error) {
-	f.stored = map[string][]Stored{}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stored == nil {
+		f.stored = map[string][]Stored{}
+	}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = string(rune('a' + i))
+		out[i] = string(rune('a' + f.made))
+		f.made++
 	}
 	return out, nil
 }
@@ -253,6 +266,29 @@ func TestChecks(t *testing.T) {
 		if math.Abs(c.Ratio-w.ratio) > 1e-9 || c.Pass != w.pass || c.Target != w.target {
 			t.Errorf("%s %s: %+v, want %+v", c.Workload, c.Name, c, w)
 		}
+	}
+}
+
+// TestNewSessions: each append goes to a session created just before it,
+// so every session holds exactly one message, and the result says so.
+func TestNewSessions(t *testing.T) {
+	cfg := Config{Mode: "fake", Callers: 3, NewSessions: true, Appends: 12, MessageBytes: 1}
+	f := &fake{}
+	res, err := Drive(context.Background(), cfg, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertComplete(t, res, 12)
+	if len(f.stored) != 12 || res.Sessions != 12 || !res.NewSessions {
+		t.Fatalf("%d sessions stored, result %+v", len(f.stored), res)
+	}
+	for sid, ms := range f.stored {
+		if len(ms) != 1 {
+			t.Errorf("session %q holds %d messages, want its first only", sid, len(ms))
+		}
+	}
+	if _, err := Drive(context.Background(), cfg, &perClientFake{}); err == nil {
+		t.Error("new sessions with per-client handles (bound to a session each) accepted")
 	}
 }
 

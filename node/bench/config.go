@@ -79,6 +79,10 @@ type Config struct {
 	Appends int
 	// Name labels the results (a Workload's name); optional.
 	Name string
+	// NewSessions makes every append go to a session its caller creates
+	// just before it, in the timed window: the cost of a new session's
+	// create plus first append. Sessions is then Appends.
+	NewSessions bool
 	// IdleTimeout passivates an in-process (or served) node's session
 	// actors idle this long; 0 is the node's default. Short, it puts
 	// activation and passivation on the path (workload W4).
@@ -116,6 +120,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Callers == 0 {
 		c.Callers = DefaultCallers
+	}
+	if c.NewSessions {
+		c.Sessions = c.Appends
 	}
 	if c.Appends == 0 {
 		c.Appends = DefaultAppends
@@ -175,6 +182,8 @@ type Workload struct {
 	Name     string
 	Sessions int
 	Callers  int
+	// NewSessions: see Config.NewSessions (Sessions is then the appends).
+	NewSessions bool
 	// IdleTimeout, when set, is the node's passivation for this workload.
 	IdleTimeout time.Duration
 	About       string
@@ -193,6 +202,7 @@ var Workloads = []Workload{
 	{Name: "W4", Sessions: 10000, Callers: 64, IdleTimeout: ColdIdleTimeout,
 		About: "64 callers over 10,000 sessions, most of them passivated (cold)"},
 	{Name: "4096", Sessions: 64, Callers: 4096, About: "the older S=64×C=64: 64 senders on each of 64 sessions"},
+	{Name: "new", Callers: 64, NewSessions: true, About: "64 callers, each creating a session and appending its first message"},
 }
 
 // ParseWorkloads splits a comma-separated list of workload names.

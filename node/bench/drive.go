@@ -123,16 +123,21 @@ type ackedMsg struct {
 // and verifies the result.
 func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	err := cfg.validate()
+	if err != nil {
 		return Result{}, err
 	}
 	res := newResult(cfg)
 
-	sessions, err := t.CreateSessions(ctx, cfg.Sessions)
-	if err != nil {
+	pc, perClient := t.(PerClient)
+	sessions := make([]string, cfg.Sessions)
+	if cfg.NewSessions {
+		if perClient {
+			return res, fmt.Errorf("bench %s: new sessions need a target without per-client handles", cfg.Mode)
+		}
+	} else if sessions, err = t.CreateSessions(ctx, cfg.Sessions); err != nil {
 		return res, fmt.Errorf("bench %s: create sessions: %w", cfg.Mode, err)
 	}
-	pc, perClient := t.(PerClient)
 	clients := plan(cfg, perClient)
 	if perClient {
 		for _, c := range clients {
@@ -158,7 +163,7 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 		go func() {
 			defer wg.Done()
 			<-start
-			c.run(ctx, t, sessions, &done)
+			c.run(ctx, t, sessions, cfg.NewSessions, &done)
 		}()
 	}
 	server, _ := t.(ServerCPU)
@@ -240,17 +245,27 @@ func plan(cfg Config, perClient bool) []*client {
 	return clients
 }
 
-func (c *client) run(ctx context.Context, t Target, sessions []string, done *atomic.Int64) {
+// With fresh set, each append's session is created first (timed with it,
+// counted as one): sessions[c.sess[j]] is this client's alone to fill.
+func (c *client) run(ctx context.Context, t Target, sessions []string, fresh bool, done *atomic.Int64) {
 	for j := range c.msgs {
-		sessionID := sessions[c.sess[j]]
 		m := &c.msgs[j]
 		m.ID = c.ids.take()
 		t0 := time.Now()
 		var ack Ack
 		var err error
-		if c.own != nil {
+		if fresh {
+			var made []string
+			if made, err = t.CreateSessions(ctx, 1); err == nil {
+				sessions[c.sess[j]] = made[0]
+			}
+		}
+		sessionID := sessions[c.sess[j]]
+		switch {
+		case err != nil:
+		case c.own != nil:
 			ack, err = c.own.Append(ctx, *m)
-		} else {
+		default:
 			ack, err = t.Append(ctx, sessionID, *m)
 		}
 		done.Add(1)

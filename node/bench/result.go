@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -22,8 +23,12 @@ type Result struct {
 	// Clients is callers per session when the run was configured so
 	// (Config.Clients), else 0.
 	Clients int `json:"clients"`
-	// Name is the workload's name (W1…W4, 4096) when it was run as one.
-	Name         string `json:"workload_name,omitempty"`
+	// Name is the workload's name (W1…W4, 4096, new) when it was run as one.
+	Name string `json:"workload_name,omitempty"`
+	// NewSessions: each append went to a session created just before it,
+	// and an append's figures (rate, latency, CPU) are its create's plus
+	// its own (Config.NewSessions).
+	NewSessions  bool   `json:"new_sessions,omitempty"`
 	MessageBytes int    `json:"message_bytes"`
 	Synchronous  string `json:"synchronous"`
 
@@ -70,6 +75,9 @@ type Result struct {
 // total).
 func (r Result) Workload() string {
 	w := workload(r.Sessions, r.TotalCallers())
+	if r.NewSessions {
+		w = fmt.Sprintf("new sessions×C=%d", r.TotalCallers())
+	}
 	if r.Name != "" {
 		w = r.Name + " " + w
 	}
@@ -86,7 +94,7 @@ func (r Result) TotalCallers() int {
 
 func newResult(cfg Config) Result {
 	return Result{Mode: cfg.Mode, Name: cfg.Name, Sessions: cfg.Sessions, Callers: cfg.Callers, Clients: cfg.Clients,
-		MessageBytes: cfg.MessageBytes, Synchronous: cfg.Synchronous}
+		NewSessions: cfg.NewSessions, MessageBytes: cfg.MessageBytes, Synchronous: cfg.Synchronous}
 }
 
 // percentiles fills P50, P99 and P999 (nearest rank) and sorts lat.

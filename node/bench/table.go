@@ -122,6 +122,9 @@ const (
 	cpuTarget = 2
 	// coldTarget: W4's in-process appends/s ≥ this × W1's.
 	coldTarget = 0.5
+	// newTarget: a new session's create + first append ≤ this × the CPU
+	// of one append at W1.
+	newTarget = 2
 )
 
 type key struct{ s, c int }
@@ -130,13 +133,21 @@ type key struct{ s, c int }
 // modes a ratio compares (each result's own run: pass the results of one
 // run). Targets: in-process ≥ 0.6 of the raw ceiling at W1 and ≥ 0.5 at W2;
 // gRPC ≥ 0.8 of in-process at W1 and W2; p99 ≤ 3× p50 at W1; W1's CPU per
-// append ≤ 2× the 4,096-sender row's; W4 ≥ 0.5 of W1's appends/s. The
+// append ≤ 2× the 4,096-sender row's; W4 ≥ 0.5 of W1's appends/s; a new
+// session's create + first append ≤ 2× the CPU of an append at W1. The
 // same ratios elsewhere, against the closed-loop raw ceiling and against the
 // seed baseline are shown for information.
 func Checks(rs []Result) []Check {
 	by := map[key]map[Mode]Result{}
 	var order []key
+	var fresh *Result
 	for _, r := range rs {
+		if r.NewSessions {
+			if r.Mode == ModeInProcess && fresh == nil {
+				fresh = &r
+			}
+			continue
+		}
 		k := key{r.Sessions, r.TotalCallers()}
 		if by[k] == nil {
 			by[k] = map[Mode]Result{}
@@ -185,6 +196,10 @@ func Checks(rs []Result) []Check {
 	add("W1 / 4096", okOne && ok, "cpu per append", float64(one.CPUPerAppend), float64(many.CPUPerAppend), cpuTarget, true, true)
 	cold, ok := by[w4][ModeInProcess]
 	add("W4 / W1", okOne && ok, "inprocess appends/s", cold.AppendsPerSec, one.AppendsPerSec, coldTarget, false, true)
+	if fresh != nil {
+		add("new / W1", okOne, "cpu per create+first append / per append", float64(fresh.CPUPerAppend),
+			float64(one.CPUPerAppend), newTarget, true, true)
+	}
 	return out
 }
 

@@ -16,6 +16,9 @@ func verify(ctx context.Context, t Target, sessions []string, clients []*client,
 		}
 	}
 	for i, sid := range sessions {
+		if sid == "" { // a new session whose create failed: nothing was appended to it
+			continue
+		}
 		stored, err := t.ReadBack(ctx, sid)
 		if err != nil {
 			return err
