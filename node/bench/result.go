@@ -76,7 +76,7 @@ type Result struct {
 func (r Result) Workload() string {
 	w := workload(r.Sessions, r.TotalCallers())
 	if r.NewSessions {
-		w = fmt.Sprintf("new sessions×C=%d", r.TotalCallers())
+		w = fmt.Sprintf("S=new×C=%d", r.TotalCallers())
 	}
 	if r.Name != "" {
 		w = r.Name + " " + w
