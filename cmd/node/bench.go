@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/agentstate/agentstate/node/bench"
 	"github.com/schollz/progressbar/v3"
@@ -16,8 +17,12 @@ import (
 // benchFlags are node bench's flags.
 type benchFlags struct {
 	modes        string
+	workloads    string
 	sessions     int
+	callers      int
 	clients      int
+	idleTimeout  time.Duration
+	grpcInProc   bool
 	appends      int
 	messageBytes int
 	durability   string
@@ -37,22 +42,32 @@ func benchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure appends/s and latency: agentstate in-process and over gRPC, the seed baseline, the raw SQLite ceiling",
-		Long: "bench runs the append workload — sessions × clients concurrent writers (clients per session), each\n" +
-			"appending its share of --appends one message at a time — against each --mode, then reads every\n" +
-			"session back and checks that every acknowledged message is stored, dense and in order.\n\n" +
+		Long: "bench runs the append workload — C concurrent callers in total (--callers), each a closed loop with\n" +
+			"one append outstanding, append i going to session i mod S (--sessions), --appends in all — against\n" +
+			"each --mode, then reads every session back and checks that every acknowledged message is stored,\n" +
+			"dense and in order. --workload runs named workloads instead: W1 (S=64, C=64), W2 (S=1, C=16),\n" +
+			"W3 (S=1024, C=256), W4 (S=10000, C=64, sessions passivated after 100ms idle, so most appends\n" +
+			"activate theirs), 4096 (S=64, C=4096: 64 senders on each session, the older \"S=64×C=64\"),\n" +
+			"new (64 callers, each creating a session and appending its first message, both timed); all.\n\n" +
 			"Modes: inprocess (the Go API), grpc (over gRPC as the Go client appends: concurrent appends\n" +
-			"share an AppendBatches stream per connection; --addr, or a loopback server started here),\n" +
+			"share an AppendBatches stream per connection; --addr, or a `node serve` process started here\n" +
+			"from this binary, whose CPU counts too; --grpc-in-process serves from this process instead),\n" +
 			"grpc-stream (one AppendStream message per append), grpc-unary (one unary Append per append),\n" +
 			"baseline (the seed design: count-then-insert on pooled database/sql), raw (one goroutine,\n" +
-			"1000-row transactions: the SQLite ceiling). Each mode gets a fresh database under --data-dir.\n" +
+			"1000-row transactions: the SQLite ceiling), raw-closed (the same with transactions of C rows:\n" +
+			"the most C closed-loop callers can share). Each mode gets a fresh database under --data-dir.\n" +
 			"A progress bar goes to stderr; the table (or --json) to stdout. It fails when agentstate lost,\n" +
 			"duplicated or reordered an acknowledged message.",
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.modes, "mode", "inprocess,grpc,grpc-stream,grpc-unary,baseline,raw", "comma-separated modes to run, in order")
-	fl.IntVar(&f.sessions, "sessions", bench.DefaultSessions, "sessions written to")
-	fl.IntVar(&f.clients, "clients", bench.DefaultClients, "concurrent clients per session")
+	fl.StringVar(&f.modes, "mode", "inprocess,grpc,raw,raw-closed", "comma-separated modes to run, in order (also: grpc-stream, grpc-unary, baseline)")
+	fl.StringVar(&f.workloads, "workload", "", "comma-separated named workloads (W1, W2, W3, W4, 4096, new, or all) instead of --sessions/--callers")
+	fl.IntVar(&f.sessions, "sessions", bench.DefaultSessions, "sessions written to (S)")
+	fl.IntVar(&f.callers, "callers", bench.DefaultCallers, "concurrent callers in total (C), one append outstanding each")
+	fl.IntVar(&f.clients, "clients", 0, "concurrent callers per session (the older flag; sets C = sessions × clients)")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 0, "passivate a session actor idle this long (0: the node's default; W4 sets 100ms)")
+	fl.BoolVar(&f.grpcInProc, "grpc-in-process", false, "grpc modes without --addr: serve from this process instead of a `node serve` process")
 	fl.IntVar(&f.appends, "appends", bench.DefaultAppends, "total appends, spread over sessions × clients")
 	fl.IntVar(&f.messageBytes, "message-bytes", bench.DefaultMessageBytes, "content size of each message")
 	fl.StringVar(&f.durability, "durability", bench.DefaultSynchronous, "SQLite synchronous: full (fsync per commit) or normal")
@@ -86,32 +101,76 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var results []bench.Result
-	for _, m := range modes {
-		bar := progressbar.NewOptions(f.appends,
-			progressbar.OptionSetWriter(cmd.ErrOrStderr()),
-			progressbar.OptionSetDescription(fmt.Sprintf("%-9s", m)),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("appends"),
-			progressbar.OptionThrottle(bench.ProgressInterval),
-			progressbar.OptionOnCompletion(func() { fmt.Fprintln(cmd.ErrOrStderr()) }),
-		)
-		res, err := bench.Run(cmd.Context(), bench.Config{
-			Mode: m, Sessions: f.sessions, Clients: f.clients, Appends: f.appends,
-			MessageBytes: f.messageBytes, Synchronous: f.durability, Addr: f.addr, DataDir: f.dataDir,
-			Progress: func(done, _ int) { _ = bar.Set(done) },
-		})
-		_ = bar.Finish()
-		if err != nil {
-			return fmt.Errorf("bench %s: %w", m, err)
+	runs := []bench.Workload{{Sessions: f.sessions, Callers: f.callers, IdleTimeout: f.idleTimeout}}
+	if f.clients > 0 {
+		runs[0].Callers = f.sessions * f.clients
+	}
+	if f.workloads != "" {
+		list := f.workloads
+		if strings.EqualFold(list, "all") {
+			list = "W1,W2,W3,W4,4096,new"
 		}
-		results = append(results, res)
+		if runs, err = bench.ParseWorkloads(list); err != nil {
+			return usagef(cmd, "%v", err)
+		}
+	}
+	var serve []string
+	if !f.grpcInProc && f.addr == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		serve = []string{exe, "serve"}
+	}
+	var results []bench.Result
+	for _, w := range runs {
+		idle := w.IdleTimeout
+		if f.idleTimeout != 0 {
+			idle = f.idleTimeout
+		}
+		for _, m := range modes {
+			if w.NewSessions && (m == bench.ModeRaw || m == bench.ModeRawClosed || m == bench.ModeBaseline) {
+				continue // nothing to compare a new session's create with there
+			}
+			res, err := benchOne(cmd, f, bench.Config{
+				Mode: m, Name: w.Name, Sessions: w.Sessions, Callers: w.Callers, NewSessions: w.NewSessions, Appends: f.appends,
+				MessageBytes: f.messageBytes, Synchronous: f.durability, Addr: f.addr, DataDir: f.dataDir,
+				IdleTimeout: idle, Serve: serve,
+			})
+			if err != nil {
+				return err
+			}
+			results = append(results, res)
+		}
 	}
 	if err := report(cmd.OutOrStdout(), results, format(f.json, f.markdown), f.plot, f.title); err != nil {
 		return err
 	}
 	return agentstateIntact(results)
+}
+
+// benchOne runs one mode of one workload with a progress bar on stderr.
+func benchOne(cmd *cobra.Command, f benchFlags, cfg bench.Config) (bench.Result, error) {
+	label := cfg.Mode
+	if cfg.Name != "" {
+		label = cfg.Name + " " + cfg.Mode
+	}
+	bar := progressbar.NewOptions(f.appends,
+		progressbar.OptionSetWriter(cmd.ErrOrStderr()),
+		progressbar.OptionSetDescription(fmt.Sprintf("%-14s", label)),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("appends"),
+		progressbar.OptionThrottle(bench.ProgressInterval),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(cmd.ErrOrStderr()) }),
+	)
+	cfg.Progress = func(done, _ int) { _ = bar.Set(done) }
+	res, err := bench.Run(cmd.Context(), cfg)
+	_ = bar.Finish()
+	if err != nil {
+		return res, fmt.Errorf("bench %s: %w", label, err)
+	}
+	return res, nil
 }
 
 // agentstateIntact fails when an agentstate mode lost an acknowledged

@@ -18,7 +18,7 @@ func TestBenchCommand(t *testing.T) {
 	dir := t.TempDir()
 	plot := filepath.Join(dir, "bench.png")
 	var out, errOut bytes.Buffer
-	code := run([]string{"bench", "--mode", "inprocess,raw", "--sessions", "2", "--clients", "2",
+	code := run([]string{"bench", "--mode", "inprocess,raw", "--sessions", "2", "--callers", "2",
 		"--appends", "40", "--message-bytes", "16", "--durability", "normal", "--data-dir", dir,
 		"--json", "--plot", plot}, &out, &errOut)
 	if code != 0 {
@@ -32,7 +32,7 @@ func TestBenchCommand(t *testing.T) {
 		t.Fatalf("results: %+v", rs)
 	}
 	for _, r := range rs {
-		if !r.Complete || r.Appends != 40 || r.Sessions != 2 || r.Clients != 2 || r.MessageBytes != 16 || r.Synchronous != "normal" {
+		if !r.Complete || r.Appends != 40 || r.Sessions != 2 || r.Callers != 2 || r.MessageBytes != 16 || r.Synchronous != "normal" {
 			t.Errorf("%s: %+v", r.Mode, r)
 		}
 	}
@@ -72,5 +72,48 @@ func TestBenchCommandUsage(t *testing.T) {
 		if code := run(args, &out, &errOut); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, exitUsage, errOut.String())
 		}
+	}
+}
+
+// nodeEnv makes this test binary act as the node program (TestMain), so
+// that node bench can start it as its `node serve` process.
+const nodeEnv = "AGENTSTATE_TEST_BINARY_IS_NODE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(nodeEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchServed runs the grpc mode against a `node serve` process that
+// node bench starts (this binary, as the node), and W-named workloads: the
+// results are complete and carry the workload's name and shape.
+func TestBenchServed(t *testing.T) {
+	t.Setenv(nodeEnv, "1")
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	code := run([]string{"bench", "--mode", "grpc,inprocess,raw-closed", "--workload", "W2",
+		"--appends", "64", "--durability", "normal", "--data-dir", dir, "--json"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var rs []bench.Result
+	if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if len(rs) != 3 {
+		t.Fatalf("results: %+v", rs)
+	}
+	for _, r := range rs {
+		if !r.Complete || r.Appends != 64 || r.Name != "W2" || r.Sessions != 1 || r.Callers != 16 {
+			t.Errorf("%s: %+v", r.Mode, r)
+		}
+	}
+	if rs[2].MeanBatch != 16 {
+		t.Errorf("raw-closed: %v rows per transaction, want C = 16", rs[2].MeanBatch)
+	}
+	if rs[0].CPUPerAppend <= 0 {
+		t.Errorf("grpc: no CPU per append counted: %+v", rs[0])
 	}
 }

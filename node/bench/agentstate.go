@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,6 +96,16 @@ type agentstate struct {
 	api sessionAPI
 	// counter is nil when the node is not in this process.
 	counter *commitCounter
+	// cpu, when set, is the CPU time of the node's own process.
+	cpu func() time.Duration
+}
+
+// ServerCPU is the CPU time of the node's process when it is not this one.
+func (a *agentstate) ServerCPU() time.Duration {
+	if a.cpu == nil {
+		return 0
+	}
+	return a.cpu()
 }
 
 func (a *agentstate) Commits() (int64, time.Duration) {
@@ -103,16 +115,38 @@ func (a *agentstate) Commits() (int64, time.Duration) {
 	return a.counter.n.Load(), time.Duration(a.counter.busy.Load())
 }
 
+// createCallers is how many creates CreateSessions has in flight: W4's
+// 10,000 sessions one at a time would take a commit each.
+const createCallers = 64
+
 func (a *agentstate) CreateSessions(ctx context.Context, n int) ([]string, error) {
-	out := make([]string, n)
-	for i := range out {
+	if n == 1 { // a new session's create, timed: no goroutine around it
 		r, err := a.api.Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "bench"})
 		if err != nil {
 			return nil, err
 		}
-		out[i] = r.GetSession().GetSessionId()
+		return []string{r.GetSession().GetSessionId()}, nil
 	}
-	return out, nil
+	out := make([]string, n)
+	errs := make([]error, createCallers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range min(n, createCallers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				r, err := a.api.Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "bench"})
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				out[i] = r.GetSession().GetSessionId()
+			}
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 func (a *agentstate) Append(ctx context.Context, sessionID string, m Message) (Ack, error) {

@@ -4,10 +4,14 @@
 // SQLite ceiling, and verifies afterwards that what was acknowledged is
 // stored, dense and in order.
 //
-// The workload. Sessions × Clients goroutines ("clients"); client (s, c)
-// appends its share of Appends (the total) to session s, one message at a
-// time, each next append only after the previous one was answered. So
-// Clients is the number of concurrent writers per session. Afterwards every
+// The workload. Callers goroutines (C, callers in total), each a closed
+// loop: one message at a time, each next append only after the previous
+// one was answered; caller c's j-th append is append i = c + j·C of the run
+// and goes to session i mod S (Sessions). The named Workloads are issue
+// 17's: W1 (S=64, C=64), W2 (S=1, C=16), W3 (S=1024, C=256), W4 (S=10,000,
+// C=64, sessions passivated when idle, so most appends activate theirs) and
+// 4096 (S=64, C=4,096: 64 callers on each session, what older reports
+// called "S=64×C=64", counting callers per session). Afterwards every
 // session is read back: each acknowledged message must be there, at the
 // sequence it was answered with, sequences dense from 0, and in
 // acknowledgement order — a message answered before another was sent is
@@ -17,7 +21,7 @@
 //
 // Using it:
 //
-//	res, err := bench.Run(ctx, bench.Config{Mode: bench.ModeInProcess, Sessions: 64, Clients: 64, Appends: 65536})
+//	res, err := bench.Run(ctx, bench.Config{Mode: bench.ModeInProcess, Sessions: 64, Callers: 64, Appends: 65536})
 //	bench.WriteTable(os.Stdout, []bench.Result{res})
 //
 // Another system can be measured with the same driver and verifier by

@@ -52,6 +52,13 @@ type Committer interface {
 	Commits() (n int64, busy time.Duration)
 }
 
+// ServerCPU is implemented by targets served by another process of this
+// machine: Drive adds the CPU time that process used in the timed window
+// to CPUPerAppend.
+type ServerCPU interface {
+	ServerCPU() time.Duration
+}
+
 // Message is one append.
 type Message struct {
 	// ID is a ULID made by the client; unique over the run.
@@ -78,9 +85,13 @@ type Stored struct {
 	Seq int64
 }
 
-// client is one writer: its session, its messages, and what it observed.
+// client is one caller: its sessions, its messages, and what it observed.
 type client struct {
+	// session is where a PerClient target's caller stays (c mod S).
 	session int
+	// sess[j] is the session of msgs[j] (append c + j·C goes to its
+	// index mod S).
+	sess []int32
 	// own is the client's Appender when the target is a PerClient.
 	own     Appender
 	ids     *idPool
@@ -103,6 +114,7 @@ func (p *idPool) take() string { return p.ids[p.next.Add(1)-1] }
 // answered (-1: none), and when the client sent it and got the answer.
 type ackedMsg struct {
 	id         string
+	session    int32
 	seq        int64
 	start, end time.Time
 }
@@ -111,18 +123,23 @@ type ackedMsg struct {
 // and verifies the result.
 func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	err := cfg.validate()
+	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Mode: cfg.Mode, Sessions: cfg.Sessions, Clients: cfg.Clients,
-		MessageBytes: cfg.MessageBytes, Synchronous: cfg.Synchronous}
+	res := newResult(cfg)
 
-	sessions, err := t.CreateSessions(ctx, cfg.Sessions)
-	if err != nil {
+	pc, perClient := t.(PerClient)
+	sessions := make([]string, cfg.Sessions)
+	if cfg.NewSessions {
+		if perClient {
+			return res, fmt.Errorf("bench %s: new sessions need a target without per-client handles", cfg.Mode)
+		}
+	} else if sessions, err = t.CreateSessions(ctx, cfg.Sessions); err != nil {
 		return res, fmt.Errorf("bench %s: create sessions: %w", cfg.Mode, err)
 	}
-	clients := plan(cfg)
-	if pc, ok := t.(PerClient); ok {
+	clients := plan(cfg, perClient)
+	if perClient {
 		for _, c := range clients {
 			if c.own, err = pc.NewClient(ctx, sessions[c.session]); err != nil {
 				return res, fmt.Errorf("bench %s: new client: %w", cfg.Mode, err)
@@ -146,14 +163,21 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 		go func() {
 			defer wg.Done()
 			<-start
-			c.run(ctx, t, sessions[c.session], &done)
+			c.run(ctx, t, sessions, cfg.NewSessions, &done)
 		}()
 	}
-	cpu0, t0 := processCPU(), time.Now()
+	server, _ := t.(ServerCPU)
+	serverCPU := func() time.Duration {
+		if server == nil {
+			return 0
+		}
+		return server.ServerCPU()
+	}
+	cpu0, scpu0, t0 := processCPU(), serverCPU(), time.Now()
 	close(start)
 	wg.Wait()
 	res.Duration = time.Since(t0)
-	cpu := processCPU() - cpu0
+	cpu := processCPU() - cpu0 + serverCPU() - scpu0
 	stopProgress()
 
 	var lat []time.Duration
@@ -190,8 +214,12 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 // order, as ULIDs that real clients make at send time do — which the
 // store's (message_id, session_id) index relies on. Ids made per client up
 // front would arrive scattered over the whole range, as no client's would.
-func plan(cfg Config) []*client {
-	n := cfg.Sessions * cfg.Clients
+//
+// Caller c's j-th append is append i = c + j·C, to session i mod S; a
+// PerClient target's caller stays on session c mod S (its handle is bound
+// to one session).
+func plan(cfg Config, perClient bool) []*client {
+	n := cfg.Callers
 	content := strings.Repeat("x", cfg.MessageBytes)
 	pool := &idPool{ids: make([]string, cfg.Appends)}
 	for i := range pool.ids {
@@ -203,26 +231,41 @@ func plan(cfg Config) []*client {
 		if i < cfg.Appends%n {
 			k++
 		}
-		c := &client{session: i % cfg.Sessions, msgs: make([]Message, k), ids: pool,
+		c := &client{session: i % cfg.Sessions, msgs: make([]Message, k), sess: make([]int32, k), ids: pool,
 			acked: make([]ackedMsg, 0, k)}
 		for j := range c.msgs {
 			c.msgs[j] = Message{Assistant: j%2 == 1, Content: content}
+			c.sess[j] = int32((i + j*n) % cfg.Sessions)
+			if perClient {
+				c.sess[j] = int32(c.session)
+			}
 		}
 		clients[i] = c
 	}
 	return clients
 }
 
-func (c *client) run(ctx context.Context, t Target, sessionID string, done *atomic.Int64) {
+// With fresh set, each append's session is created first (timed with it,
+// counted as one): sessions[c.sess[j]] is this client's alone to fill.
+func (c *client) run(ctx context.Context, t Target, sessions []string, fresh bool, done *atomic.Int64) {
 	for j := range c.msgs {
 		m := &c.msgs[j]
 		m.ID = c.ids.take()
 		t0 := time.Now()
 		var ack Ack
 		var err error
-		if c.own != nil {
+		if fresh {
+			var made []string
+			if made, err = t.CreateSessions(ctx, 1); err == nil {
+				sessions[c.sess[j]] = made[0]
+			}
+		}
+		sessionID := sessions[c.sess[j]]
+		switch {
+		case err != nil:
+		case c.own != nil:
 			ack, err = c.own.Append(ctx, *m)
-		} else {
+		default:
 			ack, err = t.Append(ctx, sessionID, *m)
 		}
 		done.Add(1)
@@ -236,7 +279,7 @@ func (c *client) run(ctx context.Context, t Target, sessionID string, done *atom
 			}
 			continue
 		}
-		c.acked = append(c.acked, ackedMsg{id: m.ID, seq: ack.Seq, start: t0, end: time.Now()})
+		c.acked = append(c.acked, ackedMsg{id: m.ID, session: c.sess[j], seq: ack.Seq, start: t0, end: time.Now()})
 	}
 }
 

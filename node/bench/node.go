@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors"
+	"github.com/agentstate/agentstate/actors/session"
 	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/node/appendstream"
@@ -48,6 +49,12 @@ type localNode struct {
 }
 
 func startNode(path, synchronous string) (*localNode, error) {
+	return startNodeIdle(path, synchronous, 0)
+}
+
+// startNodeIdle starts a node whose session actors passivate after idle
+// (0: the node's default).
+func startNodeIdle(path, synchronous string, idle time.Duration) (*localNode, error) {
 	store, err := sqlite.Open("file:" + path + "?synchronous=" + synchronous)
 	if err != nil {
 		return nil, err
@@ -57,7 +64,8 @@ func startNode(path, synchronous string) (*localNode, error) {
 	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
-	n.node, err = actors.Start(n.sys, store, actors.Config{Writer: writer.Config{Observer: &n.commits}})
+	n.node, err = actors.Start(n.sys, store, actors.Config{Writer: writer.Config{Observer: &n.commits},
+		Sessions: session.Config{IdleTimeout: idle}})
 	if err != nil {
 		n.sys.Shutdown()
 		return nil, errors.Join(err, store.Close())

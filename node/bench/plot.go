@@ -120,7 +120,7 @@ func WritePlot(w io.Writer, title string, rs []Result) error {
 	return png.Encode(w, img)
 }
 
-func plotWorkload(r Result) string { return fmt.Sprintf("S=%d x C=%d", r.Sessions, r.Clients) }
+func plotWorkload(r Result) string { return fmt.Sprintf("S=%d x C=%d", r.Sessions, r.TotalCallers()) }
 
 // modeColor keeps a mode's colour the same in every plot.
 func modeColor(m Mode) color.RGBA {

@@ -37,11 +37,12 @@ CREATE TABLE session_messages (
 );
 `
 
-// runRaw measures the ceiling for cfg's sessions and appends. Rows go to
-// the sessions round-robin, so sequences are dense per session.
-func runRaw(ctx context.Context, cfg Config, path string) (Result, error) {
-	res := Result{Mode: ModeRaw, Sessions: cfg.Sessions, Clients: cfg.Clients,
-		MessageBytes: cfg.MessageBytes, Synchronous: cfg.Synchronous}
+// runRaw measures the ceiling for cfg's sessions and appends in
+// transactions of batch rows. Rows go to the sessions round-robin (row i to
+// session i mod S, as the workload's appends), so sequences are dense per
+// session.
+func runRaw(ctx context.Context, cfg Config, path string, batch int) (Result, error) {
+	res := newResult(cfg)
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", strings.ToUpper(cfg.Synchronous))
@@ -56,12 +57,9 @@ func runRaw(ctx context.Context, cfg Config, path string) (Result, error) {
 	if _, err := db.ExecContext(ctx, rawSchema); err != nil {
 		return res, fmt.Errorf("raw schema: %w", err)
 	}
-	sessions := make([]string, cfg.Sessions)
-	for i := range sessions {
-		sessions[i] = ids.New()
-		if _, err := db.ExecContext(ctx, `INSERT INTO sessions VALUES (?, 0)`, sessions[i]); err != nil {
-			return res, err
-		}
+	sessions, err := rawSessions(ctx, db, cfg.Sessions)
+	if err != nil {
+		return res, err
 	}
 	msgIDs := make([]string, cfg.Appends)
 	for i := range msgIDs {
@@ -73,8 +71,8 @@ func runRaw(ctx context.Context, cfg Config, path string) (Result, error) {
 	stopProgress := progress(cfg, &done)
 	cpu0, t0 := processCPU(), time.Now()
 	commits := 0
-	for lo := 0; lo < cfg.Appends; lo += RawBatch {
-		hi := min(lo+RawBatch, cfg.Appends)
+	for lo := 0; lo < cfg.Appends; lo += batch {
+		hi := min(lo+batch, cfg.Appends)
 		if err := rawBatch(ctx, db, sessions, msgIDs, content, lo, hi); err != nil {
 			stopProgress()
 			return res, fmt.Errorf("raw insert: %w", err)
@@ -93,6 +91,23 @@ func runRaw(ctx context.Context, cfg Config, path string) (Result, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// rawSessions creates n sessions in one transaction (not timed).
+func rawSessions(ctx context.Context, db *sql.DB, n int) ([]string, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	sessions := make([]string, n)
+	for i := range sessions {
+		sessions[i] = ids.New()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions VALUES (?, 0)`, sessions[i]); err != nil {
+			return nil, err
+		}
+	}
+	return sessions, tx.Commit()
 }
 
 func rawBatch(ctx context.Context, db *sql.DB, sessions, msgIDs []string, content string, lo, hi int) error {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -14,9 +15,20 @@ import (
 // positions are 0..n-1 without a repeat or hole, and a message answered
 // before another was sent is stored before it (acknowledgement order).
 type Result struct {
-	Mode         Mode   `json:"mode"`
-	Sessions     int    `json:"sessions"`
-	Clients      int    `json:"clients"`
+	Mode     Mode `json:"mode"`
+	Sessions int  `json:"sessions"`
+	// Callers is C, the concurrent callers in total. Results written
+	// before it existed have only Clients, callers per session.
+	Callers int `json:"callers,omitempty"`
+	// Clients is callers per session when the run was configured so
+	// (Config.Clients), else 0.
+	Clients int `json:"clients"`
+	// Name is the workload's name (W1…W4, 4096, new) when it was run as one.
+	Name string `json:"workload_name,omitempty"`
+	// NewSessions: each append went to a session created just before it,
+	// and an append's figures (rate, latency, CPU) are its create's plus
+	// its own (Config.NewSessions).
+	NewSessions  bool   `json:"new_sessions,omitempty"`
 	MessageBytes int    `json:"message_bytes"`
 	Synchronous  string `json:"synchronous"`
 
@@ -59,8 +71,31 @@ type Result struct {
 	Complete   bool `json:"complete"`
 }
 
-// Workload names a result's shape, e.g. "S=64×C=64".
-func (r Result) Workload() string { return workload(r.Sessions, r.Clients) }
+// Workload names a result's shape, e.g. "W1 S=64×C=64" (C: callers in
+// total).
+func (r Result) Workload() string {
+	w := workload(r.Sessions, r.TotalCallers())
+	if r.NewSessions {
+		w = fmt.Sprintf("S=new×C=%d", r.TotalCallers())
+	}
+	if r.Name != "" {
+		w = r.Name + " " + w
+	}
+	return w
+}
+
+// TotalCallers is C, also for results that recorded callers per session.
+func (r Result) TotalCallers() int {
+	if r.Callers > 0 {
+		return r.Callers
+	}
+	return r.Sessions * r.Clients
+}
+
+func newResult(cfg Config) Result {
+	return Result{Mode: cfg.Mode, Name: cfg.Name, Sessions: cfg.Sessions, Callers: cfg.Callers, Clients: cfg.Clients,
+		NewSessions: cfg.NewSessions, MessageBytes: cfg.MessageBytes, Synchronous: cfg.Synchronous}
+}
 
 // percentiles fills P50, P99 and P999 (nearest rank) and sorts lat.
 func (r *Result) percentiles(lat []time.Duration) {

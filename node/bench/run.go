@@ -32,7 +32,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	switch cfg.Mode {
 	case ModeRaw:
-		return runRaw(ctx, cfg, path)
+		return runRaw(ctx, cfg, path, RawBatch)
+	case ModeRawClosed:
+		return runRaw(ctx, cfg, path, cfg.Callers)
 	case ModeBaseline:
 		b, err := openBaseline(ctx, path, cfg.Synchronous)
 		if err != nil {
@@ -41,13 +43,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res, err := Drive(ctx, cfg, b)
 		return res, errors.Join(err, b.Close())
 	case ModeInProcess:
-		n, err := startNode(path, cfg.Synchronous)
+		n, err := startNodeIdle(path, cfg.Synchronous, cfg.IdleTimeout)
 		if err != nil {
 			return Result{}, err
 		}
 		res, err := Drive(ctx, cfg, n.target())
 		return res, errors.Join(err, stopNode(n))
 	case ModeGRPC, ModeGRPCStream, ModeGRPCUnary:
+		if len(cfg.Serve) > 0 {
+			return runServed(ctx, cfg, dir)
+		}
 		return runLoopback(ctx, cfg, path)
 	}
 	return Result{}, fmt.Errorf("bench: unknown mode %q", cfg.Mode)
@@ -55,7 +60,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 // runLoopback measures gRPC against a node this run starts on loopback.
 func runLoopback(ctx context.Context, cfg Config, path string) (Result, error) {
-	n, err := startNode(path, cfg.Synchronous)
+	n, err := startNodeIdle(path, cfg.Synchronous, cfg.IdleTimeout)
 	if err != nil {
 		return Result{}, err
 	}
@@ -74,6 +79,24 @@ func runLoopback(ctx context.Context, cfg Config, path string) (Result, error) {
 	closeConns(conns)
 	srv.GracefulStop()
 	return res, errors.Join(err, stopNode(n))
+}
+
+// runServed measures gRPC against a `node serve` process started for the
+// run; the CPU per append counts both processes.
+func runServed(ctx context.Context, cfg Config, dir string) (Result, error) {
+	s, err := startServed(ctx, cfg, dir)
+	if err != nil {
+		return Result{}, err
+	}
+	conns, err := dial(s.addr)
+	if err != nil {
+		return Result{}, errors.Join(err, s.stop())
+	}
+	api := newGRPCSessions(conns, cfg.Mode)
+	res, err := Drive(ctx, cfg, &agentstate{api: api, cpu: s.cpu})
+	api.close()
+	closeConns(conns)
+	return res, errors.Join(err, s.stop())
 }
 
 // runRemote measures gRPC against the node at cfg.Addr. Its durability is

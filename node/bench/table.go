@@ -106,20 +106,49 @@ type Check struct {
 	Target bool
 }
 
-// Target workload of the raw and baseline ratios.
-const targetSessions, targetClients = 64, 64
+// The targets of issue 17, each for one workload (S, C) or across two.
+var (
+	w1, w2, w4, w4096 = key{64, 64}, key{1, 16}, key{10000, 64}, key{64, 4096}
+	// rawTarget: in-process appends/s over the raw ceiling's.
+	rawTarget = map[key]float64{w1: 0.6, w2: 0.5}
+	// grpcTarget: over gRPC (the Go batch client) over in-process.
+	grpcTarget = map[key]float64{w1: 0.8, w2: 0.8}
+)
 
-// Checks evaluates the targets' ratios for every workload in rs that has
-// the modes a ratio compares: in-process ≥ 70% of the raw ceiling and ≥ 20×
-// the seed baseline with its p99 ≤ 1/10 of the baseline's (targets at
-// S=64×C=64), and gRPC (streaming appends) ≥ 40% of in-process (a target
-// everywhere; unary gRPC is shown against it for information).
+const (
+	// tailTarget: p99 ≤ this × p50 in-process at W1.
+	tailTarget = 3
+	// cpuTarget: W1's CPU per append ≤ this × the 4,096-sender row's.
+	cpuTarget = 2
+	// coldTarget: W4's in-process appends/s ≥ this × W1's.
+	coldTarget = 0.5
+	// newTarget: a new session's create + first append ≤ this × the CPU
+	// of one append at W1.
+	newTarget = 2
+)
+
+type key struct{ s, c int }
+
+// Checks evaluates issue 17's ratios for the workloads in rs that have the
+// modes a ratio compares (each result's own run: pass the results of one
+// run). Targets: in-process ≥ 0.6 of the raw ceiling at W1 and ≥ 0.5 at W2;
+// gRPC ≥ 0.8 of in-process at W1 and W2; p99 ≤ 3× p50 at W1; W1's CPU per
+// append ≤ 2× the 4,096-sender row's; W4 ≥ 0.5 of W1's appends/s; a new
+// session's create + first append ≤ 2× the CPU of an append at W1. The
+// same ratios elsewhere, against the closed-loop raw ceiling and against the
+// seed baseline are shown for information.
 func Checks(rs []Result) []Check {
-	type key struct{ s, c int }
 	by := map[key]map[Mode]Result{}
 	var order []key
+	var fresh *Result
 	for _, r := range rs {
-		k := key{r.Sessions, r.Clients}
+		if r.NewSessions {
+			if r.Mode == ModeInProcess && fresh == nil {
+				fresh = &r
+			}
+			continue
+		}
+		k := key{r.Sessions, r.TotalCallers()}
 		if by[k] == nil {
 			by[k] = map[Mode]Result{}
 			order = append(order, k)
@@ -127,35 +156,49 @@ func Checks(rs []Result) []Check {
 		by[k][r.Mode] = r
 	}
 	var out []Check
+	add := func(wl string, ok bool, name string, num, den, want float64, atMost, target bool) {
+		if !ok || den == 0 {
+			return
+		}
+		c := Check{Workload: wl, Name: name, Ratio: num / den, Want: want, AtMost: atMost, Target: target}
+		c.Pass = c.Ratio >= want
+		if atMost {
+			c.Pass = c.Ratio <= want
+		}
+		out = append(out, c)
+	}
 	for _, k := range order {
 		m := by[k]
+		wl := workload(k.s, k.c)
 		in, okIn := m[ModeInProcess]
-		add := func(ok bool, name string, num, den, want float64, atMost, target bool) {
-			if !ok || den == 0 {
-				return
-			}
-			c := Check{Workload: workload(k.s, k.c), Name: name, Ratio: num / den, Want: want, AtMost: atMost, Target: target}
-			c.Pass = c.Ratio >= want
-			if atMost {
-				c.Pass = c.Ratio <= want
-			}
-			out = append(out, c)
-		}
-		big := k.s == targetSessions && k.c == targetClients
 		raw, ok := m[ModeRaw]
-		add(okIn && ok, "inprocess / raw appends/s", in.AppendsPerSec, raw.AppendsPerSec, 0.70, false, big)
-		base, ok := m[ModeBaseline]
-		add(okIn && ok, "inprocess / baseline appends/s", in.AppendsPerSec, base.AppendsPerSec, 20, false, big)
-		add(okIn && ok, "inprocess p99 / baseline p99", float64(in.P99), float64(base.P99), 0.10, true, big)
+		want, target := rawTarget[k]
+		add(wl, okIn && ok, "inprocess / raw appends/s", in.AppendsPerSec, raw.AppendsPerSec, want, false, target)
+		closed, ok := m[ModeRawClosed]
+		add(wl, okIn && ok, "inprocess / raw-closed appends/s", in.AppendsPerSec, closed.AppendsPerSec, 0, false, false)
+		add(wl, ok && raw.AppendsPerSec > 0, "raw-closed / raw appends/s", closed.AppendsPerSec, raw.AppendsPerSec, 0, false, false)
+		add(wl, okIn && k == w1, "inprocess p99 / p50", float64(in.P99), float64(in.P50), tailTarget, true, true)
 		g, ok := m[ModeGRPC]
-		add(okIn && ok, "grpc / inprocess appends/s", g.AppendsPerSec, in.AppendsPerSec, 0.40, false, true)
-		// One message per append (streams, unary calls) is shown against
-		// the same bound for comparison; the target is met by the Go
-		// client's batched streams (grpc).
+		want, target = grpcTarget[k]
+		if !target {
+			want = grpcTarget[w1]
+		}
+		add(wl, okIn && ok, "grpc / inprocess appends/s", g.AppendsPerSec, in.AppendsPerSec, want, false, target)
 		st, ok := m[ModeGRPCStream]
-		add(okIn && ok, "grpc-stream / inprocess appends/s", st.AppendsPerSec, in.AppendsPerSec, 0.40, false, false)
+		add(wl, okIn && ok, "grpc-stream / inprocess appends/s", st.AppendsPerSec, in.AppendsPerSec, want, false, false)
 		u, ok := m[ModeGRPCUnary]
-		add(okIn && ok, "grpc-unary / inprocess appends/s", u.AppendsPerSec, in.AppendsPerSec, 0.40, false, false)
+		add(wl, okIn && ok, "grpc-unary / inprocess appends/s", u.AppendsPerSec, in.AppendsPerSec, want, false, false)
+		base, ok := m[ModeBaseline]
+		add(wl, okIn && ok, "inprocess / baseline appends/s", in.AppendsPerSec, base.AppendsPerSec, 0, false, false)
+	}
+	one, okOne := by[w1][ModeInProcess]
+	many, ok := by[w4096][ModeInProcess]
+	add("W1 / 4096", okOne && ok, "cpu per append", float64(one.CPUPerAppend), float64(many.CPUPerAppend), cpuTarget, true, true)
+	cold, ok := by[w4][ModeInProcess]
+	add("W4 / W1", okOne && ok, "inprocess appends/s", cold.AppendsPerSec, one.AppendsPerSec, coldTarget, false, true)
+	if fresh != nil {
+		add("new / W1", okOne, "cpu per create+first append / per append", float64(fresh.CPUPerAppend),
+			float64(one.CPUPerAppend), newTarget, true, true)
 	}
 	return out
 }
@@ -173,12 +216,23 @@ func WriteChecks(w io.Writer, cs []Check) error {
 		if !c.Pass {
 			met = "NO"
 		}
-		if !c.Target {
+		switch {
+		case c.Want == 0:
+			met = ""
+		case !c.Target:
 			met = "(" + met + ", no target here)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3g\t%s %.3g\t%s\n", c.Workload, c.Name, c.Ratio, op, c.Want, met)
+		fmt.Fprintf(tw, "%s\t%s\t%.3g\t%s\t%s\n", c.Workload, c.Name, c.Ratio, wantText(c, op), met)
 	}
 	return tw.Flush()
+}
+
+// wantText is a check's bound, "-" for a ratio shown without one.
+func wantText(c Check, op string) string {
+	if c.Want == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s %.3g", op, c.Want)
 }
 
 // Dedupe keeps the first result of each workload and mode, so that a
@@ -191,7 +245,7 @@ func Dedupe(rs []Result) []Result {
 	seen := map[key]bool{}
 	var out []Result
 	for _, r := range rs {
-		k := key{r.Sessions, r.Clients, r.Mode}
+		k := key{r.Sessions, r.TotalCallers(), r.Mode}
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, r)
@@ -227,8 +281,11 @@ func WriteMarkdown(w io.Writer, rs []Result) error {
 		if !c.Pass {
 			met = "**no**"
 		}
-		want := fmt.Sprintf("%s %.3g", op, c.Want)
-		if !c.Target {
+		want := wantText(c, op)
+		switch {
+		case c.Want == 0:
+			met = "(no target)"
+		case !c.Target:
 			met, want = "(no target)", "("+want+")"
 		}
 		_, err := fmt.Fprintf(w, "| %s | %s | %.3g | %s | %s |\n", c.Workload, c.Name, c.Ratio, want, met)

@@ -9,11 +9,16 @@ import (
 // verify reads every session back and fills the verification fields of
 // res (see Result's invariant).
 func verify(ctx context.Context, t Target, sessions []string, clients []*client, res *Result) error {
-	bySession := make([][]*client, len(sessions))
+	bySession := make([][]ackedMsg, len(sessions))
 	for _, c := range clients {
-		bySession[c.session] = append(bySession[c.session], c)
+		for _, a := range c.acked {
+			bySession[a.session] = append(bySession[a.session], a)
+		}
 	}
 	for i, sid := range sessions {
+		if sid == "" { // a new session whose create failed: nothing was appended to it
+			continue
+		}
 		stored, err := t.ReadBack(ctx, sid)
 		if err != nil {
 			return err
@@ -25,9 +30,9 @@ func verify(ctx context.Context, t Target, sessions []string, clients []*client,
 	return nil
 }
 
-// checkSession compares one session's stored messages with what its
-// clients had acknowledged.
-func checkSession(stored []Stored, clients []*client, res *Result) {
+// checkSession compares one session's stored messages with what was
+// acknowledged for it.
+func checkSession(stored []Stored, acked []ackedMsg, res *Result) {
 	res.Stored += len(stored)
 	where := make(map[string]int64, len(stored))
 	seqs := make([]int64, 0, len(stored))
@@ -60,19 +65,17 @@ func checkSession(stored []Stored, clients []*client, res *Result) {
 
 	present := 0
 	var order []placed
-	for _, c := range clients {
-		for _, a := range c.acked {
-			q, ok := where[a.id]
-			if !ok {
-				res.Missing++
-				continue
-			}
-			present++
-			if a.seq >= 0 && a.seq != q {
-				res.Misplaced++
-			}
-			order = append(order, placed{start: a.start, end: a.end, pos: q})
+	for _, a := range acked {
+		q, ok := where[a.id]
+		if !ok {
+			res.Missing++
+			continue
 		}
+		present++
+		if a.seq >= 0 && a.seq != q {
+			res.Misplaced++
+		}
+		order = append(order, placed{start: a.start, end: a.end, pos: q})
 	}
 	res.OutOfOrder += ackOrderViolations(order)
 	// Stored messages nobody had acknowledged: failed appends that were

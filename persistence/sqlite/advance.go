@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
@@ -13,13 +12,13 @@ import (
 // the command's epoch is the session's current one (see checkEpoch): that
 // compare-and-set is what keeps two writers from both advancing a session.
 // Without savepoints, the advances of all the attempt's appends wait in
-// applier.advances and are applied by one UPDATE per advanceChunks rows
-// rather than an epoch query and an UPDATE per command; with savepoints,
-// each append applies its own advance with the same UPDATE. The UPDATE must
-// change exactly one row per advance; if it changes fewer, some command met
-// a moved sequence, a stale epoch or a missing session, and the attempt is
-// replayed with savepoints, where each command checks its own and gets its
-// own error.
+// applier.advances and are applied after the attempt's appends, each by
+// advanceSQL, which checks the epoch itself (rather than an epoch query and
+// an UPDATE per command); with savepoints, each append applies its own
+// advance at once with the same statement. The UPDATE must change exactly
+// one row; if it changes none, the command met a moved sequence, a stale
+// epoch or a missing session, and the attempt is replayed with savepoints,
+// where each command checks its own and gets its own error.
 type advance struct {
 	sessionID string
 	expect    int64
@@ -31,25 +30,22 @@ type advance struct {
 	state     string
 }
 
-var advanceChunks = [...]int{256, 64, 16, 4, 1}
+// advanceSQL is one advance. (Pooled advances used to go as one UPDATE …
+// FROM (VALUES …) of up to 256 rows; SQLite 3.54 materializes the VALUES
+// and the join into ephemeral tables for it, which cost the writer 0.5–1 ms
+// of CPU per statement whatever its rows — most of a W2 transaction's CPU,
+// where a one-row UPDATE through the statement cache takes tens of µs and
+// 64 of them cost no more than the pooled one: docs/BENCHMARKS.md, issue
+// 17.)
+var advanceSQL = `UPDATE sessions SET next_sequence = ?3,
+	updated_at = CASE WHEN ?4 THEN ?5 ELSE updated_at END,
+	state_json = CASE WHEN ?7 THEN ?8 ELSE state_json END
+	WHERE session_id = ?1 AND next_sequence = ?2
+	AND COALESCE((SELECT epoch FROM owners WHERE kind = ` + fmt.Sprint(int64(persistence.OwnerSession)) + ` AND id = ?1), 0) = ?6`
 
-var advanceSQL = map[int]string{}
-
-func init() {
-	for _, n := range advanceChunks {
-		advanceSQL[n] = `UPDATE sessions SET next_sequence = v.column3,
-	updated_at = CASE WHEN v.column4 THEN v.column5 ELSE sessions.updated_at END,
-	state_json = CASE WHEN v.column7 THEN v.column8 ELSE sessions.state_json END
-	FROM (VALUES ` + strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n-1) + `(?, ?, ?, ?, ?, ?, ?, ?)) AS v
-	WHERE sessions.session_id = v.column1 AND sessions.next_sequence = v.column2
-	AND COALESCE((SELECT epoch FROM owners WHERE kind = ` + fmt.Sprint(int64(persistence.OwnerSession)) +
-			` AND id = v.column1), 0) = v.column6`
-	}
-}
-
-// errAdvanceMissed fails an attempt without savepoints whose pooled UPDATE
-// did not advance every session; the replay with savepoints names the
-// command and its cause.
+// errAdvanceMissed fails an attempt without savepoints one of whose queued
+// advances changed no row; the replay with savepoints names the command and
+// its cause.
 var errAdvanceMissed = errs.FailedPrecondition("an append's session did not stand at its expected sequence and epoch; replayed command by command")
 
 // advanceOf is c's advance to next, and to state when a stored turn
@@ -72,18 +68,19 @@ func advanceOf(c *persistence.AppendMessages, next int64, state string) (advance
 // attempt calls it before any command other than an append and before the
 // commit.
 func (a *applier) flushAdvances() error {
-	return inChunks(&a.advances, advanceChunks[:], a.applyAdvances)
+	for len(a.advances) > 0 {
+		if err := a.applyAdvance(a.advances[0]); err != nil {
+			return err
+		}
+		a.advances = a.advances[1:]
+	}
+	a.advances = nil
+	return nil
 }
 
-// applyAdvances runs vs (len one of advanceChunks) as one UPDATE.
-func (a *applier) applyAdvances(vs []advance) error {
-	args := a.args[:0]
-	for _, v := range vs {
-		args = append(args, v.sessionID, v.expect, v.next, v.touch, v.updatedAt, v.epoch, v.setState, v.state)
-	}
-	res, err := a.exec(advanceSQL[len(vs)], args...)
-	clear(args)
-	a.args = args[:0]
+// applyAdvance runs advanceSQL for v.
+func (a *applier) applyAdvance(v advance) error {
+	res, err := a.exec(advanceSQL, v.sessionID, v.expect, v.next, v.touch, v.updatedAt, v.epoch, v.setState, v.state)
 	if err != nil {
 		return err
 	}
@@ -91,7 +88,7 @@ func (a *applier) applyAdvances(vs []advance) error {
 	if err != nil {
 		return err
 	}
-	if changed != int64(len(vs)) {
+	if changed != 1 {
 		return errAdvanceMissed
 	}
 	return nil

@@ -293,3 +293,97 @@ func BenchmarkRawAuditTx(b *testing.B) {
 		})
 	}
 }
+
+// closedLoopShapes are the transactions that issue 17's workloads make: W1's
+// 64 callers over 64 sessions commit one append per session, W2's 16
+// callers on one session commit the session's one write of ~8 queued
+// appends (its callers alternate in two cohorts), and what a 16-append
+// write would be.
+var closedLoopShapes = []struct {
+	name            string
+	sessions, turns int
+}{{"W1/sessions=64xturns=1", 64, 1}, {"W2/sessions=1xturns=8", 1, 8}, {"W2/sessions=1xturns=16", 1, 16},
+	{"W3/sessions=256xturns=1", 256, 1}}
+
+// BenchmarkApplyClosedLoop measures Apply on the transactions of the
+// closed-loop workloads against raw inserts of the same rows in
+// transactions of the same size: where Apply's per-transaction and
+// per-command costs show, which 1000-row transactions hide.
+func BenchmarkApplyClosedLoop(b *testing.B) {
+	for _, shape := range closedLoopShapes {
+		b.Run("raw/"+shape.name, func(b *testing.B) { benchRawTx(b, shape.sessions, shape.turns) })
+		b.Run("apply/"+shape.name, func(b *testing.B) { benchApplyTx(b, shape.sessions, shape.turns) })
+	}
+}
+
+func benchRawTx(b *testing.B, nSessions, perSession int) {
+	s, w := benchStore(b)
+	sessions := benchSessions(b, w, nSessions)
+	w.Release()
+	ctx := context.Background()
+	stmt, err := s.wconn.PrepareContext(ctx, insertMessageSQL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stmt.Close()
+	rows := nSessions * perSession
+	msgIDs := make([]string, rows)
+	seq := int64(0)
+	t := startTimer(b)
+	for i := 0; i < b.N; i++ {
+		t.stop()
+		for j := range msgIDs {
+			msgIDs[j] = ids.New()
+		}
+		created := time.Now().UnixNano()
+		t.start()
+		tx, err := s.wconn.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		txStmt := tx.StmtContext(ctx, stmt)
+		for k, sid := range sessions {
+			for j := 0; j < perSession; j++ {
+				if _, err := txStmt.ExecContext(ctx, sid, seq+int64(j), msgIDs[k*perSession+j], int64(1), benchContent, "{}", created, int64(0)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		seq += int64(perSession)
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	t.report(rows)
+}
+
+func benchApplyTx(b *testing.B, nSessions, perSession int) {
+	_, w := benchStore(b)
+	sessions := benchSessions(b, w, nSessions)
+	next := int64(0)
+	ctx := context.Background()
+	t := startTimer(b)
+	for i := 0; i < b.N; i++ {
+		t.stop()
+		now := timestamppb.Now()
+		batch := make([]persistence.Command, nSessions)
+		for k, sid := range sessions {
+			turns := make([]persistence.Turn, perSession)
+			for j := range turns {
+				turns[j].Messages = []*sessionv1.Message{{MessageId: ids.New(), Role: sessionv1.Role_ROLE_USER,
+					Content: benchContent, MetadataJson: "{}", CreatedAt: now}}
+			}
+			batch[k] = &persistence.AppendMessages{SessionID: sid, NextSequence: next, Turns: turns, UpdatedAt: time.Now()}
+		}
+		next += int64(perSession)
+		t.start()
+		res, err := w.Apply(ctx, batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res[0].Err != nil {
+			b.Fatal(res[0].Err)
+		}
+	}
+	t.report(nSessions * perSession)
+}

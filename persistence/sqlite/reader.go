@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sort"
 	"strings"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
@@ -36,8 +37,25 @@ const sessionSelect = `SELECT s.session_id, s.actor_name, s.namespace, s.automat
 	FROM (%s) s LEFT JOIN session_links l ON l.session_id = s.session_id
 	ORDER BY s.session_id, l.id`
 
+// getSessionSQL is sessionSelect for one session, without its ORDER BY:
+// sorting makes SQLite build a temporary B-tree per query, which cost a
+// lookup 40–70 µs of CPU where the rows themselves take under 10 (every
+// activation of a session actor loads its session this way: issue 17's
+// W4 and new-session workloads). It yields the link's id instead, and
+// GetSession puts the links in insertion order itself.
+var getSessionSQL = sessionSelect[:strings.Index(sessionSelect, "FROM (%s)")] + `, l.id
+	FROM sessions s LEFT JOIN session_links l ON l.session_id = s.session_id
+	WHERE s.session_id = ? AND s.state != ?`
+
 func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*sessionv1.Session, error) {
-	rows, err := r.db.QueryContext(ctx, strings.Replace(sessionSelect, "%s", inner, 1), args...)
+	return r.readSessions(ctx, strings.Replace(sessionSelect, "%s", inner, 1), nil, args...)
+}
+
+// readSessions runs query, whose rows are sessionSelect's, and, when
+// linkIDs is not nil, one more column: the link's id, appended to
+// *linkIDs in the order of the links read.
+func (r *reader) readSessions(ctx context.Context, query string, linkIDs *[]int64, args ...any) ([]*sessionv1.Session, error) {
+	rows, err := r.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, storeErr("read sessions", err)
 	}
@@ -48,9 +66,14 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 		s := &sessionv1.Session{TokenUsage: &sessionv1.TokenUsage{}}
 		var state, created, updated, closed, expires int64
 		var planID, phase, lstate sql.NullString
-		if err := rows.Scan(&s.SessionId, &s.ActorName, &s.Namespace, &s.Automation, &s.MetadataJson, &state,
+		var linkID sql.NullInt64
+		dest := []any{&s.SessionId, &s.ActorName, &s.Namespace, &s.Automation, &s.MetadataJson, &state,
 			&s.TokenUsage.InputTokens, &s.TokenUsage.OutputTokens, &s.TokenUsage.Cost, &created, &updated, &closed,
-			&s.MessageCount, &s.ClientKey, &expires, &s.FirstSequence, &planID, &phase, &lstate); err != nil {
+			&s.MessageCount, &s.ClientKey, &expires, &s.FirstSequence, &planID, &phase, &lstate}
+		if linkIDs != nil {
+			dest = append(dest, &linkID)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, storeErr("read sessions", err)
 		}
 		if cur == nil || cur.SessionId != s.SessionId {
@@ -63,6 +86,9 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 		}
 		if planID.Valid {
 			cur.LinkedPlans = append(cur.LinkedPlans, &sessionv1.LinkedPlan{PlanId: planID.String, Phase: phase.String, State: lstate.String})
+			if linkIDs != nil {
+				*linkIDs = append(*linkIDs, linkID.Int64)
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -72,14 +98,28 @@ func (r *reader) sessions(ctx context.Context, inner string, args ...any) ([]*se
 }
 
 func (r *reader) GetSession(ctx context.Context, sessionID string) (*sessionv1.Session, error) {
-	out, err := r.sessions(ctx, `SELECT * FROM sessions WHERE session_id = ? AND state != ?`, sessionID, int64(persistence.SessionStateStaged))
+	var linkIDs []int64
+	out, err := r.readSessions(ctx, getSessionSQL, &linkIDs, sessionID, int64(persistence.SessionStateStaged))
 	if err != nil {
 		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, errs.NotFound("session %s not found", sessionID)
 	}
-	return out[0], nil
+	s := out[0]
+	if len(s.LinkedPlans) > 1 { // in insertion order, as sessionSelect's ORDER BY puts them
+		order := make([]int, len(s.LinkedPlans))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return linkIDs[order[a]] < linkIDs[order[b]] })
+		sorted := make([]*sessionv1.LinkedPlan, len(order))
+		for i, j := range order {
+			sorted[i] = s.LinkedPlans[j]
+		}
+		s.LinkedPlans = sorted
+	}
+	return s, nil
 }
 
 func (r *reader) ListSessions(ctx context.Context, f persistence.SessionFilter) ([]*sessionv1.Session, error) {

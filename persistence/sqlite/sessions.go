@@ -164,7 +164,7 @@ func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Res
 		// The epoch check and the sequence compare-and-set are pooled too
 		// (see advance); dispatch skipped checkEpoch for this command.
 		a.advances = append(a.advances, v)
-	} else if err := a.applyAdvances([]advance{v}); err == errAdvanceMissed {
+	} else if err := a.applyAdvance(v); err == errAdvanceMissed {
 		// dispatch checked the epoch: the session moved on or is gone.
 		return persistence.Result{}, a.sequenceMismatch(c.SessionID, c.NextSequence)
 	} else if err != nil {
