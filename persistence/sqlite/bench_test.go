@@ -131,7 +131,8 @@ func benchRawInsert(b *testing.B, nSessions, perSession int) {
 		txStmt := tx.StmtContext(ctx, stmt)
 		for k, sid := range sessions {
 			for j := 0; j < perSession; j++ {
-				if _, err := txStmt.ExecContext(ctx, sid, seq+int64(j), msgIDs[k*perSession+j], int64(1), benchContent, "{}", created); err != nil {
+				if _, err := txStmt.ExecContext(ctx, sid, seq+int64(j), msgIDs[k*perSession+j], int64(1), benchContent, "{}", created, int64(0)); err != nil {
+					_ = tx.Rollback() // the store's cleanup would wait on the open transaction
 					b.Fatal(err)
 				}
 			}
@@ -345,6 +346,7 @@ func benchRawTx(b *testing.B, nSessions, perSession int) {
 		for k, sid := range sessions {
 			for j := 0; j < perSession; j++ {
 				if _, err := txStmt.ExecContext(ctx, sid, seq+int64(j), msgIDs[k*perSession+j], int64(1), benchContent, "{}", created, int64(0)); err != nil {
+					_ = tx.Rollback()
 					b.Fatal(err)
 				}
 			}
