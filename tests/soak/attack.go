@@ -60,7 +60,7 @@ type Attacks struct {
 // only keeps the attacks named in list (comma-separated: unread,
 // oversized, idle, auth, remote); an empty list keeps them all.
 func (a Attacks) only(list string) Attacks {
-	if list == "" {
+	if list == "" || list == "all" {
 		return a
 	}
 	keep := make(map[string]bool)
