@@ -84,16 +84,16 @@ func NormalizeDelta(field string, d *sessionv1.StateDelta) (*sessionv1.StateDelt
 }
 
 func checkKey(field, k string) error {
-	if k == "" || len(k) > MaxStateKeyBytes || !utf8.ValidString(k) {
-		return errs.InvalidArgument("%s: key %.40q must be 1-%d bytes of UTF-8", field, k, MaxStateKeyBytes)
+	if k == "" || len(k) > MaxStateKeyBytes || !utf8.ValidString(k) || strings.IndexByte(k, 0) >= 0 {
+		return errs.InvalidArgument("%s: key %.40q must be 1-%d bytes of UTF-8 without NUL", field, k, MaxStateKeyBytes)
 	}
 	return nil
 }
 
 // CheckScope validates a shared scope's name.
 func CheckScope(field, name string) error {
-	if name == "" || len(name) > MaxScopeBytes || !utf8.ValidString(name) {
-		return errs.InvalidArgument("%s %.40q must be 1-%d bytes of UTF-8", field, name, MaxScopeBytes)
+	if name == "" || len(name) > MaxScopeBytes || !utf8.ValidString(name) || strings.IndexByte(name, 0) >= 0 {
+		return errs.InvalidArgument("%s %.40q must be 1-%d bytes of UTF-8 without NUL", field, name, MaxScopeBytes)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -47,7 +48,7 @@ func FuzzNormalizeAppend(f *testing.F) {
 			if m.Role < sessionv1.Role_ROLE_USER || m.Role > sessionv1.Role_ROLE_TOOL {
 				t.Fatalf("messages[%d] accepted role %v", i, m.Role)
 			}
-			if !utf8.ValidString(m.Content) || len(m.Content) > cfg.MaxContentBytes {
+			if !utf8.ValidString(m.Content) || len(m.Content) > cfg.MaxContentBytes || strings.IndexByte(m.Content, 0) >= 0 {
 				t.Fatalf("messages[%d] accepted bad content (%d bytes)", i, len(m.Content))
 			}
 			if again, err := jsonobj.Normalize("m", m.MetadataJson); err != nil || again != m.MetadataJson {
@@ -85,8 +86,8 @@ func FuzzNormalizeCreate(f *testing.F) {
 			t.Fatalf("accepted metadata %q", out.MetadataJson)
 		}
 		for _, s := range []string{out.ActorName, out.Namespace, out.Automation} {
-			if !utf8.ValidString(s) {
-				t.Fatalf("accepted invalid UTF-8 %q", s)
+			if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+				t.Fatalf("accepted invalid UTF-8 or NUL %q", s)
 			}
 		}
 	})

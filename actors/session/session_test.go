@@ -71,6 +71,13 @@ func TestValidationErrorsStoreNothing(t *testing.T) {
 		{"unknown role", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{{Role: 99, Content: "x"}}}, errs.InvalidArgumentCode},
 		{"content over the limit", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{userMsg("ok"), userMsg(strings.Repeat("x", 65))}}, errs.InvalidArgumentCode},
 		{"invalid UTF-8", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{userMsg("ok"), userMsg("bad \xff")}}, errs.InvalidArgumentCode},
+		// PostgreSQL text cannot hold NUL; both stores refuse it up front so that
+		// one caller's NUL never fails the turns coalesced with it.
+		{"NUL in content", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{userMsg("ok"), userMsg("nul \x00 byte")}}, errs.InvalidArgumentCode},
+		{"NUL in a scope name", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{userMsg("ok")},
+			ScopeDeltas: []*sessionv1.ScopeDelta{{Scope: "app:\x00", Delta: &sessionv1.StateDelta{SetJson: map[string]string{"k": "1"}}}}}, errs.InvalidArgumentCode},
+		{"NUL in a state key", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{userMsg("ok")},
+			StateDelta: &sessionv1.StateDelta{SetJson: map[string]string{"k\x00": "1"}}}, errs.InvalidArgumentCode},
 		{"metadata an array", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{{Role: sessionv1.Role_ROLE_TOOL, Content: "x", MetadataJson: `[1]`}}}, errs.InvalidArgumentCode},
 		{"metadata not JSON", &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{{Role: sessionv1.Role_ROLE_TOOL, Content: "x", MetadataJson: `{"a":`}}}, errs.InvalidArgumentCode},
 		// A client's own id may be any printable ASCII without spaces

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +34,9 @@ func checkText(field, s string, max int) error {
 	}
 	if !utf8.ValidString(s) {
 		return errs.InvalidArgument("%s is not valid UTF-8", field)
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return errs.InvalidArgument("%s contains a NUL byte", field)
 	}
 	return nil
 }
