@@ -83,7 +83,9 @@ func (a *applier) activated(c *persistence.Activate, epoch int64) (persistence.R
 			return persistence.Result{}, fmt.Errorf("%w: session %s", persistence.ErrLoadedChanged, c.ID)
 		}
 	}
-	res, err := a.dispatch(then)
+	// Not a.dispatch: its epoch check would read back the epoch this
+	// command just took.
+	res, err := persistence.Dispatch(a, then)
 	res.Epoch = epoch
 	return res, err
 }
