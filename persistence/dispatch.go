@@ -62,7 +62,7 @@ func (c *PruneAudit) Fence() Fence        { return Fence{} }
 
 // WritesAudit reports whether the command may append to the audit chain,
 // so that a store locks the chain's tail before anything else.
-func (c *Activate) WritesAudit() bool      { return false }
+func (c *Activate) WritesAudit() bool      { return c.Then != nil && c.Then.WritesAudit() }
 func (c *CreateSession) WritesAudit() bool { return len(c.Audit) > 0 }
 func (c *AppendMessages) WritesAudit() bool {
 	for _, t := range c.Turns {

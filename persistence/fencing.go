@@ -1,5 +1,11 @@
 package persistence
 
+import (
+	"time"
+
+	"github.com/agentstate/agentstate/messages/errs"
+)
+
 // Fencing keeps "one owner per session or plan" true even where the actor
 // runtime cannot (a cluster that activated the same grain on two members).
 //
@@ -26,9 +32,85 @@ const (
 // Activate takes a new epoch for one session or plan; Result.Epoch is the
 // new epoch (1 on the first activation). It never fails on its own except
 // for an invalid Kind or empty ID (INVALID_ARGUMENT).
+//
+// Then folds the owner's first write into its activation (issue 17: a cold
+// session's append took an activation, a load and a write, three trips
+// where a warm one takes one): the store applies Then, with its Epoch set
+// to the new epoch (WithEpoch), in the same command right after taking the
+// epoch, so the two commit or fail together, and answers Then's Result
+// with Epoch set. Then is a session's CreateSession or AppendMessages for
+// ID. Its owner decided it against a load made before this activation
+// (Loaded) or against no load at all (a create: the store refuses it when
+// the session exists). Loaded is what that load saw; unless the session
+// still stands as loaded once the epoch is taken, the command fails with
+// ErrLoadedChanged and nothing of it is stored. Once the epoch is taken,
+// no write of an older activation can commit, so a session that still
+// stands as loaded is what a load after the activation would have read.
 type Activate struct {
-	Kind OwnerKind
-	ID   string
+	Kind   OwnerKind
+	ID     string
+	Then   Command
+	Loaded *SessionMark
 }
 
-func (*Activate) Size() int { return rowOverhead }
+// SessionMark is what an owner's load saw of its session, to tell whether
+// anything was written since: every write of a session's owner moves its
+// next sequence or its updated_at (to the time of the write's decision).
+// Exists false: the session was missing.
+type SessionMark struct {
+	Exists       bool
+	NextSequence int64
+	UpdatedAt    time.Time
+}
+
+// Matches reports whether a session that exists (exists), with next and
+// updatedAt (nanoseconds, as stored), stands as m says.
+func (m *SessionMark) Matches(exists bool, next, updatedAt int64) (bool, error) {
+	if exists != m.Exists {
+		return false, nil
+	}
+	if !exists {
+		return true, nil
+	}
+	at, err := StoredTimeNanos("updated_at", m.UpdatedAt)
+	if err != nil {
+		return false, err
+	}
+	return next == m.NextSequence && updatedAt == at, nil
+}
+
+// ErrLoadedChanged is a command-level failure (FAILED_PRECONDITION) of an
+// Activate with Then: the session was written after the owner's load
+// (Activate.Loaded). Nothing was stored; the owner activates alone and
+// loads again. Match it with errors.Is.
+var ErrLoadedChanged = errs.FailedPrecondition("the session was written after its owner loaded it")
+
+// WithEpoch returns a copy of cmd, a write Activate.Then may carry, with
+// its Epoch set to epoch; INVALID_ARGUMENT for any other command or one
+// for another key than (kind, id).
+func WithEpoch(cmd Command, kind OwnerKind, id string, epoch int64) (Command, error) {
+	var out Command
+	switch c := cmd.(type) {
+	case *CreateSession:
+		cp := *c
+		cp.Epoch = epoch
+		out = &cp
+	case *AppendMessages:
+		cp := *c
+		cp.Epoch = epoch
+		out = &cp
+	default:
+		return nil, errs.InvalidArgument("activate: %T cannot be folded into an activation", cmd)
+	}
+	if f := out.Fence(); f.Kind != kind || f.ID != id {
+		return nil, errs.InvalidArgument("activate: the folded write is not %s's", id)
+	}
+	return out, nil
+}
+
+func (c *Activate) Size() int {
+	if c.Then != nil {
+		return rowOverhead + c.Then.Size()
+	}
+	return rowOverhead
+}

@@ -19,7 +19,15 @@
 //   - nothing is decided before the owner's activation (its first write,
 //     which takes the epoch) committed, and before the state was loaded
 //     after it: so the load sees every write of an earlier owner that can
-//     still commit, and its later writes are fenced;
+//     still commit, and its later writes are fenced. A Folding domain
+//     (testdata/folding) loads first and decides its first run before the
+//     activation, but its write carries the activation, and the store
+//     refuses both unless the state still stands as loaded once the epoch
+//     is taken: so what it answers after that write committed is what a
+//     load after the activation would have decided. Its only other
+//     answers before it, refusals that store nothing, are made against a
+//     load made after they arrived. A folded write that fails answers
+//     nothing: its requests are decided again on the path above;
 //   - requests are accepted and decided in arrival order; a request that
 //     arrives while a write is in flight waits, and rides in the next
 //     write if the domain lets it share one (coalescing: the leading run

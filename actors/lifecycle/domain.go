@@ -54,6 +54,9 @@ type Write struct {
 	Carried []*Request
 	// Data is the domain's (what to do with the result).
 	Data any
+	// folded: Cmd carries the owner's activation (Folding); set by the
+	// kernel.
+	folded bool
 	// Window opts the write into the commit window (Kernel: window.go):
 	// once it committed, the next write may wait up to Window, and no
 	// longer than this one took, for the callers it answered to come
@@ -114,6 +117,30 @@ type Domain interface {
 	// Owns reports whether the loaded state holds anything to own; an
 	// idle owner of nothing asks to be passivated at once.
 	Owns() bool
+}
+
+// Folding is a Domain whose first write may carry its activation, so a
+// cold owner's first write takes one trip through the writer instead of
+// three (activation, load, write): the kernel loads first (reads need no
+// epoch), decides the first run against that load, and submits its write
+// folded into the activation (persistence.Activate with Then), which the
+// store refuses whole unless the state still stands as loaded once the
+// epoch is taken. A request that is Blind is decided with no load at all.
+// Whatever the folded write's failure, its requests were not answered:
+// they go back to the head of the queue, and the owner activates alone,
+// loads and decides them again (today's path).
+type Folding interface {
+	// Folds reports whether the write of a run headed by r may carry the
+	// activation.
+	Folds(r *Request) bool
+	// Blind reports whether r, heading a fresh owner's queue, is decided
+	// without a load: against "nothing stored", because its write fails
+	// when something is (a create).
+	Blind(r *Request) bool
+	// Fold returns cmd, a write of epoch 0 that Decide built, folded into
+	// the owner's activation; loaded: a load preceded the decision (what
+	// it saw goes into the command, for the store to check).
+	Fold(cmd persistence.Command, loaded bool) persistence.Command
 }
 
 // Answers collects replies in the order they are given.

@@ -32,7 +32,8 @@ type Ready struct {
 
 // Kernel is one owner's lifecycle. The zero value is not usable: New.
 type Kernel struct {
-	d Domain
+	d    Domain
+	fold Folding // d, when its first write may carry the activation
 
 	epoch      int64  // 0 until the activation committed
 	activation uint64 // the tag of the Activate in flight, or 0
@@ -48,6 +49,7 @@ type Kernel struct {
 
 	refusing    error // fenced or moving out: every request gets this
 	failed      bool  // the last activation or load failed
+	noFold      bool  // a folded write failed: activate alone from now on
 	passivating bool  // told to passivate: stop once idle
 	idleAsked   bool  // asked to be passivated already
 	touched     bool  // a request arrived since the last idle tick
@@ -58,7 +60,11 @@ type Kernel struct {
 }
 
 // New returns the kernel of a fresh owner of d.
-func New(d Domain) *Kernel { return &Kernel{d: d, stale: true} }
+func New(d Domain) *Kernel {
+	k := &Kernel{d: d, stale: true}
+	k.fold, _ = d.(Folding)
+	return k
+}
 
 // Ready returns the effects collected since the last call and clears them.
 // Its Replies are valid until the next event is stepped (their array is
@@ -116,7 +122,9 @@ func (k *Kernel) Applied(tag uint64, res persistence.Result, took time.Duration)
 	case k.inflight != nil && tag == k.inflight.Tag:
 		w := k.inflight
 		k.inflight = nil
-		if errors.Is(res.Err, persistence.ErrFenced) {
+		if w.folded {
+			k.foldApplied(w, res, took)
+		} else if errors.Is(res.Err, persistence.ErrFenced) {
 			k.fence(w)
 		} else {
 			k.applied(w, res, took)
@@ -228,11 +236,15 @@ func (k *Kernel) pump() {
 		return
 	}
 	for k.activation == 0 && !k.loading && (len(k.arrivals) > 0 || len(k.queue) > 0) {
-		if k.epoch == 0 {
+		folding := k.epoch == 0 && k.fold != nil && !k.noFold
+		if k.epoch == 0 && !folding {
 			k.activate()
 			break
 		}
-		if k.stale {
+		if folding && k.inflight != nil {
+			break // the folded write decides whether this owner holds
+		}
+		if k.stale && !(folding && k.fold.Blind(k.head())) {
 			k.loading = true
 			k.rd.Load = true
 			break
@@ -250,6 +262,12 @@ func (k *Kernel) pump() {
 			break
 		}
 		run, growable := k.cut()
+		if folding && !k.fold.Folds(run[0]) {
+			// Not a write that carries the activation: today's path,
+			// which loads again after it.
+			k.activate()
+			break
+		}
 		if wait, h := k.win.holds(len(run), k.maxRequests(), growable, k.passivating); wait {
 			if h.For > 0 {
 				k.rd.Hold = h
@@ -266,6 +284,9 @@ func (k *Kernel) pump() {
 			// change nothing the domain derived; Rebase keeps it true.
 			k.d.Rebase(k.queue)
 			continue
+		}
+		if folding {
+			w.Cmd, w.folded = k.fold.Fold(w.Cmd, !k.stale), true
 		}
 		k.submit(w)
 		break
@@ -284,6 +305,15 @@ func (k *Kernel) pump() {
 		k.idleAsked = true
 		k.rd.AskPassivation = true
 	}
+}
+
+// head is the request that heads the queue (or, none queued, the
+// arrivals).
+func (k *Kernel) head() *Request {
+	if len(k.queue) > 0 {
+		return k.queue[0]
+	}
+	return k.arrivals[0]
 }
 
 // cut returns the leading run of the queue that the next write carries:
@@ -344,6 +374,38 @@ func (k *Kernel) activated(res persistence.Result) {
 		return
 	}
 	k.epoch, k.stale, k.failed = res.Epoch, true, false
+}
+
+// foldApplied steps the result of a write that carried the activation
+// (Folding). Committed: the epoch is taken and the state is the load the
+// store confirmed plus this write, whose requests are answered as any
+// write's. Failed, however: nothing of it was stored and none of its
+// requests was answered; they go back to the head of the queue and the
+// owner activates alone, then loads and decides them again (a store that
+// refused the load's state, a create of a session that exists, a
+// transaction that rolled back: each is decided anew as today). A move or
+// stop meanwhile refuses them as it refuses the queue.
+func (k *Kernel) foldApplied(w *Write, res persistence.Result, took time.Duration) {
+	if res.Err != nil {
+		k.noFold, k.stale = true, true
+		k.queue = append(w.Carried[:len(w.Carried):len(w.Carried)], k.queue...)
+		k.d.Rebase(k.queue)
+		if k.refusing != nil {
+			k.refuseAll(k.refusing)
+		}
+		return
+	}
+	k.stale = false
+	k.applied(w, res, took)
+	if res.Epoch <= 0 {
+		// The write committed (its requests are answered), but without
+		// an epoch this owner cannot write again: a store bug.
+		kind, id := k.d.Describe()
+		k.failed, k.noFold, k.stale = true, true, true
+		k.refuseAll(errs.Internal("%s %s: the store answered epoch %d to an activation", kind, id, res.Epoch))
+		return
+	}
+	k.epoch = res.Epoch
 }
 
 func (k *Kernel) applied(w *Write, res persistence.Result, took time.Duration) {

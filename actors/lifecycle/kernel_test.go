@@ -24,12 +24,16 @@ import (
 // the committed one; it advances only on a commit), a conditional append
 // ("cond=N") leads its write and is refused unless N is the committed
 // next sequence, a close is a write of its own and refuses later appends,
-// and "bad" is refused by Accept. Append writes opt into the commit window
-// (up to 2ms); a close does not.
+// and "bad" is refused by Accept; a create is a write of its own, answered
+// "exists" when the ledger exists. Append writes opt into the commit window
+// (up to 2ms); a close does not. After "new fold" the ledger folds its
+// first write into its activation (lifecycle.Folding): appends and creates
+// fold, a create is decided without a load.
 //
 // Commands:
 //
-//	arrive            one request per input line: append | cond=N | close | bad
+//	new [fold]        a fresh kernel and ledger
+//	arrive            one request per input line: append | cond=N | close | create | bad
 //	applied tag=N     ok | epoch=N | fenced | err=<unavailable|outcome-unknown|conflict>
 //	                  [took=D]: how long the write was in flight (default 0)
 //	window-closed gen=N   the commit window's timer fired
@@ -42,15 +46,19 @@ func TestKernelScripts(t *testing.T) {
 			k *lifecycle.Kernel
 			d *ledger
 		)
-		reset := func() {
+		reset := func(fold bool) {
 			d = &ledger{}
-			k = lifecycle.New(d)
+			if fold {
+				k = lifecycle.New(&foldingLedger{d})
+			} else {
+				k = lifecycle.New(d)
+			}
 		}
-		reset()
+		reset(false)
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			switch td.Cmd {
 			case "new":
-				reset()
+				reset(td.HasArg("fold"))
 				return ""
 			case "arrive":
 				for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
@@ -140,7 +148,16 @@ func show(rd lifecycle.Ready) string {
 	if w := rd.Submit; w != nil {
 		switch c := w.Cmd.(type) {
 		case *persistence.Activate:
-			fmt.Fprintf(&b, "submit tag=%d activate\n", w.Tag)
+			switch t := c.Then.(type) {
+			case nil:
+				fmt.Fprintf(&b, "submit tag=%d activate\n", w.Tag)
+			case *persistence.AppendMessages:
+				fmt.Fprintf(&b, "submit tag=%d activate%s+append next=%d carries=%s\n", w.Tag, loadedMark(c.Loaded), t.NextSequence, seqs(w.Carried))
+			case *persistence.CreateSession:
+				fmt.Fprintf(&b, "submit tag=%d activate%s+create carries=%s\n", w.Tag, loadedMark(c.Loaded), seqs(w.Carried))
+			}
+		case *persistence.CreateSession:
+			fmt.Fprintf(&b, "submit tag=%d epoch=%d create carries=%s\n", w.Tag, c.Epoch, seqs(w.Carried))
 		case *persistence.AppendMessages:
 			fmt.Fprintf(&b, "submit tag=%d epoch=%d next=%d carries=%s\n", w.Tag, c.Epoch, c.NextSequence, seqs(w.Carried))
 		case *persistence.UpdateSession:
@@ -163,6 +180,17 @@ func show(rd lifecycle.Ready) string {
 		b.WriteString("stop\n")
 	}
 	return b.String()
+}
+
+// loadedMark shows what a folded activation says its load saw.
+func loadedMark(m *persistence.SessionMark) string {
+	switch {
+	case m == nil:
+		return "(unloaded)"
+	case !m.Exists:
+		return "(loaded missing)"
+	}
+	return fmt.Sprintf("(loaded next=%d)", m.NextSequence)
 }
 
 func seqs(rs []*lifecycle.Request) string {
@@ -212,6 +240,13 @@ func (d *ledger) Batching(r *lifecycle.Request) (lifecycle.Batching, int) {
 func (d *ledger) Limits() (int, int) { return 3, 1 << 20 }
 
 func (d *ledger) Decide(run []*lifecycle.Request, epoch int64, a *lifecycle.Answers) *lifecycle.Write {
+	if text(run[0]) == "create" {
+		if d.exists {
+			a.Reply(run[0], wrapperspb.String("exists"), nil)
+			return nil
+		}
+		return &lifecycle.Write{Cmd: &persistence.CreateSession{Epoch: epoch}, Carried: run}
+	}
 	if text(run[0]) == "close" {
 		if !d.exists {
 			a.Reply(run[0], nil, errs.NotFound("ledger L does not exist"))
@@ -249,6 +284,11 @@ func (d *ledger) Applied(w *lifecycle.Write, res persistence.Result, a *lifecycl
 		}
 		return lifecycle.Outcome{Rebase: true}
 	}
+	if _, ok := w.Cmd.(*persistence.CreateSession); ok || isFolded[*persistence.CreateSession](w.Cmd) {
+		d.exists = true
+		a.Reply(w.Carried[0], wrapperspb.String("created"), nil)
+		return lifecycle.Outcome{}
+	}
 	if _, ok := w.Cmd.(*persistence.UpdateSession); ok {
 		d.closed = true
 		a.Reply(w.Carried[0], wrapperspb.String("closed"), nil)
@@ -270,3 +310,33 @@ func (d *ledger) Refuse(r *lifecycle.Request, err error, a *lifecycle.Answers) {
 func (d *ledger) Rebase([]*lifecycle.Request) { d.rebased++ }
 
 func (d *ledger) Owns() bool { return d.exists }
+
+// foldingLedger is the ledger whose first write carries its activation
+// (lifecycle.Folding), as a session's does: an append run or a create
+// folds; a create is decided without a load.
+type foldingLedger struct{ *ledger }
+
+func (d *foldingLedger) Folds(r *lifecycle.Request) bool {
+	t := text(r)
+	return t == "append" || t == "create" || strings.HasPrefix(t, "cond=")
+}
+
+func (d *foldingLedger) Blind(r *lifecycle.Request) bool { return text(r) == "create" }
+
+func (d *foldingLedger) Fold(cmd persistence.Command, loaded bool) persistence.Command {
+	a := &persistence.Activate{Kind: persistence.OwnerSession, ID: "L", Then: cmd}
+	if loaded {
+		a.Loaded = &persistence.SessionMark{Exists: d.exists, NextSequence: d.next}
+	}
+	return a
+}
+
+// isFolded reports whether cmd is an activation carrying a T.
+func isFolded[T persistence.Command](cmd persistence.Command) bool {
+	a, ok := cmd.(*persistence.Activate)
+	if !ok {
+		return false
+	}
+	_, ok = a.Then.(T)
+	return ok
+}

@@ -49,6 +49,40 @@ func (o *owner) Activate() persistence.Command {
 	return &persistence.Activate{Kind: persistence.OwnerSession, ID: o.id}
 }
 
+// Folding (lifecycle.Folding): a cold session's first append run is
+// decided against a load made before the activation and carried by it;
+// a create, by a fresh owner, is decided with no load at all (the store
+// refuses it when the session exists). Issue 17: a passivated session's
+// append took an activation write, a load and the append's write.
+var _ lifecycle.Folding = (*owner)(nil)
+
+func (o *owner) Folds(r *lifecycle.Request) bool {
+	if _, ok := r.Msg.(*sessionv1.CreateSessionRequest); ok {
+		return true
+	}
+	_, ok := asAppend(r.Msg)
+	return ok
+}
+
+func (o *owner) Blind(r *lifecycle.Request) bool {
+	_, ok := r.Msg.(*sessionv1.CreateSessionRequest)
+	return ok
+}
+
+// Fold: the store applies cmd as the new epoch's write, and only while
+// the session stands as loaded: its next sequence and updated_at, which
+// every write of an owner moves.
+func (o *owner) Fold(cmd persistence.Command, loaded bool) persistence.Command {
+	a := &persistence.Activate{Kind: persistence.OwnerSession, ID: o.id, Then: cmd}
+	if loaded {
+		a.Loaded = &persistence.SessionMark{}
+		if o.sess != nil {
+			a.Loaded = &persistence.SessionMark{Exists: true, NextSequence: o.sess.MessageCount, UpdatedAt: o.sess.GetUpdatedAt().AsTime()}
+		}
+	}
+	return a
+}
+
 // Accept validates a request that did not come through the façade (a
 // remote or future sender: the façade's are normalised already).
 func (o *owner) Accept(r *lifecycle.Request, a *lifecycle.Answers) bool {
@@ -121,13 +155,15 @@ func (o *owner) Rebase([]*lifecycle.Request) {}
 
 func (o *owner) Owns() bool { return o.sess != nil }
 
-// Load reads the session from the store: after the activation, and after
-// a write failed in a way that means memory and store may differ. Every
-// write of a previous owner of this id is visible: the directory spawns us
-// only after it terminated, and it answered only after commit. An owner
-// in another directory may still live; but Load runs only after our
-// Activate committed, so what it committed before is visible and what it
-// writes after is fenced.
+// Load reads the session from the store: first (before the activation,
+// which the first write carries: Fold), after an activation taken alone,
+// and after a write failed in a way that means memory and store may
+// differ. Every write of a previous owner of this id is visible: the
+// directory spawns us only after it terminated, and it answered only
+// after commit. An owner in another directory may still live; a load
+// after our Activate committed sees what it committed before, and what it
+// writes after is fenced; a load before it is checked by the store when
+// the folded write commits (persistence.Activate.Loaded).
 func (o *owner) Load() error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.env.cfg.AskTimeout)
 	defer cancel()

@@ -27,7 +27,44 @@ func (a *applier) Activate(c *persistence.Activate) (persistence.Result, error) 
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{Epoch: epoch}, nil
+	if c.Then == nil {
+		return persistence.Result{Epoch: epoch}, nil
+	}
+	return a.activated(c, epoch)
+}
+
+// activated applies c.Then as a write of epoch, which c just took in this
+// command (its savepoint, or the attempt that rolls back whole): see
+// persistence.Activate. The upsert holds the key's row until commit, so
+// every write of an older activation committed before the session row is
+// read here, and none can commit after. An error rolls back the epoch too.
+func (a *applier) activated(c *persistence.Activate, epoch int64) (persistence.Result, error) {
+	if c.Kind != persistence.OwnerSession {
+		return persistence.Result{}, errs.InvalidArgument("activate: only a session's first write can be folded into its activation")
+	}
+	then, err := persistence.WithEpoch(c.Then, c.Kind, c.ID, epoch)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	if m := c.Loaded; m != nil {
+		var next, at int64
+		err := a.queryRow(`SELECT next_sequence, updated_at FROM sessions WHERE session_id = $1`,
+			[]any{c.ID}, &next, &at)
+		exists := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return persistence.Result{}, err
+		}
+		same, err := m.Matches(exists, next, at)
+		if err != nil {
+			return persistence.Result{}, persistence.Of("session", c.ID, err)
+		}
+		if !same {
+			return persistence.Result{}, fmt.Errorf("%w: session %s", persistence.ErrLoadedChanged, c.ID)
+		}
+	}
+	res, err := a.dispatch(then)
+	res.Epoch = epoch
+	return res, err
 }
 
 // fence checks that epoch is the key's current epoch (0: that the key was

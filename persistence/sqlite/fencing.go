@@ -48,7 +48,46 @@ func (a *applier) Activate(c *persistence.Activate) (persistence.Result, error) 
 	if err := a.queryRow(epochSQL, int64(c.Kind), c.ID).Scan(&epoch); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{Epoch: epoch}, nil
+	if c.Then == nil {
+		return persistence.Result{Epoch: epoch}, nil
+	}
+	return a.activated(c, epoch)
+}
+
+// markSQL reads what a persistence.SessionMark compares.
+const markSQL = `SELECT next_sequence, updated_at FROM sessions WHERE session_id = ?`
+
+// activated applies c.Then as a write of epoch, which c just took in this
+// command (its savepoint, or the attempt that rolls back whole): see
+// persistence.Activate. An error here rolls back the epoch with it.
+func (a *applier) activated(c *persistence.Activate, epoch int64) (persistence.Result, error) {
+	if c.Kind != persistence.OwnerSession {
+		return persistence.Result{}, errs.InvalidArgument("activate: only a session's first write can be folded into its activation")
+	}
+	then, err := persistence.WithEpoch(c.Then, c.Kind, c.ID, epoch)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	if m := c.Loaded; m != nil {
+		var next, at int64
+		err := a.queryRow(markSQL, c.ID).Scan(&next, &at)
+		exists := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return persistence.Result{}, err
+		}
+		same, err := m.Matches(exists, next, at)
+		if err != nil {
+			return persistence.Result{}, persistence.Of("session", c.ID, err)
+		}
+		if !same {
+			return persistence.Result{}, fmt.Errorf("%w: session %s", persistence.ErrLoadedChanged, c.ID)
+		}
+	}
+	// Not a.dispatch: its epoch check would read back the epoch this
+	// command just took.
+	res, err := persistence.Dispatch(a, then)
+	res.Epoch = epoch
+	return res, err
 }
 
 // checkEpoch fails a fenced command whose epoch is not its key's current

@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"reader", readerCases},
 		{"staged", stagedCases},
 		{"fencing", fencingCases},
+		{"activation with its first write", foldedCases},
 		{"times", timeCases},
 		{"tokens", tokenCases},
 		{"state and retention", stateCases},
