@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -85,8 +86,13 @@ func (n *localNode) stop(ctx context.Context) error {
 }
 
 // grpcConns is how many client connections a gRPC run spreads its calls
-// over (see grpcSessions).
-const grpcConns = 8
+// over (see grpcSessions): one per core the client may use. A connection's
+// frames are read by one goroutine and written by another on each side, so
+// connections beyond the cores add no parallelism, only more and smaller
+// messages, each a write, a read and a wake-up in both processes (on two
+// cores, 8 connections cost W1 and W2 25-40% more CPU per append than 1
+// or 2: docs/BENCHMARKS.md, issue 17, gRPC).
+func grpcConns() int { return min(max(runtime.GOMAXPROCS(0), 1), 8) }
 
 // loopbackServer serves n's sessions service on 127.0.0.1 for a gRPC run.
 // Every request, unary or on a stream, is marked writer.NoWait, as a node's
@@ -112,7 +118,7 @@ func loopbackServer(n *localNode) (*grpc.Server, string, error) {
 // whose per-call bookkeeping the streaming appends do not need.
 func dial(addr string) ([]*grpc.ClientConn, error) {
 	var conns []*grpc.ClientConn
-	for range grpcConns {
+	for range grpcConns() {
 		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec())))
 		if err != nil {
