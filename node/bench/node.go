@@ -15,6 +15,7 @@ import (
 	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/node/appendstream"
+	nodeclient "github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/node/codec"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
@@ -113,14 +114,16 @@ func loopbackServer(n *localNode) (*grpc.Server, string, error) {
 	return srv, lis.Addr().String(), nil
 }
 
-// dial opens grpcConns connections to addr, with the node's codec as a
-// node's clients use it (client.DialOptions) but without OutcomeOptions,
+// dial opens grpcConns connections to addr, with the node's codec and
+// receive windows as a node's clients use them (client.DialOptions) but
+// without OutcomeOptions,
 // whose per-call bookkeeping the streaming appends do not need.
 func dial(addr string) ([]*grpc.ClientConn, error) {
 	var conns []*grpc.ClientConn
 	for range grpcConns() {
-		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec())))
+		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec()))}, nodeclient.WindowOptions()...)
+		c, err := grpc.NewClient(addr, opts...)
 		if err != nil {
 			closeConns(conns)
 			return nil, err
