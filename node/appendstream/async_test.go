@@ -2,6 +2,7 @@ package appendstream_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -181,5 +182,146 @@ func TestAsyncStreamEndsWithAppendsUndecided(t *testing.T) {
 	d.decide() // late: dropped, without a send on the ended stream
 	if m, err := s.Recv(); err == nil {
 		t.Fatalf("recv on the cancelled stream: %v, want its error", m)
+	}
+}
+
+// holding decides its appends on goroutines of their own, as session
+// actors decide them later than AppendAsync returns; an append to session
+// "hold" waits until release closes. It counts the most undecided at once,
+// and answers with a reply-sized message id.
+type holding struct {
+	sessionv1.UnimplementedSessionServiceServer
+	reply   int
+	release chan struct{}
+	held    chan struct{}
+	mu      sync.Mutex
+	now     int
+	peak    int
+}
+
+func (h *holding) AppendAsync(_ context.Context, req *sessionv1.AppendRequest, done func(*sessionv1.AppendResponse, error)) {
+	h.mu.Lock()
+	h.now++
+	h.peak = max(h.peak, h.now)
+	h.mu.Unlock()
+	go func() {
+		if req.GetSessionId() == "hold" {
+			h.held <- struct{}{}
+			<-h.release
+		}
+		h.mu.Lock()
+		h.now--
+		h.mu.Unlock()
+		id := req.GetMessages()[0].GetMessageId() + strings.Repeat("r", h.reply)
+		done(&sessionv1.AppendResponse{Messages: []*sessionv1.AppendedMessage{{MessageId: id}}}, nil)
+	}()
+}
+
+func (h *holding) peakUndecided() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.peak
+}
+
+// limitedAsync serves svc with lim over loopback TCP with the node's fixed
+// windows and reports each AppendBatches handler's return.
+func limitedAsync(t *testing.T, svc *holding, lim appendstream.Limits) (sessionv1.SessionServiceClient, <-chan error) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 16)
+	srv := grpc.NewServer(grpc.ForceServerCodecV2(codec.Codec()),
+		grpc.InitialWindowSize(64<<10), grpc.InitialConnWindowSize(64<<10),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+			err := handler(srv, ss)
+			if strings.HasSuffix(info.FullMethod, "/AppendBatches") {
+				ended <- err
+			}
+			return err
+		}))
+	sessionv1.RegisterSessionServiceServer(srv, &appendstream.Server{SessionServiceServer: svc, Limits: lim})
+	go srv.Serve(lis) //nolint:errcheck // ends with Stop
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return sessionv1.NewSessionServiceClient(conn), ended
+}
+
+func heldBatch(session string, from, n int) *sessionv1.AppendBatch {
+	b := &sessionv1.AppendBatch{}
+	for i := range n {
+		b.Appends = append(b.Appends, &sessionv1.TaggedAppend{Tag: uint64(from + i), Request: asyncReq(session, fmt.Sprint(from+i))})
+	}
+	return b
+}
+
+// Appends handed to AppendAsync hold their place in the stream's budget
+// until their outcome is sent: past MaxAppends undecided, the node stops
+// taking the stream's appends, and serves the rest once some are answered.
+func TestAsyncAppendsKeepToTheStreamBudget(t *testing.T) {
+	const maxAppends = 16
+	svc := &holding{release: make(chan struct{}), held: make(chan struct{}, 3*maxAppends)}
+	api, _ := limitedAsync(t, svc, appendstream.Limits{MaxAppends: maxAppends})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := api.AppendBatches(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(heldBatch("hold", 0, 3*maxAppends)); err != nil {
+		t.Fatal(err)
+	}
+	for range maxAppends {
+		<-svc.held
+	}
+	close(svc.release)
+	for answered := 0; answered < 3*maxAppends; {
+		m, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered += len(m.GetOutcomes())
+	}
+	if peak := svc.peakUndecided(); peak != maxAppends {
+		t.Fatalf("%d appends of one stream were undecided at once, want the bound %d", peak, maxAppends)
+	}
+}
+
+// A client that never reads its outcomes: the stream is served up to its
+// budget, then ends RESOURCE_EXHAUSTED once a send stayed blocked for
+// SendTimeout, as on the worker path.
+func TestAsyncUnreadStreamEnds(t *testing.T) {
+	const maxAppends = 64
+	svc := &holding{reply: 2048}
+	api, ended := limitedAsync(t, svc, appendstream.Limits{MaxAppends: maxAppends, SendTimeout: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := api.AppendBatches(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for n := 0; ; n += 256 {
+			if s.Send(heldBatch("unread", n, 256)) != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-ended:
+		if errs.CodeOf(err) != errs.ResourceExhaustedCode || !strings.Contains(err.Error(), "were not read") {
+			t.Fatalf("the unread stream ended with %v, want RESOURCE_EXHAUSTED naming the unread outcomes", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("an unread stream was not ended within a minute")
+	}
+	if peak := svc.peakUndecided(); peak > maxAppends {
+		t.Fatalf("%d appends were undecided at once, more than the bound %d", peak, maxAppends)
 	}
 }
