@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -21,26 +22,29 @@ const (
 	maxOutcomeBytes       = 64 << 10
 )
 
-// AppendBatches serves the stream's batches: every append is served with
-// the embedded service's Append on a worker goroutine, concurrently with
-// the stream's other appends, and its outcome (response or typed error) is
-// sent as soon as it is decided, together with the others decided by then.
-// It returns nil once the client closed its side and every append received
-// was answered, or the stream's error when receiving or sending fails. When
-// Draining closes, it stops taking appends (those received after are
-// answered UNAVAILABLE, unserved), answers those it took, and returns
-// errDraining. When one send of outcomes stays blocked for
-// Limits.SendTimeout (the client does not read), it stops serving the
-// stream and ends it with RESOURCE_EXHAUSTED (errStalled).
+// AppendBatches serves the stream's batches: every append is handed to
+// the embedded service as it is read — with AppendAsync when the service
+// has it (session.Service), so no goroutine waits per append, else with
+// Append on a worker goroutine — and its outcome (response or typed error)
+// goes to the stream's outbox, whose sender sends the outcomes decided
+// together (those of one commit) in one message. It returns nil once the
+// client closed its side and every append received was answered, or the
+// stream's error when receiving or sending fails. When Draining closes, it
+// stops taking appends (those received after are answered UNAVAILABLE,
+// unserved), answers those it took, and returns errDraining. When one send
+// of outcomes stays blocked for Limits.SendTimeout (the client does not
+// read), it stops serving the stream and ends it with RESOURCE_EXHAUSTED
+// (errStalled).
 //
 // Invariants: every append received is answered exactly once unless the
 // stream failed; at most Limits.MaxAppends appends of the stream, carrying
 // at most Limits.MaxBytes of requests, are between their receipt and the
 // send (or drop) of their outcome, and there are never more workers than
-// that; the handler returns only after every worker's last send (see
-// outbox), except when the stream stalled: then the one send blocked since
+// that; the handler returns only after the outbox's sender made its last
+// send, except when the stream stalled: then the one send blocked since
 // before may still be under way, and the transport's cancellation of the
-// ended stream releases it.
+// ended stream releases it. Appends still undecided when the stream ends
+// are decided anyway (they were handed over); their outcomes are dropped.
 func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes]) error {
 	ctx := stream.Context()
 	if s.Mark != nil {
@@ -61,13 +65,14 @@ func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendB
 	// wakes on either.
 	admit, stall := context.WithCancelCause(ctx)
 	defer stall(nil)
-	out := newOutbox(stream, lim, func() { stall(errStalled(lim)) })
+	// serving counts the appends received whose outcome was not yet sent
+	// or dropped (the outbox counts them out).
 	var serving sync.WaitGroup
+	out := newOutbox(stream, lim, &serving, func() { stall(errStalled(lim)) })
+	go out.run()
 	work := &workers{jobs: make(chan func())}
 	recvErr := s.receiveBatches(ctx, admit, stream, &serving, work, out)
 
-	// Every append received has its worker, which returns once its
-	// outcome is sent, dropped after a failed send, or (stalled) dropped.
 	served := make(chan struct{})
 	go func() {
 		serving.Wait()
@@ -75,30 +80,33 @@ func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendB
 	}()
 	select {
 	case <-served:
-	case <-admit.Done():
-		if ctx.Err() == nil {
-			// Stalled: a send is blocked and stays so until the stream
-			// ends, which happens only once this handler returned. The
-			// workers still serving finish on their own, their outcomes
-			// dropped; the pool ends after the last of them.
-			out.close()
-			go func() {
-				<-served
-				close(work.jobs)
-			}()
-			if s.OnStall != nil {
-				s.OnStall(ctx)
-			}
-			return context.Cause(admit)
+		out.close()
+		<-out.exited
+		close(work.jobs)
+		if recvErr != nil {
+			return recvErr
 		}
-		<-served // the stream ended: its blocked sends failed
+		return out.failure()
+	case <-admit.Done():
 	}
+	// The stream ended, or stalled. The appends not yet decided are
+	// decided anyway, their outcomes dropped; workers still serving end
+	// the pool after the last of them.
 	out.close()
-	close(work.jobs)
-	if recvErr != nil {
+	go func() {
+		<-served
+		close(work.jobs)
+	}()
+	if ctx.Err() != nil {
+		<-out.exited // a send under way failed with the stream
 		return recvErr
 	}
-	return out.failure()
+	// Stalled: a send is blocked and stays so until the stream ends,
+	// which happens only once this handler returned.
+	if s.OnStall != nil {
+		s.OnStall(ctx)
+	}
+	return context.Cause(admit)
 }
 
 // receiveBatches reads batches until the client closes its side (nil),
@@ -145,16 +153,53 @@ func (s *Server) receiveBatches(ctx, admit context.Context, stream grpc.BidiStre
 				return context.Cause(admit)
 			}
 			serving.Add(1)
-			work.run(func() {
-				defer serving.Done()
-				resp, err := s.serveOne(ctx, tag, req)
-				if s.Observe != nil {
-					s.Observe(resp, err)
-				}
-				out.put(&sessionv1.TaggedOutcome{Tag: tag, Outcome: outcome(resp, err)}, size)
-			})
+			ans := &answer{s: s, out: out, tag: tag, size: size}
+			if async, ok := s.SessionServiceServer.(asyncAppender); ok && req != nil {
+				s.serveAsync(ctx, async, req, ans)
+				continue
+			}
+			work.run(func() { ans.done(s.serveOne(ctx, tag, req)) })
 		}
 	}
+}
+
+// asyncAppender serves an append without a goroutine waiting for it
+// (session.Service.AppendAsync): done is called once, on the goroutine
+// that decides the outcome, and must not block.
+type asyncAppender interface {
+	AppendAsync(ctx context.Context, req *sessionv1.AppendRequest, done func(*sessionv1.AppendResponse, error))
+}
+
+// answer takes one append's outcome to the outbox, once.
+type answer struct {
+	s        *Server
+	out      *outbox
+	tag      uint64
+	size     int64
+	answered atomic.Bool
+}
+
+func (a *answer) done(resp *sessionv1.AppendResponse, err error) {
+	if !a.answered.CompareAndSwap(false, true) {
+		return
+	}
+	if a.s.Observe != nil {
+		a.s.Observe(resp, err)
+	}
+	a.out.put(&sessionv1.TaggedOutcome{Tag: a.tag, Outcome: outcome(resp, err)}, a.size)
+}
+
+// serveAsync hands one append of a batch to the service, on the stream's
+// receiving goroutine (validation and admission run here; a network
+// sender's admission refuses instead of waiting). A panic of the service
+// becomes the append's INTERNAL error instead of ending the process.
+func (s *Server) serveAsync(ctx context.Context, async asyncAppender, req *sessionv1.AppendRequest, ans *answer) {
+	defer func() {
+		if p := recover(); p != nil {
+			ans.done(nil, errs.Internal("append %d of the batch failed: %v", ans.tag, p))
+		}
+	}()
+	async.AppendAsync(ctx, req, ans.done)
 }
 
 // refuseAppends answers each of appends UNAVAILABLE without serving it
@@ -166,6 +211,7 @@ func refuseAppends(admit context.Context, out *outbox, appends []*sessionv1.Tagg
 		if err := out.budget.acquire(admit, 0); err != nil {
 			return context.Cause(admit)
 		}
+		out.serving.Add(1)
 		out.put(&sessionv1.TaggedOutcome{Tag: a.GetTag(), Outcome: outcome(nil, errDraining())}, 0)
 	}
 	return errDraining()
@@ -193,8 +239,8 @@ func (w *workers) loop(job func()) {
 	}
 }
 
-// serveOne serves one append of a batch. It runs on a goroutine of its
-// own, outside the stream handler's recovery, so a panic of the service
+// serveOne serves one append of a batch with a service that has no
+// AppendAsync. It runs on a worker goroutine, the stream handler's recovery, so a panic of the service
 // becomes this append's INTERNAL error instead of ending the process.
 func (s *Server) serveOne(ctx context.Context, tag uint64, req *sessionv1.AppendRequest) (resp *sessionv1.AppendResponse, err error) {
 	defer func() {

@@ -47,25 +47,38 @@ func (b *budget) release(n int, bytes int64) {
 	b.appends.Release(int64(n))
 }
 
-// outbox sends a stream's outcomes. The worker that puts an outcome while
-// no send is under way becomes the sender: it sends every outcome put by
-// then in one message, and goes on until none wait; the others only queue
-// theirs. So a lone outcome costs no hand-off to another goroutine, and
-// under load one message carries many. An outcome's place in the budget is
-// given back once the outcome was sent: a client that stops reading holds
-// its stream at the budget's bound, and a send blocked for SendTimeout
-// calls onStall.
+// outbox sends a stream's outcomes. put only queues an outcome (it runs
+// on the goroutine that decided it, often a session actor, and must not
+// block); the outbox's sender goroutine (run) sends every outcome queued
+// in one message, and goes on until none wait. Woken by the first outcome
+// of a commit, it yields once before sending, so that the others the same
+// commit decided — answered one after another by their session actors —
+// are queued by then and share the message: one write and one read per
+// commit and stream instead of one per append, which also matters to
+// clients that pay per message received (Python's grpcio: 30-45 µs each).
+// An outcome's place in the budget is given back, and serving counted
+// down, once the outcome was sent (or dropped): a client that stops
+// reading holds its stream at the budget's bound, and a send blocked for
+// SendTimeout calls onStall.
 //
-// Invariants: at most one goroutine (the one that set sending) calls
-// stream.Send; sending is cleared, under mu, only when nothing is pending;
-// after a failed send, or once closed, outcomes are dropped, not sent.
+// Invariants: only the sender goroutine calls stream.Send; sending is set
+// while it drains and cleared, under mu, only when nothing is pending, and
+// a put that finds nothing pending and no drain under way wakes it; after
+// a failed send, or once closed, outcomes are dropped, not sent; every
+// outcome put is counted out of serving exactly once.
 type outbox struct {
 	stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes]
 	budget *budget
+	// serving counts the stream's appends whose outcome is not yet sent
+	// or dropped; the handler waits for it.
+	serving *sync.WaitGroup
 	// watchdog fires onStall when a send stays blocked for SendTimeout;
 	// only the sender arms and disarms it.
 	watchdog    *time.Timer
 	sendTimeout time.Duration
+	wake        chan struct{} // capacity 1
+	quit        chan struct{} // closed by close
+	exited      chan struct{} // closed when run returns
 
 	mu      sync.Mutex
 	pending []*sessionv1.TaggedOutcome
@@ -75,33 +88,65 @@ type outbox struct {
 	err     error
 }
 
-func newOutbox(stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes], l Limits, onStall func()) *outbox {
-	o := &outbox{stream: stream, budget: newBudget(l), sendTimeout: l.SendTimeout}
+func newOutbox(stream grpc.BidiStreamingServer[sessionv1.AppendBatch, sessionv1.AppendOutcomes], l Limits,
+	serving *sync.WaitGroup, onStall func()) *outbox {
+	o := &outbox{stream: stream, budget: newBudget(l), serving: serving, sendTimeout: l.SendTimeout,
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
 	o.watchdog = time.AfterFunc(time.Hour, onStall)
 	o.watchdog.Stop()
 	return o
 }
 
-// put queues an outcome whose append weighed size bytes and, unless a send
-// is under way, sends everything queued.
+// put queues an outcome whose append weighed size bytes for the sender.
+// It never blocks.
 func (o *outbox) put(oc *sessionv1.TaggedOutcome, size int64) {
+	w := o.budget.weight(size)
 	o.mu.Lock()
-	o.pending = append(o.pending, oc)
-	o.sizes = append(o.sizes, o.budget.weight(size))
-	if o.sending {
+	if o.closed {
 		o.mu.Unlock()
+		o.done(1, w)
 		return
 	}
-	o.sending = true
-	// The appends of one commit are answered together: yield once, so the
-	// workers woken by the same commit queue their outcomes before this one
-	// sends, and one message carries them all. A client that pays per
-	// message received (Python's grpcio: 30-45 µs each) then pays a fifth
-	// as often; a lone outcome waits only for the goroutines already
-	// runnable.
+	o.pending = append(o.pending, oc)
+	o.sizes = append(o.sizes, w)
+	wake := !o.sending && len(o.pending) == 1
 	o.mu.Unlock()
-	runtime.Gosched()
+	if wake {
+		select {
+		case o.wake <- struct{}{}:
+		default: // woken already
+		}
+	}
+}
+
+// done counts n outcomes weighing bytes out: sent or dropped.
+func (o *outbox) done(n int, bytes int64) {
+	o.budget.release(n, bytes)
+	o.serving.Add(-n)
+}
+
+// run is the stream's sender: it sends what is queued each time it is
+// woken, until close.
+func (o *outbox) run() {
+	defer close(o.exited)
+	for {
+		select {
+		case <-o.wake:
+		case <-o.quit:
+			return
+		}
+		// Let the session actors answering the rest of the same commit
+		// queue their outcomes first (see outbox).
+		runtime.Gosched()
+		o.drain()
+	}
+}
+
+// drain sends the pending outcomes, as many per message as its bounds
+// allow, until none are pending.
+func (o *outbox) drain() {
 	o.mu.Lock()
+	o.sending = true
 	for len(o.pending) > 0 {
 		n, size := 0, 0
 		for n < len(o.pending) && n < maxOutcomesPerMessage && (n == 0 || size < maxOutcomeBytes) {
@@ -122,7 +167,7 @@ func (o *outbox) put(oc *sessionv1.TaggedOutcome, size int64) {
 			err = o.stream.Send(msg)
 			o.watchdog.Stop()
 		}
-		o.budget.release(n, bytes)
+		o.done(n, bytes)
 		o.mu.Lock()
 		if err != nil && o.err == nil {
 			o.err = err
@@ -133,12 +178,32 @@ func (o *outbox) put(oc *sessionv1.TaggedOutcome, size int64) {
 	o.mu.Unlock()
 }
 
-// close stops all sends but one already under way: the handler is
-// returning, after which the stream must not be sent on.
+// close stops all sends but one already under way — the handler is
+// returning, after which the stream must not be sent on — drops the
+// outcomes queued and those put later, and ends the sender once it is
+// idle.
 func (o *outbox) close() {
 	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
 	o.closed = true
+	var bytes int64
+	for _, b := range o.sizes {
+		bytes += b
+	}
+	n := len(o.pending)
+	if o.sending {
+		n, bytes = 0, 0 // the sender drops them
+	} else {
+		o.pending, o.sizes = nil, nil
+	}
 	o.mu.Unlock()
+	if n > 0 {
+		o.done(n, bytes)
+	}
+	close(o.quit)
 }
 
 // failure is the first failed send, once every worker has returned.

@@ -19,7 +19,8 @@ type Server struct {
 	// sender's append with RESOURCE_EXHAUSTED instead of holding it).
 	Mark func(context.Context) context.Context
 	// Observe, when set, is told each append's outcome (metrics). It is
-	// called on the stream's goroutine and must not block.
+	// called on the goroutine that decided the outcome (for AppendBatches,
+	// often a session actor's) and must not block.
 	Observe func(*sessionv1.AppendResponse, error)
 	// Draining, when set, is closed when the node starts shutting down.
 	// Every open stream then ends promptly instead of holding the

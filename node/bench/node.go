@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/node/appendstream"
+	nodeclient "github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/node/codec"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
@@ -85,8 +87,13 @@ func (n *localNode) stop(ctx context.Context) error {
 }
 
 // grpcConns is how many client connections a gRPC run spreads its calls
-// over (see grpcSessions).
-const grpcConns = 8
+// over (see grpcSessions): one per core the client may use. A connection's
+// frames are read by one goroutine and written by another on each side, so
+// connections beyond the cores add no parallelism, only more and smaller
+// messages, each a write, a read and a wake-up in both processes (on two
+// cores, 8 connections cost W1 and W2 25-40% more CPU per append than 1
+// or 2: docs/BENCHMARKS.md, issue 17, gRPC).
+func grpcConns() int { return min(max(runtime.GOMAXPROCS(0), 1), 8) }
 
 // loopbackServer serves n's sessions service on 127.0.0.1 for a gRPC run.
 // Every request, unary or on a stream, is marked writer.NoWait, as a node's
@@ -107,14 +114,16 @@ func loopbackServer(n *localNode) (*grpc.Server, string, error) {
 	return srv, lis.Addr().String(), nil
 }
 
-// dial opens grpcConns connections to addr, with the node's codec as a
-// node's clients use it (client.DialOptions) but without OutcomeOptions,
+// dial opens grpcConns connections to addr, with the node's codec and
+// receive windows as a node's clients use them (client.DialOptions) but
+// without OutcomeOptions,
 // whose per-call bookkeeping the streaming appends do not need.
 func dial(addr string) ([]*grpc.ClientConn, error) {
 	var conns []*grpc.ClientConn
-	for range grpcConns {
-		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec())))
+	for range grpcConns() {
+		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec()))}, nodeclient.WindowOptions()...)
+		c, err := grpc.NewClient(addr, opts...)
 		if err != nil {
 			closeConns(conns)
 			return nil, err
