@@ -158,6 +158,7 @@ func (a *applier) insertMessages(ms []*sessionv1.Message) error {
 	err := a.insert(insertMessagesSQL[len(ms)], args)
 	clear(args)
 	a.args = args[:0]
+	a.rows += int64(len(ms))
 	switch constraint(err) {
 	case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
 		return errConflictInBulk

@@ -93,11 +93,46 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		abort()
 		return nil, false, storeErr("apply", err)
 	}
+	pending := s.pending + a.rows
+	if pending >= s.settleAt {
+		if err := a.settle(); err != nil {
+			// The batch stands (its rows stay pending and readable);
+			// settling is tried again after settleAt more rows.
+			s.settleFailures.Add(1)
+		}
+		pending = 0
+	}
 	if err := tx.Commit(); err != nil {
 		abort()
 		return nil, false, storeErr("commit", err)
 	}
+	s.pending = pending
 	return results, false, nil
+}
+
+// settleSQL moves every pending message row into the per-session index
+// (schema migration 5). SQLite finds them through the pending rows' partial
+// index, and each settled session's rows land on its index leaf together.
+const settleSQL = `UPDATE message_rows SET indexed = 1 WHERE indexed = 0`
+
+// settle runs settleSQL in the transaction, so the rows' move is atomic
+// with the batch that made them due: a reader (through the view
+// session_messages) finds every row either pending or settled, never both
+// or neither. It runs in a savepoint and its failure is not the batch's:
+// the only way it can fail on a healthy database is a pending (session_id,
+// sequence) that is also settled, which the compare-and-set of every append
+// rules out; were it to happen, the rows stay pending (still unique among
+// the pending, still read) rather than every later batch failing.
+func (a *applier) settle() error {
+	if _, err := a.tx.ExecContext(a.ctx, "SAVEPOINT settle"); err != nil {
+		return err
+	}
+	if _, err := a.tx.ExecContext(a.ctx, settleSQL); err != nil {
+		_, _ = a.tx.ExecContext(a.ctx, "ROLLBACK TO settle; RELEASE settle")
+		return err
+	}
+	_, err := a.tx.ExecContext(a.ctx, "RELEASE settle")
+	return err
 }
 
 // applier carries one transaction; tail is its view of the audit chain
@@ -120,6 +155,9 @@ type applier struct {
 	nvs  []driver.NamedValue
 	// conn is the writer's connection, which tx runs on (see insert).
 	conn *sql.Conn
+	// rows counts the message rows this attempt inserted (pending rows,
+	// see settle); an overcount only settles a little early.
+	rows int64
 }
 
 // restore rolls the applier back to m: the chain's entries assigned after
