@@ -15,9 +15,9 @@ import (
 
 // The raw ceiling: the rows agentstate stores for the workload — the
 // message_rows table of persistence/sqlite, same columns, same UNIQUE
-// indexes, same layout (rows written pending, then
-// settled into the per-session index once sqlite.SettleRows are pending:
-// schema migration 5) — inserted by one goroutine through one prepared
+// indexes, same layout (rows written pending and settled into the
+// per-session index once sqlite.SettleRows are pending, or settled at once
+// in transactions of many rows per session: schema migration 5) — inserted by one goroutine through one prepared
 // statement, RawBatch rows per transaction, in WAL mode with the run's
 // synchronous and IMMEDIATE transactions like agentstate's writer. No
 // actors, no validation, no per-append answer: the most this disk and
@@ -77,15 +77,24 @@ func runRaw(ctx context.Context, cfg Config, path string, batch int) (Result, er
 	var done atomic.Int64
 	stopProgress := progress(cfg, &done)
 	cpu0, t0 := processCPU(), time.Now()
+	// As the store's writer: rows pending where a transaction carries
+	// fewer than sqlite.PendingRowsPerSession per session, settled at once
+	// otherwise.
+	indexed := 0
+	if batch >= sqlite.PendingRowsPerSession*min(cfg.Sessions, batch) {
+		indexed = 1
+	}
 	commits, pending := 0, 0
 	for lo := 0; lo < cfg.Appends; lo += batch {
 		hi := min(lo+batch, cfg.Appends)
-		pending += hi - lo
+		if indexed == 0 {
+			pending += hi - lo
+		}
 		settle := pending >= sqlite.SettleRows
 		if settle {
 			pending = 0
 		}
-		if err := rawBatch(ctx, db, sessions, msgIDs, content, lo, hi, settle); err != nil {
+		if err := rawBatch(ctx, db, sessions, msgIDs, content, lo, hi, indexed, settle); err != nil {
 			stopProgress()
 			return res, fmt.Errorf("raw insert: %w", err)
 		}
@@ -122,14 +131,14 @@ func rawSessions(ctx context.Context, db *sql.DB, n int) ([]string, error) {
 	return sessions, tx.Commit()
 }
 
-func rawBatch(ctx context.Context, db *sql.DB, sessions, msgIDs []string, content string, lo, hi int, settle bool) error {
+func rawBatch(ctx context.Context, db *sql.DB, sessions, msgIDs []string, content string, lo, hi, indexed int, settle bool) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO message_rows(session_id, sequence, message_id, role,
-		content, metadata_json, created_at) VALUES (?, ?, ?, ?, ?, '{}', ?)`)
+		content, metadata_json, created_at, indexed) VALUES (?, ?, ?, ?, ?, '{}', ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -137,7 +146,7 @@ func rawBatch(ctx context.Context, db *sql.DB, sessions, msgIDs []string, conten
 	now := time.Now().UnixNano()
 	s := len(sessions)
 	for i := lo; i < hi; i++ {
-		if _, err := ins.ExecContext(ctx, sessions[i%s], i/s, msgIDs[i], 1+i%2, content, now); err != nil {
+		if _, err := ins.ExecContext(ctx, sessions[i%s], i/s, msgIDs[i], 1+i%2, content, now, indexed); err != nil {
 			return err
 		}
 	}

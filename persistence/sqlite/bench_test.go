@@ -258,8 +258,11 @@ func benchRawTx(b *testing.B, nSessions, perSession int) {
 	rows := nSessions * perSession // 1000 in every BenchmarkAppend shape
 	msgIDs := make([]string, rows)
 	seq := int64(0)
-	// Settled as the writer settles them (schema migration 5).
-	pending := int64(0)
+	// Pending or settled as the writer writes them (schema migration 5).
+	pending, indexed := int64(0), int64(0)
+	if perSession >= pendingRowsPerSession {
+		indexed = 1
+	}
 	t := startTimer(b)
 	for i := 0; i < b.N; i++ {
 		t.stop()
@@ -275,14 +278,14 @@ func benchRawTx(b *testing.B, nSessions, perSession int) {
 		txStmt := tx.StmtContext(ctx, stmt)
 		for k, sid := range sessions {
 			for j := 0; j < perSession; j++ {
-				if _, err := txStmt.ExecContext(ctx, sid, seq+int64(j), msgIDs[k*perSession+j], int64(1), benchContent, "{}", created, int64(0)); err != nil {
+				if _, err := txStmt.ExecContext(ctx, sid, seq+int64(j), msgIDs[k*perSession+j], int64(1), benchContent, "{}", created, int64(0), indexed); err != nil {
 					_ = tx.Rollback() // the store's cleanup would wait on the open transaction
 					b.Fatal(err)
 				}
 			}
 		}
 		seq += int64(perSession)
-		if pending += int64(rows); pending >= settleRows {
+		if pending += int64(rows); perSession < pendingRowsPerSession && pending >= settleRows {
 			if _, err := tx.ExecContext(ctx, settleSQL); err != nil {
 				_ = tx.Rollback()
 				b.Fatal(err)

@@ -229,3 +229,42 @@ func TestPendingRowsAreCountedOnOpen(t *testing.T) {
 		t.Fatalf("%d pending rows counted on open, want 5", pending)
 	}
 }
+
+// A transaction of many rows per session writes them settled at once, and
+// one of about a row per session writes them pending (pendingLayout).
+func TestTransactionShapeChoosesTheRowKind(t *testing.T) {
+	s := mustOpen(t, "memory:layout-shape")
+	defer mustClose(t, s)
+	one, a, b := createSession(t, s), createSession(t, s), createSession(t, s)
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	at := timestamppb.Now()
+	turns := make([]persistence.Turn, pendingRowsPerSession)
+	for i := range turns {
+		turns[i].Messages = []*sessionv1.Message{newMsg(fmt.Sprint("m", i), at)}
+	}
+	res := applyOK(t, w, &persistence.AppendMessages{SessionID: one, Turns: turns, UpdatedAt: time.Now()})[0]
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if settled, pending := rowKinds(t, s, one); settled != pendingRowsPerSession || pending != 0 {
+		t.Fatalf("%d rows on one session: %d settled, %d pending; want all settled", pendingRowsPerSession, settled, pending)
+	}
+	res = applyOK(t, w,
+		&persistence.AppendMessages{SessionID: a, Turns: turns[:1], UpdatedAt: time.Now()},
+		&persistence.AppendMessages{SessionID: b, Turns: turns[1:2], UpdatedAt: time.Now()})[0]
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	for _, id := range []string{a, b} {
+		if settled, pending := rowKinds(t, s, id); settled != 0 || pending != 1 {
+			t.Fatalf("one row per session: %d settled, %d pending; want it pending", settled, pending)
+		}
+	}
+	if got := storedMessages(t, s, one); len(got) != pendingRowsPerSession {
+		t.Fatalf("%d messages read, want %d", len(got), pendingRowsPerSession)
+	}
+}

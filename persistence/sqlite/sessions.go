@@ -15,11 +15,12 @@ const (
 	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at,
 	state_json, client_key, expires_at, first_sequence)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	// Messages are written to message_rows, pending (indexed = 0, the
-	// column's default), and read through the view session_messages
-	// (schema migration 5; settle in writer.go).
+	// Messages are written to message_rows, pending (indexed = 0) or
+	// settled (1) as the transaction's shape says (pendingLayout), and read
+	// through the view session_messages (schema migration 5; settle in
+	// writer.go).
 	insertMessageSQL = `INSERT INTO message_rows (session_id, sequence, message_id, role, content,
-	metadata_json, created_at, event_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	metadata_json, created_at, event_at, indexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// A stored message id is skipped, not an error: that is how duplicate
 	// turns are found without a lookup per message. A taken sequence still
 	// fails.
@@ -88,8 +89,8 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 		_, err = a.exec(insertMessageSQL, s.SessionId, first+int64(i), m.MessageId, int64(m.Role), m.Content,
-			orEmptyObject(m.MetadataJson), created, persistence.EventNanos(m))
-		a.rows++
+			orEmptyObject(m.MetadataJson), created, persistence.EventNanos(m), a.indexed())
+		a.inserted(1)
 		if err != nil {
 			if constraint(err) == sqlite3.ErrConstraintUnique {
 				return persistence.Result{}, errs.InvalidArgument("create session %s: message id %s appears twice", s.SessionId, m.MessageId)
@@ -237,7 +238,8 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 			return persistence.TurnResult{Err: err}, 0, nil
 		}
 		meta := orEmptyObject(m.MetadataJson)
-		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created, persistence.EventNanos(m))
+		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created,
+			persistence.EventNanos(m), a.indexed())
 		if err != nil {
 			switch constraint(err) {
 			case sqlite3.ErrConstraintUnique:
@@ -261,7 +263,7 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 		out[i] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: seq + inserted,
 			Role: m.Role, Content: m.Content, MetadataJson: meta, CreatedAt: persistence.Stamp(created), EventTime: m.EventTime}
 		inserted++
-		a.rows++
+		a.inserted(1)
 	}
 	switch {
 	case skipped == 0:

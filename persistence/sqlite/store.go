@@ -31,9 +31,13 @@ const (
 	settleRows = 512
 )
 
-// SettleRows is settleRows, for the raw ceiling of node bench, which
-// stores the same rows the same way.
-const SettleRows = settleRows
+// SettleRows and PendingRowsPerSession are settleRows and
+// pendingRowsPerSession (writer.go), for the raw ceiling of node bench,
+// which stores the same rows the same way.
+const (
+	SettleRows            = settleRows
+	PendingRowsPerSession = pendingRowsPerSession
+)
 
 // Store is one open SQLite database, shared by every Open of its URL in
 // the process. It implements persistence.Store.

@@ -78,7 +78,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		_ = tx.Rollback()
 		return nil, false, storeErr("load audit chain", err)
 	}
-	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints}
+	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, pendingRows: pendingLayout(batch)}
 	a.tail.Start(pos, hash)
 	abort := func() {
 		a.restore(persistence.ChainMark{})
@@ -155,9 +155,63 @@ type applier struct {
 	nvs  []driver.NamedValue
 	// conn is the writer's connection, which tx runs on (see insert).
 	conn *sql.Conn
-	// rows counts the message rows this attempt inserted (pending rows,
-	// see settle); an overcount only settles a little early.
-	rows int64
+	// pendingRows: this transaction writes its message rows pending
+	// rather than settled (pendingLayout); rows counts the pending rows it
+	// inserted (see settle; an overcount only settles a little early).
+	pendingRows bool
+	rows        int64
+}
+
+// pendingRowsPerSession is the most message rows per session, on average
+// over a batch's appends, for which they are written pending. A settled
+// row costs its session's index leaf, once per transaction however many of
+// the session's rows it carries; a pending row costs its share of the
+// small pending index now and of a settle later (an UPDATE of the row,
+// ~5 µs of CPU, and its index leaf shared with the session's other settled
+// rows). So pending pays where a transaction carries about one row per
+// session (64 callers over 64 sessions: one leaf per row saved) and not
+// where it carries many (16 callers on one session, 4,096 callers over 64
+// sessions, imports), which then go to the per-session index at once as
+// before schema migration 5 (docs/BENCHMARKS.md).
+const pendingRowsPerSession = 4
+
+// pendingLayout tells whether batch's message rows are written pending:
+// fewer than pendingRowsPerSession rows per session on average.
+func pendingLayout(batch []persistence.Command) bool {
+	rows := 0
+	sessions := make(map[string]struct{})
+	for _, cmd := range batch {
+		var id string
+		switch c := cmd.(type) {
+		case *persistence.AppendMessages:
+			id = c.SessionID
+			for i := range c.Turns {
+				rows += len(c.Turns[i].Messages)
+			}
+		case *persistence.CreateSession:
+			id = c.Session.GetSessionId()
+			rows += len(c.Messages)
+		default:
+			continue
+		}
+		sessions[id] = struct{}{}
+	}
+	return rows < pendingRowsPerSession*len(sessions)
+}
+
+// indexed is the indexed column of the rows this transaction inserts.
+func (a *applier) indexed() int64 {
+	if a.pendingRows {
+		return 0
+	}
+	return 1
+}
+
+// inserted counts n message rows the transaction inserted.
+func (a *applier) inserted(n int) {
+	if a.pendingRows {
+		a.rows += int64(n)
+	}
 }
 
 // restore rolls the applier back to m: the chain's entries assigned after
