@@ -127,8 +127,8 @@ func prebuiltSession(b *testing.B, dir string, size int) (string, string) {
 	}
 	defer db.Close()
 	if _, err := db.Exec(`WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c WHERE x < ? - 1)
-		INSERT INTO session_messages (session_id, sequence, message_id, role, content, metadata_json, created_at)
-		SELECT ?, x, printf('m%d', x), 1, 'content of a message', '{}', ? FROM c`, size, id, now.AsTime().UnixNano()); err != nil {
+		INSERT INTO message_rows (session_id, sequence, message_id, role, content, metadata_json, created_at, indexed)
+		SELECT ?, x, printf('m%d', x), 1, 'content of a message', '{}', ?, 1 FROM c`, size, id, now.AsTime().UnixNano()); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := db.Exec(`UPDATE sessions SET next_sequence = ? WHERE session_id = ?`, size, id); err != nil {

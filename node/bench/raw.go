@@ -10,31 +10,38 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/persistence/sqlite"
 )
 
 // The raw ceiling: the rows agentstate stores for the workload — the
-// session_messages table of persistence/sqlite, same columns, same UNIQUE
-// indexes, same sessions parent — inserted by one goroutine through one
-// prepared statement, RawBatch rows per transaction, in WAL mode with the
-// run's synchronous and IMMEDIATE transactions like agentstate's writer. No actors, no validation, no per-append answer: the
-// most this disk and SQLite give for these rows, measured in the same run.
+// message_rows table of persistence/sqlite, same columns, same UNIQUE
+// indexes, same layout (rows written pending and settled into the
+// per-session index once sqlite.SettleRows are pending, or settled at once
+// in transactions of many rows per session: schema migration 5) — inserted by one goroutine through one prepared
+// statement, RawBatch rows per transaction, in WAL mode with the run's
+// synchronous and IMMEDIATE transactions like agentstate's writer. No
+// actors, no validation, no per-append answer: the most this disk and
+// SQLite give for these rows, measured in the same run.
 const rawSchema = `
 CREATE TABLE sessions (
 	session_id TEXT PRIMARY KEY,
 	updated_at INTEGER NOT NULL
 );
-CREATE TABLE session_messages (
+CREATE TABLE message_rows (
 	id            INTEGER PRIMARY KEY,
-	session_id    TEXT NOT NULL REFERENCES sessions(session_id),
+	session_id    TEXT NOT NULL,
 	sequence      INTEGER NOT NULL,
 	message_id    TEXT NOT NULL,
 	role          INTEGER NOT NULL,
 	content       TEXT NOT NULL,
 	metadata_json TEXT NOT NULL,
 	created_at    INTEGER NOT NULL,
-	UNIQUE (session_id, sequence),
+	event_at      INTEGER NOT NULL DEFAULT 0,
+	indexed       INTEGER NOT NULL DEFAULT 0,
 	UNIQUE (message_id, session_id)
 );
+CREATE UNIQUE INDEX message_rows_by_sequence ON message_rows(session_id, sequence) WHERE indexed = 1;
+CREATE UNIQUE INDEX message_rows_pending ON message_rows(session_id, sequence) WHERE indexed = 0;
 `
 
 // runRaw measures the ceiling for cfg's sessions and appends in
@@ -70,10 +77,24 @@ func runRaw(ctx context.Context, cfg Config, path string, batch int) (Result, er
 	var done atomic.Int64
 	stopProgress := progress(cfg, &done)
 	cpu0, t0 := processCPU(), time.Now()
-	commits := 0
+	// As the store's writer: rows pending where a transaction carries
+	// fewer than sqlite.PendingRowsPerSession per session, settled at once
+	// otherwise.
+	indexed := 0
+	if batch >= sqlite.PendingRowsPerSession*min(cfg.Sessions, batch) {
+		indexed = 1
+	}
+	commits, pending := 0, 0
 	for lo := 0; lo < cfg.Appends; lo += batch {
 		hi := min(lo+batch, cfg.Appends)
-		if err := rawBatch(ctx, db, sessions, msgIDs, content, lo, hi); err != nil {
+		if indexed == 0 {
+			pending += hi - lo
+		}
+		settle := pending >= sqlite.SettleRows
+		if settle {
+			pending = 0
+		}
+		if err := rawBatch(ctx, db, sessions, msgIDs, content, lo, hi, indexed, settle); err != nil {
 			stopProgress()
 			return res, fmt.Errorf("raw insert: %w", err)
 		}
@@ -110,14 +131,14 @@ func rawSessions(ctx context.Context, db *sql.DB, n int) ([]string, error) {
 	return sessions, tx.Commit()
 }
 
-func rawBatch(ctx context.Context, db *sql.DB, sessions, msgIDs []string, content string, lo, hi int) error {
+func rawBatch(ctx context.Context, db *sql.DB, sessions, msgIDs []string, content string, lo, hi, indexed int, settle bool) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO session_messages(session_id, sequence, message_id, role,
-		content, metadata_json, created_at) VALUES (?, ?, ?, ?, ?, '{}', ?)`)
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO message_rows(session_id, sequence, message_id, role,
+		content, metadata_json, created_at, indexed) VALUES (?, ?, ?, ?, ?, '{}', ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -125,7 +146,12 @@ func rawBatch(ctx context.Context, db *sql.DB, sessions, msgIDs []string, conten
 	now := time.Now().UnixNano()
 	s := len(sessions)
 	for i := lo; i < hi; i++ {
-		if _, err := ins.ExecContext(ctx, sessions[i%s], i/s, msgIDs[i], 1+i%2, content, now); err != nil {
+		if _, err := ins.ExecContext(ctx, sessions[i%s], i/s, msgIDs[i], 1+i%2, content, now, indexed); err != nil {
+			return err
+		}
+	}
+	if settle {
+		if _, err := tx.ExecContext(ctx, `UPDATE message_rows SET indexed = 1 WHERE indexed = 0`); err != nil {
 			return err
 		}
 	}
@@ -136,7 +162,7 @@ func rawBatch(ctx context.Context, db *sql.DB, sessions, msgIDs []string, conten
 // every row is there.
 func verifyRaw(ctx context.Context, db *sql.DB, cfg Config, res *Result) error {
 	rows, err := db.QueryContext(ctx, `SELECT COUNT(*), COALESCE(MAX(sequence), -1), COUNT(DISTINCT sequence)
-		FROM session_messages GROUP BY session_id`)
+		FROM message_rows GROUP BY session_id`)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ var messageChunks = [...]int{256, 128, 64, 32, 16, 8, 4, 2, 1}
 var insertMessagesSQL = map[int]string{}
 
 func init() {
-	const row = `(?, ?, ?, ?, ?, ?, ?, ?)`
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	for _, n := range messageChunks {
 		insertMessagesSQL[n] = insertMessageSQL[:strings.Index(insertMessageSQL, "VALUES")] + "VALUES " +
 			strings.Repeat(row+", ", n-1) + row
@@ -153,11 +153,12 @@ func (a *applier) insertMessages(ms []*sessionv1.Message) error {
 	for _, m := range ms {
 		// appendBulk made these messages from ones checkTurn checked.
 		args = append(args, m.SessionId, m.Sequence, m.MessageId, int64(m.Role), m.Content, m.MetadataJson,
-			persistence.CheckedNanos(m.CreatedAt), persistence.EventNanos(m))
+			persistence.CheckedNanos(m.CreatedAt), persistence.EventNanos(m), a.indexed())
 	}
 	err := a.insert(insertMessagesSQL[len(ms)], args)
 	clear(args)
 	a.args = args[:0]
+	a.inserted(len(ms))
 	switch constraint(err) {
 	case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
 		return errConflictInBulk

@@ -27,6 +27,20 @@ func TestConformanceFile(t *testing.T) {
 	})
 }
 
+// The suite again with the writer settling pending message rows every
+// three rows (migration 5), so that its sessions hold settled and pending
+// rows at once and every read and delete meets both.
+func TestConformanceFileSettling(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "agentstate.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sqlite.SettleEvery(s, 3)
+		return s
+	})
+}
+
 var memoryNames atomic.Int64
 
 func TestConformanceMemory(t *testing.T) {

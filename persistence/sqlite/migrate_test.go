@@ -63,6 +63,11 @@ func TestMigrationKeepsMessagesOfAnOlderSchema(t *testing.T) {
 			t.Fatalf("row %d after the migration: %v", i, m)
 		}
 	}
+	// Migration 5 copies the stored messages settled (in the per-session
+	// index), not pending.
+	if settled, pending := rowKinds(t, s, session); settled != len(msgIDs) || pending != 0 {
+		t.Fatalf("after the migration: %d settled and %d pending rows, want %d and 0", settled, pending, len(msgIDs))
+	}
 	// The rebuilt table still refuses a stored message id in its session:
 	// a retried turn is answered as a duplicate, with the stored sequence.
 	w, err := s.Writer()

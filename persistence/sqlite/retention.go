@@ -42,11 +42,7 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 			return persistence.Result{}, err
 		}
 	}
-	del, err := a.exec(`DELETE FROM session_messages WHERE session_id = ? AND sequence <= ?`, c.SessionID, cut)
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	removed, err := rowsAffected(del)
+	removed, err := a.deleteMessages(`session_id = ? AND sequence <= ?`, c.SessionID, cut)
 	if err != nil {
 		return persistence.Result{}, err
 	}

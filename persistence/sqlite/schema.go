@@ -194,6 +194,50 @@ CREATE TABLE session_snapshots (
 	created_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 `,
+	// 5 (issue 17, the "layout" change): messages leave the per-session
+	// index out of the append path. A (session_id, sequence) index puts
+	// every session a transaction appends to on a leaf of its own: at 64
+	// sessions per group commit those leaves were ~80 of the ~90 pages
+	// (WAL frames) each commit wrote. Rows are now stored in message_rows
+	// with indexed = 0 ("pending"), where a small partial index of the
+	// pending rows alone keeps them unique and findable (it spans a few
+	// pages, shared by all sessions, because the writer settles it: once
+	// settleRows rows are pending it sets indexed = 1 on all of them in the
+	// same transaction, moving them into the full per-session index, which
+	// then takes several rows per leaf). Reads go through the view
+	// session_messages, which the planner runs as a merge of the two
+	// indexes in sequence order (see settle in writer.go). The foreign
+	// key to sessions goes: a partial index cannot serve SQLite's check on
+	// a session's delete, which would scan every message; appends prove
+	// their session in the same transaction (the compare-and-set on its
+	// next_sequence) and a delete removes the messages first. SQLite
+	// cannot drop a table constraint, so the table is rebuilt (as in 3).
+	`
+CREATE TABLE message_rows (
+	id            INTEGER PRIMARY KEY,
+	session_id    TEXT NOT NULL,
+	sequence      INTEGER NOT NULL,
+	message_id    TEXT NOT NULL,
+	role          INTEGER NOT NULL,
+	content       TEXT NOT NULL,
+	metadata_json TEXT NOT NULL,
+	created_at    INTEGER NOT NULL,
+	event_at      INTEGER NOT NULL DEFAULT 0,
+	indexed       INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (message_id, session_id)
+);
+INSERT INTO message_rows (id, session_id, sequence, message_id, role, content, metadata_json, created_at, event_at, indexed)
+	SELECT id, session_id, sequence, message_id, role, content, metadata_json, created_at, event_at, 1 FROM session_messages;
+DROP TABLE session_messages;
+CREATE UNIQUE INDEX message_rows_by_sequence ON message_rows(session_id, sequence) WHERE indexed = 1;
+CREATE UNIQUE INDEX message_rows_pending ON message_rows(session_id, sequence) WHERE indexed = 0;
+CREATE VIEW session_messages AS
+	SELECT id, session_id, sequence, message_id, role, content, metadata_json, created_at, event_at
+		FROM message_rows WHERE indexed = 1
+	UNION ALL
+	SELECT id, session_id, sequence, message_id, role, content, metadata_json, created_at, event_at
+		FROM message_rows WHERE indexed = 0;
+`,
 }
 
 // migrate brings the database to the latest schema version inside one

@@ -15,8 +15,12 @@ const (
 	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at,
 	state_json, client_key, expires_at, first_sequence)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insertMessageSQL = `INSERT INTO session_messages (session_id, sequence, message_id, role, content,
-	metadata_json, created_at, event_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	// Messages are written to message_rows, pending (indexed = 0) or
+	// settled (1) as the transaction's shape says (pendingLayout), and read
+	// through the view session_messages (schema migration 5; settle in
+	// writer.go).
+	insertMessageSQL = `INSERT INTO message_rows (session_id, sequence, message_id, role, content,
+	metadata_json, created_at, event_at, indexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// A stored message id is skipped, not an error: that is how duplicate
 	// turns are found without a lookup per message. A taken sequence still
 	// fails.
@@ -85,7 +89,8 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 		_, err = a.exec(insertMessageSQL, s.SessionId, first+int64(i), m.MessageId, int64(m.Role), m.Content,
-			orEmptyObject(m.MetadataJson), created, persistence.EventNanos(m))
+			orEmptyObject(m.MetadataJson), created, persistence.EventNanos(m), a.indexed())
+		a.inserted(1)
 		if err != nil {
 			if constraint(err) == sqlite3.ErrConstraintUnique {
 				return persistence.Result{}, errs.InvalidArgument("create session %s: message id %s appears twice", s.SessionId, m.MessageId)
@@ -121,9 +126,11 @@ func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
 // AppendMessages inserts turn by turn from NextSequence, then moves the
 // session's next_sequence from NextSequence to the end in one UPDATE that
 // also checks it: a stale or skipping NextSequence matches no row and fails
-// the command (and its savepoint undoes the inserts). A stale one usually
-// fails earlier, on UNIQUE(session_id, sequence); a missing session fails on
-// the messages' foreign key or, with nothing inserted, on the UPDATE.
+// the command (and its savepoint undoes the inserts). A stale one may fail
+// earlier, on the pending rows' UNIQUE(session_id, sequence) (schema
+// migration 5: settled rows have their own); a missing session fails on
+// the UPDATE (message rows have no foreign key since migration 5, so this
+// check is what keeps a message from outliving or preceding its session).
 //
 // Without savepoints (a.buffered) the rows go in multi-row statements
 // (appendBulk); with them, row by row (turn), which is what tells a
@@ -231,7 +238,8 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 			return persistence.TurnResult{Err: err}, 0, nil
 		}
 		meta := orEmptyObject(m.MetadataJson)
-		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created, persistence.EventNanos(m))
+		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created,
+			persistence.EventNanos(m), a.indexed())
 		if err != nil {
 			switch constraint(err) {
 			case sqlite3.ErrConstraintUnique:
@@ -255,6 +263,7 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 		out[i] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: seq + inserted,
 			Role: m.Role, Content: m.Content, MetadataJson: meta, CreatedAt: persistence.Stamp(created), EventTime: m.EventTime}
 		inserted++
+		a.inserted(1)
 	}
 	switch {
 	case skipped == 0:
@@ -264,7 +273,7 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 		return persistence.TurnResult{Messages: out}, inserted, nil
 	case inserted > 0:
 		// Some ids were stored before, some not: undo this turn's rows.
-		if _, err := a.exec(`DELETE FROM session_messages WHERE session_id = ? AND sequence >= ? AND sequence < ?`,
+		if _, err := a.deleteMessages(`session_id = ? AND sequence >= ? AND sequence < ?`,
 			sessionID, seq, seq+inserted); err != nil {
 			return persistence.TurnResult{}, 0, err
 		}
@@ -286,8 +295,8 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 func (a *applier) storedMessage(sessionID, messageID string) (*sessionv1.Message, error) {
 	m := &sessionv1.Message{SessionId: sessionID, MessageId: messageID}
 	var role, created, event int64
-	err := a.queryRow(`SELECT sequence, role, content, metadata_json, created_at, event_at FROM session_messages
-		WHERE session_id = ? AND message_id = ?`, sessionID, messageID).Scan(&m.Sequence, &role, &m.Content, &m.MetadataJson, &created, &event)
+	err := a.queryRow(`SELECT sequence, role, content, metadata_json, created_at, event_at FROM message_rows
+		WHERE message_id = ? AND session_id = ?`, messageID, sessionID).Scan(&m.Sequence, &role, &m.Content, &m.MetadataJson, &created, &event)
 	if err != nil {
 		return nil, err
 	}
@@ -367,8 +376,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	}
 	var res persistence.Result
 	if c.Limit > 0 {
-		del, err := a.exec(`DELETE FROM session_messages WHERE id IN
-			(SELECT id FROM session_messages WHERE session_id = ? ORDER BY sequence DESC LIMIT ?)`, c.SessionID, c.Limit)
+		del, err := a.exec(deleteLastMessagesSQL, c.SessionID, c.Limit)
 		if err != nil {
 			return persistence.Result{}, err
 		}
@@ -400,11 +408,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.exec(`DELETE FROM session_links WHERE session_id = ?`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
-	del, err := a.exec(`DELETE FROM session_messages WHERE session_id = ?`, c.SessionID)
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	removed, err := rowsAffected(del)
+	removed, err := a.deleteMessages(`session_id = ?`, c.SessionID)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -419,4 +423,29 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	return res, nil
+}
+
+// deleteLastMessagesSQL deletes a session's last ?2 messages. Its ORDER
+// BY … LIMIT is on the two kinds of rows' union itself, which SQLite runs
+// as a merge of their indexes that stops after ?2 rows; through the view
+// (an IN subquery with ORDER BY is not flattened) it would sort all the
+// session's messages on every call.
+const deleteLastMessagesSQL = `DELETE FROM message_rows WHERE id IN (SELECT id FROM (
+	SELECT id, sequence FROM message_rows WHERE indexed = 1 AND session_id = ?1
+	UNION ALL
+	SELECT id, sequence FROM message_rows WHERE indexed = 0 AND session_id = ?1
+	ORDER BY sequence DESC LIMIT ?2))`
+
+// deleteMessages deletes the messages that the view session_messages
+// selects with where (no ORDER BY or LIMIT: see deleteLastMessagesSQL)
+// and returns how
+// many. Through the view, because only it finds a session's rows by index
+// whether they are pending or settled; a DELETE on message_rows with the
+// same WHERE would scan the table.
+func (a *applier) deleteMessages(where string, args ...any) (int64, error) {
+	del, err := a.exec(`DELETE FROM message_rows WHERE id IN (SELECT id FROM session_messages WHERE `+where+`)`, args...)
+	if err != nil {
+		return 0, err
+	}
+	return rowsAffected(del)
 }

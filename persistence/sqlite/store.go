@@ -22,6 +22,21 @@ const (
 	// truncates the WAL to when it resets it on its own.
 	walCheckpointBytes = 64 << 20
 	journalSizeLimit   = 32 << 20
+	// settleRows is how many message rows may be pending (schema
+	// migration 5) before the writer settles them into the per-session
+	// index. More pending rows mean fewer, fuller index leaves per settle
+	// but a larger pending index for every append and read to share and
+	// a longer settling transaction: 512 is 8 W1 commits of 64 appends,
+	// whose settle writes ~8 rows per session leaf (docs/BENCHMARKS.md).
+	settleRows = 512
+)
+
+// SettleRows and PendingRowsPerSession are settleRows and
+// pendingRowsPerSession (writer.go), for the raw ceiling of node bench,
+// which stores the same rows the same way.
+const (
+	SettleRows            = settleRows
+	PendingRowsPerSession = pendingRowsPerSession
 )
 
 // Store is one open SQLite database, shared by every Open of its URL in
@@ -50,7 +65,14 @@ type Store struct {
 	writerHeld bool
 	walLimit   int64
 
-	checkpoints atomic.Int64
+	// pending counts the message rows not yet settled (see settle), as
+	// of the last commit; settleAt is settleRows but for tests. Guarded by
+	// wmu.
+	pending  int64
+	settleAt int64
+
+	checkpoints    atomic.Int64
+	settleFailures atomic.Int64
 }
 
 var _ persistence.Store = (*Store)(nil)
@@ -59,6 +81,7 @@ func newStore(loc location) *Store {
 	return &Store{
 		loc:      loc,
 		walLimit: walCheckpointBytes,
+		settleAt: settleRows,
 	}
 }
 
@@ -104,6 +127,9 @@ func (s *Store) open() (err error) {
 	}
 	if s.migrationRuns, err = migrate(ctx, s.wconn); err != nil {
 		return storeErr("migrate "+s.loc.key, err)
+	}
+	if err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM message_rows WHERE indexed = 0`).Scan(&s.pending); err != nil {
+		return storeErr("open "+s.loc.key, err)
 	}
 	s.rdb, err = sql.Open("sqlite3", s.loc.readerDSN())
 	if err != nil {

@@ -78,7 +78,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		_ = tx.Rollback()
 		return nil, false, storeErr("load audit chain", err)
 	}
-	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints}
+	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, pendingRows: pendingLayout(batch)}
 	a.tail.Start(pos, hash)
 	abort := func() {
 		a.restore(persistence.ChainMark{})
@@ -93,11 +93,46 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		abort()
 		return nil, false, storeErr("apply", err)
 	}
+	pending := s.pending + a.rows
+	if pending >= s.settleAt {
+		if err := a.settle(); err != nil {
+			// The batch stands (its rows stay pending and readable);
+			// settling is tried again after settleAt more rows.
+			s.settleFailures.Add(1)
+		}
+		pending = 0
+	}
 	if err := tx.Commit(); err != nil {
 		abort()
 		return nil, false, storeErr("commit", err)
 	}
+	s.pending = pending
 	return results, false, nil
+}
+
+// settleSQL moves every pending message row into the per-session index
+// (schema migration 5). SQLite finds them through the pending rows' partial
+// index, and each settled session's rows land on its index leaf together.
+const settleSQL = `UPDATE message_rows SET indexed = 1 WHERE indexed = 0`
+
+// settle runs settleSQL in the transaction, so the rows' move is atomic
+// with the batch that made them due: a reader (through the view
+// session_messages) finds every row either pending or settled, never both
+// or neither. It runs in a savepoint and its failure is not the batch's:
+// the only way it can fail on a healthy database is a pending (session_id,
+// sequence) that is also settled, which the compare-and-set of every append
+// rules out; were it to happen, the rows stay pending (still unique among
+// the pending, still read) rather than every later batch failing.
+func (a *applier) settle() error {
+	if _, err := a.tx.ExecContext(a.ctx, "SAVEPOINT settle"); err != nil {
+		return err
+	}
+	if _, err := a.tx.ExecContext(a.ctx, settleSQL); err != nil {
+		_, _ = a.tx.ExecContext(a.ctx, "ROLLBACK TO settle; RELEASE settle")
+		return err
+	}
+	_, err := a.tx.ExecContext(a.ctx, "RELEASE settle")
+	return err
 }
 
 // applier carries one transaction; tail is its view of the audit chain
@@ -120,6 +155,63 @@ type applier struct {
 	nvs  []driver.NamedValue
 	// conn is the writer's connection, which tx runs on (see insert).
 	conn *sql.Conn
+	// pendingRows: this transaction writes its message rows pending
+	// rather than settled (pendingLayout); rows counts the pending rows it
+	// inserted (see settle; an overcount only settles a little early).
+	pendingRows bool
+	rows        int64
+}
+
+// pendingRowsPerSession is the most message rows per session, on average
+// over a batch's appends, for which they are written pending. A settled
+// row costs its session's index leaf, once per transaction however many of
+// the session's rows it carries; a pending row costs its share of the
+// small pending index now and of a settle later (an UPDATE of the row,
+// ~5 µs of CPU, and its index leaf shared with the session's other settled
+// rows). So pending pays where a transaction carries about one row per
+// session (64 callers over 64 sessions: one leaf per row saved) and not
+// where it carries many (16 callers on one session, 4,096 callers over 64
+// sessions, imports), which then go to the per-session index at once as
+// before schema migration 5 (docs/BENCHMARKS.md).
+const pendingRowsPerSession = 4
+
+// pendingLayout tells whether batch's message rows are written pending:
+// fewer than pendingRowsPerSession rows per session on average.
+func pendingLayout(batch []persistence.Command) bool {
+	rows := 0
+	sessions := make(map[string]struct{})
+	for _, cmd := range batch {
+		var id string
+		switch c := cmd.(type) {
+		case *persistence.AppendMessages:
+			id = c.SessionID
+			for i := range c.Turns {
+				rows += len(c.Turns[i].Messages)
+			}
+		case *persistence.CreateSession:
+			id = c.Session.GetSessionId()
+			rows += len(c.Messages)
+		default:
+			continue
+		}
+		sessions[id] = struct{}{}
+	}
+	return rows < pendingRowsPerSession*len(sessions)
+}
+
+// indexed is the indexed column of the rows this transaction inserts.
+func (a *applier) indexed() int64 {
+	if a.pendingRows {
+		return 0
+	}
+	return 1
+}
+
+// inserted counts n message rows the transaction inserted.
+func (a *applier) inserted(n int) {
+	if a.pendingRows {
+		a.rows += int64(n)
+	}
 }
 
 // restore rolls the applier back to m: the chain's entries assigned after

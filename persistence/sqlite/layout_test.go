@@ -1,0 +1,270 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Schema migration 5 stores messages pending (indexed = 0) and settles
+// them into the per-session index in batches (settle). These tests put a
+// session's rows on both sides of that line and check that nothing a
+// caller sees depends on it.
+
+// appendOne appends one single-message turn at next, in a transaction of
+// its own, and returns the stored message.
+func appendOne(t *testing.T, w persistence.Writer, session string, next int64, content string) *sessionv1.Message {
+	t.Helper()
+	res := applyOK(t, w, &persistence.AppendMessages{SessionID: session, NextSequence: next, UpdatedAt: time.Now(),
+		Turns: []persistence.Turn{{Messages: []*sessionv1.Message{newMsg(content, timestamppb.Now())}}}})[0]
+	if res.Err != nil || res.Turns[0].Err != nil {
+		t.Fatalf("append at %d: %v %v", next, res.Err, res.Turns[0].Err)
+	}
+	return res.Turns[0].Messages[0]
+}
+
+// rowKinds counts the session's settled and pending rows.
+func rowKinds(t *testing.T, s *Store, session string) (settled, pending int) {
+	t.Helper()
+	err := s.rdb.QueryRow(`SELECT count(*) FILTER (WHERE indexed = 1), count(*) FILTER (WHERE indexed = 0)
+		FROM message_rows WHERE session_id = ?`, session).Scan(&settled, &pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return settled, pending
+}
+
+func TestReadsMergeSettledAndPendingRows(t *testing.T) {
+	s := mustOpen(t, "memory:layout-reads")
+	defer mustClose(t, s)
+	SettleEvery(s, 4)
+	id := createSession(t, s)
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	var answered []*sessionv1.Message
+	for i := range 10 {
+		answered = append(answered, appendOne(t, w, id, int64(i), fmt.Sprint("m", i)))
+	}
+	// Settled after the 4th and the 8th row; the last two are pending.
+	if settled, pending := rowKinds(t, s, id); settled != 8 || pending != 2 {
+		t.Fatalf("%d settled and %d pending rows, want 8 and 2", settled, pending)
+	}
+	stored := storedMessages(t, s, id)
+	if len(stored) != 10 {
+		t.Fatalf("%d messages read, want 10", len(stored))
+	}
+	for i, m := range stored {
+		if !proto.Equal(m, answered[i]) {
+			t.Fatalf("message %d: read %v, answered %v", i, m, answered[i])
+		}
+	}
+	// A page that starts among the settled rows and ends among the pending.
+	page, err := s.Reader().ListMessages(context.Background(), id, 6, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != 3 || page[0].Sequence != 6 || page[1].Sequence != 7 || page[2].Sequence != 8 {
+		t.Fatalf("page from 6: %v", page)
+	}
+}
+
+// Idempotency and the compare-and-set hold against settled rows: a retried
+// turn is the duplicate of the settled original, and a stale append whose
+// sequence a settled row holds stores nothing.
+func TestSettledRowsStillGuardAppends(t *testing.T) {
+	s := mustOpen(t, "memory:layout-guards")
+	defer mustClose(t, s)
+	SettleEvery(s, 1)
+	id := createSession(t, s)
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	first := appendOne(t, w, id, 0, "x")
+	appendOne(t, w, id, 1, "y")
+	if settled, pending := rowKinds(t, s, id); settled != 2 || pending != 0 {
+		t.Fatalf("%d settled and %d pending rows, want 2 and 0", settled, pending)
+	}
+	retry := proto.Clone(first).(*sessionv1.Message)
+	retry.Sequence, retry.SessionId = 0, ""
+	res := applyOK(t, w, &persistence.AppendMessages{SessionID: id, NextSequence: 2, UpdatedAt: time.Now(),
+		Turns: []persistence.Turn{{Messages: []*sessionv1.Message{retry}}}})[0]
+	if res.Err != nil || !res.Turns[0].Duplicate || !proto.Equal(res.Turns[0].Messages[0], first) {
+		t.Fatalf("retry of a settled message: %+v", res)
+	}
+	stale := applyOK(t, w, &persistence.AppendMessages{SessionID: id, NextSequence: 1, UpdatedAt: time.Now(),
+		Turns: []persistence.Turn{{Messages: []*sessionv1.Message{newMsg("late", timestamppb.Now())}}}})[0]
+	if errs.CodeOf(stale.Err) != errs.FailedPreconditionCode {
+		t.Fatalf("stale append over settled rows: %v, want FAILED_PRECONDITION", stale.Err)
+	}
+	if n := len(storedMessages(t, s, id)); n != 2 {
+		t.Fatalf("%d messages after the stale append, want 2", n)
+	}
+}
+
+// Truncation and deletion find a session's rows on both sides.
+func TestTruncateAndDeleteReachBothKindsOfRows(t *testing.T) {
+	s := mustOpen(t, "memory:layout-delete")
+	defer mustClose(t, s)
+	SettleEvery(s, 4)
+	id := createSession(t, s)
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	for i := range 7 {
+		appendOne(t, w, id, int64(i), fmt.Sprint("m", i))
+	}
+	// 0-3 settled, 4-6 pending: truncating through 4 crosses the line.
+	res := applyOK(t, w, &persistence.TruncateSession{SessionID: id, Through: 4, UpdatedAt: time.Now()})[0]
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	stored := storedMessages(t, s, id)
+	if len(stored) != 2 || stored[0].Sequence != 5 || stored[1].Sequence != 6 {
+		t.Fatalf("after truncating through 4: %v", stored)
+	}
+	res = applyOK(t, w, &persistence.DeleteSession{SessionID: id, Limit: 1})[0]
+	if res.Err != nil || res.MessagesRemoved != 1 {
+		t.Fatalf("delete one: %+v", res)
+	}
+	if stored = storedMessages(t, s, id); len(stored) != 1 || stored[0].Sequence != 5 {
+		t.Fatalf("after deleting the last message: %v", stored)
+	}
+	res = applyOK(t, w, &persistence.DeleteSession{SessionID: id})[0]
+	if res.Err != nil || res.MessagesRemoved != 1 {
+		t.Fatalf("delete: %+v", res)
+	}
+	if settled, pending := rowKinds(t, s, id); settled+pending != 0 {
+		t.Fatalf("%d rows outlive their session", settled+pending)
+	}
+}
+
+// Every statement on messages finds them by index: a full scan of the
+// table would make reads and deletes cost the whole store.
+func TestMessageStatementsUseIndexes(t *testing.T) {
+	s := mustOpen(t, "memory:layout-plans")
+	defer mustClose(t, s)
+	for _, q := range []string{
+		// The reader's page query (reader.go, ListMessages).
+		`SELECT sequence, content FROM session_messages WHERE session_id = ?2 AND sequence >= ?3
+			AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?2 AND state = ?5) ORDER BY sequence LIMIT ?4`,
+		`SELECT sequence FROM session_messages WHERE session_id = ? AND sequence >= ? ORDER BY sequence DESC LIMIT 5`,
+		`DELETE FROM message_rows WHERE id IN (SELECT id FROM session_messages WHERE session_id = ? AND sequence <= ?)`,
+		deleteLastMessagesSQL,
+		`SELECT sequence FROM message_rows WHERE message_id = ? AND session_id = ?`,
+		settleSQL,
+	} {
+		args := make([]any, strings.Count(q, "?"))
+		if q == deleteLastMessagesSQL {
+			args = args[:2]
+		}
+		for i := range args {
+			args[i] = int64(1)
+		}
+		if strings.Contains(q, "?5") {
+			args = args[:5]
+		}
+		rows, err := s.rdb.Query("EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		all := strings.Join(plan, "; ")
+		if strings.Contains(all, "SCAN message_rows") && !strings.Contains(all, "USING") {
+			t.Errorf("%s\nscans the table: %s", q, all)
+		}
+		for _, p := range plan {
+			if p == "SCAN message_rows" || strings.HasPrefix(p, "SCAN session_messages") || strings.Contains(p, "TEMP B-TREE") {
+				t.Errorf("%s\nscans the table: %s", q, all)
+			}
+		}
+	}
+}
+
+// A database whose messages predate migration 5 keeps them settled, and
+// a store opened on pending rows counts them, so that it settles in time.
+func TestPendingRowsAreCountedOnOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pending.db")
+	s := mustOpen(t, path)
+	id := createSession(t, s)
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		appendOne(t, w, id, int64(i), fmt.Sprint("m", i))
+	}
+	w.Release()
+	mustClose(t, s)
+	s = mustOpen(t, path)
+	defer mustClose(t, s)
+	s.wmu.Lock()
+	pending := s.pending
+	s.wmu.Unlock()
+	if pending != 5 {
+		t.Fatalf("%d pending rows counted on open, want 5", pending)
+	}
+}
+
+// A transaction of many rows per session writes them settled at once, and
+// one of about a row per session writes them pending (pendingLayout).
+func TestTransactionShapeChoosesTheRowKind(t *testing.T) {
+	s := mustOpen(t, "memory:layout-shape")
+	defer mustClose(t, s)
+	one, a, b := createSession(t, s), createSession(t, s), createSession(t, s)
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	at := timestamppb.Now()
+	turns := make([]persistence.Turn, pendingRowsPerSession)
+	for i := range turns {
+		turns[i].Messages = []*sessionv1.Message{newMsg(fmt.Sprint("m", i), at)}
+	}
+	res := applyOK(t, w, &persistence.AppendMessages{SessionID: one, Turns: turns, UpdatedAt: time.Now()})[0]
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if settled, pending := rowKinds(t, s, one); settled != pendingRowsPerSession || pending != 0 {
+		t.Fatalf("%d rows on one session: %d settled, %d pending; want all settled", pendingRowsPerSession, settled, pending)
+	}
+	res = applyOK(t, w,
+		&persistence.AppendMessages{SessionID: a, Turns: turns[:1], UpdatedAt: time.Now()},
+		&persistence.AppendMessages{SessionID: b, Turns: turns[1:2], UpdatedAt: time.Now()})[0]
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	for _, id := range []string{a, b} {
+		if settled, pending := rowKinds(t, s, id); settled != 0 || pending != 1 {
+			t.Fatalf("one row per session: %d settled, %d pending; want it pending", settled, pending)
+		}
+	}
+	if got := storedMessages(t, s, one); len(got) != pendingRowsPerSession {
+		t.Fatalf("%d messages read, want %d", len(got), pendingRowsPerSession)
+	}
+}
