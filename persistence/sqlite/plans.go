@@ -17,17 +17,17 @@ const (
 		max_retries = COALESCE(?2, max_retries),
 		error_details_json = CASE WHEN ?3 = '' THEN error_details_json ELSE ?3 END`
 	// A record is inserted only where it continues the plan's sequence:
-	// at 0, or after a stored sequence - 1; with UNIQUE (plan_id, sequence)
-	// (a taken sequence is an error) that keeps the sequence dense without
-	// a separate read of the plan's last sequence. A stored record id is
-	// skipped rather than an error, so that the command can say which
-	// record it is (recordsExist). Either way nothing is inserted, and
-	// notInserted tells which.
+	// at 0, or after a stored sequence - 1 (the trigger plan_errors_dense
+	// refuses it otherwise, schema migration 5); with UNIQUE (plan_id,
+	// sequence) (a taken sequence is an error) that keeps the sequence
+	// dense without a separate read of the plan's last sequence. A stored
+	// record id is skipped rather than an error, so that the command can
+	// say which record it is (recordsExist). Either way nothing is
+	// inserted, and notInserted tells which.
 	insertErrorSQL = `INSERT INTO plan_errors (record_id, plan_id, sequence, phase, step_id, error_type,
 	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
 	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
-	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19
-	WHERE ?3 = 0 OR EXISTS (SELECT 1 FROM plan_errors WHERE plan_id = ?2 AND sequence = ?3 - 1)
+	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
 	ON CONFLICT (record_id) DO NOTHING`
 	storedErrorSQL = `SELECT plan_id, sequence, phase, step_id, error_type, message, tool,
 	actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
@@ -74,8 +74,11 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 			boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
 			r.RecoveryHint, r.RecoveryCommand, recorded)
 		if err != nil {
-			if constraint(err) == sqlite3.ErrConstraintUnique {
+			switch constraint(err) {
+			case sqlite3.ErrConstraintUnique:
 				return persistence.Result{}, errs.FailedPrecondition("plan %s: sequence %d is taken", c.PlanID, r.Sequence)
+			case sqlite3.ErrConstraintTrigger: // plan_errors_dense: a gap
+				return persistence.Result{}, a.notInserted(c.PlanID, c.Records, i)
 			}
 			return persistence.Result{}, err
 		}

@@ -194,6 +194,22 @@ CREATE TABLE session_snapshots (
 	created_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 `,
+	// 5 (issue 17, plan errors; separate from any other engineer's
+	// migration): a record's sequence must continue its plan's — 0, or
+	// after a stored sequence - 1 — and a trigger checks it. The check was
+	// a condition of the INSERT (INSERT … SELECT … WHERE EXISTS), but an
+	// INSERT whose SELECT reads the table it inserts into makes SQLite
+	// materialize the row in an ephemeral table first, which cost more
+	// than the rest of the insert. The trigger runs inside the INSERT's
+	// own program: one index probe, no extra statement.
+	`
+CREATE TRIGGER plan_errors_dense BEFORE INSERT ON plan_errors
+WHEN NEW.sequence != 0 AND NOT EXISTS (
+	SELECT 1 FROM plan_errors WHERE plan_id = NEW.plan_id AND sequence = NEW.sequence - 1)
+BEGIN
+	SELECT RAISE(ABORT, 'plan_errors: the sequence does not continue the plan');
+END;
+`,
 }
 
 // migrate brings the database to the latest schema version inside one
