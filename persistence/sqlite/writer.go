@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"sync"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -78,7 +79,13 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		_ = tx.Rollback()
 		return nil, false, storeErr("load audit chain", err)
 	}
-	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints}
+	bufs := statementBufs.Get().(*argBufs)
+	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, args: bufs.args, nvs: bufs.nvs}
+	defer func() {
+		// Both are cleared after each statement, so they hold no values.
+		bufs.args, bufs.nvs = a.args[:0], a.nvs[:0]
+		statementBufs.Put(bufs)
+	}()
 	a.tail.Start(pos, hash)
 	abort := func() {
 		a.restore(persistence.ChainMark{})
@@ -99,6 +106,17 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	}
 	return results, false, nil
 }
+
+// argBufs are the argument slices of the multi-row statements (applier.args
+// and nvs), kept from one transaction to the next: an applier lives for
+// one transaction, and growing them afresh in each (hundreds of values per
+// statement) cost the writer as much as binding them.
+type argBufs struct {
+	args []any
+	nvs  []driver.NamedValue
+}
+
+var statementBufs = sync.Pool{New: func() any { return &argBufs{} }}
 
 // applier carries one transaction; tail is its view of the audit chain
 // (persistence.ChainTail: positions, hashes, unassigning on rollback).
