@@ -21,14 +21,12 @@ const (
 	// refuses it otherwise, schema migration 5); with UNIQUE (plan_id,
 	// sequence) (a taken sequence is an error) that keeps the sequence
 	// dense without a separate read of the plan's last sequence. A stored
-	// record id is skipped rather than an error, so that the command can
-	// say which record it is (recordsExist). Either way nothing is
-	// inserted, and notInserted tells which.
+	// record id fails the insert too (UNIQUE (record_id)). Whichever
+	// refused it, nothing is inserted, and notInserted tells which.
 	insertErrorSQL = `INSERT INTO plan_errors (record_id, plan_id, sequence, phase, step_id, error_type,
 	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
 	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
-	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
-	ON CONFLICT (record_id) DO NOTHING`
+	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)`
 	storedErrorSQL = `SELECT plan_id, sequence, phase, step_id, error_type, message, tool,
 	actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
 	recovery_action, recovery_hint, recovery_command, recorded_at FROM plan_errors WHERE record_id = ?`
@@ -50,7 +48,10 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 		}
 		maxRetries = int64(*c.MaxRetries)
 	}
-	if _, err := a.exec(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, persistence.DefaultMaxRetries); err != nil {
+	// The statements run as queries on the driver connection (applier.insert:
+	// arguments bound and the statement run in one cgo crossing, where Exec
+	// crosses once per text argument), with driver values only.
+	if err := a.statement(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, int64(persistence.DefaultMaxRetries)); err != nil {
 		return persistence.Result{}, err
 	}
 	for i, r := range c.Records {
@@ -69,27 +70,22 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 		if err != nil {
 			return persistence.Result{}, persistence.Of("error record", r.RecordId, err)
 		}
-		res, err := a.exec(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
+		err = a.statement(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
 			r.Message, r.Tool, r.ActorName, r.StackSummary, orEmptyObject(r.AttributesJson), int64(r.Category),
 			boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
 			r.RecoveryHint, r.RecoveryCommand, recorded)
 		if err != nil {
 			switch constraint(err) {
-			case sqlite3.ErrConstraintUnique:
-				return persistence.Result{}, errs.FailedPrecondition("plan %s: sequence %d is taken", c.PlanID, r.Sequence)
-			case sqlite3.ErrConstraintTrigger: // plan_errors_dense: a gap
+			case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintTrigger:
+				// A stored record id, a taken sequence, or a gap
+				// (plan_errors_dense).
 				return persistence.Result{}, a.notInserted(c.PlanID, c.Records, i)
 			}
 			return persistence.Result{}, err
 		}
-		if n, err := rowsAffected(res); err != nil {
-			return persistence.Result{}, err
-		} else if n == 0 {
-			return persistence.Result{}, a.notInserted(c.PlanID, c.Records, i)
-		}
 	}
 	for _, sr := range c.StepRetries {
-		if _, err := a.exec(upsertStepSQL, c.PlanID, int64(sr.Phase), sr.StepID, int64(sr.Count)); err != nil {
+		if err := a.statement(upsertStepSQL, c.PlanID, int64(sr.Phase), sr.StepID, int64(sr.Count)); err != nil {
 			return persistence.Result{}, err
 		}
 	}
@@ -97,6 +93,16 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 		return persistence.Result{}, err
 	}
 	return persistence.Result{}, nil
+}
+
+// statement runs one statement of driver values (int64, string, nil)
+// through insert, in the applier's reused argument slice.
+func (a *applier) statement(query string, args ...any) error {
+	buf := append(a.args[:0], args...)
+	err := a.insert(query, buf)
+	clear(buf)
+	a.args = buf[:0]
+	return err
 }
 
 // notInserted explains why records[i] was not inserted: its record id is
@@ -112,6 +118,9 @@ func (a *applier) notInserted(planID string, records []*planv1.ErrorRecord, i in
 	var next int64
 	if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE plan_id = ?`, planID).Scan(&next); err != nil {
 		return err
+	}
+	if r.Sequence < next {
+		return errs.FailedPrecondition("plan %s: sequence %d is taken; the next sequence is %d", planID, r.Sequence, next)
 	}
 	return errs.FailedPrecondition("plan %s: error record %s has sequence %d, but the next sequence is %d",
 		planID, r.RecordId, r.Sequence, next)
