@@ -11,8 +11,15 @@ import (
 )
 
 const (
+	// The plan write's first statement is also its fencing check: the row
+	// is inserted or updated only where the write's epoch (?6) is the
+	// plan's in owners (none counts as 0), so a fenced write changes
+	// nothing and reports no change, and the writer runs no separate
+	// epoch query for it (applier.dispatch). owners is another table, so
+	// SQLite need not materialize the SELECT.
 	upsertPlanSQL = `INSERT INTO plans (plan_id, max_retries, error_details_json)
-	VALUES (?1, COALESCE(?2, ?4), CASE WHEN ?3 = '' THEN '{}' ELSE ?3 END)
+	SELECT ?1, COALESCE(?2, ?4), CASE WHEN ?3 = '' THEN '{}' ELSE ?3 END
+	WHERE COALESCE((SELECT epoch FROM owners WHERE kind = ?5 AND id = ?1), 0) = ?6
 	ON CONFLICT (plan_id) DO UPDATE SET
 		max_retries = COALESCE(?2, max_retries),
 		error_details_json = CASE WHEN ?3 = '' THEN error_details_json ELSE ?3 END`
@@ -48,12 +55,19 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 		}
 		maxRetries = int64(*c.MaxRetries)
 	}
-	// The statements run as queries on the driver connection (applier.insert:
-	// arguments bound and the statement run in one cgo crossing, where Exec
-	// crosses once per text argument), with driver values only.
-	if err := a.statement(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, int64(persistence.DefaultMaxRetries)); err != nil {
+	res, err := a.exec(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, persistence.DefaultMaxRetries,
+		int64(persistence.OwnerPlan), c.Epoch)
+	if err != nil {
 		return persistence.Result{}, err
 	}
+	if n, err := rowsAffected(res); err != nil {
+		return persistence.Result{}, err
+	} else if n == 0 {
+		return persistence.Result{}, a.checkEpoch(c) // fenced: it says by which epoch
+	}
+	// The other statements run as queries on the driver connection
+	// (applier.insert: arguments bound and the statement run in one cgo
+	// crossing, where Exec crosses once per text argument).
 	for i, r := range c.Records {
 		switch {
 		case r == nil:

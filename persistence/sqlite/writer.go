@@ -192,7 +192,12 @@ func (a *applier) Finish() error {
 }
 
 func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) {
-	if _, pooled := cmd.(*persistence.AppendMessages); !pooled || !a.buffered {
+	// Pooled appends check their epoch in the advance (advance.go), plan
+	// writes in their first statement (plans.go); every other command
+	// here.
+	_, isAppend := cmd.(*persistence.AppendMessages)
+	_, plan := cmd.(*persistence.PlanWrite)
+	if !plan && (!isAppend || !a.buffered) {
 		if err := a.checkEpoch(cmd); err != nil {
 			return persistence.Result{}, err
 		}
