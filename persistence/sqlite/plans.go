@@ -63,7 +63,11 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 	if n, err := rowsAffected(res); err != nil {
 		return persistence.Result{}, err
 	} else if n == 0 {
-		return persistence.Result{}, a.checkEpoch(c) // fenced: it says by which epoch
+		// Fenced: checkEpoch says by which epoch.
+		if err := a.checkEpoch(c); err != nil {
+			return persistence.Result{}, err
+		}
+		return persistence.Result{}, errs.Internal("plan %s: the plan row was not written, though its epoch is current", c.PlanID)
 	}
 	// The other statements run as queries on the driver connection
 	// (applier.insert: arguments bound and the statement run in one cgo
