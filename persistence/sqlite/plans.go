@@ -41,9 +41,10 @@ const (
 	ON CONFLICT (plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
 )
 
-// PlanWrite upserts the plan row first (so records and step counters have
-// their parent), then appends records, which must continue the plan's
-// dense sequence exactly (insertErrorSQL checks it).
+// PlanWrite upserts the plan row first (its fencing check, and the parent
+// of records and step counters), then appends records, which must
+// continue the plan's dense sequence exactly (plan_errors_dense and
+// UNIQUE (plan_id, sequence) check it).
 func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
 	if c.PlanID == "" {
 		return persistence.Result{}, errs.InvalidArgument("plan write: no plan id")
