@@ -178,7 +178,7 @@ CREATE TABLE session_snapshots (
 );
 `,
 	// 4 (issue 17, plan errors; separate from any other engineer's
-	// migration): as the SQLite store's migration 5, the by-phase and
+	// migration): as in the SQLite store's plan_errors migration, the by-phase and
 	// by-category indexes go. Every record paid two index entries for
 	// them, while PlanHistory always names the plan, so a filtered read
 	// walks that plan's records on the primary key (plan_id, sequence)

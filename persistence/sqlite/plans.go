@@ -25,7 +25,7 @@ const (
 		error_details_json = CASE WHEN ?3 = '' THEN error_details_json ELSE ?3 END`
 	// A record is inserted only where it continues the plan's sequence:
 	// at 0, or after a stored sequence - 1 (the trigger plan_errors_dense
-	// refuses it otherwise, schema migration 5); with UNIQUE (plan_id,
+	// refuses it otherwise; see its migration in schema.go); with UNIQUE (plan_id,
 	// sequence) (a taken sequence is an error) that keeps the sequence
 	// dense without a separate read of the plan's last sequence. A stored
 	// record id fails the insert too (UNIQUE (record_id)). Whichever
