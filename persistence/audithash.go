@@ -3,6 +3,7 @@ package persistence
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,10 +18,14 @@ import (
 // audit entry it commits, and the audit actor's verifier recomputes it with
 // this very function; the two must never diverge.
 func AuditHash(prev string, e *auditv1.AuditEntry) string {
-	h := sha256.New()
-	h.Write([]byte(prev))
-	h.Write(AuditCanonical(e))
-	return hex.EncodeToString(h.Sum(nil))
+	// One buffer for prev and the canonical form, one digest, one string:
+	// the writer hashes every entry it commits, on its one serial path.
+	var stack [1024]byte
+	b := appendCanonical(append(stack[:0], prev...), e)
+	sum := sha256.Sum256(b)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // AuditCanonical is the canonical byte form of an entry that its hash
@@ -34,26 +39,38 @@ func AuditHash(prev string, e *auditv1.AuditEntry) string {
 //
 // Position, Hash and PrevHash are not covered: the chain itself (each hash
 // covers the previous one) is what fixes order.
-func AuditCanonical(e *auditv1.AuditEntry) []byte {
-	created := ""
-	if ts := e.GetCreatedAt(); ts != nil {
-		created = ts.AsTime().UTC().Format(time.RFC3339Nano)
-	}
+func AuditCanonical(e *auditv1.AuditEntry) []byte { return appendCanonical(nil, e) }
+
+// appendCanonical appends AuditCanonical(e) to b.
+func appendCanonical(b []byte, e *auditv1.AuditEntry) []byte {
 	fields := [...]string{
 		e.GetEventId(), e.GetEventType(), e.GetPlanId(), e.GetSessionId(),
 		e.GetProjectName(), e.GetActorName(), e.GetUserIdentity(),
-		e.GetDetailsJson(), created,
+		e.GetDetailsJson(),
 	}
-	n := 0
+	n := len(time.RFC3339Nano) + 8
 	for _, f := range fields {
 		n += len(f) + 8
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	for _, f := range fields {
-		b = strconv.AppendInt(b, int64(len(f)), 10)
-		b = append(b, ':')
-		b = append(b, f...)
-		b = append(b, ',')
+		b = appendNetstring(b, f)
 	}
-	return b
+	// created_at, formatted in place: "" when unset.
+	var stamp [len(time.RFC3339Nano) + 8]byte
+	created := stamp[:0]
+	if ts := e.GetCreatedAt(); ts != nil {
+		created = ts.AsTime().UTC().AppendFormat(created, time.RFC3339Nano)
+	}
+	b = strconv.AppendInt(b, int64(len(created)), 10)
+	b = append(b, ':')
+	b = append(b, created...)
+	return append(b, ',')
+}
+
+func appendNetstring(b []byte, f string) []byte {
+	b = strconv.AppendInt(b, int64(len(f)), 10)
+	b = append(b, ':')
+	b = append(b, f...)
+	return append(b, ',')
 }

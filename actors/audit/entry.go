@@ -30,6 +30,21 @@ const (
 // their state changes; Record calls it for stand-alone entries. It is safe
 // for concurrent use and runs in the caller's goroutine.
 func NewEntry(req *auditv1.RecordRequest, now time.Time) (*auditv1.AuditEntry, error) {
+	return newEntry(req, now, false)
+}
+
+// NewOwnEntry is NewEntry for an entry whose details_json its caller
+// rendered itself with encoding/json from a Go value (a struct or map)
+// whose keys are fixed and none of them a secret key (IsSecretKey): such
+// text is a compact JSON object already with nothing to mask, so it is
+// stored as given ("{}" when empty) rather than normalized and masked a
+// second time. Everything else is checked as by NewEntry. The plan actor
+// builds its own events' entries this way, one per recorded error.
+func NewOwnEntry(req *auditv1.RecordRequest, now time.Time) (*auditv1.AuditEntry, error) {
+	return newEntry(req, now, true)
+}
+
+func newEntry(req *auditv1.RecordRequest, now time.Time, own bool) (*auditv1.AuditEntry, error) {
 	if req == nil {
 		return nil, errs.InvalidArgument("record request is missing")
 	}
@@ -67,12 +82,19 @@ func NewEntry(req *auditv1.RecordRequest, now time.Time) (*auditv1.AuditEntry, e
 	if n := len(req.GetDetailsJson()); n > MaxDetailsBytes {
 		return nil, errs.InvalidArgument("details_json is %d bytes; at most %d", n, MaxDetailsBytes)
 	}
-	details, err := normalizeDetails(req.GetDetailsJson())
-	if err != nil {
-		return nil, err
-	}
-	if details, err = maskSecrets(details); err != nil {
-		return nil, errs.InvalidArgument("details_json: %v", err)
+	details := req.GetDetailsJson()
+	if own {
+		if details == "" {
+			details = "{}"
+		}
+	} else {
+		var err error
+		if details, err = normalizeDetails(details); err != nil {
+			return nil, err
+		}
+		if details, err = maskSecrets(details); err != nil {
+			return nil, errs.InvalidArgument("details_json: %v", err)
+		}
 	}
 	return &auditv1.AuditEntry{
 		EventId:      eventID,

@@ -156,3 +156,32 @@ func TestIsSecretKey(t *testing.T) {
 		}
 	}
 }
+
+// NewOwnEntry stores the caller's details as given ("{}" when empty) —
+// neither compacted nor masked, which is the caller's promise to keep —
+// and checks everything else as NewEntry does.
+func TestNewOwnEntryTakesDetailsAsGiven(t *testing.T) {
+	now := time.Now()
+	for details, want := range map[string]string{"": "{}", `{"a":1}`: `{"a":1}`, `{"password":"x"}`: `{"password":"x"}`} {
+		e, err := audit.NewOwnEntry(&auditv1.RecordRequest{EventType: audit.EventPlanErrorRecorded, PlanId: "p1",
+			DetailsJson: details}, now)
+		if err != nil || e.DetailsJson != want {
+			t.Fatalf("NewOwnEntry(%q): %v, %v; want details %q", details, e, err, want)
+		}
+	}
+	// NewEntry masks what NewOwnEntry was trusted with.
+	if e, err := audit.NewEntry(&auditv1.RecordRequest{EventType: audit.EventPlanErrorRecorded,
+		DetailsJson: `{"password":"x"}`}, now); err != nil || e.DetailsJson != `{"password":"***"}` {
+		t.Fatalf("NewEntry: %v, %v", e, err)
+	}
+	for _, req := range []*auditv1.RecordRequest{
+		{EventType: "no_such_event"},
+		{EventType: audit.EventPlanErrorRecorded, PlanId: "not a plan id"},
+		{EventType: audit.EventPlanErrorRecorded, ActorName: strings.Repeat("a", audit.MaxFieldBytes+1)},
+		{EventType: audit.EventPlanErrorRecorded, DetailsJson: "{" + strings.Repeat(" ", audit.MaxDetailsBytes) + "}"},
+	} {
+		if _, err := audit.NewOwnEntry(req, now); errs.CodeOf(err) != errs.InvalidArgumentCode {
+			t.Fatalf("NewOwnEntry(%v): %v, want INVALID_ARGUMENT", req, err)
+		}
+	}
+}

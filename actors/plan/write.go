@@ -85,7 +85,9 @@ func writeOf(planID string, committed *state, ops []*op, now time.Time) (*persis
 		if err != nil {
 			return nil, errs.Internal("plan %s: audit details: %v", planID, err)
 		}
-		e, err := audit.NewEntry(&auditv1.RecordRequest{
+		// The details are this package's own structs, marshaled: compact,
+		// and with no secret key (TestOwnAuditDetailsNeedNoMasking).
+		e, err := audit.NewOwnEntry(&auditv1.RecordRequest{
 			EventType: event, PlanId: planID, ActorName: actor, DetailsJson: string(raw),
 		}, now)
 		if err != nil {

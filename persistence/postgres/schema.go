@@ -177,6 +177,18 @@ CREATE TABLE session_snapshots (
 	created_at bigint NOT NULL
 );
 `,
+	// 4 (issue 17, plan errors; separate from any other engineer's
+	// migration): as in the SQLite store's plan_errors migration, the by-phase and
+	// by-category indexes go. Every record paid two index entries for
+	// them, while PlanHistory always names the plan, so a filtered read
+	// walks that plan's records on the primary key (plan_id, sequence)
+	// and keeps those of the phase or category: the same rows in the same
+	// order. (The sequence check stays a condition of the INSERT here:
+	// PostgreSQL does not materialize it.)
+	`
+DROP INDEX plan_errors_by_phase;
+DROP INDEX plan_errors_by_category;
+`,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

@@ -2,6 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,5 +69,63 @@ func TestAuditFiltersUseTheirIndex(t *testing.T) {
 	plan := queryPlan(t, s, "SELECT COUNT(*) FROM audit_log WHERE actor_name = ?", "agent")
 	if !strings.Contains(plan, "SCAN audit_log") {
 		t.Fatalf("control query plan %q: want a full scan", plan)
+	}
+}
+
+// opcodes returns the VDBE opcodes of query, as EXPLAIN lists them.
+func opcodes(t *testing.T, s *Store, query string) []string {
+	t.Helper()
+	// The driver wants a value per parameter, though EXPLAIN binds none:
+	// as many as the highest ?N, or as there are ? when none is numbered.
+	n := strings.Count(query, "?")
+	if numbered := regexp.MustCompile(`\?(\d+)`).FindAllStringSubmatch(query, -1); len(numbered) > 0 {
+		n = 0
+		for _, m := range numbered {
+			k, _ := strconv.Atoi(m[1])
+			n = max(n, k)
+		}
+	}
+	rows, err := s.rdb.QueryContext(context.Background(), "EXPLAIN "+query, make([]any, n)...)
+	if err != nil {
+		t.Fatalf("explain %s: %v", query, err)
+	}
+	defer rows.Close()
+	var ops []string
+	for rows.Next() {
+		var addr, p1, p2, p3, p5 int
+		var op string
+		var p4, comment any
+		if err := rows.Scan(&addr, &op, &p1, &p2, &p3, &p4, &p5, &comment); err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, op)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ops
+}
+
+// A plan write's statements run once per recorded error, and none of them
+// may make SQLite materialize its rows in an ephemeral table first (it
+// does for an INSERT whose SELECT reads the table it inserts into: that
+// cost more than the rest of the insert, issue 17). The control is the
+// record insert as it was, with its sequence check as an EXISTS on
+// plan_errors.
+func TestPlanWriteStatementsMaterializeNothing(t *testing.T) {
+	s := mustOpen(t, "memory:plan-statements")
+	defer mustClose(t, s)
+	for _, q := range []string{upsertPlanSQL, insertErrorSQL, upsertStepSQL} {
+		if ops := opcodes(t, s, q); slices.Contains(ops, "OpenEphemeral") {
+			t.Errorf("%s\nopens an ephemeral table: %v", q, ops)
+		}
+	}
+	old := `INSERT INTO plan_errors (record_id, plan_id, sequence, phase, step_id, error_type,
+	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
+	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19
+	WHERE ?3 = 0 OR EXISTS (SELECT 1 FROM plan_errors WHERE plan_id = ?2 AND sequence = ?3 - 1)`
+	if ops := opcodes(t, s, old); !slices.Contains(ops, "OpenEphemeral") {
+		t.Fatalf("control: the INSERT … SELECT reading plan_errors opens no ephemeral table: %v", ops)
 	}
 }

@@ -17,7 +17,8 @@ import (
 // command's first statement, inside its transaction (and savepoint) — or,
 // for appends pooled in an attempt without savepoints, a condition of the
 // pooled UPDATE that advances their sessions (advance.go), where any miss
-// abandons the whole attempt — and
+// abandons the whole attempt; for a plan write, a condition of its first
+// statement, the plan-row upsert (plans.go) — and
 // the writer holds the database's write lock from BEGIN IMMEDIATE to
 // COMMIT; so no Activate can commit between the check and the write, and
 // once an Activate committed, every later write of an older epoch fails.

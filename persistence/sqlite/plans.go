@@ -11,24 +11,29 @@ import (
 )
 
 const (
+	// The plan write's first statement is also its fencing check: the row
+	// is inserted or updated only where the write's epoch (?6) is the
+	// plan's in owners (none counts as 0), so a fenced write changes
+	// nothing and reports no change, and the writer runs no separate
+	// epoch query for it (applier.dispatch). owners is another table, so
+	// SQLite need not materialize the SELECT.
 	upsertPlanSQL = `INSERT INTO plans (plan_id, max_retries, error_details_json)
-	VALUES (?1, COALESCE(?2, ?4), CASE WHEN ?3 = '' THEN '{}' ELSE ?3 END)
+	SELECT ?1, COALESCE(?2, ?4), CASE WHEN ?3 = '' THEN '{}' ELSE ?3 END
+	WHERE COALESCE((SELECT epoch FROM owners WHERE kind = ?5 AND id = ?1), 0) = ?6
 	ON CONFLICT (plan_id) DO UPDATE SET
 		max_retries = COALESCE(?2, max_retries),
 		error_details_json = CASE WHEN ?3 = '' THEN error_details_json ELSE ?3 END`
 	// A record is inserted only where it continues the plan's sequence:
-	// at 0, or after a stored sequence - 1; with UNIQUE (plan_id, sequence)
-	// (a taken sequence is an error) that keeps the sequence dense without
-	// a separate read of the plan's last sequence. A stored record id is
-	// skipped rather than an error, so that the command can say which
-	// record it is (recordsExist). Either way nothing is inserted, and
-	// notInserted tells which.
+	// at 0, or after a stored sequence - 1 (the trigger plan_errors_dense
+	// refuses it otherwise; see its migration in schema.go); with UNIQUE (plan_id,
+	// sequence) (a taken sequence is an error) that keeps the sequence
+	// dense without a separate read of the plan's last sequence. A stored
+	// record id fails the insert too (UNIQUE (record_id)). Whichever
+	// refused it, nothing is inserted, and notInserted tells which.
 	insertErrorSQL = `INSERT INTO plan_errors (record_id, plan_id, sequence, phase, step_id, error_type,
 	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
 	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
-	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19
-	WHERE ?3 = 0 OR EXISTS (SELECT 1 FROM plan_errors WHERE plan_id = ?2 AND sequence = ?3 - 1)
-	ON CONFLICT (record_id) DO NOTHING`
+	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)`
 	storedErrorSQL = `SELECT plan_id, sequence, phase, step_id, error_type, message, tool,
 	actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
 	recovery_action, recovery_hint, recovery_command, recorded_at FROM plan_errors WHERE record_id = ?`
@@ -36,9 +41,10 @@ const (
 	ON CONFLICT (plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
 )
 
-// PlanWrite upserts the plan row first (so records and step counters have
-// their parent), then appends records, which must continue the plan's
-// dense sequence exactly (insertErrorSQL checks it).
+// PlanWrite upserts the plan row first (its fencing check, and the parent
+// of records and step counters), then appends records, which must
+// continue the plan's dense sequence exactly (plan_errors_dense and
+// UNIQUE (plan_id, sequence) check it).
 func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
 	if c.PlanID == "" {
 		return persistence.Result{}, errs.InvalidArgument("plan write: no plan id")
@@ -50,9 +56,23 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 		}
 		maxRetries = int64(*c.MaxRetries)
 	}
-	if _, err := a.exec(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, persistence.DefaultMaxRetries); err != nil {
+	res, err := a.exec(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, persistence.DefaultMaxRetries,
+		int64(persistence.OwnerPlan), c.Epoch)
+	if err != nil {
 		return persistence.Result{}, err
 	}
+	if n, err := rowsAffected(res); err != nil {
+		return persistence.Result{}, err
+	} else if n == 0 {
+		// Fenced: checkEpoch says by which epoch.
+		if err := a.checkEpoch(c); err != nil {
+			return persistence.Result{}, err
+		}
+		return persistence.Result{}, errs.Internal("plan %s: the plan row was not written, though its epoch is current", c.PlanID)
+	}
+	// The other statements run as queries on the driver connection
+	// (applier.insert: arguments bound and the statement run in one cgo
+	// crossing, where Exec crosses once per text argument).
 	for i, r := range c.Records {
 		switch {
 		case r == nil:
@@ -69,24 +89,22 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 		if err != nil {
 			return persistence.Result{}, persistence.Of("error record", r.RecordId, err)
 		}
-		res, err := a.exec(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
+		err = a.statement(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
 			r.Message, r.Tool, r.ActorName, r.StackSummary, orEmptyObject(r.AttributesJson), int64(r.Category),
 			boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
 			r.RecoveryHint, r.RecoveryCommand, recorded)
 		if err != nil {
-			if constraint(err) == sqlite3.ErrConstraintUnique {
-				return persistence.Result{}, errs.FailedPrecondition("plan %s: sequence %d is taken", c.PlanID, r.Sequence)
+			switch constraint(err) {
+			case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintTrigger:
+				// A stored record id, a taken sequence, or a gap
+				// (plan_errors_dense).
+				return persistence.Result{}, a.notInserted(c.PlanID, c.Records, i)
 			}
 			return persistence.Result{}, err
 		}
-		if n, err := rowsAffected(res); err != nil {
-			return persistence.Result{}, err
-		} else if n == 0 {
-			return persistence.Result{}, a.notInserted(c.PlanID, c.Records, i)
-		}
 	}
 	for _, sr := range c.StepRetries {
-		if _, err := a.exec(upsertStepSQL, c.PlanID, int64(sr.Phase), sr.StepID, int64(sr.Count)); err != nil {
+		if err := a.statement(upsertStepSQL, c.PlanID, int64(sr.Phase), sr.StepID, int64(sr.Count)); err != nil {
 			return persistence.Result{}, err
 		}
 	}
@@ -94,6 +112,16 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 		return persistence.Result{}, err
 	}
 	return persistence.Result{}, nil
+}
+
+// statement runs one statement of driver values (int64, string, nil)
+// through insert, in the applier's reused argument slice.
+func (a *applier) statement(query string, args ...any) error {
+	buf := append(a.args[:0], args...)
+	err := a.insert(query, buf)
+	clear(buf)
+	a.args = buf[:0]
+	return err
 }
 
 // notInserted explains why records[i] was not inserted: its record id is
@@ -109,6 +137,9 @@ func (a *applier) notInserted(planID string, records []*planv1.ErrorRecord, i in
 	var next int64
 	if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE plan_id = ?`, planID).Scan(&next); err != nil {
 		return err
+	}
+	if r.Sequence < next {
+		return errs.FailedPrecondition("plan %s: sequence %d is taken; the next sequence is %d", planID, r.Sequence, next)
 	}
 	return errs.FailedPrecondition("plan %s: error record %s has sequence %d, but the next sequence is %d",
 		planID, r.RecordId, r.Sequence, next)

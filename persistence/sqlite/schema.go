@@ -238,6 +238,30 @@ CREATE VIEW session_messages AS
 	SELECT id, session_id, sequence, message_id, role, content, metadata_json, created_at, event_at
 		FROM message_rows WHERE indexed = 0;
 `,
+	// 6 (issue 17, plan errors): a record's sequence must continue its plan's — 0, or
+	// after a stored sequence - 1 — and a trigger checks it. The check was
+	// a condition of the INSERT (INSERT … SELECT … WHERE EXISTS), but an
+	// INSERT whose SELECT reads the table it inserts into makes SQLite
+	// materialize the row in an ephemeral table first, which cost more
+	// than the rest of the insert. The trigger runs inside the INSERT's
+	// own program: one index probe, no extra statement.
+	//
+	// And the by-phase and by-category indexes go: every record paid two
+	// index entries (and at commit their leaf pages) for them, while
+	// PlanHistory always names the plan, so a filtered read walks that
+	// plan's records in sequence order on UNIQUE (plan_id, sequence) and
+	// keeps those of the phase or category — the same rows in the same
+	// order, reading one plan's records instead of the matching ones.
+	`
+DROP INDEX plan_errors_by_phase;
+DROP INDEX plan_errors_by_category;
+CREATE TRIGGER plan_errors_dense BEFORE INSERT ON plan_errors
+WHEN NEW.sequence != 0 AND NOT EXISTS (
+	SELECT 1 FROM plan_errors WHERE plan_id = NEW.plan_id AND sequence = NEW.sequence - 1)
+BEGIN
+	SELECT RAISE(ABORT, 'plan_errors: the sequence does not continue the plan');
+END;
+`,
 }
 
 // migrate brings the database to the latest schema version inside one

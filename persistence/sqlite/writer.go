@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"sync"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -78,7 +79,14 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		_ = tx.Rollback()
 		return nil, false, storeErr("load audit chain", err)
 	}
-	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, pendingRows: pendingLayout(batch)}
+	bufs := statementBufs.Get().(*argBufs)
+	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, args: bufs.args, nvs: bufs.nvs,
+		pendingRows: pendingLayout(batch)}
+	defer func() {
+		// Both are cleared after each statement, so they hold no values.
+		bufs.args, bufs.nvs = a.args[:0], a.nvs[:0]
+		statementBufs.Put(bufs)
+	}()
 	a.tail.Start(pos, hash)
 	abort := func() {
 		a.restore(persistence.ChainMark{})
@@ -134,6 +142,17 @@ func (a *applier) settle() error {
 	_, err := a.tx.ExecContext(a.ctx, "RELEASE settle")
 	return err
 }
+
+// argBufs are the argument slices of the multi-row statements (applier.args
+// and nvs), kept from one transaction to the next: an applier lives for
+// one transaction, and growing them afresh in each (hundreds of values per
+// statement) cost the writer as much as binding them.
+type argBufs struct {
+	args []any
+	nvs  []driver.NamedValue
+}
+
+var statementBufs = sync.Pool{New: func() any { return &argBufs{} }}
 
 // applier carries one transaction; tail is its view of the audit chain
 // (persistence.ChainTail: positions, hashes, unassigning on rollback).
@@ -266,7 +285,12 @@ func (a *applier) Finish() error {
 }
 
 func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) {
-	if _, pooled := cmd.(*persistence.AppendMessages); !pooled || !a.buffered {
+	// Pooled appends check their epoch in the advance (advance.go), plan
+	// writes in their first statement (plans.go); every other command
+	// here.
+	_, isAppend := cmd.(*persistence.AppendMessages)
+	_, plan := cmd.(*persistence.PlanWrite)
+	if !plan && (!isAppend || !a.buffered) {
 		if err := a.checkEpoch(cmd); err != nil {
 			return persistence.Result{}, err
 		}
