@@ -56,13 +56,15 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.StreamMaxAppends, "stream-max-appends", f.StreamMaxAppends, "appends of one AppendBatches stream served at once; past it the node stops reading the stream")
 	fs.Int64Var(&f.StreamMaxBytes, "stream-max-bytes", f.StreamMaxBytes, "bytes of requests of one AppendBatches stream served at once; past it the node stops reading the stream")
 	fs.DurationVar(&f.StreamSendTimeout, "stream-send-timeout", f.StreamSendTimeout, "end an AppendBatches stream (RESOURCE_EXHAUSTED) when a send of its outcomes stays blocked this long: its client does not read")
+	fs.IntVar(&f.StreamTotalAppends, "stream-total-appends", f.StreamTotalAppends, "appends of all AppendBatches streams together served at once; past it a stream that receives waits (flow control)")
+	fs.Int64Var(&f.StreamTotalBytes, "stream-total-bytes", f.StreamTotalBytes, "bytes of requests of all AppendBatches streams together served at once; past it a stream that receives waits (flow control)")
 	// Every flag of serve is a server setting.
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
 		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
 		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval",
 		"grpc-max-streams", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time",
-		"stream-max-appends", "stream-max-bytes", "stream-send-timeout")
+		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		log, err := server.NewLogger(cmd.ErrOrStderr(), f.LogFormat, f.LogLevel)
 		if err != nil {

@@ -63,7 +63,7 @@ func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendB
 	defer stall(nil)
 	out := newOutbox(stream, lim, func() { stall(errStalled(lim)) })
 	var serving sync.WaitGroup
-	work := &workers{jobs: make(chan func())}
+	work := &workers{jobs: make(chan func()), shared: s.shared()}
 	recvErr := s.receiveBatches(ctx, admit, stream, &serving, work, out)
 
 	// Every append received has its worker, which returns once its
@@ -144,10 +144,17 @@ func (s *Server) receiveBatches(ctx, admit context.Context, stream grpc.BidiStre
 			if err := out.budget.acquire(admit, size); err != nil {
 				return context.Cause(admit)
 			}
+			// The node's room, shared by all streams, given back once
+			// the outcome is decided (Limits.TotalAppends).
+			if err := work.shared.acquire(admit, size); err != nil {
+				out.budget.release(1, out.budget.weight(size))
+				return context.Cause(admit)
+			}
 			serving.Add(1)
 			work.run(func() {
 				defer serving.Done()
 				resp, err := s.serveOne(ctx, tag, req)
+				work.shared.release(size)
 				if s.Observe != nil {
 					s.Observe(resp, err)
 				}
@@ -177,7 +184,10 @@ func refuseAppends(admit context.Context, out *outbox, appends []*sessionv1.Tagg
 // worker if one waits, else to a new one; workers end when jobs is closed,
 // once the stream's appends are all answered. There are never more
 // workers than the stream's peak of appends in flight (Limits.MaxAppends).
-type workers struct{ jobs chan func() }
+type workers struct {
+	jobs   chan func()
+	shared *shared // the node's room; bounds the idle workers too (next)
+}
 
 func (w *workers) run(job func()) {
 	select {
@@ -188,7 +198,7 @@ func (w *workers) run(job func()) {
 }
 
 func (w *workers) loop(job func()) {
-	for ; job != nil; job = <-w.jobs {
+	for ; job != nil; job = w.next() {
 		job()
 	}
 }
