@@ -53,6 +53,7 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.GRPCMaxConnections, "grpc-max-connections", 0, "gRPC connections accepted at once (0: 1024, lowered to fit the open-file limit less 128 descriptors kept for the database and other listeners)")
 	fs.DurationVar(&f.GRPCIdleTimeout, "grpc-idle-timeout", f.GRPCIdleTimeout, "close a gRPC connection that has had no stream for this long (clients reconnect)")
 	fs.DurationVar(&f.GRPCKeepaliveMinTime, "grpc-keepalive-min-time", f.GRPCKeepaliveMinTime, "shortest interval at which a client may ping; a client pinging more often is disconnected")
+	fs.Int64Var(&f.GRPCRequestBytes, "grpc-request-bytes", f.GRPCRequestBytes, "bytes of unary gRPC requests decoded and served at once, each counted twice its size; past it a request is refused RESOURCE_EXHAUSTED undecoded")
 	fs.IntVar(&f.StreamMaxAppends, "stream-max-appends", f.StreamMaxAppends, "appends of one AppendBatches stream served at once; past it the node stops reading the stream")
 	fs.Int64Var(&f.StreamMaxBytes, "stream-max-bytes", f.StreamMaxBytes, "bytes of requests of one AppendBatches stream served at once; past it the node stops reading the stream")
 	fs.DurationVar(&f.StreamSendTimeout, "stream-send-timeout", f.StreamSendTimeout, "end an AppendBatches stream (RESOURCE_EXHAUSTED) when a send of its outcomes stays blocked this long: its client does not read")
@@ -63,7 +64,7 @@ func newServeCommand() *cobra.Command {
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
 		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
 		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval",
-		"grpc-max-streams", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time",
+		"grpc-max-streams", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes",
 		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		log, err := server.NewLogger(cmd.ErrOrStderr(), f.LogFormat, f.LogLevel)

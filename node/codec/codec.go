@@ -201,6 +201,15 @@ func (u *Undecoded) Decode(m any) error {
 	return nil
 }
 
+// Len is the size of u's bytes (the encoded request).
+func (u *Undecoded) Len() int { return u.data.Len() }
+
+// Free releases u's bytes undecoded (a request refused before decoding).
+func (u *Undecoded) Free() {
+	u.data.Free()
+	u.data = nil
+}
+
 func messageName(v any) string {
 	if m, ok := v.(protoapi.Message); ok {
 		return string(m.ProtoReflect().Descriptor().FullName())

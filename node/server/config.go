@@ -51,6 +51,11 @@ type Config struct {
 	GRPCMaxStreams, GRPCMaxConnections int
 	GRPCIdleTimeout                    time.Duration
 	GRPCKeepaliveMinTime               time.Duration
+	// GRPCRequestBytes bounds the unary requests being decoded and
+	// served at once, each counted twice its encoded size (0:
+	// DefaultGRPCRequestBytes); past it a request is refused
+	// RESOURCE_EXHAUSTED before it is decoded.
+	GRPCRequestBytes int64
 	// What one AppendBatches stream may hold (0: the defaults of
 	// appendstream.Limits): appends and bytes of requests in flight, and
 	// how long a send of its outcomes may stay blocked (the client does
@@ -86,6 +91,7 @@ func DefaultConfig() *Config {
 		GRPCMaxStreams:       DefaultGRPCMaxStreams,
 		GRPCIdleTimeout:      DefaultGRPCIdleTimeout,
 		GRPCKeepaliveMinTime: DefaultGRPCKeepaliveMinTime,
+		GRPCRequestBytes:     DefaultGRPCRequestBytes,
 		StreamMaxAppends:     appendstream.DefaultMaxAppends,
 		StreamMaxBytes:       appendstream.DefaultMaxBytes,
 		StreamSendTimeout:    appendstream.DefaultSendTimeout,
