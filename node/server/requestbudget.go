@@ -13,7 +13,7 @@ import (
 // DefaultGRPCRequestBytes bounds what the unary gRPC requests being
 // decoded and served at once may hold of the node (--grpc-request-bytes),
 // each counted requestFootprint times its encoded size.
-const DefaultGRPCRequestBytes = 128 << 20
+const DefaultGRPCRequestBytes = 64 << 20
 
 // requestFootprint is how many times its encoded size a unary request
 // holds while it is decoded and served: the decoded message (its strings
