@@ -71,6 +71,9 @@ func newServeCommand() *cobra.Command {
 		if err != nil {
 			return usagef(cmd, "%v", err)
 		}
+		if l := limitMemory(f); l > 0 {
+			log.Info("soft memory limit from the byte budgets (GOMEMLIMIT is not set)", "gomemlimit_mib", l>>20)
+		}
 		return server.Serve(cmd.Context(), f, log)
 	}
 	return c
