@@ -29,7 +29,7 @@ var (
 	duration   = flag.Duration("soak.duration", 20*time.Second, "how long the attacks run")
 	asGrowth   = flag.Int64("soak.as-growth", 1<<30, "address space the node may grow by once ready (its RLIMIT_AS is its size then plus this)")
 	rssBound   = flag.Int64("soak.rss-bound", 768<<20, "the node's peak resident memory (VmHWM) must stay below this")
-	memLimit   = flag.String("soak.gomemlimit", "512MiB", "the node's GOMEMLIMIT, as docs/OPERATIONS.md recommends for a node with a memory limit (\"\": none)")
+	memLimit   = flag.String("soak.gomemlimit", "", "the node's GOMEMLIMIT (\"\": none, so the node sets its own from its byte budgets, docs/OPERATIONS.md)")
 	missing    = flag.Bool("soak.missing-session", false, "hostile appends go to a session that does not exist (default: one the attacker created)")
 	senders    = flag.Int("soak.remote-senders", 5000, "sender addresses named by each remote batch of refused envelopes")
 	reads      = flag.Int("soak.remote-reads", 20000, "audit reads in each remote batch")
@@ -95,9 +95,13 @@ func BenchmarkSoak(b *testing.B) {
 		args = append(append(args, "--remote-addr", remoteAddr, server.InsecureRemoteFlag), strings.Fields(*remoteArgs)...)
 	}
 	if *memLimit != "" {
-		// The node inherits this process's environment (its GC target
-		// otherwise lets the heap grow to five times the live data).
+		// The node inherits this process's environment.
 		b.Setenv("GOMEMLIMIT", *memLimit)
+	} else if old, set := os.LookupEnv("GOMEMLIMIT"); set {
+		// Unset, so that the node sets its own soft limit, as it does
+		// where nobody set one.
+		b.Setenv("GOMEMLIMIT", old) // restores it after the run
+		os.Unsetenv("GOMEMLIMIT")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *duration+5*time.Minute)
 	defer cancel()
