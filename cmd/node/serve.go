@@ -71,9 +71,7 @@ func newServeCommand() *cobra.Command {
 		if err != nil {
 			return usagef(cmd, "%v", err)
 		}
-		if l := limitMemory(f); l > 0 {
-			log.Info("soft memory limit from the byte budgets (GOMEMLIMIT is not set)", "gomemlimit_mib", l>>20)
-		}
+		limitMemory(f) // the serving line shows it (gomemlimit_mib)
 		return server.Serve(cmd.Context(), f, log)
 	}
 	return c

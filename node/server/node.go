@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -342,6 +344,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	}
 	if s.member != nil {
 		attrs = append(attrs, "cluster", f.ClusterName, "remote_addr", s.member.Address(), "am_port", f.AMPort)
+	}
+	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
+		attrs = append(attrs, "gomemlimit_mib", l>>20) // node serve's default or GOMEMLIMIT
 	}
 	log.Info("serving", attrs...)
 	return s, nil
