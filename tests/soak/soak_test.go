@@ -103,6 +103,13 @@ func BenchmarkSoak(b *testing.B) {
 		b.Setenv("GOMEMLIMIT", old) // restores it after the run
 		os.Unsetenv("GOMEMLIMIT")
 	}
+	// RLIMIT_AS counts address space, and glibc reserves 64 MiB of it
+	// for each malloc arena, one per thread that calls malloc (the cgo
+	// side: SQLite) up to eight per core: with every attack at once a node
+	// had 15 of them, 930 MiB of address space at 460-540 MiB resident,
+	// and died of the cap, not of memory. Two arenas make the cap measure
+	// memory (docs/OPERATIONS.md, Limits: the same holds under ulimit -v).
+	b.Setenv("MALLOC_ARENA_MAX", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), *duration+5*time.Minute)
 	defer cancel()
 	n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: bin, Dir: dir, Args: args})
