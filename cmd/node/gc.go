@@ -30,7 +30,7 @@ func tuneGC() {
 // baseMemory is what a serving node holds besides the requests its byte
 // budgets admit: the runtime, the database's and the transport's buffers,
 // the frames of requests still arriving, the goroutines of the streams.
-const baseMemory = 256 << 20
+const baseMemory = 192 << 20
 
 // memoryLimit is the soft memory limit (Go's GOMEMLIMIT) node serve sets
 // when the environment sets none: baseMemory plus twice the byte budgets
@@ -40,7 +40,7 @@ const baseMemory = 256 << 20
 // would be four times that (issue 15's soak: a live heap of 210 MiB grew
 // past a 1 GiB address-space allowance and the node died). Twice the
 // budgets leaves the collector room above the live heap, so it does not
-// run continuously: with the defaults, 576 MiB, where every attack of the
+// run continuously: with the defaults, 512 MiB, where every attack of the
 // soak at once peaked at a live heap of 255 MiB.
 func memoryLimit(f *server.Config) int64 {
 	orDefault := func(v, def int64) int64 {
