@@ -19,9 +19,13 @@ const (
 	// (the request, the command built from it, the batch), so this is
 	// what bounds a node's memory under many large concurrent writes: a
 	// count alone let 300 concurrent 3 MiB appends take a 2 GiB node down
-	// at 300 of 10,000 slots. 256 MiB fits the memory a node is expected
-	// to have (1–2 GiB) with room for reads and streams.
-	DefaultBacklogBytes = 256 << 20
+	// at 300 of 10,000 slots. 64 MiB is eight of the writer's largest
+	// transactions (DefaultMaxBatchBytes), enough to keep it busy; the
+	// node's soak (issue 15) holds 768 MiB with every attack at once only
+	// when what the writer may have pending is a small part of that:
+	// the requests behind these bytes are held decoded, and more arrive
+	// (received, decoded, refused) while the backlog is full.
+	DefaultBacklogBytes = 64 << 20
 )
 
 // Backlog bounds what is pending at the writer, in commands and in bytes.

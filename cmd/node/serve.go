@@ -38,7 +38,7 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "how long each shutdown phase (requests in flight, then the actors' drain) may take")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "passivate a session or plan actor idle this long (0: default 5m; negative: never)")
 	fs.IntVar(&f.Backlog, "backlog", 0, "commands the writer may have pending before network senders get RESOURCE_EXHAUSTED (0: default 10000)")
-	fs.Int64Var(&f.BacklogBytes, "backlog-bytes", 0, "bytes the writer's pending commands may carry before network senders get RESOURCE_EXHAUSTED (0: default 256 MiB)")
+	fs.Int64Var(&f.BacklogBytes, "backlog-bytes", 0, "bytes the writer's pending commands may carry before network senders get RESOURCE_EXHAUSTED (0: default 64 MiB)")
 	fs.IntVar(&f.BatchCommands, "batch-max-commands", 0, "most commands in one group commit (0: default)")
 	fs.IntVar(&f.BatchBytes, "batch-max-bytes", 0, "most bytes in one group commit (0: default)")
 	fs.BoolVar(&f.AuditMessages, "audit-messages", false, "write a message_appended audit entry per stored message")
@@ -53,21 +53,25 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.GRPCMaxConnections, "grpc-max-connections", 0, "gRPC connections accepted at once (0: 1024, lowered to fit the open-file limit less 128 descriptors kept for the database and other listeners)")
 	fs.DurationVar(&f.GRPCIdleTimeout, "grpc-idle-timeout", f.GRPCIdleTimeout, "close a gRPC connection that has had no stream for this long (clients reconnect)")
 	fs.DurationVar(&f.GRPCKeepaliveMinTime, "grpc-keepalive-min-time", f.GRPCKeepaliveMinTime, "shortest interval at which a client may ping; a client pinging more often is disconnected")
+	fs.Int64Var(&f.GRPCRequestBytes, "grpc-request-bytes", f.GRPCRequestBytes, "bytes of unary gRPC requests decoded and served at once, each counted twice its size; past it a request is refused RESOURCE_EXHAUSTED undecoded")
 	fs.IntVar(&f.StreamMaxAppends, "stream-max-appends", f.StreamMaxAppends, "appends of one AppendBatches stream served at once; past it the node stops reading the stream")
 	fs.Int64Var(&f.StreamMaxBytes, "stream-max-bytes", f.StreamMaxBytes, "bytes of requests of one AppendBatches stream served at once; past it the node stops reading the stream")
 	fs.DurationVar(&f.StreamSendTimeout, "stream-send-timeout", f.StreamSendTimeout, "end an AppendBatches stream (RESOURCE_EXHAUSTED) when a send of its outcomes stays blocked this long: its client does not read")
+	fs.IntVar(&f.StreamTotalAppends, "stream-total-appends", f.StreamTotalAppends, "appends of all AppendBatches streams together served at once; past it a stream that receives waits (flow control)")
+	fs.Int64Var(&f.StreamTotalBytes, "stream-total-bytes", f.StreamTotalBytes, "bytes of requests of all AppendBatches streams together served at once; past it a stream that receives waits (flow control)")
 	// Every flag of serve is a server setting.
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
 		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
 		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval",
-		"grpc-max-streams", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time",
-		"stream-max-appends", "stream-max-bytes", "stream-send-timeout")
+		"grpc-max-streams", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes",
+		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		log, err := server.NewLogger(cmd.ErrOrStderr(), f.LogFormat, f.LogLevel)
 		if err != nil {
 			return usagef(cmd, "%v", err)
 		}
+		limitMemory(f) // the serving line shows it (gomemlimit_mib)
 		return server.Serve(cmd.Context(), f, log)
 	}
 	return c

@@ -70,7 +70,7 @@ func (s *Server) AppendBatches(stream grpc.BidiStreamingServer[sessionv1.AppendB
 	var serving sync.WaitGroup
 	out := newOutbox(stream, lim, &serving, func() { stall(errStalled(lim)) })
 	go out.run()
-	work := &workers{jobs: make(chan func())}
+	work := &workers{jobs: make(chan func()), shared: s.shared()}
 	recvErr := s.receiveBatches(ctx, admit, stream, &serving, work, out)
 
 	served := make(chan struct{})
@@ -152,8 +152,14 @@ func (s *Server) receiveBatches(ctx, admit context.Context, stream grpc.BidiStre
 			if err := out.budget.acquire(admit, size); err != nil {
 				return context.Cause(admit)
 			}
+			// The node's room, shared by all streams, given back once
+			// the outcome is decided (Limits.TotalAppends).
+			if err := work.shared.acquire(admit, size); err != nil {
+				out.budget.release(1, out.budget.weight(size))
+				return context.Cause(admit)
+			}
 			serving.Add(1)
-			ans := &answer{s: s, out: out, tag: tag, size: size}
+			ans := &answer{s: s, out: out, tag: tag, size: size, shared: work.shared}
 			if async, ok := s.SessionServiceServer.(asyncAppender); ok && req != nil {
 				s.serveAsync(ctx, async, req, ans)
 				continue
@@ -176,6 +182,7 @@ type answer struct {
 	out      *outbox
 	tag      uint64
 	size     int64
+	shared   *shared // the node's room, given back once the outcome is decided
 	answered atomic.Bool
 }
 
@@ -183,6 +190,7 @@ func (a *answer) done(resp *sessionv1.AppendResponse, err error) {
 	if !a.answered.CompareAndSwap(false, true) {
 		return
 	}
+	a.shared.release(a.size)
 	if a.s.Observe != nil {
 		a.s.Observe(resp, err)
 	}
@@ -223,7 +231,10 @@ func refuseAppends(admit context.Context, out *outbox, appends []*sessionv1.Tagg
 // worker if one waits, else to a new one; workers end when jobs is closed,
 // once the stream's appends are all answered. There are never more
 // workers than the stream's peak of appends in flight (Limits.MaxAppends).
-type workers struct{ jobs chan func() }
+type workers struct {
+	jobs   chan func()
+	shared *shared // the node's room; bounds the idle workers too (next)
+}
 
 func (w *workers) run(job func()) {
 	select {
@@ -234,7 +245,7 @@ func (w *workers) run(job func()) {
 }
 
 func (w *workers) loop(job func()) {
-	for ; job != nil; job = <-w.jobs {
+	for ; job != nil; job = w.next() {
 		job()
 	}
 }

@@ -1,9 +1,12 @@
 package appendstream
 
 import (
+	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"golang.org/x/sync/semaphore"
 )
 
 // Defaults of Limits: what one AppendBatches stream may hold of a node.
@@ -23,6 +26,15 @@ const (
 	// blocked (HTTP/2 flow control: the client does not read) before the
 	// stream stops being served and ends.
 	DefaultSendTimeout = 15 * time.Second
+	// DefaultTotalAppends bounds the appends of all streams of a Server
+	// (a node) being served at once, from receipt until their outcome is
+	// decided: each is a worker goroutine and a decoded request, and a
+	// per-stream bound alone multiplies with the streams (issue 15: 40
+	// streams that did not read held 21,000 goroutines, 83 MiB of stacks).
+	// The idle workers a node keeps for reuse are bounded by it too.
+	DefaultTotalAppends = 4096
+	// DefaultTotalBytes bounds the encoded requests of those appends.
+	DefaultTotalBytes = 32 << 20
 )
 
 // Limits bound what one AppendBatches stream may hold of the node. Past
@@ -34,6 +46,15 @@ type Limits struct {
 	MaxAppends  int
 	MaxBytes    int64
 	SendTimeout time.Duration
+	// TotalAppends and TotalBytes bound the appends of all streams of
+	// the Server together while they are served (their outcome is not
+	// yet decided); past either, the stream that receives waits, so its
+	// client is held back by flow control. An outcome decided and not
+	// yet sent still counts against its own stream's MaxAppends and
+	// MaxBytes only: a client that does not read holds no room of the
+	// others.
+	TotalAppends int
+	TotalBytes   int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -46,7 +67,71 @@ func (l Limits) withDefaults() Limits {
 	if l.SendTimeout <= 0 {
 		l.SendTimeout = DefaultSendTimeout
 	}
+	if l.TotalAppends <= 0 {
+		l.TotalAppends = DefaultTotalAppends
+	}
+	if l.TotalBytes <= 0 {
+		l.TotalBytes = DefaultTotalBytes
+	}
 	return l
+}
+
+// shared is the room all streams of a Server share: appends being served,
+// in count and bytes (first come, first served, like a stream's budget),
+// and the idle workers kept for reuse.
+type shared struct {
+	appends  *semaphore.Weighted
+	bytes    *semaphore.Weighted
+	maxBytes int64
+	// idle counts the workers of all streams waiting for a job; a worker
+	// that finds maxIdle others waiting ends instead.
+	idle    atomic.Int64
+	maxIdle int64
+}
+
+// shared returns the Server's shared budget, made on first use from
+// Limits.
+func (s *Server) shared() *shared {
+	s.sharedOnce.Do(func() {
+		l := s.Limits.withDefaults()
+		s.sharedRoom = &shared{appends: semaphore.NewWeighted(int64(l.TotalAppends)), bytes: semaphore.NewWeighted(l.TotalBytes),
+			maxBytes: l.TotalBytes, maxIdle: int64(l.TotalAppends)}
+	})
+	return s.sharedRoom
+}
+
+// acquire waits for room to serve one append of size bytes, or until ctx
+// ends.
+func (r *shared) acquire(ctx context.Context, size int64) error {
+	if err := r.appends.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	if err := r.bytes.Acquire(ctx, min(size, r.maxBytes)); err != nil {
+		r.appends.Release(1)
+		return err
+	}
+	return nil
+}
+
+// release gives back what acquire took, once the append's outcome is
+// decided.
+func (r *shared) release(size int64) {
+	r.bytes.Release(min(size, r.maxBytes))
+	r.appends.Release(1)
+}
+
+// next waits for a stream's next job, or returns nil, ending the worker,
+// when the jobs are closed or when the node already keeps maxIdle idle
+// workers: a stream's workers would otherwise stay, one per append of its
+// peak, until the stream ends.
+func (w *workers) next() func() {
+	if w.shared.idle.Add(1) > w.shared.maxIdle {
+		w.shared.idle.Add(-1)
+		return nil
+	}
+	job := <-w.jobs
+	w.shared.idle.Add(-1)
+	return job
 }
 
 // errStalled ends a stream whose client stopped reading its outcomes. The

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -38,6 +39,11 @@ type Server struct {
 	// client's connection: the ended stream's unread outcomes stay queued
 	// in the transport until the client reads or the connection closes).
 	OnStall func(context.Context)
+
+	// sharedRoom is what all streams share (Limits.TotalAppends,
+	// TotalBytes), made on first use.
+	sharedOnce sync.Once
+	sharedRoom *shared
 }
 
 // errDraining ends a stream when the node shuts down.

@@ -156,3 +156,30 @@ func names(path []protoreflect.FieldDescriptor) string {
 	}
 	return s
 }
+
+// TestMarshalBufferFitsTheMessage: a message between gRPC's pool tiers
+// (32 KiB and 1 MiB) is encoded into a buffer at most twice its size, not
+// into a 1 MiB one (issue 15: each blocked outcome message held 1 MiB).
+func TestMarshalBufferFitsTheMessage(t *testing.T) {
+	c := checkedCodec(t)
+	for _, size := range []int{40 << 10, 64 << 10, 300 << 10} {
+		out := &sessionv1.AppendOutcomes{}
+		for i := 0; i%256 != 0 || out.SizeVT() < size; i++ {
+			out.Outcomes = append(out.Outcomes, &sessionv1.TaggedOutcome{Tag: uint64(i), Outcome: &sessionv1.AppendStreamResponse{
+				Outcome: &sessionv1.AppendStreamResponse_Response{Response: &sessionv1.AppendResponse{
+					Messages: []*sessionv1.AppendedMessage{{MessageId: "01J00000000000000000000000"}}}}}})
+		}
+		data, err := c.Marshal(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) != 1 {
+			t.Fatalf("%d bytes encoded into %d buffers, want one", out.SizeVT(), len(data))
+		}
+		b := data[0].ReadOnlyData()
+		if cap(b) > 2*len(b) {
+			t.Fatalf("a message of %d bytes was encoded into a buffer of %d", len(b), cap(b))
+		}
+		data.Free()
+	}
+}

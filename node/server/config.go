@@ -51,6 +51,11 @@ type Config struct {
 	GRPCMaxStreams, GRPCMaxConnections int
 	GRPCIdleTimeout                    time.Duration
 	GRPCKeepaliveMinTime               time.Duration
+	// GRPCRequestBytes bounds the unary requests being decoded and
+	// served at once, each counted twice its encoded size (0:
+	// DefaultGRPCRequestBytes); past it a request is refused
+	// RESOURCE_EXHAUSTED before it is decoded.
+	GRPCRequestBytes int64
 	// What one AppendBatches stream may hold (0: the defaults of
 	// appendstream.Limits): appends and bytes of requests in flight, and
 	// how long a send of its outcomes may stay blocked (the client does
@@ -58,6 +63,10 @@ type Config struct {
 	StreamMaxAppends  int
 	StreamMaxBytes    int64
 	StreamSendTimeout time.Duration
+	// What all AppendBatches streams together may have being served (0:
+	// appendstream's defaults): appends and bytes of requests.
+	StreamTotalAppends int
+	StreamTotalBytes   int64
 	// FeedPollInterval is how often the live feeds read the store for
 	// commits of other nodes: 0 = DefaultFeedPollPostgres on PostgreSQL,
 	// none on SQLite; negative = never.
@@ -82,9 +91,12 @@ func DefaultConfig() *Config {
 		GRPCMaxStreams:       DefaultGRPCMaxStreams,
 		GRPCIdleTimeout:      DefaultGRPCIdleTimeout,
 		GRPCKeepaliveMinTime: DefaultGRPCKeepaliveMinTime,
+		GRPCRequestBytes:     DefaultGRPCRequestBytes,
 		StreamMaxAppends:     appendstream.DefaultMaxAppends,
 		StreamMaxBytes:       appendstream.DefaultMaxBytes,
 		StreamSendTimeout:    appendstream.DefaultSendTimeout,
+		StreamTotalAppends:   appendstream.DefaultTotalAppends,
+		StreamTotalBytes:     appendstream.DefaultTotalBytes,
 	}
 }
 
@@ -109,8 +121,9 @@ func (f *Config) connLimits() (connLimits, error) {
 // streamLimits are what one AppendBatches stream may hold (zero fields:
 // appendstream's defaults).
 func (f *Config) streamLimits() (appendstream.Limits, error) {
-	if f.StreamMaxAppends < 0 || f.StreamMaxBytes < 0 || f.StreamSendTimeout < 0 {
-		return appendstream.Limits{}, fmt.Errorf("--stream-max-appends, --stream-max-bytes and --stream-send-timeout must not be negative")
+	if f.StreamMaxAppends < 0 || f.StreamMaxBytes < 0 || f.StreamSendTimeout < 0 || f.StreamTotalAppends < 0 || f.StreamTotalBytes < 0 {
+		return appendstream.Limits{}, fmt.Errorf("--stream-max-appends, --stream-max-bytes, --stream-send-timeout, --stream-total-appends and --stream-total-bytes must not be negative")
 	}
-	return appendstream.Limits{MaxAppends: f.StreamMaxAppends, MaxBytes: f.StreamMaxBytes, SendTimeout: f.StreamSendTimeout}, nil
+	return appendstream.Limits{MaxAppends: f.StreamMaxAppends, MaxBytes: f.StreamMaxBytes, SendTimeout: f.StreamSendTimeout,
+		TotalAppends: f.StreamTotalAppends, TotalBytes: f.StreamTotalBytes}, nil
 }

@@ -17,7 +17,13 @@ import (
 // interceptor runs, and a stream's RecvMsg; so both are wrapped here, at
 // registration, and no service is registered without it. The API server
 // forces the codec that knows Undecoded (codec.Codec).
-type decodeErrors struct{ *grpc.Server }
+//
+// requests, when set, bounds the unary requests in flight: each is charged
+// before it is decoded (requestBudget).
+type decodeErrors struct {
+	*grpc.Server
+	requests *requestBudget
+}
 
 var _ reflection.GRPCServer = decodeErrors{}
 
@@ -26,8 +32,12 @@ func (r decodeErrors) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	d.Methods = make([]grpc.MethodDesc, len(desc.Methods))
 	for i, m := range desc.Methods {
 		h := m.Handler
-		m.Handler = func(srv any, ctx context.Context, dec func(any) error, in grpc.UnaryServerInterceptor) (any, error) {
-			return h(srv, ctx, func(v any) error { return decodeWith(dec, v) }, in)
+		if r.requests != nil {
+			m.Handler = r.requests.unaryHandler(h)
+		} else {
+			m.Handler = func(srv any, ctx context.Context, dec func(any) error, in grpc.UnaryServerInterceptor) (any, error) {
+				return h(srv, ctx, func(v any) error { return decodeWith(dec, v) }, in)
+			}
 		}
 		d.Methods[i] = m
 	}

@@ -43,6 +43,9 @@ type apiOptions struct {
 	// AppendBatches stream may hold.
 	Conns   connLimits
 	Streams appendstream.Limits
+	// RequestBytes bounds the unary requests in flight (requestBudget;
+	// 0: DefaultGRPCRequestBytes).
+	RequestBytes int64
 }
 
 // apiServer is the gRPC API: the three services, the standard health
@@ -98,7 +101,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		})))
 	}
 	a.srv = grpc.NewServer(sopts...)
-	reg := decodeErrors{a.srv}
+	reg := decodeErrors{Server: a.srv, requests: newRequestBudget(opt.RequestBytes)}
 	// AppendStream is served on top of the same façade as Append; the
 	// stream interceptors see the stream, so its appends are marked and
 	// counted here, one by one.

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -205,6 +207,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.GRPCRequestBytes < 0 {
+		return nil, fmt.Errorf("--grpc-request-bytes must not be negative")
+	}
 	maxConns, err := fitConnections(f.GRPCMaxConnections, openFileLimit(), log)
 	if err != nil {
 		return nil, err
@@ -281,7 +286,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	s.api, err = newAPIServer(apiServices{Sessions: s.node.Sessions(), Plans: s.node.Plans(), Audit: s.node.Audit(),
 		Feeds: feedServer{hub: s.feeds}},
 		apiOptions{TLSCert: f.TLSCert, TLSKey: f.TLSKey, Token: token, MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: writer.NoWait,
-			Conns: conns, Streams: streams},
+			Conns: conns, Streams: streams, RequestBytes: f.GRPCRequestBytes},
 		m, log.With("component", "grpc"))
 	if err != nil {
 		return s, err
@@ -339,6 +344,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	}
 	if s.member != nil {
 		attrs = append(attrs, "cluster", f.ClusterName, "remote_addr", s.member.Address(), "am_port", f.AMPort)
+	}
+	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
+		attrs = append(attrs, "gomemlimit_mib", l>>20) // node serve's default or GOMEMLIMIT
 	}
 	log.Info("serving", attrs...)
 	return s, nil
