@@ -15,7 +15,7 @@ const (
 	// receipt and the send of their outcome. Each is a worker goroutine
 	// while it is served; a Go client has one stream per connection, so
 	// this is the concurrency of one connection's callers (node bench
-	// runs 8 connections).
+	// runs one connection per core).
 	DefaultMaxAppends = 1024
 	// DefaultMaxBytes bounds the encoded requests of those appends. The
 	// Go client sends an append above 1 MiB alone on AppendStream, so a
