@@ -11,7 +11,9 @@
 //
 // It is split by concern: node.go (start-up in order, shutdown in the
 // reverse order), config.go (the settings), grpcserver.go, grpcdecode.go
-// and interceptors.go (the API), auth.go (bearer token), remoteendpoint.go
+// and interceptors.go (the API), streamtap.go (what each stream must pass
+// on its headers: the token, the node-wide stream bound), auth.go (bearer
+// token), remoteendpoint.go
 // and remoteguard.go (the Proto.Actor remote endpoint and its guard),
 // cluster.go and clusterguard.go (cluster mode), httpserver.go and
 // metrics.go (/metrics, /healthz, /readyz), logging.go (the node's slog and

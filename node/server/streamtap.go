@@ -15,7 +15,7 @@ import (
 // connections together (--grpc-max-streams-total). Each may hold the
 // frames of a request being received (up to --max-recv-bytes) and its
 // 1 MiB receive window; without a node-wide bound that was connections ×
-// streams per connection (1,024 × 256). 1,024 is four times the largest
+// streams per connection (1,024 × 256). 1,024 is over twice the largest
 // concurrency the benchmarks run (C=400 unary callers; AppendBatches
 // carries many appends on one stream).
 const DefaultGRPCMaxStreamsTotal = 1024
