@@ -56,17 +56,19 @@ func serveTapped(t *testing.T, svc *holdingSessions, rec *fakeRecorder, m *metri
 }
 
 // TestStreamWithoutTokenIsRefusedOnItsHeaders: the bearer token is checked
-// on a stream's headers, so a stranger cannot make the node receive and
-// buffer a request (up to --max-recv-bytes on each of its streams). A call
-// that sends its headers and no request at all gets UNAUTHENTICATED: a
-// check after the request was read would leave it waiting for one. A
-// 3 MiB append without the token is refused too, never reaching the
-// service, and each refusal is counted and audited as before.
+// on a stream's headers, so a stranger cannot make the node receive,
+// charge and decode a request (up to --max-recv-bytes on each of its
+// streams). A call that sends its headers and no request at all gets
+// UNAUTHENTICATED: a check after the request was read would leave it
+// waiting for one. While an authenticated append fills most of the request
+// budget, a stranger's 3 MiB append is UNAUTHENTICATED, not refused by the
+// budget as the same append with the token is: gRPC decodes a unary
+// request (through the budget) before the interceptors run, where the
+// token used to be checked. Each refusal is counted and audited as before.
 func TestStreamWithoutTokenIsRefusedOnItsHeaders(t *testing.T) {
 	svc := &holdingSessions{held: make(chan struct{}, 4), release: make(chan struct{})}
-	close(svc.release)
 	rec, m := &fakeRecorder{}, newMetrics()
-	a, conn, ctx := serveTapped(t, svc, rec, m, apiOptions{Token: "s3cret"})
+	a, conn, ctx := serveTapped(t, svc, rec, m, apiOptions{Token: "s3cret", RequestBytes: 1 << 20})
 	const appendMethod = "/agentstate.session.v1.SessionService/Append"
 
 	cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, appendMethod)
@@ -78,16 +80,33 @@ func TestStreamWithoutTokenIsRefusedOnItsHeaders(t *testing.T) {
 	}
 
 	api := sessionv1.NewSessionServiceClient(conn)
-	big := &sessionv1.AppendRequest{SessionId: "s", Messages: []*sessionv1.NewMessage{{Content: strings.Repeat("x", 3<<20)}}}
-	if _, err := api.Append(ctx, big); status.Code(err) != codes.Unauthenticated {
-		t.Fatalf("a 3 MiB append without a token: %v, want UNAUTHENTICATED", err)
+	appendOf := func(size int) *sessionv1.AppendRequest {
+		return &sessionv1.AppendRequest{SessionId: "s", Messages: []*sessionv1.NewMessage{{Content: strings.Repeat("x", size)}}}
+	}
+	authed := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer s3cret")
+	first := make(chan error, 1)
+	go func() {
+		_, err := api.Append(authed, appendOf(300<<10))
+		first <- err
+	}()
+	<-svc.held // 600 KB of the 1 MiB budget charged
+
+	if _, err := api.Append(ctx, appendOf(3<<20)); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("a 3 MiB append without a token: %v, want UNAUTHENTICATED (before the request budget)", err)
 	}
 	bad := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer nope")
-	if _, err := api.Append(bad, big); status.Code(err) != codes.Unauthenticated || strings.Contains(err.Error(), "s3cret") {
+	if _, err := api.Append(bad, appendOf(3<<20)); status.Code(err) != codes.Unauthenticated || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("a 3 MiB append with a wrong token: %v, want UNAUTHENTICATED without the token", err)
 	}
-	if n := svc.reached.Load(); n != 0 {
-		t.Fatalf("%d unauthenticated appends reached the service", n)
+	if _, err := api.Append(authed, appendOf(3<<20)); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("the same append with the token: %v, want RESOURCE_EXHAUSTED from the request budget", err)
+	}
+	close(svc.release)
+	if err := <-first; err != nil {
+		t.Fatalf("the held append: %v", err)
+	}
+	if n := svc.reached.Load(); n != 1 {
+		t.Fatalf("%d appends reached the service, want 1", n)
 	}
 	if got := counterValue(t, m.authFailures); got != 3 {
 		t.Fatalf("auth failures = %v, want 3", got)
@@ -98,15 +117,6 @@ func TestStreamWithoutTokenIsRefusedOnItsHeaders(t *testing.T) {
 	a.auditor.close() // waits for the entries' hand-over
 	if len(rec.reqs) != 3 {
 		t.Fatalf("%d auth_failure entries, want 3", len(rec.reqs))
-	}
-
-	authed := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer s3cret")
-	if _, err := api.Append(authed, big); err != nil {
-		t.Fatalf("the same append with the token: %v", err)
-	}
-	<-svc.held
-	if n := svc.reached.Load(); n != 1 {
-		t.Fatalf("%d appends reached the service, want 1", n)
 	}
 }
 
