@@ -31,7 +31,8 @@ func (a recordingAudit) Record(ctx context.Context, req *auditv1.RecordRequest) 
 
 // serveTapped serves an API over TCP with opt, its sessions held by svc,
 // and returns it, a connection to it and a context for the test's calls.
-func serveTapped(t *testing.T, svc *holdingSessions, rec *fakeRecorder, m *metrics, opt apiOptions) (*apiServer, *grpc.ClientConn, context.Context) {
+// released (may be nil) is called when a stream's slot comes back.
+func serveTapped(t *testing.T, svc *holdingSessions, rec *fakeRecorder, m *metrics, opt apiOptions, released func()) (*apiServer, *grpc.ClientConn, context.Context) {
 	t.Helper()
 	opt.MaxRecvBytes, opt.MarkNetwork = 4<<20, writer.NoWait
 	a, err := newAPIServer(apiServices{Sessions: svc, Plans: planv1.UnimplementedPlanServiceServer{}, Audit: recordingAudit{rec: rec}},
@@ -39,6 +40,7 @@ func serveTapped(t *testing.T, svc *holdingSessions, rec *fakeRecorder, m *metri
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.tap.released = released // before serving: the transport reads it
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +70,7 @@ func serveTapped(t *testing.T, svc *holdingSessions, rec *fakeRecorder, m *metri
 func TestStreamWithoutTokenIsRefusedOnItsHeaders(t *testing.T) {
 	svc := &holdingSessions{held: make(chan struct{}, 4), release: make(chan struct{})}
 	rec, m := &fakeRecorder{}, newMetrics()
-	a, conn, ctx := serveTapped(t, svc, rec, m, apiOptions{Token: "s3cret", RequestBytes: 1 << 20})
+	a, conn, ctx := serveTapped(t, svc, rec, m, apiOptions{Token: "s3cret", RequestBytes: 1 << 20}, nil)
 	const appendMethod = "/agentstate.session.v1.SessionService/Append"
 
 	cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, appendMethod)
@@ -128,9 +130,17 @@ func TestStreamWithoutTokenIsRefusedOnItsHeaders(t *testing.T) {
 func TestStreamsPastTheNodeWideBoundAreRefused(t *testing.T) {
 	svc := &holdingSessions{held: make(chan struct{}, 4), release: make(chan struct{})}
 	m := newMetrics()
-	a, conn, ctx := serveTapped(t, svc, &fakeRecorder{}, m, apiOptions{StreamsTotal: 2})
 	released := make(chan struct{}, 16)
-	a.tap.released = func() { released <- struct{}{} }
+	a, conn, ctx := serveTapped(t, svc, &fakeRecorder{}, m, apiOptions{StreamsTotal: 2}, func() { released <- struct{}{} })
+	// slotBack waits for an admitted stream's slot to come back.
+	slotBack := func(what string) {
+		t.Helper()
+		select {
+		case <-released:
+		case <-ctx.Done():
+			t.Fatalf("%s: its stream slot did not come back", what)
+		}
+	}
 	api := sessionv1.NewSessionServiceClient(conn)
 	req := &sessionv1.AppendRequest{SessionId: "s", Messages: []*sessionv1.NewMessage{{Content: "x"}}}
 
@@ -159,7 +169,7 @@ func TestStreamsPastTheNodeWideBoundAreRefused(t *testing.T) {
 	if err := <-results; err == nil || !strings.Contains(err.Error(), "Canceled") {
 		t.Fatalf("the cancelled call: %v, want it cancelled", err)
 	}
-	<-released
+	slotBack("a call cancelled by its client")
 	call(ctx) // takes the cancelled call's slot
 	<-svc.held
 	if n := svc.reached.Load(); n != 3 {
@@ -174,12 +184,12 @@ func TestStreamsPastTheNodeWideBoundAreRefused(t *testing.T) {
 	}
 	// The handler of the cancelled call returns too; it gave its slot back
 	// when its client cancelled, so two more come back now.
-	<-released
-	<-released
+	slotBack("a call that ended")
+	slotBack("a call that ended")
 	if err := conn.Invoke(ctx, "/agentstate.nothing.v1.Nothing/Here", req, &sessionv1.AppendResponse{}); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("an unknown method: %v, want UNIMPLEMENTED", err)
 	}
-	<-released
+	slotBack("a call to an unknown method")
 	if n := a.tap.inUse(); n != 0 {
 		t.Fatalf("%d stream slots in use after every call ended, want 0", n)
 	}
