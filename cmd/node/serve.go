@@ -50,6 +50,7 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.ClusterWait, "cluster-wait", f.ClusterWait, "how long /readyz waits for every peer to join before going ready anyway")
 	fs.DurationVar(&f.FeedPollInterval, "feed-poll-interval", 0, "how often the live feeds read the store for other nodes' commits (0: 100ms on PostgreSQL, never on SQLite; negative: never)")
 	fs.IntVar(&f.GRPCMaxStreams, "grpc-max-streams", f.GRPCMaxStreams, "concurrent streams per gRPC connection; more are refused (REFUSED_STREAM) and clients queue them")
+	fs.IntVar(&f.GRPCMaxStreamsTotal, "grpc-max-streams-total", f.GRPCMaxStreamsTotal, "gRPC streams open at once on all connections together; more are refused RESOURCE_EXHAUSTED before their request is read")
 	fs.IntVar(&f.GRPCMaxConnections, "grpc-max-connections", 0, "gRPC connections accepted at once (0: 1024, lowered to fit the open-file limit less 128 descriptors kept for the database and other listeners)")
 	fs.DurationVar(&f.GRPCIdleTimeout, "grpc-idle-timeout", f.GRPCIdleTimeout, "close a gRPC connection that has had no stream for this long (clients reconnect)")
 	fs.DurationVar(&f.GRPCKeepaliveMinTime, "grpc-keepalive-min-time", f.GRPCKeepaliveMinTime, "shortest interval at which a client may ping; a client pinging more often is disconnected")
@@ -64,7 +65,7 @@ func newServeCommand() *cobra.Command {
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
 		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
 		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval",
-		"grpc-max-streams", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes",
+		"grpc-max-streams", "grpc-max-streams-total", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes",
 		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		log, err := server.NewLogger(cmd.ErrOrStderr(), f.LogFormat, f.LogLevel)

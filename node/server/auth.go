@@ -13,7 +13,6 @@ import (
 	"github.com/agentstate/agentstate/actors/audit"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 )
@@ -23,7 +22,8 @@ type auditRecorder interface {
 	Record(ctx context.Context, req *auditv1.RecordRequest) (*auditv1.RecordResponse, error)
 }
 
-// authenticator checks the bearer token of every RPC.
+// authenticator checks the bearer token of every RPC (streamTap calls it
+// on each stream's headers, before any of its request is read).
 //
 // Invariant: a request is handed to its handler only when its
 // "authorization" metadata is exactly "Bearer <token>". The comparison is
@@ -48,6 +48,12 @@ func newAuthenticator(token string, auditor *failureAuditor, m *metrics, log *sl
 // error saying what was wrong (never what the token is).
 func (a *authenticator) check(ctx context.Context) error {
 	md, _ := metadata.FromIncomingContext(ctx)
+	return a.checkMD(md)
+}
+
+// checkMD is check on a stream's header metadata (streamTap has it before
+// the stream's context does).
+func (a *authenticator) checkMD(md metadata.MD) error {
 	vals := md.Get("authorization")
 	if len(vals) == 0 {
 		return errs.Unauthenticated("missing bearer token: send metadata \"authorization: Bearer <token>\"")
@@ -75,20 +81,6 @@ func (a *authenticator) reject(ctx context.Context, method string, err error) er
 	a.refusals.Warn("method", method, "peer", addr, "reason", errs.From(err).Msg)
 	a.auditor.record(method, addr, errs.From(err).Msg)
 	return err
-}
-
-func (a *authenticator) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if err := a.check(ctx); err != nil {
-		return nil, a.reject(ctx, info.FullMethod, err)
-	}
-	return handler(ctx, req)
-}
-
-func (a *authenticator) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if err := a.check(ss.Context()); err != nil {
-		return a.reject(ss.Context(), info.FullMethod, err)
-	}
-	return handler(srv, ss)
 }
 
 // failureAuditor writes an auth_failure audit entry per rejected request,

@@ -13,10 +13,10 @@ import (
 	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 // fakeRecorder collects auth_failure records.
@@ -76,21 +76,24 @@ func TestAuthenticatorCheck(t *testing.T) {
 	}
 }
 
-// TestUnaryRejectsAndAudits: a bad request never reaches the handler, is
-// UNAUTHENTICATED on the wire, and yields one auth_failure record handed
-// over without waiting on the backlog.
-func TestUnaryRejectsAndAudits(t *testing.T) {
+// TestTapRejectsAndAudits: a stream with a bad token is refused on its
+// headers, UNAUTHENTICATED, yields one auth_failure record handed over
+// without waiting on the backlog, and takes no stream slot; with the
+// token it is admitted.
+func TestTapRejectsAndAudits(t *testing.T) {
 	rec := &fakeRecorder{}
 	m := newMetrics()
 	fa := newFailureAuditor(rec, writer.NoWait, m, quietLog())
-	a := newAuthenticator("s3cret", fa, m, quietLog())
-	called := false
-	handler := func(context.Context, any) (any, error) { called = true; return "ok", nil }
-	info := &grpc.UnaryServerInfo{FullMethod: "/agentstate.session.v1.SessionService/Get"}
+	tp := newStreamTap(newAuthenticator("s3cret", fa, m, quietLog()), 0, m, quietLog())
+	const method = "/agentstate.session.v1.SessionService/Get"
+	tp.known[method] = true
+	header := func(v string) *tap.Info {
+		return &tap.Info{FullMethodName: method, Header: metadata.Pairs("authorization", v)}
+	}
 
-	_, err := a.unary(withAuth("Bearer nope"), nil, info, handler)
-	if called || status.Code(err) != codes.Unauthenticated {
-		t.Fatalf("called=%v err=%v; want the handler skipped and UNAUTHENTICATED", called, err)
+	_, err := tp.handle(context.Background(), header("Bearer nope"))
+	if status.Code(err) != codes.Unauthenticated || tp.inUse() != 0 {
+		t.Fatalf("err=%v, %d slots in use; want UNAUTHENTICATED and none", err, tp.inUse())
 	}
 	fa.close() // waits for the hand-over
 	if len(rec.reqs) != 1 {
@@ -104,11 +107,15 @@ func TestUnaryRejectsAndAudits(t *testing.T) {
 	if got := counterValue(t, m.authFailures); got != 1 {
 		t.Fatalf("auth failures = %v, want 1", got)
 	}
-
-	resp, err := a.unary(withAuth("Bearer s3cret"), nil, info, handler)
-	if err != nil || resp != "ok" || !called {
-		t.Fatalf("with the right token: resp=%v err=%v called=%v", resp, err, called)
+	if got := counterValue(t, m.requests.WithLabelValues(method, codes.Unauthenticated.String())); got != 1 {
+		t.Fatalf("requests{%s, Unauthenticated} = %v, want 1 (as the interceptors counted refusals)", method, got)
 	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := tp.handle(ctx, header("Bearer s3cret")); err != nil || tp.inUse() != 1 {
+		t.Fatalf("with the right token: err=%v, %d slots in use; want admitted, 1", err, tp.inUse())
+	}
+	cancel()
 }
 
 // TestFailureAuditorRateLimit: past the burst, failures are counted, not

@@ -56,6 +56,10 @@ type Config struct {
 	// DefaultGRPCRequestBytes); past it a request is refused
 	// RESOURCE_EXHAUSTED before it is decoded.
 	GRPCRequestBytes int64
+	// GRPCMaxStreamsTotal bounds the gRPC streams open on all connections
+	// together (0: DefaultGRPCMaxStreamsTotal); past it a stream is
+	// refused RESOURCE_EXHAUSTED on its headers.
+	GRPCMaxStreamsTotal int
 	// What one AppendBatches stream may hold (0: the defaults of
 	// appendstream.Limits): appends and bytes of requests in flight, and
 	// how long a send of its outcomes may stay blocked (the client does
@@ -92,6 +96,7 @@ func DefaultConfig() *Config {
 		GRPCIdleTimeout:      DefaultGRPCIdleTimeout,
 		GRPCKeepaliveMinTime: DefaultGRPCKeepaliveMinTime,
 		GRPCRequestBytes:     DefaultGRPCRequestBytes,
+		GRPCMaxStreamsTotal:  DefaultGRPCMaxStreamsTotal,
 		StreamMaxAppends:     appendstream.DefaultMaxAppends,
 		StreamMaxBytes:       appendstream.DefaultMaxBytes,
 		StreamSendTimeout:    appendstream.DefaultSendTimeout,

@@ -11,10 +11,12 @@
 //
 // It is split by concern: node.go (start-up in order, shutdown in the
 // reverse order), config.go (the settings), grpcserver.go, grpcdecode.go
-// and interceptors.go (the API), auth.go (bearer token), remoteendpoint.go
-// and remoteguard.go (the Proto.Actor remote endpoint and its guard),
-// cluster.go and clusterguard.go (cluster mode), httpserver.go and
-// metrics.go (/metrics, /healthz, /readyz), logging.go (the node's slog and
-// the library's records through it), tlsnames.go and credfiles.go (TLS
-// certificates' names, token and CA files, shared with the CLI).
+// and interceptors.go (the API), streamtap.go (what each stream must pass
+// on its headers: the token, the node-wide stream bound), auth.go (bearer
+// token), remoteendpoint.go and remoteguard.go (the Proto.Actor remote
+// endpoint and its guard), cluster.go and clusterguard.go (cluster mode),
+// httpserver.go and metrics.go (/metrics, /healthz, /readyz), logging.go
+// (the node's slog and the library's records through it), tlsnames.go and
+// credfiles.go (TLS certificates' names, token and CA files, shared with
+// the CLI).
 package server

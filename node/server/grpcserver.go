@@ -13,6 +13,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/node/appendstream"
 	"github.com/agentstate/agentstate/node/codec"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -46,6 +47,9 @@ type apiOptions struct {
 	// RequestBytes bounds the unary requests in flight (requestBudget;
 	// 0: DefaultGRPCRequestBytes).
 	RequestBytes int64
+	// StreamsTotal bounds the streams open on all connections (streamTap;
+	// 0: DefaultGRPCMaxStreamsTotal).
+	StreamsTotal int
 }
 
 // apiServer is the gRPC API: the three services, the standard health
@@ -61,6 +65,8 @@ type apiServer struct {
 	gate *rpcGate
 	// conns are the open connections (serve wraps the listener).
 	conns *connTracker
+	// tap admits streams: the token and the node-wide stream bound.
+	tap *streamTap
 }
 
 // serve serves the API on lis until it is stopped.
@@ -76,15 +82,20 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		a.auditor = newFailureAuditor(svc.Audit, opt.MarkNetwork, m, log)
 		auth = newAuthenticator(opt.Token, a.auditor, m, log)
 	}
+	a.tap = newStreamTap(auth, opt.StreamsTotal, m, log)
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "agentstate_grpc_streams_open", Help: "gRPC streams admitted and not yet ended (bounded by --grpc-max-streams-total).",
+	}, func() float64 { return float64(a.tap.inUse()) }))
 	sopts := []grpc.ServerOption{
+		grpc.InTapHandle(a.tap.handle),
 		// The gate first: it counts every call, whatever the chain
 		// below answers.
 		grpc.ChainUnaryInterceptor(a.gate.unary),
 		grpc.ChainStreamInterceptor(a.gate.stream),
 		grpc.MaxRecvMsgSize(opt.MaxRecvBytes),
 		grpc.ForceServerCodecV2(codec.Codec()),
-		grpc.ChainUnaryInterceptor(unaryChain(m, auth, opt.MarkNetwork, log)...),
-		grpc.ChainStreamInterceptor(streamChain(m, auth, log)...),
+		grpc.ChainUnaryInterceptor(unaryChain(m, opt.MarkNetwork, log)...),
+		grpc.ChainStreamInterceptor(streamChain(m, log)...),
 	}
 	sopts = append(sopts, opt.Conns.serverOptions()...)
 	if opt.TLSCert != "" || opt.TLSKey != "" {
@@ -124,6 +135,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		a.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	reflection.Register(reg)
+	a.tap.learn(a.srv)
 	return a, nil
 }
 

@@ -16,26 +16,21 @@ import (
 
 // The API's interceptor chains, outermost first:
 //
-//	observe  -> metrics by method and final code (auth failures and panics
+//	observe  -> metrics by method and final code (panics
 //	            included); at debug level, one log line per request
 //	recover  -> a panic in a handler becomes INTERNAL, the process lives on
-//	auth     -> only with a token: UNAUTHENTICATED before anything else runs
 //	admit    -> marks the request as a network sender's (no waiting on a full
 //	            backlog) and gives every error a gRPC status
-func unaryChain(m *metrics, auth *authenticator, markNetwork func(context.Context) context.Context, log *slog.Logger) []grpc.UnaryServerInterceptor {
-	chain := []grpc.UnaryServerInterceptor{observeUnary(m, log), recoverUnary(m, log)}
-	if auth != nil {
-		chain = append(chain, auth.unary)
-	}
-	return append(chain, admitUnary(markNetwork))
+//
+// The bearer token is checked before these, on the stream's headers
+// (streamTap): a call without it never reaches an interceptor, and is
+// counted in the request metrics there.
+func unaryChain(m *metrics, markNetwork func(context.Context) context.Context, log *slog.Logger) []grpc.UnaryServerInterceptor {
+	return []grpc.UnaryServerInterceptor{observeUnary(m, log), recoverUnary(m, log), admitUnary(markNetwork)}
 }
 
-func streamChain(m *metrics, auth *authenticator, log *slog.Logger) []grpc.StreamServerInterceptor {
-	chain := []grpc.StreamServerInterceptor{observeStream(m, log), recoverStream(m, "api", log)}
-	if auth != nil {
-		chain = append(chain, auth.stream)
-	}
-	return chain
+func streamChain(m *metrics, log *slog.Logger) []grpc.StreamServerInterceptor {
+	return []grpc.StreamServerInterceptor{observeStream(m, log), recoverStream(m, "api", log)}
 }
 
 func observeUnary(m *metrics, log *slog.Logger) grpc.UnaryServerInterceptor {

@@ -16,9 +16,9 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// chain runs the API's unary chain (without auth) around handler.
+// chain runs the API's unary chain around handler.
 func chain(m *metrics, handler grpc.UnaryHandler) (any, error) {
-	ics := unaryChain(m, nil, writer.NoWait, quietLog())
+	ics := unaryChain(m, writer.NoWait, quietLog())
 	info := &grpc.UnaryServerInfo{FullMethod: "/agentstate.session.v1.SessionService/Append"}
 	h := handler
 	for i := len(ics) - 1; i >= 0; i-- {
@@ -109,7 +109,7 @@ func TestRequestsAreLoggedAtDebug(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ics := unaryChain(newMetrics(), nil, writer.NoWait, log)
+		ics := unaryChain(newMetrics(), writer.NoWait, log)
 		info := &grpc.UnaryServerInfo{FullMethod: "/agentstate.session.v1.SessionService/Append"}
 		var h grpc.UnaryHandler = func(context.Context, any) (any, error) { return nil, errs.NotFound("session gone") }
 		for i := len(ics) - 1; i >= 0; i-- {

@@ -28,6 +28,7 @@ type metrics struct {
 
 	authFailures     prometheus.Counter
 	authAuditDropped prometheus.Counter
+	streamsRefused   prometheus.Counter     // past --grpc-max-streams-total
 	remoteRejected   *prometheus.CounterVec // by reason
 	recoveredPanics  *prometheus.CounterVec // by server: api, remote
 }
@@ -80,6 +81,9 @@ func newMetrics() *metrics {
 		Name: "agentstate_auth_failure_audit_dropped_total",
 		Help: "auth_failure audit entries not written because of the rate limit or a full backlog (counted in the next entry).",
 	})
+	m.streamsRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "agentstate_grpc_streams_refused_total", Help: "gRPC streams refused because --grpc-max-streams-total were open.",
+	})
 	m.remoteRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "agentstate_remote_rejected_total", Help: "Proto.Actor remote messages or streams the endpoint guard refused, by reason.",
 	}, []string{"reason"})
@@ -89,7 +93,7 @@ func newMetrics() *metrics {
 	for _, c := range []prometheus.Collector{
 		m.requests, m.errors, m.latency, m.appends, m.appended,
 		m.batchCommands, m.batchBytes, m.commitSeconds, m.commitErrors, m.asyncRetried, m.asyncLost,
-		m.authFailures, m.authAuditDropped, m.remoteRejected, m.recoveredPanics,
+		m.authFailures, m.authAuditDropped, m.streamsRefused, m.remoteRejected, m.recoveredPanics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
 		f(c)

@@ -210,6 +210,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	if f.GRPCRequestBytes < 0 {
 		return nil, fmt.Errorf("--grpc-request-bytes must not be negative")
 	}
+	if f.GRPCMaxStreamsTotal < 0 {
+		return nil, fmt.Errorf("--grpc-max-streams-total must not be negative")
+	}
 	maxConns, err := fitConnections(f.GRPCMaxConnections, openFileLimit(), log)
 	if err != nil {
 		return nil, err
@@ -286,7 +289,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	s.api, err = newAPIServer(apiServices{Sessions: s.node.Sessions(), Plans: s.node.Plans(), Audit: s.node.Audit(),
 		Feeds: feedServer{hub: s.feeds}},
 		apiOptions{TLSCert: f.TLSCert, TLSKey: f.TLSKey, Token: token, MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: writer.NoWait,
-			Conns: conns, Streams: streams, RequestBytes: f.GRPCRequestBytes},
+			Conns: conns, Streams: streams, RequestBytes: f.GRPCRequestBytes, StreamsTotal: f.GRPCMaxStreamsTotal},
 		m, log.With("component", "grpc"))
 	if err != nil {
 		return s, err

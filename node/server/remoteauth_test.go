@@ -14,7 +14,9 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 // A peer's senders are at the address it declared: an envelope naming any
@@ -245,11 +247,11 @@ func TestAuthRefusalsAreRateLimited(t *testing.T) {
 	m := newMetrics()
 	fa := newFailureAuditor(&fakeRecorder{}, writer.NoWait, m, quietLog())
 	defer fa.close()
-	a := newAuthenticator("s3cret", fa, m, slog.New(c))
-	handler := func(context.Context, any) (any, error) { return nil, nil }
+	tp := newStreamTap(newAuthenticator("s3cret", fa, m, slog.New(c)), 0, m, quietLog())
 	const n = 2000
 	for i := 0; i < n; i++ {
-		if _, err := a.unary(withAuth("Bearer wrong"), nil, &grpc.UnaryServerInfo{FullMethod: "/x/Y"}, handler); status.Code(err) != codes.Unauthenticated {
+		info := &tap.Info{FullMethodName: "/x/Y", Header: metadata.Pairs("authorization", "Bearer wrong")}
+		if _, err := tp.handle(context.Background(), info); status.Code(err) != codes.Unauthenticated {
 			t.Fatalf("call %d: %v, want UNAUTHENTICATED", i, err)
 		}
 	}
