@@ -26,7 +26,8 @@ func mustBeInvalidArgument(t *testing.T, err error) {
 // FuzzNormalizeAppend: whatever a client sends, the validator either refuses
 // it as INVALID_ARGUMENT or returns a turn every part of which the session
 // actor and the store accept: known roles, UTF-8 content within the limit,
-// JSON-object metadata, distinct ULID message ids.
+// JSON-object metadata, distinct valid message ids (a ULID, or since
+// client message ids a client's own printable-ASCII id).
 func FuzzNormalizeAppend(f *testing.F) {
 	sid := ids.New()
 	f.Add(sid, int32(1), "hello", "", "", int32(2), "hi", `{"a":1}`, ids.New())
@@ -54,7 +55,7 @@ func FuzzNormalizeAppend(f *testing.F) {
 			if again, err := jsonobj.Normalize("m", m.MetadataJson); err != nil || again != m.MetadataJson {
 				t.Fatalf("messages[%d] metadata %q is not a normalized object", i, m.MetadataJson)
 			}
-			if ids.Check("id", m.MessageId) != nil || seen[m.MessageId] {
+			if checkMessageID(m.MessageId) != nil || seen[m.MessageId] {
 				t.Fatalf("messages[%d] id %q invalid or repeated", i, m.MessageId)
 			}
 			seen[m.MessageId] = true
