@@ -37,11 +37,7 @@ func (s *Service) AppendAsync(ctx context.Context, req *sessionv1.AppendRequest,
 		go func() { done(routed[*sessionv1.AppendResponse](ctx, s, n)) }()
 		return
 	}
-	if s.closing.Load() {
-		done(nil, errUnavailableStopping())
-		return
-	}
-	id, _, err := routeKey(n)
+	id, err := s.owner(n)
 	if err != nil {
 		done(nil, err)
 		return

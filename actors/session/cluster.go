@@ -32,17 +32,27 @@ func (s *Service) FencedActivations() int64 { return s.env.owners.Fenced.Load() 
 
 // routed sends a normalised write to its owner: through Config.Router when
 // one is set (cluster mode), else through this process's owners.
-func routed[T proto.Message](ctx context.Context, s *Service, msg proto.Message) (T, error) {
-	var zero T
+// owner is the key of msg's session owner, or why msg cannot be routed
+// now (the node is stopping; msg names no session).
+func (s *Service) owner(msg proto.Message) (string, error) {
 	if s.closing.Load() {
-		return zero, errUnavailableStopping()
+		return "", errUnavailableStopping()
 	}
 	id, ok, err := routeKey(msg) // gives a create without an id its id
 	if err != nil {
-		return zero, err
+		return "", err
 	}
 	if !ok {
-		return zero, errs.Internal("session façade routed %T, which has no owner", msg)
+		return "", errs.Internal("session façade routed %T, which has no owner", msg)
+	}
+	return id, nil
+}
+
+func routed[T proto.Message](ctx context.Context, s *Service, msg proto.Message) (T, error) {
+	var zero T
+	id, err := s.owner(msg)
+	if err != nil {
+		return zero, err
 	}
 	r := s.env.cfg.Router
 	if r == nil {
