@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,10 +15,9 @@ import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence/postgres"
+	"github.com/agentstate/agentstate/persistence/postgres/pgtest"
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/jackc/pgx/v5"
 )
 
 // freshPostgres returns a DSN on a fresh schema of the server in
@@ -29,37 +25,7 @@ import (
 // test is skipped, and fails under CI, as persistence/postgres's are.
 func freshPostgres(tb testing.TB) string {
 	tb.Helper()
-	base := os.Getenv("AGENTSTATE_TEST_POSTGRES")
-	if base == "" {
-		if os.Getenv("CI") != "" {
-			tb.Fatal("AGENTSTATE_TEST_POSTGRES is not set")
-		}
-		tb.Skip("AGENTSTATE_TEST_POSTGRES is not set")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	schema := "feed_" + strings.ToLower(ids.New())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		conn.Close(ctx)
-	})
-	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
-		u, err := url.Parse(base)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return base + " search_path=" + schema
+	return pgtest.Schema(tb, "feed_")
 }
 
 // member is one node of a cluster: its own store handle (unshared), writer,

@@ -7,24 +7,20 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/actors"
 	"github.com/agentstate/agentstate/actors/journal"
 	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/node/codec"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/postgres"
+	"github.com/agentstate/agentstate/persistence/postgres/pgtest"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/test/bufconn"
 )
@@ -74,37 +70,8 @@ func startSQLite(tb testing.TB) *testNode {
 // CI, as the other PostgreSQL tests do.
 func startPostgres(tb testing.TB) *testNode {
 	tb.Helper()
-	base := os.Getenv("AGENTSTATE_TEST_POSTGRES")
-	if base == "" {
-		if os.Getenv("CI") != "" {
-			tb.Fatal("AGENTSTATE_TEST_POSTGRES is not set")
-		}
-		tb.Skip("AGENTSTATE_TEST_POSTGRES is not set")
-	}
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	schema := "journal_" + strings.ToLower(ids.New())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		conn.Close(ctx)
-	})
-	dsn := base + " search_path=" + schema
-	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
-		u, err := url.Parse(base)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		dsn = u.String()
-	}
+	dsn := pgtest.Schema(tb, "journal_")
 	store, err := postgres.Open(ctx, dsn)
 	if err != nil {
 		tb.Fatal(err)

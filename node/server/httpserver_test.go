@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,12 +13,11 @@ import (
 
 	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
-	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/postgres"
+	"github.com/agentstate/agentstate/persistence/postgres/pgtest"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/jackc/pgx/v5"
 )
 
 func get(t *testing.T, h http.Handler, path string) (int, string) {
@@ -149,16 +147,10 @@ func TestProbeWriteCommitsThroughTheWriter(t *testing.T) {
 		probeWriteMakesReady(t, st)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		dsn := os.Getenv("AGENTSTATE_TEST_POSTGRES")
-		if dsn == "" {
-			if os.Getenv("CI") != "" {
-				t.Fatal("CI without AGENTSTATE_TEST_POSTGRES")
-			}
-			t.Skip("AGENTSTATE_TEST_POSTGRES is not set")
-		}
+		dsn := pgtest.Database(t, "agentstate_node_")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		st, err := postgres.Open(ctx, ownDatabase(t, ctx, dsn))
+		st, err := postgres.Open(ctx, dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,34 +181,4 @@ func probeWriteMakesReady(t *testing.T, st persistence.Store) {
 	if code, body := r.check(context.Background()); code != http.StatusOK {
 		t.Fatalf("readiness after the probe committed = %d %q", code, body)
 	}
-}
-
-// ownDatabase creates a database of the test's own on the server of base
-// (dropped when the test ends) and returns its DSN, so the test shares no
-// tables with other suites on that server.
-func ownDatabase(t *testing.T, ctx context.Context, base string) string {
-	t.Helper()
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Fatalf("AGENTSTATE_TEST_POSTGRES must be a postgres:// URL: %v", err)
-	}
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	name := "agentstate_node_" + strings.ToLower(ids.New())
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s (the role needs CREATEDB): %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, base); err == nil {
-			c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			c.Close(ctx)
-		}
-	})
-	u.Path = "/" + name
-	return u.String()
 }

@@ -5,16 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/persistence/postgres/pgtest"
 	"github.com/agentstate/agentstate/tests/checker"
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/grpc"
 )
 
@@ -34,9 +32,6 @@ var (
 	flagKeep     = flag.String("keep", "", "keep each member's log in a new directory under this one")
 )
 
-// envDSN names the PostgreSQL server, as for persistence/postgres.
-const envDSN = "AGENTSTATE_TEST_POSTGRES"
-
 var build checker.NodeBuild
 
 func TestMain(m *testing.M) {
@@ -51,42 +46,7 @@ func TestMain(m *testing.M) {
 // ends. Without a server the test skips, or fails when CI is set.
 func database(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv(envDSN)
-	if base == "" {
-		msg := "no PostgreSQL server for the cluster tests: set " + envDSN + " to a DSN of a role that may create " +
-			"databases; `eval \"$(bash .ci/postgres.sh)\"` installs and starts one on 127.0.0.1 and sets it"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Fatalf("%s must be a postgres:// URL (the node's --data takes one): %q", envDSN, base)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("%s is set but the server cannot be reached: %v", envDSN, err)
-	}
-	defer conn.Close(ctx)
-	name := "agentstate_cluster_" + strings.ToLower(ids.New())
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s (the role needs CREATEDB): %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, base); err == nil {
-			if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-				t.Logf("drop database %s: %v", name, err)
-			}
-			c.Close(ctx)
-		}
-	})
-	u.Path = "/" + name
-	return u.String()
+	return pgtest.Database(t, "agentstate_cluster_")
 }
 
 // nodeBinary builds ./cmd/node once per test binary.
