@@ -14,7 +14,7 @@ from typing import List, Optional
 
 import grpc
 
-from agentstate import errors, ids, wire
+from agentstate import batch, errors, ids, wire
 from agentstate.build import append_request, encoded_append_request, enum_value, json_object, new_message
 from agentstate.common.v1 import common_pb2
 from agentstate.retry import RetryPolicy, call
@@ -172,6 +172,55 @@ class WireTest(unittest.TestCase):
             appends=[session_pb2.TaggedAppend(tag=t, request=r) for t, r in zip((1, 127, 128, 300, 1 << 40, 7), reqs)]
         )
         self.assertEqual(data, expected.SerializeToString())
+
+
+class BatchRulesTest(unittest.TestCase):
+    """The rules every append transport (threads, loop, asyncio) shares."""
+
+    class _Pending:
+        def __init__(self, tag: int, size: int) -> None:
+            self.tag = tag
+            self.data = append_request(ids.new_ulid(), [("user", "x" * size)]).SerializeToString()
+
+    def test_take_batch_keeps_one_message_within_its_bounds(self) -> None:
+        pending = [self._Pending(t, batch.MAX_BATCH_BYTES // 3) for t in range(5)]
+        inflight: dict = {}
+        msg, n = batch.take_batch(pending, inflight)
+        self.assertEqual(n, 2)  # a third would pass MAX_BATCH_BYTES with its tags
+        self.assertEqual([a.tag for a in wire.decode_batch(msg).appends], [0, 1])
+        self.assertEqual(sorted(inflight), [0, 1])
+        self.assertEqual([c.tag for c in pending], [2, 3, 4])
+        many = [self._Pending(t, 1) for t in range(batch.MAX_BATCH_APPENDS + 3)]
+        _, n = batch.take_batch(many, {})
+        self.assertEqual((n, len(many)), (batch.MAX_BATCH_APPENDS, 3))
+        huge = [self._Pending(9, batch.MAX_BATCH_BYTES * 2)]
+        _, n = batch.take_batch(huge, {})
+        self.assertEqual(n, 1)  # one append alone always goes
+
+    def test_end_errors_tell_unsent_from_unknown_and_pass_refusals(self) -> None:
+        class Ended(grpc.RpcError):
+            def __init__(self, code: grpc.StatusCode) -> None:
+                self._code = code
+
+            def code(self) -> grpc.StatusCode:
+                return self._code
+
+            def details(self) -> str:
+                return "gone"
+
+            def trailing_metadata(self) -> list:
+                return []
+
+        not_sent, unknown = batch.end_errors(Ended(grpc.StatusCode.UNAVAILABLE))
+        self.assertIsInstance(not_sent, errors.Unavailable)
+        self.assertIsInstance(unknown, errors.OutcomeUnknown)
+        self.assertIn("UNAVAILABLE: gone", str(unknown))
+        refused, same = batch.end_errors(Ended(grpc.StatusCode.UNAUTHENTICATED))
+        self.assertIsInstance(refused, errors.Unauthenticated)
+        self.assertIs(refused, same)
+        not_sent, unknown = batch.end_errors(None, "append stream failed")
+        self.assertIn("append stream failed", str(not_sent))
+        self.assertIsInstance(unknown, errors.OutcomeUnknown)
 
 
 class RequestTest(unittest.TestCase):

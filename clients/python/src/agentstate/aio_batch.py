@@ -17,8 +17,8 @@ from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Tuple
 import grpc
 import grpc.aio
 
-from agentstate import errors, wire
-from agentstate.batch import _REFUSALS, DEFAULT_LINGER, MAX_BATCH_APPENDS, MAX_BATCH_BYTES, METHOD
+from agentstate import errors
+from agentstate.batch import DEFAULT_LINGER, MAX_BATCH_BYTES, METHOD, end_errors, take_batch
 from agentstate.connection import Metadata
 from agentstate.session.v1 import session_pb2
 
@@ -140,20 +140,11 @@ class _Stream:
         self._enough.set()
 
     def _take(self) -> bytes:
+        """Moves the oldest pending appends, within one message's bounds, to inflight."""
+        batch, n = take_batch(self._pending, self._inflight)
         self._owner.batches_sent += 1
-        parts: List[bytes] = []
-        size = n = 0
-        for call in self._pending:
-            if n >= MAX_BATCH_APPENDS or (n > 0 and size + len(call.data) > MAX_BATCH_BYTES):
-                break
-            part = wire.tagged_append(call.tag, call.data)
-            parts.append(part)
-            size += len(part)
-            self._inflight[call.tag] = call
-            n += 1
-        del self._pending[:n]
         self._owner.appends_sent += n
-        return b"".join(parts)
+        return batch
 
     async def _write(self) -> None:
         try:
@@ -206,15 +197,7 @@ class _Stream:
         self._fail(None)
 
     def _fail(self, cause: Optional[grpc.aio.AioRpcError]) -> None:
-        code = cause.code() if cause is not None else None
-        if cause is not None and code in _REFUSALS:
-            refusal = errors.from_rpc_error(cause)
-            not_sent: errors.AgentStateError = refusal
-            unknown: errors.AgentStateError = refusal
-        else:
-            why = f"{code.name}: {cause.details()}" if cause is not None and code is not None else "closed by the node"
-            not_sent = errors.Unavailable(f"append not sent: append stream ended: {why}", grpc_code=code)
-            unknown = errors.OutcomeUnknown(f"append stream ended before the answer: {why}", grpc_code=code)
+        not_sent, unknown = end_errors(cause)
         if self.err is None:
             self.err = not_sent
         self._closing = True

@@ -25,7 +25,7 @@ shares its bounds and _Call.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import grpc
 
@@ -56,6 +56,46 @@ _REFUSALS = (
 
 # A unary Append of an encoded AppendRequest.
 UnaryAppend = Callable[[bytes, Optional[float]], session_pb2.AppendResponse]
+
+
+def take_batch(pending: List[Any], inflight: Dict[int, Any]) -> Tuple[bytes, int]:
+    """Moves the oldest pending calls, within one message's bounds, to inflight.
+
+    Returns the AppendBatch message and how many appends it carries. Every
+    transport sends its batches through here, so the bounds are one rule.
+    """
+    parts: List[bytes] = []
+    size = n = 0
+    for call in pending:
+        if n >= MAX_BATCH_APPENDS or (n > 0 and size + len(call.data) > MAX_BATCH_BYTES):
+            break
+        part = wire.tagged_append(call.tag, call.data)
+        parts.append(part)
+        size += len(part)
+        inflight[call.tag] = call
+        n += 1
+    del pending[:n]
+    return b"".join(parts), n
+
+
+def end_errors(cause: Any, why: str = "closed by the node") -> Tuple[errors.AgentStateError, errors.AgentStateError]:
+    """The errors of the appends an ended stream leaves: (not sent, sent).
+
+    A stream the node refused as a whole passes its refusal to both. Else an
+    append not sent yet is Unavailable (nothing stored) and one sent is
+    OutcomeUnknown (it may have committed). cause is the stream's gRPC error
+    (blocking or asyncio), or None when it ended without one, for why.
+    """
+    code = cause.code() if cause is not None else None
+    if cause is not None and code in _REFUSALS:
+        refusal = errors.from_rpc_error(cause)
+        return refusal, refusal
+    if cause is not None and code is not None:
+        why = f"{code.name}: {cause.details()}"
+    return (
+        errors.Unavailable(f"append not sent: append stream ended: {why}", grpc_code=code),
+        errors.OutcomeUnknown(f"append stream ended before the answer: {why}", grpc_code=code),
+    )
 
 
 class _Call:
@@ -173,21 +213,10 @@ class _Stream:
 
     def _take(self) -> bytes:
         """Moves the oldest pending appends, within one message's bounds, to inflight."""
+        batch, n = take_batch(self._pending, self._inflight)
         self._owner.batches_sent += 1
-        parts: List[bytes] = []
-        size = 0
-        n = 0
-        for call in self._pending:
-            if n >= MAX_BATCH_APPENDS or (n > 0 and size + len(call.data) > MAX_BATCH_BYTES):
-                break
-            part = wire.tagged_append(call.tag, call.data)
-            parts.append(part)
-            size += len(part)
-            self._inflight[call.tag] = call
-            n += 1
-        del self._pending[:n]
         self._owner.appends_sent += n
-        return b"".join(parts)
+        return batch
 
     def _receive(self) -> None:
         try:
@@ -211,14 +240,7 @@ class _Stream:
 
     def _fail(self, cause: Optional[grpc.RpcError]) -> None:
         """Fails what the ended stream left: Unavailable if not sent, OutcomeUnknown if sent."""
-        code = cause.code() if cause is not None else None  # type: ignore[attr-defined]
-        if cause is not None and code in _REFUSALS:
-            refusal = errors.from_rpc_error(cause)
-            not_sent, unknown = refusal, refusal
-        else:
-            why = f"{code.name}: {cause.details()}" if cause is not None else "closed by the node"  # type: ignore[attr-defined]
-            not_sent = errors.Unavailable(f"append not sent: append stream ended: {why}", grpc_code=code)
-            unknown = errors.OutcomeUnknown(f"append stream ended before the answer: {why}", grpc_code=code)
+        not_sent, unknown = end_errors(cause)
         with self._cond:
             if self.err is None:
                 self.err = not_sent
