@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors/session"
 	"github.com/agentstate/agentstate/actors/writer"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
@@ -171,6 +172,38 @@ func TestBlindAppendRefused(t *testing.T) {
 	_, err = appendOne(ctx, b, ids.New(), ids.New(), "x")
 	if errs.CodeOf(err) != errs.NotFoundCode {
 		t.Fatalf("append to a missing session through a cold actor: %v, want NOT_FOUND", err)
+	}
+}
+
+// TestBlindAppendAudited: with Config.AuditMessages, a cold actor's append
+// is not blind: its message_appended entry names the session's actor,
+// which only a load tells. (Decided blind, the entry named no actor.)
+func TestBlindAppendAudited(t *testing.T) {
+	cfg := session.Config{AuditMessages: true}
+	n := startNode(t, memURL(t), cfg, nil)
+	ctx := ctxT(t)
+	id := n.create(t, "audited")
+
+	hook := &loadHook{Reader: n.store.Reader(), id: id}
+	cfg.Name = "sessions-b"
+	b, err := session.Start(n.sys, n.wr, hook, cfg)
+	if err != nil {
+		t.Fatalf("second session.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Stop(context.Background()); err != nil {
+			t.Errorf("second sessions Stop: %v", err)
+		}
+	})
+	if _, err := appendOne(ctx, b, id, ids.New(), "x"); err != nil {
+		t.Fatalf("append through b: %v", err)
+	}
+	if got := hook.loads.Load(); got != 1 {
+		t.Fatalf("b loaded the session %d times, want 1", got)
+	}
+	entries, err := n.store.Reader().ListAudit(ctx, &auditv1.Filter{EventType: "message_appended", SessionId: id}, "", 10)
+	if err != nil || len(entries) != 1 || entries[0].GetActorName() != "audited" {
+		t.Fatalf("message_appended entries %v (%v), want one naming actor audited", entries, err)
 	}
 }
 

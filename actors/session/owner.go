@@ -80,15 +80,17 @@ func (o *owner) Blind(r *lifecycle.Request) bool {
 		return true
 	}
 	a, ok := asAppend(r.Msg)
-	return ok && a.ExpectedNextSequence == nil
+	return ok && a.ExpectedNextSequence == nil && !o.env.cfg.AuditMessages
 }
 
 // Partly: after a blind append committed, the owner knows the session's
 // next sequence and state and that it is active: enough to decide appends
-// (conditional ones too); anything else waits for a load.
+// (conditional ones too); anything else waits for a load. With
+// Config.AuditMessages an append is never blind: its audit entries name
+// the session's actor, which only a load tells.
 func (o *owner) Partly(r *lifecycle.Request) bool {
 	_, ok := asAppend(r.Msg)
-	return ok
+	return ok && !o.env.cfg.AuditMessages
 }
 
 // Fold: the store applies cmd as the new epoch's write, and only while
