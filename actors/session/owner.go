@@ -180,9 +180,10 @@ func (o *owner) Rebase([]*lifecycle.Request) {}
 func (o *owner) Owns() bool { return o.sess != nil }
 
 // Load reads the session from the store: first (before the activation,
-// which the first write carries: Fold), after an activation taken alone,
-// and after a write failed in a way that means memory and store may
-// differ. Every write of a previous owner of this id is visible: the
+// which the first write carries: Fold) unless the first run is Blind,
+// after an activation taken alone, before a request that a partial state
+// cannot decide (Partly), and after a write failed in a way that means
+// memory and store may differ. Every write of a previous owner of this id is visible: the
 // directory spawns us only after it terminated, and it answered only
 // after commit. An owner in another directory may still live; a load
 // after our Activate committed sees what it committed before, and what it
