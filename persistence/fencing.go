@@ -46,6 +46,16 @@ const (
 // ErrLoadedChanged and nothing of it is stored. Once the epoch is taken,
 // no write of an older activation can commit, so a session that still
 // stands as loaded is what a load after the activation would have read.
+//
+// A blind append (Then an AppendMessages, Loaded nil: issue 17's W4, where
+// nearly every append activates a cold session and its load cost a fifth of
+// the CPU) was decided with no load at all: the store reads the session
+// inside the command, on the writer's connection, and decides what the
+// owner would have read: Then's NextSequence and State are the stored
+// ones (the command's own are ignored). The session must exist and be
+// active; otherwise the command fails with ErrBlindRefused and nothing of
+// it is stored. Result.Head is what the store read, before Then was
+// applied, so the owner learns its next sequence and state from the commit.
 type Activate struct {
 	Kind   OwnerKind
 	ID     string
@@ -78,6 +88,21 @@ func (m *SessionMark) Matches(exists bool, next, updatedAt int64) (bool, error) 
 	}
 	return next == m.NextSequence && updatedAt == at, nil
 }
+
+// SessionHead is what the store read of a session for a blind append
+// (Activate): the session as it stood before the append.
+type SessionHead struct {
+	NextSequence int64
+	// State is the session's state (a JSON object).
+	State     string
+	UpdatedAt time.Time
+}
+
+// ErrBlindRefused is a command-level failure (FAILED_PRECONDITION) of an
+// Activate carrying a blind append: the session is missing, staged or
+// closed, which only a load can tell the owner how to answer. Nothing was
+// stored; the owner activates alone, loads and decides again.
+var ErrBlindRefused = errs.FailedPrecondition("the session cannot take an append decided without a load (missing, staged or closed)")
 
 // ErrLoadedChanged is a command-level failure (FAILED_PRECONDITION) of an
 // Activate with Then: the session was written after the owner's load

@@ -273,6 +273,9 @@ type Result struct {
 	Removed int64
 	// Activate: the new epoch.
 	Epoch int64
+	// Activate carrying a blind append: the session as the store read it
+	// before the append (see Activate).
+	Head *SessionHead
 	// RecordClientAudit: one outcome per entry.
 	Recorded []RecordedAudit
 }

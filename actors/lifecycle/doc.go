@@ -26,8 +26,12 @@
 //     is taken: so what it answers after that write committed is what a
 //     load after the activation would have decided. Its only other
 //     answers before it, refusals that store nothing, are made against a
-//     load made after they arrived. A folded write that fails answers
-//     nothing: its requests are decided again on the path above;
+//     load made after they arrived. A Blind run (testdata/blind) is
+//     decided with no load at all: the store decides in the folded write
+//     what a load would have told (or refuses it) and reports it; until
+//     a load, only Partly requests are decided on that partial state. A
+//     folded write that fails answers nothing: its requests are decided
+//     again on the path above;
 //   - requests are accepted and decided in arrival order; a request that
 //     arrives while a write is in flight waits, and rides in the next
 //     write if the domain lets it share one (coalescing: the leading run

@@ -82,6 +82,11 @@ type Outcome struct {
 	Continue persistence.Command
 	// ContinueData is the Write.Data of Continue.
 	ContinueData any
+	// Partial: the write was a blind fold (Folding.Blind), and its result
+	// told the domain only part of the committed state: until a load,
+	// the kernel decides only Partly requests and loads before any
+	// other. Only a Folding domain sets it.
+	Partial bool
 }
 
 // Domain is what one kind of owner decides. Its methods run on the
@@ -125,8 +130,12 @@ type Domain interface {
 // epoch), decides the first run against that load, and submits its write
 // folded into the activation (persistence.Activate with Then), which the
 // store refuses whole unless the state still stands as loaded once the
-// epoch is taken. A request that is Blind is decided with no load at all.
-// Whatever the folded write's failure, its requests were not answered:
+// epoch is taken. A request that is Blind is decided with no load at all:
+// the store decides what the load would have told, or refuses the write
+// (a create of a session that exists; an append to one that is missing or
+// closed, whose sequence and state the store reads and reports). After a
+// blind append the domain may know its state only in part
+// (Outcome.Partial): enough for Partly requests. Whatever the folded write's failure, its requests were not answered:
 // they go back to the head of the queue, and the owner activates alone,
 // loads and decides them again (today's path).
 type Folding interface {
@@ -135,8 +144,12 @@ type Folding interface {
 	Folds(r *Request) bool
 	// Blind reports whether r, heading a fresh owner's queue, is decided
 	// without a load: against "nothing stored", because its write fails
-	// when something is (a create).
+	// when something is (a create); or by the store, inside the folded
+	// write (an append).
 	Blind(r *Request) bool
+	// Partly reports whether r, heading the queue, can be decided on the
+	// state a blind fold's result told (Outcome.Partial), without a load.
+	Partly(r *Request) bool
 	// Fold returns cmd, a write of epoch 0 that Decide built, folded into
 	// the owner's activation; loaded: a load preceded the decision (what
 	// it saw goes into the command, for the store to check).

@@ -38,6 +38,7 @@ type Kernel struct {
 	epoch      int64  // 0 until the activation committed
 	activation uint64 // the tag of the Activate in flight, or 0
 	stale      bool   // the state must be loaded before the next decision
+	partial    bool   // only Partly requests can be decided before a load (Outcome.Partial)
 	loading    bool   // a Load effect is out
 	inflight   *Write
 	win        window
@@ -150,7 +151,7 @@ func (k *Kernel) Loaded(err error) {
 		k.failed = true
 		k.refuseAll(errs.Unavailable("%s %s could not be loaded: %v", kind, id, err))
 	} else {
-		k.stale, k.failed = false, false
+		k.stale, k.partial, k.failed = false, false, false
 		k.d.Rebase(k.queue)
 	}
 	k.pump()
@@ -244,7 +245,7 @@ func (k *Kernel) pump() {
 		if folding && k.inflight != nil {
 			break // the folded write decides whether this owner holds
 		}
-		if k.stale && !(folding && k.fold.Blind(k.head())) {
+		if k.needsLoad(folding) {
 			k.loading = true
 			k.rd.Load = true
 			break
@@ -305,6 +306,19 @@ func (k *Kernel) pump() {
 		k.idleAsked = true
 		k.rd.AskPassivation = true
 	}
+}
+
+// needsLoad reports whether the state must be loaded before the head is
+// decided: it is stale, unless a fresh owner folds a Blind head; or it is
+// partial (a blind fold's result) and the head is not Partly.
+func (k *Kernel) needsLoad(folding bool) bool {
+	switch {
+	case k.stale:
+		return !(folding && k.fold.Blind(k.head()))
+	case k.partial:
+		return !k.fold.Partly(k.head())
+	}
+	return false
 }
 
 // head is the request that heads the queue (or, none queued, the
@@ -422,6 +436,9 @@ func (k *Kernel) applied(w *Write, res persistence.Result, took time.Duration) {
 	}
 	if len(out.Requeue) > 0 {
 		k.queue = append(out.Requeue[:len(out.Requeue):len(out.Requeue)], k.queue...)
+	}
+	if out.Partial && k.fold != nil {
+		k.partial = true
 	}
 	switch {
 	case out.Stale:

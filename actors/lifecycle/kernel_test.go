@@ -28,13 +28,17 @@ import (
 // "exists" when the ledger exists. Append writes opt into the commit window
 // (up to 2ms); a close does not. After "new fold" the ledger folds its
 // first write into its activation (lifecycle.Folding): appends and creates
-// fold, a create is decided without a load.
+// fold, a create is decided without a load. After "new fold blind" a plain
+// append is decided without a load as well: the store reports the ledger's
+// next sequence with the commit ("applied ... head=N"), after which the
+// ledger knows enough for appends (Partly) but loads before a close or a
+// create.
 //
 // Commands:
 //
-//	new [fold]        a fresh kernel and ledger
+//	new [fold [blind]]  a fresh kernel and ledger
 //	arrive            one request per input line: append | cond=N | close | create | bad
-//	applied tag=N     ok | epoch=N | fenced | err=<unavailable|outcome-unknown|conflict>
+//	applied tag=N     ok | epoch=N [head=N] | fenced | err=<unavailable|outcome-unknown|conflict>
 //	                  [took=D]: how long the write was in flight (default 0)
 //	window-closed gen=N   the commit window's timer fired
 //	loaded            [missing] [next=N] [err]: the load effect's outcome (the store's state)
@@ -46,19 +50,19 @@ func TestKernelScripts(t *testing.T) {
 			k *lifecycle.Kernel
 			d *ledger
 		)
-		reset := func(fold bool) {
+		reset := func(fold, blind bool) {
 			d = &ledger{}
 			if fold {
-				k = lifecycle.New(&foldingLedger{d})
+				k = lifecycle.New(&foldingLedger{ledger: d, blind: blind})
 			} else {
 				k = lifecycle.New(d)
 			}
 		}
-		reset(false)
+		reset(false, false)
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			switch td.Cmd {
 			case "new":
-				reset(td.HasArg("fold"))
+				reset(td.HasArg("fold"), td.HasArg("blind"))
 				return ""
 			case "arrive":
 				for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
@@ -86,7 +90,7 @@ func TestKernelScripts(t *testing.T) {
 				if td.HasArg("err") {
 					err = errs.Unavailable("injected: the store cannot be read")
 				}
-				d.exists = !td.HasArg("missing")
+				d.exists, d.loaded = !td.HasArg("missing"), true
 				if td.HasArg("next") {
 					td.ScanArgs(t, "next", &d.next)
 				}
@@ -115,7 +119,13 @@ func result(t *testing.T, td *datadriven.TestData) persistence.Result {
 	case td.HasArg("epoch"):
 		var e int
 		td.ScanArgs(t, "epoch", &e)
-		return persistence.Result{Epoch: int64(e)}
+		res := persistence.Result{Epoch: int64(e)}
+		if td.HasArg("head") {
+			var n int
+			td.ScanArgs(t, "head", &n)
+			res.Head = &persistence.SessionHead{NextSequence: int64(n)}
+		}
+		return res
 	case td.HasArg("fenced"):
 		return persistence.Result{Err: persistence.ErrFenced}
 	case td.HasArg("err"):
@@ -152,7 +162,11 @@ func show(rd lifecycle.Ready) string {
 			case nil:
 				fmt.Fprintf(&b, "submit tag=%d activate\n", w.Tag)
 			case *persistence.AppendMessages:
-				fmt.Fprintf(&b, "submit tag=%d activate%s+append next=%d carries=%s\n", w.Tag, loadedMark(c.Loaded), t.NextSequence, seqs(w.Carried))
+				next := strconv.FormatInt(t.NextSequence, 10)
+				if c.Loaded == nil {
+					next = "?" // blind: the store decides
+				}
+				fmt.Fprintf(&b, "submit tag=%d activate%s+append next=%s carries=%s\n", w.Tag, loadedMark(c.Loaded), next, seqs(w.Carried))
 			case *persistence.CreateSession:
 				fmt.Fprintf(&b, "submit tag=%d activate%s+create carries=%s\n", w.Tag, loadedMark(c.Loaded), seqs(w.Carried))
 			}
@@ -203,6 +217,7 @@ func seqs(rs []*lifecycle.Request) string {
 
 // ledger is the scripts' domain (see TestKernelScripts).
 type ledger struct {
+	loaded  bool // a load was stepped: a fresh ledger decides an append blind
 	exists  bool
 	next    int64 // committed next sequence
 	closed  bool
@@ -255,6 +270,10 @@ func (d *ledger) Decide(run []*lifecycle.Request, epoch int64, a *lifecycle.Answ
 		return &lifecycle.Write{Cmd: &persistence.UpdateSession{Epoch: epoch, SessionID: "L"}, Carried: run}
 	}
 	var carried []*lifecycle.Request
+	if epoch == 0 && !d.loaded && text(run[0]) == "append" {
+		// Blind (new fold blind): the store decides the sequence.
+		return &lifecycle.Write{Cmd: &persistence.AppendMessages{SessionID: "L"}, Carried: run, Window: ledgerWindow}
+	}
 	for _, r := range run {
 		switch t := text(r); {
 		case !d.exists:
@@ -294,11 +313,23 @@ func (d *ledger) Applied(w *lifecycle.Write, res persistence.Result, a *lifecycl
 		a.Reply(w.Carried[0], wrapperspb.String("closed"), nil)
 		return lifecycle.Outcome{}
 	}
+	var out lifecycle.Outcome
+	if act, ok := w.Cmd.(*persistence.Activate); ok && act.Loaded == nil {
+		// A blind append: the store read the ledger; it exists, open.
+		if res.Head == nil {
+			for _, r := range w.Carried {
+				a.Reply(r, nil, errs.Internal("no head"))
+			}
+			return lifecycle.Outcome{Stale: true}
+		}
+		d.exists, d.closed, d.next = true, false, res.Head.NextSequence
+		out.Partial = true
+	}
 	for _, r := range w.Carried {
 		a.Reply(r, wrapperspb.String("seq="+strconv.FormatInt(d.next, 10)), nil)
 		d.next++
 	}
-	return lifecycle.Outcome{}
+	return out
 }
 
 // ledgerWindow is the longest commit window after an append write (a
@@ -314,14 +345,26 @@ func (d *ledger) Owns() bool { return d.exists }
 // foldingLedger is the ledger whose first write carries its activation
 // (lifecycle.Folding), as a session's does: an append run or a create
 // folds; a create is decided without a load.
-type foldingLedger struct{ *ledger }
+type foldingLedger struct {
+	*ledger
+	blind bool // appends are Blind too
+}
 
 func (d *foldingLedger) Folds(r *lifecycle.Request) bool {
 	t := text(r)
 	return t == "append" || t == "create" || strings.HasPrefix(t, "cond=")
 }
 
-func (d *foldingLedger) Blind(r *lifecycle.Request) bool { return text(r) == "create" }
+func (d *foldingLedger) Blind(r *lifecycle.Request) bool {
+	return text(r) == "create" || (d.blind && text(r) == "append")
+}
+
+// Partly: appends are decided on the next sequence a blind append's
+// result told; a close or a create needs the whole ledger, loaded.
+func (d *foldingLedger) Partly(r *lifecycle.Request) bool {
+	t := text(r)
+	return t == "append" || strings.HasPrefix(t, "cond=")
+}
 
 func (d *foldingLedger) Fold(cmd persistence.Command, loaded bool) persistence.Command {
 	a := &persistence.Activate{Kind: persistence.OwnerSession, ID: "L", Then: cmd}

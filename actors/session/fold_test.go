@@ -8,7 +8,9 @@ import (
 
 	"github.com/agentstate/agentstate/actors/session"
 	"github.com/agentstate/agentstate/actors/writer"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
 )
@@ -62,7 +64,8 @@ func TestFoldedActivation(t *testing.T) {
 	if err != nil || r.GetMessages()[0].GetSequence() != 0 {
 		t.Fatalf("append through a: %v %v", r, err)
 	}
-	// b's actor is cold: it loads, then activates with its first append.
+	// b's actor is cold: it activates with its first append, which the
+	// store numbers (a blind append).
 	before := cmds.n.Load()
 	r, err = appendOne(ctx, b, id, ids.New(), "1")
 	if err != nil || r.GetMessages()[0].GetSequence() != 1 || r.GetNextSequence() != 2 {
@@ -77,24 +80,136 @@ func TestFoldedActivation(t *testing.T) {
 	checkDense(t, n.messages(t, id))
 }
 
-// loadHook is a Reader that runs after, once, when GetSession read id.
+// loadHook is a Reader that runs after, once, when GetSession read id,
+// and counts the loads of id.
 type loadHook struct {
 	persistence.Reader
 	id    string
 	armed atomic.Bool
 	after func()
+	loads atomic.Int64
 }
 
 func (h *loadHook) GetSession(ctx context.Context, id string) (*sessionv1.Session, error) {
 	s, err := h.Reader.GetSession(ctx, id)
-	if id == h.id && h.armed.CompareAndSwap(true, false) {
-		h.after()
+	if id == h.id {
+		h.loads.Add(1)
+		if h.armed.CompareAndSwap(true, false) {
+			h.after()
+		}
 	}
 	return s, err
 }
 
+// TestBlindAppend: a cold actor's first appends are decided with no load
+// (lifecycle.Folding.Blind): the store numbers them after what the older
+// actor stored and applies their state deltas to the stored state. The
+// actor then knows the session only in part: the next appends need no
+// load, a token update loads first and answers the stored total.
+func TestBlindAppend(t *testing.T) {
+	n := startNode(t, memURL(t), session.Config{}, nil)
+	a := n.svc
+	ctx := ctxT(t)
+	id := n.create(t, "blind")
+	if _, err := a.UpdateState(ctx, &sessionv1.UpdateStateRequest{SessionId: id,
+		StateDelta: &sessionv1.StateDelta{SetJson: map[string]string{"k": "1"}}}); err != nil {
+		t.Fatalf("UpdateState through a: %v", err)
+	}
+	for i := range 2 {
+		if _, err := appendOne(ctx, a, id, ids.New(), "a"); err != nil {
+			t.Fatalf("append %d through a: %v", i, err)
+		}
+	}
+	if _, err := a.UpdateTokenUsage(ctx, &sessionv1.UpdateTokenUsageRequest{SessionId: id, InputTokens: 5}); err != nil {
+		t.Fatalf("token usage through a: %v", err)
+	}
+
+	hook := &loadHook{Reader: n.store.Reader(), id: id}
+	b := startSecond(t, n, hook)
+	r, err := appendOne(ctx, b, id, ids.New(), "b")
+	if err != nil || r.GetMessages()[0].GetSequence() != 2 || r.GetNextSequence() != 3 {
+		t.Fatalf("blind append through b: %v %v, want sequence 2", r, err)
+	}
+	u, err := b.UpdateState(ctx, &sessionv1.UpdateStateRequest{SessionId: id,
+		StateDelta: &sessionv1.StateDelta{SetJson: map[string]string{"j": "2"}}})
+	if err != nil || u.GetStateJson() != `{"j":2,"k":1}` || u.GetNextSequence() != 3 {
+		t.Fatalf("UpdateState through b: %v %v, want {\"j\":2,\"k\":1} (the stored state and the delta) at 3", u, err)
+	}
+	if got := hook.loads.Load(); got != 0 {
+		t.Fatalf("b loaded the session %d times for appends, want 0", got)
+	}
+	tr, err := b.UpdateTokenUsage(ctx, &sessionv1.UpdateTokenUsageRequest{SessionId: id, InputTokens: 1})
+	if err != nil || tr.GetTotal().GetInputTokens() != 6 {
+		t.Fatalf("token usage through b: %v %v, want a total of 6", tr, err)
+	}
+	if got := hook.loads.Load(); got != 1 {
+		t.Fatalf("b loaded the session %d times, want 1 (before the token update)", got)
+	}
+	_, err = appendOne(ctx, a, id, ids.New(), "a")
+	wantFenced(t, err)
+	checkDense(t, n.messages(t, id))
+}
+
+// TestBlindAppendRefused: a blind append to a session that is closed, or
+// missing, is refused by the store (persistence.ErrBlindRefused), storing
+// nothing; the actor activates alone, loads and answers as a loaded one
+// does.
+func TestBlindAppendRefused(t *testing.T) {
+	n := startNode(t, memURL(t), session.Config{}, nil)
+	ctx := ctxT(t)
+	id := n.create(t, "closed")
+	if _, err := n.svc.Close(ctx, &sessionv1.CloseSessionRequest{SessionId: id}); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	b := secondService(t, n)
+	_, err := appendOne(ctx, b, id, ids.New(), "x")
+	if errs.CodeOf(err) != errs.FailedPreconditionCode {
+		t.Fatalf("append to a closed session through a cold actor: %v, want FAILED_PRECONDITION", err)
+	}
+	if ms := n.messages(t, id); len(ms) != 0 {
+		t.Fatalf("a closed session took %d messages", len(ms))
+	}
+	_, err = appendOne(ctx, b, ids.New(), ids.New(), "x")
+	if errs.CodeOf(err) != errs.NotFoundCode {
+		t.Fatalf("append to a missing session through a cold actor: %v, want NOT_FOUND", err)
+	}
+}
+
+// TestBlindAppendAudited: with Config.AuditMessages, a cold actor's append
+// is not blind: its message_appended entry names the session's actor,
+// which only a load tells. (Decided blind, the entry named no actor.)
+func TestBlindAppendAudited(t *testing.T) {
+	cfg := session.Config{AuditMessages: true}
+	n := startNode(t, memURL(t), cfg, nil)
+	ctx := ctxT(t)
+	id := n.create(t, "audited")
+
+	hook := &loadHook{Reader: n.store.Reader(), id: id}
+	cfg.Name = "sessions-b"
+	b, err := session.Start(n.sys, n.wr, hook, cfg)
+	if err != nil {
+		t.Fatalf("second session.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Stop(context.Background()); err != nil {
+			t.Errorf("second sessions Stop: %v", err)
+		}
+	})
+	if _, err := appendOne(ctx, b, id, ids.New(), "x"); err != nil {
+		t.Fatalf("append through b: %v", err)
+	}
+	if got := hook.loads.Load(); got != 1 {
+		t.Fatalf("b loaded the session %d times, want 1", got)
+	}
+	entries, err := n.store.Reader().ListAudit(ctx, &auditv1.Filter{EventType: "message_appended", SessionId: id}, "", 10)
+	if err != nil || len(entries) != 1 || entries[0].GetActorName() != "audited" {
+		t.Fatalf("message_appended entries %v (%v), want one naming actor audited", entries, err)
+	}
+}
+
 // TestFoldedLoadWentStale: the older actor writes after the cold actor
-// loaded and before its folded activation commits. The write moves no
+// loaded for a conditional append (not blind: it is decided against the
+// load) and before its folded activation commits. The write moves no
 // sequence (token usage), so only the load's mark tells: the store refuses
 // the folded append (persistence.ErrLoadedChanged), and the actor
 // activates alone, loads again and appends. Had the fold committed, the
@@ -116,7 +231,9 @@ func TestFoldedLoadWentStale(t *testing.T) {
 	hook.armed.Store(true)
 	b := startSecond(t, n, hook)
 
-	r, err := appendOne(ctx, b, id, ids.New(), "0")
+	zero := int64(0)
+	r, err := b.Append(ctx, &sessionv1.AppendRequest{SessionId: id, ExpectedNextSequence: &zero,
+		Messages: []*sessionv1.NewMessage{{MessageId: ids.New(), Role: sessionv1.Role_ROLE_USER, Content: "0"}}})
 	if err != nil || r.GetMessages()[0].GetSequence() != 0 {
 		t.Fatalf("append through b: %v %v, want sequence 0", r, err)
 	}

@@ -36,6 +36,11 @@ type owner struct {
 	ans   *lifecycle.Answers // where the call being served answers
 	next  *lifecycle.Write   // the write a decision built
 	stale bool
+	// loaded: this owner loaded its session at least once. Before that,
+	// an append run is decided blind (writes.go) and sess, after its
+	// commit, holds only what the store reported (partial).
+	loaded  bool
+	partial bool // set during one Applied: lifecycle.Outcome.Partial
 }
 
 var _ lifecycle.Domain = (*owner)(nil)
@@ -50,10 +55,16 @@ func (o *owner) Activate() persistence.Command {
 }
 
 // Folding (lifecycle.Folding): a cold session's first append run is
-// decided against a load made before the activation and carried by it;
-// a create, by a fresh owner, is decided with no load at all (the store
-// refuses it when the session exists). Issue 17: a passivated session's
-// append took an activation write, a load and the append's write.
+// decided with no load at all and carried by the activation: the store
+// reads the session inside that command, numbers the appends and applies
+// their deltas to the stored state, and reports what it read
+// (persistence.Activate, Result.Head); a conditional append is decided
+// against a load made before the activation; a create, by a fresh owner,
+// is decided with no load (the store refuses it when the session exists).
+// Issue 17: a passivated session's append took an activation write, a
+// load and the append's write; then a load on the read-only pool, whose
+// page cache every commit invalidates, and one write (a fifth of W4's
+// CPU was that load).
 var _ lifecycle.Folding = (*owner)(nil)
 
 func (o *owner) Folds(r *lifecycle.Request) bool {
@@ -65,8 +76,21 @@ func (o *owner) Folds(r *lifecycle.Request) bool {
 }
 
 func (o *owner) Blind(r *lifecycle.Request) bool {
-	_, ok := r.Msg.(*sessionv1.CreateSessionRequest)
-	return ok
+	if _, ok := r.Msg.(*sessionv1.CreateSessionRequest); ok {
+		return true
+	}
+	a, ok := asAppend(r.Msg)
+	return ok && a.ExpectedNextSequence == nil && !o.env.cfg.AuditMessages
+}
+
+// Partly: after a blind append committed, the owner knows the session's
+// next sequence and state and that it is active: enough to decide appends
+// (conditional ones too); anything else waits for a load. With
+// Config.AuditMessages an append is never blind: its audit entries name
+// the session's actor, which only a load tells.
+func (o *owner) Partly(r *lifecycle.Request) bool {
+	_, ok := asAppend(r.Msg)
+	return ok && !o.env.cfg.AuditMessages
 }
 
 // Fold: the store applies cmd as the new epoch's write, and only while
@@ -137,9 +161,9 @@ func (o *owner) Decide(run []*lifecycle.Request, epoch int64, a *lifecycle.Answe
 // Applied runs the write's finish function; a finish that builds another
 // write (the next chunk of a truncation) continues the same request.
 func (o *owner) Applied(w *lifecycle.Write, res persistence.Result, a *lifecycle.Answers) lifecycle.Outcome {
-	o.ans, o.next, o.stale = a, nil, false
+	o.ans, o.next, o.stale, o.partial = a, nil, false, false
 	w.Data.(func(persistence.Result))(res)
-	out := lifecycle.Outcome{Stale: o.stale}
+	out := lifecycle.Outcome{Stale: o.stale, Partial: o.partial}
 	if n := o.next; n != nil {
 		out.Continue, out.ContinueData = n.Cmd, n.Data
 		o.next = nil
@@ -156,9 +180,10 @@ func (o *owner) Rebase([]*lifecycle.Request) {}
 func (o *owner) Owns() bool { return o.sess != nil }
 
 // Load reads the session from the store: first (before the activation,
-// which the first write carries: Fold), after an activation taken alone,
-// and after a write failed in a way that means memory and store may
-// differ. Every write of a previous owner of this id is visible: the
+// which the first write carries: Fold) unless the first run is Blind,
+// after an activation taken alone, before a request that a partial state
+// cannot decide (Partly), and after a write failed in a way that means
+// memory and store may differ. Every write of a previous owner of this id is visible: the
 // directory spawns us only after it terminated, and it answered only
 // after commit. An owner in another directory may still live; a load
 // after our Activate committed sees what it committed before, and what it
@@ -182,6 +207,7 @@ func (o *owner) Load() error {
 	default:
 		return err
 	}
+	o.loaded = true
 	return nil
 }
 

@@ -31,6 +31,10 @@ func (o *owner) startAppends(run []*lifecycle.Request) {
 	ts := timestamppb.New(now)
 	carried := make([]*lifecycle.Request, 0, len(run))
 	turns := make([]persistence.Turn, 0, len(run))
+	if o.epoch == 0 && !o.loaded {
+		o.startBlind(run, ts, now)
+		return
+	}
 	for _, r := range run {
 		a, _ := asAppend(r.Msg)
 		if err := o.appendable(); err != nil {
@@ -55,6 +59,54 @@ func (o *owner) startAppends(run []*lifecycle.Request) {
 	first := o.sess.MessageCount
 	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, NextSequence: first, State: o.state, Turns: turns, UpdatedAt: now}
 	o.submit(carried, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
+	o.next.Window = maxAppendWindow
+}
+
+// startBlind builds the write of a fresh owner's first append run, which
+// nothing was loaded for (Blind): the kernel folds it into the activation,
+// and the store decides its sequence and state (persistence.Activate). Its
+// run holds no conditional append (those are not Blind, and lead their
+// runs). Only a committed write reaches the finish function (a failed fold
+// is decided again after a load), which takes the session as the store
+// read it.
+func (o *owner) startBlind(run []*lifecycle.Request, ts *timestamppb.Timestamp, now time.Time) {
+	carried := make([]*lifecycle.Request, 0, len(run))
+	turns := make([]persistence.Turn, 0, len(run))
+	for _, r := range run {
+		a, _ := asAppend(r.Msg)
+		t, err := o.turn(a, ts, now)
+		if err != nil {
+			o.reply(r, nil, err)
+			continue
+		}
+		carried = append(carried, r)
+		turns = append(turns, t)
+	}
+	if len(carried) == 0 {
+		return
+	}
+	cmd := &persistence.AppendMessages{SessionID: o.id, Turns: turns, UpdatedAt: now}
+	o.submit(carried, cmd, func(res persistence.Result) {
+		h := res.Head
+		if res.Err == nil && h == nil {
+			res.Err = errs.Internal("session %s: the store committed a blind append without reporting the session it read", o.id)
+		}
+		if res.Err != nil {
+			// Not a folded write's failure (the kernel decides those
+			// again): the owner stopped with it in flight.
+			for _, r := range carried {
+				o.reply(r, nil, res.Err)
+			}
+			o.stale = true
+			return
+		}
+		// What the store read: the session exists and is active. The
+		// rest of it is loaded before a request that needs it (Partly).
+		o.sess = &sessionv1.Session{SessionId: o.id, State: sessionv1.SessionState_SESSION_STATE_ACTIVE,
+			MessageCount: h.NextSequence, UpdatedAt: timestamppb.New(h.UpdatedAt)}
+		o.state, o.partial = h.State, true
+		o.appended(carried, h.NextSequence, ts, res)
+	})
 	o.next.Window = maxAppendWindow
 }
 

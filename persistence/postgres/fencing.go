@@ -3,7 +3,9 @@ package postgres
 import (
 	"errors"
 	"fmt"
+	"time"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/jackc/pgx/v5"
@@ -62,9 +64,36 @@ func (a *applier) activated(c *persistence.Activate, epoch int64) (persistence.R
 			return persistence.Result{}, fmt.Errorf("%w: session %s", persistence.ErrLoadedChanged, c.ID)
 		}
 	}
+	var head *persistence.SessionHead
+	if c.Loaded == nil {
+		if app, ok := then.(*persistence.AppendMessages); ok {
+			if head, err = a.blindHead(c.ID); err != nil {
+				return persistence.Result{}, err
+			}
+			app.NextSequence, app.State = head.NextSequence, head.State
+		}
+	}
 	res, err := a.dispatch(then)
-	res.Epoch = epoch
+	res.Epoch, res.Head = epoch, head
 	return res, err
+}
+
+// blindHead reads the session a blind append goes to (persistence.Activate),
+// inside the command that just took its epoch: the upsert holds the key's
+// row, so no older owner's write can commit after this read.
+func (a *applier) blindHead(id string) (*persistence.SessionHead, error) {
+	var h persistence.SessionHead
+	var at int64
+	err := a.queryRow(`SELECT next_sequence, state_json, updated_at FROM sessions WHERE session_id = $1 AND state = $2`,
+		[]any{id, int64(sessionv1.SessionState_SESSION_STATE_ACTIVE)}, &h.NextSequence, &h.State, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: session %s", persistence.ErrBlindRefused, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.UpdatedAt = time.Unix(0, at).UTC()
+	return &h, nil
 }
 
 // fence checks that epoch is the key's current epoch (0: that the key was

@@ -4,7 +4,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 )
@@ -84,11 +86,44 @@ func (a *applier) activated(c *persistence.Activate, epoch int64) (persistence.R
 			return persistence.Result{}, fmt.Errorf("%w: session %s", persistence.ErrLoadedChanged, c.ID)
 		}
 	}
+	var head *persistence.SessionHead
+	if c.Loaded == nil {
+		if app, ok := then.(*persistence.AppendMessages); ok {
+			if head, err = a.blindHead(c.ID); err != nil {
+				return persistence.Result{}, err
+			}
+			app.NextSequence, app.State = head.NextSequence, head.State
+		}
+	}
 	// Not a.dispatch: its epoch check would read back the epoch this
 	// command just took.
 	res, err := persistence.Dispatch(a, then)
-	res.Epoch = epoch
+	res.Epoch, res.Head = epoch, head
 	return res, err
+}
+
+// headSQL reads what a blind append is decided on (persistence.Activate).
+// On the writer's connection, whose page cache no other connection's
+// commit invalidates, and next to the row the append then updates: the
+// read-only pool's load of the same session re-read its pages after every
+// commit (issue 17's W4).
+const headSQL = `SELECT next_sequence, state_json, updated_at FROM sessions WHERE session_id = ? AND state = ?`
+
+// blindHead reads the session a blind append goes to, inside the command
+// that just took its epoch: no older owner can write it any more, so what
+// it reads is what a load after the activation would see.
+func (a *applier) blindHead(id string) (*persistence.SessionHead, error) {
+	var h persistence.SessionHead
+	var at int64
+	err := a.queryRow(headSQL, id, int64(sessionv1.SessionState_SESSION_STATE_ACTIVE)).Scan(&h.NextSequence, &h.State, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: session %s", persistence.ErrBlindRefused, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.UpdatedAt = time.Unix(0, at).UTC()
+	return &h, nil
 }
 
 // checkEpoch fails a fenced command whose epoch is not its key's current

@@ -66,7 +66,7 @@ var foldedCases = []testCase{
 		}
 		h.ok(&persistence.AppendMessages{Epoch: 1, SessionID: s.SessionId, NextSequence: 0, Turns: []persistence.Turn{turn(h.msg("x"))}})
 		// A stale sequence fails the append, and the activation with it.
-		h.fails(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId,
+		h.fails(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId, Loaded: h.mark(s.SessionId),
 			Then: &persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 0, Turns: []persistence.Turn{turn(h.msg("y"))}}},
 			errs.FailedPreconditionCode)
 		h.activate(persistence.OwnerSession, s.SessionId, 2)
@@ -103,5 +103,92 @@ var foldedCases = []testCase{
 			Then: &persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(h.msg("x"))}}}, errs.InvalidArgumentCode)
 		// None took an epoch.
 		h.activate(persistence.OwnerSession, s.SessionId, 2)
+	}},
+	{"a blind append takes the stored sequence and state, and reports them", func(h *harness) {
+		s := h.session()
+		h.activate(persistence.OwnerSession, s.SessionId, 1)
+		h.ok(&persistence.CreateSession{Epoch: 1, Session: s, State: `{"a":1}`, Messages: h.msgs(2)})
+		at := h.get(s.SessionId).UpdatedAt.AsTime()
+		// The command's own sequence and state are what an owner that
+		// loaded nothing has: ignored.
+		res := h.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId,
+			Then: &persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 0, UpdatedAt: h.now(),
+				Turns: []persistence.Turn{turn(h.msg("x")), {Messages: h.msgs(1), State: set("b", "2")}}}})
+		if res.Epoch != 2 || res.NextSequence != 4 || len(res.Turns) != 2 || res.Turns[0].Err != nil || res.Turns[1].Err != nil {
+			h.Fatalf("blind append: epoch %d, next %d, turns %+v", res.Epoch, res.NextSequence, res.Turns)
+		}
+		if res.Turns[0].Messages[0].GetSequence() != 2 || res.Turns[1].Messages[0].GetSequence() != 3 {
+			h.Fatalf("blind append stored sequences %d, %d, want 2, 3", res.Turns[0].Messages[0].GetSequence(), res.Turns[1].Messages[0].GetSequence())
+		}
+		hd := res.Head
+		if hd == nil || hd.NextSequence != 2 || !hd.UpdatedAt.Equal(at) {
+			h.Fatalf("blind append's head %+v, want next 2 and updated_at %v", hd, at)
+		}
+		wantJSON(h, "head state", hd.State, `{"a":1}`)
+		wantJSON(h, "result state", res.State, `{"a":1,"b":2}`)
+		state, next := h.state(s.SessionId)
+		wantJSON(h, "stored state", state, `{"a":1,"b":2}`)
+		if ms := h.messages(s.SessionId); next != 4 || len(ms) != 4 {
+			h.Fatalf("after a blind append: next %d, %d messages, want 4", next, len(ms))
+		}
+		// The new epoch writes on; the old one is fenced.
+		h.fencedOnly(&persistence.AppendMessages{Epoch: 1, SessionID: s.SessionId, NextSequence: 4, Turns: []persistence.Turn{turn(h.msg("y"))}})
+		h.ok(&persistence.AppendMessages{Epoch: 2, SessionID: s.SessionId, NextSequence: 4, Turns: []persistence.Turn{turn(h.msg("z"))}})
+	}},
+	{"a blind append sees the older owner's append of the same transaction", func(h *harness) {
+		s := h.sessionAt(h.msgs(1)...)
+		// The older owner's append and the newer owner's blind one reach
+		// the writer together: the newer decides on what the older stored.
+		res := h.apply(&persistence.AppendMessages{Epoch: 1, SessionID: s.SessionId, NextSequence: 1, UpdatedAt: h.now(),
+			Turns: []persistence.Turn{turn(h.msg("old"))}},
+			&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId,
+				Then: &persistence.AppendMessages{SessionID: s.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{turn(h.msg("new"))}}})
+		if res[0].Err != nil || res[1].Err != nil || res[1].Head == nil || res[1].Head.NextSequence != 2 || res[1].NextSequence != 3 {
+			h.Fatalf("older append %v; blind append %v, head %+v, next %d", res[0].Err, res[1].Err, res[1].Head, res[1].NextSequence)
+		}
+		ms := h.messages(s.SessionId)
+		for i, m := range ms {
+			if m.GetSequence() != int64(i) {
+				h.Fatalf("message %d has sequence %d", i, m.GetSequence())
+			}
+		}
+		if len(ms) != 3 || ms[2].GetContent() != "new" {
+			h.Fatalf("%d messages, the last %q; want 3, the blind append's last", len(ms), ms[len(ms)-1].GetContent())
+		}
+	}},
+	{"a blind append to a missing, closed or staged session stores nothing", func(h *harness) {
+		blind := func(id string) *persistence.Activate {
+			return &persistence.Activate{Kind: persistence.OwnerSession, ID: id,
+				Then: &persistence.AppendMessages{SessionID: id, UpdatedAt: h.now(),
+					Turns: []persistence.Turn{{Messages: h.msgs(1), Audit: h.entries("message_appended", id)}}}}
+		}
+		refused := func(id string, epoch int64) {
+			h.Helper()
+			before := h.audits()
+			err := h.apply(blind(id))[0].Err
+			if !errors.Is(err, persistence.ErrBlindRefused) {
+				h.Fatalf("blind append to %s: %v, want ErrBlindRefused", id, err)
+			}
+			wantCode(h.T, err, errs.FailedPreconditionCode)
+			if h.audits() != before {
+				h.Fatalf("a refused blind append stored %d audit entries", h.audits()-before)
+			}
+			// The refused command took no epoch.
+			h.activate(persistence.OwnerSession, id, epoch)
+		}
+		refused("missing", 1)
+		if _, err := h.r.GetSession(h.ctx, "missing"); errs.CodeOf(err) != errs.NotFoundCode {
+			h.Fatalf("a refused blind append created its session: %v", err)
+		}
+		closed := h.sessionAt()
+		h.ok(&persistence.UpdateSession{Epoch: 1, SessionID: closed.SessionId, State: sessionv1.SessionState_SESSION_STATE_CLOSED,
+			ClosedAt: h.now(), UpdatedAt: h.now()})
+		refused(closed.SessionId, 2)
+		if ms := h.messages(closed.SessionId); len(ms) != 0 {
+			h.Fatalf("a closed session took %d messages", len(ms))
+		}
+		staged := h.session(func(s *sessionv1.Session) { s.State = persistence.SessionStateStaged })
+		h.ok(&persistence.CreateSession{Session: staged})
+		refused(staged.SessionId, 1)
 	}},
 }
