@@ -128,7 +128,7 @@ func (s *Store) open() (err error) {
 	if s.migrationRuns, err = migrate(ctx, s.wconn); err != nil {
 		return storeErr("migrate "+s.loc.key, err)
 	}
-	if err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM message_rows WHERE indexed = 0`).Scan(&s.pending); err != nil {
+	if err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM message_pending`).Scan(&s.pending); err != nil {
 		return storeErr("open "+s.loc.key, err)
 	}
 	s.rdb, err = sql.Open("sqlite3", s.loc.readerDSN())

@@ -119,16 +119,22 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 }
 
 // settleSQL moves every pending message row into the per-session index
-// (schema migration 5). SQLite finds them through the pending rows' partial
-// index, and each settled session's rows land on its index leaf together.
-const settleSQL = `UPDATE message_rows SET indexed = 1 WHERE indexed = 0`
+// (schema migration 7): it copies the pending entries — (session_id,
+// sequence, id), a few dozen bytes each — into message_index, in its key
+// order, and empties message_pending. The content rows are not touched:
+// only the pending table's few pages and the index leaves of the sessions
+// settled change. Each settled session's entries land on its index leaf
+// together.
+const settleSQL = `INSERT INTO message_index (session_id, sequence, id)
+	SELECT session_id, sequence, id FROM message_pending ORDER BY session_id, sequence;
+DELETE FROM message_pending`
 
 // settle runs settleSQL in the transaction, so the rows' move is atomic
 // with the batch that made them due: a reader (through the view
 // session_messages) finds every row either pending or settled, never both
 // or neither. It runs in a savepoint and its failure is not the batch's:
 // the only way it can fail on a healthy database is a pending (session_id,
-// sequence) that is also settled, which the compare-and-set of every append
+// sequence) that is also settled (message_index's key refuses it), which the compare-and-set of every append
 // rules out; were it to happen, the rows stay pending (still unique among
 // the pending, still read) rather than every later batch failing.
 func (a *applier) settle() error {
