@@ -66,10 +66,12 @@ type Store struct {
 	walLimit   int64
 
 	// pending counts the message rows not yet settled (see settle), as
-	// of the last commit; settleAt is settleRows but for tests. Guarded by
-	// wmu.
-	pending  int64
-	settleAt int64
+	// of the last commit; settleFrom is the session after which the next
+	// settle starts ("": the first); settleAt is settleRows but for tests.
+	// Guarded by wmu.
+	pending    int64
+	settleFrom string
+	settleAt   int64
 
 	checkpoints    atomic.Int64
 	settleFailures atomic.Int64
