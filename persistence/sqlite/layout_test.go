@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -285,5 +286,82 @@ func TestTransactionShapeChoosesTheRowKind(t *testing.T) {
 	}
 	if got := storedMessages(t, s, one); len(got) != pendingRowsPerSession {
 		t.Fatalf("%d messages read, want %d", len(got), pendingRowsPerSession)
+	}
+}
+
+// A settle takes a slice of the pending entries — whole sessions, from
+// where the last one stopped — and the slices sweep every session in turn:
+// after each transaction every session reads complete and in order, its
+// settled entries all precede its pending ones, the writer's count of
+// pending rows is the table's, and no more than settleAt stay pending.
+func TestSettleSlicesSweepTheSessions(t *testing.T) {
+	s := mustOpen(t, "memory:layout-slices")
+	defer mustClose(t, s)
+	const settleAt = 16
+	SettleEvery(s, settleAt)
+	sessions := make([]string, 6)
+	for i := range sessions {
+		sessions[i] = createSession(t, s)
+	}
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	everSettled := map[string]bool{}
+	sliced := false // a settle left other sessions' rows pending
+	for n := range 20 {
+		// One row per session per transaction: written pending.
+		batch := make([]persistence.Command, len(sessions))
+		for i, id := range sessions {
+			batch[i] = &persistence.AppendMessages{SessionID: id, NextSequence: int64(n), UpdatedAt: time.Now(),
+				Turns: []persistence.Turn{{Messages: []*sessionv1.Message{newMsg(fmt.Sprint(id, "/", n), timestamppb.Now())}}}}
+		}
+		for _, res := range applyOK(t, w, batch...) {
+			if res.Err != nil || res.Turns[0].Err != nil {
+				t.Fatalf("append %d: %v %v", n, res.Err, res.Turns[0].Err)
+			}
+		}
+		total, nonePending := 0, 0
+		for _, id := range sessions {
+			stored := storedMessages(t, s, id)
+			if len(stored) != n+1 {
+				t.Fatalf("after transaction %d: %d messages read, want %d", n, len(stored), n+1)
+			}
+			for i, m := range stored {
+				if m.Sequence != int64(i) || m.Content != fmt.Sprint(id, "/", i) {
+					t.Fatalf("after transaction %d: message %d is %v", n, i, m)
+				}
+			}
+			settled, pending := rowKinds(t, s, id)
+			var lastSettled, firstPending sql.NullInt64
+			if err := s.rdb.QueryRow(`SELECT (SELECT max(sequence) FROM message_index WHERE session_id = ?1),
+				(SELECT min(sequence) FROM message_pending WHERE session_id = ?1)`, id).Scan(&lastSettled, &firstPending); err != nil {
+				t.Fatal(err)
+			}
+			if lastSettled.Valid && firstPending.Valid && lastSettled.Int64 > firstPending.Int64 {
+				t.Fatalf("after transaction %d: settled up to %d but %d is pending", n, lastSettled.Int64, firstPending.Int64)
+			}
+			everSettled[id] = everSettled[id] || settled > 0
+			total += pending
+			if pending == 0 {
+				nonePending++
+			}
+		}
+		sliced = sliced || (nonePending > 0 && total > 0)
+		s.wmu.Lock()
+		counted := s.pending
+		s.wmu.Unlock()
+		if counted != int64(total) || total >= settleAt {
+			t.Fatalf("after transaction %d: %d rows pending, %d counted (settle at %d)", n, total, counted, settleAt)
+		}
+	}
+	if !sliced {
+		t.Fatal("every settle took every session's rows, none a slice")
+	}
+	for id, ok := range everSettled {
+		if !ok {
+			t.Fatalf("session %s was never settled in 20 transactions", id)
+		}
 	}
 }
