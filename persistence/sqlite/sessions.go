@@ -129,8 +129,9 @@ func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
 // session's next_sequence from NextSequence to the end in one UPDATE that
 // also checks it: a stale or skipping NextSequence matches no row and fails
 // the command (and its savepoint undoes the inserts). A stale one may fail
-// earlier, on the pending rows' UNIQUE(session_id, sequence) (schema
-// migration 5: settled rows have their own); a missing session fails on
+// earlier, on the (session_id, sequence) key of message_pending or
+// message_index (schema migration 7; the insert's trigger writes the
+// row's entry there); a missing session fails on
 // the UPDATE (message rows have no foreign key since migration 5, so this
 // check is what keeps a message from outliving or preceding its session).
 //

@@ -23,11 +23,11 @@ const (
 	walCheckpointBytes = 64 << 20
 	journalSizeLimit   = 32 << 20
 	// settleRows is how many message rows may be pending (schema
-	// migration 5) before the writer settles them into the per-session
-	// index. More pending rows mean fewer, fuller index leaves per settle
-	// but a larger pending index for every append and read to share and
-	// a longer settling transaction: 512 is 8 W1 commits of 64 appends,
-	// whose settle writes ~8 rows per session leaf (docs/BENCHMARKS.md).
+	// migrations 5 and 7) before the writer settles a slice of them into
+	// the per-session index (settleSlices). More pending rows mean fewer,
+	// fuller index leaves per settle but a larger pending table for every
+	// append and read to share: at 512, W1's 64 sessions settle ~8 entries
+	// per session leaf (docs/BENCHMARKS.md).
 	settleRows = 512
 )
 

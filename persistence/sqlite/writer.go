@@ -258,9 +258,9 @@ type applier struct {
 // over a batch's appends, for which they are written pending. A settled
 // row costs its session's index leaf, once per transaction however many of
 // the session's rows it carries; a pending row costs its share of the
-// small pending index now and of a settle later (an UPDATE of the row,
-// ~5 µs of CPU, and its index leaf shared with the session's other settled
-// rows). So pending pays where a transaction carries about one row per
+// small pending table now and of a settle later (a copy of its ~40-byte
+// entry into message_index, schema migration 7, on the index leaf it
+// shares with the session's other entries of that settle). So pending pays where a transaction carries about one row per
 // session (64 callers over 64 sessions: one leaf per row saved) and not
 // where it carries many (16 callers on one session, 4,096 callers over 64
 // sessions, imports), which then go to the per-session index at once as
