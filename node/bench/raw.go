@@ -14,14 +14,16 @@ import (
 )
 
 // The raw ceiling: the rows agentstate stores for the workload — the
-// message_rows table of persistence/sqlite, same columns, same UNIQUE
-// indexes, same layout (rows written pending and settled into the
-// per-session index once sqlite.SettleRows are pending, or settled at once
-// in transactions of many rows per session: schema migration 5) — inserted by one goroutine through one prepared
-// statement, RawBatch rows per transaction, in WAL mode with the run's
-// synchronous and IMMEDIATE transactions like agentstate's writer. No
-// actors, no validation, no per-append answer: the most this disk and
-// SQLite give for these rows, measured in the same run.
+// message tables of persistence/sqlite, same columns, same keys, same
+// triggers, same layout (schema migrations 5 and 7: content rows in
+// message_rows, each with an entry in message_pending or message_index,
+// written pending and settled into message_index once sqlite.SettleRows are
+// pending, or settled at once in transactions of many rows per session;
+// TestRawSchemaIsTheStores holds it to the store's) — inserted by one
+// goroutine through one prepared statement, RawBatch rows per transaction,
+// in WAL mode with the run's synchronous and IMMEDIATE transactions like
+// agentstate's writer. No actors, no validation, no per-append answer: the
+// most this disk and SQLite give for these rows, measured in the same run.
 const rawSchema = `
 CREATE TABLE sessions (
 	session_id TEXT PRIMARY KEY,
@@ -40,9 +42,36 @@ CREATE TABLE message_rows (
 	indexed       INTEGER NOT NULL DEFAULT 0,
 	UNIQUE (message_id, session_id)
 );
-CREATE UNIQUE INDEX message_rows_by_sequence ON message_rows(session_id, sequence) WHERE indexed = 1;
-CREATE UNIQUE INDEX message_rows_pending ON message_rows(session_id, sequence) WHERE indexed = 0;
+CREATE TABLE message_index (
+	session_id TEXT NOT NULL,
+	sequence   INTEGER NOT NULL,
+	id         INTEGER NOT NULL,
+	PRIMARY KEY (session_id, sequence)
+) WITHOUT ROWID;
+CREATE TABLE message_pending (
+	session_id TEXT NOT NULL,
+	sequence   INTEGER NOT NULL,
+	id         INTEGER NOT NULL,
+	PRIMARY KEY (session_id, sequence)
+) WITHOUT ROWID;
+CREATE TRIGGER message_rows_insert_pending AFTER INSERT ON message_rows WHEN NEW.indexed = 0 BEGIN
+	INSERT INTO message_pending (session_id, sequence, id) VALUES (NEW.session_id, NEW.sequence, NEW.id);
+END;
+CREATE TRIGGER message_rows_insert_indexed AFTER INSERT ON message_rows WHEN NEW.indexed != 0 BEGIN
+	INSERT INTO message_index (session_id, sequence, id) VALUES (NEW.session_id, NEW.sequence, NEW.id);
+END;
+CREATE TRIGGER message_rows_delete AFTER DELETE ON message_rows BEGIN
+	DELETE FROM message_index WHERE session_id = OLD.session_id AND sequence = OLD.sequence AND id = OLD.id;
+	DELETE FROM message_pending WHERE session_id = OLD.session_id AND sequence = OLD.sequence AND id = OLD.id;
+END;
 `
+
+// rawSettleSQL settles every pending entry at once: the same work per row
+// as the store's slices (which spread it over transactions), in one
+// statement pair.
+const rawSettleSQL = `INSERT INTO message_index (session_id, sequence, id)
+	SELECT session_id, sequence, id FROM message_pending ORDER BY session_id, sequence;
+DELETE FROM message_pending`
 
 // runRaw measures the ceiling for cfg's sessions and appends in
 // transactions of batch rows. Rows go to the sessions round-robin (row i to
@@ -151,7 +180,7 @@ func rawBatch(ctx context.Context, db *sql.DB, sessions, msgIDs []string, conten
 		}
 	}
 	if settle {
-		if _, err := tx.ExecContext(ctx, `UPDATE message_rows SET indexed = 1 WHERE indexed = 0`); err != nil {
+		if _, err := tx.ExecContext(ctx, rawSettleSQL); err != nil {
 			return err
 		}
 	}

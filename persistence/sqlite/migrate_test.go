@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -83,5 +85,112 @@ func TestMigrationKeepsMessagesOfAnOlderSchema(t *testing.T) {
 	}
 	if tr := res[0].Turns[0]; !tr.Duplicate || tr.Messages[0].Sequence != 2 {
 		t.Fatalf("retry of a migrated message: %+v, want the duplicate at sequence 2", tr)
+	}
+}
+
+// Migration 7 moves the order of a database's messages out of
+// message_rows' partial indexes into message_index: every row of a
+// database at version 6, settled or still pending, is read back in order,
+// settled, and the stores' guards hold on it (a taken sequence is refused,
+// a delete takes a row's entry with it).
+func TestMigrationMovesSettledAndPendingRowsToTheIndexTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v6.db")
+	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations[:6] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two sessions as a build of schema 6 left them: a's first three rows
+	// settled (indexed = 1) and two pending; b's two rows pending. The
+	// rows are inserted out of sequence order, as interleaved sessions'
+	// appends are.
+	a, b := ids.New(), ids.New()
+	for _, s := range []struct {
+		id   string
+		next int
+	}{{a, 5}, {b, 2}} {
+		if _, err := db.Exec(`INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json,
+			state, next_sequence, created_at, updated_at) VALUES (?, 'a', 'local', '', '{}', 1, ?, 1, 1)`, s.id, s.next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := []struct {
+		session  string
+		sequence int
+		indexed  int
+	}{{a, 0, 1}, {b, 0, 0}, {a, 1, 1}, {a, 2, 1}, {a, 3, 0}, {b, 1, 0}, {a, 4, 0}}
+	for _, r := range rows {
+		if _, err := db.Exec(`INSERT INTO message_rows (session_id, sequence, message_id, role, content,
+			metadata_json, created_at, indexed) VALUES (?, ?, ?, 1, ?, '{}', 1, ?)`,
+			r.session, r.sequence, ids.New(), fmt.Sprint(r.session, "/", r.sequence), r.indexed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec("PRAGMA user_version = 6"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := mustOpen(t, path)
+	defer mustClose(t, s)
+	if got := s.MigrationRuns(); got != len(migrations)-6 {
+		t.Fatalf("%d migrations ran, want %d", got, len(migrations)-6)
+	}
+	s.wmu.Lock()
+	pending := s.pending
+	s.wmu.Unlock()
+	if pending != 0 {
+		t.Fatalf("%d rows counted pending after the migration, want 0", pending)
+	}
+	for _, c := range []struct {
+		id string
+		n  int
+	}{{a, 5}, {b, 2}} {
+		stored := storedMessages(t, s, c.id)
+		if len(stored) != c.n {
+			t.Fatalf("%d messages of a session after the migration, want %d", len(stored), c.n)
+		}
+		for i, m := range stored {
+			if m.Sequence != int64(i) || m.Content != fmt.Sprint(c.id, "/", i) {
+				t.Fatalf("message %d after the migration: %v", i, m)
+			}
+		}
+		if settled, pending := rowKinds(t, s, c.id); settled != c.n || pending != 0 {
+			t.Fatalf("after the migration: %d settled and %d pending rows, want %d and 0", settled, pending, c.n)
+		}
+	}
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	// A stale append at a migrated sequence stores nothing; one at the
+	// next sequence is read after the migrated rows.
+	stale := applyOK(t, w, &persistence.AppendMessages{SessionID: b, NextSequence: 1, UpdatedAt: time.Now(),
+		Turns: []persistence.Turn{{Messages: []*sessionv1.Message{newMsg("late", timestamppb.Now())}}}})[0]
+	if errs.CodeOf(stale.Err) != errs.FailedPreconditionCode {
+		t.Fatalf("stale append over migrated rows: %v, want FAILED_PRECONDITION", stale.Err)
+	}
+	appendOne(t, w, b, 2, "after")
+	if stored := storedMessages(t, s, b); len(stored) != 3 || stored[2].Content != "after" {
+		t.Fatalf("after an append to a migrated session: %v", stored)
+	}
+	res := applyOK(t, w, &persistence.DeleteSession{SessionID: a})[0]
+	if res.Err != nil || res.MessagesRemoved != 5 {
+		t.Fatalf("delete of a migrated session: %+v", res)
+	}
+	var entries int
+	if err := s.rdb.QueryRow(`SELECT (SELECT count(*) FROM message_index WHERE session_id = ?1)
+		+ (SELECT count(*) FROM message_pending WHERE session_id = ?1)`, a).Scan(&entries); err != nil {
+		t.Fatal(err)
+	}
+	if entries != 0 {
+		t.Fatalf("%d index entries outlive their deleted rows", entries)
 	}
 }

@@ -262,6 +262,64 @@ BEGIN
 	SELECT RAISE(ABORT, 'plan_errors: the sequence does not continue the plan');
 END;
 `,
+	// 7 (issue 17, settling): the content rows stay where they were
+	// inserted and the (session_id, sequence) order lives in two tables of
+	// its own, message_index and message_pending — the partial indexes of
+	// migration 5 as WITHOUT ROWID tables holding the row's id. Settling
+	// was an UPDATE of indexed on every pending row: it rewrote the
+	// content rows, and with them every table page the last 512 appends
+	// filled (rows of many sessions share a page), to move ~40-byte index
+	// entries. Now settling copies the pending entries into message_index
+	// and empties message_pending (settleSQL in writer.go), and no content
+	// page changes after its insert. message_rows.indexed stays as the
+	// side a row's entry was inserted into: the triggers below put it
+	// there in the INSERT's own program (one statement per row or per
+	// multi-row chunk, as before), and take it out with the row, so every
+	// delete on message_rows (truncate, delete, a turn's undo) reaches
+	// both sides. (session_id, sequence) is unique within each table
+	// (their keys) and across them because every append is the
+	// compare-and-set of its session's next_sequence in the same
+	// transaction (advance.go): a sequence is written once, below it.
+	`
+CREATE TABLE message_index (
+	session_id TEXT NOT NULL,
+	sequence   INTEGER NOT NULL,
+	id         INTEGER NOT NULL,
+	PRIMARY KEY (session_id, sequence)
+) WITHOUT ROWID;
+CREATE TABLE message_pending (
+	session_id TEXT NOT NULL,
+	sequence   INTEGER NOT NULL,
+	id         INTEGER NOT NULL,
+	PRIMARY KEY (session_id, sequence)
+) WITHOUT ROWID;
+INSERT INTO message_index (session_id, sequence, id)
+	SELECT session_id, sequence, id FROM message_rows WHERE indexed = 1 ORDER BY session_id, sequence;
+INSERT INTO message_index (session_id, sequence, id)
+	SELECT session_id, sequence, id FROM message_rows WHERE indexed = 0 ORDER BY session_id, sequence;
+UPDATE message_rows SET indexed = 1 WHERE indexed = 0;
+DROP VIEW session_messages;
+DROP INDEX message_rows_by_sequence;
+DROP INDEX message_rows_pending;
+CREATE TRIGGER message_rows_insert_pending AFTER INSERT ON message_rows WHEN NEW.indexed = 0 BEGIN
+	INSERT INTO message_pending (session_id, sequence, id) VALUES (NEW.session_id, NEW.sequence, NEW.id);
+END;
+CREATE TRIGGER message_rows_insert_indexed AFTER INSERT ON message_rows WHEN NEW.indexed != 0 BEGIN
+	INSERT INTO message_index (session_id, sequence, id) VALUES (NEW.session_id, NEW.sequence, NEW.id);
+END;
+CREATE TRIGGER message_rows_delete AFTER DELETE ON message_rows BEGIN
+	DELETE FROM message_index WHERE session_id = OLD.session_id AND sequence = OLD.sequence AND id = OLD.id;
+	DELETE FROM message_pending WHERE session_id = OLD.session_id AND sequence = OLD.sequence AND id = OLD.id;
+END;
+CREATE VIEW session_messages AS
+	SELECT r.id AS id, i.session_id AS session_id, i.sequence AS sequence, r.message_id AS message_id,
+		r.role AS role, r.content AS content, r.metadata_json AS metadata_json,
+		r.created_at AS created_at, r.event_at AS event_at
+		FROM message_index i JOIN message_rows r ON r.id = i.id
+	UNION ALL
+	SELECT r.id, p.session_id, p.sequence, r.message_id, r.role, r.content, r.metadata_json, r.created_at, r.event_at
+		FROM message_pending p JOIN message_rows r ON r.id = p.id;
+`,
 }
 
 // migrate brings the database to the latest schema version inside one

@@ -16,9 +16,11 @@ const (
 	state_json, client_key, expires_at, first_sequence)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// Messages are written to message_rows, pending (indexed = 0) or
-	// settled (1) as the transaction's shape says (pendingLayout), and read
-	// through the view session_messages (schema migration 5; settle in
-	// writer.go).
+	// settled (1) as the transaction's shape says (pendingLayout): the
+	// table's triggers put the row's (session_id, sequence) entry into
+	// message_pending or message_index, whose keys refuse a taken sequence
+	// (a PRIMARY KEY constraint error). Read through the view
+	// session_messages (schema migrations 5 and 7; settle in writer.go).
 	insertMessageSQL = `INSERT INTO message_rows (session_id, sequence, message_id, role, content,
 	metadata_json, created_at, event_at, indexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// A stored message id is skipped, not an error: that is how duplicate
@@ -92,7 +94,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 			orEmptyObject(m.MetadataJson), created, persistence.EventNanos(m), a.indexed())
 		a.inserted(1)
 		if err != nil {
-			if constraint(err) == sqlite3.ErrConstraintUnique {
+			if c := constraint(err); c == sqlite3.ErrConstraintUnique || c == sqlite3.ErrConstraintPrimaryKey {
 				return persistence.Result{}, errs.InvalidArgument("create session %s: message id %s appears twice", s.SessionId, m.MessageId)
 			}
 			return persistence.Result{}, err
@@ -127,8 +129,9 @@ func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
 // session's next_sequence from NextSequence to the end in one UPDATE that
 // also checks it: a stale or skipping NextSequence matches no row and fails
 // the command (and its savepoint undoes the inserts). A stale one may fail
-// earlier, on the pending rows' UNIQUE(session_id, sequence) (schema
-// migration 5: settled rows have their own); a missing session fails on
+// earlier, on the (session_id, sequence) key of message_pending or
+// message_index (schema migration 7; the insert's trigger writes the
+// row's entry there); a missing session fails on
 // the UPDATE (message rows have no foreign key since migration 5, so this
 // check is what keeps a message from outliving or preceding its session).
 //
@@ -242,7 +245,7 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 			persistence.EventNanos(m), a.indexed())
 		if err != nil {
 			switch constraint(err) {
-			case sqlite3.ErrConstraintUnique:
+			case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
 				return persistence.TurnResult{}, 0, errs.FailedPrecondition("session %s: sequence %d is taken", sessionID, seq+inserted)
 			case sqlite3.ErrConstraintForeignKey:
 				return persistence.TurnResult{}, 0, errs.NotFound("session %s not found", sessionID)
@@ -426,14 +429,15 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 }
 
 // deleteLastMessagesSQL deletes a session's last ?2 messages. Its ORDER
-// BY … LIMIT is on the two kinds of rows' union itself, which SQLite runs
-// as a merge of their indexes that stops after ?2 rows; through the view
+// BY … LIMIT is on the union of the two index tables itself, which SQLite
+// runs as a merge of their keys that stops after ?2 rows; through the view
 // (an IN subquery with ORDER BY is not flattened) it would sort all the
-// session's messages on every call.
+// session's messages on every call. The delete trigger of message_rows
+// removes the index entries.
 const deleteLastMessagesSQL = `DELETE FROM message_rows WHERE id IN (SELECT id FROM (
-	SELECT id, sequence FROM message_rows WHERE indexed = 1 AND session_id = ?1
+	SELECT id, sequence FROM message_index WHERE session_id = ?1
 	UNION ALL
-	SELECT id, sequence FROM message_rows WHERE indexed = 0 AND session_id = ?1
+	SELECT id, sequence FROM message_pending WHERE session_id = ?1
 	ORDER BY sequence DESC LIMIT ?2))`
 
 // deleteMessages deletes the messages that the view session_messages
@@ -441,7 +445,8 @@ const deleteLastMessagesSQL = `DELETE FROM message_rows WHERE id IN (SELECT id F
 // and returns how
 // many. Through the view, because only it finds a session's rows by index
 // whether they are pending or settled; a DELETE on message_rows with the
-// same WHERE would scan the table.
+// same WHERE would scan the table. message_rows' delete trigger takes the
+// rows' entries out of message_index and message_pending.
 func (a *applier) deleteMessages(where string, args ...any) (int64, error) {
 	del, err := a.exec(`DELETE FROM message_rows WHERE id IN (SELECT id FROM session_messages WHERE `+where+`)`, args...)
 	if err != nil {

@@ -23,11 +23,11 @@ const (
 	walCheckpointBytes = 64 << 20
 	journalSizeLimit   = 32 << 20
 	// settleRows is how many message rows may be pending (schema
-	// migration 5) before the writer settles them into the per-session
-	// index. More pending rows mean fewer, fuller index leaves per settle
-	// but a larger pending index for every append and read to share and
-	// a longer settling transaction: 512 is 8 W1 commits of 64 appends,
-	// whose settle writes ~8 rows per session leaf (docs/BENCHMARKS.md).
+	// migrations 5 and 7) before the writer settles a slice of them into
+	// the per-session index (settleSlices). More pending rows mean fewer,
+	// fuller index leaves per settle but a larger pending table for every
+	// append and read to share: at 512, W1's 64 sessions settle ~8 entries
+	// per session leaf (docs/BENCHMARKS.md).
 	settleRows = 512
 )
 
@@ -66,10 +66,12 @@ type Store struct {
 	walLimit   int64
 
 	// pending counts the message rows not yet settled (see settle), as
-	// of the last commit; settleAt is settleRows but for tests. Guarded by
-	// wmu.
-	pending  int64
-	settleAt int64
+	// of the last commit; settleFrom is the session after which the next
+	// settle starts ("": the first); settleAt is settleRows but for tests.
+	// Guarded by wmu.
+	pending    int64
+	settleFrom string
+	settleAt   int64
 
 	checkpoints    atomic.Int64
 	settleFailures atomic.Int64
@@ -128,7 +130,7 @@ func (s *Store) open() (err error) {
 	if s.migrationRuns, err = migrate(ctx, s.wconn); err != nil {
 		return storeErr("migrate "+s.loc.key, err)
 	}
-	if err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM message_rows WHERE indexed = 0`).Scan(&s.pending); err != nil {
+	if err := s.wconn.QueryRowContext(ctx, `SELECT count(*) FROM message_pending`).Scan(&s.pending); err != nil {
 		return storeErr("open "+s.loc.key, err)
 	}
 	s.rdb, err = sql.Open("sqlite3", s.loc.readerDSN())
