@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors/audit"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 )
 
 // TestNewEntryDetailsAsNewEntryWouldStore: the entries a session builds
@@ -43,6 +44,31 @@ func TestNewEntryDetailsAsNewEntryWouldStore(t *testing.T) {
 		}
 		if e.DetailsJson != want.DetailsJson {
 			t.Errorf("details %v stored as %s, NewEntry stores %s", tc.details, e.DetailsJson, want.DetailsJson)
+		}
+	}
+}
+
+// TestCreatedEntryAsTheMapGave: the session_created entry's details are
+// the text the map of its two fields marshaled to, masked as NewEntry
+// would (nothing to mask), for strings that encoding/json escapes too.
+func TestCreatedEntryAsTheMapGave(t *testing.T) {
+	now := time.Now()
+	for _, c := range []*sessionv1.CreateSessionRequest{
+		{ActorName: "a"},
+		{ActorName: "a", Namespace: "ns <&> \"q\"", Automation: "\u2028 ünï"},
+	} {
+		e, err := createdEntry("01J00000000000000000000000", c, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := newEntry(audit.EventSessionCreated, "01J00000000000000000000000", c.ActorName, "",
+			map[string]any{"namespace": c.Namespace, "automation": c.Automation}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.DetailsJson != want.DetailsJson || e.EventType != want.EventType || e.SessionId != want.SessionId ||
+			e.ActorName != want.ActorName || e.PlanId != "" {
+			t.Errorf("created entry %v, want as %v", e, want)
 		}
 	}
 }
