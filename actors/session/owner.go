@@ -222,6 +222,6 @@ func (o *owner) submitOne(r *lifecycle.Request, cmd persistence.Command, finish 
 	o.submit([]*lifecycle.Request{r}, cmd, finish)
 }
 
-func (o *owner) snapshot() *sessionv1.Session { return proto.Clone(o.sess).(*sessionv1.Session) }
+func (o *owner) snapshot() *sessionv1.Session { return cloneSession(o.sess) }
 
 func (o *owner) notFound() error { return errs.NotFound("session %s does not exist", o.id) }

@@ -35,6 +35,9 @@ const (
 	activateSQL = `INSERT INTO owners (kind, id, epoch) VALUES (?1, ?2, 1)
 	ON CONFLICT (kind, id) DO UPDATE SET epoch = epoch + 1`
 	epochSQL = `SELECT epoch FROM owners WHERE kind = ?1 AND id = ?2`
+	// firstActivateSQL takes epoch 1 for a key that was never activated
+	// and leaves any other alone (RowsAffected tells which).
+	firstActivateSQL = `INSERT OR IGNORE INTO owners (kind, id, epoch) VALUES (?1, ?2, 1)`
 )
 
 func (a *applier) Activate(c *persistence.Activate) (persistence.Result, error) {
@@ -44,17 +47,38 @@ func (a *applier) Activate(c *persistence.Activate) (persistence.Result, error) 
 	if c.ID == "" {
 		return persistence.Result{}, errs.InvalidArgument("activate: no %s id", kindName(c.Kind))
 	}
-	if _, err := a.exec(activateSQL, int64(c.Kind), c.ID); err != nil {
-		return persistence.Result{}, err
-	}
-	var epoch int64
-	if err := a.queryRow(epochSQL, int64(c.Kind), c.ID).Scan(&epoch); err != nil {
+	epoch, err := a.activate(c)
+	if err != nil {
 		return persistence.Result{}, err
 	}
 	if c.Then == nil {
 		return persistence.Result{Epoch: epoch}, nil
 	}
 	return a.activated(c, epoch)
+}
+
+// activate takes c's key's next epoch. A create folded into its
+// activation (a new session's id, which no owner ever activated) takes
+// epoch 1 in one statement; only when the key has a row already (a
+// repeated create) does it fall back to the upsert and its read-back,
+// which every other activation — mostly of keys activated before — takes
+// at once (issue 17: a statement less per create).
+func (a *applier) activate(c *persistence.Activate) (int64, error) {
+	if _, create := c.Then.(*persistence.CreateSession); create {
+		res, err := a.exec(firstActivateSQL, int64(c.Kind), c.ID)
+		if err != nil {
+			return 0, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return 1, err
+		}
+	}
+	if _, err := a.exec(activateSQL, int64(c.Kind), c.ID); err != nil {
+		return 0, err
+	}
+	var epoch int64
+	err := a.queryRow(epochSQL, int64(c.Kind), c.ID).Scan(&epoch)
+	return epoch, err
 }
 
 // markSQL reads what a persistence.SessionMark compares.

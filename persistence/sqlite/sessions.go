@@ -64,10 +64,13 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	tu := s.GetTokenUsage()
-	_, err = a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
+	// Through a.insert: the row's 17 arguments are bound in one cgo
+	// crossing, not one each through database/sql (issue 17: a create's
+	// cost).
+	err = a.insert(insertSessionSQL, []any{s.SessionId, s.ActorName, s.Namespace, s.Automation,
 		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		first+int64(len(c.Messages)), times[0], times[1], times[2],
-		orEmptyObject(c.State), s.GetClientKey(), expires, first)
+		first + int64(len(c.Messages)), times[0], times[1], times[2],
+		orEmptyObject(c.State), s.GetClientKey(), expires, first})
 	if err != nil {
 		if constraint(err) == sqlite3.ErrConstraintPrimaryKey || constraint(err) == sqlite3.ErrConstraintUnique {
 			if a.sessionExists(s.SessionId) {

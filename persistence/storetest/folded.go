@@ -55,6 +55,20 @@ var foldedCases = []testCase{
 		h.get(s.SessionId)
 		h.ok(&persistence.AppendMessages{Epoch: 1, SessionID: s.SessionId, NextSequence: 0, Turns: []persistence.Turn{turn(h.msg("x"))}})
 	}},
+	{"a create folded into the activation of an id activated before takes the next epoch", func(h *harness) {
+		s := h.session()
+		// An owner activated the id (epoch 1) but never created it; a
+		// create that took epoch 1 again would let that owner write on.
+		h.activate(persistence.OwnerSession, s.SessionId, 1)
+		res := h.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId,
+			Then: &persistence.CreateSession{Session: s, Audit: h.entries("session_created", s.SessionId)}})
+		if res.Epoch != 2 {
+			h.Fatalf("folded create after an activation: epoch %d, want 2", res.Epoch)
+		}
+		h.fencedOnly(&persistence.AppendMessages{Epoch: 1, SessionID: s.SessionId, NextSequence: 0, Turns: []persistence.Turn{turn(h.msg("x"))}})
+		h.ok(&persistence.AppendMessages{Epoch: 2, SessionID: s.SessionId, NextSequence: 0, Turns: []persistence.Turn{turn(h.msg("y"))}})
+		h.activate(persistence.OwnerSession, s.SessionId, 3)
+	}},
 	{"a folded write that fails rolls its activation back", func(h *harness) {
 		s := h.sessionAt()
 		before := h.audits()
