@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"runtime"
 	"sync"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -207,7 +208,12 @@ func sizeOf(req *sessionv1.AppendRequest) int {
 // appends itself, one message (no hand-off to another goroutine when few
 // callers are about); if more are pending after that, it hands the
 // sending over to the stream's sending goroutine through wake, which
-// sends until none are pending. Meanwhile callers only queue.
+// sends until none are pending. Meanwhile callers only queue. The caller
+// that becomes the sender yields once first: a Send only queues the
+// message in the transport, so it ends before the next caller runs, and
+// the callers one outcomes message answered (one commit's) would each
+// send their next append alone — node bench W2 sent 16,195 messages for
+// 16,384 appends; with the yield, 4,404.
 //
 // Invariants: an append is in pending until a sender takes it, then in
 // inflight under its tag until its outcome arrives or the stream fails;
@@ -264,6 +270,9 @@ func (bs *batchStream) enqueue(req *sessionv1.AppendRequest, size int) (*batchCa
 	bs.sending = true
 	bs.mu.Unlock()
 	if send {
+		// Let the callers already runnable (answered by the same
+		// outcomes message) queue theirs first, to share this message.
+		runtime.Gosched()
 		bs.sendOnce()
 	}
 	return call, nil
