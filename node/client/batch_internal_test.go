@@ -105,7 +105,7 @@ func (s *countingStream) Send(b *sessionv1.AppendBatch) error {
 // Callers that become runnable together — those one outcomes message
 // answered — share a message instead of each sending its own: a Send
 // returns before the next caller runs, so the caller that finds no send
-// under way yields once before it sends. With one P the others all run
+// under way yields before it sends (settle). With one P the others all run
 // in that yield.
 func TestCallersRunnableTogetherShareAMessage(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
