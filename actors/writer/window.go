@@ -41,9 +41,12 @@ const (
 // find a window of the Apply time closed every time, the writer back to
 // two cohorts of half the callers each (node bench W1 over gRPC: 30
 // appends per commit against 60 embedded). So a window whose timer runs
-// out while the expected commands were still arriving (more were queued
-// than when it opened) makes the next one longer, up to CommitWindow;
-// one that saw nobody come makes it shorter.
+// out while the expected commands were still arriving (at least half of
+// those it was missing came while it was open) makes the next one longer,
+// up to CommitWindow; one that saw fewer come makes it shorter. A grown
+// window may hold the commands already queued for up to CommitWindow
+// rather than one transaction's time; it does so only while the senders
+// it waits for keep coming back, and closes as soon as they have.
 //
 // Invariants: a batch is held only while open; a window opens at most once
 // per commit, only after a transaction of less than windowBatchBytes, for
@@ -60,11 +63,11 @@ type window struct {
 	gen     uint64
 	// shrink halves the window that many times (-maxShrink..maxShrink;
 	// negative: doubles it): it grows when a window's timer ran out
-	// before any of the expected senders came back (waiting longer did
-	// not pay), and falls when they came back in time, when the window
-	// was too short to open, so it probes again, or when its timer ran
-	// out while they were still coming back (waiting longer would have
-	// paid).
+	// before the expected senders came back (waiting longer did not
+	// pay), and falls when the window was too short to open, so it
+	// probes again, or when its timer ran out while they were still
+	// coming back (waiting longer would have paid); when they came back
+	// in time it falls only to 0.
 	shrink int
 	// opened is how many commands were queued when the window opened;
 	// capped, that it opened for CommitWindow (growing it would not
@@ -131,10 +134,15 @@ func (win *window) close(gen uint64, queued int) bool {
 	if gen != win.gen || !win.open {
 		return false
 	}
+	// Coming back: at least half of the commands it was missing when it
+	// opened arrived while it was open. A trickle of other senders is
+	// not: for it, a longer window would only hold the batch longer.
+	missing, came := win.expect-win.opened, queued-win.opened
+	coming := came > 0 && 2*came >= missing
 	win.open, win.expect, win.expired = false, 0, true
 	switch {
-	case queued > win.opened && win.capped: // as long as it may be already
-	case queued > win.opened:
+	case coming && win.capped: // as long as it may be already
+	case coming:
 		win.shrink = max(win.shrink-1, -maxShrink)
 	default:
 		win.shrink = min(win.shrink+1, maxShrink)

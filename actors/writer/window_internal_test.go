@@ -168,3 +168,19 @@ func TestWindowGrowsForSlowSenders(t *testing.T) {
 		t.Fatalf("window %v after one nobody came back in, want %v", d, 2*txTime)
 	}
 }
+
+// A trickle of other senders during the window is not the answered ones
+// coming back: the window shrinks, not grows, so a light load is not held
+// for the whole CommitWindow at every commit.
+func TestWindowShrinksForATrickle(t *testing.T) {
+	var win window
+	win.committed(32, 32*300, 0, txTime) // 32 expected
+	if _, d := win.hold(1, false, false, time.Hour); d != txTime {
+		t.Fatalf("window %v, want %v", d, txTime)
+	}
+	win.close(win.gen, 3) // 2 of the 31 missing came
+	win.committed(32, 32*300, 0, txTime)
+	if _, d := win.hold(1, false, false, time.Hour); d != txTime/2 {
+		t.Fatalf("window %v after a trickle, want %v", d, txTime/2)
+	}
+}
