@@ -35,8 +35,9 @@ type Config struct {
 	RetryBackoff time.Duration
 	// CommitWindow bounds how long, after a commit, the next transaction
 	// waits for the senders that commit answered to send again (see
-	// window): at most this long and at most as long as the last
-	// transaction took. Zero means DefaultCommitWindow; negative: the
+	// window): at most this long, and about as long as the last
+	// transaction took unless its senders were seen to come back more
+	// slowly. Zero means DefaultCommitWindow; negative: the
 	// next transaction starts at once.
 	CommitWindow time.Duration
 	// Observer receives the writer's metrics; nil means none.

@@ -30,8 +30,9 @@
 // a transaction that starts without them carries only half of the load and
 // pays a whole fsync for it. The wait ends as soon as as many commands are
 // queued as the writer expects (the last transaction's plus those queued
-// when it committed), and lasts at most Config.CommitWindow and as long as
-// the last transaction took; a lone sender never waits.
+// when it committed), and lasts at most Config.CommitWindow: about as long
+// as the last transaction took, longer when the senders were seen to come
+// back more slowly (over gRPC); a lone sender never waits.
 //
 // A transaction that rolls back (I/O error, disk full, read-only file) is
 // answered with a typed error to every command in it: nothing of it is

@@ -35,25 +35,45 @@ const (
 // transactions of ~60 appends became ~100, for 8–10% less CPU per append;
 // with a quarter of the Apply time the window expired and shrank away).
 //
+// Senders that come back more slowly than a transaction takes — those
+// behind a network hop: gRPC clients, whose answers go out through the
+// node's stream, their process and the next request's way back — would
+// find a window of the Apply time closed every time, the writer back to
+// two cohorts of half the callers each (node bench W1 over gRPC: 30
+// appends per commit against 60 embedded). So a window whose timer runs
+// out while the expected commands were still arriving (at least half of
+// those it was missing came while it was open) makes the next one longer,
+// up to CommitWindow; one that saw fewer come makes it shorter. A grown
+// window may hold the commands already queued for up to CommitWindow
+// rather than one transaction's time; it does so only while the senders
+// it waits for keep coming back, and closes as soon as they have.
+//
 // Invariants: a batch is held only while open; a window opens at most once
 // per commit, only after a transaction of less than windowBatchBytes, for
-// at most min(Config.CommitWindow, the last transaction's Apply time,
-// halved shrink times), and never while draining or once a
-// full batch is queued; gen tells the open window's timer from those of
-// windows that closed early. A single sender never waits: it is all the
-// writer expects.
+// at most min(Config.CommitWindow, the last transaction's Apply time
+// halved shrink times — doubled -shrink times when shrink is negative),
+// and never while draining or once a full batch is queued; gen tells the
+// open window's timer from those of windows that closed early. A single
+// sender never waits: it is all the writer expects.
 type window struct {
 	expect  int           // commands awaited for the next batch; 0: none
 	last    time.Duration // Apply time of the last committed transaction
 	open    bool
 	expired bool // the window of this commit has closed: no other opens
 	gen     uint64
-	// shrink halves the window that many times (0..maxShrink): it grows
-	// when a window's timer ran out before the expected senders came
-	// back (waiting longer did not pay), and falls when they came back
-	// in time or when the window was too short to open, so it probes
-	// again.
+	// shrink halves the window that many times (-maxShrink..maxShrink;
+	// negative: doubles it): it grows when a window's timer ran out
+	// before the expected senders came back (waiting longer did not
+	// pay), and falls when the window was too short to open, so it
+	// probes again, or when its timer ran out while they were still
+	// coming back (waiting longer would have paid); when they came back
+	// in time it falls only to 0.
 	shrink int
+	// opened is how many commands were queued when the window opened;
+	// capped, that it opened for CommitWindow (growing it would not
+	// lengthen it).
+	opened int
+	capped bool
 }
 
 const maxShrink = 4
@@ -81,31 +101,52 @@ func (win *window) hold(queued int, full, draining bool, bound time.Duration) (w
 	if win.open {
 		if !want { // everything expected arrived, or a drain began
 			win.open, win.expect = false, 0
-			win.shrink = max(win.shrink-1, 0)
+			win.unshrink()
 		}
 		return want, 0
 	}
 	if !want {
 		return false, 0
 	}
-	d := min(bound, win.last) >> win.shrink
+	d := win.last >> max(win.shrink, 0) << max(-win.shrink, 0)
+	d = min(bound, d)
 	if d < minCommitWindow {
-		win.shrink = max(win.shrink-1, 0)
+		win.unshrink()
 		return false, 0
 	}
-	win.open = true
+	win.open, win.opened, win.capped = true, queued, d == bound
 	win.gen++
 	return true, d
 }
 
-// close ends window gen when its timer fires; false when that window had
-// closed early already.
-func (win *window) close(gen uint64) bool {
+// unshrink lets a shrunk window grow back by one step; one grown by late
+// senders stays so (it closes as soon as they are back, so its length costs
+// nothing while they come).
+func (win *window) unshrink() {
+	if win.shrink > 0 {
+		win.shrink--
+	}
+}
+
+// close ends window gen when its timer fires, with queued commands
+// waiting; false when that window had closed early already.
+func (win *window) close(gen uint64, queued int) bool {
 	if gen != win.gen || !win.open {
 		return false
 	}
+	// Coming back: at least half of the commands it was missing when it
+	// opened arrived while it was open. A trickle of other senders is
+	// not: for it, a longer window would only hold the batch longer.
+	missing, came := win.expect-win.opened, queued-win.opened
+	coming := came > 0 && 2*came >= missing
 	win.open, win.expect, win.expired = false, 0, true
-	win.shrink = min(win.shrink+1, maxShrink)
+	switch {
+	case coming && win.capped: // as long as it may be already
+	case coming:
+		win.shrink = max(win.shrink-1, -maxShrink)
+	default:
+		win.shrink = min(win.shrink+1, maxShrink)
+	}
 	return true
 }
 
@@ -122,7 +163,7 @@ func (w *committer) hold(ctx actor.Context) bool {
 
 // closeWindow starts what is queued when the open window's timer fires.
 func (w *committer) closeWindow(ctx actor.Context, m *windowClosed) {
-	if w.win.close(m.gen) {
+	if w.win.close(m.gen, w.cmds) {
 		w.kick(ctx)
 	}
 }

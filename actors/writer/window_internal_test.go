@@ -21,7 +21,7 @@ func TestWindowWaitsForTheAnsweredSenders(t *testing.T) {
 	if wait, _ := win.hold(64, false, false, time.Hour); wait {
 		t.Fatal("all 64 expected are queued: the batch must go")
 	}
-	if win.close(gen) {
+	if win.close(gen, 64) {
 		t.Fatal("the timer of a window that closed early must do nothing")
 	}
 }
@@ -33,7 +33,7 @@ func TestWindowTimerReleasesTheBatch(t *testing.T) {
 	if !wait || d != 200*time.Microsecond {
 		t.Fatalf("hold = %v, %v; want CommitWindow (the smaller bound)", wait, d)
 	}
-	if !win.close(win.gen) {
+	if !win.close(win.gen, 3) {
 		t.Fatal("the open window's timer must close it")
 	}
 	if wait, d := win.hold(3, false, false, time.Hour); wait || d != 0 {
@@ -91,7 +91,7 @@ func TestWindowAdaptsToLateSenders(t *testing.T) {
 		if _, d := win.hold(1, false, false, time.Hour); d != want {
 			t.Fatalf("window %v, want %v", d, want)
 		}
-		win.close(win.gen)
+		win.close(win.gen, 1)
 	}
 	late(txTime)
 	late(txTime / 2)
@@ -122,10 +122,65 @@ func TestWindowAdaptsToLateSenders(t *testing.T) {
 		win.committed(8, 2400, 0, short)
 		if wait, _ := win.hold(1, false, false, time.Hour); wait {
 			opened++
-			win.close(win.gen)
+			win.close(win.gen, 1)
 		}
 	}
 	if opened != 1 {
 		t.Fatalf("window opened %d times in four commits, want once (at 100µs/2)", opened)
+	}
+}
+
+// Senders slower to come back than a transaction takes (gRPC clients):
+// a window whose timer runs out while they are arriving doubles the next,
+// up to CommitWindow, and one that then closes early keeps that length.
+func TestWindowGrowsForSlowSenders(t *testing.T) {
+	var win window
+	bound := 4 * txTime
+	slow := func(want time.Duration) {
+		t.Helper()
+		win.committed(32, 32*300, 32, txTime) // 64 expected
+		if _, d := win.hold(32, false, false, bound); d != want {
+			t.Fatalf("window %v, want %v", d, want)
+		}
+		win.close(win.gen, 50) // 18 more arrived, not all 64
+	}
+	slow(txTime)
+	slow(2 * txTime)
+	slow(4 * txTime)
+	slow(bound) // CommitWindow at most
+
+	win.committed(32, 32*300, 32, txTime)
+	if _, d := win.hold(32, false, false, bound); d != bound {
+		t.Fatalf("window %v, want %v", d, bound)
+	}
+	if wait, _ := win.hold(64, false, false, bound); wait {
+		t.Fatal("all 64 expected arrived: the batch must go")
+	}
+	win.committed(64, 64*300, 0, txTime)
+	if _, d := win.hold(32, false, false, bound); d != bound {
+		t.Fatalf("window %v after one that closed early, want it kept at %v", d, bound)
+	}
+
+	// Nobody came back during the window: it shrinks again.
+	win.close(win.gen, 32)
+	win.committed(32, 32*300, 0, txTime)
+	if _, d := win.hold(1, false, false, bound); d != 2*txTime {
+		t.Fatalf("window %v after one nobody came back in, want %v", d, 2*txTime)
+	}
+}
+
+// A trickle of other senders during the window is not the answered ones
+// coming back: the window shrinks, not grows, so a light load is not held
+// for the whole CommitWindow at every commit.
+func TestWindowShrinksForATrickle(t *testing.T) {
+	var win window
+	win.committed(32, 32*300, 0, txTime) // 32 expected
+	if _, d := win.hold(1, false, false, time.Hour); d != txTime {
+		t.Fatalf("window %v, want %v", d, txTime)
+	}
+	win.close(win.gen, 3) // 2 of the 31 missing came
+	win.committed(32, 32*300, 0, txTime)
+	if _, d := win.hold(1, false, false, time.Hour); d != txTime/2 {
+		t.Fatalf("window %v after a trickle, want %v", d, txTime/2)
 	}
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"runtime"
 	"sync"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -207,7 +208,12 @@ func sizeOf(req *sessionv1.AppendRequest) int {
 // appends itself, one message (no hand-off to another goroutine when few
 // callers are about); if more are pending after that, it hands the
 // sending over to the stream's sending goroutine through wake, which
-// sends until none are pending. Meanwhile callers only queue.
+// sends until none are pending. Meanwhile callers only queue. The caller
+// that becomes the sender yields first (settle): a Send only queues the
+// message in the transport, so it ends before the next caller runs, and
+// the callers one outcomes message answered (one commit's) would each
+// send their next append alone — node bench W2 sent 16,195 messages for
+// 16,384 appends; with settle, about 4,000.
 //
 // Invariants: an append is in pending until a sender takes it, then in
 // inflight under its tag until its outcome arrives or the stream fails;
@@ -264,9 +270,39 @@ func (bs *batchStream) enqueue(req *sessionv1.AppendRequest, size int) (*batchCa
 	bs.sending = true
 	bs.mu.Unlock()
 	if send {
+		// Let the callers already runnable (answered by the same
+		// outcomes message) queue theirs first, to share this message.
+		bs.settle()
 		bs.sendOnce()
 	}
 	return call, nil
+}
+
+// maxSettleYields bounds the yields of settle.
+const maxSettleYields = 8
+
+// settle is the new sender's wait for the callers already runnable: it
+// yields until a yield brings no more appends, at most maxSettleYields
+// times (a yield costs well under a microsecond; a message on the wire,
+// tens, both ways). The callers one outcomes message wakes do not all run
+// in one yield (node bench W1: about 2,200 messages for 16,384 appends
+// after one yield, about 1,800 with settle).
+func (bs *batchStream) settle() {
+	n := bs.queued()
+	for range maxSettleYields {
+		runtime.Gosched()
+		m := bs.queued()
+		if m == n {
+			return
+		}
+		n = m
+	}
+}
+
+func (bs *batchStream) queued() int {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	return len(bs.pending)
 }
 
 // sendOnce sends one message of pending appends for the caller that

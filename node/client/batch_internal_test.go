@@ -1,10 +1,13 @@
 package client
 
 import (
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -79,5 +82,56 @@ func TestSizeOfBoundsTheEncodedSize(t *testing.T) {
 	}
 	if got := sizeOf(big); got != proto.Size(big) {
 		t.Errorf("oversize: sizeOf = %d, want the exact %d above the estimate's range", got, proto.Size(big))
+	}
+}
+
+// countingStream counts the messages sent on it; a Send returns at once,
+// as gRPC's does (it only queues the message in the transport).
+type countingStream struct {
+	grpc.BidiStreamingClient[sessionv1.AppendBatch, sessionv1.AppendOutcomes]
+	mu       sync.Mutex
+	messages int
+	appends  int
+}
+
+func (s *countingStream) Send(b *sessionv1.AppendBatch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.messages++
+	s.appends += len(b.GetAppends())
+	return nil
+}
+
+// Callers that become runnable together — those one outcomes message
+// answered — share a message instead of each sending its own: a Send
+// returns before the next caller runs, so the caller that finds no send
+// under way yields before it sends (settle). With one P the others all run
+// in that yield.
+func TestCallersRunnableTogetherShareAMessage(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s := &countingStream{}
+	bs := &batchStream{s: s, inflight: map[uint64]*batchCall{}, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	const callers = 16
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if _, err := bs.enqueue(&sessionv1.AppendRequest{SessionId: "s"}, 10); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.appends != callers || len(bs.inflight) != callers {
+		t.Fatalf("%d appends sent, %d in flight, want %d", s.appends, len(bs.inflight), callers)
+	}
+	if s.messages > callers/4 {
+		t.Fatalf("%d callers runnable together sent %d messages, want them to share (at most %d)", callers, s.messages, callers/4)
 	}
 }
