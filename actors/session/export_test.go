@@ -34,6 +34,10 @@ func SweepStaged(ctx context.Context, s *Service, idle time.Duration) error {
 	return s.sweepStaged(ctx, idle)
 }
 
+// FirstSweep is closed once the background sweep at start has ended; a
+// test's own sweep before that races it for the same sessions.
+func FirstSweep(s *Service) <-chan struct{} { return s.firstSweep }
+
 // SweepExpired runs one expiry sweep as of now.
 func SweepExpired(ctx context.Context, s *Service, now time.Time) (int, error) {
 	return s.sweepExpired(ctx, now)

@@ -323,8 +323,11 @@ func (s *Service) sweeper(stop <-chan struct{}) {
 	}()
 	t := time.NewTicker(s.env.cfg.ImportIdleTimeout)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		_ = s.sweepStaged(ctx, s.env.cfg.ImportIdleTimeout) // a failed sweep is retried at the next tick
+		if first {
+			close(s.firstSweep)
+		}
 		select {
 		case <-t.C:
 		case <-stop:

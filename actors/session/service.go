@@ -38,6 +38,10 @@ type Service struct {
 	closing atomic.Bool
 	// stopSweep ends the sweeper of abandoned imports (importstream.go).
 	stopSweep chan struct{}
+	// firstSweep is closed once the sweeper's pass at start has ended: a
+	// sweep that runs meanwhile races it for the same staged sessions
+	// (each activation fences the other's discard).
+	firstSweep chan struct{}
 	stopOnce  sync.Once
 	stopErr   error
 }
@@ -105,7 +109,7 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 		return nil, errs.Internal("spawning the %q directory: %v", s.env.cfg.Name, err)
 	}
 	s.pid = pid
-	s.stopSweep = make(chan struct{})
+	s.stopSweep, s.firstSweep = make(chan struct{}), make(chan struct{})
 	go s.sweeper(s.stopSweep)
 	if s.env.cfg.ExpirySweepInterval > 0 {
 		go s.expirySweeper(s.stopSweep)

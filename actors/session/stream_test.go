@@ -273,6 +273,7 @@ func TestImportStreamFailureLeavesNothing(t *testing.T) {
 func TestSweepRemovesAbandonedImports(t *testing.T) {
 	nd := startNode(t, memURL(t), session.Config{ImportIdleTimeout: time.Hour}, nil)
 	ctx := ctxT(t)
+	<-session.FirstSweep(nd.svc) // else it may fence this test's sweep of the session it staged
 	stage := func(updated time.Time) string {
 		id := ids.New()
 		ts := timestamppb.New(updated)
