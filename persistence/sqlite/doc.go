@@ -67,15 +67,25 @@
 // message_count is its next_sequence column, which Apply moves in the same
 // statement that checks an append's NextSequence.
 //
+// Checkpoints. COMMIT does not checkpoint (wal_autocheckpoint=0 on the
+// writer's connection): a checkpointer goroutine with a connection of its
+// own, woken after commits, copies the WAL back once 1,000 frames wait,
+// concurrently with commits, and then, holding the writer's mutex for the
+// last few frames and an fsync, lets the next transaction restart the WAL
+// (checkpointer.go). So no commit pays for copying the WAL, and the WAL
+// file stays a few MiB under steady writes.
+//
 // WAL bound. Because no reader keeps a snapshot across calls, checkpoints
-// can complete. After a commit that leaves the WAL above 64 MiB the writer
-// runs a TRUNCATE checkpoint that waits at most 20 ms for readers and else
-// retries after the next commit; above 256 MiB it waits up to 2 s. So the
-// WAL stays near 256 MiB plus one transaction even under steady reads.
-// journal_size_limit caps what SQLite's own checkpoints leave behind.
+// can complete. After a commit that leaves the WAL above 64 MiB (readers
+// kept the checkpointer from restarting it) the writer runs a TRUNCATE
+// checkpoint that waits at most 20 ms for readers and else retries after
+// the next commit; above 256 MiB it waits up to 2 s. So the WAL stays near
+// 256 MiB plus one transaction even under steady reads.
+// journal_size_limit caps what a restart leaves of a larger WAL file.
 //
 // Test hooks. Opens counts database opens in the process, MigrationRuns
-// the migrations a Store applied, Checkpoints the forced WAL checkpoints.
+// the migrations a Store applied, Checkpoints the forced WAL checkpoints,
+// CheckpointCounts those and the checkpointer's.
 //
 // Faults (test hooks). SetMaxPageCount caps the database's size so the next
 // growing transaction fails with RESOURCE_EXHAUSTED, as on a full disk;

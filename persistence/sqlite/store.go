@@ -73,7 +73,14 @@ type Store struct {
 	settleFrom string
 	settleAt   int64
 
+	// ckpt is the checkpointer of a file database (nil for memory);
+	// ckmu serializes the checkpoints that copy frames (checkpointer.go).
+	ckpt *checkpointer
+	ckmu sync.Mutex
+
 	checkpoints    atomic.Int64
+	passes         atomic.Int64
+	restarts       atomic.Int64
 	settleFailures atomic.Int64
 }
 
@@ -126,6 +133,11 @@ func (s *Store) open() (err error) {
 		if _, err := s.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA journal_size_limit = %d", journalSizeLimit)); err != nil {
 			return storeErr("open "+s.loc.key, err)
 		}
+		// The checkpointer copies the WAL back, not the writer's COMMIT
+		// (checkpointer.go).
+		if _, err := s.wconn.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
+			return storeErr("open "+s.loc.key, err)
+		}
 	}
 	if s.migrationRuns, err = migrate(ctx, s.wconn); err != nil {
 		return storeErr("migrate "+s.loc.key, err)
@@ -145,6 +157,11 @@ func (s *Store) open() (err error) {
 		return storeErr("open "+s.loc.key, err)
 	}
 	s.reader = &reader{db: s.rdb}
+	// Last: nothing after it can fail, so open's cleanup never has a
+	// running checkpointer to stop.
+	if err := s.startCheckpointer(ctx); err != nil {
+		return storeErr("open "+s.loc.key, err)
+	}
 	return nil
 }
 
@@ -170,10 +187,19 @@ func (s *Store) closeConns() error {
 // shutdown closes the database once the last handle is gone. A Writer still
 // held afterwards fails with UNAVAILABLE.
 func (s *Store) shutdown() error {
+	// The checkpointer first, before wmu: it may be waiting for wmu, and
+	// it must be gone before its database's connections close.
+	var first error
+	if s.ckpt != nil {
+		first = s.ckpt.stop()
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.closed = true
-	return storeErr("close "+s.loc.key, s.closeConns())
+	if err := s.closeConns(); first == nil {
+		first = err
+	}
+	return storeErr("close "+s.loc.key, first)
 }
 
 // Reader returns the read side, on the read-only pool.
