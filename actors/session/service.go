@@ -42,8 +42,8 @@ type Service struct {
 	// sweep that runs meanwhile races it for the same staged sessions
 	// (each activation fences the other's discard).
 	firstSweep chan struct{}
-	stopOnce  sync.Once
-	stopErr   error
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // env is what every session owner shares. It is read-only after Start,
