@@ -201,21 +201,45 @@ func TestCheckpointerRestartsAfterHeldReader(t *testing.T) {
 // With readers reading all the time, restarts may fail, and the writer's
 // forced checkpoint keeps the bound while the checkpointer keeps copying.
 func TestWALBoundedWithCheckpointerUnderReads(t *testing.T) {
+	const batches, perBatch = 120, 20
+	s, id, maxWAL, bound := writeUnderReads(t, 16, batches, perBatch)
+	c := s.CheckpointCounts()
+	t.Logf("WAL peaked at %d KiB (bound %d KiB); %+v", maxWAL>>10, bound>>10, c)
+	if maxWAL > bound {
+		t.Fatalf("WAL grew to %d bytes, bound %d", maxWAL, bound)
+	}
+	if c.Passes == 0 {
+		t.Fatalf("the checkpointer never ran: %+v", c)
+	}
+	if got, err := s.Reader().GetSession(context.Background(), id); err != nil || got.GetMessageCount() != batches*perBatch {
+		t.Fatalf("GetSession: %v, %d messages", err, got.GetMessageCount())
+	}
+}
+
+// writeUnderReads appends batches transactions of perBatch 2,000-byte
+// messages to one session of a file store whose writer forces a checkpoint
+// above 256 KiB of WAL and whose checkpointer waits for frames frames, while
+// two readers list the session all the time. It returns the store (closed
+// when the test ends), the session, the largest WAL seen after a commit, and
+// the bound the WAL must keep: above hardWALFactor times the limit the
+// writer waits for readers, so at most one commit (twice its content, for
+// index pages) and one settle's copy of the pending entries come on top.
+func writeUnderReads(t *testing.T, frames int64, batches, perBatch int) (s *Store, id string, maxWAL, bound int64) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "reads.db")
-	s := mustOpen(t, path)
-	defer mustClose(t, s)
+	s = mustOpen(t, path)
+	t.Cleanup(func() { mustClose(t, s) })
 	const limit = 256 << 10
-	s.ckpt.frames.Store(16)
+	s.ckpt.frames.Store(frames)
 	s.wmu.Lock()
 	s.walLimit = limit
 	s.wmu.Unlock()
-	id := createSession(t, s)
+	id = createSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Release()
-	ctx := context.Background()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for r := 0; r < 2; r++ {
@@ -228,7 +252,7 @@ func TestWALBoundedWithCheckpointerUnderReads(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := s.Reader().ListMessages(ctx, id, 0, 1000); err != nil {
+				if _, err := s.Reader().ListMessages(context.Background(), id, 0, 1000); err != nil {
 					t.Errorf("ListMessages: %v", err)
 					return
 				}
@@ -236,30 +260,15 @@ func TestWALBoundedWithCheckpointerUnderReads(t *testing.T) {
 		}()
 	}
 	content := strings.Repeat("z", 2000)
-	const batches, perBatch = 120, 20
-	var maxWAL int64
 	for i := 0; i < batches; i++ {
 		if err := appendTurns(w, id, int64(i*perBatch), perBatch, content); err != nil {
-			t.Fatal(err)
+			t.Fatalf("batch %d: %v", i, err)
 		}
 		maxWAL = max(maxWAL, walSize(t, path))
 	}
 	close(stop)
 	wg.Wait()
-	c := s.CheckpointCounts()
-	// As TestWALStaysBoundedUnderReads: the hard limit, one transaction
-	// and one settle's rewrite of the pending rows on top.
-	bound := int64(hardWALFactor*limit + 2*perBatch*len(content) + settleRows*len(content))
-	t.Logf("wrote %d KiB; WAL peaked at %d KiB (bound %d KiB); %+v", batches*perBatch*len(content)>>10, maxWAL>>10, bound>>10, c)
-	if maxWAL > bound {
-		t.Fatalf("WAL grew to %d bytes, bound %d", maxWAL, bound)
-	}
-	if c.Passes == 0 {
-		t.Fatalf("the checkpointer never ran: %+v", c)
-	}
-	if got, err := s.Reader().GetSession(ctx, id); err != nil || got.GetMessageCount() != batches*perBatch {
-		t.Fatalf("GetSession: %v, %d messages", err, got.GetMessageCount())
-	}
+	return s, id, maxWAL, int64(hardWALFactor*limit + 2*perBatch*len(content) + settleRows*len(content))
 }
 
 // Close stops a busy checkpointer before it closes the connections: a

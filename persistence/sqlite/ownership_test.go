@@ -5,12 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -164,66 +161,8 @@ func TestCommittedWritesVisibleToConcurrentReaders(t *testing.T) {
 // leaves it above the limit, the writer truncates it. The checkpointer is
 // idle here, as when it cannot keep up: the writer's bound holds alone.
 func TestWALStaysBoundedUnderReads(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "wal.db")
-	s := mustOpen(t, path)
-	defer mustClose(t, s)
-	s.ckpt.frames.Store(math.MaxInt64)
-	const limit = 256 << 10
-	s.wmu.Lock()
-	s.walLimit = limit
-	s.wmu.Unlock()
-	id := createSession(t, s)
-	w, err := s.Writer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Release()
-	ctx := context.Background()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for r := 0; r < 2; r++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := s.Reader().ListMessages(ctx, id, 0, 1000); err != nil {
-					t.Errorf("ListMessages: %v", err)
-					return
-				}
-			}
-		}()
-	}
-	content := strings.Repeat("x", 2000)
-	var maxWAL int64
-	const batches, perBatch = 60, 40
-	for i := 0; i < batches; i++ {
-		turns := make([]persistence.Turn, perBatch)
-		for j := range turns {
-			turns[j] = persistence.Turn{Messages: []*sessionv1.Message{{MessageId: ids.New(), Content: content, CreatedAt: timestamppb.Now()}}}
-		}
-		res, err := w.Apply(ctx, []persistence.Command{&persistence.AppendMessages{SessionID: id, NextSequence: int64(i * perBatch), Turns: turns, UpdatedAt: time.Now()}})
-		if err != nil || res[0].Err != nil {
-			t.Fatalf("batch %d: %v %v", i, err, res)
-		}
-		if st, err := os.Stat(path + "-wal"); err == nil && st.Size() > maxWAL {
-			maxWAL = st.Size()
-		}
-	}
-	close(stop)
-	wg.Wait()
-	// Above hardWALFactor*limit the writer waits for readers; one commit
-	// (perBatch*content bytes plus index pages) may come on top, and when
-	// it settles the pending messages (settle, schema migration 5) it
-	// rewrites their table pages too: at most one page per settled row,
-	// here about a row's size.
-	bound := int64(hardWALFactor*limit + 2*perBatch*len(content) + settleRows*len(content))
-	t.Logf("wrote %d KiB; WAL peaked at %d KiB (bound %d KiB); %d forced checkpoints",
-		batches*perBatch*len(content)>>10, maxWAL>>10, bound>>10, s.Checkpoints())
+	s, _, maxWAL, bound := writeUnderReads(t, math.MaxInt64, 60, 40)
+	t.Logf("WAL peaked at %d KiB (bound %d KiB); %d forced checkpoints", maxWAL>>10, bound>>10, s.Checkpoints())
 	if maxWAL > bound {
 		t.Fatalf("WAL grew to %d bytes, bound %d", maxWAL, bound)
 	}
