@@ -29,30 +29,19 @@ import (
 func (o *owner) startAppends(run []*lifecycle.Request) {
 	now := time.Now().UTC()
 	ts := timestamppb.New(now)
-	carried := make([]*lifecycle.Request, 0, len(run))
-	turns := make([]persistence.Turn, 0, len(run))
 	if o.epoch == 0 && !o.loaded {
 		o.startBlind(run, ts, now)
 		return
 	}
-	for _, r := range run {
-		a, _ := asAppend(r.Msg)
+	carried, turns := o.turns(run, ts, now, func(a *sessionv1.AppendRequest) error {
 		if err := o.appendable(); err != nil {
-			o.reply(r, nil, err)
-			continue
+			return err
 		}
 		if a.ExpectedNextSequence != nil && *a.ExpectedNextSequence != o.sess.MessageCount {
-			o.reply(r, nil, &persistence.SequenceMismatchError{SessionID: o.id, Expected: *a.ExpectedNextSequence, Next: o.sess.MessageCount})
-			continue
+			return &persistence.SequenceMismatchError{SessionID: o.id, Expected: *a.ExpectedNextSequence, Next: o.sess.MessageCount}
 		}
-		t, err := o.turn(a, ts, now)
-		if err != nil {
-			o.reply(r, nil, err)
-			continue
-		}
-		carried = append(carried, r)
-		turns = append(turns, t)
-	}
+		return nil
+	})
 	if len(carried) == 0 {
 		return
 	}
@@ -60,6 +49,32 @@ func (o *owner) startAppends(run []*lifecycle.Request) {
 	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, NextSequence: first, State: o.state, Turns: turns, UpdatedAt: now}
 	o.submit(carried, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
 	o.next.Window = maxAppendWindow
+}
+
+// turns builds the turn of each append of run that admit (nil: every one)
+// lets through, and answers the others with admit's or the turn's error at
+// once: they are carried by no write.
+func (o *owner) turns(run []*lifecycle.Request, ts *timestamppb.Timestamp, now time.Time, admit func(*sessionv1.AppendRequest) error) ([]*lifecycle.Request, []persistence.Turn) {
+	carried := make([]*lifecycle.Request, 0, len(run))
+	turns := make([]persistence.Turn, 0, len(run))
+	for _, r := range run {
+		a, _ := asAppend(r.Msg)
+		var err error
+		if admit != nil {
+			err = admit(a)
+		}
+		var t persistence.Turn
+		if err == nil {
+			t, err = o.turn(a, ts, now)
+		}
+		if err != nil {
+			o.reply(r, nil, err)
+			continue
+		}
+		carried = append(carried, r)
+		turns = append(turns, t)
+	}
+	return carried, turns
 }
 
 // startBlind builds the write of a fresh owner's first append run, which
@@ -70,18 +85,7 @@ func (o *owner) startAppends(run []*lifecycle.Request) {
 // is decided again after a load), which takes the session as the store
 // read it.
 func (o *owner) startBlind(run []*lifecycle.Request, ts *timestamppb.Timestamp, now time.Time) {
-	carried := make([]*lifecycle.Request, 0, len(run))
-	turns := make([]persistence.Turn, 0, len(run))
-	for _, r := range run {
-		a, _ := asAppend(r.Msg)
-		t, err := o.turn(a, ts, now)
-		if err != nil {
-			o.reply(r, nil, err)
-			continue
-		}
-		carried = append(carried, r)
-		turns = append(turns, t)
-	}
+	carried, turns := o.turns(run, ts, now, nil)
 	if len(carried) == 0 {
 		return
 	}
