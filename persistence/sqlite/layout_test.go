@@ -58,15 +58,7 @@ func rowKinds(t *testing.T, s *Store, session string) (settled, pending int) {
 }
 
 func TestReadsMergeSettledAndPendingRows(t *testing.T) {
-	s := mustOpen(t, "memory:layout-reads")
-	defer mustClose(t, s)
-	SettleEvery(s, 4)
-	id := createSession(t, s)
-	w, err := s.Writer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Release()
+	s, w, id := layoutSession(t, "layout-reads", 4)
 	var answered []*sessionv1.Message
 	for i := range 10 {
 		answered = append(answered, appendOne(t, w, id, int64(i), fmt.Sprint("m", i)))
@@ -98,15 +90,7 @@ func TestReadsMergeSettledAndPendingRows(t *testing.T) {
 // turn is the duplicate of the settled original, and a stale append whose
 // sequence a settled row holds stores nothing.
 func TestSettledRowsStillGuardAppends(t *testing.T) {
-	s := mustOpen(t, "memory:layout-guards")
-	defer mustClose(t, s)
-	SettleEvery(s, 1)
-	id := createSession(t, s)
-	w, err := s.Writer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Release()
+	s, w, id := layoutSession(t, "layout-guards", 1)
 	first := appendOne(t, w, id, 0, "x")
 	appendOne(t, w, id, 1, "y")
 	if settled, pending := rowKinds(t, s, id); settled != 2 || pending != 0 {
@@ -131,15 +115,7 @@ func TestSettledRowsStillGuardAppends(t *testing.T) {
 
 // Truncation and deletion find a session's rows on both sides.
 func TestTruncateAndDeleteReachBothKindsOfRows(t *testing.T) {
-	s := mustOpen(t, "memory:layout-delete")
-	defer mustClose(t, s)
-	SettleEvery(s, 4)
-	id := createSession(t, s)
-	w, err := s.Writer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Release()
+	s, w, id := layoutSession(t, "layout-delete", 4)
 	for i := range 7 {
 		appendOne(t, w, id, int64(i), fmt.Sprint("m", i))
 	}
@@ -364,4 +340,21 @@ func TestSettleSlicesSweepTheSessions(t *testing.T) {
 			t.Fatalf("session %s was never settled in 20 transactions", id)
 		}
 	}
+}
+
+// layoutSession opens a memory store named name that settles every settle
+// pending rows, with one session and the store's writer, all closed when
+// the test ends.
+func layoutSession(t *testing.T, name string, settle int64) (*Store, persistence.Writer, string) {
+	t.Helper()
+	s := mustOpen(t, "memory:"+name)
+	t.Cleanup(func() { mustClose(t, s) })
+	SettleEvery(s, settle)
+	id := createSession(t, s)
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Release)
+	return s, w, id
 }
