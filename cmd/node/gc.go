@@ -17,7 +17,7 @@ import (
 // (GODEBUG=gctrace=1 on node bench). 400 lets the heap grow to five times
 // the live data between collections — tens of megabytes for a busy node —
 // and gives appends about a tenth more throughput in-process and over gRPC
-// (docs/BENCHMARKS.md). GOGC (and GOMEMLIMIT) still override it.
+// (docs/bench/HISTORY.md). GOGC (and GOMEMLIMIT) still override it.
 const defaultGCPercent = 400
 
 // tuneGC applies defaultGCPercent unless GOGC is set.

@@ -92,7 +92,7 @@ func (n *localNode) stop(ctx context.Context) error {
 // connections beyond the cores add no parallelism, only more and smaller
 // messages, each a write, a read and a wake-up in both processes (on two
 // cores, 8 connections cost W1 and W2 25-40% more CPU per append than 1
-// or 2: docs/BENCHMARKS.md, issue 17, gRPC).
+// or 2: docs/bench/HISTORY.md, issue 17, gRPC).
 func grpcConns() int { return min(max(runtime.GOMAXPROCS(0), 1), 8) }
 
 // loopbackServer serves n's sessions service on 127.0.0.1 for a gRPC run.

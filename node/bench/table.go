@@ -255,7 +255,7 @@ func Dedupe(rs []Result) []Result {
 }
 
 // WriteMarkdown writes results and their checks as Markdown tables, for
-// docs/BENCHMARKS.md.
+// docs/bench/HISTORY.md.
 func WriteMarkdown(w io.Writer, rs []Result) error {
 	fmt.Fprintln(w, "| mode | workload | appends | errors | retries | appends/s | p50 | p99 | p99.9 | cpu/append | mean batch | writer busy | complete |")
 	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")

@@ -35,7 +35,7 @@ type advance struct {
 // and the join into ephemeral tables for it, which cost the writer 0.5–1 ms
 // of CPU per statement whatever its rows — most of a W2 transaction's CPU,
 // where a one-row UPDATE through the statement cache takes tens of µs and
-// 64 of them cost no more than the pooled one: docs/BENCHMARKS.md, issue
+// 64 of them cost no more than the pooled one: docs/bench/HISTORY.md, issue
 // 17.)
 var advanceSQL = `UPDATE sessions SET next_sequence = ?3,
 	updated_at = CASE WHEN ?4 THEN ?5 ELSE updated_at END,

@@ -21,7 +21,7 @@ const checkpointFrames = 1000
 // WAL past wal_autocheckpoint pages, on the writer's connection, so one
 // transaction in ~50 of 64 appends (node bench W1) also copied ~1,000
 // pages and fsynced the database file, and every append waiting on the
-// writer waited for it too (docs/BENCHMARKS.md).
+// writer waited for it too (docs/bench/HISTORY.md).
 // So the writer's connection runs with wal_autocheckpoint=0 and, after each
 // commit, wakes this goroutine (a non-blocking send: the writer never waits
 // for it), which does the copying on a connection of its own.

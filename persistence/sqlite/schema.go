@@ -147,7 +147,7 @@ CREATE TABLE owners (
 	// constraint, but message ids are ULIDs, so a transaction's new rows land
 	// at the index's right edge rather than on one leaf page per session it
 	// appends to. With dozens of sessions per group commit that halves the
-	// pages each commit writes (docs/BENCHMARKS.md, Sessions). SQLite cannot
+	// pages each commit writes (docs/bench/HISTORY.md, Sessions). SQLite cannot
 	// drop a table constraint, so the table is rebuilt.
 	`
 CREATE TABLE session_messages_v3 (

@@ -27,7 +27,7 @@ const (
 	// the per-session index (settleSlices). More pending rows mean fewer,
 	// fuller index leaves per settle but a larger pending table for every
 	// append and read to share: at 512, W1's 64 sessions settle ~8 entries
-	// per session leaf (docs/BENCHMARKS.md).
+	// per session leaf (docs/bench/HISTORY.md).
 	settleRows = 512
 )
 

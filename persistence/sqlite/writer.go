@@ -264,7 +264,7 @@ type applier struct {
 // session (64 callers over 64 sessions: one leaf per row saved) and not
 // where it carries many (16 callers on one session, 4,096 callers over 64
 // sessions, imports), which then go to the per-session index at once as
-// before schema migration 5 (docs/BENCHMARKS.md).
+// before schema migration 5 (docs/bench/HISTORY.md).
 const pendingRowsPerSession = 4
 
 // pendingLayout tells whether batch's message rows are written pending:

@@ -14,7 +14,7 @@
 //     thousands of sender addresses, and batches of 20,000 audit reads.
 //
 // BenchmarkSoak runs it once for -soak.duration (20 s by default) and
-// reports the figures (docs/BENCHMARKS.md, Soak under hostile load):
+// reports the figures (docs/bench/HISTORY.md, Soak under hostile load):
 //
 //	go test -run '^$' -bench Soak -benchtime 1x ./tests/soak
 //
