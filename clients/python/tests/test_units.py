@@ -14,7 +14,7 @@ from typing import List, Optional
 
 import grpc
 
-from agentstate import batch, errors, ids, wire
+from agentstate import appends, errors, ids, wire
 from agentstate.build import append_request, encoded_append_request, enum_value, json_object, new_message
 from agentstate.common.v1 import common_pb2
 from agentstate.retry import RetryPolicy, call
@@ -183,18 +183,18 @@ class BatchRulesTest(unittest.TestCase):
             self.data = append_request(ids.new_ulid(), [("user", "x" * size)]).SerializeToString()
 
     def test_take_batch_keeps_one_message_within_its_bounds(self) -> None:
-        pending = [self._Pending(t, batch.MAX_BATCH_BYTES // 3) for t in range(5)]
+        pending = [self._Pending(t, appends.MAX_BATCH_BYTES // 3) for t in range(5)]
         inflight: dict = {}
-        msg, n = batch.take_batch(pending, inflight)
+        msg, n = appends.take_batch(pending, inflight)
         self.assertEqual(n, 2)  # a third would pass MAX_BATCH_BYTES with its tags
         self.assertEqual([a.tag for a in wire.decode_batch(msg).appends], [0, 1])
         self.assertEqual(sorted(inflight), [0, 1])
         self.assertEqual([c.tag for c in pending], [2, 3, 4])
-        many = [self._Pending(t, 1) for t in range(batch.MAX_BATCH_APPENDS + 3)]
-        _, n = batch.take_batch(many, {})
-        self.assertEqual((n, len(many)), (batch.MAX_BATCH_APPENDS, 3))
-        huge = [self._Pending(9, batch.MAX_BATCH_BYTES * 2)]
-        _, n = batch.take_batch(huge, {})
+        many = [self._Pending(t, 1) for t in range(appends.MAX_BATCH_APPENDS + 3)]
+        _, n = appends.take_batch(many, {})
+        self.assertEqual((n, len(many)), (appends.MAX_BATCH_APPENDS, 3))
+        huge = [self._Pending(9, appends.MAX_BATCH_BYTES * 2)]
+        _, n = appends.take_batch(huge, {})
         self.assertEqual(n, 1)  # one append alone always goes
 
     def test_end_errors_tell_unsent_from_unknown_and_pass_refusals(self) -> None:
@@ -211,14 +211,14 @@ class BatchRulesTest(unittest.TestCase):
             def trailing_metadata(self) -> list:
                 return []
 
-        not_sent, unknown = batch.end_errors(Ended(grpc.StatusCode.UNAVAILABLE))
+        not_sent, unknown = appends.end_errors(Ended(grpc.StatusCode.UNAVAILABLE))
         self.assertIsInstance(not_sent, errors.Unavailable)
         self.assertIsInstance(unknown, errors.OutcomeUnknown)
         self.assertIn("UNAVAILABLE: gone", str(unknown))
-        refused, same = batch.end_errors(Ended(grpc.StatusCode.UNAUTHENTICATED))
+        refused, same = appends.end_errors(Ended(grpc.StatusCode.UNAUTHENTICATED))
         self.assertIsInstance(refused, errors.Unauthenticated)
         self.assertIs(refused, same)
-        not_sent, unknown = batch.end_errors(None, "append stream failed")
+        not_sent, unknown = appends.end_errors(None, "append stream failed")
         self.assertIn("append stream failed", str(not_sent))
         self.assertIsInstance(unknown, errors.OutcomeUnknown)
 

@@ -39,14 +39,15 @@ import grpc
 import grpc.aio
 
 from agentstate import errors
-from agentstate.batch import (
+from agentstate.appends import (
     DEFAULT_LINGER,
     MAX_BATCH_BYTES,
     METHOD,
+    Counters,
+    Ledger,
+    ThreadCall,
     UnaryAppend,
-    _Call,
-    end_errors,
-    take_batch,
+    closed_error,
 )
 from agentstate.connection import Metadata
 from agentstate.session.v1 import session_pb2
@@ -135,11 +136,9 @@ if hasattr(os, "register_at_fork"):
 class _Stream:
     """One AppendBatches stream: callers' appends in, the loop's writer and reader out.
 
-    Invariants (all state under ``_lock``): an append is in ``_pending``
-    until the writer takes it into a batch, then in ``_inflight`` under its
-    tag until its outcome arrives or the stream fails; every call enqueued
-    and not withdrawn is finished exactly once; once ``err`` is set nothing
-    is enqueued. The rpc, ``_waiter`` and the tasks belong to the loop.
+    Invariants: the appends are a :class:`Ledger`, and all state is under
+    ``_lock``; every call enqueued and not withdrawn is finished exactly
+    once. The rpc, ``_waiter`` and the tasks belong to the loop.
     """
 
     def __init__(self, owner: "LoopBatchAppender") -> None:
@@ -147,10 +146,7 @@ class _Stream:
         self._loop = owner._loop
         self._linger = owner._linger
         self._lock = threading.Lock()
-        self._pending: List[_Call] = []
-        self._inflight: Dict[int, _Call] = {}
-        self._next_tag = 0
-        self._closing = False
+        self._ledger: Ledger[ThreadCall] = Ledger(owner)
         # Set once the node's headers arrived (see batch._Stream): appends
         # are written only after, so one failed with the connection was
         # never sent.
@@ -163,19 +159,22 @@ class _Stream:
         self._waiter: Optional["asyncio.Future[None]"] = None
         # Answered calls not woken yet, and whether a caller woken through
         # the chain has yet to pass it on (see enqueue).
-        self._ready: Deque[_Call] = deque()
+        self._ready: Deque[ThreadCall] = deque()
         self._chained = False
         self._passed_at = 0.0
         self._passes = 0
         self._watch: Optional[asyncio.TimerHandle] = None
         self._watched = -1
         self._rpc: Any = None
-        self.err: Optional[errors.AgentStateError] = None
         self._loop.call_soon_threadsafe(self._start)
+
+    @property
+    def err(self) -> Optional[errors.AgentStateError]:
+        return self._ledger.err
 
     # --- called by the appending threads ---
 
-    def enqueue(self, data: bytes) -> _Call:
+    def enqueue(self, data: bytes) -> ThreadCall:
         """Queues an append, and wakes the next answered caller: the caller blocks next.
 
         The loop wakes one answered caller, not all: each woken caller needs
@@ -186,14 +185,10 @@ class _Stream:
         not passed on for _CHAIN_STALE (its holder stopped appending), and
         all of them when none was woken for _CHAIN_STALL.
         """
-        nxt: Optional[_Call] = None
+        nxt: Optional[ThreadCall] = None
         with self._lock:
-            if self.err is not None:
-                raise self.err
-            self._next_tag += 1
-            call = _Call(self._next_tag, data)
-            self._pending.append(call)
-            kick = self._parked and not self._kicked and (not self._lingering or self._enough())
+            call = self._ledger.add(lambda tag: ThreadCall(tag, data))
+            kick = self._parked and not self._kicked and (not self._lingering or self._ledger.enough())
             if kick:
                 self._kicked = True
             if self._ready:
@@ -208,33 +203,20 @@ class _Stream:
             nxt.done.release()
         return call
 
-    def withdraw(self, call: _Call) -> bool:
+    def withdraw(self, call: ThreadCall) -> bool:
         """Takes call back if it was not sent yet; False once it was."""
         with self._lock:
-            try:
-                self._pending.remove(call)
-                return True
-            except ValueError:
-                # Sent: an outcome arriving later finds no call and is dropped.
-                self._inflight.pop(call.tag, None)
-                return False
+            return self._ledger.withdraw(call)
 
     def close(self) -> None:
         """Ends the stream once the appends already sent are answered; fails those not sent."""
         with self._lock:
-            self._closing = True
-            pending, self._pending = self._pending, []
-            if self.err is None:
-                self.err = errors.Unavailable("append batch client is closed")
-            err = self.err
+            pending, err = self._ledger.close()
         self._loop.call_soon_threadsafe(self._wake)
         for call in pending:
             call.finish(error=err)
 
     # --- run by the loop ---
-
-    def _enough(self) -> bool:
-        return len(self._pending) >= len(self._inflight) or self._closing
 
     def _wake(self) -> None:
         w = self._waiter
@@ -263,6 +245,7 @@ class _Stream:
                 self._parked = self._lingering = False
 
     async def _write(self) -> None:
+        ledger = self._ledger
         lingered = False
         try:
             while True:
@@ -270,15 +253,15 @@ class _Stream:
                 timeout: Optional[float] = None
                 with self._lock:
                     self._kicked = False
-                    if self._closing and not self._pending:
+                    if ledger.closing and not ledger.pending:
                         break
-                    if not (self._pending and self._established):
+                    if not (ledger.pending and self._established):
                         pass  # park until an append or the headers come
-                    elif self._linger > 0 and not lingered and not self._enough():
+                    elif self._linger > 0 and not lingered and not ledger.enough():
                         self._lingering = True
                         timeout = self._linger
                     else:
-                        batch = self._take()
+                        batch = ledger.take()
                     if batch is None:
                         self._parked = True
                         self._waiter = self._loop.create_future()
@@ -294,13 +277,6 @@ class _Stream:
             # real status and fails the appends.
             return
 
-    def _take(self) -> bytes:
-        """Moves the oldest pending appends, within one message's bounds, to inflight."""
-        batch, n = take_batch(self._pending, self._inflight)
-        self._owner.batches_sent += 1
-        self._owner.appends_sent += n
-        return batch
-
     async def _read(self) -> None:
         rpc = self._rpc
         try:
@@ -315,14 +291,12 @@ class _Stream:
                 msg = await rpc.read()
                 if msg is grpc.aio.EOF:
                     break
-                head: Optional[_Call] = None
+                head: Optional[ThreadCall] = None
                 with self._lock:
                     ready = self._ready
-                    for o in msg.outcomes:
-                        call = self._inflight.pop(o.tag, None)
-                        if call is not None:
-                            call.outcome = o.outcome
-                            ready.append(call)
+                    for call, outcome in self._ledger.answer(msg):
+                        call.outcome = outcome
+                        ready.append(call)
                     if ready:
                         now = time.monotonic()
                         if not self._chained or now - self._passed_at > _CHAIN_STALE:
@@ -330,7 +304,7 @@ class _Stream:
                             self._passed_at = now
                             head = ready.popleft()
                     # Fewer in flight: a lingering writer may have enough now.
-                    more = self._lingering and self._enough()
+                    more = self._lingering and self._ledger.enough()
                 if more:
                     self._wake()
                 if head is not None:
@@ -352,7 +326,7 @@ class _Stream:
     def _unstall(self) -> None:
         """Wakes every answered caller if the chain made no progress since the last look."""
         self._watch = None
-        stalled: List[_Call] = []
+        stalled: List[ThreadCall] = []
         with self._lock:
             if self._ready and self._passes == self._watched:
                 stalled = list(self._ready)
@@ -367,15 +341,10 @@ class _Stream:
 
     def _fail(self, cause: Optional[grpc.aio.AioRpcError], why: str = "closed by the node") -> None:
         """Fails what the ended stream left: Unavailable if not sent, OutcomeUnknown if sent."""
-        not_sent, unknown = end_errors(cause, why)
         with self._lock:
-            if self.err is None:
-                self.err = not_sent
-            pending, self._pending = self._pending, []
-            inflight, self._inflight = self._inflight, {}
+            left = self._ledger.end(cause, why)
             answered = list(self._ready)
             self._ready.clear()
-            self._closing = True
         self._owner._forget(self)
         if self._watch is not None:
             self._watch.cancel()
@@ -385,13 +354,11 @@ class _Stream:
         if cause is not None and self._rpc is not None:
             self._rpc.cancel()
         self._wake()
-        for call in pending:
-            call.finish(error=not_sent)
-        for call in inflight.values():
-            call.finish(error=unknown)
+        for call, err in left:
+            call.finish(error=err)
 
 
-class LoopBatchAppender:
+class LoopBatchAppender(Counters):
     """Appends of many threads over one AppendBatches stream run by the background loop. Thread-safe.
 
     :meth:`append` makes one attempt; the client wraps it in its retry
@@ -407,6 +374,7 @@ class LoopBatchAppender:
         unary: UnaryAppend,
         linger: float = DEFAULT_LINGER,
     ) -> None:
+        super().__init__()
         self._open_channel = open_channel
         self._metadata = metadata
         self._unary = unary
@@ -418,11 +386,6 @@ class LoopBatchAppender:
         self._stream: Optional[_Stream] = None
         self._closed = False
         self._tasks: Set["asyncio.Task[None]"] = set()  # the loop's
-        # Counters for observing the batching: stream messages and the
-        # appends they carried (written by the loop).
-        self.batches_sent = 0
-        self.appends_sent = 0
-        self.streams_opened = 0
 
     def append(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
         """Appends an encoded AppendRequest; raises the node's error, Unavailable (not sent) or OutcomeUnknown.
@@ -433,15 +396,7 @@ class LoopBatchAppender:
         if len(data) > MAX_BATCH_BYTES:
             return self._unary(data, timeout)
         stream = self._current()
-        call = stream.enqueue(data)
-        if call.done.acquire(timeout=-1 if timeout is None else max(timeout, 0)):
-            return call.result()
-        if stream.withdraw(call):
-            raise errors.Unavailable("append not sent before the deadline")
-        # Answered as the deadline passed (maybe still waiting in the chain): the answer wins.
-        if call.done.acquire(blocking=False) or call.outcome is not None or call.error is not None:
-            return call.result()
-        raise errors.OutcomeUnknown("no append answer before the deadline")
+        return stream.enqueue(data).wait(stream.withdraw, timeout)
 
     def close(self) -> None:
         """Refuses later appends; those not sent fail Unavailable, those sent OutcomeUnknown
@@ -479,7 +434,7 @@ class LoopBatchAppender:
             return stream  # the common case, without the lock
         with self._lock:
             if self._closed:
-                raise errors.Unavailable("append batch client is closed")
+                raise closed_error()
             if self._channel is None:
                 self._loop = _IOLoop.acquire()
                 try:
