@@ -264,6 +264,25 @@ class FakeNodeTest(unittest.TestCase):
         self.assertEqual(len(self.sessions.unary_ids), 2)
         self.assertEqual(self.sessions.unary_ids[0], self.sessions.unary_ids[1])
 
+    def test_writes_a_retry_could_repeat_are_not_retried_after_a_broken_connection(self) -> None:
+        # A conditional append retried after it was stored would be refused
+        # as a mismatch, hiding its success; an append without ids could be
+        # stored twice. Both end OutcomeUnknown after one attempt.
+        with Client(self.addr, append_transport=self.transport, retry=FAST, batched_appends=False) as c:
+            self.sessions.unary_failures, self.sessions.transport_failures = 1, True
+            with self.assertRaises(errors.OutcomeUnknown):
+                c.sessions.append("S", [("user", "a")], expect=0)
+            self.assertEqual(len(self.sessions.unary_ids), 1)
+            self.sessions.unary_failures = 1
+            req = session_pb2.AppendRequest(session_id="S", messages=[session_pb2.NewMessage(role=1, content="b")])
+            with self.assertRaises(errors.OutcomeUnknown):
+                c.sessions.append_request(req)
+            self.assertEqual(len(self.sessions.unary_ids), 2)
+            # The node's own UNAVAILABLE stored nothing: retried, condition and all.
+            self.sessions.unary_failures, self.sessions.transport_failures = 1, False
+            c.sessions.append("S", [("user", "c")], expect=0)
+            self.assertEqual(len(self.sessions.unary_ids), 4)
+
     def test_async_failed_stream_is_retried_with_the_same_ids(self) -> None:
         self.sessions.stream_failures = 1
 

@@ -15,7 +15,7 @@ from typing import List, Optional
 import grpc
 
 from agentstate import appends, errors, ids, wire
-from agentstate.build import append_request, encoded_append_request, enum_value, json_object, new_message
+from agentstate.build import append_request, encoded_append_request, enum_value, json_object, new_message, state_delta
 from agentstate.common.v1 import common_pb2
 from agentstate.retry import RetryPolicy, call
 from agentstate.session.v1 import session_pb2
@@ -148,7 +148,29 @@ class ErrorMappingTest(unittest.TestCase):
     def test_from_proto(self) -> None:
         e = errors.from_proto(common_pb2.Error(code=common_pb2.ERROR_CODE_FAILED_PRECONDITION, message="closed"))
         self.assertIsInstance(e, errors.FailedPrecondition)
+        self.assertNotIsInstance(e, errors.SequenceMismatch)
         self.assertIn("failed precondition: closed", str(e))
+
+    def test_sequence_mismatch_from_the_detail_or_the_message(self) -> None:
+        # A stream's outcome carries only the common Error: its message has the numbers.
+        msg = "session S: expected next sequence 3, but the next sequence is 7"
+        e = errors.from_proto(common_pb2.Error(code=common_pb2.ERROR_CODE_FAILED_PRECONDITION, message=msg))
+        self.assertIsInstance(e, errors.SequenceMismatch)
+        self.assertIsInstance(e, errors.FailedPrecondition)
+        self.assertEqual((e.expected_next_sequence, e.next_sequence), (3, 7))
+        # A status carries the SequenceMismatch detail beside the common Error.
+        def any_of(name: str, m: bytes) -> bytes:
+            url = f"type.googleapis.com/{name}".encode()
+            inner = b"\x0a" + wire.varint(len(url)) + url + b"\x12" + wire.varint(len(m)) + m
+            return b"\x1a" + wire.varint(len(inner)) + inner
+
+        err = common_pb2.Error(code=common_pb2.ERROR_CODE_FAILED_PRECONDITION, message="refused").SerializeToString()
+        mm = session_pb2.SequenceMismatch(session_id="S", expected_next_sequence=4, next_sequence=9).SerializeToString()
+        status = b"\x08\x09" + any_of("agentstate.common.v1.Error", err) + any_of("agentstate.session.v1.SequenceMismatch", mm)
+        e = errors.from_status(grpc.StatusCode.FAILED_PRECONDITION, "x", [("grpc-status-details-bin", status)])
+        self.assertIsInstance(e, errors.SequenceMismatch)
+        self.assertTrue(e.code_from_details)
+        self.assertEqual((e.expected_next_sequence, e.next_sequence), (4, 9))
 
 
 class WireTest(unittest.TestCase):
@@ -258,6 +280,26 @@ class RequestTest(unittest.TestCase):
             encoded_append_request("S", [("robot", "x")])
         with self.assertRaises(errors.InvalidArgument):
             encoded_append_request("\udc00", [("user", "x")])
+
+    def test_condition_and_deltas_encode_as_protobuf_does(self) -> None:
+        m = new_message("user", "a", message_id="01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        scopes = {"app:x": state_delta(set={"k": "v"}, delete=["z"]), "user:x/u": {"n": 1}}
+        for expect in (None, 0, 1 << 40):
+            with self.subTest(expect=expect):
+                got = session_pb2.AppendRequest.FromString(
+                    encoded_append_request("S", [m], expect, {"a": [1, None]}, scopes)
+                )
+                want = append_request("S", [m], expect, {"a": [1, None]}, scopes)
+                self.assertEqual(got, want)
+                self.assertEqual(got.HasField("expected_next_sequence"), expect is not None)
+        self.assertEqual(want.state_delta.set_json["a"], "[1,null]")
+        self.assertEqual([s.scope for s in want.scope_deltas], ["app:x", "user:x/u"])
+        self.assertEqual(want.scope_deltas[1].delta.set_json["n"], "1")
+        for bad in (-1, True, 1.5):
+            with self.assertRaises(errors.InvalidArgument):
+                encoded_append_request("S", [m], bad)  # type: ignore[arg-type]
+        with self.assertRaises(errors.InvalidArgument):
+            state_delta(set={1: "x"})  # type: ignore[dict-item]
 
     def test_enum_names(self) -> None:
         self.assertEqual(enum_value(session_pb2.Role, "ROLE_", "user"), session_pb2.ROLE_USER)
