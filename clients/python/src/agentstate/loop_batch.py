@@ -29,11 +29,10 @@ last Client using it closes.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional, Set
+from typing import Any, Callable, Deque, List, Optional, Set
 
 import grpc
 import grpc.aio
@@ -50,6 +49,7 @@ from agentstate.appends import (
     closed_error,
 )
 from agentstate.connection import Metadata
+from agentstate.io_loop import IOLoop
 from agentstate.session.v1 import session_pb2
 
 # Bounds how long close() waits for the loop to close the channel.
@@ -60,77 +60,6 @@ _CLOSE_WAIT = 5.0
 # callers left waiting when none arrive are woken after _CHAIN_STALL.
 _CHAIN_STALE = 0.0005
 _CHAIN_STALL = 0.001
-
-
-def _ignore_poller_race(loop: asyncio.AbstractEventLoop, context: Dict[str, Any]) -> None:
-    # grpc.aio's poller wakes every loop bound to it; the losers' reads of
-    # its notification socket fail with EAGAIN (grpc/grpc issue 25364),
-    # harmless and otherwise logged on every event.
-    if isinstance(context.get("exception"), BlockingIOError) and "_handle_events" in repr(context.get("handle")):
-        return
-    loop.default_exception_handler(context)
-
-
-class _IOLoop:
-    """The background event loop of the blocking clients' streams: one per process while any is open.
-
-    Held by each appender from its first append to its close; the last
-    release stops and closes it, so that a process that has stopped
-    appending leaves no loop bound to grpc.aio's poller (see the mixing
-    caveat above).
-    """
-
-    _lock = threading.Lock()
-    _loop: Optional[asyncio.AbstractEventLoop] = None
-    _thread: Optional[threading.Thread] = None
-    _holders = 0
-
-    @classmethod
-    def acquire(cls) -> asyncio.AbstractEventLoop:
-        with cls._lock:
-            if cls._loop is None:
-                loop = asyncio.new_event_loop()
-                loop.set_exception_handler(_ignore_poller_race)
-                started = threading.Event()
-
-                def run() -> None:
-                    # grpc.aio finds this loop as the running one: its
-                    # channels are made by coroutines on it (_make_channel).
-                    loop.call_soon(started.set)
-                    loop.run_forever()
-
-                # A daemon: it must not keep a program that forgot close()
-                # from exiting; what it still carries then is lost.
-                cls._thread = threading.Thread(target=run, name="agentstate-io", daemon=True)
-                cls._thread.start()
-                started.wait()
-                cls._loop = loop
-            cls._holders += 1
-            return cls._loop
-
-    @classmethod
-    def release(cls) -> None:
-        with cls._lock:
-            cls._holders -= 1
-            if cls._holders > 0 or cls._loop is None:
-                return
-            loop, thread = cls._loop, cls._thread
-            cls._loop = cls._thread = None
-            loop.call_soon_threadsafe(loop.stop)
-            if thread is not None:
-                thread.join()
-            loop.close()
-
-    @classmethod
-    def _after_fork(cls) -> None:
-        # A forked child has the loop object but not its thread.
-        cls._lock = threading.Lock()
-        cls._loop = cls._thread = None
-        cls._holders = 0
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_IOLoop._after_fork)
 
 
 class _Stream:
@@ -415,7 +344,7 @@ class LoopBatchAppender(Counters):
                 fut.result(_CLOSE_WAIT)
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
-            _IOLoop.release()
+            IOLoop.release()
 
     async def _shutdown(self, channel: grpc.aio.Channel) -> None:
         # Closing the channel cancels the stream; its reader then fails what
@@ -436,11 +365,11 @@ class LoopBatchAppender(Counters):
             if self._closed:
                 raise closed_error()
             if self._channel is None:
-                self._loop = _IOLoop.acquire()
+                self._loop = IOLoop.acquire()
                 try:
                     self._channel = asyncio.run_coroutine_threadsafe(self._make_channel(), self._loop).result()
                 except BaseException:
-                    _IOLoop.release()
+                    IOLoop.release()
                     raise
             if self._stream is None or self._stream.err is not None:
                 self._stream = _Stream(self)
