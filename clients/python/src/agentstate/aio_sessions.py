@@ -17,11 +17,11 @@ from agentstate.tail import AsyncTail
 
 
 class AsyncSessions:
-    """Sessions, as coroutines; see :class:`agentstate.client.Sessions`."""
+    """Sessions, as coroutines; see :class:`agentstate.sessions.Sessions`."""
 
     def __init__(self, core: AsyncCore, batched: bool, linger: float = DEFAULT_LINGER) -> None:
         self._core = core
-        # Append over an encoded request, for appends too large for a batch.
+        # Append over an encoded request: the unary path, and appends too large for a batch.
         self._append_encoded = core.channel.unary_unary(
             appends.APPEND_METHOD,
             request_serializer=None,

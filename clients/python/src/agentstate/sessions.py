@@ -28,7 +28,7 @@ class Sessions:
         open_aio: Optional[Callable[[], Any]] = None,
     ) -> None:
         self._core = core
-        # Append over an encoded request, for appends too large for a batch.
+        # Append over an encoded request: the unary path, and appends too large for a batch.
         self._append_encoded = core.channel.unary_unary(
             appends.APPEND_METHOD,
             request_serializer=None,
