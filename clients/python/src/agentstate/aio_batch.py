@@ -21,11 +21,11 @@ from agentstate import errors
 from agentstate.appends import (
     DEFAULT_LINGER,
     MAX_BATCH_BYTES,
-    METHOD,
-    Counters,
+    Appender,
     Ledger,
-    closed_error,
+    batches_method,
     deadline_error,
+    read_outcomes,
     response,
 )
 from agentstate.connection import Metadata
@@ -162,27 +162,15 @@ class _Stream:
             pass
 
     async def _read(self) -> None:
-        try:
-            await self._rpc.initial_metadata()
-            if not self._rpc.done():
-                self._established.set()
-            while True:
-                msg = await self._rpc.read()
-                if msg is grpc.aio.EOF:
-                    break
-                for call, outcome in self._ledger.answer(msg):
-                    _settle(call, outcome)
-                self._forget_done()
-        except grpc.aio.AioRpcError as e:
-            self._fail(e)
-            return
-        except asyncio.CancelledError:
-            self._fail(None)
-            raise
-        self._fail(None)
+        await read_outcomes(self._rpc, self._established.set, self._answered, self._fail)
 
-    def _fail(self, cause: Optional[grpc.aio.AioRpcError]) -> None:
-        left = self._ledger.end(cause)
+    def _answered(self, msg: session_pb2.AppendOutcomes) -> None:
+        for call, outcome in self._ledger.answer(msg):
+            _settle(call, outcome)
+        self._forget_done()
+
+    def _fail(self, cause: Optional[grpc.aio.AioRpcError], why: str = "closed by the node") -> None:
+        left = self._ledger.end(cause, why)
         self._owner._forget(self)
         self._rpc.cancel()
         self._established.set()  # lets the writer see the end
@@ -196,7 +184,7 @@ class _Stream:
             _settle(call, error=err)
 
 
-class AsyncBatchAppender(Counters):
+class AsyncBatchAppender(Appender[_Stream]):
     """Appends of many asyncio tasks over one shared AppendBatches stream.
 
     :meth:`append` makes one attempt; the client wraps it in its retry
@@ -206,17 +194,8 @@ class AsyncBatchAppender(Counters):
     def __init__(
         self, channel: grpc.aio.Channel, metadata: Metadata, unary: AsyncUnaryAppend, linger: float = DEFAULT_LINGER
     ) -> None:
-        super().__init__()
-        self._method = channel.stream_stream(
-            METHOD,
-            request_serializer=None,  # batches arrive encoded (wire.tagged_append)
-            response_deserializer=session_pb2.AppendOutcomes.FromString,
-        )
-        self._metadata = metadata
-        self._unary = unary
-        self._linger = linger
-        self._stream: Optional[_Stream] = None
-        self._closed = False
+        super().__init__(metadata, unary, linger, None)
+        self._method = batches_method(channel)
 
     async def append(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
         """Appends an encoded AppendRequest; raises the node's error, Unavailable (not sent) or OutcomeUnknown."""
@@ -239,23 +218,13 @@ class AsyncBatchAppender(Counters):
 
     async def close(self) -> None:
         """Refuses later appends; those not sent fail, those sent still get their outcomes."""
-        self._closed = True
-        stream, self._stream = self._stream, None
+        stream = self._take_stream()
         if stream is not None:
             stream.close()
             await asyncio.gather(stream._writer, stream._reader, return_exceptions=True)
 
     def _current(self) -> _Stream:
-        if self._closed:
-            raise closed_error()
-        if self._stream is None or self._stream.err is not None:
-            self._stream = _Stream(self)
-            self.streams_opened += 1
-        return self._stream
+        return self._renew(lambda: _Stream(self))
 
     def _open(self) -> Any:
         return self._method(metadata=self._metadata)
-
-    def _forget(self, stream: _Stream) -> None:
-        if self._stream is stream:
-            self._stream = None

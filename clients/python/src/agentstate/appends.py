@@ -12,10 +12,13 @@ here once; the transports differ only in how they wait and wake.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
-from typing import Any, Callable, Dict, Generic, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, ContextManager, Dict, Generic, List, Optional, Tuple, TypeVar
 
 import grpc
+import grpc.aio
 
 from agentstate import errors, wire
 from agentstate.session.v1 import session_pb2
@@ -111,6 +114,46 @@ C = TypeVar("C")
 UnaryAppend = Callable[[bytes, Optional[float]], session_pb2.AppendResponse]
 
 
+def batches_method(channel: Any) -> Any:
+    """The AppendBatches method on channel (blocking or grpc.aio): batches go encoded (wire.tagged_append)."""
+    return channel.stream_stream(
+        METHOD, request_serializer=None, response_deserializer=session_pb2.AppendOutcomes.FromString
+    )
+
+
+async def read_outcomes(
+    rpc: Any,
+    established: Callable[[], None],
+    answered: Callable[[session_pb2.AppendOutcomes], None],
+    fail: Callable[[Optional[grpc.aio.AioRpcError], str], None],
+) -> None:
+    """The reading side of a grpc.aio AppendBatches stream, for both transports that run one.
+
+    established() once the node's headers came (it sends them as the stream
+    opens; a call that never reached it ends before); answered(msg) for each
+    message; fail(cause, why) exactly once, when the stream ends however it ends.
+    """
+    try:
+        await rpc.initial_metadata()
+        if not rpc.done():
+            established()
+        while True:
+            msg = await rpc.read()
+            if msg is grpc.aio.EOF:
+                break
+            answered(msg)
+    except grpc.aio.AioRpcError as e:
+        fail(e, "")
+        return
+    except asyncio.CancelledError:
+        fail(None, "closed by the node")
+        raise
+    except Exception as e:  # noqa: BLE001 - a reply that does not decode, say
+        fail(None, f"append stream failed: {e!r}")
+        return
+    fail(None, "closed by the node")
+
+
 class Counters:
     """What an appender did: streams opened, stream messages sent and the appends they carried."""
 
@@ -118,6 +161,65 @@ class Counters:
         self.batches_sent = 0
         self.appends_sent = 0
         self.streams_opened = 0
+
+
+S = TypeVar("S")
+
+
+class Appender(Counters, Generic[S]):
+    """What the three appenders share: one current stream, replaced after it fails, and refusal once closed.
+
+    ``_lock`` guards ``_stream`` and ``_closed`` for the thread transports;
+    the asyncio one runs on one loop and needs none.
+    """
+
+    def __init__(self, metadata: Any, unary: Any, linger: float, lock: Optional[ContextManager[Any]]) -> None:
+        super().__init__()
+        self._metadata = metadata
+        self._unary = unary
+        self._linger = linger
+        self._lock: ContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
+        self._stream: Optional[S] = None
+        self._closed = False
+
+    def _renew(self, make: Callable[[], S]) -> S:
+        """The current stream, or a new one when there is none or it failed; under ``_lock``."""
+        if self._closed:
+            raise closed_error()
+        if self._stream is None or self._stream.err is not None:  # type: ignore[attr-defined]
+            self._stream = make()
+            self.streams_opened += 1
+        return self._stream
+
+    def _take_stream(self) -> Optional[S]:
+        """Refuses later appends and hands back the current stream, to close; under ``_lock``."""
+        self._closed = True
+        stream, self._stream = self._stream, None
+        return stream
+
+    def _forget(self, stream: S) -> None:
+        """A failed stream stops being current (the next append opens another)."""
+        with self._lock:
+            if self._stream is stream:
+                self._stream = None
+
+
+class ThreadAppender(Appender[S]):
+    """The appenders of threads (:mod:`agentstate.batch`, :mod:`agentstate.loop_batch`): their one attempt."""
+
+    def append(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
+        """Appends an encoded AppendRequest; raises the node's error, Unavailable (not sent) or OutcomeUnknown.
+
+        timeout bounds the wait in seconds: past it an append not sent yet is
+        withdrawn (Unavailable), one sent is OutcomeUnknown.
+        """
+        if len(data) > MAX_BATCH_BYTES:
+            return self._unary(data, timeout)
+        stream = self._current()
+        return stream.enqueue(data).wait(stream.withdraw, timeout)  # type: ignore[attr-defined]
+
+    def _current(self) -> S:
+        raise NotImplementedError
 
 
 class Ledger(Generic[C]):

@@ -33,16 +33,13 @@ import grpc
 from agentstate import errors
 from agentstate.appends import (
     DEFAULT_LINGER,
-    MAX_BATCH_BYTES,
-    METHOD,
-    Counters,
     Ledger,
+    ThreadAppender,
     ThreadCall,
     UnaryAppend,
-    closed_error,
+    batches_method,
 )
 from agentstate.connection import Metadata
-from agentstate.session.v1 import session_pb2
 
 
 class _Stream:
@@ -135,10 +132,10 @@ class _Stream:
             call.finish(error=err)
 
 
-class BatchAppender(Counters):
+class BatchAppender(ThreadAppender[_Stream]):
     """Appends of many threads over one shared AppendBatches stream. Thread-safe.
 
-    :meth:`append` makes one attempt; the clients wrap it in their retry
+    ``append`` makes one attempt; the clients wrap it in their retry
     policy. The stream is opened by the first append and again after a
     failure; it outlives the calls whose appends it carries, so the token
     comes from ``metadata`` given here, not from any one call. Its counters
@@ -148,51 +145,19 @@ class BatchAppender(Counters):
     def __init__(
         self, channel: grpc.Channel, metadata: Metadata, unary: UnaryAppend, linger: float = DEFAULT_LINGER
     ) -> None:
-        super().__init__()
-        self._method = channel.stream_stream(
-            METHOD,
-            request_serializer=None,  # batches arrive encoded (wire.tagged_append)
-            response_deserializer=session_pb2.AppendOutcomes.FromString,
-        )
-        self._metadata = metadata
-        self._unary = unary
-        self._linger = linger
-        self._lock = threading.Lock()
-        self._stream: Optional[_Stream] = None
-        self._closed = False
-
-    def append(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
-        """Appends an encoded AppendRequest; raises the node's error, Unavailable (not sent) or OutcomeUnknown.
-
-        timeout bounds the wait in seconds: past it an append not sent yet is
-        withdrawn (Unavailable), one sent is OutcomeUnknown.
-        """
-        if len(data) > MAX_BATCH_BYTES:
-            return self._unary(data, timeout)
-        stream = self._current()
-        return stream.enqueue(data).wait(stream.withdraw, timeout)
+        super().__init__(metadata, unary, linger, threading.Lock())
+        self._method = batches_method(channel)
 
     def close(self) -> None:
         """Refuses later appends; those not sent fail Unavailable, those sent still get outcomes."""
         with self._lock:
-            self._closed = True
-            stream, self._stream = self._stream, None
+            stream = self._take_stream()
         if stream is not None:
             stream.close()
 
     def _current(self) -> _Stream:
         with self._lock:
-            if self._closed:
-                raise closed_error()
-            if self._stream is None or self._stream.err is not None:
-                self._stream = _Stream(self)
-                self.streams_opened += 1
-            return self._stream
+            return self._renew(lambda: _Stream(self))
 
     def _open(self, batches: Iterator[bytes]) -> Any:
         return self._method(batches, metadata=self._metadata)
-
-    def _forget(self, stream: _Stream) -> None:
-        with self._lock:
-            if self._stream is stream:
-                self._stream = None

@@ -40,13 +40,13 @@ import grpc.aio
 from agentstate import errors
 from agentstate.appends import (
     DEFAULT_LINGER,
-    MAX_BATCH_BYTES,
-    METHOD,
-    Counters,
     Ledger,
+    ThreadAppender,
     ThreadCall,
     UnaryAppend,
+    batches_method,
     closed_error,
+    read_outcomes,
 )
 from agentstate.connection import Metadata
 from agentstate.io_loop import IOLoop
@@ -207,50 +207,35 @@ class _Stream:
             return
 
     async def _read(self) -> None:
-        rpc = self._rpc
-        try:
-            # The node sends its headers as the stream opens; a call that
-            # never reached it ends here instead.
-            await rpc.initial_metadata()
-            if not rpc.done():
-                with self._lock:
-                    self._established = True
-                self._wake()
-            while True:
-                msg = await rpc.read()
-                if msg is grpc.aio.EOF:
-                    break
-                head: Optional[ThreadCall] = None
-                with self._lock:
-                    ready = self._ready
-                    for call, outcome in self._ledger.answer(msg):
-                        call.outcome = outcome
-                        ready.append(call)
-                    if ready:
-                        now = time.monotonic()
-                        if not self._chained or now - self._passed_at > _CHAIN_STALE:
-                            self._chained = True
-                            self._passed_at = now
-                            head = ready.popleft()
-                    # Fewer in flight: a lingering writer may have enough now.
-                    more = self._lingering and self._ledger.enough()
-                if more:
-                    self._wake()
-                if head is not None:
-                    head.done.release()
-                if self._ready and self._watch is None:
-                    self._watched = self._passes
-                    self._watch = self._loop.call_later(_CHAIN_STALL, self._unstall)
-        except grpc.aio.AioRpcError as e:
-            self._fail(e)
-            return
-        except asyncio.CancelledError:
-            self._fail(None)
-            raise
-        except Exception as e:  # noqa: BLE001 - a reply that does not decode, say
-            self._fail(None, f"append stream failed: {e!r}")
-            return
-        self._fail(None)
+        await read_outcomes(self._rpc, self._established_now, self._answered, self._fail)
+
+    def _established_now(self) -> None:
+        with self._lock:
+            self._established = True
+        self._wake()
+
+    def _answered(self, msg: session_pb2.AppendOutcomes) -> None:
+        head: Optional[ThreadCall] = None
+        with self._lock:
+            ready = self._ready
+            for call, outcome in self._ledger.answer(msg):
+                call.outcome = outcome
+                ready.append(call)
+            if ready:
+                now = time.monotonic()
+                if not self._chained or now - self._passed_at > _CHAIN_STALE:
+                    self._chained = True
+                    self._passed_at = now
+                    head = ready.popleft()
+            # Fewer in flight: a lingering writer may have enough now.
+            more = self._lingering and self._ledger.enough()
+        if more:
+            self._wake()
+        if head is not None:
+            head.done.release()
+        if self._ready and self._watch is None:
+            self._watched = self._passes
+            self._watch = self._loop.call_later(_CHAIN_STALL, self._unstall)
 
     def _unstall(self) -> None:
         """Wakes every answered caller if the chain made no progress since the last look."""
@@ -287,7 +272,7 @@ class _Stream:
             call.finish(error=err)
 
 
-class LoopBatchAppender(Counters):
+class LoopBatchAppender(ThreadAppender[_Stream]):
     """Appends of many threads over one AppendBatches stream run by the background loop. Thread-safe.
 
     :meth:`append` makes one attempt; the client wraps it in its retry
@@ -303,29 +288,12 @@ class LoopBatchAppender(Counters):
         unary: UnaryAppend,
         linger: float = DEFAULT_LINGER,
     ) -> None:
-        super().__init__()
+        super().__init__(metadata, unary, linger, threading.Lock())
         self._open_channel = open_channel
-        self._metadata = metadata
-        self._unary = unary
-        self._linger = linger
-        self._lock = threading.Lock()
         self._loop: Any = None
         self._channel: Optional[grpc.aio.Channel] = None
         self._method: Any = None
-        self._stream: Optional[_Stream] = None
-        self._closed = False
         self._tasks: Set["asyncio.Task[None]"] = set()  # the loop's
-
-    def append(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
-        """Appends an encoded AppendRequest; raises the node's error, Unavailable (not sent) or OutcomeUnknown.
-
-        timeout bounds the wait in seconds: past it an append not sent yet is
-        withdrawn (Unavailable), one sent is OutcomeUnknown.
-        """
-        if len(data) > MAX_BATCH_BYTES:
-            return self._unary(data, timeout)
-        stream = self._current()
-        return stream.enqueue(data).wait(stream.withdraw, timeout)
 
     def close(self) -> None:
         """Refuses later appends; those not sent fail Unavailable, those sent OutcomeUnknown
@@ -333,8 +301,7 @@ class LoopBatchAppender(Counters):
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
-            stream, self._stream = self._stream, None
+            stream = self._take_stream()
             channel, self._channel = self._channel, None
         if stream is not None:
             stream.close()
@@ -371,25 +338,13 @@ class LoopBatchAppender(Counters):
                 except BaseException:
                     IOLoop.release()
                     raise
-            if self._stream is None or self._stream.err is not None:
-                self._stream = _Stream(self)
-                self.streams_opened += 1
-            return self._stream
+            return self._renew(lambda: _Stream(self))
 
     async def _make_channel(self) -> grpc.aio.Channel:
         # grpc.aio binds a channel to the loop running where it is made.
         channel = self._open_channel()
-        self._method = channel.stream_stream(
-            METHOD,
-            request_serializer=None,  # batches arrive encoded (wire.tagged_append)
-            response_deserializer=session_pb2.AppendOutcomes.FromString,
-        )
+        self._method = batches_method(channel)
         return channel
 
     def _open(self) -> Any:
         return self._method(metadata=self._metadata)
-
-    def _forget(self, stream: _Stream) -> None:
-        with self._lock:
-            if self._stream is stream:
-                self._stream = None
