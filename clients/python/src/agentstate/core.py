@@ -25,10 +25,10 @@ DEFAULT_TIMEOUT = 30.0
 UNSET: Any = object()
 
 
-class Core:
-    """What the parts share: the channel's stubs, the token, the deadline and retry rules."""
+class _Parts:
+    """The stubs on one channel (blocking or grpc.aio: the generated stubs serve both), the token, the default deadline."""
 
-    def __init__(self, channel: grpc.Channel, token: Optional[str], timeout: Optional[float], policy: RetryPolicy) -> None:
+    def __init__(self, channel: Any, token: Optional[str], timeout: Optional[float], policy: RetryPolicy) -> None:
         self.channel = channel
         self.metadata = auth_metadata(token)
         self.timeout = timeout
@@ -41,6 +41,10 @@ class Core:
     def deadline(self, timeout: Optional[float]) -> Optional[float]:
         t = self.timeout if timeout is UNSET else timeout
         return None if t is None else time.monotonic() + t
+
+
+class Core(_Parts):
+    """What the blocking client's parts share: its stubs, the token, the deadline and retry rules."""
 
     def unary(self, method: Callable[..., T], req: Any, timeout: Optional[float], idempotent: bool, write: bool = True) -> T:
         """Calls method(req) under the client's retry policy; one deadline spans all attempts."""
@@ -55,22 +59,8 @@ class Core:
         return retries.call(self.policy, attempt, self.deadline(timeout), idempotent)
 
 
-class AsyncCore:
-    """Core, for grpc.aio channels."""
-
-    def __init__(self, channel: grpc.aio.Channel, token: Optional[str], timeout: Optional[float], policy: RetryPolicy) -> None:
-        self.channel = channel
-        self.metadata = auth_metadata(token)
-        self.timeout = timeout
-        self.policy = policy
-        self.sessions = session_pb2_grpc.SessionServiceStub(channel)
-        self.plans = plan_pb2_grpc.PlanServiceStub(channel)
-        self.audit = audit_pb2_grpc.AuditServiceStub(channel)
-        self.feed = feed_pb2_grpc.FeedServiceStub(channel)
-
-    def deadline(self, timeout: Optional[float]) -> Optional[float]:
-        t = self.timeout if timeout is UNSET else timeout
-        return None if t is None else time.monotonic() + t
+class AsyncCore(_Parts):
+    """Core, for a grpc.aio channel."""
 
     async def unary(self, method: Callable[..., Awaitable[T]], req: Any, timeout: Optional[float], idempotent: bool, write: bool = True) -> T:
         async def attempt(left: Optional[float]) -> T:

@@ -71,8 +71,8 @@ class _Cursor:
         return wait
 
 
-class Tail:
-    """A session's events, an iterator; see :meth:`agentstate.client.Sessions.tail`.
+class _Tail:
+    """What both tails show: where they stand.
 
     Attributes:
         next_sequence: the sequence to resume from (the last message's + 1).
@@ -82,7 +82,6 @@ class Tail:
     def __init__(self, core: Any, session_id: str, from_sequence: int = 0, from_now: bool = False) -> None:
         self._core = core
         self._cursor = _Cursor(session_id, from_sequence, from_now, core.policy)
-        self._lock = threading.Lock()
         self._call: Any = None
         self._cancelled = False
 
@@ -93,6 +92,14 @@ class Tail:
     @property
     def ended(self) -> bool:
         return self._cursor.ended
+
+
+class Tail(_Tail):
+    """A session's events, an iterator; see :meth:`agentstate.sessions.Sessions.tail`."""
+
+    def __init__(self, core: Any, session_id: str, from_sequence: int = 0, from_now: bool = False) -> None:
+        super().__init__(core, session_id, from_sequence, from_now)
+        self._lock = threading.Lock()
 
     def cancel(self) -> None:
         """Ends the tail from any thread: the iteration stops without an error."""
@@ -129,22 +136,8 @@ class Tail:
             time.sleep(cur.backoff(err))
 
 
-class AsyncTail:
+class AsyncTail(_Tail):
     """The asyncio form of :class:`Tail`: an async iterator of the session's events."""
-
-    def __init__(self, core: Any, session_id: str, from_sequence: int = 0, from_now: bool = False) -> None:
-        self._core = core
-        self._cursor = _Cursor(session_id, from_sequence, from_now, core.policy)
-        self._call: Any = None
-        self._cancelled = False
-
-    @property
-    def next_sequence(self) -> int:
-        return self._cursor.next_sequence
-
-    @property
-    def ended(self) -> bool:
-        return self._cursor.ended
 
     def cancel(self) -> None:
         """Ends the tail (on its loop): the iteration stops without an error."""
