@@ -203,7 +203,8 @@ def encoded_append_request(
     object, its copies of the messages and its serialization cost a caller
     more than the rest of its append. Each message is encoded by protobuf
     (a NewMessage given with its id as it is); the request around them is
-    two length-delimited fields, as wire.tagged_append writes batches.
+    length-delimited fields (and the condition's varint), as
+    wire.tagged_append writes batches.
     """
     if not isinstance(session_id, str):
         raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
@@ -234,6 +235,8 @@ def encoded_append_request(
                 f"not {type(m).__name__}"
             )
         parts.append(wire.length_delimited(wire.APPEND_REQUEST_MESSAGES_KEY, data))
+    if expect is None and state is None and scopes is None:
+        return b"".join(parts)  # the common append: nothing more to encode
     delta = _delta(state)
     if delta is not None:
         parts.append(wire.length_delimited(wire.APPEND_REQUEST_STATE_DELTA_KEY, delta.SerializeToString()))
