@@ -5,12 +5,12 @@
         s = c.sessions.create("planner").session
         r = c.sessions.append(s.session_id, [("user", "hi"), ("assistant", "hello")])
 
-The generated messages and stubs are agentstate.{common,session,plan,audit}.v1
+The generated messages and stubs are agentstate.{common,session,plan,audit,feed}.v1
 (``*_pb2``, ``*_pb2_grpc``); the client's results are those messages.
 """
 
 from agentstate.aio import AsyncClient
-from agentstate.build import audit_filter, new_message
+from agentstate.build import audit_filter, new_message, state_delta
 from agentstate.client import Client
 from agentstate.connection import TLS
 from agentstate.errors import (
@@ -22,11 +22,13 @@ from agentstate.errors import (
     NotFound,
     OutcomeUnknown,
     ResourceExhausted,
+    SequenceMismatch,
     Unauthenticated,
     Unavailable,
 )
 from agentstate.ids import check_ulid, is_ulid, new_ulid
 from agentstate.retry import NO_RETRY, RetryPolicy
+from agentstate.tail import AsyncTail, Tail
 
 __version__ = "0.1.0"
 
@@ -34,6 +36,7 @@ __all__ = [
     "AgentStateError",
     "AlreadyExists",
     "AsyncClient",
+    "AsyncTail",
     "Client",
     "FailedPrecondition",
     "Internal",
@@ -43,7 +46,9 @@ __all__ = [
     "OutcomeUnknown",
     "ResourceExhausted",
     "RetryPolicy",
+    "SequenceMismatch",
     "TLS",
+    "Tail",
     "Unauthenticated",
     "Unavailable",
     "audit_filter",
@@ -51,4 +56,5 @@ __all__ = [
     "is_ulid",
     "new_message",
     "new_ulid",
+    "state_delta",
 ]

@@ -7,253 +7,26 @@ stream. Create, use and close it on one event loop.
 
 from __future__ import annotations
 
-import time
-from typing import Any, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Optional, TypeVar, Union
+from typing import Any, Iterable, Optional
 
-import grpc
-import grpc.aio
-
-from agentstate import build, errors
-from agentstate import retry as retries
-from agentstate.aio_batch import AsyncBatchAppender
-from agentstate.batch import DEFAULT_LINGER
-from agentstate.audit.v1 import audit_pb2, audit_pb2_grpc
-from agentstate.client import DEFAULT_TIMEOUT
-from agentstate.connection import TLSArg, auth_metadata, open_aio_channel, tls_settings
-from agentstate.plan.v1 import plan_pb2, plan_pb2_grpc
+from agentstate import build
+from agentstate.aio_sessions import AsyncSessions
+from agentstate.appends import DEFAULT_LINGER
+from agentstate.audit.v1 import audit_pb2
+from agentstate.connection import TLSArg, open_aio_channel, tls_settings
+from agentstate.core import DEFAULT_TIMEOUT, UNSET, AsyncCore, Enum
+from agentstate.plan.v1 import plan_pb2
 from agentstate.retry import RetryPolicy
-from agentstate.session.v1 import session_pb2, session_pb2_grpc
 
-T = TypeVar("T")
-Enum = Union[str, int, None]
-_UNSET: Any = object()
+__all__ = ["AsyncAudit", "AsyncClient", "AsyncPlans", "AsyncSessions"]
 
-
-class _Core:
-    def __init__(self, channel: grpc.aio.Channel, token: Optional[str], timeout: Optional[float], policy: RetryPolicy) -> None:
-        self.channel = channel
-        self.metadata = auth_metadata(token)
-        self.timeout = timeout
-        self.policy = policy
-        self.sessions = session_pb2_grpc.SessionServiceStub(channel)
-        self.plans = plan_pb2_grpc.PlanServiceStub(channel)
-        self.audit = audit_pb2_grpc.AuditServiceStub(channel)
-
-    def deadline(self, timeout: Optional[float]) -> Optional[float]:
-        t = self.timeout if timeout is _UNSET else timeout
-        return None if t is None else time.monotonic() + t
-
-    async def unary(self, method: Callable[..., Awaitable[T]], req: Any, timeout: Optional[float], idempotent: bool, write: bool = True) -> T:
-        async def attempt(left: Optional[float]) -> T:
-            try:
-                return await method(req, timeout=left, metadata=self.metadata)
-            except grpc.aio.AioRpcError as e:
-                err = errors.from_rpc_error(e)
-                raise (errors.for_write(err) if write else err) from None
-
-        return await retries.call_async(self.policy, attempt, self.deadline(timeout), idempotent)
-
-
-class AsyncSessions:
-    """Sessions, as coroutines; see :class:`agentstate.client.Sessions`."""
-
-    def __init__(self, core: _Core, batched: bool, linger: float = DEFAULT_LINGER) -> None:
-        self._core = core
-        # Append over an encoded request, for appends too large for a batch.
-        self._append_encoded = core.channel.unary_unary(
-            "/agentstate.session.v1.SessionService/Append",
-            request_serializer=None,
-            response_deserializer=session_pb2.AppendResponse.FromString,
-        )
-        self._batch = (
-            AsyncBatchAppender(core.channel, core.metadata, self._append_encoded_once, linger) if batched else None
-        )
-
-    @property
-    def appender(self) -> Optional[AsyncBatchAppender]:
-        """The shared AppendBatches stream's appender (None without batched appends); its
-        batches_sent, appends_sent and streams_opened count what it did."""
-        return self._batch
-
-    async def create(
-        self,
-        actor_name: str,
-        *,
-        session_id: Optional[str] = None,
-        namespace: str = "",
-        automation: str = "",
-        metadata: build.JSONObject = None,
-        timeout: Optional[float] = _UNSET,
-    ) -> session_pb2.CreateSessionResponse:
-        req = build.create_session_request(actor_name, session_id, namespace, automation, metadata)
-        return await self._core.unary(self._core.sessions.Create, req, timeout, True)
-
-    async def get(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.Session:
-        req = session_pb2.GetSessionRequest(session_id=session_id)
-        return (await self._core.unary(self._core.sessions.Get, req, timeout, True, write=False)).session
-
-    async def close(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.Session:
-        req = session_pb2.CloseSessionRequest(session_id=session_id)
-        return (await self._core.unary(self._core.sessions.Close, req, timeout, False)).session
-
-    async def append(
-        self,
-        session_id: str,
-        messages: Iterable[build.MessageLike],
-        *,
-        timeout: Optional[float] = _UNSET,
-    ) -> session_pb2.AppendResponse:
-        """Appends one turn atomically; message ids are filled in before the first attempt."""
-        if self._batch is not None:
-            # Encoded once (see Sessions.append): every attempt sends the same bytes.
-            data = build.encoded_append_request(session_id, messages)
-            return await self._append_batched(data, timeout, True)
-        req = build.append_request(session_id, messages)
-        return await self._append(req, timeout, True)
-
-    async def append_request(
-        self, req: session_pb2.AppendRequest, *, timeout: Optional[float] = _UNSET
-    ) -> session_pb2.AppendResponse:
-        """Appends a ready AppendRequest as is; without message ids it is not retried on OUTCOME_UNKNOWN."""
-        idempotent = all(m.message_id for m in req.messages)
-        if self._batch is not None:
-            return await self._append_batched(req.SerializeToString(), timeout, idempotent)
-        return await self._append(req, timeout, idempotent)
-
-    async def _append(
-        self, req: session_pb2.AppendRequest, timeout: Optional[float], idempotent: bool
-    ) -> session_pb2.AppendResponse:
-        once = self._append_unary_once
-        return await retries.call_async(self._core.policy, lambda left: once(req, left), self._core.deadline(timeout), idempotent)
-
-    async def _append_batched(self, data: bytes, timeout: Optional[float], idempotent: bool) -> session_pb2.AppendResponse:
-        assert self._batch is not None
-        once = self._batch.append
-        return await retries.call_async(self._core.policy, lambda left: once(data, left), self._core.deadline(timeout), idempotent)
-
-    async def _append_encoded_once(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
-        try:
-            return await self._append_encoded(data, timeout=timeout, metadata=self._core.metadata)
-        except grpc.aio.AioRpcError as e:
-            raise errors.from_rpc_error(e) from None
-
-    async def _append_unary_once(
-        self, req: session_pb2.AppendRequest, timeout: Optional[float]
-    ) -> session_pb2.AppendResponse:
-        try:
-            return await self._core.sessions.Append(req, timeout=timeout, metadata=self._core.metadata)
-        except grpc.aio.AioRpcError as e:
-            raise errors.from_rpc_error(e) from None
-
-    async def list_messages(
-        self, session_id: str, *, from_sequence: int = 0, limit: int = 0, timeout: Optional[float] = _UNSET
-    ) -> session_pb2.ListMessagesResponse:
-        req = session_pb2.ListMessagesRequest(session_id=session_id, from_sequence=from_sequence, limit=limit)
-        return await self._core.unary(self._core.sessions.ListMessages, req, timeout, True, write=False)
-
-    async def export(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.ExportSessionResponse:
-        req = session_pb2.ExportSessionRequest(session_id=session_id)
-        return await self._core.unary(self._core.sessions.Export, req, timeout, True, write=False)
-
-    async def import_session(self, data: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.ImportSessionResponse:
-        req = session_pb2.ImportSessionRequest(data=data)
-        return await self._core.unary(self._core.sessions.Import, req, timeout, False)
-
-    async def list(
-        self,
-        *,
-        actor_name: str = "",
-        namespace: str = "",
-        state: Enum = None,
-        limit: int = 0,
-        cursor: str = "",
-        timeout: Optional[float] = _UNSET,
-    ) -> session_pb2.ListSessionsResponse:
-        req = session_pb2.ListSessionsRequest(
-            actor_name=actor_name,
-            namespace=namespace,
-            state=build.enum_value(session_pb2.SessionState, "SESSION_STATE_", state),
-            limit=limit,
-            cursor=cursor,
-        )
-        return await self._core.unary(self._core.sessions.List, req, timeout, True, write=False)
-
-    async def delete(self, session_id: str, *, timeout: Optional[float] = _UNSET) -> session_pb2.DeleteSessionResponse:
-        req = session_pb2.DeleteSessionRequest(session_id=session_id)
-        return await self._core.unary(self._core.sessions.Delete, req, timeout, False)
-
-    async def update_token_usage(
-        self,
-        session_id: str,
-        *,
-        input_tokens: int = 0,
-        output_tokens: int = 0,
-        cost: float = 0.0,
-        timeout: Optional[float] = _UNSET,
-    ) -> session_pb2.TokenUsage:
-        req = session_pb2.UpdateTokenUsageRequest(
-            session_id=session_id, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost
-        )
-        return (await self._core.unary(self._core.sessions.UpdateTokenUsage, req, timeout, False)).total
-
-    async def link_plan(
-        self, session_id: str, plan_id: str, *, phase: str = "", state: str = "", timeout: Optional[float] = _UNSET
-    ) -> session_pb2.Session:
-        req = session_pb2.LinkPlanRequest(
-            session_id=session_id, plan=session_pb2.LinkedPlan(plan_id=plan_id, phase=phase, state=state)
-        )
-        return (await self._core.unary(self._core.sessions.LinkPlan, req, timeout, True)).session
-
-    async def export_stream(
-        self, session_id: str, *, timeout: Optional[float] = _UNSET
-    ) -> AsyncIterator[session_pb2.ExportChunk]:
-        """An export of any size, chunk by chunk; not retried (see Sessions.export_stream)."""
-        req = session_pb2.ExportSessionRequest(session_id=session_id)
-        t = self._core.timeout if timeout is _UNSET else timeout
-        try:
-            async for chunk in self._core.sessions.ExportStream(req, timeout=t, metadata=self._core.metadata):
-                yield chunk
-        except grpc.aio.AioRpcError as e:
-            raise errors.from_rpc_error(e) from None
-
-    async def import_stream(
-        self,
-        chunks: Union[
-            Iterable[Union[session_pb2.ImportChunk, session_pb2.ExportChunk]],
-            AsyncIterable[Union[session_pb2.ImportChunk, session_pb2.ExportChunk]],
-        ],
-        *,
-        timeout: Optional[float] = _UNSET,
-    ) -> session_pb2.ImportSessionResponse:
-        """Imports an export of any size as a new session; not retried (see Sessions.import_stream)."""
-
-        def convert(c: Union[session_pb2.ImportChunk, session_pb2.ExportChunk]) -> session_pb2.ImportChunk:
-            # ExportChunk and ImportChunk have the same fields and numbers.
-            return c if isinstance(c, session_pb2.ImportChunk) else session_pb2.ImportChunk.FromString(c.SerializeToString())
-
-        async def requests() -> AsyncIterator[session_pb2.ImportChunk]:
-            if hasattr(chunks, "__aiter__"):
-                async for c in chunks:  # type: ignore[union-attr]
-                    yield convert(c)
-            else:
-                for c in chunks:  # type: ignore[union-attr]
-                    yield convert(c)
-
-        t = self._core.timeout if timeout is _UNSET else timeout
-        try:
-            return await self._core.sessions.ImportStream(requests(), timeout=t, metadata=self._core.metadata)
-        except grpc.aio.AioRpcError as e:
-            raise errors.from_rpc_error(e) from None
-
-    async def _close(self) -> None:
-        if self._batch is not None:
-            await self._batch.close()
+_UNSET = UNSET
 
 
 class AsyncPlans:
     """Plans, as coroutines; see :class:`agentstate.client.Plans`."""
 
-    def __init__(self, core: _Core) -> None:
+    def __init__(self, core: AsyncCore) -> None:
         self._core = core
 
     async def record_error(
@@ -316,7 +89,7 @@ class AsyncPlans:
 class AsyncAudit:
     """The audit trail, as coroutines; see :class:`agentstate.client.Audit`."""
 
-    def __init__(self, core: _Core) -> None:
+    def __init__(self, core: AsyncCore) -> None:
         self._core = core
 
     async def record(
@@ -383,7 +156,7 @@ class AsyncClient:
         options: Iterable[Any] = (),
     ) -> None:
         self.channel = open_aio_channel(target, tls_settings(tls), options)
-        core = _Core(self.channel, token, timeout, retry)
+        core = AsyncCore(self.channel, token, timeout, retry)
         self.sessions = AsyncSessions(core, batched_appends, append_linger)
         self.plans = AsyncPlans(core)
         self.audit = AsyncAudit(core)

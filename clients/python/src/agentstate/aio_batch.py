@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Awaitable, Callable, Deque, Optional, Tuple
 
 import grpc
 import grpc.aio
 
 from agentstate import errors
-from agentstate.batch import DEFAULT_LINGER, MAX_BATCH_BYTES, METHOD, end_errors, take_batch
+from agentstate.appends import (
+    DEFAULT_LINGER,
+    MAX_BATCH_BYTES,
+    Appender,
+    Ledger,
+    batches_method,
+    deadline_error,
+    read_outcomes,
+    response,
+)
 from agentstate.connection import Metadata
 from agentstate.session.v1 import session_pb2
 
@@ -51,15 +60,11 @@ class _Stream:
     def __init__(self, owner: "AsyncBatchAppender") -> None:
         self._owner = owner
         self._loop = asyncio.get_running_loop()
-        self._pending: List[_Call] = []
-        self._inflight: Dict[int, _Call] = {}
-        self._next_tag = 0
+        self._ledger: Ledger[_Call] = Ledger(owner)
         self._wake = asyncio.Event()
         # Set when as many appends wait as are in flight (see batch.DEFAULT_LINGER).
         self._enough = asyncio.Event()
         self._linger = owner._linger
-        self._closing = False
-        self.err: Optional[errors.AgentStateError] = None
         # Deadlines of the calls in enqueue order, watched by one timer: a
         # timer per append costs the event loop a heap push and pop on every
         # append. Calls made with the same timeout (the usual case) have
@@ -75,14 +80,14 @@ class _Stream:
         self._writer = self._loop.create_task(self._write())
         self._reader = self._loop.create_task(self._read())
 
+    @property
+    def err(self) -> Optional[errors.AgentStateError]:
+        return self._ledger.err
+
     def enqueue(self, data: bytes) -> _Call:
-        if self.err is not None:
-            raise self.err
-        self._next_tag += 1
-        call = _Call(self._next_tag, data, self._loop.create_future())
-        self._pending.append(call)
+        call = self._ledger.add(lambda tag: _Call(tag, data, self._loop.create_future()))
         self._wake.set()
-        if len(self._pending) >= len(self._inflight):
+        if self._ledger.enough():
             self._enough.set()
         return call
 
@@ -115,36 +120,18 @@ class _Stream:
         """The caller's deadline passed: Unavailable if not sent (withdrawn), else OutcomeUnknown."""
         if call.future.done():
             return
-        if self.withdraw(call):
-            call.future.set_exception(errors.Unavailable("append not sent before the deadline"))
-        else:
-            call.future.set_exception(errors.OutcomeUnknown("no append answer before the deadline"))
+        call.future.set_exception(deadline_error(sent=not self.withdraw(call)))
 
     def withdraw(self, call: _Call) -> bool:
-        try:
-            self._pending.remove(call)
-            return True
-        except ValueError:
-            self._inflight.pop(call.tag, None)
-            return False
+        return self._ledger.withdraw(call)
 
     def close(self) -> None:
-        self._closing = True
-        if self.err is None:
-            self.err = errors.Unavailable("append batch client is closed")
-        pending, self._pending = self._pending, []
+        pending, err = self._ledger.close()
         for call in pending:
-            _settle(call, error=self.err)
+            _settle(call, error=err)
         self._established.set()  # nothing is left to hold back
         self._wake.set()
         self._enough.set()
-
-    def _take(self) -> bytes:
-        """Moves the oldest pending appends, within one message's bounds, to inflight."""
-        batch, n = take_batch(self._pending, self._inflight)
-        self._owner.batches_sent += 1
-        self._owner.appends_sent += n
-        return batch
 
     async def _write(self) -> None:
         try:
@@ -152,11 +139,11 @@ class _Stream:
             while True:
                 await self._wake.wait()
                 self._wake.clear()
-                while self._pending:
+                while self._ledger.pending:
                     await self._linger_for_more()
-                    if self._pending:  # else closed or failed meanwhile
-                        await self._rpc.write(self._take())
-                if self._closing:
+                    if self._ledger.pending:  # else closed or failed meanwhile
+                        await self._rpc.write(self._ledger.take())
+                if self._ledger.closing:
                     await self._rpc.done_writing()
                     return
         except Exception:  # noqa: BLE001
@@ -166,7 +153,7 @@ class _Stream:
             return
 
     async def _linger_for_more(self) -> None:
-        if self._linger <= 0 or self._closing or len(self._pending) >= len(self._inflight):
+        if self._linger <= 0 or self._ledger.enough():
             return
         self._enough.clear()
         try:
@@ -175,34 +162,15 @@ class _Stream:
             pass
 
     async def _read(self) -> None:
-        try:
-            await self._rpc.initial_metadata()
-            if not self._rpc.done():
-                self._established.set()
-            while True:
-                msg = await self._rpc.read()
-                if msg is grpc.aio.EOF:
-                    break
-                for o in msg.outcomes:
-                    call = self._inflight.pop(o.tag, None)
-                    if call is not None:
-                        _settle(call, o.outcome)
-                self._forget_done()
-        except grpc.aio.AioRpcError as e:
-            self._fail(e)
-            return
-        except asyncio.CancelledError:
-            self._fail(None)
-            raise
-        self._fail(None)
+        await read_outcomes(self._rpc, self._established.set, self._answered, self._fail)
 
-    def _fail(self, cause: Optional[grpc.aio.AioRpcError]) -> None:
-        not_sent, unknown = end_errors(cause)
-        if self.err is None:
-            self.err = not_sent
-        self._closing = True
-        pending, self._pending = self._pending, []
-        inflight, self._inflight = self._inflight, {}
+    def _answered(self, msg: session_pb2.AppendOutcomes) -> None:
+        for call, outcome in self._ledger.answer(msg):
+            _settle(call, outcome)
+        self._forget_done()
+
+    def _fail(self, cause: Optional[grpc.aio.AioRpcError], why: str = "closed by the node") -> None:
+        left = self._ledger.end(cause, why)
         self._owner._forget(self)
         self._rpc.cancel()
         self._established.set()  # lets the writer see the end
@@ -212,13 +180,11 @@ class _Stream:
             self._watchdog.cancel()
             self._watchdog = None
         self._deadlines.clear()
-        for call in pending:
-            _settle(call, error=not_sent)
-        for call in inflight.values():
-            _settle(call, error=unknown)
+        for call, err in left:
+            _settle(call, error=err)
 
 
-class AsyncBatchAppender:
+class AsyncBatchAppender(Appender[_Stream]):
     """Appends of many asyncio tasks over one shared AppendBatches stream.
 
     :meth:`append` makes one attempt; the client wraps it in its retry
@@ -228,19 +194,8 @@ class AsyncBatchAppender:
     def __init__(
         self, channel: grpc.aio.Channel, metadata: Metadata, unary: AsyncUnaryAppend, linger: float = DEFAULT_LINGER
     ) -> None:
-        self._method = channel.stream_stream(
-            METHOD,
-            request_serializer=None,  # batches arrive encoded (wire.tagged_append)
-            response_deserializer=session_pb2.AppendOutcomes.FromString,
-        )
-        self._metadata = metadata
-        self._unary = unary
-        self._linger = linger
-        self._stream: Optional[_Stream] = None
-        self._closed = False
-        self.batches_sent = 0
-        self.appends_sent = 0
-        self.streams_opened = 0
+        super().__init__(metadata, unary, linger, None)
+        self._method = batches_method(channel)
 
     async def append(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
         """Appends an encoded AppendRequest; raises the node's error, Unavailable (not sent) or OutcomeUnknown."""
@@ -259,29 +214,17 @@ class AsyncBatchAppender:
         finally:
             if timer is not None:
                 timer.cancel()
-        if outcome.HasField("error"):
-            raise errors.from_proto(outcome.error)
-        return outcome.response
+        return response(outcome)
 
     async def close(self) -> None:
         """Refuses later appends; those not sent fail, those sent still get their outcomes."""
-        self._closed = True
-        stream, self._stream = self._stream, None
+        stream = self._take_stream()
         if stream is not None:
             stream.close()
             await asyncio.gather(stream._writer, stream._reader, return_exceptions=True)
 
     def _current(self) -> _Stream:
-        if self._closed:
-            raise errors.Unavailable("append batch client is closed")
-        if self._stream is None or self._stream.err is not None:
-            self._stream = _Stream(self)
-            self.streams_opened += 1
-        return self._stream
+        return self._renew(lambda: _Stream(self))
 
     def _open(self) -> Any:
         return self._method(metadata=self._metadata)
-
-    def _forget(self, stream: _Stream) -> None:
-        if self._stream is stream:
-            self._stream = None

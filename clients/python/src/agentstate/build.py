@@ -26,6 +26,11 @@ MessageLike = Union[
     Tuple[Union[str, int], str, Optional[Mapping[str, Any]]],
 ]
 JSONObject = Union[Mapping[str, Any], str, None]
+# A change of a state: a StateDelta, or a mapping of keys to the values to
+# set (any JSON-encodable value). Deletions need state_delta(delete=...).
+StateDeltaLike = Union[session_pb2.StateDelta, Mapping[str, Any], None]
+# Changes of shared scopes, by scope name ("app:myapp").
+ScopesLike = Optional[Mapping[str, Union[session_pb2.StateDelta, Mapping[str, Any]]]]
 
 
 def json_object(value: JSONObject, field: str) -> str:
@@ -84,9 +89,85 @@ def new_message(
     )
 
 
-def append_request(session_id: str, messages: Iterable[MessageLike]) -> session_pb2.AppendRequest:
+def state_delta(set: Optional[Mapping[str, Any]] = None, delete: Iterable[str] = ()) -> session_pb2.StateDelta:
+    """A change of a state: each key of set becomes its value (encoded as JSON), then each key of delete is removed."""
+    d = session_pb2.StateDelta(delete=_keys(delete, "delete"))
+    for k, v in (set or {}).items():
+        if not isinstance(k, str):
+            raise InvalidArgument(f"a state key is a str, not {type(k).__name__}")
+        try:
+            d.set_json[k] = json.dumps(v, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise InvalidArgument(f"state key {k!r}: value is not JSON: {e}") from None
+    return d
+
+
+def _keys(keys: Iterable[str], field: str) -> list:
+    if isinstance(keys, str):
+        raise InvalidArgument(f"{field} is a list of keys, not a str")
+    return list(keys)
+
+
+def _delta(value: StateDeltaLike) -> Optional[session_pb2.StateDelta]:
+    if value is None or isinstance(value, session_pb2.StateDelta):
+        return value
+    if isinstance(value, Mapping):
+        return state_delta(set=value)
+    raise InvalidArgument(f"a state change is a StateDelta or a mapping of keys to set, not {type(value).__name__}")
+
+
+def scope_deltas(scopes: ScopesLike) -> list:
+    """The ScopeDeltas of a mapping of scope names to their changes."""
+    if scopes is None:
+        return []
+    if not isinstance(scopes, Mapping):
+        raise InvalidArgument(f"scopes is a mapping of scope names to changes, not {type(scopes).__name__}")
+    return [session_pb2.ScopeDelta(scope=name, delta=_delta(d)) for name, d in scopes.items()]
+
+
+def _expect(expect: Optional[int]) -> Optional[int]:
+    # The node refuses a negative one too; refused here, it is not even sent.
+    if expect is not None and (not isinstance(expect, int) or isinstance(expect, bool) or expect < 0):
+        raise InvalidArgument(f"expect must be a sequence (an int >= 0), not {expect!r}")
+    return expect
+
+
+def get_state_request(session_id: str, scopes: Iterable[str]) -> session_pb2.GetStateRequest:
+    scopes = _keys(scopes, "scopes")
+    if not session_id and not scopes:
+        raise InvalidArgument("get_state needs a session id, scopes or both")
+    return session_pb2.GetStateRequest(session_id=session_id, scopes=scopes)
+
+
+def update_state_request(
+    session_id: str,
+    set: Optional[Mapping[str, Any]],
+    delete: Iterable[str],
+    scopes: ScopesLike,
+    expect: Optional[int],
+) -> session_pb2.UpdateStateRequest:
+    req = session_pb2.UpdateStateRequest(
+        session_id=session_id, scope_deltas=scope_deltas(scopes), expected_next_sequence=_expect(expect)
+    )
+    if set or delete:
+        req.state_delta.CopyFrom(state_delta(set, delete))
+    return req
+
+
+def append_request(
+    session_id: str,
+    messages: Iterable[MessageLike],
+    expect: Optional[int] = None,
+    state: StateDeltaLike = None,
+    scopes: ScopesLike = None,
+) -> session_pb2.AppendRequest:
     """An AppendRequest whose every message has a message id (new ULIDs where missing)."""
-    req = session_pb2.AppendRequest(session_id=session_id)
+    req = session_pb2.AppendRequest(
+        session_id=session_id, expected_next_sequence=_expect(expect), scope_deltas=scope_deltas(scopes)
+    )
+    delta = _delta(state)
+    if delta is not None:
+        req.state_delta.CopyFrom(delta)
     for m in messages:
         if isinstance(m, session_pb2.NewMessage):
             nm = req.messages.add()
@@ -109,14 +190,21 @@ def append_request(session_id: str, messages: Iterable[MessageLike]) -> session_
     return req
 
 
-def encoded_append_request(session_id: str, messages: Iterable[MessageLike]) -> bytes:
+def encoded_append_request(
+    session_id: str,
+    messages: Iterable[MessageLike],
+    expect: Optional[int] = None,
+    state: StateDeltaLike = None,
+    scopes: ScopesLike = None,
+) -> bytes:
     """The encoding of append_request(session_id, messages), made without building it.
 
     For the batched stream, which sends appends encoded: the AppendRequest
     object, its copies of the messages and its serialization cost a caller
     more than the rest of its append. Each message is encoded by protobuf
     (a NewMessage given with its id as it is); the request around them is
-    two length-delimited fields, as wire.tagged_append writes batches.
+    length-delimited fields (and the condition's varint), as
+    wire.tagged_append writes batches.
     """
     if not isinstance(session_id, str):
         raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
@@ -147,6 +235,15 @@ def encoded_append_request(session_id: str, messages: Iterable[MessageLike]) -> 
                 f"not {type(m).__name__}"
             )
         parts.append(wire.length_delimited(wire.APPEND_REQUEST_MESSAGES_KEY, data))
+    if expect is None and state is None and scopes is None:
+        return b"".join(parts)  # the common append: nothing more to encode
+    delta = _delta(state)
+    if delta is not None:
+        parts.append(wire.length_delimited(wire.APPEND_REQUEST_STATE_DELTA_KEY, delta.SerializeToString()))
+    for sd in scope_deltas(scopes):
+        parts.append(wire.length_delimited(wire.APPEND_REQUEST_SCOPE_DELTAS_KEY, sd.SerializeToString()))
+    if _expect(expect) is not None:
+        parts.append(wire.APPEND_REQUEST_EXPECTED_KEY + wire.varint(expect))  # type: ignore[arg-type]
     return b"".join(parts)
 
 

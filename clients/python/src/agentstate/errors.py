@@ -18,15 +18,21 @@ OUTCOME_UNKNOWN has ``code_from_details`` set, and a client's own deadline
 
 from __future__ import annotations
 
+import re
 from typing import Dict, Optional, Sequence, Tuple, Type
 
 import grpc
 
 from agentstate.common.v1 import common_pb2
+from agentstate.session.v1 import session_pb2
 
 ErrorCode = common_pb2.ErrorCode
 
 _ERROR_TYPE_URL_SUFFIX = "/agentstate.common.v1.Error"
+_MISMATCH_TYPE_URL_SUFFIX = "/agentstate.session.v1.SequenceMismatch"
+# How the node words a refused conditional write (persistence.SequenceMismatchError),
+# which is all an append stream's outcome carries of it.
+_MISMATCH_MESSAGE = re.compile(r"expected next sequence (-?\d+), but the next sequence is (-?\d+)")
 
 
 class AgentStateError(Exception):
@@ -84,6 +90,28 @@ class FailedPrecondition(AgentStateError):
     """The entity's state refuses the request (a closed session)."""
 
     code = common_pb2.ERROR_CODE_FAILED_PRECONDITION
+
+
+class SequenceMismatch(FailedPrecondition):
+    """A conditional write (expect=N) found another next sequence; nothing of it was stored.
+
+    Attributes:
+        expected_next_sequence: the N the write expected.
+        next_sequence: the session's next sequence when the write was refused.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        expected_next_sequence: int,
+        next_sequence: int,
+        grpc_code: Optional[grpc.StatusCode] = None,
+        code_from_details: bool = False,
+    ) -> None:
+        super().__init__(message, grpc_code=grpc_code, code_from_details=code_from_details)
+        self.expected_next_sequence = expected_next_sequence
+        self.next_sequence = next_sequence
 
 
 class ResourceExhausted(AgentStateError):
@@ -175,6 +203,10 @@ def error_class(code: int) -> Type[AgentStateError]:
 
 def from_proto(err: common_pb2.Error) -> AgentStateError:
     """The exception for an ``agentstate.common.v1.Error`` (a batched append's outcome)."""
+    if err.code == common_pb2.ERROR_CODE_FAILED_PRECONDITION:
+        m = _MISMATCH_MESSAGE.search(err.message)
+        if m is not None:
+            return SequenceMismatch(err.message, expected_next_sequence=int(m.group(1)), next_sequence=int(m.group(2)))
     cls = error_class(err.code)
     return cls(err.message)
 
@@ -187,6 +219,15 @@ def from_status(
     """The exception for a gRPC status: its details' agentstate code if any, else its gRPC code."""
     detail = _error_detail(trailing_metadata)
     if detail is not None:
+        mismatch = _detail(trailing_metadata, _MISMATCH_TYPE_URL_SUFFIX, session_pb2.SequenceMismatch)
+        if mismatch is not None and detail.code == common_pb2.ERROR_CODE_FAILED_PRECONDITION:
+            return SequenceMismatch(
+                detail.message or details,
+                expected_next_sequence=mismatch.expected_next_sequence,
+                next_sequence=mismatch.next_sequence,
+                grpc_code=grpc_code,
+                code_from_details=True,
+            )
         return error_class(detail.code)(
             detail.message or details, grpc_code=grpc_code, code_from_details=True
         )
@@ -210,7 +251,12 @@ def from_rpc_error(err: grpc.RpcError) -> AgentStateError:
 def _error_detail(
     trailing_metadata: Optional[Sequence[Tuple[str, object]]],
 ) -> Optional[common_pb2.Error]:
-    """The agentstate Error among a status's details, if the node sent one.
+    """The agentstate Error among a status's details, if the node sent one."""
+    return _detail(trailing_metadata, _ERROR_TYPE_URL_SUFFIX, common_pb2.Error)
+
+
+def _detail(trailing_metadata: Optional[Sequence[Tuple[str, object]]], suffix: str, cls: Type) -> Optional[object]:
+    """The detail whose type URL ends in suffix, parsed as cls, if the status carries one.
 
     grpc-status-details-bin is a serialized google.rpc.Status; its details
     (field 3) are google.protobuf.Any values. It is read with a minimal wire
@@ -224,11 +270,11 @@ def _error_detail(
         try:
             for any_bytes in _fields(value, 3):
                 type_url = b"".join(_fields(any_bytes, 1)).decode("utf-8", "replace")
-                if type_url.endswith(_ERROR_TYPE_URL_SUFFIX):
-                    err = common_pb2.Error()
-                    err.ParseFromString(b"".join(_fields(any_bytes, 2)))
-                    return err
-        except ValueError:
+                if type_url.endswith(suffix):
+                    msg = cls()
+                    msg.ParseFromString(b"".join(_fields(any_bytes, 2)))
+                    return msg
+        except Exception:  # noqa: BLE001 - a malformed detail is no detail (ValueError, DecodeError)
             return None
     return None
 

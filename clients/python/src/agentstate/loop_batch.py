@@ -29,26 +29,27 @@ last Client using it closes.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional, Set
+from typing import Any, Callable, Deque, List, Optional, Set
 
 import grpc
 import grpc.aio
 
 from agentstate import errors
-from agentstate.batch import (
+from agentstate.appends import (
     DEFAULT_LINGER,
-    MAX_BATCH_BYTES,
-    METHOD,
+    Ledger,
+    ThreadAppender,
+    ThreadCall,
     UnaryAppend,
-    _Call,
-    end_errors,
-    take_batch,
+    batches_method,
+    closed_error,
+    read_outcomes,
 )
 from agentstate.connection import Metadata
+from agentstate.io_loop import IOLoop
 from agentstate.session.v1 import session_pb2
 
 # Bounds how long close() waits for the loop to close the channel.
@@ -61,85 +62,12 @@ _CHAIN_STALE = 0.0005
 _CHAIN_STALL = 0.001
 
 
-def _ignore_poller_race(loop: asyncio.AbstractEventLoop, context: Dict[str, Any]) -> None:
-    # grpc.aio's poller wakes every loop bound to it; the losers' reads of
-    # its notification socket fail with EAGAIN (grpc/grpc issue 25364),
-    # harmless and otherwise logged on every event.
-    if isinstance(context.get("exception"), BlockingIOError) and "_handle_events" in repr(context.get("handle")):
-        return
-    loop.default_exception_handler(context)
-
-
-class _IOLoop:
-    """The background event loop of the blocking clients' streams: one per process while any is open.
-
-    Held by each appender from its first append to its close; the last
-    release stops and closes it, so that a process that has stopped
-    appending leaves no loop bound to grpc.aio's poller (see the mixing
-    caveat above).
-    """
-
-    _lock = threading.Lock()
-    _loop: Optional[asyncio.AbstractEventLoop] = None
-    _thread: Optional[threading.Thread] = None
-    _holders = 0
-
-    @classmethod
-    def acquire(cls) -> asyncio.AbstractEventLoop:
-        with cls._lock:
-            if cls._loop is None:
-                loop = asyncio.new_event_loop()
-                loop.set_exception_handler(_ignore_poller_race)
-                started = threading.Event()
-
-                def run() -> None:
-                    # grpc.aio finds this loop as the running one: its
-                    # channels are made by coroutines on it (_make_channel).
-                    loop.call_soon(started.set)
-                    loop.run_forever()
-
-                # A daemon: it must not keep a program that forgot close()
-                # from exiting; what it still carries then is lost.
-                cls._thread = threading.Thread(target=run, name="agentstate-io", daemon=True)
-                cls._thread.start()
-                started.wait()
-                cls._loop = loop
-            cls._holders += 1
-            return cls._loop
-
-    @classmethod
-    def release(cls) -> None:
-        with cls._lock:
-            cls._holders -= 1
-            if cls._holders > 0 or cls._loop is None:
-                return
-            loop, thread = cls._loop, cls._thread
-            cls._loop = cls._thread = None
-            loop.call_soon_threadsafe(loop.stop)
-            if thread is not None:
-                thread.join()
-            loop.close()
-
-    @classmethod
-    def _after_fork(cls) -> None:
-        # A forked child has the loop object but not its thread.
-        cls._lock = threading.Lock()
-        cls._loop = cls._thread = None
-        cls._holders = 0
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_IOLoop._after_fork)
-
-
 class _Stream:
     """One AppendBatches stream: callers' appends in, the loop's writer and reader out.
 
-    Invariants (all state under ``_lock``): an append is in ``_pending``
-    until the writer takes it into a batch, then in ``_inflight`` under its
-    tag until its outcome arrives or the stream fails; every call enqueued
-    and not withdrawn is finished exactly once; once ``err`` is set nothing
-    is enqueued. The rpc, ``_waiter`` and the tasks belong to the loop.
+    Invariants: the appends are a :class:`Ledger`, and all state is under
+    ``_lock``; every call enqueued and not withdrawn is finished exactly
+    once. The rpc, ``_waiter`` and the tasks belong to the loop.
     """
 
     def __init__(self, owner: "LoopBatchAppender") -> None:
@@ -147,10 +75,7 @@ class _Stream:
         self._loop = owner._loop
         self._linger = owner._linger
         self._lock = threading.Lock()
-        self._pending: List[_Call] = []
-        self._inflight: Dict[int, _Call] = {}
-        self._next_tag = 0
-        self._closing = False
+        self._ledger: Ledger[ThreadCall] = Ledger(owner)
         # Set once the node's headers arrived (see batch._Stream): appends
         # are written only after, so one failed with the connection was
         # never sent.
@@ -163,19 +88,22 @@ class _Stream:
         self._waiter: Optional["asyncio.Future[None]"] = None
         # Answered calls not woken yet, and whether a caller woken through
         # the chain has yet to pass it on (see enqueue).
-        self._ready: Deque[_Call] = deque()
+        self._ready: Deque[ThreadCall] = deque()
         self._chained = False
         self._passed_at = 0.0
         self._passes = 0
         self._watch: Optional[asyncio.TimerHandle] = None
         self._watched = -1
         self._rpc: Any = None
-        self.err: Optional[errors.AgentStateError] = None
         self._loop.call_soon_threadsafe(self._start)
+
+    @property
+    def err(self) -> Optional[errors.AgentStateError]:
+        return self._ledger.err
 
     # --- called by the appending threads ---
 
-    def enqueue(self, data: bytes) -> _Call:
+    def enqueue(self, data: bytes) -> ThreadCall:
         """Queues an append, and wakes the next answered caller: the caller blocks next.
 
         The loop wakes one answered caller, not all: each woken caller needs
@@ -186,14 +114,10 @@ class _Stream:
         not passed on for _CHAIN_STALE (its holder stopped appending), and
         all of them when none was woken for _CHAIN_STALL.
         """
-        nxt: Optional[_Call] = None
+        nxt: Optional[ThreadCall] = None
         with self._lock:
-            if self.err is not None:
-                raise self.err
-            self._next_tag += 1
-            call = _Call(self._next_tag, data)
-            self._pending.append(call)
-            kick = self._parked and not self._kicked and (not self._lingering or self._enough())
+            call = self._ledger.add(lambda tag: ThreadCall(tag, data))
+            kick = self._parked and not self._kicked and (not self._lingering or self._ledger.enough())
             if kick:
                 self._kicked = True
             if self._ready:
@@ -208,33 +132,20 @@ class _Stream:
             nxt.done.release()
         return call
 
-    def withdraw(self, call: _Call) -> bool:
+    def withdraw(self, call: ThreadCall) -> bool:
         """Takes call back if it was not sent yet; False once it was."""
         with self._lock:
-            try:
-                self._pending.remove(call)
-                return True
-            except ValueError:
-                # Sent: an outcome arriving later finds no call and is dropped.
-                self._inflight.pop(call.tag, None)
-                return False
+            return self._ledger.withdraw(call)
 
     def close(self) -> None:
         """Ends the stream once the appends already sent are answered; fails those not sent."""
         with self._lock:
-            self._closing = True
-            pending, self._pending = self._pending, []
-            if self.err is None:
-                self.err = errors.Unavailable("append batch client is closed")
-            err = self.err
+            pending, err = self._ledger.close()
         self._loop.call_soon_threadsafe(self._wake)
         for call in pending:
             call.finish(error=err)
 
     # --- run by the loop ---
-
-    def _enough(self) -> bool:
-        return len(self._pending) >= len(self._inflight) or self._closing
 
     def _wake(self) -> None:
         w = self._waiter
@@ -263,6 +174,7 @@ class _Stream:
                 self._parked = self._lingering = False
 
     async def _write(self) -> None:
+        ledger = self._ledger
         lingered = False
         try:
             while True:
@@ -270,15 +182,15 @@ class _Stream:
                 timeout: Optional[float] = None
                 with self._lock:
                     self._kicked = False
-                    if self._closing and not self._pending:
+                    if ledger.closing and not ledger.pending:
                         break
-                    if not (self._pending and self._established):
+                    if not (ledger.pending and self._established):
                         pass  # park until an append or the headers come
-                    elif self._linger > 0 and not lingered and not self._enough():
+                    elif self._linger > 0 and not lingered and not ledger.enough():
                         self._lingering = True
                         timeout = self._linger
                     else:
-                        batch = self._take()
+                        batch = ledger.take()
                     if batch is None:
                         self._parked = True
                         self._waiter = self._loop.create_future()
@@ -294,65 +206,41 @@ class _Stream:
             # real status and fails the appends.
             return
 
-    def _take(self) -> bytes:
-        """Moves the oldest pending appends, within one message's bounds, to inflight."""
-        batch, n = take_batch(self._pending, self._inflight)
-        self._owner.batches_sent += 1
-        self._owner.appends_sent += n
-        return batch
-
     async def _read(self) -> None:
-        rpc = self._rpc
-        try:
-            # The node sends its headers as the stream opens; a call that
-            # never reached it ends here instead.
-            await rpc.initial_metadata()
-            if not rpc.done():
-                with self._lock:
-                    self._established = True
-                self._wake()
-            while True:
-                msg = await rpc.read()
-                if msg is grpc.aio.EOF:
-                    break
-                head: Optional[_Call] = None
-                with self._lock:
-                    ready = self._ready
-                    for o in msg.outcomes:
-                        call = self._inflight.pop(o.tag, None)
-                        if call is not None:
-                            call.outcome = o.outcome
-                            ready.append(call)
-                    if ready:
-                        now = time.monotonic()
-                        if not self._chained or now - self._passed_at > _CHAIN_STALE:
-                            self._chained = True
-                            self._passed_at = now
-                            head = ready.popleft()
-                    # Fewer in flight: a lingering writer may have enough now.
-                    more = self._lingering and self._enough()
-                if more:
-                    self._wake()
-                if head is not None:
-                    head.done.release()
-                if self._ready and self._watch is None:
-                    self._watched = self._passes
-                    self._watch = self._loop.call_later(_CHAIN_STALL, self._unstall)
-        except grpc.aio.AioRpcError as e:
-            self._fail(e)
-            return
-        except asyncio.CancelledError:
-            self._fail(None)
-            raise
-        except Exception as e:  # noqa: BLE001 - a reply that does not decode, say
-            self._fail(None, f"append stream failed: {e!r}")
-            return
-        self._fail(None)
+        await read_outcomes(self._rpc, self._established_now, self._answered, self._fail)
+
+    def _established_now(self) -> None:
+        with self._lock:
+            self._established = True
+        self._wake()
+
+    def _answered(self, msg: session_pb2.AppendOutcomes) -> None:
+        head: Optional[ThreadCall] = None
+        with self._lock:
+            ready = self._ready
+            for call, outcome in self._ledger.answer(msg):
+                call.outcome = outcome
+                ready.append(call)
+            if ready:
+                now = time.monotonic()
+                if not self._chained or now - self._passed_at > _CHAIN_STALE:
+                    self._chained = True
+                    self._passed_at = now
+                    head = ready.popleft()
+            # Fewer in flight: a lingering writer may have enough now.
+            more = self._lingering and self._ledger.enough()
+        if more:
+            self._wake()
+        if head is not None:
+            head.done.release()
+        if self._ready and self._watch is None:
+            self._watched = self._passes
+            self._watch = self._loop.call_later(_CHAIN_STALL, self._unstall)
 
     def _unstall(self) -> None:
         """Wakes every answered caller if the chain made no progress since the last look."""
         self._watch = None
-        stalled: List[_Call] = []
+        stalled: List[ThreadCall] = []
         with self._lock:
             if self._ready and self._passes == self._watched:
                 stalled = list(self._ready)
@@ -367,15 +255,10 @@ class _Stream:
 
     def _fail(self, cause: Optional[grpc.aio.AioRpcError], why: str = "closed by the node") -> None:
         """Fails what the ended stream left: Unavailable if not sent, OutcomeUnknown if sent."""
-        not_sent, unknown = end_errors(cause, why)
         with self._lock:
-            if self.err is None:
-                self.err = not_sent
-            pending, self._pending = self._pending, []
-            inflight, self._inflight = self._inflight, {}
+            left = self._ledger.end(cause, why)
             answered = list(self._ready)
             self._ready.clear()
-            self._closing = True
         self._owner._forget(self)
         if self._watch is not None:
             self._watch.cancel()
@@ -385,13 +268,11 @@ class _Stream:
         if cause is not None and self._rpc is not None:
             self._rpc.cancel()
         self._wake()
-        for call in pending:
-            call.finish(error=not_sent)
-        for call in inflight.values():
-            call.finish(error=unknown)
+        for call, err in left:
+            call.finish(error=err)
 
 
-class LoopBatchAppender:
+class LoopBatchAppender(ThreadAppender[_Stream]):
     """Appends of many threads over one AppendBatches stream run by the background loop. Thread-safe.
 
     :meth:`append` makes one attempt; the client wraps it in its retry
@@ -407,41 +288,12 @@ class LoopBatchAppender:
         unary: UnaryAppend,
         linger: float = DEFAULT_LINGER,
     ) -> None:
+        super().__init__(metadata, unary, linger, threading.Lock())
         self._open_channel = open_channel
-        self._metadata = metadata
-        self._unary = unary
-        self._linger = linger
-        self._lock = threading.Lock()
         self._loop: Any = None
         self._channel: Optional[grpc.aio.Channel] = None
         self._method: Any = None
-        self._stream: Optional[_Stream] = None
-        self._closed = False
         self._tasks: Set["asyncio.Task[None]"] = set()  # the loop's
-        # Counters for observing the batching: stream messages and the
-        # appends they carried (written by the loop).
-        self.batches_sent = 0
-        self.appends_sent = 0
-        self.streams_opened = 0
-
-    def append(self, data: bytes, timeout: Optional[float]) -> session_pb2.AppendResponse:
-        """Appends an encoded AppendRequest; raises the node's error, Unavailable (not sent) or OutcomeUnknown.
-
-        timeout bounds the wait in seconds: past it an append not sent yet is
-        withdrawn (Unavailable), one sent is OutcomeUnknown.
-        """
-        if len(data) > MAX_BATCH_BYTES:
-            return self._unary(data, timeout)
-        stream = self._current()
-        call = stream.enqueue(data)
-        if call.done.acquire(timeout=-1 if timeout is None else max(timeout, 0)):
-            return call.result()
-        if stream.withdraw(call):
-            raise errors.Unavailable("append not sent before the deadline")
-        # Answered as the deadline passed (maybe still waiting in the chain): the answer wins.
-        if call.done.acquire(blocking=False) or call.outcome is not None or call.error is not None:
-            return call.result()
-        raise errors.OutcomeUnknown("no append answer before the deadline")
 
     def close(self) -> None:
         """Refuses later appends; those not sent fail Unavailable, those sent OutcomeUnknown
@@ -449,8 +301,7 @@ class LoopBatchAppender:
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
-            stream, self._stream = self._stream, None
+            stream = self._take_stream()
             channel, self._channel = self._channel, None
         if stream is not None:
             stream.close()
@@ -460,7 +311,7 @@ class LoopBatchAppender:
                 fut.result(_CLOSE_WAIT)
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
-            _IOLoop.release()
+            IOLoop.release()
 
     async def _shutdown(self, channel: grpc.aio.Channel) -> None:
         # Closing the channel cancels the stream; its reader then fails what
@@ -479,33 +330,21 @@ class LoopBatchAppender:
             return stream  # the common case, without the lock
         with self._lock:
             if self._closed:
-                raise errors.Unavailable("append batch client is closed")
+                raise closed_error()
             if self._channel is None:
-                self._loop = _IOLoop.acquire()
+                self._loop = IOLoop.acquire()
                 try:
                     self._channel = asyncio.run_coroutine_threadsafe(self._make_channel(), self._loop).result()
                 except BaseException:
-                    _IOLoop.release()
+                    IOLoop.release()
                     raise
-            if self._stream is None or self._stream.err is not None:
-                self._stream = _Stream(self)
-                self.streams_opened += 1
-            return self._stream
+            return self._renew(lambda: _Stream(self))
 
     async def _make_channel(self) -> grpc.aio.Channel:
         # grpc.aio binds a channel to the loop running where it is made.
         channel = self._open_channel()
-        self._method = channel.stream_stream(
-            METHOD,
-            request_serializer=None,  # batches arrive encoded (wire.tagged_append)
-            response_deserializer=session_pb2.AppendOutcomes.FromString,
-        )
+        self._method = batches_method(channel)
         return channel
 
     def _open(self) -> Any:
         return self._method(metadata=self._metadata)
-
-    def _forget(self, stream: _Stream) -> None:
-        with self._lock:
-            if self._stream is stream:
-                self._stream = None

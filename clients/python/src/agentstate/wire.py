@@ -17,6 +17,9 @@ _REQUEST_KEY = b"\x12"  # TaggedAppend.request = 2
 _APPENDS_KEY = b"\x0a"  # AppendBatch.appends = 1
 APPEND_REQUEST_SESSION_ID_KEY = b"\x0a"  # AppendRequest.session_id = 1
 APPEND_REQUEST_MESSAGES_KEY = b"\x12"  # AppendRequest.messages = 2
+APPEND_REQUEST_STATE_DELTA_KEY = b"\x1a"  # AppendRequest.state_delta = 3
+APPEND_REQUEST_SCOPE_DELTAS_KEY = b"\x22"  # AppendRequest.scope_deltas = 4
+APPEND_REQUEST_EXPECTED_KEY = b"\x28"  # AppendRequest.expected_next_sequence = 5 (varint)
 
 
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
