@@ -17,12 +17,18 @@
 // # What is stored where
 //
 // Each persistent actor's journal is one session, named by a client key in
-// Config.Namespace (default "protoactor"): the actor's name
-// (context.Self().Id) when it is 1-256 bytes of UTF-8, else "sha256:" and
-// the hex SHA-256 of the name; the session's actor_name is the same key. The
-// session is created by the actor's first
-// write; reads of an actor that never wrote find nothing and create
-// nothing.
+// Config.Namespace (default "protoactor"); the session's actor_name is the
+// same key. The key is the actor's name (context.Self().Id) when the name
+// is 1-256 bytes of UTF-8 without a NUL and does not have the hashed form;
+// any other name (empty, longer, not UTF-8, holding a NUL, or itself
+// "sha256:" followed by 64 lowercase hex digits) is keyed "sha256:" and the
+// lowercase hex SHA-256 of the name. So no two names share a journal: a
+// literal key never has the hashed form, and an actor named like another's
+// hashed key gets a hash of its own. Journals stored before this rule keep
+// their keys, except those of actors literally named in the hashed form,
+// which such an actor no longer finds (they may as well have been another
+// actor's). The session is created by the actor's first write; reads of an
+// actor that never wrote find nothing and create nothing.
 //
 //   - Event index n is the session's message sequence n. PersistEvent at
 //     index n is an append with expected_next_sequence n: if the session's

@@ -204,3 +204,47 @@ func TestNilEventRefused(t *testing.T) {
 		t.Errorf("session after a refused event: %v, want NOT_FOUND", err)
 	}
 }
+
+// Actor names map to distinct journals, whatever they are: an actor named
+// exactly like another's hashed key ("sha256:<hex>") is hashed itself and
+// does not share that journal; a name holding a NUL persists and recovers;
+// a name that could always be a key keeps it (journals stored before the
+// rule are found).
+func TestActorNamesMapInjectively(t *testing.T) {
+	t.Run("SQLite", func(t *testing.T) { namesInjective(t, startSQLite(t)) })
+	t.Run("Postgres", func(t *testing.T) { namesInjective(t, startPostgres(t)) })
+}
+
+func namesInjective(t *testing.T, n *testNode) {
+	j := journal.New(n.node.Sessions(), journal.Config{})
+	for _, victim := range []string{"", strings.Repeat("v", 300), "bad\xff"} {
+		forger := "sha256:" + sha256Hex(victim)
+		j.PersistEvent(victim, 0, event("victim-event"))
+		j.PersistEvent(forger, 0, event("forger-event"))
+		wantStrings(t, "the victim's replay", events(t, j, victim, 0, 0), []string{"victim-event"})
+		wantStrings(t, "the forger's replay", events(t, j, forger, 0, 0), []string{"forger-event"})
+		if got := sessionOf(t, n, "protoactor", "sha256:"+sha256Hex(forger)).GetMessageCount(); got != 1 {
+			t.Errorf("the forger's hashed journal holds %d events, want 1", got)
+		}
+	}
+
+	nul := "worker\x00one"
+	j.PersistEvent(nul, 0, event("nul-0"))
+	j.PersistEvent(nul, 1, event("nul-1"))
+	j.PersistSnapshot(nul, 1, snap("nul-snap"))
+	fresh := journal.New(n.node.Sessions(), journal.Config{}) // nothing cached
+	wantStrings(t, "a NUL name's replay", events(t, fresh, nul, 0, 0), []string{"nul-0", "nul-1"})
+	if s, idx, ok := snapshotOf(t, fresh, nul); !ok || idx != 1 || s != "nul-snap" {
+		t.Errorf("a NUL name's snapshot = %q at %d (%v), want nul-snap at 1", s, idx, ok)
+	}
+	sessionOf(t, n, "protoactor", "sha256:"+sha256Hex(nul))
+	wantStrings(t, "worker's events", events(t, fresh, "worker", 0, 0), nil)
+
+	// Literal keys: names that never had the hashed form.
+	for _, name := range []string{"worker/1", "sha256:not-hex", "sha256:" + strings.Repeat("a", 63), "SHA256:" + sha256Hex("x")} {
+		j.PersistEvent(name, 0, event(name))
+		if got := sessionOf(t, n, "protoactor", name).GetMessageCount(); got != 1 {
+			t.Errorf("%q: its literal key holds %d events, want 1", name, got)
+		}
+	}
+}
