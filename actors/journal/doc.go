@@ -47,8 +47,13 @@
 //     a google.protobuf.Any. Proto.Actor's snapshot index is the index of
 //     the first event the snapshot does not cover (the Mixin replays from
 //     it), so it is stored as covering sequence index-1; GetSnapshot
-//     returns the index. DeleteSnapshots(n) empties the slot if its index
-//     is at most n. A snapshot is at most 4 MiB encoded (agentstate's
+//     returns the index. An index past the actor's next event index, or
+//     one whose events before it were partly deleted (the covered sequence
+//     older than the truncation point), is refused by the session actor
+//     (FAILED_PRECONDITION) and stores nothing: recovering from it would
+//     resume the actor past its last event, or skip events.
+//     DeleteSnapshots(n) empties the slot if its index is at most n. A
+//     snapshot is at most 4 MiB encoded (agentstate's
 //     persistence.MaxSnapshotBytes).
 //   - DeleteEvents(n) truncates the session through sequence n: events
 //     0..n are removed, later ones stay readable at their indexes, and the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -246,5 +247,41 @@ func namesInjective(t *testing.T, n *testNode) {
 		if got := sessionOf(t, n, "protoactor", name).GetMessageCount(); got != 1 {
 			t.Errorf("%q: its literal key holds %d events, want 1", name, got)
 		}
+	}
+}
+
+// A snapshot index past the actor's next event index, or before the events
+// it deleted, is refused (FAILED_PRECONDITION) and stores nothing: a
+// recovery from it would resume the actor past its last event, or skip
+// events. The recovery then still finds the snapshot it had.
+func TestSnapshotOutsideTheJournalIsRefused(t *testing.T) {
+	for name, svc := range map[string]func(*testNode) journal.Sessions{
+		"Embedded": func(n *testNode) journal.Sessions { return n.node.Sessions() },
+		"OverGRPC": func(n *testNode) journal.Sessions { return overGRPC(t, n) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			n := startSQLite(t)
+			j := journal.New(svc(n), journal.Config{})
+			for i := range 5 {
+				j.PersistEvent("a", i, event(fmt.Sprintf("e%d", i)))
+			}
+			j.PersistSnapshot("a", 3, snap("at-3"))
+			for _, idx := range []int{6, 1000, math.MaxInt64} {
+				err := mustPanic(t, func() { j.PersistSnapshot("a", idx, snap("past")) })
+				var je *journal.Error
+				if !errors.As(err, &je) || je.Op != "persist snapshot" || errs.CodeOf(err) != errs.FailedPreconditionCode {
+					t.Errorf("PersistSnapshot at %d: %v, want a persist-snapshot *journal.Error, FAILED_PRECONDITION", idx, err)
+				}
+			}
+			j.DeleteEvents("a", 3)
+			mustPanic(t, func() { j.PersistSnapshot("a", 2, snap("before-the-deletion")) })
+			if s, idx, ok := snapshotOf(t, j, "a"); !ok || idx != 3 || s != "at-3" {
+				t.Errorf("snapshot = %q at %d (%v), want at-3 at 3", s, idx, ok)
+			}
+			j.PersistSnapshot("a", 5, snap("at-5"))
+			if s, idx, ok := snapshotOf(t, j, "a"); !ok || idx != 5 || s != "at-5" {
+				t.Errorf("snapshot = %q at %d (%v), want at-5 at 5", s, idx, ok)
+			}
+		})
 	}
 }
