@@ -43,6 +43,7 @@ type Router struct {
 	cfg     RouterConfig
 	cluster atomic.Pointer[cluster.Cluster]
 	topo    topologyWatch
+	conns   endpointWatch
 	retries atomic.Int64
 }
 
@@ -65,6 +66,8 @@ func NewRouter(cfg RouterConfig) *Router {
 // that depends on a member stops waiting when that member leaves.
 func (r *Router) Bind(c *cluster.Cluster) {
 	r.topo.watch(c.ActorSystem.EventStream)
+	// After the remote started: see endpointWatch.
+	r.conns.watch(c.ActorSystem.EventStream)
 	r.cluster.Store(c)
 }
 
@@ -117,8 +120,9 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 }
 
 // attempt makes one cluster request. Failing before msg was sent (no
-// cluster, no owner found, the owner's member gone) or msg not delivered is
-// UNAVAILABLE; msg sent and no answer is OUTCOME_UNKNOWN; an answered
+// cluster, no owner found, the owner's member gone, no connection to it
+// open from the send to the failure: endpointWatch) or msg not delivered
+// is UNAVAILABLE; msg sent and no answer is OUTCOME_UNKNOWN; an answered
 // *commonv1.Error is the owner's. The whole attempt — finding the owner and
 // its answer — ends at timeout, or as soon as the member it waits on
 // leaves the topology: cluster.Request cannot promise either, because its
@@ -142,6 +146,7 @@ func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Durati
 		c.PidCache.RemoveByValue(id, kind, pid)
 		return nil, errs.Unavailable("%s %s: its owner's member %s left the cluster", kind, id, pid.Address)
 	}
+	sent := r.conns.mark(pid.Address)
 	raw, err := r.await(c, pid, proto.Clone(msg), time.Until(deadline))
 	if err != nil {
 		// A dead or stopped activation: the next attempt looks the owner up anew.
@@ -149,6 +154,11 @@ func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Durati
 		undelivered := errors.Is(err, actor.ErrDeadLetter) || errors.Is(err, remote.ErrDeadLetter)
 		if undelivered {
 			return nil, errs.Unavailable("%s %s: %v", kind, id, err)
+		}
+		// The first request to a member that was just killed waits in a
+		// new endpoint writer that cannot connect: it never left.
+		if pid.Address != self && r.conns.neverSent(sent) {
+			return nil, errs.Unavailable("%s %s: not sent, member %s has no connection open (%v)", kind, id, pid.Address, err)
 		}
 		if errors.Is(err, errMemberLeft) {
 			return nil, errs.OutcomeUnknown("%s %s: %v; it may have been applied", kind, id, err)
