@@ -63,10 +63,11 @@ func NewRouter(cfg RouterConfig) *Router {
 // Bind makes r route through c, a started member. The kinds must be
 // registered in c (Kinds). r follows c's membership from the next topology
 // change on (StartMember has it follow from the start), so that an attempt
-// that depends on a member stops waiting when that member leaves.
+// that depends on a member stops waiting when that member leaves. It
+// follows c's connections to other members from here on, which is why c
+// must be started first (endpointWatch).
 func (r *Router) Bind(c *cluster.Cluster) {
 	r.topo.watch(c.ActorSystem.EventStream)
-	// After the remote started: see endpointWatch.
 	r.conns.watch(c.ActorSystem.EventStream)
 	r.cluster.Store(c)
 }
