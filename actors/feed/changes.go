@@ -113,9 +113,19 @@ type ChangeTail struct {
 	closed atomic.Bool
 }
 
+// MaxFilterEventTypes bounds the event types of one change filter: each
+// is a value the store's query binds, and the registry holds a few dozen,
+// so a longer list is a mistake or an attack (100,000 of them exceeded
+// SQLite's bound variables and answered INTERNAL).
+const MaxFilterEventTypes = 100
+
 // FilterOf converts the wire filter; an unknown event type is not refused
-// (the trail's types grow; an old one may be stored), an empty one is.
+// (the trail's types grow; an old one may be stored), an empty one is, and
+// so is a list longer than MaxFilterEventTypes (INVALID_ARGUMENT).
 func FilterOf(f *feedv1.ChangeFilter) (*persistence.FeedFilter, error) {
+	if n := len(f.GetEventTypes()); n > MaxFilterEventTypes {
+		return nil, errs.InvalidArgument("change filter: %d event types; at most %d", n, MaxFilterEventTypes)
+	}
 	for _, t := range f.GetEventTypes() {
 		if t == "" {
 			return nil, errs.InvalidArgument("change filter: an empty event type")

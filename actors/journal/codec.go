@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -24,16 +25,43 @@ const typeKey = "proto_type"
 // maxKeyBytes is the sessions service's limit on a client key.
 const maxKeyBytes = 256
 
+// hashedPrefix starts every hashed key; hashedLen is a hashed key's length.
+const (
+	hashedPrefix = "sha256:"
+	hashedLen    = len(hashedPrefix) + 2*sha256.Size
+)
+
 var deterministic = proto.MarshalOptions{Deterministic: true}
 
 // clientKey names the session of an actor's journal: the actor's name,
-// unless the name cannot be a client key (empty, too long, not UTF-8).
+// unless the name cannot be a client key (empty, too long, not UTF-8,
+// holding a NUL) or has the form of a hashed key; those are hashed.
+//
+// Invariant: the mapping is injective. A literal key never has the hashed
+// form ("sha256:" and 64 lowercase hex digits), and every hashed key has
+// it, so an actor named like another's hashed key is hashed itself rather
+// than sharing that journal. A name that was stored literally before this
+// rule keeps its key unless it has the hashed form.
 func clientKey(actorName string) string {
-	if actorName != "" && len(actorName) <= maxKeyBytes && utf8.ValidString(actorName) {
+	if actorName != "" && len(actorName) <= maxKeyBytes && utf8.ValidString(actorName) &&
+		strings.IndexByte(actorName, 0) < 0 && !hashedForm(actorName) {
 		return actorName
 	}
 	sum := sha256.Sum256([]byte(actorName))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return hashedPrefix + hex.EncodeToString(sum[:])
+}
+
+// hashedForm reports whether s looks like a key clientKey hashed.
+func hashedForm(s string) bool {
+	if len(s) != hashedLen || !strings.HasPrefix(s, hashedPrefix) {
+		return false
+	}
+	for _, c := range []byte(s[len(hashedPrefix):]) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func encodeEvent(event proto.Message) (*sessionv1.NewMessage, error) {

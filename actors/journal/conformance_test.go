@@ -101,9 +101,14 @@ func persistAndGetEvent(t *testing.T, p persistence.ProviderState) {
 }
 
 // No snapshot before one is persisted; then it comes back with its index.
+// (Unlike upstream's in-memory provider, a snapshot must cover events
+// that exist: see snapshotPastTheEnd.)
 func persistAndGetSnapshot(t *testing.T, p persistence.ProviderState) {
 	if _, _, ok := snapshotOf(t, p, "actor-1"); ok {
 		t.Fatal("a snapshot before any was persisted")
+	}
+	for i := range 5 {
+		p.PersistEvent("actor-1", i, event(fmt.Sprintf("e%d", i)))
 	}
 	p.PersistSnapshot("actor-1", 5, snap("state-at-5"))
 	s, idx, ok := snapshotOf(t, p, "actor-1")
@@ -146,6 +151,9 @@ func deleteEvents(t *testing.T, p persistence.ProviderState) {
 
 // DeleteSnapshots(n) removes a snapshot at index n (and keeps one past n).
 func deleteSnapshots(t *testing.T, p persistence.ProviderState) {
+	for i := range 3 {
+		p.PersistEvent("actor-1", i, event(fmt.Sprintf("e%d", i)))
+	}
 	p.PersistSnapshot("actor-1", 3, snap("snap-3"))
 	p.DeleteSnapshots("actor-1", 2)
 	if s, idx, ok := snapshotOf(t, p, "actor-1"); !ok || idx != 3 || s != "snap-3" {

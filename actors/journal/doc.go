@@ -17,12 +17,18 @@
 // # What is stored where
 //
 // Each persistent actor's journal is one session, named by a client key in
-// Config.Namespace (default "protoactor"): the actor's name
-// (context.Self().Id) when it is 1-256 bytes of UTF-8, else "sha256:" and
-// the hex SHA-256 of the name; the session's actor_name is the same key. The
-// session is created by the actor's first
-// write; reads of an actor that never wrote find nothing and create
-// nothing.
+// Config.Namespace (default "protoactor"); the session's actor_name is the
+// same key. The key is the actor's name (context.Self().Id) when the name
+// is 1-256 bytes of UTF-8 without a NUL and does not have the hashed form;
+// any other name (empty, longer, not UTF-8, holding a NUL, or itself
+// "sha256:" followed by 64 lowercase hex digits) is keyed "sha256:" and the
+// lowercase hex SHA-256 of the name. So no two names share a journal: a
+// literal key never has the hashed form, and an actor named like another's
+// hashed key gets a hash of its own. Journals stored before this rule keep
+// their keys, except those of actors literally named in the hashed form,
+// which such an actor no longer finds (they may as well have been another
+// actor's). The session is created by the actor's first write; reads of an
+// actor that never wrote find nothing and create nothing.
 //
 //   - Event index n is the session's message sequence n. PersistEvent at
 //     index n is an append with expected_next_sequence n: if the session's
@@ -41,8 +47,13 @@
 //     a google.protobuf.Any. Proto.Actor's snapshot index is the index of
 //     the first event the snapshot does not cover (the Mixin replays from
 //     it), so it is stored as covering sequence index-1; GetSnapshot
-//     returns the index. DeleteSnapshots(n) empties the slot if its index
-//     is at most n. A snapshot is at most 4 MiB encoded (agentstate's
+//     returns the index. An index past the actor's next event index, or
+//     one whose events before it were partly deleted (the covered sequence
+//     older than the truncation point), is refused by the session actor
+//     (FAILED_PRECONDITION) and stores nothing: recovering from it would
+//     resume the actor past its last event, or skip events.
+//     DeleteSnapshots(n) empties the slot if its index is at most n. A
+//     snapshot is at most 4 MiB encoded (agentstate's
 //     persistence.MaxSnapshotBytes).
 //   - DeleteEvents(n) truncates the session through sequence n: events
 //     0..n are removed, later ones stay readable at their indexes, and the

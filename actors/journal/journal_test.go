@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -202,5 +203,85 @@ func TestNilEventRefused(t *testing.T) {
 	}
 	if _, err := n.node.Sessions().Get(context.Background(), &sessionv1.GetSessionRequest{Namespace: "protoactor", ClientKey: "a"}); errs.CodeOf(err) != errs.NotFoundCode {
 		t.Errorf("session after a refused event: %v, want NOT_FOUND", err)
+	}
+}
+
+// Actor names map to distinct journals, whatever they are: an actor named
+// exactly like another's hashed key ("sha256:<hex>") is hashed itself and
+// does not share that journal; a name holding a NUL persists and recovers;
+// a name that could always be a key keeps it (journals stored before the
+// rule are found).
+func TestActorNamesMapInjectively(t *testing.T) {
+	t.Run("SQLite", func(t *testing.T) { namesInjective(t, startSQLite(t)) })
+	t.Run("Postgres", func(t *testing.T) { namesInjective(t, startPostgres(t)) })
+}
+
+func namesInjective(t *testing.T, n *testNode) {
+	j := journal.New(n.node.Sessions(), journal.Config{})
+	for _, victim := range []string{"", strings.Repeat("v", 300), "bad\xff"} {
+		forger := "sha256:" + sha256Hex(victim)
+		j.PersistEvent(victim, 0, event("victim-event"))
+		j.PersistEvent(forger, 0, event("forger-event"))
+		wantStrings(t, "the victim's replay", events(t, j, victim, 0, 0), []string{"victim-event"})
+		wantStrings(t, "the forger's replay", events(t, j, forger, 0, 0), []string{"forger-event"})
+		if got := sessionOf(t, n, "protoactor", "sha256:"+sha256Hex(forger)).GetMessageCount(); got != 1 {
+			t.Errorf("the forger's hashed journal holds %d events, want 1", got)
+		}
+	}
+
+	nul := "worker\x00one"
+	j.PersistEvent(nul, 0, event("nul-0"))
+	j.PersistEvent(nul, 1, event("nul-1"))
+	j.PersistSnapshot(nul, 1, snap("nul-snap"))
+	fresh := journal.New(n.node.Sessions(), journal.Config{}) // nothing cached
+	wantStrings(t, "a NUL name's replay", events(t, fresh, nul, 0, 0), []string{"nul-0", "nul-1"})
+	if s, idx, ok := snapshotOf(t, fresh, nul); !ok || idx != 1 || s != "nul-snap" {
+		t.Errorf("a NUL name's snapshot = %q at %d (%v), want nul-snap at 1", s, idx, ok)
+	}
+	sessionOf(t, n, "protoactor", "sha256:"+sha256Hex(nul))
+	wantStrings(t, "worker's events", events(t, fresh, "worker", 0, 0), nil)
+
+	// Literal keys: names that never had the hashed form.
+	for _, name := range []string{"worker/1", "sha256:not-hex", "sha256:" + strings.Repeat("a", 63), "SHA256:" + sha256Hex("x")} {
+		j.PersistEvent(name, 0, event(name))
+		if got := sessionOf(t, n, "protoactor", name).GetMessageCount(); got != 1 {
+			t.Errorf("%q: its literal key holds %d events, want 1", name, got)
+		}
+	}
+}
+
+// A snapshot index past the actor's next event index, or before the events
+// it deleted, is refused (FAILED_PRECONDITION) and stores nothing: a
+// recovery from it would resume the actor past its last event, or skip
+// events. The recovery then still finds the snapshot it had.
+func TestSnapshotOutsideTheJournalIsRefused(t *testing.T) {
+	for name, svc := range map[string]func(*testNode) journal.Sessions{
+		"Embedded": func(n *testNode) journal.Sessions { return n.node.Sessions() },
+		"OverGRPC": func(n *testNode) journal.Sessions { return overGRPC(t, n) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			n := startSQLite(t)
+			j := journal.New(svc(n), journal.Config{})
+			for i := range 5 {
+				j.PersistEvent("a", i, event(fmt.Sprintf("e%d", i)))
+			}
+			j.PersistSnapshot("a", 3, snap("at-3"))
+			for _, idx := range []int{6, 1000, math.MaxInt64} {
+				err := mustPanic(t, func() { j.PersistSnapshot("a", idx, snap("past")) })
+				var je *journal.Error
+				if !errors.As(err, &je) || je.Op != "persist snapshot" || errs.CodeOf(err) != errs.FailedPreconditionCode {
+					t.Errorf("PersistSnapshot at %d: %v, want a persist-snapshot *journal.Error, FAILED_PRECONDITION", idx, err)
+				}
+			}
+			j.DeleteEvents("a", 3)
+			mustPanic(t, func() { j.PersistSnapshot("a", 2, snap("before-the-deletion")) })
+			if s, idx, ok := snapshotOf(t, j, "a"); !ok || idx != 3 || s != "at-3" {
+				t.Errorf("snapshot = %q at %d (%v), want at-3 at 3", s, idx, ok)
+			}
+			j.PersistSnapshot("a", 5, snap("at-5"))
+			if s, idx, ok := snapshotOf(t, j, "a"); !ok || idx != 5 || s != "at-5" {
+				t.Errorf("snapshot = %q at %d (%v), want at-5 at 5", s, idx, ok)
+			}
+		})
 	}
 }

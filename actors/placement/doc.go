@@ -29,9 +29,11 @@
 // one's writes fail, it answers UNAVAILABLE and stops, and the Router
 // retries. Router retries, within the caller's deadline, only attempts known
 // to have done nothing (an UNAVAILABLE answer, an owner lookup that did not
-// answer within the short per-attempt timeout, a dead letter); a request
-// sent but unanswered fails OUTCOME_UNKNOWN, and the caller retries it only
-// if it is idempotent (appends carry message ids; a RecordError does not).
+// answer within the short per-attempt timeout, a dead letter, a request to
+// a member whose connection was down from its send to the attempt's end,
+// so it never left: endpointWatch); a request sent but unanswered fails
+// OUTCOME_UNKNOWN, and the caller retries it only if it is idempotent
+// (appends carry message ids; a RecordError does not).
 // The Router follows its member's topology: a request in flight to a member
 // that leaves fails OUTCOME_UNKNOWN as soon as the departure is seen, and
 // an owner lookup waiting on it is abandoned and retried, instead of both

@@ -46,6 +46,12 @@ func startOneMember(t *testing.T, extra ...*cluster.Kind) *oneMember {
 // startMember is startOneMember with options for the member's remote.
 func startMember(t *testing.T, extra []*cluster.Kind, ropts ...remote.ConfigOption) *oneMember {
 	t.Helper()
+	return startMemberWith(t, extra, nil, ropts...)
+}
+
+// startMemberWith is startMember with options for the member's cluster too.
+func startMemberWith(t *testing.T, extra []*cluster.Kind, copts []cluster.ConfigOption, ropts ...remote.ConfigOption) *oneMember {
+	t.Helper()
 	store, err := sqlite.Open("memory:" + strings.ReplaceAll(t.Name(), "/", "-"))
 	if err != nil {
 		t.Fatal(err)
@@ -61,10 +67,12 @@ func startMember(t *testing.T, extra []*cluster.Kind, ropts ...remote.ConfigOpti
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := cluster.Configure("placement-test", test.NewTestProvider(test.NewInMemAgent()), disthash.New(),
-		remote.Configure("127.0.0.1", 0, ropts...),
+	copts = append([]cluster.ConfigOption{
 		cluster.WithKinds(append(placement.Kinds(node.Sessions(), node.Plans()), extra...)...),
-		cluster.WithRequestTimeout(placement.DefaultRequestTimeout))
+		cluster.WithRequestTimeout(placement.DefaultRequestTimeout),
+	}, copts...)
+	cfg := cluster.Configure("placement-test", test.NewTestProvider(test.NewInMemAgent()), disthash.New(),
+		remote.Configure("127.0.0.1", 0, ropts...), copts...)
 	c := cluster.New(sys, cfg)
 	c.StartMember()
 	router.Bind(c)

@@ -43,6 +43,7 @@ type Router struct {
 	cfg     RouterConfig
 	cluster atomic.Pointer[cluster.Cluster]
 	topo    topologyWatch
+	conns   endpointWatch
 	retries atomic.Int64
 }
 
@@ -62,9 +63,12 @@ func NewRouter(cfg RouterConfig) *Router {
 // Bind makes r route through c, a started member. The kinds must be
 // registered in c (Kinds). r follows c's membership from the next topology
 // change on (StartMember has it follow from the start), so that an attempt
-// that depends on a member stops waiting when that member leaves.
+// that depends on a member stops waiting when that member leaves. It
+// follows c's connections to other members from here on, which is why c
+// must be started first (endpointWatch).
 func (r *Router) Bind(c *cluster.Cluster) {
 	r.topo.watch(c.ActorSystem.EventStream)
+	r.conns.watch(c.ActorSystem.EventStream)
 	r.cluster.Store(c)
 }
 
@@ -117,8 +121,9 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 }
 
 // attempt makes one cluster request. Failing before msg was sent (no
-// cluster, no owner found, the owner's member gone) or msg not delivered is
-// UNAVAILABLE; msg sent and no answer is OUTCOME_UNKNOWN; an answered
+// cluster, no owner found, the owner's member gone, no connection to it
+// open from the send to the failure: endpointWatch) or msg not delivered
+// is UNAVAILABLE; msg sent and no answer is OUTCOME_UNKNOWN; an answered
 // *commonv1.Error is the owner's. The whole attempt — finding the owner and
 // its answer — ends at timeout, or as soon as the member it waits on
 // leaves the topology: cluster.Request cannot promise either, because its
@@ -142,6 +147,7 @@ func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Durati
 		c.PidCache.RemoveByValue(id, kind, pid)
 		return nil, errs.Unavailable("%s %s: its owner's member %s left the cluster", kind, id, pid.Address)
 	}
+	sent := r.conns.mark(pid.Address)
 	raw, err := r.await(c, pid, proto.Clone(msg), time.Until(deadline))
 	if err != nil {
 		// A dead or stopped activation: the next attempt looks the owner up anew.
@@ -149,6 +155,11 @@ func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Durati
 		undelivered := errors.Is(err, actor.ErrDeadLetter) || errors.Is(err, remote.ErrDeadLetter)
 		if undelivered {
 			return nil, errs.Unavailable("%s %s: %v", kind, id, err)
+		}
+		// The first request to a member that was just killed waits in a
+		// new endpoint writer that cannot connect: it never left.
+		if pid.Address != self && r.conns.neverSent(sent) {
+			return nil, errs.Unavailable("%s %s: not sent, member %s has no connection open (%v)", kind, id, pid.Address, err)
 		}
 		if errors.Is(err, errMemberLeft) {
 			return nil, errs.OutcomeUnknown("%s %s: %v; it may have been applied", kind, id, err)

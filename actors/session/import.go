@@ -247,6 +247,9 @@ func importStateAndSnapshot(ds exportSession) (string, *sessionv1.Snapshot, erro
 		if len(snap.GetData()) > persistence.MaxSnapshotBytes || snap.GetSequence() < -1 {
 			return "", nil, errs.InvalidArgument("session.snapshot: sequence %d, %d bytes (at most %d)", snap.GetSequence(), len(snap.GetData()), persistence.MaxSnapshotBytes)
 		}
+		if err := snapshotInRange(snap.GetSequence(), ds.FirstSequence, ds.FirstSequence+ds.MessageCount); err != nil {
+			return "", nil, errs.InvalidArgument("session.snapshot: %v", err)
+		}
 		if err := checkTime("session.snapshot.created_at", snap.GetCreatedAt()); err != nil {
 			return "", nil, errs.InvalidArgument("%s", errs.From(err).Msg)
 		}

@@ -2,12 +2,14 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
 	"github.com/agentstate/agentstate/actors/lifecycle"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -67,9 +69,29 @@ func (o *owner) truncate(r *lifecycle.Request, m *sessionv1.TruncateRequest, rem
 	})
 }
 
+// snapshotInRange checks that a snapshot covering the messages through seq
+// can be resumed from on a session whose messages first..next-1 are
+// stored: it covers no message that does not exist (seq < next), and what
+// it does not cover is still stored (seq >= first-1). A snapshot past the
+// end would resume a reader past its last message; one older than the
+// truncation point would skip the messages truncated after it.
+func snapshotInRange(seq, first, next int64) error {
+	if seq >= next {
+		return fmt.Errorf("snapshot sequence %d is past the last message (%d)", seq, next-1)
+	}
+	if seq < first-1 {
+		return fmt.Errorf("snapshot sequence %d is older than the truncation point: messages through %d were removed", seq, first-1)
+	}
+	return nil
+}
+
 func (o *owner) putSnapshot(r *lifecycle.Request, m *sessionv1.PutSnapshotRequest) {
 	if o.sess == nil {
 		o.reply(r, nil, o.notFound())
+		return
+	}
+	if err := snapshotInRange(m.Sequence, o.sess.FirstSequence, o.sess.MessageCount); err != nil {
+		o.reply(r, nil, errs.FailedPrecondition("session %s: %v", o.id, err))
 		return
 	}
 	snap := &sessionv1.Snapshot{Sequence: m.Sequence, Data: m.Data, CreatedAt: timestamppb.New(time.Now().UTC())}

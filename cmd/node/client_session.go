@@ -15,6 +15,7 @@ import (
 	"github.com/agentstate/agentstate/actors/session"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -113,8 +114,8 @@ func sessionListCmd(o *clientOptions) *cobra.Command {
 
 func sessionAppendCmd(o *clientOptions) *cobra.Command {
 	var (
-		sessionID, role, content, messageID, metadata, file string
-		pairs                                               []string
+		sessionID, role, content, metadata, file string
+		pairs, messageIDs                        []string
 	)
 	c := &cobra.Command{
 		Use:   "append",
@@ -123,12 +124,17 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 			"Give one message with --role/--content (and optionally --message-id, --metadata), several\n" +
 			"with repeated --message role=content, or a JSON file (--file, - for stdin) holding an array\n" +
 			`of {"role":"user","content":"...","message_id":"<ULID>","metadata":{...}}.` + "\n" +
-			"A retry with the same message ids returns the original sequences and stores nothing.",
+			"Every message gets its id (a ULID) before the first attempt: the one given, or a new one.\n" +
+			"The ids are printed with the answer, and with the error if the append failed: a retry\n" +
+			"with the same message ids (--message-id, or message_id in the file) returns the original\n" +
+			"sequences and stores nothing, so an append that exited 11 (outcome unknown) or 8 can be\n" +
+			"retried safely.",
 	}
 	sessionFlag(c, &sessionID)
 	c.Flags().StringVar(&role, "role", "", "role of the message: user, assistant, system or tool")
 	c.Flags().StringVar(&content, "content", "", "content of the message")
-	c.Flags().StringVar(&messageID, "message-id", "", "client-chosen message id (a ULID) that makes a retry idempotent")
+	c.Flags().StringArrayVar(&messageIDs, "message-id", nil,
+		"message id (a ULID) that makes a retry idempotent; with --message, one per --message in order (default: new ones)")
 	c.Flags().StringVar(&metadata, "metadata", "", "metadata of the message, a JSON object")
 	c.Flags().StringArrayVar(&pairs, "message", nil, "a message as role=content; repeat for a multi-message turn")
 	c.Flags().StringVar(&file, "file", "", "JSON file with the turn's messages (- for stdin)")
@@ -177,7 +183,7 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return usagef(cmd, "%v", err)
 			}
-			req.Messages = []*sessionv1.NewMessage{{Role: r, Content: content, MessageId: messageID, MetadataJson: metadata, EventTime: event}}
+			req.Messages = []*sessionv1.NewMessage{{Role: r, Content: content, MetadataJson: metadata, EventTime: event}}
 		case len(pairs) > 0:
 			for _, p := range pairs {
 				rs, text, ok := strings.Cut(p, "=")
@@ -196,12 +202,61 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 				return fmt.Errorf("%s: %w", file, err)
 			}
 		}
-		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+		if err := setMessageIDs(cmd, req.Messages, messageIDs); err != nil {
+			return err
+		}
+		err = call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
 			return sessionv1.NewSessionServiceClient(cl.conn).Append(ctx, req)
 		})
+		if err != nil {
+			return &appendFailed{err: err, messageIDs: idsOf(req.Messages)}
+		}
+		return nil
 	})
 	return c
 }
+
+// setMessageIDs gives every message of a turn its id before the first
+// attempt: the --message-id flags in order (with --file, the file's ids
+// instead), else a new ULID. An id chosen here rather than by the node
+// is what makes the retry after an unknown outcome safe: it is the same.
+func setMessageIDs(cmd *cobra.Command, msgs []*sessionv1.NewMessage, flagged []string) error {
+	if len(flagged) > 0 {
+		if cmd.Flags().Changed("file") {
+			return usagef(cmd, "--message-id does not go with --file: give message_id in the file")
+		}
+		if len(flagged) != len(msgs) {
+			return usagef(cmd, "%d --message-id for %d messages: give one per message, or none", len(flagged), len(msgs))
+		}
+		for i, id := range flagged {
+			msgs[i].MessageId = id
+		}
+	}
+	for _, m := range msgs {
+		if m.MessageId == "" {
+			m.MessageId = ids.New()
+		}
+	}
+	return nil
+}
+
+func idsOf(msgs []*sessionv1.NewMessage) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.MessageId
+	}
+	return out
+}
+
+// appendFailed is a failed append with its messages' ids, which the error
+// output names (writeError) so that the append can be retried with them.
+type appendFailed struct {
+	err        error
+	messageIDs []string
+}
+
+func (e *appendFailed) Error() string { return e.err.Error() }
+func (e *appendFailed) Unwrap() error { return e.err }
 
 // turnFileMessage is one message of an append --file.
 type turnFileMessage struct {

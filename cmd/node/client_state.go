@@ -130,7 +130,7 @@ func sessionSnapshotCmd(o *clientOptions) *cobra.Command {
 	var file string
 	p := &cobra.Command{Use: "put", Short: "Replace the snapshot with a file's bytes (- for stdin)"}
 	sessionFlag(p, &put.SessionId)
-	p.Flags().Int64Var(&put.Sequence, "sequence", -1, "the sequence the snapshot covers (-1: before any message)")
+	p.Flags().Int64Var(&put.Sequence, "sequence", -1, "the sequence the snapshot covers (-1: before any message); from the truncation point (first_sequence-1) to the last message")
 	p.Flags().StringVar(&file, "file", "", "file holding the snapshot's bytes (required; - for stdin)")
 	p.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
 		if err := requireFlags(cmd, "session", "file"); err != nil {

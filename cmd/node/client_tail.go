@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os/signal"
 	"syscall"
 
+	"github.com/agentstate/agentstate/actors/feed"
 	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -51,7 +53,7 @@ printed as --after.`,
 	}
 	c.Flags().Int64Var(&req.AfterPosition, "after", 0, "print entries after this position")
 	c.Flags().BoolVar(&req.FromNow, "now", false, "print only entries committed from now on")
-	c.Flags().StringSliceVar(&req.Filter.EventTypes, "type", nil, "only entries of these event types (repeat or comma-separate)")
+	c.Flags().StringSliceVar(&req.Filter.EventTypes, "type", nil, fmt.Sprintf("only entries of these event types (repeat or comma-separate; at most %d)", feed.MaxFilterEventTypes))
 	c.Flags().StringVar(&req.Filter.SessionId, "session", "", "only entries about this session")
 	c.Flags().StringVar(&req.Filter.PlanId, "plan", "", "only entries about this plan")
 	c.Flags().StringVar(&req.Filter.ActorName, "actor", "", "only entries of this actor")

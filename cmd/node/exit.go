@@ -71,15 +71,21 @@ func exitCode(err error) int {
 
 // writeError prints err on w as one JSON object:
 // {"error":{"code":"NOT_FOUND","message":"..."}}. Local failures have code
-// "LOCAL".
+// "LOCAL". A failed append also names its messages' ids
+// ("message_ids"), to retry it with.
 func writeError(w io.Writer, err error) {
 	type body struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code       string   `json:"code"`
+		Message    string   `json:"message"`
+		MessageIDs []string `json:"message_ids,omitempty"`
 	}
 	b := body{Code: "LOCAL", Message: err.Error()}
 	if e, ok := remoteError(err); ok {
 		b = body{Code: codeLabel(e.Code), Message: e.Msg}
+	}
+	var af *appendFailed
+	if errors.As(err, &af) {
+		b.MessageIDs = af.messageIDs
 	}
 	out, mErr := json.Marshal(map[string]body{"error": b})
 	if mErr != nil {

@@ -3308,6 +3308,8 @@ type PutSnapshotRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The sequence the snapshot covers (inclusive); -1 = before any message.
+	// From first_sequence-1 (what truncation removed) to the last message
+	// stored; outside that FAILED_PRECONDITION, and nothing is stored.
 	Sequence int64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// At most 4 MiB (and the node's request size limit).
 	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
