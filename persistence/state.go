@@ -10,6 +10,7 @@ import (
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/jsonobj"
 	"google.golang.org/grpc/status"
 )
 
@@ -58,6 +59,11 @@ func NormalizeDelta(field string, d *sessionv1.StateDelta) (*sessionv1.StateDelt
 		size += len(k) + len(v)
 		if size > MaxStateBytes {
 			return nil, errs.InvalidArgument("%s is larger than a state may be (%d bytes)", field, MaxStateBytes)
+		}
+		// A value nests as every caller's JSON may (jsonobj.MaxDepth), so
+		// a state nests at most one level more.
+		if err := jsonobj.CheckDepth("the value", v, jsonobj.MaxDepth); err != nil {
+			return nil, errs.InvalidArgument("%s.set_json[%q]: %s", field, k, errs.From(err).Msg)
 		}
 		c, err := compactJSON(v)
 		if err != nil {

@@ -112,12 +112,13 @@ func newEntry(req *auditv1.RecordRequest, now time.Time, own bool) (*auditv1.Aud
 // normalizeDetails is jsonobj.Normalize made cheap for the hot path: a
 // valid object is compacted in one pass (json.Compact also rejects bad
 // syntax and trailing data) without being decoded into maps; input that
-// fails it goes through jsonobj.Normalize, which gives the precise error.
+// fails it (or nests too deeply: maskSecrets recurses per level) goes
+// through jsonobj.Normalize, which gives the precise error.
 func normalizeDetails(s string) (string, error) {
 	if s == "" {
 		return "{}", nil
 	}
-	if utf8.ValidString(s) && firstByte(s) == '{' {
+	if utf8.ValidString(s) && firstByte(s) == '{' && jsonobj.CheckDepth("details_json", s, jsonobj.MaxDepth) == nil {
 		var buf bytes.Buffer
 		buf.Grow(len(s))
 		if json.Compact(&buf, []byte(s)) == nil {

@@ -11,6 +11,7 @@ import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/messages/jsonobj"
 )
 
 func TestNewEntryAssignsIdentity(t *testing.T) {
@@ -54,6 +55,9 @@ func TestNewEntryTypedErrors(t *testing.T) {
 		"field too long":      {EventType: audit.EventConfigChanged, ActorName: strings.Repeat("a", audit.MaxFieldBytes+1)},
 		"field invalid utf-8": {EventType: audit.EventConfigChanged, PlanId: "\xff"},
 		"plan id not one":     {EventType: audit.EventConfigChanged, PlanId: "plan 7"},
+		"details too deep": {EventType: audit.EventConfigChanged,
+			DetailsJson: `{"password":` + strings.Repeat("[", jsonobj.MaxDepth) + strings.Repeat("]", jsonobj.MaxDepth) + "}"},
+		"details very deep": {EventType: audit.EventConfigChanged, DetailsJson: "{" + strings.Repeat(`"a":{`, 100_000)},
 	}
 	for name, req := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -62,6 +66,12 @@ func TestNewEntryTypedErrors(t *testing.T) {
 				t.Fatalf("err = %v (entry %v), want INVALID_ARGUMENT", err, e)
 			}
 		})
+	}
+	// Details nesting as deep as allowed are taken (and masked).
+	atLimit := `{"password":` + strings.Repeat("[", jsonobj.MaxDepth-1) + strings.Repeat("]", jsonobj.MaxDepth-1) + "}"
+	if e, err := audit.NewEntry(&auditv1.RecordRequest{EventType: audit.EventConfigChanged, DetailsJson: atLimit}, time.Now()); err != nil ||
+		e.DetailsJson != `{"password":"`+audit.Masked+`"}` {
+		t.Fatalf("details nesting %d levels: %v, %v", jsonobj.MaxDepth, e, err)
 	}
 }
 

@@ -203,6 +203,14 @@ func TestErrorDetailsMergeKeepsOtherKeys(t *testing.T) {
 		DetailsJson: `{"mode":"real","invariant_records":{"n":1}}`}); err != nil {
 		t.Fatal(err)
 	}
+	// Nesting past jsonobj.MaxDepth (128 levels) is refused before any
+	// decode, however deep.
+	for _, deep := range []string{`{"d":` + strings.Repeat("[", 128) + strings.Repeat("]", 128) + "}", "{" + strings.Repeat(`"a":{`, 10_000)} {
+		if _, err := h.svc.MergeErrorDetails(ctx, &planv1.MergeErrorDetailsRequest{PlanId: "p", DetailsJson: deep}); !isInvalid(err) ||
+			!strings.Contains(err.Error(), "limit of 128 levels") {
+			t.Errorf("merging details nesting past the limit = %v; want INVALID_ARGUMENT naming it", err)
+		}
+	}
 	for _, key := range []string{"error_category", "retry_count", "recovery_action", "recovery_hint"} {
 		_, err := h.svc.MergeErrorDetails(ctx, &planv1.MergeErrorDetailsRequest{PlanId: "p", DetailsJson: `{"` + key + `":"x"}`})
 		if !isInvalid(err) {

@@ -112,6 +112,7 @@ func (f *ExportFileWriter) line(v any) error {
 // INVALID_ARGUMENT naming the line.
 type ExportFileReader struct {
 	r         *bufio.Reader
+	maxLine   int // maxFileLine; tests lower it
 	line      int
 	remaining int64
 	next      int64
@@ -124,7 +125,7 @@ func NewExportFileReader(r io.Reader) *ExportFileReader {
 	if !ok {
 		br = bufio.NewReaderSize(r, 256<<10)
 	}
-	return &ExportFileReader{r: br}
+	return &ExportFileReader{r: br, maxLine: maxFileLine}
 }
 
 func (f *ExportFileReader) Next() (*sessionv1.ImportChunk, error) {
@@ -287,8 +288,9 @@ func (f *ExportFileReader) readLine() ([]byte, error) {
 	var line []byte
 	for {
 		b, err := f.r.ReadSlice('\n')
-		if len(line)+len(b) > maxFileLine {
-			return nil, f.errorf("line is longer than %d bytes", maxFileLine)
+		if len(line)+len(b) > f.maxLine {
+			f.line++ // the line too long is the next one
+			return nil, f.errorf("line is longer than %d bytes", f.maxLine)
 		}
 		line = append(line, b...)
 		switch {

@@ -79,6 +79,12 @@ func importHeader(ds exportSession, links []exportLink, id string, now time.Time
 	if err != nil {
 		return nil, errs.InvalidArgument("session: %s", errs.From(err).Msg)
 	}
+	// The export says what state the session had; the import makes it
+	// active either way, but a state no export writes means the document
+	// is not one.
+	if _, ok := lookup(stateNames, ds.State); !ok {
+		return nil, errs.InvalidArgument("session.state %q is not active or closed", clip(ds.State))
+	}
 	tu := ds.TokenUsage
 	// Totals obey the rule of a delta: counts and cost not negative, the
 	// cost finite (and so readable and exportable again).
@@ -228,6 +234,9 @@ func importStateAndSnapshot(ds exportSession) (string, *sessionv1.Snapshot, erro
 	}
 	state := persistence.EmptyState
 	if stateJSON != "" {
+		// Decoding into raw values does not recurse into them (encoding/json
+		// skips a raw value with its iterative scanner); NormalizeDelta
+		// then bounds each value's depth (jsonobj.MaxDepth).
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(stateJSON), &m); err != nil || m == nil {
 			return "", nil, errs.InvalidArgument("session.state_json is not a JSON object")

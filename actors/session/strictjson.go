@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/jsonobj"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -21,10 +22,18 @@ import (
 // the decoded value differ from what a reader of the text sees, so each is
 // INVALID_ARGUMENT naming the key's path. The check walks the tokens
 // against the struct's json tags before the decode proper.
+//
+// Arrays and objects nesting deeper than jsonobj.MaxDepth are refused
+// first, by one pass over the bytes: the walk recurses once per level, so
+// the bound keeps its cost (and the decode's) linear in len(data).
 func decodeStrict(data []byte, v any) error {
+	if err := jsonobj.CheckDepth("the JSON value", data, jsonobj.MaxDepth); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := walkStrict(dec, reflect.TypeOf(v), "$"); err != nil {
+	w := strictWalk{dec: dec}
+	if err := w.value(reflect.TypeOf(v)); err != nil {
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -38,60 +47,106 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
-// walkStrict reads one value from dec; t is the Go type it will decode
-// into, nil when none constrains its keys.
-func walkStrict(dec *json.Decoder, t reflect.Type, path string) error {
+// strictWalk reads one value's tokens. path holds the key or index of
+// each level entered; it is spelled out ($.session.messages[3]) only for
+// an error, so that a level costs the same however deep it is.
+type strictWalk struct {
+	dec  *json.Decoder
+	path []pathStep
+}
+
+// pathStep is an array's index, or when index is -1 an object's key.
+type pathStep struct {
+	key   string
+	index int
+}
+
+func (w *strictWalk) errorf(format string, args ...any) error {
+	var b strings.Builder
+	b.WriteString("$")
+	for _, s := range w.path {
+		if s.index < 0 {
+			b.WriteString(".")
+			b.WriteString(clip(s.key))
+		} else {
+			fmt.Fprintf(&b, "[%d]", s.index)
+		}
+	}
+	return errs.InvalidArgument("at %s: %s", b.String(), fmt.Sprintf(format, args...))
+}
+
+// value reads one value; t is the Go type it will decode into, nil when
+// none constrains its keys.
+func (w *strictWalk) value(t reflect.Type) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	tok, err := dec.Token()
+	if len(w.path) > jsonobj.MaxDepth {
+		// decodeStrict's check of the bytes refuses this first.
+		return w.errorf("nested deeper than %d levels", jsonobj.MaxDepth)
+	}
+	tok, err := w.dec.Token()
 	if err != nil {
-		return errs.InvalidArgument("at %s: %v", path, err)
+		return w.errorf("%v", err)
 	}
 	switch tok {
 	case json.Delim('{'):
-		var fields map[string]reflect.Type
-		if t != nil && t.Kind() == reflect.Struct {
-			fields = jsonFields(t)
-		}
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return errs.InvalidArgument("at %s: %v", path, err)
-			}
-			key, _ := kt.(string)
-			if seen[key] {
-				return errs.InvalidArgument("at %s: key %q appears twice", path, clip(key))
-			}
-			seen[key] = true
-			var ft reflect.Type
-			if fields != nil {
-				var ok bool
-				if ft, ok = fields[key]; !ok {
-					return errs.InvalidArgument("at %s: unknown field %q (%s)", path, clip(key), knownFields(fields))
-				}
-			} else if t != nil && t.Kind() == reflect.Map {
-				ft = t.Elem()
-			}
-			if err := walkStrict(dec, ft, path+"."+key); err != nil {
-				return err
-			}
-		}
-		_, err := dec.Token()
-		return err
+		return w.object(t)
 	case json.Delim('['):
 		var et reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			et = t.Elem()
 		}
-		for i := 0; dec.More(); i++ {
-			if err := walkStrict(dec, et, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+		for i := 0; w.dec.More(); i++ {
+			w.path = append(w.path, pathStep{index: i})
+			if err := w.value(et); err != nil {
 				return err
 			}
+			w.path = w.path[:len(w.path)-1]
 		}
-		_, err := dec.Token()
-		return err
+		return w.end()
+	}
+	return nil
+}
+
+func (w *strictWalk) object(t reflect.Type) error {
+	var fields map[string]reflect.Type
+	if t != nil && t.Kind() == reflect.Struct {
+		fields = jsonFields(t)
+	}
+	seen := map[string]bool{}
+	for w.dec.More() {
+		kt, err := w.dec.Token()
+		if err != nil {
+			return w.errorf("%v", err)
+		}
+		key, _ := kt.(string)
+		if seen[key] {
+			return w.errorf("key %q appears twice", clip(key))
+		}
+		seen[key] = true
+		var ft reflect.Type
+		if fields != nil {
+			var ok bool
+			if ft, ok = fields[key]; !ok {
+				return w.errorf("unknown field %q (%s)", clip(key), knownFields(fields))
+			}
+		} else if t != nil && t.Kind() == reflect.Map {
+			ft = t.Elem()
+		}
+		w.path = append(w.path, pathStep{key: key, index: -1})
+		if err := w.value(ft); err != nil {
+			return err
+		}
+		w.path = w.path[:len(w.path)-1]
+	}
+	return w.end()
+}
+
+// end reads the closing delimiter of the array or object being read.
+func (w *strictWalk) end() error {
+	if _, err := w.dec.Token(); err != nil {
+		return w.errorf("%v", err)
 	}
 	return nil
 }

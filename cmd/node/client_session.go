@@ -16,6 +16,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/messages/jsonobj"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -267,6 +268,11 @@ type turnFileMessage struct {
 }
 
 func parseTurnFile(b []byte) ([]*sessionv1.NewMessage, error) {
+	// Each message's metadata nests as the node allows (jsonobj.MaxDepth),
+	// inside the array and the message's object.
+	if err := jsonobj.CheckDepth("the file", b, jsonobj.MaxDepth+2); err != nil {
+		return nil, err
+	}
 	var in []turnFileMessage
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()

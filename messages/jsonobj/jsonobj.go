@@ -12,13 +12,17 @@ import (
 
 // Normalize returns s as compact JSON when it is one JSON object, "{}" when
 // s is empty, and an INVALID_ARGUMENT error naming field otherwise (not
-// UTF-8, not JSON, not an object, trailing data). Key order is kept.
+// UTF-8, not JSON, not an object, trailing data, nested deeper than
+// MaxDepth). Key order is kept.
 func Normalize(field, s string) (string, error) {
 	if s == "" {
 		return "{}", nil
 	}
 	if !utf8.ValidString(s) {
 		return "", errs.InvalidArgument("%s is not valid UTF-8", field)
+	}
+	if err := CheckDepth(field, s, MaxDepth); err != nil {
+		return "", err
 	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
 	dec.UseNumber()

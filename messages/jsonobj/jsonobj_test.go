@@ -57,7 +57,7 @@ func FuzzNormalize(f *testing.F) {
 			// Invalid UTF-8 is refused on purpose, even where encoding/json
 			// would accept it by substituting U+FFFD. JSON null decodes
 			// into a map without error, as a nil map: not an object.
-			if s != "" && utf8.ValidString(s) && json.Unmarshal([]byte(s), &v) == nil && v != nil && json.Valid([]byte(s)) {
+			if s != "" && utf8.ValidString(s) && json.Unmarshal([]byte(s), &v) == nil && v != nil && json.Valid([]byte(s)) && depthOf(t, s) <= jsonobj.MaxDepth {
 				t.Fatalf("rejected a valid object %q: %v", s, err)
 			}
 			return

@@ -66,11 +66,19 @@ func startNode(t *testing.T, extra ...string) *nodeProc {
 func startNodeOn(t *testing.T, dir string, extra ...string) *nodeProc {
 	t.Helper()
 	binaries(t)
+	return startNodeExec(t, nodeBin, nil, dir, extra...)
+}
+
+// startNodeExec is startNodeOn running bin, with env added to the
+// (cleaned) environment: cliBin measures memory without the race
+// detector's shadow memory.
+func startNodeExec(t *testing.T, bin string, env []string, dir string, extra ...string) *nodeProc {
+	t.Helper()
 	n := &nodeProc{t: t, dir: dir, db: filepath.Join(dir, "data", "agentstate.db"), exited: make(chan struct{})}
 	args := append([]string{"serve", "--data", n.db, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
 		"--log-format", "json"}, extra...)
-	n.cmd = exec.Command(nodeBin, args...)
-	n.cmd.Env = cleanEnv()
+	n.cmd = exec.Command(bin, args...)
+	n.cmd.Env = append(cleanEnv(), env...)
 	stderr, err := n.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	nodeclient "github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/node/server"
 	"github.com/agentstate/agentstate/tests/checker"
+	"github.com/agentstate/agentstate/tests/proc"
 	"golang.org/x/net/http2"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
@@ -118,7 +119,7 @@ func BenchmarkSoak(b *testing.B) {
 	}
 	defer n.Close()
 	pid := n.PID()
-	size, err := procStatus(pid, "VmSize")
+	size, err := proc.Status(pid, "VmSize")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func BenchmarkSoak(b *testing.B) {
 	if err := unix.Prlimit(pid, unix.RLIMIT_AS, &unix.Rlimit{Cur: limit, Max: limit}, nil); err != nil {
 		b.Fatalf("limit the node's address space: %v", err)
 	}
-	startRSS, _ := procStatus(pid, "VmRSS")
+	startRSS, _ := proc.Status(pid, "VmRSS")
 	b.Logf("node %d: VmSize %d MiB when ready, RLIMIT_AS %d MiB, VmRSS %d MiB", pid, size>>20, limit>>20, startRSS>>20)
 
 	conn, err := dial(n.GRPCAddr)
@@ -187,7 +188,7 @@ func BenchmarkSoak(b *testing.B) {
 		case <-actx.Done():
 		case <-tick.C:
 		}
-		rss, err := procStatus(pid, "VmRSS")
+		rss, err := proc.Status(pid, "VmRSS")
 		if err != nil {
 			stopAttacks()
 			attacking.Wait()
@@ -207,7 +208,7 @@ func BenchmarkSoak(b *testing.B) {
 	attacking.Wait()
 	elapsed := time.Since(start)
 	honest := load.Acked() - ackedBefore
-	hwm, err := procStatus(pid, "VmHWM")
+	hwm, err := proc.Status(pid, "VmHWM")
 	if err != nil {
 		b.Fatalf("the node is gone after the attacks: %v\n%s", err, n.LogTail(3000))
 	}
@@ -224,7 +225,7 @@ func BenchmarkSoak(b *testing.B) {
 			}
 			waiting = false
 		case <-tick.C:
-			if _, err := procStatus(pid, "VmRSS"); err != nil {
+			if _, err := proc.Status(pid, "VmRSS"); err != nil {
 				b.Fatalf("the node died as the attacks ended (attacks: %s): %v\n%s", tallyText, err, deathNote(n.LogTail(1<<30)))
 			}
 		case <-deadline:

@@ -1,4 +1,6 @@
-package soak
+// Package proc reads what Linux says of a process (/proc/<pid>/status):
+// the subprocess tests' memory figures.
+package proc
 
 import (
 	"bufio"
@@ -8,9 +10,9 @@ import (
 	"strings"
 )
 
-// procStatus reads a size field of /proc/<pid>/status ("VmRSS", "VmHWM",
+// Status reads a size field of /proc/<pid>/status ("VmRSS", "VmHWM",
 // "VmSize"), in bytes.
-func procStatus(pid int, field string) (int64, error) {
+func Status(pid int, field string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
