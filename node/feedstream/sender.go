@@ -12,9 +12,9 @@ import (
 //
 // Invariants: sent is the bytes of this stream's leases not yet given
 // back; the watchdog is armed exactly while sent > 0, and re-armed each
-// time a lease is given back (the client is reading), so it fires only
-// when StallTimeout passed with events in the transport and none of them
-// leaving it.
+// time a lease is given back or part of its event written (the client is
+// reading), so it fires only when StallTimeout passed with events in the
+// transport and nothing of them leaving it.
 type sender struct {
 	r *room
 	c *connRoom
@@ -88,6 +88,17 @@ func (l *lease) release() {
 	if s.sent -= l.n; s.sent == 0 {
 		s.watchdog.Stop()
 	} else {
+		s.watchdog.Reset(s.stall)
+	}
+	s.mu.Unlock()
+}
+
+// progress reports that part of the lease's event left the transport:
+// the client reads, however slowly.
+func (l *lease) progress() {
+	s := l.s
+	s.mu.Lock()
+	if s.sent > 0 {
 		s.watchdog.Reset(s.stall)
 	}
 	s.mu.Unlock()

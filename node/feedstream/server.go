@@ -135,7 +135,7 @@ func serve[E codec.Marshaler](s *Server, stream grpc.ServerStream, next func(con
 			n := min(sizes[i], reserved)
 			reserved -= n
 			l := snd.lease(n)
-			msg := &codec.Tracked{Message: ev, Released: l.release}
+			msg := &codec.Tracked{Message: ev, Released: l.release, Progress: l.progress}
 			err := stream.SendMsg(msg)
 			if !msg.Encoded() {
 				l.release()
