@@ -34,7 +34,7 @@ func TestTrackedReportsItsBytesReleased(t *testing.T) {
 		if err := proto.Unmarshal(data.Materialize(), &got); err != nil || !proto.Equal(&got, ev) {
 			t.Fatalf("content %d: decoded %v (%v), want the message", tc.content, &got, err)
 		}
-		data.Ref() // the transport's reference
+		data.Ref()  // the transport's reference
 		data.Free() // the send returned
 		if released != 0 {
 			t.Fatalf("content %d: released while the transport holds the bytes", tc.content)
