@@ -21,6 +21,12 @@ const (
 	// rest to everybody else: it takes eight connections doing so to
 	// hold the whole node's room, and they lose it after StallTimeout.
 	DefaultConnBytes = 4 << 20
+	// DefaultStreamBytes bounds what one tail has sent and its client not
+	// yet read (the transport holds it) before it sends more: a window,
+	// so that a stream its client does not read (one of two tails it
+	// reads one after the other) leaves the rest of its connection's room
+	// to the others.
+	DefaultStreamBytes = 1 << 20
 	// DefaultStallTimeout is how long a tail may hold sent events its
 	// client does not read (none of them leaving the transport) before it
 	// ends, RESOURCE_EXHAUSTED, and its connection is closed.
@@ -32,6 +38,7 @@ const (
 type Limits struct {
 	TotalBytes   int64
 	ConnBytes    int64
+	StreamBytes  int64
 	StallTimeout time.Duration
 }
 
@@ -41,6 +48,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.ConnBytes <= 0 {
 		l.ConnBytes = DefaultConnBytes
+	}
+	if l.StreamBytes <= 0 {
+		l.StreamBytes = DefaultStreamBytes
 	}
 	if l.StallTimeout <= 0 {
 		l.StallTimeout = DefaultStallTimeout

@@ -21,12 +21,13 @@ type sender struct {
 
 	mu       sync.Mutex
 	sent     int64
+	drained  chan struct{} // closed and replaced whenever sent drops
 	stall    time.Duration
 	watchdog *time.Timer
 }
 
 func (r *room) sender(key string, onStall func()) *sender {
-	s := &sender{r: r, c: r.join(key), stall: r.lim.StallTimeout}
+	s := &sender{r: r, c: r.join(key), stall: r.lim.StallTimeout, drained: make(chan struct{})}
 	s.watchdog = time.AfterFunc(time.Hour, onStall)
 	s.watchdog.Stop()
 	return s
@@ -90,7 +91,27 @@ func (l *lease) release() {
 	} else {
 		s.watchdog.Reset(s.stall)
 	}
+	close(s.drained)
+	s.drained = make(chan struct{})
 	s.mu.Unlock()
+}
+
+// waitSent waits until what the stream sent and the transport still holds
+// is below limit, or ctx ends.
+func (s *sender) waitSent(ctx context.Context, limit int64) error {
+	for {
+		s.mu.Lock()
+		sent, drained := s.sent, s.drained
+		s.mu.Unlock()
+		if sent < limit {
+			return nil
+		}
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // progress reports that part of the lease's event left the transport:

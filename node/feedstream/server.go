@@ -51,7 +51,7 @@ func (s *Server) TailSession(req *feedv1.TailSessionRequest, stream grpc.ServerS
 		return toStatus(err)
 	}
 	defer t.Close()
-	return serve(s, stream, t.Next, t.Sequence, t.Rewind)
+	return serve(s, stream, t.Next, t.Sequence, t.Rewind, sessionCursor)
 }
 
 func (s *Server) TailChanges(req *feedv1.TailChangesRequest, stream grpc.ServerStreamingServer[feedv1.ChangeEvent]) error {
@@ -60,7 +60,7 @@ func (s *Server) TailChanges(req *feedv1.TailChangesRequest, stream grpc.ServerS
 		return toStatus(err)
 	}
 	defer t.Close()
-	return serve(s, stream, t.Next, t.Position, t.Rewind)
+	return serve(s, stream, t.Next, t.Position, t.Rewind, changeCursor)
 }
 
 // msgHeader is gRPC's prefix of each message on the wire.
@@ -71,11 +71,14 @@ const msgHeader = 5
 // encoded size before any of it is sent; when there is none now, the page
 // is dropped and the tail rewound to before it, and the stream waits for
 // that much room holding nothing, then reads the page again. Each event's
-// part is given back once the transport let it out (codec.Tracked): a
-// client that does not read holds its stream's pages in the transport,
-// and so its connection's room, never more.
+// part is given back once the transport let it out (codec.Tracked). A
+// stream sends at most StreamBytes of a page at once (the tail is rewound
+// to after what it sends), and one whose client has not read StreamBytes
+// of what it sent waits before reading more: a client that does not read a stream holds that
+// much of its connection's room, its tails together the connection's room,
+// never more.
 func serve[E codec.Marshaler](s *Server, stream grpc.ServerStream, next func(context.Context) ([]E, error),
-	cursor func() int64, rewind func(int64)) error {
+	cursor func() int64, rewind func(int64), after func(E) (int64, bool)) error {
 	// Headers first: the client knows it is subscribed (from_now counts
 	// from here) before any event.
 	if err := stream.SendHeader(nil); err != nil {
@@ -100,6 +103,11 @@ func serve[E codec.Marshaler](s *Server, stream grpc.ServerStream, next func(con
 		return err
 	}
 	for {
+		// The stream's window: what its client has not read yet holds
+		// its connection's room; past StreamBytes it waits for that.
+		if err := snd.waitSent(ctx, snd.r.lim.StreamBytes); err != nil {
+			return fail(err)
+		}
 		mark := cursor()
 		evs, err := next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -113,6 +121,19 @@ func serve[E codec.Marshaler](s *Server, stream grpc.ServerStream, next func(con
 		for i, ev := range evs {
 			sizes[i] = int64(ev.SizeVT()) + msgHeader
 			need += sizes[i]
+		}
+		// At most a window's worth of the page (at least one event): the
+		// rest is read again once the client took that.
+		if k := within(sizes, snd.r.lim.StreamBytes); k < len(evs) {
+			if c, ok := after(evs[k-1]); ok {
+				rewind(c)
+				clear(evs[k:])
+				evs, sizes = evs[:k], sizes[:k]
+				need = 0
+				for _, n := range sizes {
+					need += n
+				}
+			}
 		}
 		need = min(need, snd.r.most)
 		if need > reserved {
@@ -146,6 +167,41 @@ func serve[E codec.Marshaler](s *Server, stream grpc.ServerStream, next func(con
 			}
 		}
 	}
+}
+
+// within is how many of the first sizes fit in limit, at least one.
+func within(sizes []int64, limit int64) int {
+	var sum int64
+	for i, n := range sizes {
+		if sum += n; sum > limit && i > 0 {
+			return i
+		}
+	}
+	return len(sizes)
+}
+
+// sessionCursor is a session tail's cursor once it delivered ev (false:
+// ev ends the tail).
+func sessionCursor(ev *feedv1.SessionEvent) (int64, bool) {
+	if m := ev.GetMessage(); m != nil {
+		return m.GetSequence() + 1, true
+	}
+	if t := ev.GetTruncated(); t != nil {
+		return t.GetToSequence(), true
+	}
+	return 0, false
+}
+
+// changeCursor is a change tail's cursor once it delivered ev (false: ev
+// ends the tail).
+func changeCursor(ev *feedv1.ChangeEvent) (int64, bool) {
+	if e := ev.GetEntry(); e != nil {
+		return e.GetPosition(), true
+	}
+	if p := ev.GetPruned(); p != nil {
+		return p.GetToPosition(), true
+	}
+	return 0, false
 }
 
 // peerKey names a stream's connection as the node's listener does: by its
