@@ -32,7 +32,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // closes the connection of a stalled stream and reports each closed
 // connection to the feed server.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	node  *actors.Node
 	hub   *feed.Hub
@@ -47,7 +47,7 @@ type harness struct {
 	closed chan string
 }
 
-func newHarness(t *testing.T, l feedstream.Limits) *harness {
+func newHarness(t testing.TB, l feedstream.Limits) *harness {
 	t.Helper()
 	store, err := sqlite.Open(filepath.Join(t.TempDir(), "feeds.db"))
 	if err != nil {
