@@ -178,7 +178,7 @@ func (r *room) Held() int64 {
 	return r.held
 }
 
-// closed gives back the leases of the connection named key: its transport
+// connClosed gives back the leases of the connection named key: its transport
 // dropped what it held.
 func (r *room) connClosed(key string) {
 	r.mu.Lock()
