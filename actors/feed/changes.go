@@ -172,6 +172,14 @@ func (h *Hub) TailChanges(ctx context.Context, req *feedv1.TailChangesRequest) (
 // Position is the tail's cursor: resume after it.
 func (t *ChangeTail) Position() int64 { return t.after }
 
+// Rewind moves the cursor back to after, a Position the tail had before,
+// as SessionTail.Rewind.
+func (t *ChangeTail) Rewind(after int64) {
+	if after <= t.after {
+		t.after, t.ended = after, false
+	}
+}
+
 // Next returns the next events, at least one: matching entries in commit
 // order, a Pruned marker when entries after the cursor were pruned before
 // they were read, or a final ChangesEnded when the hub closed. After that

@@ -203,6 +203,17 @@ func (h *Hub) TailSession(ctx context.Context, req *feedv1.TailSessionRequest) (
 // Sequence is the tail's cursor: the next sequence it would deliver.
 func (t *SessionTail) Sequence() int64 { return t.next }
 
+// Rewind moves the cursor back to seq, a Sequence the tail had before: the
+// events Next returned since are returned again, in order. A sender that
+// has no room to hold a page it read (the gRPC feed streams, under their
+// byte budget) drops it and rewinds instead of holding it while it waits.
+// A seq past the cursor is ignored.
+func (t *SessionTail) Rewind(seq int64) {
+	if seq <= t.next {
+		t.next, t.ended = seq, false
+	}
+}
+
 // Next returns the next events, at least one: messages in sequence order,
 // a Truncated marker for sequences removed before they were read, and
 // finally SessionEnded (closed, deleted, or the node stopping). After that

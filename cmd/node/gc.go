@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/node/appendstream"
+	"github.com/agentstate/agentstate/node/feedstream"
 	"github.com/agentstate/agentstate/node/server"
 )
 
@@ -35,13 +36,15 @@ const baseMemory = 192 << 20
 // memoryLimit is the soft memory limit (Go's GOMEMLIMIT) node serve sets
 // when the environment sets none: baseMemory plus twice the byte budgets
 // that bound the requests in flight (the writer's backlog, the unary
-// requests', the AppendBatches streams'). The budgets bound the live heap;
+// requests', the AppendBatches streams') and the feed tails' events. The
+// budgets bound the live heap;
 // with a GC target of 400 and no limit, the garbage between collections
 // would be four times that (issue 15's soak: a live heap of 210 MiB grew
 // past a 1 GiB address-space allowance and the node died). Twice the
 // budgets leaves the collector room above the live heap, so it does not
-// run continuously: with the defaults, 512 MiB, where every attack of the
-// soak at once peaked at a live heap of 255 MiB.
+// run continuously: with the defaults, 576 MiB (512 MiB before the feeds'
+// budget), where every attack of the soak at once peaked at a live heap of
+// 255 MiB.
 func memoryLimit(f *server.Config) int64 {
 	orDefault := func(v, def int64) int64 {
 		if v > 0 {
@@ -51,7 +54,8 @@ func memoryLimit(f *server.Config) int64 {
 	}
 	return baseMemory + 2*(orDefault(f.BacklogBytes, writer.DefaultBacklogBytes)+
 		orDefault(f.GRPCRequestBytes, server.DefaultGRPCRequestBytes)+
-		orDefault(f.StreamTotalBytes, appendstream.DefaultTotalBytes))
+		orDefault(f.StreamTotalBytes, appendstream.DefaultTotalBytes)+
+		orDefault(f.FeedBytes, feedstream.DefaultTotalBytes))
 }
 
 // limitMemory sets memoryLimit(f) as the soft memory limit unless

@@ -23,13 +23,13 @@ func TestServeSetsASoftMemoryLimitFromTheBudgets(t *testing.T) {
 	os.Unsetenv("GOMEMLIMIT")
 	debug.SetMemoryLimit(math.MaxInt64)
 
-	if got := limitMemory(server.DefaultConfig()); got != 512<<20 || debug.SetMemoryLimit(-1) != 512<<20 {
-		t.Fatalf("with the default budgets: limit %d MiB, runtime's %d MiB; want 512 MiB", got>>20, debug.SetMemoryLimit(-1)>>20)
+	if got := limitMemory(server.DefaultConfig()); got != 576<<20 || debug.SetMemoryLimit(-1) != 576<<20 {
+		t.Fatalf("with the default budgets: limit %d MiB, runtime's %d MiB; want 576 MiB", got>>20, debug.SetMemoryLimit(-1)>>20)
 	}
 	f := server.DefaultConfig()
 	f.BacklogBytes = 256 << 20
-	if got := limitMemory(f); got != 896<<20 {
-		t.Fatalf("with --backlog-bytes 256 MiB: limit %d MiB, want 896 MiB", got>>20)
+	if got := limitMemory(f); got != 960<<20 {
+		t.Fatalf("with --backlog-bytes 256 MiB: limit %d MiB, want 960 MiB", got>>20)
 	}
 
 	t.Setenv("GOMEMLIMIT", "off")

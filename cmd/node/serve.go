@@ -49,6 +49,9 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.AMPort, "am-port", 0, "this member's automanaged port (listens on the remote's host, unauthenticated, read-only: firewall it to the members)")
 	fs.DurationVar(&f.ClusterWait, "cluster-wait", f.ClusterWait, "how long /readyz waits for every peer to join before going ready anyway")
 	fs.DurationVar(&f.FeedPollInterval, "feed-poll-interval", 0, "how often the live feeds read the store for other nodes' commits (0: 100ms on PostgreSQL, never on SQLite; negative: never)")
+	fs.Int64Var(&f.FeedBytes, "feed-bytes", f.FeedBytes, "bytes of events all gRPC feed tails together may hold (read and not sent, or sent and not yet read by their clients); past it a tail waits")
+	fs.Int64Var(&f.FeedConnBytes, "feed-conn-bytes", f.FeedConnBytes, "bytes of events the gRPC feed tails of one client connection may hold; past it its tails wait")
+	fs.DurationVar(&f.FeedStallTimeout, "feed-stall-timeout", f.FeedStallTimeout, "end a gRPC feed tail (RESOURCE_EXHAUSTED) and close its connection when its client read none of its sent events for this long")
 	fs.IntVar(&f.GRPCMaxStreams, "grpc-max-streams", f.GRPCMaxStreams, "concurrent streams per gRPC connection; more are refused (REFUSED_STREAM) and clients queue them")
 	fs.IntVar(&f.GRPCMaxStreamsTotal, "grpc-max-streams-total", f.GRPCMaxStreamsTotal, "gRPC streams open at once on all connections together; more are refused RESOURCE_EXHAUSTED before their request is read")
 	fs.IntVar(&f.GRPCMaxConnections, "grpc-max-connections", 0, "gRPC connections accepted at once (0: 1024, lowered to fit the open-file limit less 128 descriptors kept for the database and other listeners)")
@@ -64,7 +67,7 @@ func newServeCommand() *cobra.Command {
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
 		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
-		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval",
+		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval", "feed-bytes", "feed-conn-bytes", "feed-stall-timeout",
 		"grpc-max-streams", "grpc-max-streams-total", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes",
 		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {

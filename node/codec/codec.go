@@ -70,6 +70,9 @@ type vtMessage interface {
 func (codec) Name() string { return proto.Name }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	if t, ok := v.(*Tracked); ok {
+		return t.marshal()
+	}
 	m, ok := v.(vtMessage)
 	if !ok {
 		return c.fallback.Marshal(v)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/node/appendstream"
+	"github.com/agentstate/agentstate/node/feedstream"
 )
 
 // Config is a node's settings: the flags of node serve, which binds each to
@@ -75,6 +76,11 @@ type Config struct {
 	// commits of other nodes: 0 = DefaultFeedPollPostgres on PostgreSQL,
 	// none on SQLite; negative = never.
 	FeedPollInterval time.Duration
+	// What the gRPC feed streams may hold (0: feedstream's defaults): in
+	// bytes, node-wide and per client connection, and how long a tail's
+	// sent events may stay unread before it ends.
+	FeedBytes, FeedConnBytes int64
+	FeedStallTimeout         time.Duration
 }
 
 // DefaultConfig is the settings of `node serve` without flags: a SQLite
@@ -102,6 +108,9 @@ func DefaultConfig() *Config {
 		StreamSendTimeout:    appendstream.DefaultSendTimeout,
 		StreamTotalAppends:   appendstream.DefaultTotalAppends,
 		StreamTotalBytes:     appendstream.DefaultTotalBytes,
+		FeedBytes:            feedstream.DefaultTotalBytes,
+		FeedConnBytes:        feedstream.DefaultConnBytes,
+		FeedStallTimeout:     feedstream.DefaultStallTimeout,
 	}
 }
 
@@ -131,4 +140,13 @@ func (f *Config) streamLimits() (appendstream.Limits, error) {
 	}
 	return appendstream.Limits{MaxAppends: f.StreamMaxAppends, MaxBytes: f.StreamMaxBytes, SendTimeout: f.StreamSendTimeout,
 		TotalAppends: f.StreamTotalAppends, TotalBytes: f.StreamTotalBytes}, nil
+}
+
+// feedLimits are what the feed streams may hold (zero fields: feedstream's
+// defaults).
+func (f *Config) feedLimits() (feedstream.Limits, error) {
+	if f.FeedBytes < 0 || f.FeedConnBytes < 0 || f.FeedStallTimeout < 0 {
+		return feedstream.Limits{}, fmt.Errorf("--feed-bytes, --feed-conn-bytes and --feed-stall-timeout must not be negative")
+	}
+	return feedstream.Limits{TotalBytes: f.FeedBytes, ConnBytes: f.FeedConnBytes, StallTimeout: f.FeedStallTimeout}, nil
 }

@@ -146,8 +146,11 @@ func listenLimited(addr string, max int) (net.Listener, error) {
 // per connection.
 type connTracker struct {
 	net.Listener
-	mu    sync.Mutex
-	conns map[string]net.Conn
+	// onClose, when set, is called with a connection's key once it
+	// closed (the feed streams give back what its transport held).
+	onClose func(key string)
+	mu      sync.Mutex
+	conns   map[string]net.Conn
 }
 
 func (t *connTracker) Accept() (net.Conn, error) {
@@ -184,12 +187,16 @@ type trackedConn struct {
 }
 
 func (c *trackedConn) Close() error {
+	err := c.Conn.Close()
 	c.once.Do(func() {
 		c.t.mu.Lock()
 		if c.t.conns[c.key] == c {
 			delete(c.t.conns, c.key)
 		}
 		c.t.mu.Unlock()
+		if c.t.onClose != nil {
+			c.t.onClose(c.key)
+		}
 	})
-	return c.Conn.Close()
+	return err
 }

@@ -185,3 +185,36 @@ func TestFitConnections(t *testing.T) {
 		}
 	}
 }
+
+// TestConnTrackerReportsEachClosedConnectionOnce: the feed streams learn
+// of a closed connection (its transport dropped the events it held) by
+// its key, once, however many times it is closed (the node's stall
+// handling and gRPC's transport both close it).
+func TestConnTrackerReportsEachClosedConnectionOnce(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan string, 2)
+	tr := &connTracker{Listener: lis, conns: map[string]net.Conn{}, onClose: func(key string) { closed <- key }}
+	defer tr.Close()
+	client, err := net.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := tr.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c.Close()
+	if got := <-closed; got != client.LocalAddr().String() {
+		t.Fatalf("closed connection reported as %q, want its client's address %q", got, client.LocalAddr())
+	}
+	select {
+	case got := <-closed:
+		t.Fatalf("a second report for %q", got)
+	default:
+	}
+}

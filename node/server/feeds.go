@@ -2,13 +2,10 @@ package server
 
 import (
 	"context"
-	"errors"
-	"io"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/agentstate/agentstate/actors/feed"
 	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -33,51 +30,6 @@ func feedPollInterval(f *Config) time.Duration {
 		return DefaultFeedPollPostgres
 	}
 	return 0
-}
-
-// feedServer is the gRPC FeedService over the node's hub.
-type feedServer struct {
-	feedv1.UnimplementedFeedServiceServer
-	hub *feed.Hub
-}
-
-func (s feedServer) TailSession(req *feedv1.TailSessionRequest, stream grpc.ServerStreamingServer[feedv1.SessionEvent]) error {
-	t, err := s.hub.TailSession(stream.Context(), req)
-	if err != nil {
-		return toStatus(err)
-	}
-	defer t.Close()
-	return pump(stream.Context(), t.Next, stream.Send)
-}
-
-func (s feedServer) TailChanges(req *feedv1.TailChangesRequest, stream grpc.ServerStreamingServer[feedv1.ChangeEvent]) error {
-	t, err := s.hub.TailChanges(stream.Context(), req)
-	if err != nil {
-		return toStatus(err)
-	}
-	defer t.Close()
-	return pump(stream.Context(), t.Next, stream.Send)
-}
-
-// pump sends a tail's events until it ended (its last event says why) or
-// the client went away. Send blocks while the client does not read (HTTP/2
-// flow control): that holds this stream's goroutine and one page of
-// events, nothing of the hub or the writer.
-func pump[E any](ctx context.Context, next func(context.Context) ([]*E, error), send func(*E) error) error {
-	for {
-		evs, err := next(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return toStatus(err)
-		}
-		for _, ev := range evs {
-			if err := send(ev); err != nil {
-				return err
-			}
-		}
-	}
 }
 
 // feedMethods is the prefix of the feed RPCs' full method names.
@@ -153,6 +105,14 @@ func (m *metrics) feedGauge(tails func() int) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "agentstate_feed_tails", Help: "Open session and change feed tails.",
 	}, func() float64 { return float64(tails()) }))
+}
+
+// feedBytesGauge registers what the gRPC feed streams hold (their budget,
+// --feed-bytes).
+func (m *metrics) feedBytesGauge(held func() int64) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "agentstate_feed_held_bytes", Help: "Bytes of feed events the gRPC tails hold: read and not yet sent, or sent and not yet let out by the transport (bounded by --feed-bytes).",
+	}, func() float64 { return float64(held()) }))
 }
 
 // feedActorName is the feed actor's name, which remote peers address.

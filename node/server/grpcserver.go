@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/agentstate/agentstate/actors/feed"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/node/appendstream"
 	"github.com/agentstate/agentstate/node/codec"
+	"github.com/agentstate/agentstate/node/feedstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -29,7 +31,7 @@ type apiServices struct {
 	Plans    planv1.PlanServiceServer
 	Audit    auditv1.AuditServiceServer
 	// Feeds is optional (nil: not served).
-	Feeds feedv1.FeedServiceServer
+	Feeds *feed.Hub
 }
 
 // apiOptions configure the gRPC API server.
@@ -50,6 +52,8 @@ type apiOptions struct {
 	// StreamsTotal bounds the streams open on all connections (streamTap;
 	// 0: DefaultGRPCMaxStreamsTotal).
 	StreamsTotal int
+	// Feeds bounds what the feed streams hold (0 fields: defaults).
+	Feeds feedstream.Limits
 }
 
 // apiServer is the gRPC API: the three services, the standard health
@@ -125,7 +129,12 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	services := []string{"", sessionv1.SessionService_ServiceDesc.ServiceName,
 		planv1.PlanService_ServiceDesc.ServiceName, auditv1.AuditService_ServiceDesc.ServiceName}
 	if svc.Feeds != nil {
-		feedv1.RegisterFeedServiceServer(reg, svc.Feeds)
+		// A stalled tail's connection is closed (its transport keeps the
+		// unread events), and a closed connection's room given back.
+		feeds := &feedstream.Server{Hub: svc.Feeds, Limits: opt.Feeds, OnStall: a.conns.closePeer}
+		a.conns.onClose = feeds.ConnClosed
+		m.feedBytesGauge(feeds.HeldBytes)
+		feedv1.RegisterFeedServiceServer(reg, feeds)
 		services = append(services, feedv1.FeedService_ServiceDesc.ServiceName)
 	}
 

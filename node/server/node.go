@@ -207,6 +207,10 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	feeds, err := f.feedLimits()
+	if err != nil {
+		return nil, err
+	}
 	if f.GRPCRequestBytes < 0 {
 		return nil, fmt.Errorf("--grpc-request-bytes must not be negative")
 	}
@@ -287,9 +291,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	}
 
 	s.api, err = newAPIServer(apiServices{Sessions: s.node.Sessions(), Plans: s.node.Plans(), Audit: s.node.Audit(),
-		Feeds: feedServer{hub: s.feeds}},
+		Feeds: s.feeds},
 		apiOptions{TLSCert: f.TLSCert, TLSKey: f.TLSKey, Token: token, MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: writer.NoWait,
-			Conns: conns, Streams: streams, RequestBytes: f.GRPCRequestBytes, StreamsTotal: f.GRPCMaxStreamsTotal},
+			Conns: conns, Streams: streams, RequestBytes: f.GRPCRequestBytes, StreamsTotal: f.GRPCMaxStreamsTotal, Feeds: feeds},
 		m, log.With("component", "grpc"))
 	if err != nil {
 		return s, err

@@ -24,4 +24,10 @@
 //
 // TestIdleConnectionsCannotLockOutClients is the descriptor half on its
 // own: a node started with 256 open files, held by idle connections.
+//
+// TestUnreadTails is issue 26: 300 session tails of one connection that
+// never read, on a session of 40 messages of 1 MiB, against a node with
+// its default memory settings; the node's VmHWM stays under 768 MiB and
+// an honest tail on another connection delivers each new message within a
+// second of its append's acknowledgement.
 package soak
