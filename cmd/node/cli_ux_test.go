@@ -15,10 +15,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/node/server"
 )
 
@@ -174,4 +176,40 @@ func selfSigned(t *testing.T) (certFile, keyFile string) {
 		t.Fatal(err)
 	}
 	return certFile, keyFile
+}
+
+// Every command the plans' recovery advice names, in its command or in
+// backquotes in its hint, is a command of this CLI whose flags parse.
+func TestRecoveryAdviceNamesCommandsOfThisCLI(t *testing.T) {
+	const id = "01JDQ6Z1V3T9Q2B8W4X5Y6Z7A8"
+	quoted := regexp.MustCompile("`([^`]+)`")
+	var advice []plan.Decision
+	for _, r := range plan.Table() {
+		advice = append(advice, plan.Decide(r.Classification, id, 1, 3))
+		if r.Retriable {
+			advice = append(advice, plan.Decide(r.Classification, id, 4, 3)) // retries exhausted
+		}
+	}
+	for _, d := range advice {
+		commands := []string{d.Command}
+		for _, m := range quoted.FindAllStringSubmatch(d.Hint, -1) {
+			commands = append(commands, m[1])
+		}
+		for _, c := range commands {
+			words := strings.Fields(c)
+			if len(words) < 2 || words[0] != "node" {
+				t.Errorf("advice %q names %q, not a node command", d.Hint, c)
+				continue
+			}
+			root := newRootCommand(io.Discard, io.Discard)
+			cmd, rest, err := root.Find(words[1:])
+			if err != nil || !cmd.Runnable() || cmd == root {
+				t.Errorf("%q: not a command of this CLI (%v)", c, err)
+				continue
+			}
+			if err := cmd.ParseFlags(rest); err != nil || len(cmd.Flags().Args()) > 0 {
+				t.Errorf("%q: flags do not parse: %v %v", c, err, cmd.Flags().Args())
+			}
+		}
+	}
 }
