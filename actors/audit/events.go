@@ -76,10 +76,21 @@ func checkCallerEventType(t string) error {
 func KnownEventType(t string) bool { return registry[t] }
 
 // EventTypes returns the registry, sorted.
-func EventTypes() []string {
+func EventTypes() []string { return eventTypes(func(string) bool { return true }) }
+
+// CallerEventTypes returns the event types a caller may Record, sorted.
+func CallerEventTypes() []string { return eventTypes(func(t string) bool { return !reserved[t] }) }
+
+// ReservedEventTypes returns agentstate's own event types, sorted: a
+// caller's Record of one is INVALID_ARGUMENT.
+func ReservedEventTypes() []string { return eventTypes(ReservedEventType) }
+
+func eventTypes(keep func(string) bool) []string {
 	out := make([]string, 0, len(registry))
 	for t := range registry {
-		out = append(out, t)
+		if keep(t) {
+			out = append(out, t)
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -33,19 +33,20 @@ type Rule struct {
 	MessagePatterns []string
 }
 
-// The commands a hint points at; each exists in the agents CLI.
+// The commands a hint points at: commands of this project's CLI (bin/node)
+// that show what the advice rests on. The actions themselves (re-running a
+// step, reverting to strategy, asking a human) are the caller's: agentstate
+// records plans' errors, it does not run plans.
 const (
-	cmdExecute = "agents plan execute {plan_id}"
-	cmdPrompt  = "agents plan prompt {plan_id}"
-	cmdRevert  = "agents plan revert {plan_id} --to-phase strategize"
-	cmdErrors  = "agents plan errors {plan_id}"
+	cmdDetails = "node plan details --plan {plan_id}" // retry counts, policy, recovery summary
+	cmdHistory = "node plan history --plan {plan_id}" // every error recorded
 )
 
 // Escalation after exhausted retries has one hint and command whatever the
 // category, because the situation (a human must decide) is the same.
 const (
-	exhaustedHint    = "retries of this step are exhausted in plan {plan_id}; review them with `agents plan errors {plan_id}`, then use `agents plan prompt {plan_id}` to resume"
-	exhaustedCommand = cmdErrors
+	exhaustedHint    = "retries of this step are exhausted in plan {plan_id}; review them with `node plan history --plan {plan_id}`, then give the plan guidance and resume it"
+	exhaustedCommand = cmdHistory
 )
 
 // table is the classification table, in message-pattern precedence order:
@@ -56,8 +57,8 @@ var table = []Rule{
 		Classification: Classification{
 			Category: planv1.ErrorCategory_ERROR_CATEGORY_TRANSIENT, Retriable: true,
 			DefaultAction:   planv1.RecoveryAction_RECOVERY_ACTION_RETRY,
-			HintTemplate:    "a transient failure (timeout, rate limit, network, unavailable) hit plan {plan_id}; the step is retried — use `agents plan execute {plan_id}` to re-run it by hand",
-			CommandTemplate: cmdExecute,
+			HintTemplate:    "a transient failure (timeout, rate limit, network, unavailable) hit plan {plan_id}; re-run the step (`node plan details --plan {plan_id}` shows its retries against the policy) and record its success with `node plan record-success`",
+			CommandTemplate: cmdDetails,
 		},
 		ErrorTypes: []string{
 			"timeout", "timedout", "deadlineexceeded", "readtimeout", "connecttimeout", "apitimeout",
@@ -76,8 +77,8 @@ var table = []Rule{
 		Classification: Classification{
 			Category:        planv1.ErrorCategory_ERROR_CATEGORY_AUTH,
 			DefaultAction:   planv1.RecoveryAction_RECOVERY_ACTION_PROMPT,
-			HintTemplate:    "credentials were rejected in plan {plan_id}; fix them, then use `agents plan prompt {plan_id}` to resume",
-			CommandTemplate: cmdPrompt,
+			HintTemplate:    "credentials were rejected in plan {plan_id}; fix them, then resume the plan (its errors: `node plan history --plan {plan_id}`)",
+			CommandTemplate: cmdHistory,
 		},
 		ErrorTypes: []string{
 			"auth", "authentication", "authorization", "unauthorized", "unauthenticated", "forbidden",
@@ -92,8 +93,8 @@ var table = []Rule{
 		Classification: Classification{
 			Category:        planv1.ErrorCategory_ERROR_CATEGORY_MERGE_CONFLICT,
 			DefaultAction:   planv1.RecoveryAction_RECOVERY_ACTION_REVERT_TO_STRATEGIZE,
-			HintTemplate:    "the changes of plan {plan_id} conflict with the project; use `agents plan revert {plan_id} --to-phase strategize` to restart strategy",
-			CommandTemplate: cmdRevert,
+			HintTemplate:    "the changes of plan {plan_id} conflict with the project; revert the plan to its strategize phase and plan again (`node plan details --plan {plan_id}` has the error details)",
+			CommandTemplate: cmdDetails,
 		},
 		ErrorTypes: []string{"mergeconflict", "conflict", "merge", "rebaseconflict", "patchconflict", "patchapply"},
 		MessagePatterns: []string{
@@ -104,8 +105,8 @@ var table = []Rule{
 		Classification: Classification{
 			Category:        planv1.ErrorCategory_ERROR_CATEGORY_RESOURCE,
 			DefaultAction:   planv1.RecoveryAction_RECOVERY_ACTION_REVERT_TO_STRATEGIZE,
-			HintTemplate:    "a resource plan {plan_id} needs is missing or exhausted; use `agents plan revert {plan_id} --to-phase strategize` to restart strategy",
-			CommandTemplate: cmdRevert,
+			HintTemplate:    "a resource plan {plan_id} needs is missing or exhausted; revert the plan to its strategize phase and plan again (`node plan details --plan {plan_id}` has the error details)",
+			CommandTemplate: cmdDetails,
 		},
 		ErrorTypes: []string{
 			"resource", "resourceexhausted", "resourcenotfound", "filenotfound", "notfound",
@@ -121,8 +122,8 @@ var table = []Rule{
 		Classification: Classification{
 			Category:        planv1.ErrorCategory_ERROR_CATEGORY_STRATEGY_CONSTRAINT,
 			DefaultAction:   planv1.RecoveryAction_RECOVERY_ACTION_REVERT_TO_STRATEGIZE,
-			HintTemplate:    "the strategy of plan {plan_id} cannot satisfy its constraints; use `agents plan revert {plan_id} --to-phase strategize` to restart strategy",
-			CommandTemplate: cmdRevert,
+			HintTemplate:    "the strategy of plan {plan_id} cannot satisfy its constraints; revert the plan to its strategize phase and plan again (`node plan details --plan {plan_id}` has the error details)",
+			CommandTemplate: cmdDetails,
 		},
 		ErrorTypes: []string{
 			"strategyconstraint", "strategy", "constraint", "constraintviolation", "infeasible",
@@ -137,8 +138,8 @@ var table = []Rule{
 		Classification: Classification{
 			Category:        planv1.ErrorCategory_ERROR_CATEGORY_VALIDATION,
 			DefaultAction:   planv1.RecoveryAction_RECOVERY_ACTION_PROMPT,
-			HintTemplate:    "input was rejected as invalid in plan {plan_id}; use `agents plan prompt {plan_id}` to give guidance and resume",
-			CommandTemplate: cmdPrompt,
+			HintTemplate:    "input was rejected as invalid in plan {plan_id}; give the plan guidance and resume it (its errors: `node plan history --plan {plan_id}`)",
+			CommandTemplate: cmdHistory,
 		},
 		ErrorTypes: []string{
 			"validation", "invalid", "invalidargument", "invalidinput", "value", "schema",
@@ -150,8 +151,8 @@ var table = []Rule{
 		Classification: Classification{
 			Category:        planv1.ErrorCategory_ERROR_CATEGORY_INTERNAL,
 			DefaultAction:   planv1.RecoveryAction_RECOVERY_ACTION_ABORT,
-			HintTemplate:    "an internal error stopped plan {plan_id}; it cannot continue safely — report it with `agents plan errors {plan_id}`",
-			CommandTemplate: cmdErrors,
+			HintTemplate:    "an internal error stopped plan {plan_id}; it cannot continue safely — report it with its errors (`node plan history --plan {plan_id}`)",
+			CommandTemplate: cmdHistory,
 		},
 		ErrorTypes: []string{
 			"internal", "assertion", "panic", "nilpointer", "nullpointer", "key", "attribute", "type",
@@ -165,8 +166,8 @@ var table = []Rule{
 		Classification: Classification{
 			Category: planv1.ErrorCategory_ERROR_CATEGORY_TOOL, Retriable: true,
 			DefaultAction:   planv1.RecoveryAction_RECOVERY_ACTION_RETRY,
-			HintTemplate:    "a tool failed in plan {plan_id}; the step is retried — use `agents plan execute {plan_id}` to re-run it by hand",
-			CommandTemplate: cmdExecute,
+			HintTemplate:    "a tool failed in plan {plan_id}; re-run the step (`node plan details --plan {plan_id}` shows its retries against the policy) and record its success with `node plan record-success`",
+			CommandTemplate: cmdDetails,
 		},
 		ErrorTypes: []string{
 			"tool", "toolexecution", "toolfailed", "toolfailure", "toolinvocation", "command",
@@ -178,8 +179,8 @@ var table = []Rule{
 		Classification: Classification{
 			Category:        planv1.ErrorCategory_ERROR_CATEGORY_UNKNOWN,
 			DefaultAction:   planv1.RecoveryAction_RECOVERY_ACTION_ESCALATE,
-			HintTemplate:    "an unclassified error in plan {plan_id} needs a human; review it with `agents plan errors {plan_id}`, then use `agents plan prompt {plan_id}` to resume",
-			CommandTemplate: cmdErrors,
+			HintTemplate:    "an unclassified error in plan {plan_id} needs a human; review it with `node plan history --plan {plan_id}`, then give the plan guidance and resume it",
+			CommandTemplate: cmdHistory,
 		},
 	},
 }

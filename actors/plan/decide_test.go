@@ -41,11 +41,12 @@ func TestDecideLimitEdges(t *testing.T) {
 	}
 }
 
-// Hints and commands are fixed per category and name the plan; resource and
-// merge conflicts point at the revert command.
+// Hints and commands are fixed per category and name the plan; the revert
+// categories (resource, merge conflict, strategy) point at the plan's
+// details.
 func TestDecideHintsNameThePlan(t *testing.T) {
 	const id = "01HXM2A6K1P2E9Q9D4GQ7J4S7Z"
-	revertCmd := "agents plan revert " + id + " --to-phase strategize"
+	revertCmd := "node plan details --plan " + id
 	for _, c := range []planv1.ErrorCategory{resource, merge, strategy} {
 		d := plan.Decide(plan.ClassificationOf(c), id, 1, 3)
 		if d.Action != revert || d.Command != revertCmd {
@@ -63,10 +64,10 @@ func TestDecideHintsNameThePlan(t *testing.T) {
 		}
 	}
 	ex := plan.Decide(plan.ClassificationOf(tool), id, 4, 3)
-	if ex.Action != escalate || !strings.Contains(ex.Hint, "exhausted") || !strings.Contains(ex.Hint, "agents plan prompt "+id) {
+	if ex.Action != escalate || !strings.Contains(ex.Hint, "exhausted") || !strings.Contains(ex.Hint, "node plan history --plan "+id) {
 		t.Errorf("exhausted retries: %+v", ex)
 	}
-	if d := plan.Decide(plan.ClassificationOf(auth), id, 1, 3); d.Command != "agents plan prompt "+id {
+	if d := plan.Decide(plan.ClassificationOf(auth), id, 1, 3); d.Command != "node plan history --plan "+id {
 		t.Errorf("auth command %q", d.Command)
 	}
 }

@@ -32,7 +32,7 @@ func TestDetailsRoundTrip(t *testing.T) {
 		ErrorCategory: planv1.ErrorCategory_ERROR_CATEGORY_MERGE_CONFLICT, ErrorPhase: planv1.Phase_PHASE_APPLY,
 		RetryCount: 2, MaxRetries: 3, IsRetriable: false,
 		RecoveryAction: planv1.RecoveryAction_RECOVERY_ACTION_REVERT_TO_STRATEGIZE,
-		RecoveryHint:   "use `agents plan revert p --to-phase strategize`\n", RecoveryCommand: "agents plan revert p --to-phase strategize",
+		RecoveryHint:   "revert the plan to its strategize phase (`node plan details --plan p`)\n", RecoveryCommand: "node plan details --plan p",
 	}
 	doc := joinDetails(foreign, rec)
 	if !json.Valid([]byte(doc)) {

@@ -96,20 +96,22 @@
 // UNKNOWN. Table() returns every row with its types and patterns.
 //
 //	category             retriable  default action         command
-//	transient            yes        retry                  agents plan execute <plan_id>
-//	auth                 no         prompt                 agents plan prompt <plan_id>
-//	merge_conflict       no         revert_to_strategize   agents plan revert <plan_id> --to-phase strategize
-//	resource             no         revert_to_strategize   agents plan revert <plan_id> --to-phase strategize
-//	strategy_constraint  no         revert_to_strategize   agents plan revert <plan_id> --to-phase strategize
-//	validation           no         prompt                 agents plan prompt <plan_id>
-//	internal             no         abort                  agents plan errors <plan_id>
-//	tool                 yes        retry                  agents plan execute <plan_id>
-//	unknown              no         escalate               agents plan errors <plan_id>
+//	transient            yes        retry                  node plan details --plan <plan_id>
+//	auth                 no         prompt                 node plan history --plan <plan_id>
+//	merge_conflict       no         revert_to_strategize   node plan details --plan <plan_id>
+//	resource             no         revert_to_strategize   node plan details --plan <plan_id>
+//	strategy_constraint  no         revert_to_strategize   node plan details --plan <plan_id>
+//	validation           no         prompt                 node plan history --plan <plan_id>
+//	internal             no         abort                  node plan history --plan <plan_id>
+//	tool                 yes        retry                  node plan details --plan <plan_id>
+//	unknown              no         escalate               node plan history --plan <plan_id>
 //
 // Transient errors (timeout, rate_limit, network, unavailable) and tool
 // failures are retried; the rest need a changed strategy (revert), a human
 // input (prompt), or a human decision (escalate, abort). Hints and commands
-// are fixed per category and name the plan.
+// are fixed per category and name the plan. The actions are the caller's
+// (agentstate does not run plans); a command is this project's CLI command
+// that shows what the advice rests on.
 //
 // # Decision rule
 //

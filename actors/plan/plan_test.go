@@ -52,7 +52,7 @@ func TestRecordErrorFields(t *testing.T) {
 		ActorName: "applier", StackSummary: "apply.py:12", AttributesJson: `{"file":"main.go"}`,
 		Category: merge, IsRetriable: false, RetryCount: 1, MaxRetries: 3, RecoveryAction: revert,
 		RecoveryHint:    plan.Decide(plan.ClassificationOf(merge), "plan-a", 1, 3).Hint,
-		RecoveryCommand: "agents plan revert plan-a --to-phase strategize",
+		RecoveryCommand: "node plan details --plan plan-a",
 		RecordedAt:      r.GetRecordedAt(),
 	}
 	if r.String() != want.String() {
@@ -227,7 +227,7 @@ func TestErrorDetailsMergeKeepsOtherKeys(t *testing.T) {
 		"strategy_decisions": []any{"d1"}, "mode": "real", "invariant_records": map[string]any{"n": float64(1)},
 		"error_category": "transient", "error_phase": "execute", "retry_count": float64(1), "max_retries": float64(3),
 		"is_retriable": true, "recovery_action": "retry", "recovery_hint": r.GetRecoveryHint(),
-		"recovery_command": "agents plan execute p",
+		"recovery_command": "node plan details --plan p",
 	}
 	if len(obj) != len(want) {
 		t.Fatalf("details %v; want %v", obj, want)
@@ -255,7 +255,7 @@ func TestErrorDetailsMergeKeepsOtherKeys(t *testing.T) {
 	obj = decodeObject(t, got.GetDetailsJson())
 	if obj["mode"] != "real" || obj["we\"ird <key>"] != "\u00e9\n" || obj["error_category"] != "strategy_constraint" ||
 		obj["recovery_action"] != "revert_to_strategize" || len(obj) != len(want)+1 ||
-		got.GetDetails().GetRecoveryCommand() != "agents plan revert p --to-phase strategize" {
+		got.GetDetails().GetRecoveryCommand() != "node plan details --plan p" {
 		t.Fatalf("after reload and a second error: %v", obj)
 	}
 }

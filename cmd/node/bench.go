@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -236,15 +237,13 @@ func report(w io.Writer, rs []bench.Result, form int, plot, title string) error 
 	if title == "" {
 		title = "appends/s by mode and workload (" + bench.Machine() + ")"
 	}
-	out, err := os.Create(plot)
-	if err != nil {
+	// Drawn in memory first: a plot that fails leaves no file behind, not
+	// an empty one.
+	var png bytes.Buffer
+	if err := bench.WritePlot(&png, title, rs); err != nil {
 		return err
 	}
-	if err := bench.WritePlot(out, title, rs); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return os.WriteFile(plot, png.Bytes(), 0o644)
 }
 
 // benchReportCommand is `node bench report`: tables, ratios and a plot of

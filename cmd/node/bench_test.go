@@ -117,3 +117,35 @@ func TestBenchServed(t *testing.T) {
 		t.Errorf("grpc: no CPU per append counted: %+v", rs[0])
 	}
 }
+
+// TestBenchDefaultModesPlot runs node bench with its default modes (among
+// them raw-closed, which once had no colour: the plot panicked and left an
+// empty file) on a tiny workload and checks the plot is a PNG with content.
+func TestBenchDefaultModesPlot(t *testing.T) {
+	t.Setenv(nodeEnv, "1") // the grpc mode starts this binary as its node
+	dir := t.TempDir()
+	plot := filepath.Join(dir, "x.png")
+	var out, errOut bytes.Buffer
+	code := run([]string{"bench", "--sessions", "2", "--callers", "2", "--appends", "16", "--message-bytes", "16",
+		"--durability", "normal", "--data-dir", dir, "--plot", plot}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, m := range []string{"inprocess", "grpc", "raw", "raw-closed"} {
+		if !strings.Contains(out.String(), m) {
+			t.Errorf("table without the default mode %s:\n%s", m, out.String())
+		}
+	}
+	f, err := os.Open(plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("plot: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() == 0 || b.Dy() == 0 {
+		t.Fatalf("plot of size %v", b)
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/agentstate/agentstate/messages/errs"
 	nodeclient "github.com/agentstate/agentstate/node/client"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -119,10 +121,24 @@ func withClient(o *clientOptions, fn func(cmd *cobra.Command, c *client) error) 
 		runErr := fn(cmd, c)
 		closeErr := c.Close()
 		if runErr != nil {
-			return runErr
+			return o.explain(runErr)
 		}
 		return closeErr
 	}
+}
+
+// explain adds a hint to a failure whose likely cause is the command
+// line's: a plaintext connection to a node that serves TLS fails as
+// UNAVAILABLE "error reading server preface", which names neither TLS nor
+// the flag that fixes it.
+func (o *clientOptions) explain(err error) error {
+	plaintext := !o.tlsOn && o.tlsCA == "" && !o.insecure
+	e, ok := remoteError(err)
+	if !ok || !plaintext || e.Code != errs.UnavailableCode || !strings.Contains(e.Msg, "server preface") {
+		return err
+	}
+	return &errs.Error{Code: e.Code, Msg: e.Msg + "; the node may require TLS: use --tls-ca FILE (the CA that signed its " +
+		"certificate) or --tls (a certificate the system trusts)"}
 }
 
 // pages runs a paged call: it fetches and prints one page and, with all,

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/agentstate/agentstate/actors/audit"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
@@ -68,10 +71,15 @@ func auditListCmd(o *clientOptions) *cobra.Command {
 	var all bool
 	c := &cobra.Command{Use: "list", Short: "List entries in commit order, one page per line"}
 	ff.register(c)
-	c.Flags().StringVar(&req.AfterEventId, "after", "", "entries committed after this event id")
+	c.Flags().StringVar(&req.AfterEventId, "after", "", "entries committed after this event id (an entry's event_id, or a page's next_cursor; "+
+		"audit tail --after takes a position instead)")
 	c.Flags().Int32Var(&req.Limit, "limit", 0, "page size (default 100, at most 1000)")
 	c.Flags().BoolVar(&all, "all", false, "fetch every page")
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if isPosition(req.AfterEventId) {
+			return usagef(cmd, "--after %s: audit list --after takes an event id (a ULID, an entry's event_id), not a position "+
+				"(positions are for audit tail --after)", req.AfterEventId)
+		}
 		f, err := ff.build(cmd)
 		if err != nil {
 			return err
@@ -164,7 +172,7 @@ func auditPruneCmd(o *clientOptions) *cobra.Command {
 func auditRecordCmd(o *clientOptions) *cobra.Command {
 	req := &auditv1.RecordRequest{}
 	c := &cobra.Command{Use: "record", Short: "Record an audit entry"}
-	c.Flags().StringVar(&req.EventType, "type", "", "event type (required)")
+	c.Flags().StringVar(&req.EventType, "type", "", "event type (required), a caller's: "+strings.Join(audit.CallerEventTypes(), ", "))
 	c.Flags().StringVar(&req.PlanId, "plan", "", "plan the entry is about")
 	c.Flags().StringVar(&req.SessionId, "session", "", "session the entry is about")
 	c.Flags().StringVar(&req.ProjectName, "project", "", "project name")
@@ -192,4 +200,28 @@ func auditFlushCmd(o *clientOptions) *cobra.Command {
 		})
 	})
 	return c
+}
+
+// isPosition reports whether s is a feed position (a number) rather than
+// an event id: the two --after flags of audit take one each.
+func isPosition(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
+}
+
+// positionFlag is audit tail's --after: a feed position, whose parse error
+// says what the flag takes when given an event id.
+type positionFlag struct{ p *int64 }
+
+func (f positionFlag) String() string { return strconv.FormatInt(*f.p, 10) }
+func (f positionFlag) Type() string   { return "position" }
+
+func (f positionFlag) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return fmt.Errorf("audit tail --after takes a position (a number: an entry's \"position\", 0 for the whole trail), " +
+			"not an event id (event ids are for audit list --after)")
+	}
+	*f.p = v
+	return nil
 }

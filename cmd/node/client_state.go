@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -24,18 +26,55 @@ func sessionStateCmd(o *clientOptions) *cobra.Command {
 
 func sessionStateGetCmd(o *clientOptions) *cobra.Command {
 	req := &sessionv1.GetStateRequest{}
-	c := &cobra.Command{Use: "get", Short: "Show a session's state (with its next sequence) and the scopes named"}
-	c.Flags().StringVar(&req.SessionId, "session", "", "session id (optional when --scope is given)")
+	c := &cobra.Command{
+		Use:   "get",
+		Short: "Show a session's state (with its next sequence) and the scopes named",
+		Long: "get prints {\"state_json\":...,\"next_sequence\":...,\"scopes\":[...]}: the session's state and the shared\n" +
+			"scopes named with --scope. With --scope and no --session it reads the scopes only and prints\n" +
+			"{\"scopes\":[...]}: shared scopes belong to no session.",
+	}
+	c.Flags().StringVar(&req.SessionId, "session", "", "session id (optional when --scope is given: then only the scopes are read)")
 	c.Flags().StringArrayVar(&req.Scopes, "scope", nil, `a shared scope to show, e.g. "app:myapp"; repeat for more`)
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
 		if req.SessionId == "" && len(req.Scopes) == 0 {
 			return usagef(cmd, "give --session, --scope or both")
 		}
-		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
-			return sessionv1.NewSessionServiceClient(cl.conn).GetState(ctx, req)
-		})
+		if req.SessionId != "" {
+			return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+				return sessionv1.NewSessionServiceClient(cl.conn).GetState(ctx, req)
+			})
+		}
+		ctx, cancel := cl.ctx(cmd.Context())
+		defer cancel()
+		resp, err := sessionv1.NewSessionServiceClient(cl.conn).GetState(ctx, req)
+		if err != nil {
+			return err
+		}
+		return cl.printScopes(resp.GetScopes())
 	})
 	return c
+}
+
+// printScopes prints {"scopes":[...]}: the answer of a GetState that asked
+// for no session, without the empty session fields that would read as a
+// session with no state.
+func (c *client) printScopes(scopes []*sessionv1.ScopeState) error {
+	items := make([]json.RawMessage, len(scopes))
+	for i, s := range scopes {
+		b, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(s)
+		if err != nil {
+			return err
+		}
+		items[i] = b
+	}
+	b, err := json.Marshal(map[string][]json.RawMessage{"scopes": items})
+	if err != nil {
+		return err
+	}
+	if _, err := c.out.Write(b); err != nil {
+		return err
+	}
+	return c.out.WriteByte('\n')
 }
 
 // deltaFlags are --set key=JSON and --delete key, and --scope, which sends

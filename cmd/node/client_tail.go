@@ -49,9 +49,11 @@ func auditTailCmd(o *clientOptions) *cobra.Command {
 		Long: `Prints the audit trail's entries in commit order after --after (or only new
 ones with --now), filtered, one ChangeEvent per line, then every entry as it
 commits, until the node stops or Ctrl-C. To resume, pass the last position
-printed as --after.`,
+printed as --after. --after is a position (a number, each entry's "position"),
+not an event id as audit list's --after is.`,
 	}
-	c.Flags().Int64Var(&req.AfterPosition, "after", 0, "print entries after this position")
+	c.Flags().Var(positionFlag{&req.AfterPosition}, "after", "print entries after this position (an entry's \"position\"; 0: the whole trail; "+
+		"audit list --after takes an event id instead)")
 	c.Flags().BoolVar(&req.FromNow, "now", false, "print only entries committed from now on")
 	c.Flags().StringSliceVar(&req.Filter.EventTypes, "type", nil, fmt.Sprintf("only entries of these event types (repeat or comma-separate; at most %d)", feed.MaxFilterEventTypes))
 	c.Flags().StringVar(&req.Filter.SessionId, "session", "", "only entries about this session")

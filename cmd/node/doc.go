@@ -5,6 +5,8 @@
 //	node session create|get|list|...    talk to a running node over gRPC
 //	node plan record-error|history|...
 //	node audit list|count|get|verify|prune|...
+//	node bench [report]                 measure appends/s and latency
+//	node version                        the binary's module version and VCS revision
 //
 // Server and connection flags have an environment equivalent,
 // AGENTSTATE_<FLAG> with dashes as underscores (--grpc-addr:

@@ -24,15 +24,18 @@ const envAnnotation = "agentstate/env"
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdout, stderr)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := unknownSubcommand(root, args)
+	if err == nil {
+		err = root.Execute()
+	}
 	if err == nil {
 		return 0
 	}
 	var ue *usageError
-	if strings.HasPrefix(err.Error(), "unknown command") {
+	if !errors.As(err, &ue) && strings.HasPrefix(err.Error(), "unknown command") {
 		ue = &usageError{cmd: "node", err: err}
 	}
-	if ue != nil || errors.As(err, &ue) {
+	if ue != nil {
 		fmt.Fprintf(stderr, "Error: %v\nRun '%s --help' for usage.\n", ue.err, ue.cmd)
 		return exitUsage
 	}
@@ -66,6 +69,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newPlanCommand())
 	root.AddCommand(newAuditCommand())
 	root.AddCommand(benchCommand())
+	root.AddCommand(newVersionCommand())
 	// Document the environment equivalent of each settable flag in --help.
 	walk(root, func(c *cobra.Command) {
 		annotateEnv(c.LocalNonPersistentFlags())

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -133,5 +135,24 @@ func TestUsageErrors(t *testing.T) {
 		if code := run(args, &bytes.Buffer{}, &stderr); code != exitUsage {
 			t.Errorf("%v: exit %d (stderr %q), want %d", args, code, stderr.String(), exitUsage)
 		}
+	}
+}
+
+// node version prints the binary's build information as one JSON object.
+func TestVersionCommand(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"version"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var v buildVersion
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("%v: %q", err, out.String())
+	}
+	want, err := readVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != want || v.GoVersion != runtime.Version() || v.Version == "" || v.Module != "github.com/agentstate/agentstate" {
+		t.Fatalf("printed %+v; the build information says %+v (Go %s)", v, want, runtime.Version())
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"hash/fnv"
 	"image"
 	"image/color"
 	"image/draw"
@@ -23,12 +24,13 @@ import (
 // justify a plotting library and its dependency tree.
 
 // plotOrder is the order of bars in a group; unknown modes follow.
-var plotOrder = []Mode{ModeInProcess, ModeGRPC, ModeGRPCStream, ModeGRPCUnary, "adk", "adk-serialized", ModeBaseline, ModeRaw}
+var plotOrder = []Mode{ModeInProcess, ModeGRPC, ModeGRPCStream, ModeGRPCUnary, "adk", "adk-serialized", ModeBaseline, ModeRaw, ModeRawClosed}
 
 var plotColors = []color.RGBA{
 	{0x1f, 0x77, 0xb4, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff},
 	{0xff, 0x7f, 0x0e, 0xff}, {0x7f, 0x7f, 0x7f, 0xff}, {0x94, 0x67, 0xbd, 0xff},
-	{0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff},
+	{0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0xbc, 0xbd, 0x22, 0xff},
+	{0x17, 0xbe, 0xcf, 0xff},
 }
 
 const (
@@ -85,7 +87,7 @@ func WritePlot(w io.Writer, title string, rs []Result) error {
 	text(img, 8, top-12, "appends/s (log)", black)
 
 	groupW := (plotW - marginL - marginR) / len(groups)
-	barW := min(maxBarW, (groupW-groupPad)/len(modes))
+	barW := max(1, min(maxBarW, (groupW-groupPad)/len(modes)))
 	incomplete := false
 	for gi, g := range groups {
 		x0 := marginL + gi*groupW + (groupW-barW*len(modes))/2
@@ -122,12 +124,42 @@ func WritePlot(w io.Writer, title string, rs []Result) error {
 
 func plotWorkload(r Result) string { return fmt.Sprintf("S=%d x C=%d", r.Sessions, r.TotalCallers()) }
 
-// modeColor keeps a mode's colour the same in every plot.
+// modeColor keeps a mode's colour the same in every plot: the modes of
+// plotOrder take the palette in order, and any other mode (or one past the
+// palette) gets a colour derived from its name, so no mode is ever without
+// one, however many a plot has.
 func modeColor(m Mode) color.RGBA {
-	if i := slices.Index(plotOrder, m); i >= 0 {
+	if i := slices.Index(plotOrder, m); i >= 0 && i < len(plotColors) {
 		return plotColors[i]
 	}
-	return plotColors[len(plotOrder)+len(m)%(len(plotColors)-len(plotOrder))]
+	h := fnv.New32a()
+	h.Write([]byte(m))
+	return hueColor(float64(h.Sum32()%360) / 360)
+}
+
+// hueColor is a saturated, mid-dark colour of hue h in [0, 1): HSV with
+// S=0.65 and V=0.8, dark enough for the black labels above the bars.
+func hueColor(h float64) color.RGBA {
+	const s, v = 0.65, 0.8
+	i := math.Floor(h * 6)
+	f := h*6 - i
+	p, q, t := v*(1-s), v*(1-f*s), v*(1-(1-f)*s)
+	var r, g, b float64
+	switch int(i) % 6 {
+	case 0:
+		r, g, b = v, t, p
+	case 1:
+		r, g, b = q, v, p
+	case 2:
+		r, g, b = p, v, t
+	case 3:
+		r, g, b = p, q, v
+	case 4:
+		r, g, b = t, p, v
+	default:
+		r, g, b = v, p, q
+	}
+	return color.RGBA{uint8(r * 255), uint8(g * 255), uint8(b * 255), 0xff}
 }
 
 func plotModes(rs []Result) []Mode {

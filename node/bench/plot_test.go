@@ -47,3 +47,45 @@ func TestWritePlot(t *testing.T) {
 		t.Error("plotted nothing without an error")
 	}
 }
+
+// Every mode gets a colour of its own, however many a plot has: the modes
+// Run knows (raw-closed had none, and modeColor divided by zero), the
+// adapters' and any other name.
+func TestWritePlotEveryMode(t *testing.T) {
+	modes := append(append([]Mode{}, Modes...), "adk", "adk-serialized", "other", "yet-another", "a-third")
+	var rs []Result
+	for i, m := range modes {
+		rs = append(rs, Result{Mode: m, Sessions: 1, Callers: 2, AppendsPerSec: float64(1000 * (i + 1)), Complete: true})
+	}
+	var buf bytes.Buffer
+	if err := WritePlot(&buf, "every mode", rs); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onCanvas := map[[3]uint8]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			onCanvas[[3]uint8{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8)}] = true
+		}
+	}
+	colours := map[[3]uint8]Mode{}
+	for _, m := range modes {
+		c := modeColor(m)
+		key := [3]uint8{c.R, c.G, c.B}
+		if other, dup := colours[key]; dup {
+			t.Errorf("%s and %s share the colour %v", m, other, c)
+		}
+		colours[key] = m
+		if !onCanvas[key] {
+			t.Errorf("%s: no bar of its colour %v drawn", m, c)
+		}
+		if modeColor(m) != c {
+			t.Errorf("%s: colour not stable", m)
+		}
+	}
+}

@@ -30,7 +30,8 @@ type Options struct {
 }
 
 // DialOptions are the grpc.DialOptions of a connection to a node: the
-// transport credentials and token of o, OutcomeOptions, WindowOptions,
+// transport credentials and token of o, TypedErrorOptions (errors.Is with
+// the errs sentinels works on every call's error), OutcomeOptions, WindowOptions,
 // and the codec forced on every call of the connection (codec.Codec: the
 // generated encoders instead of reflection), so nothing process-wide is
 // changed.
@@ -43,7 +44,8 @@ func DialOptions(o Options) []grpc.DialOption {
 	} else {
 		creds = insecure.NewCredentials()
 	}
-	opts := append(OutcomeOptions(),
+	opts := append(TypedErrorOptions(), OutcomeOptions()...)
+	opts = append(opts,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec())))
 	opts = append(opts, WindowOptions()...)

@@ -30,6 +30,11 @@
 //	defer b.Close()
 //	resp, err := b.Append(ctx, req)
 //
+// On a connection made by Dial, every call's and stream's error matches
+// the errs sentinels directly — errors.Is(err, errs.ErrFailedPrecondition),
+// no errs.From needed — and is still its gRPC status (status.Code): a
+// *StatusError, or an *errs.Error where the client decided the outcome.
+//
 // A request's failure comes back as an *errs.Error with its code, as a
 // unary call's status would be. A broken stream, or a caller's context
 // that ends first, fails an append with UNAVAILABLE if it was not sent

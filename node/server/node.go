@@ -153,7 +153,7 @@ func openStore(data, url string) (persistence.Store, error) {
 	}
 	st, err := sqlite.Open(url)
 	if err != nil {
-		return nil, storeOpenFailed("open database "+data, err)
+		return nil, storeOpenFailed("open database "+redactData(data), err)
 	}
 	return st, nil
 }
@@ -341,7 +341,10 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		s.ready.started.Store(true)
 	}
 
-	attrs := []any{"grpc_addr", grpcLis.Addr().String(), "data", f.Data,
+	if w := exposedWarning(grpcLis.Addr(), f.TLSCert != "", token != ""); w != "" {
+		log.Warn(w, "grpc_addr", grpcLis.Addr().String())
+	}
+	attrs := []any{"grpc_addr", grpcLis.Addr().String(), "data", redactData(f.Data),
 		"tls", f.TLSCert != "", "auth", token != "", "grpc_max_connections", maxConns}
 	if httpLis != nil {
 		attrs = append(attrs, "http_addr", httpLis.Addr().String())
