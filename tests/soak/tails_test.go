@@ -14,6 +14,7 @@ import (
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/node/server"
 	"github.com/agentstate/agentstate/tests/checker"
+	"github.com/agentstate/agentstate/tests/proc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -74,7 +75,7 @@ func TestUnreadTails(t *testing.T) {
 			t.Fatalf("append %d of 1 MiB: %v", i, err)
 		}
 	}
-	startRSS, _ := procStatus(pid, "VmRSS")
+	startRSS, _ := proc.Status(pid, "VmRSS")
 
 	// The hostile connection: its streams are admitted (headers) or
 	// refused, and none is ever read. Streams past the connection's
@@ -171,7 +172,7 @@ func TestUnreadTails(t *testing.T) {
 		deadline.Stop()
 	}
 
-	hwm, err := procStatus(pid, "VmHWM")
+	hwm, err := proc.Status(pid, "VmHWM")
 	if err != nil {
 		t.Fatalf("the node is gone: %v\n%s", err, deathNote(n.LogTail(1<<30)))
 	}
