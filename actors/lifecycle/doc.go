@@ -50,6 +50,8 @@
 //     them was stored) and the owner asks to be passivated;
 //   - a failed write whose error leaves memory in doubt (Outcome.Stale)
 //     makes the kernel load the state again before the next decision;
+//     a load is made only with nothing in flight, so it sees the
+//     outcome of every write the owner submitted (testdata/blind);
 //   - every request gets exactly one reply, also when the owner is
 //     stopped: a write in flight OUTCOME_UNKNOWN (it may still commit),
 //     everything else UNAVAILABLE (it was not stored);

@@ -246,6 +246,9 @@ func (k *Kernel) pump() {
 			break // the folded write decides whether this owner holds
 		}
 		if k.needsLoad(folding) {
+			if k.inflight != nil {
+				break // the load waits for the write: it must see its outcome
+			}
 			k.loading = true
 			k.rd.Load = true
 			break
