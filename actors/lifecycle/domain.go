@@ -54,9 +54,9 @@ type Write struct {
 	Carried []*Request
 	// Data is the domain's (what to do with the result).
 	Data any
-	// folded: Cmd carries the owner's activation (Folding); set by the
-	// kernel.
-	folded bool
+	// folded: Cmd carries the owner's activation (Folding); activates:
+	// Cmd is the owner's Activate alone. Both are set by the kernel.
+	folded, activates bool
 	// Window opts the write into the commit window (Kernel: window.go):
 	// once it committed, the next write may wait up to Window, and no
 	// longer than this one took, for the callers it answered to come

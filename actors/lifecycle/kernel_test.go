@@ -44,6 +44,7 @@ import (
 //	loaded            [missing] [next=N] [err]: the load effect's outcome (the store's state)
 //	tick | passivate | moveout | stopped
 //	state             the kernel's and the domain's state
+//	phase             the kernel's phase (phase.go)
 func TestKernelScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		var (
@@ -106,8 +107,13 @@ func TestKernelScripts(t *testing.T) {
 			case "state":
 				return fmt.Sprintf("epoch=%d inflight=%d waiting=%d next=%d closed=%v rebased=%d\n",
 					k.Epoch(), k.InFlight(), k.Waiting(), d.next, d.closed, d.rebased)
+			case "phase":
+				return k.Phase() + "\n"
 			default:
 				t.Fatalf("unknown command %q", td.Cmd)
+			}
+			if err := lifecycle.Invariant(k); err != nil {
+				t.Fatalf("%s: after %s: %v", td.Pos, td.Cmd, err)
 			}
 			return show(k.Ready())
 		})
