@@ -78,6 +78,11 @@ func (k *Kernel) applied(w *Write, res persistence.Result, took time.Duration) {
 	}
 	if len(out.Requeue) > 0 {
 		k.queue = append(out.Requeue[:len(out.Requeue):len(out.Requeue)], k.queue...)
+		if k.phase == phaseRefusing {
+			// Moved out meanwhile: they wait again, and are refused as
+			// the queue was (nothing of them was stored).
+			k.refuseAll(k.refusal)
+		}
 	}
 	if out.Partial && k.fold != nil {
 		k.become(phasePartial)
