@@ -14,6 +14,11 @@
 // decides the command of a write, what a result means. The kernel calls
 // it; it never calls the kernel.
 //
+// The kernel's state is one phase (phase.go), whose invariants the
+// scripts' runner checks after every event. Two paths end one write in
+// more than one step: Outcome.Requeue (a plan's retries, testdata/requeue)
+// and Outcome.Continue (a session's chunked truncation, testdata/continue).
+//
 // Invariants the Kernel keeps (each is a script in testdata):
 //   - at most one write is in flight (Ready.Submit is nil while one is);
 //   - nothing is decided before the owner's activation (its first write,

@@ -74,7 +74,8 @@ type Outcome struct {
 	// queue (Domain.Rebase). Implied by Stale, after the load.
 	Rebase bool
 	// Requeue are carried requests that were not answered: they go back
-	// to the head of the queue, before the requests waiting there.
+	// to the head of the queue, before the requests waiting there (and
+	// are refused with it when the owner is moving out).
 	Requeue []*Request
 	// Continue, when set, is the next command of the same requests: it is
 	// submitted at once, before anything queued is decided (e.g. the next
