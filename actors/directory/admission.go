@@ -46,6 +46,48 @@ func (a *Admission) Admit(ctx context.Context, size int) error {
 // Release gives back what Admit took.
 func (a *Admission) Release(size int) { a.Backlog.Release(size) }
 
+// Answered is the replier of an in-process request that Admit took size
+// for: the reply gives the room back, then goes to C. So the room is held
+// until the owner answers, whether or not the caller still waits (a caller
+// whose deadline passed stops waiting; its request still queues at the
+// owner and the writer, and the backlog counts it until it is answered).
+// And a caller that has its answer has its room back.
+type Answered struct {
+	C     chan Reply // buffered: Reply never blocks
+	admit *Admission
+	size  int
+}
+
+// Answered returns the replier of a request admitted with size.
+func (a *Admission) Answered(size int) *Answered {
+	return &Answered{C: make(chan Reply, 1), admit: a, size: size}
+}
+
+func (r *Answered) Reply(resp proto.Message, err error) {
+	r.admit.Release(r.size)
+	r.C <- Reply{Msg: resp, Err: err}
+}
+
+// AskOwner admits msg (Admit), hands it to key's owner (Send) and waits
+// for the answer or for ctx. Its room is given back when the owner
+// answers (Answered), not when ctx ends: ending ctx makes the caller stop
+// waiting (OUTCOME_UNKNOWN: the request may still be carried out), not
+// the request.
+func (a *Admission) AskOwner(ctx context.Context, root *actor.RootContext, dir *actor.PID, live *LiveOwners, key string, msg proto.Message, checked bool) (proto.Message, error) {
+	size := writer.RequestSize(msg)
+	if err := a.Admit(ctx, size); err != nil {
+		return nil, err
+	}
+	r := a.Answered(size)
+	Send(root, dir, live, key, &Call{Msg: msg, Replier: r, Checked: checked})
+	select {
+	case rep := <-r.C:
+		return rep.Msg, rep.Err
+	case <-ctx.Done():
+		return nil, noReply(ctx.Err())
+	}
+}
+
 var noWait = writer.NoWait(context.Background())
 
 // bare admits a bare request from a remote or future sender and returns

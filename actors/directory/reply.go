@@ -73,8 +73,12 @@ func AskOwner(ctx context.Context, root *actor.RootContext, dir *actor.PID, live
 	case r := <-ch:
 		return r.Msg, r.Err
 	case <-ctx.Done():
-		return nil, errs.OutcomeUnknown("no reply before the deadline, the request may still be applied: %v", ctx.Err())
+		return nil, noReply(ctx.Err())
 	}
+}
+
+func noReply(cause error) error {
+	return errs.OutcomeUnknown("no reply before the deadline, the request may still be applied: %v", cause)
 }
 
 // Send hands c to key's owner: directly when live has it open (live may

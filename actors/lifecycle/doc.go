@@ -14,6 +14,11 @@
 // decides the command of a write, what a result means. The kernel calls
 // it; it never calls the kernel.
 //
+// The kernel's state is one phase (phase.go), whose invariants the
+// scripts' runner checks after every event. Two paths end one write in
+// more than one step: Outcome.Requeue (a plan's retries, testdata/requeue)
+// and Outcome.Continue (a session's chunked truncation, testdata/continue).
+//
 // Invariants the Kernel keeps (each is a script in testdata):
 //   - at most one write is in flight (Ready.Submit is nil while one is);
 //   - nothing is decided before the owner's activation (its first write,
@@ -50,6 +55,8 @@
 //     them was stored) and the owner asks to be passivated;
 //   - a failed write whose error leaves memory in doubt (Outcome.Stale)
 //     makes the kernel load the state again before the next decision;
+//     a load is made only with nothing in flight, so it sees the
+//     outcome of every write the owner submitted (testdata/blind);
 //   - every request gets exactly one reply, also when the owner is
 //     stopped: a write in flight OUTCOME_UNKNOWN (it may still commit),
 //     everything else UNAVAILABLE (it was not stored);

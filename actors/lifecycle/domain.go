@@ -54,9 +54,9 @@ type Write struct {
 	Carried []*Request
 	// Data is the domain's (what to do with the result).
 	Data any
-	// folded: Cmd carries the owner's activation (Folding); set by the
-	// kernel.
-	folded bool
+	// folded: Cmd carries the owner's activation (Folding); activates:
+	// Cmd is the owner's Activate alone. Both are set by the kernel.
+	folded, activates bool
 	// Window opts the write into the commit window (Kernel: window.go):
 	// once it committed, the next write may wait up to Window, and no
 	// longer than this one took, for the callers it answered to come
@@ -74,7 +74,8 @@ type Outcome struct {
 	// queue (Domain.Rebase). Implied by Stale, after the load.
 	Rebase bool
 	// Requeue are carried requests that were not answered: they go back
-	// to the head of the queue, before the requests waiting there.
+	// to the head of the queue, before the requests waiting there (and
+	// are refused with it when the owner is moving out).
 	Requeue []*Request
 	// Continue, when set, is the next command of the same requests: it is
 	// submitted at once, before anything queued is decided (e.g. the next

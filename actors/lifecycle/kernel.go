@@ -35,26 +35,23 @@ type Kernel struct {
 	d    Domain
 	fold Folding // d, when its first write may carry the activation
 
-	epoch      int64  // 0 until the activation committed
-	activation uint64 // the tag of the Activate in flight, or 0
-	stale      bool   // the state must be loaded before the next decision
-	partial    bool   // only Partly requests can be decided before a load (Outcome.Partial)
-	loading    bool   // a Load effect is out
-	inflight   *Write
-	win        window
-	tag        uint64
-	seq        uint64
+	phase    phase  // phase.go: which fields below are orthogonal to it, and why
+	resume   phase  // where a failed Activate or Load returns to
+	refusal  error  // phaseRefusing: what every request is answered
+	epoch    int64  // 0 until the activation committed
+	inflight *Write // the one submission in flight: the Activate, a folded write or a write
+	win      window
+	tag      uint64
+	seq      uint64
 
 	arrivals []*Request // arrived, not yet accepted (no loaded state)
 	queue    []*Request // accepted, waiting for a write
 
-	refusing    error // fenced or moving out: every request gets this
-	failed      bool  // the last activation or load failed
-	noFold      bool  // a folded write failed: activate alone from now on
-	passivating bool  // told to passivate: stop once idle
-	idleAsked   bool  // asked to be passivated already
-	touched     bool  // a request arrived since the last idle tick
-	stopped     bool
+	failed      bool // the last activation or load failed
+	noFold      bool // a folded write failed: activate alone from now on
+	passivating bool // told to passivate: stop once idle
+	idleAsked   bool // asked to be passivated already
+	touched     bool // a request arrived since the last idle tick
 
 	rd Ready
 	an Answers
@@ -62,7 +59,7 @@ type Kernel struct {
 
 // New returns the kernel of a fresh owner of d.
 func New(d Domain) *Kernel {
-	k := &Kernel{d: d, stale: true}
+	k := &Kernel{d: d, phase: phaseStale}
 	k.fold, _ = d.(Folding)
 	return k
 }
@@ -83,9 +80,6 @@ func (k *Kernel) Epoch() int64 { return k.epoch }
 
 // InFlight is the tag of the write (or activation) in flight, 0 if none.
 func (k *Kernel) InFlight() uint64 {
-	if k.activation != 0 {
-		return k.activation
-	}
 	if k.inflight != nil {
 		return k.inflight.Tag
 	}
@@ -101,12 +95,12 @@ func (k *Kernel) Arrive(r *Request) {
 	k.seq++
 	r.Seq = k.seq
 	k.touched = true
-	if k.stopped {
+	switch k.phase {
+	case phaseStopped:
 		k.an.Reply(r, nil, k.stoppedErr())
 		return
-	}
-	if k.refusing != nil {
-		k.an.Reply(r, nil, k.refusing)
+	case phaseRefusing:
+		k.an.Reply(r, nil, k.refusal)
 		return
 	}
 	k.arrivals = append(k.arrivals, r)
@@ -117,41 +111,41 @@ func (k *Kernel) Arrive(r *Request) {
 // how long it was in flight, by the shell's clock (it sizes the commit
 // window).
 func (k *Kernel) Applied(tag uint64, res persistence.Result, took time.Duration) {
-	switch {
-	case tag != 0 && tag == k.activation:
-		k.activated(res)
-	case k.inflight != nil && tag == k.inflight.Tag:
-		w := k.inflight
-		k.inflight = nil
-		if w.folded {
-			k.foldApplied(w, res, took)
-		} else if errors.Is(res.Err, persistence.ErrFenced) {
-			k.fence(w)
-		} else {
-			k.applied(w, res, took)
-		}
-	default:
+	w := k.inflight
+	if w == nil || tag != w.Tag {
 		return // not ours to finish: a stale reply
+	}
+	k.inflight = nil
+	// What finishes is told by the write, not by the phase: an ending
+	// phase does not say what it ends.
+	switch {
+	case w.activates:
+		k.activated(res)
+	case w.folded:
+		k.foldApplied(w, res, took)
+	case errors.Is(res.Err, persistence.ErrFenced):
+		k.fence(w)
+	default:
+		k.applied(w, res, took)
 	}
 	k.pump()
 }
 
 // Loaded steps the outcome of a Load effect.
 func (k *Kernel) Loaded(err error) {
-	if !k.loading {
+	if k.phase != phaseLoading {
 		return
 	}
-	k.loading = false
 	if err != nil {
 		// Nothing can be decided on a state that is unknown: every
 		// waiting request is refused (nothing was stored), and the
 		// owner asks to be passivated; a request arriving before it
 		// stopped tries the load again.
 		kind, id := k.d.Describe()
-		k.failed = true
+		k.phase, k.failed = k.resume, true
 		k.refuseAll(errs.Unavailable("%s %s could not be loaded: %v", kind, id, err))
 	} else {
-		k.stale, k.partial, k.failed = false, false, false
+		k.phase, k.failed = phaseLoaded, false
 		k.d.Rebase(k.queue)
 	}
 	k.pump()
@@ -165,7 +159,7 @@ func (k *Kernel) Tick() {
 		k.touched = false
 		return
 	}
-	if k.idle() && !k.passivating && !k.idleAsked && !k.stopped {
+	if k.idle() && !k.passivating && !k.idleAsked && k.phase != phaseStopped {
 		k.idleAsked = true
 		k.rd.AskPassivation = true
 	}
@@ -193,11 +187,15 @@ func (k *Kernel) Passivate() {
 // (nothing of them was stored; they are retried at the new owner), the
 // write in flight is answered with its real outcome, then the owner stops.
 func (k *Kernel) MoveOut() {
-	if k.refusing == nil {
-		kind, id := k.d.Describe()
-		k.refusing = errs.Unavailable("%s %s is moving to another member; retry", kind, id)
+	if k.phase == phaseStopped {
+		return
 	}
-	k.refuseAll(k.refusing)
+	if k.phase != phaseRefusing { // fenced already: that stays the answer
+		kind, id := k.d.Describe()
+		k.refusal = errs.Unavailable("%s %s is moving to another member; retry", kind, id)
+		k.become(phaseRefusing)
+	}
+	k.refuseAll(k.refusal)
 	k.passivating = true
 	k.pump()
 }
@@ -207,16 +205,17 @@ func (k *Kernel) MoveOut() {
 // answered, the write in flight OUTCOME_UNKNOWN (it was submitted and may
 // still commit), everything else UNAVAILABLE (never submitted).
 func (k *Kernel) Stopped() {
-	if k.stopped {
+	if k.phase == phaseStopped {
 		return
 	}
-	k.stopped = true
+	k.become(phaseStopped)
 	kind, id := k.d.Describe()
 	if w := k.inflight; w != nil {
 		k.inflight = nil
-		k.d.Applied(w, persistence.Result{Err: errs.OutcomeUnknown("%s %s: the owner stopped with this write in flight; it may still commit", kind, id)}, &k.an)
+		if !w.activates { // an Activate carries no request
+			k.d.Applied(w, persistence.Result{Err: errs.OutcomeUnknown("%s %s: the owner stopped with this write in flight; it may still commit", kind, id)}, &k.an)
+		}
 	}
-	k.activation = 0
 	k.refuseAll(k.stoppedErr())
 }
 
@@ -226,27 +225,30 @@ func (k *Kernel) stoppedErr() error {
 }
 
 func (k *Kernel) idle() bool {
-	return k.inflight == nil && k.activation == 0 && !k.loading && len(k.arrivals) == 0 && len(k.queue) == 0
+	return k.inflight == nil && k.phase != phaseLoading && len(k.arrivals) == 0 && len(k.queue) == 0
 }
 
 // pump moves the owner on as far as it can without an answer from outside:
 // it activates, loads, accepts arrivals, starts the next write, and asks to
 // be passivated or stops when idle.
 func (k *Kernel) pump() {
-	if k.stopped {
+	if k.phase == phaseStopped {
 		return
 	}
-	for k.activation == 0 && !k.loading && (len(k.arrivals) > 0 || len(k.queue) > 0) {
+	for k.phase != phaseActivating && k.phase != phaseLoading && (len(k.arrivals) > 0 || len(k.queue) > 0) {
 		folding := k.epoch == 0 && k.fold != nil && !k.noFold
 		if k.epoch == 0 && !folding {
 			k.activate()
 			break
 		}
-		if folding && k.inflight != nil {
+		if k.phase == phaseFolding {
 			break // the folded write decides whether this owner holds
 		}
 		if k.needsLoad(folding) {
-			k.loading = true
+			if k.inflight != nil {
+				break // the load waits for the write: it must see its outcome
+			}
+			k.resume, k.phase = k.phase, phaseLoading
 			k.rd.Load = true
 			break
 		}
@@ -287,7 +289,8 @@ func (k *Kernel) pump() {
 			continue
 		}
 		if folding {
-			w.Cmd, w.folded = k.fold.Fold(w.Cmd, !k.stale), true
+			w.Cmd, w.folded = k.fold.Fold(w.Cmd, k.phase == phaseLoaded), true
+			k.phase = phaseFolding
 		}
 		k.submit(w)
 		break
@@ -296,11 +299,11 @@ func (k *Kernel) pump() {
 		return
 	}
 	if k.passivating {
-		k.stopped = true
+		k.become(phaseStopped)
 		k.rd.Stop = true
 		return
 	}
-	if !k.idleAsked && (k.refusing != nil || k.failed || (!k.stale && !k.d.Owns())) {
+	if !k.idleAsked && (k.phase == phaseRefusing || k.failed || (k.phase != phaseStale && !k.d.Owns())) {
 		// Nothing to own (no such entity, nothing loaded, fenced): do
 		// not hold an owner for the id.
 		k.idleAsked = true
@@ -312,10 +315,10 @@ func (k *Kernel) pump() {
 // decided: it is stale, unless a fresh owner folds a Blind head; or it is
 // partial (a blind fold's result) and the head is not Partly.
 func (k *Kernel) needsLoad(folding bool) bool {
-	switch {
-	case k.stale:
+	switch k.phase {
+	case phaseStale:
 		return !(folding && k.fold.Blind(k.head()))
-	case k.partial:
+	case phasePartial:
 		return !k.fold.Partly(k.head())
 	}
 	return false
@@ -366,110 +369,6 @@ func (k *Kernel) submit(w *Write) {
 }
 
 func (k *Kernel) activate() {
-	k.tag++
-	k.activation = k.tag
-	k.rd.Submit = &Write{Tag: k.tag, Cmd: k.d.Activate()}
-}
-
-// activated takes the epoch; the state is loaded next (pump). A failed
-// activation (disk full, the writer gone) refuses every waiting request;
-// the owner asks to be passivated, and a request arriving before it
-// stopped tries again.
-func (k *Kernel) activated(res persistence.Result) {
-	k.activation = 0
-	err := res.Err
-	if err == nil && res.Epoch <= 0 {
-		kind, id := k.d.Describe()
-		err = errs.Internal("%s %s: the store answered epoch %d to an activation", kind, id, res.Epoch)
-	}
-	if err != nil {
-		k.failed = true
-		k.refuseAll(err)
-		return
-	}
-	k.epoch, k.stale, k.failed = res.Epoch, true, false
-}
-
-// foldApplied steps the result of a write that carried the activation
-// (Folding). Committed: the epoch is taken and the state is the load the
-// store confirmed plus this write, whose requests are answered as any
-// write's. Failed, however: nothing of it was stored and none of its
-// requests was answered; they go back to the head of the queue and the
-// owner activates alone, then loads and decides them again (a store that
-// refused the load's state, a create of a session that exists, a
-// transaction that rolled back: each is decided anew as today). A move or
-// stop meanwhile refuses them as it refuses the queue.
-func (k *Kernel) foldApplied(w *Write, res persistence.Result, took time.Duration) {
-	if res.Err != nil {
-		k.noFold, k.stale = true, true
-		k.queue = append(w.Carried[:len(w.Carried):len(w.Carried)], k.queue...)
-		k.d.Rebase(k.queue)
-		if k.refusing != nil {
-			k.refuseAll(k.refusing)
-		}
-		return
-	}
-	k.stale = false
-	k.applied(w, res, took)
-	if res.Epoch <= 0 {
-		// The write committed (its requests are answered), but without
-		// an epoch this owner cannot write again: a store bug.
-		kind, id := k.d.Describe()
-		k.failed, k.noFold, k.stale = true, true, true
-		k.refuseAll(errs.Internal("%s %s: the store answered epoch %d to an activation", kind, id, res.Epoch))
-		return
-	}
-	k.epoch = res.Epoch
-}
-
-func (k *Kernel) applied(w *Write, res persistence.Result, took time.Duration) {
-	out := k.d.Applied(w, res, &k.an)
-	if out.Continue != nil {
-		k.win.committed(0, 0, 0, 0)
-		k.submit(&Write{Cmd: out.Continue, Carried: w.Carried, Data: out.ContinueData})
-		return
-	}
-	if res.Err == nil && !out.Stale && len(out.Requeue) == 0 {
-		k.win.committed(len(w.Carried), len(k.queue), took, w.Window)
-	} else {
-		k.win.committed(0, 0, 0, 0) // a failed write opens no window
-	}
-	if len(out.Requeue) > 0 {
-		k.queue = append(out.Requeue[:len(out.Requeue):len(out.Requeue)], k.queue...)
-	}
-	if out.Partial && k.fold != nil {
-		k.partial = true
-	}
-	switch {
-	case out.Stale:
-		k.stale = true // loaded (then rebased) before the next decision
-	case out.Rebase:
-		k.d.Rebase(k.queue)
-	}
-}
-
-// fence ends this activation: w was refused because a newer one owns the
-// entity. w's requests, the waiting ones and every later one are answered
-// UNAVAILABLE (nothing of them was stored); the owner then asks to be
-// passivated. The retry reaches a fresh owner, which activates anew.
-func (k *Kernel) fence(w *Write) {
-	kind, id := k.d.Describe()
-	if k.refusing == nil {
-		k.rd.Fenced = true
-	}
-	k.refusing = errs.Unavailable("%s %s is owned by a newer activation; retry", kind, id)
-	k.d.Applied(w, persistence.Result{Err: k.refusing}, &k.an)
-	k.refuseAll(k.refusing)
-}
-
-// refuseAll answers every waiting request with err.
-func (k *Kernel) refuseAll(err error) {
-	for _, r := range k.queue {
-		k.d.Refuse(r, err, &k.an)
-	}
-	k.queue = nil
-	for _, r := range k.arrivals {
-		k.an.Reply(r, nil, err)
-	}
-	k.arrivals = nil
+	k.resume, k.phase = k.phase, phaseActivating
+	k.submit(&Write{Cmd: k.d.Activate(), activates: true})
 }

@@ -161,8 +161,9 @@ func (s *Service) Stop(ctx context.Context) error {
 }
 
 // call asks the plan's owner: directly when it is live, else through the
-// directory. Writes hold backlog room until answered (directory.Admission:
-// in-process callers wait for it, callers whose ctx is marked
+// directory. Writes hold backlog room until the owner answers them, also
+// when the caller stopped waiting first (directory.Admission.AskOwner:
+// in-process callers wait for room, callers whose ctx is marked
 // writer.NoWait are refused with RESOURCE_EXHAUSTED).
 func (s *Service) call(ctx context.Context, msg proto.Message) (proto.Message, error) {
 	if s.stopped.Load() {
@@ -180,12 +181,7 @@ func (s *Service) call(ctx context.Context, msg proto.Message) (proto.Message, e
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	size := writer.RequestSize(msg)
-	if err := s.admit.Admit(ctx, size); err != nil {
-		return nil, err
-	}
-	defer s.admit.Release(size)
-	return directory.AskOwner(ctx, s.root, s.pid, &s.live, id, msg, false)
+	return s.admit.AskOwner(ctx, s.root, s.pid, &s.live, id, msg, false)
 }
 
 func (s *Service) bound(ctx context.Context) (context.Context, context.CancelFunc) {

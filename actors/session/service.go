@@ -265,19 +265,6 @@ func (s *Service) unkeyed(c *directory.Call) {
 	c.Replier.Reply(resp, err)
 }
 
-// checkedReplier answers a façade call and gives back the room its
-// admission took.
-type checkedReplier struct {
-	ch    chan directory.Reply
-	admit *directory.Admission
-	size  int // admitted with; the directory may grow msg (a create's id)
-}
-
-func (r *checkedReplier) Reply(resp proto.Message, err error) {
-	r.ch <- directory.Reply{Msg: resp, Err: err}
-	r.admit.Release(r.size)
-}
-
 // call admits a normalised write (directory.Admission: in-process callers
 // wait, network callers are refused when the backlog is full), hands it to
 // its session owner — directly when it is live, else through the
@@ -290,7 +277,8 @@ func call[T proto.Message](ctx context.Context, s *Service, key string, msg prot
 	if err := s.admit.Admit(ctx, size); err != nil {
 		return zero, err
 	}
-	r := &checkedReplier{ch: make(chan directory.Reply, 1), admit: s.admit, size: size}
+	// The room is held until the owner answers, also when ctx ends first.
+	r := s.admit.Answered(size)
 	directory.Send(s.sys.Root, s.pid, &s.live, key, &directory.Call{Msg: msg, Replier: r, Checked: true})
 	timeout := askTimers.Get().(*time.Timer)
 	timeout.Reset(s.env.cfg.AskTimeout)
@@ -301,7 +289,7 @@ func call[T proto.Message](ctx context.Context, s *Service, key string, msg prot
 		askTimers.Put(timeout)
 	}()
 	select {
-	case rep := <-r.ch:
+	case rep := <-r.C:
 		if rep.Err != nil {
 			return zero, rep.Err
 		}
