@@ -40,6 +40,12 @@ func newEnv(tb testing.TB, cfg feed.Config, sessions bool) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return newEnvOn(tb, store, cfg, sessions)
+}
+
+// newEnvOn is newEnv on store, which the env closes.
+func newEnvOn(tb testing.TB, store persistence.Store, cfg feed.Config, sessions bool) *env {
+	tb.Helper()
 	cfg.Logger = quiet
 	hub := feed.New(store.Reader(), cfg)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
