@@ -53,8 +53,9 @@ type Command interface {
 	Size() int
 	// Fence names the owner the command writes for and its epoch.
 	Fence() Fence
-	// WritesAudit reports whether it may append to the audit chain.
-	WritesAudit() bool
+	// Touches reports what the command writes (Touch): the session, the
+	// plan and the audit effect. A wrapper reports what it wraps.
+	Touches() Touch
 	// applyTo is Dispatch's double dispatch; unexported, it keeps the set
 	// of commands closed.
 	applyTo(Handler) (Result, error)
