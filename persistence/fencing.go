@@ -50,12 +50,16 @@ const (
 // A blind append (Then an AppendMessages, Loaded nil: issue 17's W4, where
 // nearly every append activates a cold session and its load cost a fifth of
 // the CPU) was decided with no load at all: the store reads the session
-// inside the command, on the writer's connection, and decides what the
-// owner would have read: Then's NextSequence and State are the stored
-// ones (the command's own are ignored). The session must exist and be
-// active; otherwise the command fails with ErrBlindRefused and nothing of
-// it is stored. Result.Head is what the store read, before Then was
-// applied, so the owner learns its next sequence and state from the commit.
+// inside the command, on the writer's connection, and the append is
+// decided on what it read (AppendMessages.Decide: Then's NextSequence and
+// State are the stored ones, the command's own are ignored). The session
+// must exist and be active; otherwise the command fails with
+// ErrBlindRefused and nothing of it is stored. Result.Head is what the
+// store read, before Then was applied, so the owner learns its next
+// sequence and state from the commit.
+//
+// Every store applies an Activate through ApplyActivate (activate.go),
+// giving it only its statements (ActivateDialect).
 type Activate struct {
 	Kind   OwnerKind
 	ID     string
