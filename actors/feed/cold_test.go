@@ -72,7 +72,11 @@ func TestSessionTailSeesColdOwnersFirstAppend(t *testing.T) {
 			var v sessionView
 			readSession(t, tail, &v, 1)
 			e.passivate()
+			cold := e.foldedWrites(id)
 			e.appendN(id, 1)
+			if e.foldedWrites(id) != cold+1 {
+				t.Fatal("the append after passivation did not ride in a fresh owner's activation")
+			}
 			ctx, cancel := context.WithTimeout(e.ctx, coldDelivery)
 			defer cancel()
 			for len(v.seqs) < 2 {
@@ -102,7 +106,11 @@ func TestChangeTailSeesColdOwnersFirstAppend(t *testing.T) {
 			before := len(e.storedEntries(&feedv1.ChangeFilter{SessionId: id}, 0))
 			readChanges(t, tail, &v, before)
 			e.passivate()
+			cold := e.foldedWrites(id)
 			e.appendN(id, 1)
+			if e.foldedWrites(id) != cold+1 {
+				t.Fatal("the append after passivation did not ride in a fresh owner's activation")
+			}
 			ctx, cancel := context.WithTimeout(e.ctx, coldDelivery)
 			defer cancel()
 			for len(v.positions) < before+1 {
