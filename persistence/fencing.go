@@ -93,8 +93,10 @@ func (m *SessionMark) Matches(exists bool, next, updatedAt int64) (bool, error) 
 	return next == m.NextSequence && updatedAt == at, nil
 }
 
-// SessionHead is what the store read of a session for a blind append
-// (Activate): the session as it stood before the append.
+// SessionHead is where a session's next append starts, what
+// AppendMessages.Decide decides on: as a warm owner holds it, or as the
+// store read it for a blind append (Activate: the session as it stood
+// before the append, reported in Result.Head).
 type SessionHead struct {
 	NextSequence int64
 	// State is the session's state (a JSON object).

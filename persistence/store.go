@@ -81,9 +81,9 @@ type CreateSession struct {
 // AppendMessages appends turns to one session. Its NextSequence and State
 // are decided by Decide, from the session's head: the one its warm owner
 // holds, or the one the store read for a cold owner's blind append
-// (Activate). Apply assigns NextSequence, NextSequence+1, ... to the new messages in turn
-// order, skipping duplicate turns, and reports the next sequence after the
-// command in Result.NextSequence.
+// (Activate). Apply assigns NextSequence, NextSequence+1, ... to the new
+// messages in turn order, skipping duplicate turns, and reports the next
+// sequence after the command in Result.NextSequence.
 //
 // Per turn (TurnResult):
 //   - every message id already stored in the session, as a retry of the

@@ -26,9 +26,9 @@ import (
 // (sess.MessageCount) and state; the store commits the turns densely from
 // there or refuses the command whole. A cold owner's run goes blind
 // (startBlind), decided by the same function on the head the store reads.
-// Requests refused here (the session is closed, a
-// conditional append's expectation is not the next sequence, a turn that
-// cannot be built) are answered at once and carried by no write.
+// Requests refused here (the session is closed, a conditional append's
+// expectation is not the next sequence, a turn that cannot be built) are
+// answered at once and carried by no write.
 func (o *owner) startAppends(run []*lifecycle.Request) {
 	now := time.Now().UTC()
 	ts := timestamppb.New(now)
