@@ -70,7 +70,7 @@ func ApplyActivate(c *Activate, d ActivateDialect, h Handler) (Result, error) {
 		if head == nil {
 			return Result{}, fmt.Errorf("%w: session %s", ErrBlindRefused, c.ID)
 		}
-		app.Decide(*head)
+		app.DecideSequence(*head)
 	}
 	// Dispatch, not the store's own command path: its epoch check would
 	// read back the epoch this command just took.

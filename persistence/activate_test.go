@@ -64,7 +64,7 @@ func TestApplyActivateDecidesABlindAppendOnTheStoredHead(t *testing.T) {
 		t.Fatalf("applied %T (the owner's own command: %v), want a copy of the append", d.applied, got == app)
 	}
 	want := &persistence.AppendMessages{}
-	want.Decide(persistence.SessionHead{NextSequence: 7, State: `{"a":1}`})
+	want.DecideSequence(persistence.SessionHead{NextSequence: 7, State: `{"a":1}`})
 	if got.Epoch != 1 || got.NextSequence != want.NextSequence || got.State != want.State {
 		t.Fatalf("applied epoch %d next %d state %q, want 1, %d, %q", got.Epoch, got.NextSequence, got.State, want.NextSequence, want.State)
 	}

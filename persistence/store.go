@@ -78,8 +78,8 @@ type CreateSession struct {
 	Snapshot *sessionv1.Snapshot
 }
 
-// AppendMessages appends turns to one session. Its NextSequence and State
-// are decided by Decide, from the session's head: the one its warm owner
+// AppendMessages appends turns to one session. Its NextSequence and State are
+// decided by DecideSequence, from the session's head: the one its warm owner
 // holds, or the one the store read for a cold owner's blind append
 // (Activate). Apply assigns NextSequence, NextSequence+1, ... to the new
 // messages in turn order, skipping duplicate turns, and reports the next
@@ -119,14 +119,14 @@ type AppendMessages struct {
 	UpdatedAt time.Time
 }
 
-// Decide decides c against head, the session as its owner knows it: the
-// turns are numbered from head.NextSequence on and their deltas apply to
-// head.State. It is the one place a session's next sequence is decided,
-// for a warm owner (the session actor, from what it loaded and committed
-// since) and for a cold owner's blind append (ApplyActivate, from the head
-// the store read after taking the epoch). The store commits the decision
-// or, when the sequence is taken since, refuses the command whole.
-func (c *AppendMessages) Decide(head SessionHead) {
+// DecideSequence decides c against head, the session as its owner knows it:
+// the turns are numbered from head.NextSequence on and their deltas apply to
+// head.State. It is the one place a session's next sequence is decided, for a
+// warm owner (the session actor, from what it loaded and committed since) and
+// for a cold owner's blind append (ApplyActivate, from the head the store
+// read after taking the epoch). The store commits the decision or, when the
+// sequence is taken since, refuses the command whole.
+func (c *AppendMessages) DecideSequence(head SessionHead) {
 	c.NextSequence, c.State = head.NextSequence, head.State
 }
 

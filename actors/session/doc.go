@@ -1,6 +1,6 @@
 // Package session owns conversation sessions: one actor per session, which
 // alone writes that session; its message sequences are decided by one
-// function, persistence's AppendMessages.Decide.
+// function, persistence's AppendMessages.DecideSequence.
 //
 // # Embedding
 //
@@ -42,7 +42,7 @@
 //  4. The actor's kernel queues it. With no write in flight it cuts the
 //     leading run of queued appends and the domain (startAppends) makes
 //     them, one Turn each, one persistence.AppendMessages decided at the
-//     next sequence (AppendMessages.Decide), which goes to the writer
+//     next sequence (AppendMessages.DecideSequence), which goes to the writer
 //     actor, which group commits it with other sessions' writes. A cold
 //     actor's first run is carried by its activation and decided by the
 //     same function inside the store (see Fencing).

@@ -21,7 +21,7 @@ import (
 // startAppends builds a run of appends: the leading queued appends the
 // kernel coalesced, in arrival order, become one AppendMessages, one Turn
 // per request. A warm owner decides it (persistence's
-// AppendMessages.Decide, the one place a session's next sequence is
+// AppendMessages.DecideSequence, the one place a session's next sequence is
 // decided) on the head it holds: the committed next sequence
 // (sess.MessageCount) and state; the store commits the turns densely from
 // there or refuses the command whole. A cold owner's run goes blind
@@ -49,7 +49,7 @@ func (o *owner) startAppends(run []*lifecycle.Request) {
 		return
 	}
 	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, Turns: turns, UpdatedAt: now}
-	cmd.Decide(persistence.SessionHead{NextSequence: o.sess.MessageCount, State: o.state})
+	cmd.DecideSequence(persistence.SessionHead{NextSequence: o.sess.MessageCount, State: o.state})
 	first := cmd.NextSequence
 	o.submit(carried, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
 	o.next.Window = maxAppendWindow
@@ -83,12 +83,11 @@ func (o *owner) turns(run []*lifecycle.Request, ts *timestamppb.Timestamp, now t
 
 // startBlind builds the write of a fresh owner's first append run, which
 // nothing was loaded for (Blind): the kernel folds it into the activation,
-// and it is decided (AppendMessages.Decide) on the session's head as the
-// store reads it once the epoch is taken (persistence.Activate). Its
-// run holds no conditional append (those are not Blind, and lead their
-// runs). Only a committed write reaches the finish function (a failed fold
-// is decided again after a load), which takes the session as the store
-// read it.
+// and it is decided (AppendMessages.DecideSequence) on the session's head as
+// the store reads it once the epoch is taken (persistence.Activate). Its run
+// holds no conditional append (those are not Blind, and lead their runs).
+// Only a committed write reaches the finish function (a failed fold is
+// decided again after a load), which takes the session as the store read it.
 func (o *owner) startBlind(run []*lifecycle.Request, ts *timestamppb.Timestamp, now time.Time) {
 	carried, turns := o.turns(run, ts, now, nil)
 	if len(carried) == 0 {
