@@ -59,22 +59,3 @@ func (c *PlanWrite) Fence() Fence         { return Fence{OwnerPlan, c.PlanID, c.
 func (c *RecordAudit) Fence() Fence       { return Fence{} }
 func (c *RecordClientAudit) Fence() Fence { return Fence{} }
 func (c *PruneAudit) Fence() Fence        { return Fence{} }
-
-// WritesAudit reports whether the command may append to the audit chain,
-// so that a store locks the chain's tail before anything else.
-func (c *Activate) WritesAudit() bool      { return c.Then != nil && c.Then.WritesAudit() }
-func (c *CreateSession) WritesAudit() bool { return len(c.Audit) > 0 }
-func (c *AppendMessages) WritesAudit() bool {
-	for _, t := range c.Turns {
-		if len(t.Audit) > 0 {
-			return true
-		}
-	}
-	return false
-}
-func (c *UpdateSession) WritesAudit() bool     { return len(c.Audit) > 0 }
-func (c *DeleteSession) WritesAudit() bool     { return len(c.Audit) > 0 }
-func (c *PlanWrite) WritesAudit() bool         { return len(c.Audit) > 0 }
-func (c *RecordAudit) WritesAudit() bool       { return len(c.Entries) > 0 }
-func (c *RecordClientAudit) WritesAudit() bool { return len(c.Entries) > 0 }
-func (c *PruneAudit) WritesAudit() bool        { return true }

@@ -90,7 +90,7 @@ func TestDispatchCallsEachCommandsMethod(t *testing.T) {
 			if f := c.cmd.Fence(); f != c.fence {
 				t.Errorf("Fence %+v, want %+v", f, c.fence)
 			}
-			if w := c.cmd.WritesAudit(); w != c.writesAudit {
+			if w := c.cmd.Touches().WritesAudit(); w != c.writesAudit {
 				t.Errorf("WritesAudit %v, want %v", w, c.writesAudit)
 			}
 		})

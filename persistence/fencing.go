@@ -50,12 +50,16 @@ const (
 // A blind append (Then an AppendMessages, Loaded nil: issue 17's W4, where
 // nearly every append activates a cold session and its load cost a fifth of
 // the CPU) was decided with no load at all: the store reads the session
-// inside the command, on the writer's connection, and decides what the
-// owner would have read: Then's NextSequence and State are the stored
-// ones (the command's own are ignored). The session must exist and be
-// active; otherwise the command fails with ErrBlindRefused and nothing of
-// it is stored. Result.Head is what the store read, before Then was
-// applied, so the owner learns its next sequence and state from the commit.
+// inside the command, on the writer's connection, and the append is decided
+// on what it read (AppendMessages.DecideSequence: Then's NextSequence and
+// State are the stored ones, the command's own are ignored). The session must
+// exist and be active; otherwise the command fails with ErrBlindRefused and
+// nothing of it is stored. Result.Head is what the store read, before Then
+// was applied, so the owner learns its next sequence and state from the
+// commit.
+//
+// Every store applies an Activate through ApplyActivate (activate.go),
+// giving it only its statements (ActivateDialect).
 type Activate struct {
 	Kind   OwnerKind
 	ID     string
@@ -89,8 +93,10 @@ func (m *SessionMark) Matches(exists bool, next, updatedAt int64) (bool, error) 
 	return next == m.NextSequence && updatedAt == at, nil
 }
 
-// SessionHead is what the store read of a session for a blind append
-// (Activate): the session as it stood before the append.
+// SessionHead is where a session's next append starts, what
+// AppendMessages.DecideSequence decides on: as a warm owner holds it, or as
+// the store read it for a blind append (Activate: the session as it stood
+// before the append, reported in Result.Head).
 type SessionHead struct {
 	NextSequence int64
 	// State is the session's state (a JSON object).

@@ -45,8 +45,5 @@ func (c *PutSnapshot) Size() int     { return rowOverhead + len(c.Snapshot.GetDa
 func (c *TruncateSession) Fence() Fence { return Fence{OwnerSession, c.SessionID, c.Epoch} }
 func (c *PutSnapshot) Fence() Fence     { return Fence{OwnerSession, c.SessionID, c.Epoch} }
 
-func (c *TruncateSession) WritesAudit() bool { return len(c.Audit) > 0 }
-func (c *PutSnapshot) WritesAudit() bool     { return false }
-
 func (c *TruncateSession) applyTo(h Handler) (Result, error) { return h.TruncateSession(c) }
 func (c *PutSnapshot) applyTo(h Handler) (Result, error)     { return h.PutSnapshot(c) }

@@ -53,8 +53,9 @@ type Command interface {
 	Size() int
 	// Fence names the owner the command writes for and its epoch.
 	Fence() Fence
-	// WritesAudit reports whether it may append to the audit chain.
-	WritesAudit() bool
+	// Touches reports what the command writes (Touch): the session, the
+	// plan and the audit effect. A wrapper reports what it wraps.
+	Touches() Touch
 	// applyTo is Dispatch's double dispatch; unexported, it keeps the set
 	// of commands closed.
 	applyTo(Handler) (Result, error)
@@ -77,11 +78,12 @@ type CreateSession struct {
 	Snapshot *sessionv1.Snapshot
 }
 
-// AppendMessages appends turns to one session. The session actor, which
-// holds the session's next sequence, passes it as NextSequence; Apply
-// assigns NextSequence, NextSequence+1, ... to the new messages in turn
-// order, skipping duplicate turns, and reports the next sequence after the
-// command in Result.NextSequence.
+// AppendMessages appends turns to one session. Its NextSequence and State are
+// decided by DecideSequence, from the session's head: the one its warm owner
+// holds, or the one the store read for a cold owner's blind append
+// (Activate). Apply assigns NextSequence, NextSequence+1, ... to the new
+// messages in turn order, skipping duplicate turns, and reports the next
+// sequence after the command in Result.NextSequence.
 //
 // Per turn (TurnResult):
 //   - every message id already stored in the session, as a retry of the
@@ -115,6 +117,17 @@ type AppendMessages struct {
 	Turns []Turn
 	// UpdatedAt becomes the session's updated_at when a turn is stored.
 	UpdatedAt time.Time
+}
+
+// DecideSequence decides c against head, the session as its owner knows it:
+// the turns are numbered from head.NextSequence on and their deltas apply to
+// head.State. It is the one place a session's next sequence is decided, for a
+// warm owner (the session actor, from what it loaded and committed since) and
+// for a cold owner's blind append (ApplyActivate, from the head the store
+// read after taking the epoch). The store commits the decision or, when the
+// sequence is taken since, refuses the command whole.
+func (c *AppendMessages) DecideSequence(head SessionHead) {
+	c.NextSequence, c.State = head.NextSequence, head.State
 }
 
 // Turn is one atomic group of messages. Message.Sequence is ignored on

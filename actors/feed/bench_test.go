@@ -88,13 +88,16 @@ func BenchmarkCommitToDelivery(b *testing.B) {
 			defer store.Close()
 			hub := feed.New(store.Reader(), feed.Config{Logger: quiet})
 			var commitMu sync.Mutex
-			committed := map[int64]time.Time{} // first sequence of an append → commit time
+			// Commit times of the session's writes, in commit order: its
+			// create, then one append (one message) at a time, so the
+			// message of sequence s committed at committed[s+1].
+			var committed []time.Time
 			onCommit := func(cmds []persistence.Command) {
 				now := time.Now()
 				commitMu.Lock()
 				for _, c := range cmds {
-					if a, ok := c.(*persistence.AppendMessages); ok {
-						committed[a.NextSequence] = now
+					if c.Touches().Session != "" {
+						committed = append(committed, now)
 					}
 				}
 				commitMu.Unlock()
@@ -151,7 +154,7 @@ func BenchmarkCommitToDelivery(b *testing.B) {
 			var all []time.Duration
 			for _, g := range got {
 				for seq, at := range g {
-					all = append(all, max(0, at.Sub(committed[int64(seq)])))
+					all = append(all, max(0, at.Sub(committed[seq+1])))
 				}
 			}
 			slices.Sort(all)

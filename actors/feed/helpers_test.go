@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,33 @@ type env struct {
 	hub   *feed.Hub
 	// stopped is set once stop ran (cleanup then skips it).
 	stopped bool
+	// folded counts, per session, the committed writes that rode in their
+	// owner's activation (a cold owner's first write).
+	mu     sync.Mutex
+	folded map[string]int
+}
+
+// observe counts the commands of a commit that write a session inside an
+// activation: a command that touches a session but carries no epoch of
+// its own (persistence.Fence) is one taking the epoch.
+func (e *env) observe(cmds []persistence.Command) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range cmds {
+		if t := c.Touches(); t.Session != "" && c.Fence().Kind == 0 {
+			if e.folded == nil {
+				e.folded = map[string]int{}
+			}
+			e.folded[t.Session]++
+		}
+	}
+}
+
+// foldedWrites is how many of session id's writes rode in an activation.
+func (e *env) foldedWrites(id string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.folded[id]
 }
 
 func newEnv(tb testing.TB, cfg feed.Config, sessions bool) *env {
@@ -40,16 +68,27 @@ func newEnv(tb testing.TB, cfg feed.Config, sessions bool) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return newEnvOn(tb, store, cfg, sessions)
+}
+
+// newEnvOn is newEnv on store, which the env closes.
+func newEnvOn(tb testing.TB, store persistence.Store, cfg feed.Config, sessions bool) *env {
+	tb.Helper()
 	cfg.Logger = quiet
 	hub := feed.New(store.Reader(), cfg)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	acfg := actors.Config{Writer: writer.Config{Logger: quiet, OnCommit: hub.OnCommit}}
+	e := &env{tb: tb, ctx: context.Background(), store: store, sys: sys, hub: hub}
+	onCommit := func(cmds []persistence.Command) {
+		e.observe(cmds)
+		hub.OnCommit(cmds)
+	}
+	acfg := actors.Config{Writer: writer.Config{Logger: quiet, OnCommit: onCommit}}
 	acfg.Sessions.AuditMessages = sessions
 	node, err := actors.Start(sys, store, acfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e := &env{tb: tb, ctx: context.Background(), store: store, sys: sys, node: node, hub: hub}
+	e.node = node
 	tb.Cleanup(func() {
 		if !e.stopped {
 			e.stop(time.Second)

@@ -98,40 +98,27 @@ func New(r persistence.Reader, cfg Config) *Hub {
 }
 
 // OnCommit is the writer's hook: it is called after each transaction
-// committed, with its commands. It never blocks (a map lookup per session
-// command and a non-blocking send), so the writer is not slowed by the
-// number or the speed of the tails.
+// committed, with its commands. Each command names the session it wrote
+// (persistence.Touch), wrapped in an activation or not, so a tail learns
+// of a cold owner's first write from that write's commit (issue 27). A
+// truncation wakes tails too; they learn of it from what they read (a
+// first message past their cursor is reported as a Truncated range). It
+// never blocks (a map lookup per session command and a non-blocking
+// send), so the writer is not slowed by the number or the speed of the
+// tails.
 func (h *Hub) OnCommit(cmds []persistence.Command) {
 	h.mu.Lock()
 	for _, c := range cmds {
-		if id := sessionOf(c); id != "" && h.sessions[id] != nil {
-			h.dirty[id] = true
+		t := c.Touches()
+		if t.Session != "" && h.sessions[t.Session] != nil {
+			h.dirty[t.Session] = true
 		}
-		if c.WritesAudit() {
+		if t.WritesAudit() {
 			h.audit = true
 		}
 	}
 	h.mu.Unlock()
 	h.signal()
-}
-
-// sessionOf names the session whose messages or state a command may
-// change. A truncation command (issue #18; not in the store yet) belongs
-// here too once it exists: tails learn of a truncation from what they read
-// (a first message past their cursor is reported as a Truncated range), so
-// naming its session only makes a waiting tail see it sooner.
-func sessionOf(c persistence.Command) string {
-	switch c := c.(type) {
-	case *persistence.AppendMessages:
-		return c.SessionID
-	case *persistence.UpdateSession:
-		return c.SessionID
-	case *persistence.DeleteSession:
-		return c.SessionID
-	case *persistence.CreateSession:
-		return c.Session.GetSessionId()
-	}
-	return ""
 }
 
 func (h *Hub) signal() {

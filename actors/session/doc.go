@@ -1,5 +1,6 @@
 // Package session owns conversation sessions: one actor per session, which
-// alone assigns that session's message sequences.
+// alone writes that session; its message sequences are decided by one
+// function, persistence's AppendMessages.DecideSequence.
 //
 // # Embedding
 //
@@ -23,7 +24,8 @@
 // timer ticks once per timeout) asks to passivate; it stops once its writes in flight
 // are answered, and the directory spawns a fresh one for the next request,
 // which reloads the session from the store (next sequence = stored maximum
-// + 1). PassivateAll forces that for every actor. The actor takes its
+// + 1), or, for a plain append, has it decided on the head the store reads
+// inside the write (below, Fencing). PassivateAll forces that for every actor. The actor takes its
 // identity only from the key it was spawned with, so the same code can run
 // as a Proto.Actor cluster kind keyed by the grain identity.
 //
@@ -39,9 +41,11 @@
 //     directory, which spawns it.
 //  4. The actor's kernel queues it. With no write in flight it cuts the
 //     leading run of queued appends and the domain (startAppends) makes
-//     them, one Turn each, one persistence.AppendMessages at the next
-//     sequence, which goes to the writer actor, which group commits it
-//     with other sessions' writes.
+//     them, one Turn each, one persistence.AppendMessages decided at the
+//     next sequence (AppendMessages.DecideSequence), which goes to the writer
+//     actor, which group commits it with other sessions' writes. A cold
+//     actor's first run is carried by its activation and decided by the
+//     same function inside the store (see Fencing).
 //  5. On *writer.Applied (after COMMIT; with synchronous=FULL: durable) the
 //     actor answers each request with its message ids, sequences and
 //     timestamps, in sequence order, moves its next sequence to
@@ -82,9 +86,13 @@
 // # Fencing
 //
 // A session actor's first write is persistence.Activate: the store
-// increments the session's epoch and returns it. Only after that commits
-// does the actor load the session and decide anything (create answers
-// "exists" from that state, too); every write then carries the epoch, and
+// increments the session's epoch and returns it. The actor's first request
+// rides in it when it can (a create, decided with no load: the store
+// refuses it when the session exists; a plain append, decided blind on the
+// head the store reads after taking the epoch; a conditional append,
+// decided on a load and applied only while the session stands as loaded);
+// otherwise the actor loads the session once the activation committed and
+// decides then. Every later write carries the epoch, and
 // the store refuses a write whose epoch is not the current one with
 // persistence.ErrFenced, storing nothing. So of two activations only the
 // newer can write, and its load saw everything the older one committed.

@@ -10,12 +10,14 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// owner is the session's domain in the owner kernel (actors/lifecycle):
-// what the one owner of a session decides. The kernel holds its
-// lifecycle — the epoch and fencing, the one write in flight, arrival
-// order, coalescing, passivation — and the actor shell
-// (directory.OwnerSpec) carries out its effects. The session's next
-// sequence is decided in one place, startAppends (writes.go).
+// owner is the session's domain in the owner kernel (actors/lifecycle): what
+// the one owner of a session decides. The kernel holds its lifecycle — the
+// epoch and fencing, the one write in flight, arrival order, coalescing,
+// passivation — and the actor shell (directory.OwnerSpec) carries out its
+// effects. The session's next sequence is decided in one function,
+// persistence's AppendMessages.DecideSequence: by startAppends (writes.go) on
+// the head a warm owner holds, and inside the store's activation on the head
+// it read for a cold owner's blind append (startBlind).
 //
 // Invariants:
 //   - sess.MessageCount is the next sequence: the stored maximum + 1, as of

@@ -18,14 +18,17 @@ import (
 // arrives: memory changes only in the finish functions, and only for what
 // committed.
 
-// startAppends decides the session's next sequence: it is the one place
-// that does. The run (the leading queued appends the kernel coalesced, in
-// arrival order) becomes one AppendMessages, one Turn per request, numbered
-// from the committed next sequence (sess.MessageCount); the store commits
-// them densely from there (persistence: AppendMessages) or refuses the
-// command whole. Requests refused here (the session is closed, a
-// conditional append's expectation is not the next sequence, a turn that
-// cannot be built) are answered at once and carried by no write.
+// startAppends builds a run of appends: the leading queued appends the
+// kernel coalesced, in arrival order, become one AppendMessages, one Turn
+// per request. A warm owner decides it (persistence's
+// AppendMessages.DecideSequence, the one place a session's next sequence is
+// decided) on the head it holds: the committed next sequence
+// (sess.MessageCount) and state; the store commits the turns densely from
+// there or refuses the command whole. A cold owner's run goes blind
+// (startBlind), decided by the same function on the head the store reads.
+// Requests refused here (the session is closed, a conditional append's
+// expectation is not the next sequence, a turn that cannot be built) are
+// answered at once and carried by no write.
 func (o *owner) startAppends(run []*lifecycle.Request) {
 	now := time.Now().UTC()
 	ts := timestamppb.New(now)
@@ -45,8 +48,9 @@ func (o *owner) startAppends(run []*lifecycle.Request) {
 	if len(carried) == 0 {
 		return
 	}
-	first := o.sess.MessageCount
-	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, NextSequence: first, State: o.state, Turns: turns, UpdatedAt: now}
+	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, Turns: turns, UpdatedAt: now}
+	cmd.DecideSequence(persistence.SessionHead{NextSequence: o.sess.MessageCount, State: o.state})
+	first := cmd.NextSequence
 	o.submit(carried, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
 	o.next.Window = maxAppendWindow
 }
@@ -79,11 +83,11 @@ func (o *owner) turns(run []*lifecycle.Request, ts *timestamppb.Timestamp, now t
 
 // startBlind builds the write of a fresh owner's first append run, which
 // nothing was loaded for (Blind): the kernel folds it into the activation,
-// and the store decides its sequence and state (persistence.Activate). Its
-// run holds no conditional append (those are not Blind, and lead their
-// runs). Only a committed write reaches the finish function (a failed fold
-// is decided again after a load), which takes the session as the store
-// read it.
+// and it is decided (AppendMessages.DecideSequence) on the session's head as
+// the store reads it once the epoch is taken (persistence.Activate). Its run
+// holds no conditional append (those are not Blind, and lead their runs).
+// Only a committed write reaches the finish function (a failed fold is
+// decided again after a load), which takes the session as the store read it.
 func (o *owner) startBlind(run []*lifecycle.Request, ts *timestamppb.Timestamp, now time.Time) {
 	carried, turns := o.turns(run, ts, now, nil)
 	if len(carried) == 0 {

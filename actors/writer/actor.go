@@ -239,7 +239,7 @@ func commands(batch []*item) ([]persistence.Command, []int, []int) {
 				sub = make([]int, len(batch))
 			}
 			sub[i] = len(mergedClient.Entries)
-			mergedClient.Entries = append(mergedClient.Entries, it.cmd.(*persistence.RecordClientAudit).Entries...)
+			mergedClient.Entries = append(mergedClient.Entries, it.cmd.Touches().Records...)
 			idx[i] = atClient
 		case it.record:
 			if merged == nil {
@@ -247,7 +247,7 @@ func commands(batch []*item) ([]persistence.Command, []int, []int) {
 				at = len(cmds)
 				cmds = append(cmds, merged)
 			}
-			merged.Entries = append(merged.Entries, it.cmd.(*persistence.RecordAudit).Entries...)
+			merged.Entries = append(merged.Entries, it.cmd.Touches().Records...)
 			idx[i] = at
 		default:
 			idx[i] = len(cmds)

@@ -88,8 +88,8 @@ func (s *Writer) Apply(ctx context.Context, cmd persistence.Command) (persistenc
 	return s.call(ctx, &item{cmd: cmd, size: cmd.Size()}, true)
 }
 
-// ApplyRecord is Apply for a stand-alone *persistence.RecordAudit or
-// *persistence.RecordClientAudit whose entries depend on no other command:
+// ApplyRecord is Apply for a stand-alone record (persistence.AuditRecords
+// or AuditClientRecords) whose entries depend on no other command:
 // the writer merges those of one batch into one command of each type,
 // which saves a savepoint per entry. A RecordClientAudit's Result holds its
 // own entries' outcomes only. Other commands are applied as by Apply.
@@ -119,10 +119,10 @@ func (s *Writer) Enqueue(ctx context.Context, cmd persistence.Command) error {
 
 func recordItem(cmd persistence.Command) *item {
 	it := &item{cmd: cmd, size: cmd.Size()}
-	switch cmd.(type) {
-	case *persistence.RecordClientAudit:
+	switch cmd.Touches().Audit {
+	case persistence.AuditClientRecords:
 		it.record, it.clientID = true, true
-	case *persistence.RecordAudit:
+	case persistence.AuditRecords:
 		it.record = true
 	}
 	return it

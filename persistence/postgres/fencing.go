@@ -11,83 +11,45 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Activate takes the key's next epoch. The upsert locks the key's row
-// until commit, and it waits for every transaction that holds the row FOR
-// SHARE (a write checking an older epoch) to finish first: so no write of
-// an older epoch can commit after an Activate has.
+// Activate is persistence.ApplyActivate on this store's statements.
 func (a *applier) Activate(c *persistence.Activate) (persistence.Result, error) {
-	if c.Kind != persistence.OwnerSession && c.Kind != persistence.OwnerPlan {
-		return persistence.Result{}, errs.InvalidArgument("activate: unknown owner kind %d", c.Kind)
-	}
-	if c.ID == "" {
-		return persistence.Result{}, errs.InvalidArgument("activate: no id")
-	}
+	return persistence.ApplyActivate(c, a, a)
+}
+
+// TakeEpoch takes the key's next epoch (persistence.ActivateDialect). The
+// upsert locks the key's row until commit, and it waits for every
+// transaction that holds the row FOR SHARE (a write checking an older
+// epoch) to finish first: so no write of an older epoch can commit after
+// an Activate has, and every one committed before the session row is read
+// for a folded write.
+func (a *applier) TakeEpoch(kind persistence.OwnerKind, id string, _ bool) (int64, error) {
 	var epoch int64
 	err := a.queryRow(`INSERT INTO owner_epochs (kind, id, epoch) VALUES ($1, $2, 1)
 		ON CONFLICT (kind, id) DO UPDATE SET epoch = owner_epochs.epoch + 1 RETURNING epoch`,
-		[]any{int16(c.Kind), c.ID}, &epoch)
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	if c.Then == nil {
-		return persistence.Result{Epoch: epoch}, nil
-	}
-	return a.activated(c, epoch)
+		[]any{int16(kind), id}, &epoch)
+	return epoch, err
 }
 
-// activated applies c.Then as a write of epoch, which c just took in this
-// command (its savepoint, or the attempt that rolls back whole): see
-// persistence.Activate. The upsert holds the key's row until commit, so
-// every write of an older activation committed before the session row is
-// read here, and none can commit after. An error rolls back the epoch too.
-func (a *applier) activated(c *persistence.Activate, epoch int64) (persistence.Result, error) {
-	if c.Kind != persistence.OwnerSession {
-		return persistence.Result{}, errs.InvalidArgument("activate: only a session's first write can be folded into its activation")
+// ReadMark: see persistence.ActivateDialect.
+func (a *applier) ReadMark(id string) (exists bool, next, updatedAt int64, err error) {
+	err = a.queryRow(`SELECT next_sequence, updated_at FROM sessions WHERE session_id = $1`,
+		[]any{id}, &next, &updatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, 0, 0, nil
 	}
-	then, err := persistence.WithEpoch(c.Then, c.Kind, c.ID, epoch)
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	if m := c.Loaded; m != nil {
-		var next, at int64
-		err := a.queryRow(`SELECT next_sequence, updated_at FROM sessions WHERE session_id = $1`,
-			[]any{c.ID}, &next, &at)
-		exists := err == nil
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return persistence.Result{}, err
-		}
-		same, err := m.Matches(exists, next, at)
-		if err != nil {
-			return persistence.Result{}, persistence.Of("session", c.ID, err)
-		}
-		if !same {
-			return persistence.Result{}, fmt.Errorf("%w: session %s", persistence.ErrLoadedChanged, c.ID)
-		}
-	}
-	var head *persistence.SessionHead
-	if c.Loaded == nil {
-		if app, ok := then.(*persistence.AppendMessages); ok {
-			if head, err = a.blindHead(c.ID); err != nil {
-				return persistence.Result{}, err
-			}
-			app.NextSequence, app.State = head.NextSequence, head.State
-		}
-	}
-	res, err := a.dispatch(then)
-	res.Epoch, res.Head = epoch, head
-	return res, err
+	return err == nil, next, updatedAt, err
 }
 
-// blindHead reads the session a blind append goes to (persistence.Activate),
+// ReadHead reads the session a blind append goes to (persistence.Activate),
 // inside the command that just took its epoch: the upsert holds the key's
 // row, so no older owner's write can commit after this read.
-func (a *applier) blindHead(id string) (*persistence.SessionHead, error) {
+func (a *applier) ReadHead(id string) (*persistence.SessionHead, error) {
 	var h persistence.SessionHead
 	var at int64
 	err := a.queryRow(`SELECT next_sequence, state_json, updated_at FROM sessions WHERE session_id = $1 AND state = $2`,
 		[]any{id, int64(sessionv1.SessionState_SESSION_STATE_ACTIVE)}, &h.NextSequence, &h.State, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: session %s", persistence.ErrBlindRefused, id)
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err

@@ -172,7 +172,7 @@ func (s *Store) afterFailure() {
 // keeps the writers of all nodes from deadlocking on it.
 func needsChain(batch []persistence.Command) bool {
 	for _, cmd := range batch {
-		if cmd != nil && cmd.WritesAudit() {
+		if cmd != nil && cmd.Touches().WritesAudit() {
 			return true
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 )
 
@@ -40,32 +39,21 @@ const (
 	firstActivateSQL = `INSERT OR IGNORE INTO owners (kind, id, epoch) VALUES (?1, ?2, 1)`
 )
 
+// Activate is persistence.ApplyActivate on this store's statements.
 func (a *applier) Activate(c *persistence.Activate) (persistence.Result, error) {
-	if c.Kind != persistence.OwnerSession && c.Kind != persistence.OwnerPlan {
-		return persistence.Result{}, errs.InvalidArgument("activate: unknown owner kind %d", c.Kind)
-	}
-	if c.ID == "" {
-		return persistence.Result{}, errs.InvalidArgument("activate: no %s id", kindName(c.Kind))
-	}
-	epoch, err := a.activate(c)
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	if c.Then == nil {
-		return persistence.Result{Epoch: epoch}, nil
-	}
-	return a.activated(c, epoch)
+	return persistence.ApplyActivate(c, a, a)
 }
 
-// activate takes c's key's next epoch. A create folded into its
-// activation (a new session's id, which no owner ever activated) takes
-// epoch 1 in one statement; only when the key has a row already (a
-// repeated create) does it fall back to the upsert and its read-back,
-// which every other activation — mostly of keys activated before — takes
-// at once (issue 17: a statement less per create).
-func (a *applier) activate(c *persistence.Activate) (int64, error) {
-	if _, create := c.Then.(*persistence.CreateSession); create {
-		res, err := a.exec(firstActivateSQL, int64(c.Kind), c.ID)
+// TakeEpoch takes the key's next epoch (persistence.ActivateDialect). A
+// create folded into its activation (fresh: a new session's id, which no
+// owner ever activated) takes epoch 1 in one statement; only when the key
+// has a row already (a repeated create) does it fall back to the upsert
+// and its read-back, which every other activation — mostly of keys
+// activated before — takes at once (issue 17: a statement less per
+// create).
+func (a *applier) TakeEpoch(kind persistence.OwnerKind, id string, fresh bool) (int64, error) {
+	if fresh {
+		res, err := a.exec(firstActivateSQL, int64(kind), id)
 		if err != nil {
 			return 0, err
 		}
@@ -73,57 +61,24 @@ func (a *applier) activate(c *persistence.Activate) (int64, error) {
 			return 1, err
 		}
 	}
-	if _, err := a.exec(activateSQL, int64(c.Kind), c.ID); err != nil {
+	if _, err := a.exec(activateSQL, int64(kind), id); err != nil {
 		return 0, err
 	}
 	var epoch int64
-	err := a.queryRow(epochSQL, int64(c.Kind), c.ID).Scan(&epoch)
+	err := a.queryRow(epochSQL, int64(kind), id).Scan(&epoch)
 	return epoch, err
 }
 
 // markSQL reads what a persistence.SessionMark compares.
 const markSQL = `SELECT next_sequence, updated_at FROM sessions WHERE session_id = ?`
 
-// activated applies c.Then as a write of epoch, which c just took in this
-// command (its savepoint, or the attempt that rolls back whole): see
-// persistence.Activate. An error here rolls back the epoch with it.
-func (a *applier) activated(c *persistence.Activate, epoch int64) (persistence.Result, error) {
-	if c.Kind != persistence.OwnerSession {
-		return persistence.Result{}, errs.InvalidArgument("activate: only a session's first write can be folded into its activation")
+// ReadMark: see persistence.ActivateDialect.
+func (a *applier) ReadMark(id string) (exists bool, next, updatedAt int64, err error) {
+	err = a.queryRow(markSQL, id).Scan(&next, &updatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, 0, 0, nil
 	}
-	then, err := persistence.WithEpoch(c.Then, c.Kind, c.ID, epoch)
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	if m := c.Loaded; m != nil {
-		var next, at int64
-		err := a.queryRow(markSQL, c.ID).Scan(&next, &at)
-		exists := err == nil
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return persistence.Result{}, err
-		}
-		same, err := m.Matches(exists, next, at)
-		if err != nil {
-			return persistence.Result{}, persistence.Of("session", c.ID, err)
-		}
-		if !same {
-			return persistence.Result{}, fmt.Errorf("%w: session %s", persistence.ErrLoadedChanged, c.ID)
-		}
-	}
-	var head *persistence.SessionHead
-	if c.Loaded == nil {
-		if app, ok := then.(*persistence.AppendMessages); ok {
-			if head, err = a.blindHead(c.ID); err != nil {
-				return persistence.Result{}, err
-			}
-			app.NextSequence, app.State = head.NextSequence, head.State
-		}
-	}
-	// Not a.dispatch: its epoch check would read back the epoch this
-	// command just took.
-	res, err := persistence.Dispatch(a, then)
-	res.Epoch, res.Head = epoch, head
-	return res, err
+	return err == nil, next, updatedAt, err
 }
 
 // headSQL reads what a blind append is decided on (persistence.Activate).
@@ -133,15 +88,15 @@ func (a *applier) activated(c *persistence.Activate, epoch int64) (persistence.R
 // commit (issue 17's W4).
 const headSQL = `SELECT next_sequence, state_json, updated_at FROM sessions WHERE session_id = ? AND state = ?`
 
-// blindHead reads the session a blind append goes to, inside the command
+// ReadHead reads the session a blind append goes to, inside the command
 // that just took its epoch: no older owner can write it any more, so what
 // it reads is what a load after the activation would see.
-func (a *applier) blindHead(id string) (*persistence.SessionHead, error) {
+func (a *applier) ReadHead(id string) (*persistence.SessionHead, error) {
 	var h persistence.SessionHead
 	var at int64
 	err := a.queryRow(headSQL, id, int64(sessionv1.SessionState_SESSION_STATE_ACTIVE)).Scan(&h.NextSequence, &h.State, &at)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: session %s", persistence.ErrBlindRefused, id)
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
@@ -177,17 +132,7 @@ func (a *applier) checkEpoch(cmd persistence.Command) error {
 // errs.CodeOf gives FAILED_PRECONDITION, and says which epochs disagreed.
 func fencedError(kind persistence.OwnerKind, id string, carried, current int64) error {
 	if current == 0 {
-		return fmt.Errorf("%w: %s %s: the write carries epoch %d, but it was never activated", persistence.ErrFenced, kindName(kind), id, carried)
+		return fmt.Errorf("%w: %s %s: the write carries epoch %d, but it was never activated", persistence.ErrFenced, kind, id, carried)
 	}
-	return fmt.Errorf("%w: %s %s: the write carries epoch %d, the current epoch is %d", persistence.ErrFenced, kindName(kind), id, carried, current)
-}
-
-func kindName(k persistence.OwnerKind) string {
-	switch k {
-	case persistence.OwnerSession:
-		return "session"
-	case persistence.OwnerPlan:
-		return "plan"
-	}
-	return fmt.Sprintf("owner kind %d", k)
+	return fmt.Errorf("%w: %s %s: the write carries epoch %d, the current epoch is %d", persistence.ErrFenced, kind, id, carried, current)
 }

@@ -1,0 +1,119 @@
+package persistence
+
+import auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+
+// Touch is what one command writes, as those that watch or batch writes
+// see it: the feed hub (which tails to wake after a commit), the writer
+// (which records it may merge) and the stores (whether a transaction
+// appends to the audit chain). They ask the command (Command.Touches)
+// rather than telling commands apart by type, so a new command, or a
+// wrapper such as Activate, cannot hide a write from any of them.
+//
+// Invariant: a command writes no session's rows but Session's, no plan's
+// rows but Plan's, and touches the audit chain only if Audit says so. A
+// wrapper reports the write it wraps, as its own.
+type Touch struct {
+	// Session is the session whose rows (the session row, its messages,
+	// state, snapshot slot and plan links) the command writes; "" when
+	// none.
+	Session string
+	// Plan is the plan whose rows (the plan row, its error records and
+	// step counters) the command writes; "" when none.
+	Plan string
+	// Audit is what the command does to the audit chain.
+	Audit AuditEffect
+	// Records are the entries of a stand-alone record (Audit is
+	// AuditRecords or AuditClientRecords): a writer may merge them with
+	// those of other records of the same effect into one command.
+	Records []*auditv1.AuditEntry
+}
+
+// AuditEffect is what a command does to the audit chain.
+type AuditEffect uint8
+
+const (
+	// AuditNone: the command leaves the chain alone.
+	AuditNone AuditEffect = iota
+	// AuditAppends: the command appends entries along with its other
+	// writes; they commit or fail with them.
+	AuditAppends
+	// AuditRecords: the command is nothing but entries to append
+	// (RecordAudit), which depend on no other command and none of which
+	// can fail on its own: records of one transaction may be merged.
+	AuditRecords
+	// AuditClientRecords: the command is nothing but entries with client
+	// event ids (RecordClientAudit), each stored, found a duplicate or
+	// refused on its own: records of one transaction may be merged, the
+	// outcomes (Result.Recorded) told apart by entry.
+	AuditClientRecords
+	// AuditPrunes: the command removes entries from the chain's start
+	// and moves its anchor (PruneAudit); it may append its own.
+	AuditPrunes
+)
+
+// WritesAudit reports whether the command may write the audit chain, so
+// that a store locks the chain's tail before anything else and change
+// tails read it after the commit.
+func (t Touch) WritesAudit() bool { return t.Audit != AuditNone }
+
+// appends is AuditAppends when entries are carried, else AuditNone.
+func appends(entries []*auditv1.AuditEntry) AuditEffect {
+	if len(entries) > 0 {
+		return AuditAppends
+	}
+	return AuditNone
+}
+
+// Touches of a wrapper is that of the write it wraps: the epoch row an
+// activation takes is nobody's data. Only a stand-alone record may be
+// merged, so a wrapped one is reported as appending (WithEpoch folds none
+// today; this keeps a later wrapper from being merged away).
+func (c *Activate) Touches() Touch {
+	if c.Then == nil {
+		return Touch{}
+	}
+	t := c.Then.Touches()
+	if t.Audit == AuditRecords || t.Audit == AuditClientRecords {
+		t.Audit, t.Records = AuditAppends, nil
+	}
+	return t
+}
+
+func (c *CreateSession) Touches() Touch {
+	return Touch{Session: c.Session.GetSessionId(), Audit: appends(c.Audit)}
+}
+
+func (c *AppendMessages) Touches() Touch {
+	t := Touch{Session: c.SessionID}
+	for i := range c.Turns {
+		if len(c.Turns[i].Audit) > 0 {
+			t.Audit = AuditAppends
+			break
+		}
+	}
+	return t
+}
+
+func (c *UpdateSession) Touches() Touch {
+	return Touch{Session: c.SessionID, Audit: appends(c.Audit)}
+}
+
+func (c *DeleteSession) Touches() Touch {
+	return Touch{Session: c.SessionID, Audit: appends(c.Audit)}
+}
+
+func (c *TruncateSession) Touches() Touch {
+	return Touch{Session: c.SessionID, Audit: appends(c.Audit)}
+}
+
+func (c *PutSnapshot) Touches() Touch { return Touch{Session: c.SessionID} }
+
+func (c *PlanWrite) Touches() Touch { return Touch{Plan: c.PlanID, Audit: appends(c.Audit)} }
+
+func (c *RecordAudit) Touches() Touch { return Touch{Audit: AuditRecords, Records: c.Entries} }
+
+func (c *RecordClientAudit) Touches() Touch {
+	return Touch{Audit: AuditClientRecords, Records: c.Entries}
+}
+
+func (c *PruneAudit) Touches() Touch { return Touch{Audit: AuditPrunes} }
