@@ -122,7 +122,7 @@ func TestKernelScripts(t *testing.T) {
 			if err := lifecycle.Invariant(k); err != nil {
 				t.Fatalf("%s: after %s: %v", td.Pos, td.Cmd, err)
 			}
-			return show(k.Ready())
+			return d.show(k.Ready())
 		})
 	})
 }
@@ -176,7 +176,7 @@ func result(t *testing.T, td *datadriven.TestData) persistence.Result {
 
 // show prints a Ready, one effect a line, in the order the shell carries
 // them out.
-func show(rd lifecycle.Ready) string {
+func (d *ledger) show(rd lifecycle.Ready) string {
 	var b strings.Builder
 	for _, r := range rd.Replies {
 		if r.Err != nil {
@@ -186,28 +186,25 @@ func show(rd lifecycle.Ready) string {
 		}
 	}
 	if w := rd.Submit; w != nil {
-		switch c := w.Cmd.(type) {
-		case *persistence.Activate:
-			switch t := c.Then.(type) {
-			case nil:
-				fmt.Fprintf(&b, "submit tag=%d activate\n", w.Tag)
-			case *persistence.AppendMessages:
-				next := strconv.FormatInt(t.NextSequence, 10)
-				if c.Loaded == nil {
-					next = "?" // blind: the store decides
-				}
-				fmt.Fprintf(&b, "submit tag=%d activate%s+append next=%s carries=%s\n", w.Tag, loadedMark(c.Loaded), next, seqs(w.Carried))
-			case *persistence.CreateSession:
-				fmt.Fprintf(&b, "submit tag=%d activate%s+create carries=%s\n", w.Tag, loadedMark(c.Loaded), seqs(w.Carried))
+		switch c := d.writes[w.Cmd]; {
+		case c == nil:
+			fmt.Fprintf(&b, "submit tag=%d (a command the ledger did not build)\n", w.Tag)
+		case c.op == "activate" && c.then == nil:
+			fmt.Fprintf(&b, "submit tag=%d activate\n", w.Tag)
+		case c.op == "activate" && c.then.op == "append":
+			next := strconv.FormatInt(c.then.next, 10)
+			if c.loaded == nil {
+				next = "?" // blind: the store decides
 			}
-		case *persistence.CreateSession:
-			fmt.Fprintf(&b, "submit tag=%d epoch=%d create carries=%s\n", w.Tag, c.Epoch, seqs(w.Carried))
-		case *persistence.AppendMessages:
-			fmt.Fprintf(&b, "submit tag=%d epoch=%d next=%d carries=%s\n", w.Tag, c.Epoch, c.NextSequence, seqs(w.Carried))
-		case *persistence.UpdateSession:
-			fmt.Fprintf(&b, "submit tag=%d epoch=%d close carries=%s\n", w.Tag, c.Epoch, seqs(w.Carried))
-		case *persistence.TruncateSession:
-			fmt.Fprintf(&b, "submit tag=%d epoch=%d trim through=%d carries=%s\n", w.Tag, c.Epoch, c.Through, seqs(w.Carried))
+			fmt.Fprintf(&b, "submit tag=%d activate%s+append next=%s carries=%s\n", w.Tag, loadedMark(c.loaded), next, seqs(w.Carried))
+		case c.op == "activate":
+			fmt.Fprintf(&b, "submit tag=%d activate%s+%s carries=%s\n", w.Tag, loadedMark(c.loaded), c.then.op, seqs(w.Carried))
+		case c.op == "append":
+			fmt.Fprintf(&b, "submit tag=%d epoch=%d next=%d carries=%s\n", w.Tag, c.epoch, c.next, seqs(w.Carried))
+		case c.op == "trim":
+			fmt.Fprintf(&b, "submit tag=%d epoch=%d trim through=%d carries=%s\n", w.Tag, c.epoch, c.through, seqs(w.Carried))
+		default:
+			fmt.Fprintf(&b, "submit tag=%d epoch=%d %s carries=%s\n", w.Tag, c.epoch, c.op, seqs(w.Carried))
 		}
 	}
 	if h := rd.Hold; h.For > 0 {

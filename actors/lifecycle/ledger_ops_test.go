@@ -74,11 +74,13 @@ func (d *ledger) decideTrim(r *lifecycle.Request, epoch int64, a *lifecycle.Answ
 		a.Reply(r, wrapperspb.String(fmt.Sprintf("trimmed 0 first=%d", d.first)), nil)
 		return nil
 	}
-	return &lifecycle.Write{Cmd: t.cmd(epoch), Carried: []*lifecycle.Request{r}, Data: t}
+	return &lifecycle.Write{Cmd: d.trimCmd(t, epoch), Carried: []*lifecycle.Request{r}, Data: t}
 }
 
-func (t *trim) cmd(epoch int64) *persistence.TruncateSession {
-	return &persistence.TruncateSession{Epoch: epoch, SessionID: "L", Through: t.through - 1, Limit: trimChunk}
+// trimCmd is the write of a trim's next chunk.
+func (d *ledger) trimCmd(t *trim, epoch int64) persistence.Command {
+	cmd := &persistence.TruncateSession{Epoch: epoch, SessionID: "L", Through: t.through - 1, Limit: trimChunk}
+	return d.build(cmd, &built{op: "trim", epoch: epoch, through: cmd.Through})
 }
 
 // trimmed is a session's chunked truncation (Outcome.Continue): a chunk
@@ -98,7 +100,7 @@ func (d *ledger) trimmed(w *lifecycle.Write, t *trim, res persistence.Result, a 
 	}
 	t.removed += res.Removed
 	if res.Removed == trimChunk {
-		return lifecycle.Outcome{Continue: t.cmd(w.Cmd.(*persistence.TruncateSession).Epoch), ContinueData: t}
+		return lifecycle.Outcome{Continue: d.trimCmd(t, d.writes[w.Cmd].epoch), ContinueData: t}
 	}
 	d.first = t.through
 	a.Reply(r, wrapperspb.String(fmt.Sprintf("trimmed %d first=%d", t.removed, d.first)), nil)

@@ -20,12 +20,34 @@ type ledger struct {
 	first   int64 // committed first sequence: what trims left
 	closed  bool
 	rebased int
+	writes  map[persistence.Command]*built // every command the ledger built
+}
+
+// built is what the ledger built a command as: the scripts show it, and
+// Applied answers it, from this record rather than from the command's
+// type (outside persistence nothing switches on a command's type).
+type built struct {
+	op      string // activate | create | append | close | trim
+	epoch   int64
+	next    int64  // an append's next sequence (a blind one's: 0, the store decides)
+	through int64  // a trim's last removed sequence
+	then    *built // an activation's folded write
+	loaded  *persistence.SessionMark
+}
+
+// build records what cmd was built as and returns it.
+func (d *ledger) build(cmd persistence.Command, b *built) persistence.Command {
+	if d.writes == nil {
+		d.writes = map[persistence.Command]*built{}
+	}
+	d.writes[cmd] = b
+	return cmd
 }
 
 func (d *ledger) Describe() (string, string) { return "ledger", "L" }
 
 func (d *ledger) Activate() persistence.Command {
-	return &persistence.Activate{Kind: persistence.OwnerSession, ID: "L"}
+	return d.build(&persistence.Activate{Kind: persistence.OwnerSession, ID: "L"}, &built{op: "activate"})
 }
 
 func text(r *lifecycle.Request) string { return r.Msg.(*wrapperspb.StringValue).GetValue() }
@@ -58,7 +80,7 @@ func (d *ledger) Decide(run []*lifecycle.Request, epoch int64, a *lifecycle.Answ
 			a.Reply(run[0], wrapperspb.String("exists"), nil)
 			return nil
 		}
-		return &lifecycle.Write{Cmd: &persistence.CreateSession{Epoch: epoch}, Carried: run}
+		return &lifecycle.Write{Cmd: d.build(&persistence.CreateSession{Epoch: epoch}, &built{op: "create", epoch: epoch}), Carried: run}
 	}
 	if strings.HasPrefix(text(run[0]), "trim=") {
 		return d.decideTrim(run[0], epoch, a)
@@ -68,12 +90,12 @@ func (d *ledger) Decide(run []*lifecycle.Request, epoch int64, a *lifecycle.Answ
 			a.Reply(run[0], nil, errs.NotFound("ledger L does not exist"))
 			return nil
 		}
-		return &lifecycle.Write{Cmd: &persistence.UpdateSession{Epoch: epoch, SessionID: "L"}, Carried: run}
+		return &lifecycle.Write{Cmd: d.build(&persistence.UpdateSession{Epoch: epoch, SessionID: "L"}, &built{op: "close", epoch: epoch}), Carried: run}
 	}
 	var carried []*lifecycle.Request
 	if epoch == 0 && !d.loaded && text(run[0]) == "append" {
 		// Blind (new fold blind): the store decides the sequence.
-		return &lifecycle.Write{Cmd: &persistence.AppendMessages{SessionID: "L"}, Carried: run, Window: ledgerWindow}
+		return &lifecycle.Write{Cmd: d.build(&persistence.AppendMessages{SessionID: "L"}, &built{op: "append"}), Carried: run, Window: ledgerWindow}
 	}
 	for _, r := range run {
 		switch t := text(r); {
@@ -90,7 +112,8 @@ func (d *ledger) Decide(run []*lifecycle.Request, epoch int64, a *lifecycle.Answ
 	if len(carried) == 0 {
 		return nil
 	}
-	return &lifecycle.Write{Cmd: &persistence.AppendMessages{Epoch: epoch, SessionID: "L", NextSequence: d.next}, Carried: carried, Window: ledgerWindow}
+	cmd := d.build(&persistence.AppendMessages{Epoch: epoch, SessionID: "L", NextSequence: d.next}, &built{op: "append", epoch: epoch, next: d.next})
+	return &lifecycle.Write{Cmd: cmd, Carried: carried, Window: ledgerWindow}
 }
 
 func (d *ledger) Applied(w *lifecycle.Write, res persistence.Result, a *lifecycle.Answers) lifecycle.Outcome {
@@ -111,18 +134,22 @@ func (d *ledger) Applied(w *lifecycle.Write, res persistence.Result, a *lifecycl
 		}
 		return lifecycle.Outcome{Rebase: true}
 	}
-	if _, ok := w.Cmd.(*persistence.CreateSession); ok || isFolded[*persistence.CreateSession](w.Cmd) {
+	b, blind := d.writes[w.Cmd], false
+	if b.then != nil { // folded into its activation
+		b, blind = b.then, b.loaded == nil
+	}
+	if b.op == "create" {
 		d.exists = true
 		a.Reply(w.Carried[0], wrapperspb.String("created"), nil)
 		return lifecycle.Outcome{}
 	}
-	if _, ok := w.Cmd.(*persistence.UpdateSession); ok {
+	if b.op == "close" {
 		d.closed = true
 		a.Reply(w.Carried[0], wrapperspb.String("closed"), nil)
 		return lifecycle.Outcome{}
 	}
 	var out lifecycle.Outcome
-	if act, ok := w.Cmd.(*persistence.Activate); ok && act.Loaded == nil {
+	if blind {
 		// A blind append: the store read the ledger; it exists, open.
 		if res.Head == nil {
 			for _, r := range w.Carried {
@@ -179,15 +206,5 @@ func (d *foldingLedger) Fold(cmd persistence.Command, loaded bool) persistence.C
 	if loaded {
 		a.Loaded = &persistence.SessionMark{Exists: d.exists, NextSequence: d.next}
 	}
-	return a
-}
-
-// isFolded reports whether cmd is an activation carrying a T.
-func isFolded[T persistence.Command](cmd persistence.Command) bool {
-	a, ok := cmd.(*persistence.Activate)
-	if !ok {
-		return false
-	}
-	_, ok = a.Then.(T)
-	return ok
+	return d.build(a, &built{op: "activate", then: d.writes[cmd], loaded: a.Loaded})
 }
