@@ -20,7 +20,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer store.Close() // after Stop: the audit actor flushes into it
+	defer store.Close() // after Stop: the writer flushes into it
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))

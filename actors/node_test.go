@@ -105,7 +105,7 @@ func TestStopDrainsEveryAcceptedWrite(t *testing.T) {
 	// The writer was released: the store hands it out again.
 	w, err := store.Writer()
 	if err != nil {
-		t.Fatalf("Writer after Stop: %v (the audit actor kept it)", err)
+		t.Fatalf("Writer after Stop: %v (the writer actor kept it)", err)
 	}
 	w.Release()
 
@@ -148,8 +148,8 @@ func TestStopTwiceConcurrently(t *testing.T) {
 }
 
 // TestStartFailureLeavesNothingRunning makes the sessions service fail to
-// start (its name is taken) after the audit actor has started: Start must
-// stop the audit actor again, so the store's writer is free.
+// start (its name is taken) after the writer has started: Start must
+// stop the writer again, so the store's writer is free.
 func TestStartFailureLeavesNothingRunning(t *testing.T) {
 	store := openStore(t)
 	sys := quietSystem()
@@ -164,7 +164,7 @@ func TestStartFailureLeavesNothingRunning(t *testing.T) {
 	}
 	w, err := store.Writer()
 	if err != nil {
-		t.Fatalf("Writer after failed Start: %v (the audit actor was left running)", err)
+		t.Fatalf("Writer after failed Start: %v (the writer was left running)", err)
 	}
 	w.Release()
 }

@@ -15,7 +15,7 @@ import (
 // first entry ever) followed by AuditCanonical(e).
 //
 // Every Writer implementation must set Hash = AuditHash(PrevHash, e) on each
-// audit entry it commits, and the audit actor's verifier recomputes it with
+// audit entry it commits, and the audit service's Verify recomputes it with
 // this very function; the two must never diverge.
 func AuditHash(prev string, e *auditv1.AuditEntry) string {
 	// One buffer for prev and the canonical form, one digest, one string:

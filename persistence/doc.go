@@ -1,10 +1,10 @@
 // Package persistence is the storage contract of agentstate: the write
-// commands the audit actor applies, the reads everyone else may run, and the
+// commands the writer (actors/writer) applies, the reads everyone else may run, and the
 // errors each returns. Implementations live in sub-packages (sqlite); every
 // implementation must pass the conformance harness in storetest.
 //
 // Ownership. A Store has exactly one Writer at a time. In agentstate the
-// audit actor holds it for the life of the process and is therefore the only
+// writer holds it for the life of the process and is therefore the only
 // code that changes the database; everything else reads through Reader, whose
 // connections are read-only and never the writer's.
 //

@@ -27,7 +27,7 @@ type Store interface {
 }
 
 // Writer applies write commands. It is not safe for concurrent use: its
-// owner (the audit actor) calls Apply from one goroutine at a time.
+// owner (actors/writer) calls Apply from one goroutine at a time.
 type Writer interface {
 	// Apply applies batch, in order, in one transaction, and returns one
 	// Result per command (results[i] belongs to batch[i]).

@@ -3,7 +3,7 @@
 // protoactor-go's default dispatcher starts a new goroutine for every
 // mailbox burst (each time an idle actor receives a message). A fresh
 // goroutine starts with a small stack, and an owner's Receive — message
-// validation, protobuf building, a Request to the audit actor — grows it
+// validation, protobuf building, a Request to the writer — grows it
 // again on every burst. A Pool keeps a fixed set of worker goroutines whose
 // stacks stay grown, and hands each burst to an idle one.
 //

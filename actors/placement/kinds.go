@@ -8,7 +8,7 @@ import (
 
 // Kinds returns the cluster kinds of sessions' and plans' actors, for
 // cluster.Configure(..., cluster.WithKinds(Kinds(s, p)...)). The services
-// provide the actors' store reader, audit writer and limits; start them
+// provide the actors' store reader, the writer and limits; start them
 // with Config.Router set to the Router bound to the same cluster, so that
 // their façades route writes through it.
 func Kinds(sessions *session.Service, plans *plan.Service) []*cluster.Kind {

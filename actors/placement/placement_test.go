@@ -212,7 +212,7 @@ func TestDoubleActivationIsFencedAndRetried(t *testing.T) {
 	if err := appendVia(s, "a1"); err != nil {
 		t.Fatal(err)
 	}
-	// The rogue: a directory-based service on the same audit writer.
+	// The rogue: a directory-based service on the same writer.
 	rogue, err := session.Start(m.sys, m.node.Writer(), m.store.Reader(), session.Config{Name: "rogue-sessions"})
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 
 // BenchmarkRecordError64Plans measures acknowledged (committed) records per
 // second with 64 plans recorded into at once, one caller goroutine per
-// plan: b.N records in total. The audit actor group-commits the plans'
+// plan: b.N records in total. The writer group-commits the plans'
 // writes.
 func BenchmarkRecordError64Plans(b *testing.B) { benchmarkRecordError(b, 64) }
 
@@ -96,7 +96,7 @@ func cpuNanos() int64 {
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
-// txCounter counts the audit actor's transactions and the commands (plan
+// txCounter counts the writer's transactions and the commands (plan
 // writes) they carried.
 type txCounter struct{ commands, txs atomic.Int64 }
 

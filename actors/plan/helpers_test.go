@@ -24,7 +24,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func isInvalid(err error) bool { return errors.Is(err, errs.ErrInvalidArgument) }
 
-// harness is one actor system with a store, the audit actor and the plans
+// harness is one actor system with a store, the writer and the plans
 // service on it; everything stops at cleanup, in reverse order.
 type harness struct {
 	sys   *actor.ActorSystem

@@ -152,7 +152,7 @@ func BenchmarkAppend(b *testing.B) {
 	b.Run("raw-ceiling/S=64", func(b *testing.B) { benchRaw(b, 64) })
 }
 
-// txStats observes the audit writer's transactions, to tell how much
+// txStats observes the writer's transactions, to tell how much
 // group commit the load achieved.
 type txStats struct {
 	mu       sync.Mutex

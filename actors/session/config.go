@@ -54,7 +54,7 @@ type Config struct {
 	// only).
 	AuditMessages bool
 	// AskTimeout is how long façade calls wait for a session actor's
-	// answer, and for the audit actor on imports (default 30s).
+	// answer, and for the writer on imports (default 30s).
 	AskTimeout time.Duration
 	// ImportIdleTimeout is how long a streamed import may go without
 	// storing a batch before its staged session is taken as abandoned and

@@ -81,7 +81,7 @@ func (s *Service) Export(ctx context.Context, req *sessionv1.ExportSessionReques
 	return s.export(ctx, req)
 }
 
-// Import writes through the audit actor directly, not through a session
+// Import writes through the writer directly, not through a session
 // actor: the new session's id is made here and nobody else knows it before
 // the answer, so no session actor can own it yet.
 func (s *Service) Import(ctx context.Context, req *sessionv1.ImportSessionRequest) (*sessionv1.ImportSessionResponse, error) {

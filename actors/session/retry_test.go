@@ -146,7 +146,7 @@ type accepted struct {
 }
 
 // holdWrites takes the database's write lock from a connection of its own,
-// so the audit writer's next transaction waits (within its busy timeout)
+// so the writer's next transaction waits (within its busy timeout)
 // until release is called.
 func holdWrites(t *testing.T, path string) (release func()) {
 	t.Helper()

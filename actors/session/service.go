@@ -66,7 +66,7 @@ type env struct {
 // Start spawns the sessions directory (named Config.Name, by default
 // DirectoryName) on sys. Writes
 // go to wr's actor; reads run on reader, which must read the same
-// store the audit actor writes.
+// store the writer writes.
 func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader, cfg Config) (*Service, error) {
 	if sys == nil || wr == nil || reader == nil {
 		return nil, errs.InvalidArgument("session.Start needs an actor system, an audit service and a reader")
@@ -236,7 +236,7 @@ func normalize(msg proto.Message, cfg Config) (proto.Message, error) {
 }
 
 // unkeyed serves, for remote and future senders, what needs no owner:
-// reads (on the reader) and imports (through the audit actor).
+// reads (on the reader) and imports (through the writer).
 func (s *Service) unkeyed(c *directory.Call) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
 	defer cancel()

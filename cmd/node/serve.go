@@ -15,7 +15,7 @@ func newServeCommand() *cobra.Command {
 		Long: "serve opens (creating if missing) the database, starts the audit, session and plan actors, and serves\n" +
 			"the gRPC API (sessions, plans, audit, health, reflection), HTTP /metrics, /healthz and /readyz, and,\n" +
 			"with --remote-addr, the Proto.Actor remote endpoint (actors \"sessions\", \"plans\", \"audit\").\n\n" +
-			"SIGTERM or SIGINT drains it: new work is refused, requests in flight finish, the audit actor commits\n" +
+			"SIGTERM or SIGINT drains it: new work is refused, requests in flight finish, the writer commits\n" +
 			"everything it accepted, the database is closed, and the process exits 0. A second signal kills it.",
 	}
 	fs := c.Flags()

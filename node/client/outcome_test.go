@@ -129,11 +129,11 @@ func TestWriteNeverSentIsUnavailable(t *testing.T) {
 // The node's own UNAVAILABLE (a refusal before the writer) is its answer,
 // and stays what it is.
 func TestNodesOwnUnavailableIsKept(t *testing.T) {
-	f := &auditFake{arrived: make(chan struct{}, 1), err: errs.Unavailable("the audit writer is stopped")}
+	f := &auditFake{arrived: make(chan struct{}, 1), err: errs.Unavailable("the writer is stopped")}
 	addr, _ := serveAudit(t, f)
 	api := dialTruthful(t, addr)
 	_, err := api.Record(context.Background(), &auditv1.RecordRequest{EventType: "x"})
-	if status.Code(err) != codes.Unavailable || status.Convert(err).Message() != "the audit writer is stopped" {
+	if status.Code(err) != codes.Unavailable || status.Convert(err).Message() != "the writer is stopped" {
 		t.Fatalf("err = %v, want the node's UNAVAILABLE unchanged", err)
 	}
 }

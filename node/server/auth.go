@@ -84,7 +84,7 @@ func (a *authenticator) reject(ctx context.Context, method string, err error) er
 }
 
 // failureAuditor writes an auth_failure audit entry per rejected request,
-// off the request's path: the rejection never waits for the audit actor.
+// off the request's path: the rejection never waits for the writer.
 //
 // A flood of bad requests must not become a flood of audit writes (that
 // would let anyone who can reach the port fill the disk), so entries are
@@ -120,7 +120,7 @@ func newFailureAuditor(rec auditRecorder, withCtx func(context.Context) context.
 	}
 }
 
-// record hands an entry to the audit actor on its own goroutine, unless
+// record hands an entry to the audit service on its own goroutine, unless
 // the rate limit or the in-flight bound says to count it as dropped.
 func (f *failureAuditor) record(method, peerAddr, reason string) {
 	f.mu.Lock()
@@ -175,7 +175,7 @@ func (f *failureAuditor) done() {
 }
 
 // close stops new entries and waits for those being handed over, so that
-// the audit actor, stopped next, drains and flushes every accepted one.
+// the writer, stopped next, drains and flushes every accepted one.
 func (f *failureAuditor) close() {
 	f.mu.Lock()
 	f.closed = true

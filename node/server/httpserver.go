@@ -18,7 +18,7 @@ import (
 // readiness is what /readyz reports: ready once the node has started
 // (database open and migrated, actors running, listeners bound), until it
 // begins draining, only while the database answers a read, and only while
-// writes commit: from a transaction of the audit writer that rolled back
+// writes commit: from a transaction of the writer that rolled back
 // until one commits again (writes), since a node whose every write fails
 // (a full disk, a read-only file, a store that refuses them) must be taken
 // out of rotation even though it still reads.
@@ -57,7 +57,7 @@ func (r *readiness) check(ctx context.Context) (int, string) {
 	return http.StatusOK, "ready"
 }
 
-// writeHealth is the outcome of the audit writer's latest transaction.
+// writeHealth is the outcome of the writer's latest transaction.
 //
 // A node out of rotation gets no writes, so while writes fail each check
 // of readiness starts a probe write (one at a time, through the writer,

@@ -133,7 +133,7 @@ func TestReadyzFollowsWrites(t *testing.T) {
 	}
 }
 
-// The node's probe write is a real transaction of the audit writer: it
+// The node's probe write is a real transaction of the writer: it
 // commits on a working store (each of them), and its commit reaches
 // readiness through the writer's Observer, making a node whose writes had
 // failed ready again.

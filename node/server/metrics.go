@@ -101,7 +101,7 @@ func newMetrics() *metrics {
 	return m
 }
 
-// BatchCommitted observes one group-commit transaction of the audit actor
+// BatchCommitted observes one group-commit transaction of the writer
 // (its Observer hook). err non-nil means the transaction rolled back.
 func (m *metrics) BatchCommitted(commands, bytes int, dur time.Duration, err error) {
 	if err != nil {

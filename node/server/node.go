@@ -378,7 +378,7 @@ func (s *server) goServe(fn func() error) {
 //     in flight finish (append streams answer what they took, refuse the
 //     rest UNAVAILABLE and end; after timeout the API cuts what is left);
 //  3. the actors drain: sessions and plans answer their writes in flight,
-//     then the audit actor commits everything it accepted;
+//     then the writer commits everything it accepted;
 //  4. the feeds make their final read: every tail delivers the last
 //     committed change and ends (NODE_STOPPING), so the feed streams, which
 //     the graceful stop of 2 waits for, end cleanly;
@@ -426,7 +426,7 @@ func (s *server) shutdown(timeout time.Duration) error {
 	wg.Wait()
 	s.api.gate.wait(grpcDone, timeout)
 	if s.api.auditor != nil {
-		s.api.auditor.close() // its entries reach the audit actor before it drains
+		s.api.auditor.close() // its entries reach the writer before it drains
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

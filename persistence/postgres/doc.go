@@ -17,8 +17,8 @@
 // its Writer, and a pgxpool of reader connections that run with
 // default_transaction_read_only=on, so a read can never write. Store.Writer
 // hands the writer out once; a second call before Release is
-// FAILED_PRECONDITION (ErrWriterTaken). In agentstate the audit actor holds
-// it, so each node's audit actor is that node's sole writer, and it batches
+// FAILED_PRECONDITION (ErrWriterTaken). In agentstate the writer (actors/writer)
+// holds it, so each node's writer actor is that node's sole writer, and it batches
 // (group commit) as with SQLite.
 //
 // Migrations. Schema versions are rows of schema_version. Open migrates in

@@ -48,7 +48,7 @@ func planBatch(plans []string, next []int64) []persistence.Command {
 
 // BenchmarkPlanWrite: each op is one Apply of batch PlanWrites (each one
 // record with its step counter, details and audit entry, in distinct
-// plans), as the audit actor's group commit sends them. Reports ns/write.
+// plans), as the writer's group commit sends them. Reports ns/write.
 // The test cluster of .ci/postgres.sh runs with fsync off, so commits
 // there cost no disk flush: the figure is round trips and server work.
 func BenchmarkPlanWrite(b *testing.B) {

@@ -106,7 +106,7 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // BenchmarkApplyAudit commits 1000 audit entries per transaction, as the
-// audit actor's group commit of RecordAudit commands does.
+// writer's group commit of RecordAudit commands does.
 func BenchmarkApplyAudit(b *testing.B) {
 	for _, perCmd := range []int{1, 100} {
 		b.Run(fmt.Sprintf("entries_per_command=%d", perCmd), func(b *testing.B) {
@@ -137,7 +137,7 @@ func BenchmarkApplyAudit(b *testing.B) {
 }
 
 // BenchmarkApplyAuditTx commits transactions of a few one-entry RecordAudit
-// commands, as the audit actor's group commit does for closed-loop sync
+// commands, as the writer's group commit does for closed-loop sync
 // senders (a transaction per round of 1, 16, 64 or 256 senders): what one
 // such transaction costs the store alone. The commands are built before
 // the clock starts.
@@ -166,7 +166,7 @@ func BenchmarkApplyAuditTx(b *testing.B) {
 }
 
 // benchSyncEntry is the audit entry of the sync-sized transaction
-// benchmarks: the audit actor benchmark's record, as NewEntry builds it.
+// benchmarks: the record of the audit package's BenchmarkRecord, as NewEntry builds it.
 func benchSyncEntry(now *timestamppb.Timestamp) *auditv1.AuditEntry {
 	return &auditv1.AuditEntry{EventId: ids.New(), EventType: "resource_modified", PlanId: "plan-1", ActorName: "bench",
 		DetailsJson: `{"resource":"file:///src/main.go","modification":"edit","tool":"write_file"}`, CreatedAt: now}

@@ -33,7 +33,7 @@
 // (and the test hooks), and a separate pool of read-only (query_only)
 // connections behind Reader. Store.Writer hands the writer out once; a
 // second call before Release is FAILED_PRECONDITION (ErrWriterTaken). In
-// agentstate the audit actor holds it.
+// agentstate the writer (actors/writer) holds it.
 //
 // Writing. Writer.Apply runs a batch in one BEGIN IMMEDIATE transaction:
 // see persistence.Writer for the result semantics. It first runs the batch

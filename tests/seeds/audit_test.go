@@ -294,7 +294,7 @@ func agentstateAudit(t *testing.T) auditUnderTest {
 	}
 }
 
-// writerObserver counts what the audit writer reports about failures.
+// writerObserver counts what the writer reports about failures.
 type writerObserver struct {
 	mu         sync.Mutex
 	asyncLost  int

@@ -96,7 +96,7 @@ func startNode(t *testing.T, obs writer.Observer) *node {
 }
 
 // startSessions starts the sessions service on n; it stops before the
-// audit actor does.
+// writer does.
 func (n *node) startSessions(t *testing.T) *session.Service {
 	t.Helper()
 	s, err := session.Start(n.sys, n.wr, n.store.Reader(), session.Config{})
