@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/audit/audittest"
 	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/persistence"
@@ -37,9 +38,9 @@ func BenchmarkRecord(b *testing.B) {
 	for _, mode := range []string{"async", "sync"} {
 		for _, senders := range benchSenders {
 			b.Run(fmt.Sprintf("%s/senders=%d", mode, senders), func(b *testing.B) {
-				st, _ := openFile(b, "")
-				obs := &observer{}
-				svc := start(b, newSystem(b), st, writer.Config{Observer: obs})
+				st, _ := audittest.OpenFile(b, "")
+				obs := &audittest.Observer{}
+				svc := audittest.Start(b, audittest.NewSystem(b), st, writer.Config{Observer: obs})
 				req := benchRequest(mode == "sync")
 				ctx := context.Background()
 				b.ResetTimer()
@@ -52,16 +53,14 @@ func BenchmarkRecord(b *testing.B) {
 					b.Fatal(err)
 				}
 				report(b, time.Since(t0), cpuTime()-cpu0)
-				batches, _, _, _ := obs.snapshot()
+				batches, _, _, _ := obs.Snapshot()
 				if len(batches) > 0 {
 					total := 0
 					for _, n := range batches {
 						total += n
 					}
 					b.ReportMetric(float64(total)/float64(len(batches)), "cmds/tx")
-					obs.mu.Lock()
-					b.ReportMetric(float64(obs.applyTime.Microseconds())/float64(len(batches)), "apply-µs/tx")
-					obs.mu.Unlock()
+					b.ReportMetric(float64(obs.ApplyTime().Microseconds())/float64(len(batches)), "apply-µs/tx")
 				}
 			})
 		}
@@ -74,7 +73,7 @@ func BenchmarkRecord(b *testing.B) {
 func BenchmarkOneTxPerEntry(b *testing.B) {
 	for _, senders := range benchSenders {
 		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
-			st, _ := openFile(b, "")
+			st, _ := audittest.OpenFile(b, "")
 			w, err := st.Writer()
 			if err != nil {
 				b.Fatal(err)

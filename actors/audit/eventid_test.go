@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/audit/audittest"
 	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
@@ -24,7 +25,7 @@ func idReq(id string, sync bool) *auditv1.RecordRequest {
 func wantOnce(t *testing.T, svc *audit.Service, id string, total int) {
 	t.Helper()
 	n := 0
-	all := listAll(t, svc, nil)
+	all := audittest.ListAll(t, svc, nil)
 	for _, e := range all {
 		if e.EventId == id {
 			n++
@@ -33,12 +34,12 @@ func wantOnce(t *testing.T, svc *audit.Service, id string, total int) {
 	if n != 1 || len(all) != total {
 		t.Fatalf("event %s stored %d times (of %d entries), want once (of %d)", id, n, len(all), total)
 	}
-	mustVerify(t, svc)
+	audittest.MustVerify(t, svc)
 }
 
 func TestRecordRetryWithTheSameEventIDStoresNothing(t *testing.T) {
-	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, writer.Config{})
+	st, _ := audittest.OpenFile(t, "")
+	svc := audittest.Start(t, audittest.NewSystem(t), st, writer.Config{})
 	ctx := context.Background()
 	id := ids.New()
 
@@ -76,14 +77,14 @@ func TestRecordRetryWithTheSameEventIDStoresNothing(t *testing.T) {
 // async original, or a sync one whose caller gave up) lands in the same
 // transaction: it is answered as a duplicate, and stored once.
 func TestRecordRetryInTheOriginalsBatchIsStoredOnce(t *testing.T) {
-	st, _ := openFile(t, "")
-	g := gate(st)
-	svc := start(t, newSystem(t), g, writer.Config{})
+	st, _ := audittest.OpenFile(t, "")
+	g := audittest.Gate(st)
+	svc := audittest.Start(t, audittest.NewSystem(t), g, writer.Config{})
 	ctx := context.Background()
 
-	entered, release := g.hold()
+	entered, release := g.Hold()
 	defer release()
-	record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
+	audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
 	<-entered // held: what follows queues into the next batch
 	id := ids.New()
 	if _, err := svc.Record(ctx, idReq(id, false)); err != nil {
@@ -134,9 +135,9 @@ func waitQueued(t *testing.T, svc *audit.Service, n int) {
 }
 
 func TestRemoteRecordRetryWithTheSameEventID(t *testing.T) {
-	st, _ := openFile(t, "")
-	sys := newSystem(t)
-	svc := start(t, sys, st, writer.Config{})
+	st, _ := audittest.OpenFile(t, "")
+	sys := audittest.NewSystem(t)
+	svc := audittest.Start(t, sys, st, writer.Config{})
 	id := ids.New()
 	ask := func(req *auditv1.RecordRequest) any {
 		t.Helper()

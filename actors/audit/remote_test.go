@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/audit/audittest"
 	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
@@ -21,9 +22,9 @@ import (
 // naming its type, not dropped for its sender to time out; the actor keeps
 // serving its own requests afterwards.
 func TestRemoteWrongTypeIsAnswered(t *testing.T) {
-	st, _ := openFile(t, "")
-	sys := newSystem(t)
-	svc := start(t, sys, st, writer.Config{})
+	st, _ := audittest.OpenFile(t, "")
+	sys := audittest.NewSystem(t)
+	svc := audittest.Start(t, sys, st, writer.Config{})
 	for _, msg := range []proto.Message{
 		&sessionv1.GetSessionRequest{SessionId: "x"},
 		&planv1.HistoryRequest{PlanId: "p"},
@@ -53,13 +54,13 @@ func TestRemoteWrongTypeIsAnswered(t *testing.T) {
 // goroutine and an answer: one batch of 20,000 reads drove a node to
 // gigabytes); once they finish, requests are served again.
 func TestRemoteRequestsPastTheBoundAreRefused(t *testing.T) {
-	st, _ := openFile(t, "")
-	g := gate(st)
-	sys := newSystem(t)
-	svc := start(t, sys, g, writer.Config{}, audit.Config{RemoteInFlight: 4})
-	entered, release := g.hold()
+	st, _ := audittest.OpenFile(t, "")
+	g := audittest.Gate(st)
+	sys := audittest.NewSystem(t)
+	svc := audittest.Start(t, sys, g, writer.Config{}, audit.Config{RemoteInFlight: 4})
+	entered, release := g.Hold()
 	defer release()
-	record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
+	audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
 	<-entered // the writer is held: a flush waits for it
 
 	var held []*actor.Future

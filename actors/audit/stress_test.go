@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/audit/audittest"
 	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -27,11 +28,11 @@ func TestSeedScenario(t *testing.T) {
 	const writers, each, readers = 16, 10000, 16
 	// synchronous=normal: this test is about concurrency, not power loss,
 	// and an fsync per commit would make 80,000 sync records take minutes
-	// on a busy machine (TestRecordSyncIsDurableAndReadable and the fault
-	// test run with FULL).
-	st, _ := openFile(t, "?synchronous=normal")
-	obs := &observer{}
-	svc := start(t, newSystem(t), st, writer.Config{Observer: obs})
+	// on a busy machine (TestRecordSyncIsDurableAndReadable and the
+	// writer's fault tests run with FULL).
+	st, _ := audittest.OpenFile(t, "?synchronous=normal")
+	obs := &audittest.Observer{}
+	svc := audittest.Start(t, audittest.NewSystem(t), st, writer.Config{Observer: obs})
 	began := time.Now()
 	ctx := context.Background()
 
@@ -100,7 +101,7 @@ func TestSeedScenario(t *testing.T) {
 	}
 
 	seen := map[string]int{}
-	for _, e := range listAll(t, svc, &auditv1.Filter{EventType: audit.EventResourceModified}) {
+	for _, e := range audittest.ListAll(t, svc, &auditv1.Filter{EventType: audit.EventResourceModified}) {
 		seen[e.EventId]++
 		if e.DetailsJson[len(e.DetailsJson)-len(`"password":"***"}`):] != `"password":"***"}` {
 			t.Fatalf("unmasked details stored: %s", e.DetailsJson)
@@ -118,8 +119,8 @@ func TestSeedScenario(t *testing.T) {
 	if total != writers*each || len(seen) != total {
 		t.Fatalf("accepted %d, stored %d distinct, want %d", total, len(seen), writers*each)
 	}
-	v := mustVerify(t, svc)
-	batches, failures, _, _ := obs.snapshot()
+	v := audittest.MustVerify(t, svc)
+	batches, failures, _, _ := obs.Snapshot()
 	t.Logf("%d entries, %d reads, %d transactions (%d failed), chain of %d verified, in %v",
 		total, reads.Load(), len(batches), failures, v.EntriesChecked, time.Since(began).Round(time.Millisecond))
 	if failures != 0 {

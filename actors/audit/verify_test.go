@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/audit/audittest"
 	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -41,17 +42,17 @@ func exec(t *testing.T, db *sql.DB, q string, args ...any) {
 }
 
 func TestVerifyDetectsTampering(t *testing.T) {
-	st, path := openFile(t, "")
-	svc := start(t, newSystem(t), st, writer.Config{})
+	st, path := audittest.OpenFile(t, "")
+	svc := audittest.Start(t, audittest.NewSystem(t), st, writer.Config{})
 	var es []*auditv1.AuditEntry
 	for i := range 2500 { // more than one verification chunk
-		es = append(es, record(t, svc, &auditv1.RecordRequest{EventType: audit.EventResourceModified, Sync: i%500 == 0,
+		es = append(es, audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventResourceModified, Sync: i%500 == 0,
 			DetailsJson: `{"i":` + strconv.Itoa(i) + `}`}))
 	}
 	if _, err := svc.Flush(context.Background(), &auditv1.FlushRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if v := mustVerify(t, svc); v.EntriesChecked != 2500 {
+	if v := audittest.MustVerify(t, svc); v.EntriesChecked != 2500 {
 		t.Fatalf("checked %d entries, want 2500", v.EntriesChecked)
 	}
 	db := tamperer(t, path)
@@ -77,13 +78,13 @@ func TestVerifyDetectsTampering(t *testing.T) {
 	exec(t, db, `UPDATE audit_log SET details_json = '{"i":0}' WHERE event_id = ?`, victim.EventId)
 	broken(victim.EventId)
 	exec(t, db, `UPDATE audit_log SET details_json = ? WHERE event_id = ?`, `{"i":1700}`, victim.EventId)
-	mustVerify(t, svc)
+	audittest.MustVerify(t, svc)
 
 	// A changed field with its hash recomputed: the next link breaks.
 	exec(t, db, `UPDATE audit_log SET actor_name = 'mallory', hash = 'f00d' WHERE event_id = ?`, victim.EventId)
 	broken(victim.EventId)
 	exec(t, db, `UPDATE audit_log SET actor_name = '', hash = ? WHERE event_id = ?`, victim.Hash, victim.EventId)
-	mustVerify(t, svc)
+	audittest.MustVerify(t, svc)
 
 	// A removed entry in the middle: its successor's link breaks.
 	exec(t, db, `DELETE FROM audit_log WHERE event_id = ?`, es[42].EventId)
@@ -91,16 +92,16 @@ func TestVerifyDetectsTampering(t *testing.T) {
 }
 
 func TestPruneRemovesAKnownSetAndKeepsTheChainVerifiable(t *testing.T) {
-	st, path := openFile(t, "")
+	st, path := audittest.OpenFile(t, "")
 	const chunk = 7
-	svc := start(t, newSystem(t), st, writer.Config{}, audit.Config{PruneChunk: chunk})
+	svc := audittest.Start(t, audittest.NewSystem(t), st, writer.Config{}, audit.Config{PruneChunk: chunk})
 	ctx := context.Background()
 	var old, young []*auditv1.AuditEntry
 	for range 50 {
-		old = append(old, record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged}))
+		old = append(old, audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged}))
 	}
 	for range 20 {
-		young = append(young, record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true}))
+		young = append(young, audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true}))
 	}
 	cut := young[0].CreatedAt.AsTime()
 	if !old[len(old)-1].CreatedAt.AsTime().Before(cut) {
@@ -124,11 +125,11 @@ func TestPruneRemovesAKnownSetAndKeepsTheChainVerifiable(t *testing.T) {
 		}
 	}
 	// Chunks of 7: 7 full ones and a last of 1, each with its audit_pruned entry.
-	pruned := listAll(t, svc, &auditv1.Filter{EventType: audit.EventAuditPruned})
+	pruned := audittest.ListAll(t, svc, &auditv1.Filter{EventType: audit.EventAuditPruned})
 	if len(pruned) != 8 {
 		t.Fatalf("%d audit_pruned entries, want 8 (one per chunk)", len(pruned))
 	}
-	if v := mustVerify(t, svc); v.EntriesChecked != 20+8 {
+	if v := audittest.MustVerify(t, svc); v.EntriesChecked != 20+8 {
 		t.Fatalf("verified %d entries, want 28", v.EntriesChecked)
 	}
 	// Nothing older left: removes none.
@@ -136,7 +137,7 @@ func TestPruneRemovesAKnownSetAndKeepsTheChainVerifiable(t *testing.T) {
 		t.Fatalf("second prune: %v, %v", resp, err)
 	}
 	// The first remaining entry is still tamper-evident after the prune.
-	first := listAll(t, svc, nil)[0]
+	first := audittest.ListAll(t, svc, nil)[0]
 	exec(t, tamperer(t, path), `UPDATE audit_log SET plan_id = 'x' WHERE event_id = ?`, first.EventId)
 	if v, err := svc.Verify(ctx, &auditv1.VerifyRequest{}); err != nil || v.Ok || v.FirstBrokenEventId != first.EventId {
 		t.Fatalf("tampered first entry after prune: %v, %v", v, err)
@@ -144,10 +145,10 @@ func TestPruneRemovesAKnownSetAndKeepsTheChainVerifiable(t *testing.T) {
 }
 
 func TestPruneInTheFutureMeansNow(t *testing.T) {
-	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, writer.Config{}, audit.Config{PruneChunk: 5})
+	st, _ := audittest.OpenFile(t, "")
+	svc := audittest.Start(t, audittest.NewSystem(t), st, writer.Config{}, audit.Config{PruneChunk: 5})
 	for range 12 {
-		record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true})
+		audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true})
 	}
 	resp, err := svc.Prune(context.Background(), &auditv1.PruneRequest{OlderThan: timestamppb.New(time.Now().Add(24 * time.Hour))})
 	if err != nil {
@@ -158,7 +159,7 @@ func TestPruneInTheFutureMeansNow(t *testing.T) {
 	}
 	// What remains is this prune's own record (chunks 5, 5, 2), chained
 	// on the anchor.
-	left := listAll(t, svc, nil)
+	left := audittest.ListAll(t, svc, nil)
 	if len(left) != 3 {
 		t.Fatalf("%d entries left, want the 3 audit_pruned entries", len(left))
 	}
@@ -167,7 +168,7 @@ func TestPruneInTheFutureMeansNow(t *testing.T) {
 			t.Fatalf("left %s", e.EventType)
 		}
 	}
-	mustVerify(t, svc)
+	audittest.MustVerify(t, svc)
 }
 
 // TestPruneBoundsFarInThePast: a bound before every entry, far outside the
@@ -176,11 +177,11 @@ func TestPruneInTheFutureMeansNow(t *testing.T) {
 // missing, and a timestamp invalid as protobuf is INVALID_ARGUMENT. Since
 // and until filters far out either way mean what they say.
 func TestPruneBoundsFarInThePast(t *testing.T) {
-	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, writer.Config{}, audit.Config{PruneChunk: 5})
+	st, _ := audittest.OpenFile(t, "")
+	svc := audittest.Start(t, audittest.NewSystem(t), st, writer.Config{}, audit.Config{PruneChunk: 5})
 	ctx := context.Background()
 	for range 7 {
-		record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true})
+		audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true})
 	}
 	for _, older := range []*timestamppb.Timestamp{
 		timestamppb.New(time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)),
@@ -192,10 +193,10 @@ func TestPruneBoundsFarInThePast(t *testing.T) {
 			t.Fatalf("prune older than %v: %v, %v; want nothing removed", older.AsTime(), resp, err)
 		}
 	}
-	if n := len(listAll(t, svc, &auditv1.Filter{EventType: audit.EventConfigChanged})); n != 7 {
+	if n := len(audittest.ListAll(t, svc, &auditv1.Filter{EventType: audit.EventConfigChanged})); n != 7 {
 		t.Fatalf("%d entries left, want 7", n)
 	}
-	mustVerify(t, svc)
+	audittest.MustVerify(t, svc)
 	for _, bad := range []*auditv1.PruneRequest{{}, {OlderThan: &timestamppb.Timestamp{Seconds: 253402300800}}} {
 		if _, err := svc.Prune(ctx, bad); errs.CodeOf(err) != errs.InvalidArgumentCode {
 			t.Fatalf("prune %v: %v; want INVALID_ARGUMENT", bad, err)
@@ -222,12 +223,12 @@ func TestPruneBoundsFarInThePast(t *testing.T) {
 // TestVerifyWhilePruning: a prune that removes entries while Verify walks
 // must never make Verify report tampering.
 func TestVerifyWhilePruning(t *testing.T) {
-	st, _ := openFile(t, "?synchronous=normal")
-	svc := start(t, newSystem(t), st, writer.Config{}, audit.Config{PruneChunk: 50})
+	st, _ := audittest.OpenFile(t, "?synchronous=normal")
+	svc := audittest.Start(t, audittest.NewSystem(t), st, writer.Config{}, audit.Config{PruneChunk: 50})
 	ctx := context.Background()
 	var es []*auditv1.AuditEntry
 	for range 4000 {
-		es = append(es, record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged}))
+		es = append(es, audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged}))
 	}
 	if _, err := svc.Flush(ctx, &auditv1.FlushRequest{}); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package audit_test
+package writer_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/audit/audittest"
 	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -39,9 +40,9 @@ func (l *latch) wait(t *testing.T, what string) {
 // every async entry accepted, is stored exactly once once the limit is
 // raised; and writes resume.
 func TestDiskFullMidLoad(t *testing.T) {
-	st, _ := openFile(t, "")
-	obs := &observer{}
-	svc := start(t, newSystem(t), st, writer.Config{Observer: obs})
+	st, _ := audittest.OpenFile(t, "")
+	obs := &audittest.Observer{}
+	svc := audittest.Start(t, audittest.NewSystem(t), st, writer.Config{Observer: obs})
 	ctx := context.Background()
 
 	const senders, warmup, after = 8, 400, 400
@@ -115,7 +116,7 @@ func TestDiskFullMidLoad(t *testing.T) {
 	}
 
 	seen := map[string]int{}
-	for _, e := range listAll(t, svc, nil) {
+	for _, e := range audittest.ListAll(t, svc, nil) {
 		seen[e.EventId]++
 	}
 	nDurable, nAsync, nFailed := 0, 0, 0
@@ -139,26 +140,26 @@ func TestDiskFullMidLoad(t *testing.T) {
 		t.Fatalf("%d entries stored, want %d durable + %d async (the %d failed ones must be absent)",
 			len(seen), nDurable, nAsync, nFailed)
 	}
-	_, failures, retried, lost := obs.snapshot()
+	_, failures, retried, lost := obs.Snapshot()
 	t.Logf("%d durable, %d async, %d sync failed; %d transactions rolled back, %d async retried, %d lost",
 		nDurable, nAsync, nFailed, failures, retried, lost)
 	if failures == 0 || nFailed == 0 || lost != 0 {
 		t.Fatalf("failures=%d failed sync=%d lost=%d", failures, nFailed, lost)
 	}
-	mustVerify(t, svc)
+	audittest.MustVerify(t, svc)
 }
 
 // TestFailedTransactionRetriesAsyncAndFailsSync is the same guarantee made
 // deterministic with a writer that fails on demand.
 func TestFailedTransactionRetriesAsyncAndFailsSync(t *testing.T) {
-	st, _ := openFile(t, "")
-	g := gate(st)
-	obs := &observer{}
-	svc := start(t, newSystem(t), g, writer.Config{Observer: obs, RetryBackoff: time.Millisecond})
+	st, _ := audittest.OpenFile(t, "")
+	g := audittest.Gate(st)
+	obs := &audittest.Observer{}
+	svc := audittest.Start(t, audittest.NewSystem(t), g, writer.Config{Observer: obs, RetryBackoff: time.Millisecond})
 	ctx := context.Background()
 
-	g.failWith(errs.ResourceExhausted("disk full (injected)"))
-	async := record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
+	g.FailWith(errs.ResourceExhausted("disk full (injected)"))
+	async := audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
 	_, err := svc.Record(ctx, &auditv1.RecordRequest{EventType: audit.EventConfigChanged, Sync: true})
 	if !errors.Is(err, errs.ErrResourceExhausted) {
 		t.Fatalf("sync record in a failing transaction: %v, want RESOURCE_EXHAUSTED", err)
@@ -169,7 +170,7 @@ func TestFailedTransactionRetriesAsyncAndFailsSync(t *testing.T) {
 	if _, err := svc.Get(ctx, &auditv1.GetRequest{EventId: async.EventId}); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("async entry stored during the fault: %v", err)
 	}
-	g.failWith(nil)
+	g.FailWith(nil)
 	if _, err := svc.Flush(ctx, &auditv1.FlushRequest{}); err != nil {
 		t.Fatalf("flush after the fault: %v", err)
 	}
@@ -179,16 +180,16 @@ func TestFailedTransactionRetriesAsyncAndFailsSync(t *testing.T) {
 	if n, _ := svc.Count(ctx, &auditv1.CountRequest{}); n.Count != 1 {
 		t.Fatalf("%d entries stored, want only the async one", n.Count)
 	}
-	_, failures, retried, lost := obs.snapshot()
+	_, failures, retried, lost := obs.Snapshot()
 	if failures < 2 || retried < 2 || lost != 0 {
 		t.Fatalf("failures=%d retried=%d lost=%d", failures, retried, lost)
 	}
-	mustVerify(t, svc)
+	audittest.MustVerify(t, svc)
 }
 
 func TestReadOnlyFileFailsThenRecovers(t *testing.T) {
-	st, _ := openFile(t, "")
-	svc := start(t, newSystem(t), st, writer.Config{RetryBackoff: time.Millisecond})
+	st, _ := audittest.OpenFile(t, "")
+	svc := audittest.Start(t, audittest.NewSystem(t), st, writer.Config{RetryBackoff: time.Millisecond})
 	ctx := context.Background()
 	if err := st.SetReadOnly(true); err != nil {
 		t.Fatal(err)
@@ -212,16 +213,16 @@ func TestReadOnlyFileFailsThenRecovers(t *testing.T) {
 // database keeps failing) ends at Stop's deadline, and Stop says how many
 // accepted async entries were not stored rather than pretending.
 func TestStopDeadlineDuringAFaultReportsLoss(t *testing.T) {
-	st, _ := openFile(t, "")
-	g := gate(st)
-	obs := &observer{}
-	svc, err := startErr(newSystem(t), g, writer.Config{Observer: obs, Logger: quiet})
+	st, _ := audittest.OpenFile(t, "")
+	g := audittest.Gate(st)
+	obs := &audittest.Observer{}
+	svc, err := audittest.StartErr(audittest.NewSystem(t), g, writer.Config{Observer: obs, Logger: audittest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.failWith(errs.Unavailable("disk gone (injected)"))
+	g.FailWith(errs.Unavailable("disk gone (injected)"))
 	for range 3 {
-		record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
+		audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventConfigChanged})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -229,7 +230,7 @@ func TestStopDeadlineDuringAFaultReportsLoss(t *testing.T) {
 	if !errors.Is(err, errs.ErrUnavailable) {
 		t.Fatalf("stop: %v, want UNAVAILABLE reporting the loss", err)
 	}
-	if _, _, _, lost := obs.snapshot(); lost != 3 {
+	if _, _, _, lost := obs.Snapshot(); lost != 3 {
 		t.Fatalf("lost = %d, want 3", lost)
 	}
 	if err2 := svc.Writer().Stop(context.Background()); err2 == nil || err2.Error() != err.Error() {
