@@ -1,8 +1,8 @@
 // Package actors is the one entry point for embedding agentstate in your
-// own Proto.Actor system: Start wires the audit actor (the store's only
-// writer), the sessions service and the plans service in the right order,
-// and Node.Stop takes them down in the reverse order, draining every
-// accepted write.
+// own Proto.Actor system: Start wires the writer (actors/writer, the
+// store's only writer), the audit trail, the sessions service and the
+// plans service in the right order, and Node.Stop takes them down in the
+// reverse order, draining every accepted write.
 //
 //	store, err := sqlite.Open("./data/agentstate.db")
 //	if err != nil { ... }
@@ -20,6 +20,8 @@
 // of messages/ to the services' PIDs ("sessions", "plans", "audit") and
 // get the response or a *commonv1.Error back.
 //
-// cmd/node builds the networked node on top of this package: the gRPC
-// API, the guarded remote endpoint, metrics and graceful shutdown.
+// The live feeds (actors/feed) are not started here: a Hub is wired in
+// through Config.Writer.OnCommit. node/server builds the networked node on
+// top of this package (the gRPC API, the feeds, the guarded remote
+// endpoint, metrics and graceful shutdown); cmd/node is its flags.
 package actors

@@ -1,7 +1,13 @@
 // Package persistence is the storage contract of agentstate: the write
-// commands the writer (actors/writer) applies, the reads everyone else may run, and the
-// errors each returns. Implementations live in sub-packages (sqlite); every
-// implementation must pass the conformance harness in storetest.
+// commands the writer (actors/writer) applies, the reads everyone else may
+// run, and the errors each returns. Implementations live in sub-packages
+// (sqlite, postgres); every implementation must pass the conformance
+// harness in storetest.
+//
+// Commands. Each says what it writes through Command.Touches (touch.go):
+// the session, the plan, the audit chain; the writer, the feed hub and the
+// stores (whether to lock the chain's tail) ask that. Handler and Dispatch
+// are the one place that tells the commands apart, for the stores.
 //
 // Ownership. A Store has exactly one Writer at a time. In agentstate the
 // writer holds it for the life of the process and is therefore the only

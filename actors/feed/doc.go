@@ -17,6 +17,6 @@
 //
 // Interfaces: the Go API (Hub.TailSession, Hub.TailChanges: Next, or the
 // All iterators), the Proto.Actor actor (Actor: a PID subscribes and gets
-// protobuf events with an acknowledgement window), and, in node/server,
-// the gRPC FeedService.
+// protobuf events with an acknowledgement window), and the gRPC
+// FeedService, which node/feedstream serves within a byte budget.
 package feed

@@ -98,9 +98,12 @@ func New(r persistence.Reader, cfg Config) *Hub {
 }
 
 // OnCommit is the writer's hook: it is called after each transaction
-// committed, with its commands. Each command names the session it wrote
-// (persistence.Touch), wrapped in an activation or not, so a tail learns
-// of a cold owner's first write from that write's commit (issue 27). A
+// committed, with its commands. It asks each what it wrote
+// (Command.Touches, persistence.Touch) rather than telling commands apart
+// by type: the session whose tails to wake, wrapped in an activation or
+// not, so a tail learns of a cold owner's first write from that write's
+// commit (issue 27), and whether the audit chain changed, which wakes the
+// change tails. A
 // truncation wakes tails too; they learn of it from what they read (a
 // first message past their cursor is reported as a Truncated range). It
 // never blocks (a map lookup per session command and a non-blocking

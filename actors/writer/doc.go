@@ -5,8 +5,10 @@
 //
 // Start takes the store's sole persistence.Writer and gives it to one
 // actor, the writer. Every state change in agentstate reaches the database
-// through it: session actors and plan actors send it *Submit (create,
-// append, close, delete, token usage, plan error records); the audit trail
+// through it: the session and plan owners (actors/directory's shell around
+// a lifecycle kernel) send it *Submit, one write in flight each (their
+// activations, creates, appends, updates, truncations, snapshots, deletes
+// and plan writes); the audit trail
 // (actors/audit) hands it records, prunes and flushes through Apply,
 // ApplyRecord, Enqueue and Flush. Nothing else can write: the store hands
 // out one Writer, and readers use the store's read-only connections,
@@ -20,8 +22,11 @@
 // Config.MaxBatchBytes bytes, and applies it with one Writer.Apply — one
 // transaction — on a long-lived goroutine of its own, so it keeps
 // receiving while the transaction runs and the next batch forms meanwhile.
-// At most one Apply runs at a time. When it returns, every sender in the
-// batch is answered with its own result: a *Submit's sender gets *Applied,
+// Stand-alone records in a batch (those whose Command.Touches says
+// AuditRecords or AuditClientRecords) are merged into one command of each
+// kind. At most one Apply runs at a time. After a commit, Config.OnCommit
+// (the live feeds' hook) sees the transaction's commands; then every
+// sender in the batch is answered with its own result: a *Submit's sender gets *Applied,
 // in-process callers their return value. With synchronous=FULL, answered
 // means durable. Commands of one sender commit in the order it sent them.
 //
@@ -52,9 +57,10 @@
 //
 // # Back-pressure
 //
-// At most Config.Backlog (default 10,000) commands are pending. Senders
-// take a Backlog slot before handing a command over and give it back once
-// it is answered (an async record: once it committed). With every slot
+// At most Config.Backlog (default 10,000) commands are pending, carrying
+// at most Config.BacklogBytes (default 64 MiB). Senders take a Backlog
+// slot and their command's size before handing it over and give them back
+// once it is answered (an async record: once it committed). With every slot
 // taken, in-process senders wait in Acquire (until their context ends:
 // UNAVAILABLE), and network senders — contexts marked with NoWait, which
 // the gRPC server and the remote endpoint set — get RESOURCE_EXHAUSTED at
