@@ -12,7 +12,7 @@ func newServeCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a node: the actors, the gRPC API, metrics and (optionally) the Proto.Actor remote endpoint",
-		Long: "serve opens (creating if missing) the database, starts the audit, session and plan actors, and serves\n" +
+		Long: "serve opens (creating if missing) the database, starts the writer and the audit, session and plan actors, and serves\n" +
 			"the gRPC API (sessions, plans, audit, health, reflection), HTTP /metrics, /healthz and /readyz, and,\n" +
 			"with --remote-addr, the Proto.Actor remote endpoint (actors \"sessions\", \"plans\", \"audit\").\n\n" +
 			"SIGTERM or SIGINT drains it: new work is refused, requests in flight finish, the writer commits\n" +
