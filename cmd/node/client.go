@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
