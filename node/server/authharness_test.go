@@ -97,13 +97,18 @@ type authNode struct {
 	au   auditv1.AuditServiceClient
 }
 
-func startAuthNode(t *testing.T, authFile string) *authNode {
+// startAuthNode starts a node with authFile (edit changes its
+// configuration) and connects to it in plaintext, or with opt when given.
+func startAuthNode(t *testing.T, authFile string, edit func(*Config), opt ...client.Options) *authNode {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Data = "memory:" + t.Name()
 	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", ""
 	cfg.ShutdownTimeout = 10 * time.Second
 	cfg.AuthFile = authFile
+	if edit != nil {
+		edit(cfg)
+	}
 	log, err := NewLogger(io.Discard, "text", "error")
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +122,7 @@ func startAuthNode(t *testing.T, authFile string) *authNode {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	conn, err := client.Dial(s.grpcAddr, client.Options{})
+	conn, err := client.Dial(s.grpcAddr, append(opt, client.Options{})[0])
 	if err != nil {
 		t.Fatal(err)
 	}

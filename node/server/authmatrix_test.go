@@ -15,7 +15,7 @@ import (
 // descriptors, has an authorization rule: a method added to the contract
 // without one fails here (and is refused for everyone meanwhile).
 func TestEveryServedMethodHasARule(t *testing.T) {
-	n := startAuthNode(t, writeIdentities(t, t.TempDir(), rootPrincipal))
+	n := startAuthNode(t, writeIdentities(t, t.TempDir(), rootPrincipal), nil)
 	rules := apiRules()
 	served := servedMethods(n)
 	for _, m := range served {
@@ -98,7 +98,7 @@ func (c matrixCase) want(p testPrincipal, ns string) codes.Code {
 // was added (but the auth_failure entries of refused credentials).
 func TestAuthorizationMatrix(t *testing.T) {
 	dir := t.TempDir()
-	n := startAuthNode(t, writeIdentities(t, dir, append([]testPrincipal{rootPrincipal}, matrixPrincipals...)...))
+	n := startAuthNode(t, writeIdentities(t, dir, append([]testPrincipal{rootPrincipal}, matrixPrincipals...)...), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cases := matrixCases()
