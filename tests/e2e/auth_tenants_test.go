@@ -86,7 +86,7 @@ func TestAuthFileTenantsAndTokenRotation(t *testing.T) {
 	var theirs sessionv1.CreateSessionResponse
 	n.cli(other, "session", "create", "--actor", "o", "--namespace", "other").ok(t, &theirs)
 	n.cli(oldTok, "session", "get", "--session", theirs.GetSession().GetSessionId()).fails(t, exitNotFound, "NOT_FOUND")
-	n.cli(oldTok, "session", "delete", "--session", theirs.GetSession().GetSessionId()).fails(t, exitNotFound, "NOT_FOUND")
+	n.cli(oldTok, "session", "delete", "--yes", "--session", theirs.GetSession().GetSessionId()).fails(t, exitNotFound, "NOT_FOUND")
 	hup := func() {
 		if err := n.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
