@@ -64,7 +64,9 @@ type decider struct {
 	method string
 }
 
-func (z *authorizer) decider(ctx context.Context, method string) (*decider, rule, error) {
+// lookup is the principal of ctx (nil: no authentication, everything is
+// allowed) and the rule of method; a method without one is refused.
+func (z *authorizer) lookup(ctx context.Context, method string) (*Principal, rule, error) {
 	p := principalFrom(ctx)
 	if p == nil {
 		return nil, rule{}, nil
@@ -73,17 +75,18 @@ func (z *authorizer) decider(ctx context.Context, method string) (*decider, rule
 	if !ok {
 		return nil, rule{}, errs.PermissionDenied("%s has no authorization rule: refused for every principal", method)
 	}
-	return &decider{ctx: ctx, p: p, z: z, method: method}, r, nil
+	return p, r, nil
 }
 
 func (z *authorizer) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	d, r, err := z.decider(ctx, info.FullMethod)
+	p, r, err := z.lookup(ctx, info.FullMethod)
 	if err != nil {
 		return nil, err
 	}
-	if d == nil {
+	if p == nil || (r.check == nil || r.perAppend) && r.filter == nil {
 		return handler(ctx, req)
 	}
+	d := &decider{ctx: ctx, p: p, z: z, method: info.FullMethod}
 	if r.check != nil && !r.perAppend {
 		if err := r.check(d, req); err != nil {
 			return nil, err
@@ -99,7 +102,7 @@ func (z *authorizer) unary(ctx context.Context, req any, info *grpc.UnaryServerI
 // stream refuses a stream whose method has no rule; its messages are
 // decided as they are received (received).
 func (z *authorizer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if _, _, err := z.decider(ss.Context(), info.FullMethod); err != nil {
+	if _, _, err := z.lookup(ss.Context(), info.FullMethod); err != nil {
 		return err
 	}
 	return handler(srv, ss)
@@ -108,21 +111,21 @@ func (z *authorizer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 // received decides one message received on a stream of method, once
 // decoded (decodeErrors calls it): its refusal ends the stream.
 func (z *authorizer) received(ctx context.Context, method string, msg any) error {
-	d, r, err := z.decider(ctx, method)
-	if d == nil || err != nil || r.check == nil || r.perAppend {
+	p, r, err := z.lookup(ctx, method)
+	if p == nil || err != nil || r.check == nil || r.perAppend {
 		return err
 	}
-	return r.check(d, msg)
+	return r.check(&decider{ctx: ctx, p: p, z: z, method: method}, msg)
 }
 
 // decideAppend decides one append, of a unary Append or of a stream, by
 // the Append rule.
 func (z *authorizer) decideAppend(ctx context.Context, req *sessionv1.AppendRequest) error {
-	d, r, err := z.decider(ctx, appendMethod)
-	if d == nil || err != nil {
+	p, r, err := z.lookup(ctx, appendMethod)
+	if p == nil || err != nil {
 		return err
 	}
-	return r.check(d, req)
+	return r.check(&decider{ctx: ctx, p: p, z: z, method: appendMethod}, req)
 }
 
 // session decides need on the session id names (id "" is left to the

@@ -77,5 +77,7 @@ func TestScopeNamespaceFollowsTheADKNames(t *testing.T) {
 
 func sha(t *testing.T, tok string) [sha256.Size]byte {
 	t.Helper()
-	return sha256.Sum256([]byte(tok))
+	return sha256Of(tok)
 }
+
+func sha256Of(tok string) [sha256.Size]byte { return sha256.Sum256([]byte(tok)) }
