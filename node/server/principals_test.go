@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/sha256"
+	"os"
 	"strings"
 	"testing"
 )
@@ -81,3 +82,32 @@ func sha(t *testing.T, tok string) [sha256.Size]byte {
 }
 
 func sha256Of(tok string) [sha256.Size]byte { return sha256.Sum256([]byte(tok)) }
+
+// The example identities file of docs/OPERATIONS.md (Tenants) is a valid
+// one, and means what the text around it says.
+func TestOperationsExampleIdentitiesFile(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/OPERATIONS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Tenants")
+	_, block, ok2 := strings.Cut(section, "```json\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/OPERATIONS.md has no Tenants section with a JSON example")
+	}
+	ids, err := parseIdentities([]byte(block))
+	if err != nil {
+		t.Fatalf("the example does not load: %v", err)
+	}
+	bot := ids.byToken[sha256Of("test")]
+	if bot == nil || bot != ids.byToken[sha256Of("test2")] || bot.role("support") != roleWriter || bot.role("other") != roleNone {
+		t.Errorf("support-bot: %+v", bot)
+	}
+	if d := ids.byURI["spiffe://example.org/ns/obs/sa/dashboards"]; d == nil || d.role("team-x") != roleReader || d.role("support") != roleReader {
+		t.Errorf("dashboards: %+v", d)
+	}
+	if o := ids.byDNS["ops.example.org"]; o == nil || !o.operator || o.role("anything") != roleAdmin {
+		t.Errorf("ops: %+v", o)
+	}
+}
