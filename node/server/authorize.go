@@ -5,6 +5,7 @@ import (
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
 	"google.golang.org/grpc"
 )
 
@@ -133,6 +134,9 @@ func (z *authorizer) decideAppend(ctx context.Context, req *sessionv1.AppendRequ
 func (d *decider) session(id string, need role) error {
 	if id == "" || d.p.everywhere >= need {
 		return nil
+	}
+	if err := ids.Check("session_id", id); err != nil {
+		return err // as the handler would answer: a malformed id names nothing
 	}
 	ns, err := d.z.sessionNamespace(d.ctx, id)
 	if err != nil {
