@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,4 +180,46 @@ func TestClientCertificatePrincipals(t *testing.T) {
 	if r, _ := appendAs(tlsTo(rogueCert, rogueKey)); r == codes.OK || r == codes.PermissionDenied {
 		t.Errorf("a rogue certificate: read %v", r)
 	}
+}
+
+// A node without --auth-file or --auth-token-file says at start that it
+// authenticates nobody, and has nothing to reload.
+func TestNodeWithoutAuthSaysSo(t *testing.T) {
+	logs := &lockedWriter{}
+	log, err := NewLogger(logs, "json", "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Data, cfg.GRPCAddr, cfg.HTTPAddr = "memory:"+t.Name(), "127.0.0.1:0", ""
+	s, err := startServer(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.shutdown(10 * time.Second)
+	if err := s.reloadAuth(); err == nil || !strings.Contains(err.Error(), "nothing to reload") {
+		t.Errorf("reload without authentication: %v", err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, `"auth":"none"`) || !strings.Contains(out, "authenticates nobody") {
+		t.Errorf("the start does not say the node authenticates nobody:\n%s", out)
+	}
+}
+
+// lockedWriter is a log destination read while the node may still write.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
