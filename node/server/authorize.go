@@ -16,8 +16,8 @@ func withPrincipal(ctx context.Context, p *Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
-// principalFrom is the principal of ctx's request; nil on a node without
-// authentication (every request may do everything, as before principals).
+// principalFrom is the principal of ctx's request (streamTap put it
+// there); nil when none was.
 func principalFrom(ctx context.Context) *Principal {
 	p, _ := ctx.Value(principalKey{}).(*Principal)
 	return p
@@ -65,12 +65,14 @@ type decider struct {
 	method string
 }
 
-// lookup is the principal of ctx (nil: no authentication, everything is
-// allowed) and the rule of method; a method without one is refused.
+// lookup is the principal of ctx and the rule of method. The authorizer
+// exists only on a node with authentication, so a request without a
+// principal got past the stream tap somehow: refused, as is a method
+// without a rule (fail closed).
 func (z *authorizer) lookup(ctx context.Context, method string) (*Principal, rule, error) {
 	p := principalFrom(ctx)
 	if p == nil {
-		return nil, rule{}, nil
+		return nil, rule{}, errs.Unauthenticated("%s: the request carries no authenticated principal", method)
 	}
 	r, ok := z.rules[method]
 	if !ok {
@@ -84,7 +86,7 @@ func (z *authorizer) unary(ctx context.Context, req any, info *grpc.UnaryServerI
 	if err != nil {
 		return nil, err
 	}
-	if p == nil || (r.check == nil || r.perAppend) && r.filter == nil {
+	if (r.check == nil || r.perAppend) && r.filter == nil {
 		return handler(ctx, req)
 	}
 	d := &decider{ctx: ctx, p: p, z: z, method: info.FullMethod}
@@ -113,7 +115,7 @@ func (z *authorizer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 // decoded (decodeErrors calls it): its refusal ends the stream.
 func (z *authorizer) received(ctx context.Context, method string, msg any) error {
 	p, r, err := z.lookup(ctx, method)
-	if p == nil || err != nil || r.check == nil || r.perAppend {
+	if err != nil || r.check == nil || r.perAppend {
 		return err
 	}
 	return r.check(&decider{ctx: ctx, p: p, z: z, method: method}, msg)
@@ -123,7 +125,7 @@ func (z *authorizer) received(ctx context.Context, method string, msg any) error
 // the Append rule.
 func (z *authorizer) decideAppend(ctx context.Context, req *sessionv1.AppendRequest) error {
 	p, r, err := z.lookup(ctx, appendMethod)
-	if p == nil || err != nil {
+	if err != nil {
 		return err
 	}
 	return r.check(&decider{ctx: ctx, p: p, z: z, method: appendMethod}, req)
