@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,8 @@ type clientOptions struct {
 	addr       string
 	tokenFile  string
 	tlsCA      string
+	certFile   string
+	keyFile    string
 	tlsOn      bool
 	serverName string
 	insecure   bool
@@ -34,10 +37,12 @@ func (o *clientOptions) register(c *cobra.Command) {
 	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token to present")
 	fs.BoolVar(&o.tlsOn, "tls", false, "use TLS, verifying the node with the system roots (implied by --tls-ca)")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA bundle that signed the node's certificate (enables TLS)")
+	fs.StringVar(&o.certFile, "tls-client-cert", "", "PEM client certificate to present (with --tls-client-key; enables TLS): a principal of the node's --auth-file may authenticate by it")
+	fs.StringVar(&o.keyFile, "tls-client-key", "", "PEM private key of --tls-client-cert")
 	fs.StringVar(&o.serverName, "tls-server-name", "", "name to verify in the node's certificate (default: the host of --addr)")
 	fs.BoolVar(&o.insecure, "insecure", false, "use TLS without verifying the node's certificate (testing only)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline of each request")
-	fromEnv(fs, "addr", "token-file", "tls", "tls-ca", "tls-server-name", "insecure", "timeout")
+	fromEnv(fs, "addr", "token-file", "tls", "tls-ca", "tls-client-cert", "tls-client-key", "tls-server-name", "insecure", "timeout")
 }
 
 // client is one connection to a node plus the call conventions of the CLI.
@@ -55,6 +60,16 @@ func (o *clientOptions) dial(cmd *cobra.Command) (*client, error) {
 			return nil, err
 		}
 		opts.RootCAs = pool
+	}
+	if o.certFile != "" || o.keyFile != "" {
+		if o.certFile == "" || o.keyFile == "" {
+			return nil, fmt.Errorf("--tls-client-cert and --tls-client-key go together")
+		}
+		cert, err := tls.LoadX509KeyPair(o.certFile, o.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("load the client certificate: %w", err)
+		}
+		opts.Certificates = []tls.Certificate{cert}
 	}
 	if o.tokenFile != "" {
 		tok, err := nodeclient.ReadToken(o.tokenFile)

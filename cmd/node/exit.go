@@ -26,6 +26,7 @@ const (
 	exitUnauthenticated    = 9
 	exitInternal           = 10
 	exitOutcomeUnknown     = 11 // the request may have been applied: check before retrying
+	exitPermissionDenied   = 12 // the credentials may read the entity but not do this to it
 )
 
 // remoteError reports whether err came from the node (a gRPC status or a
@@ -64,6 +65,8 @@ func exitCode(err error) int {
 		return exitUnauthenticated
 	case errs.OutcomeUnknownCode:
 		return exitOutcomeUnknown
+	case errs.PermissionDeniedCode:
+		return exitPermissionDenied
 	default:
 		return exitInternal
 	}

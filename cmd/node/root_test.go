@@ -86,7 +86,7 @@ func TestPerRequestFlagsIgnoreTheEnvironment(t *testing.T) {
 // it: connection and server settings, never a per-request field.
 func TestHelpDocumentsEveryFlag(t *testing.T) {
 	connection := map[string]bool{"addr": true, "token-file": true, "tls": true, "tls-ca": true,
-		"tls-server-name": true, "insecure": true, "timeout": true}
+		"tls-server-name": true, "insecure": true, "timeout": true, "tls-client-cert": true, "tls-client-key": true}
 	root := newRootCommand(&bytes.Buffer{}, &bytes.Buffer{})
 	n := 0
 	walk(root, func(c *cobra.Command) {

@@ -25,7 +25,9 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.HTTPAddr, "http-addr", f.HTTPAddr, `HTTP listen address for /metrics, /healthz, /readyz ("" disables)`)
 	fs.StringVar(&f.TLSCert, "tls-cert", "", "PEM certificate for TLS on the gRPC API (with --tls-key)")
 	fs.StringVar(&f.TLSKey, "tls-key", "", "PEM private key for TLS on the gRPC API (with --tls-cert)")
-	fs.StringVar(&f.TokenFile, "auth-token-file", "", "file holding the bearer token every gRPC request must present")
+	fs.StringVar(&f.TokenFile, "auth-token-file", "", "file holding the bearer token every gRPC request must present (one principal with every grant)")
+	fs.StringVar(&f.AuthFile, "auth-file", "", "identities file (JSON): principals, their credentials (token hashes, client certificate SANs) and grants per namespace; reloaded on SIGHUP (docs/OPERATIONS.md, Tenants)")
+	fs.StringVar(&f.TLSClientCA, "tls-client-ca", "", "PEM CA bundle client certificates are verified against (principals of --auth-file with uri_sans or dns_sans; needs --tls-cert)")
 	fs.IntVar(&f.MaxRecvBytes, "max-recv-bytes", f.MaxRecvBytes, "largest request accepted, in bytes (gRPC and remote); larger is RESOURCE_EXHAUSTED")
 	fs.StringVar(&f.RemoteAddr, "remote-addr", "", `Proto.Actor remote endpoint listen address, host:port ("" = off)`)
 	fs.StringVar(&f.RemoteAdvertise, "remote-advertise", "", "address peers reach the remote endpoint at (default: the bound address)")
@@ -64,7 +66,7 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.StreamTotalAppends, "stream-total-appends", f.StreamTotalAppends, "appends of all AppendBatches streams together served at once; past it a stream that receives waits (flow control)")
 	fs.Int64Var(&f.StreamTotalBytes, "stream-total-bytes", f.StreamTotalBytes, "bytes of requests of all AppendBatches streams together served at once; past it a stream that receives waits (flow control)")
 	// Every flag of serve is a server setting.
-	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file",
+	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file", "auth-file", "tls-client-ca",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
 		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
 		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval", "feed-bytes", "feed-conn-bytes", "feed-stall-timeout",

@@ -33,6 +33,10 @@ const (
 	// OutcomeUnknownCode is the one code whose error does not promise
 	// that nothing was stored: the request may have been applied.
 	OutcomeUnknownCode = commonv1.ErrorCode_ERROR_CODE_OUTCOME_UNKNOWN
+	// PermissionDeniedCode refuses an authenticated caller whose grants
+	// let it read the entity but not do this to it. A caller that may not
+	// read the entity gets NOT_FOUND, so that it learns nothing of it.
+	PermissionDeniedCode = commonv1.ErrorCode_ERROR_CODE_PERMISSION_DENIED
 )
 
 // Error is a typed agentstate failure. Nothing of the failed request was
@@ -98,6 +102,7 @@ var (
 	ErrInternal           = &Error{Code: InternalCode}
 	ErrUnauthenticated    = &Error{Code: UnauthenticatedCode}
 	ErrOutcomeUnknown     = &Error{Code: OutcomeUnknownCode}
+	ErrPermissionDenied   = &Error{Code: PermissionDeniedCode}
 )
 
 func newf(c Code, format string, args ...any) *Error {
@@ -121,6 +126,10 @@ func Unavailable(format string, args ...any) *Error { return newf(UnavailableCod
 func Internal(format string, args ...any) *Error    { return newf(InternalCode, format, args...) }
 func Unauthenticated(format string, args ...any) *Error {
 	return newf(UnauthenticatedCode, format, args...)
+}
+
+func PermissionDenied(format string, args ...any) *Error {
+	return newf(PermissionDeniedCode, format, args...)
 }
 
 // OutcomeUnknown reports a request that reached its owner or the store and
@@ -209,6 +218,8 @@ func GRPCCode(c Code) codes.Code {
 		return codes.Unauthenticated
 	case OutcomeUnknownCode:
 		return codes.DeadlineExceeded
+	case PermissionDeniedCode:
+		return codes.PermissionDenied
 	default:
 		return codes.Internal
 	}
@@ -230,8 +241,10 @@ func fromGRPCCode(c codes.Code) Code {
 		return UnavailableCode
 	case codes.DeadlineExceeded:
 		return OutcomeUnknownCode
-	case codes.Unauthenticated, codes.PermissionDenied:
+	case codes.Unauthenticated:
 		return UnauthenticatedCode
+	case codes.PermissionDenied:
+		return PermissionDeniedCode
 	default:
 		return InternalCode
 	}
@@ -257,6 +270,8 @@ func codeName(c Code) string {
 		return "internal"
 	case OutcomeUnknownCode:
 		return "outcome unknown"
+	case PermissionDeniedCode:
+		return "permission denied"
 	default:
 		return "unknown"
 	}

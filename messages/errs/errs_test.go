@@ -28,6 +28,7 @@ func TestCodesRoundTrip(t *testing.T) {
 		{errs.Internal("bug"), errs.ErrInternal, codes.Internal},
 		{errs.Unauthenticated("token"), errs.ErrUnauthenticated, codes.Unauthenticated},
 		{errs.OutcomeUnknown("commit"), errs.ErrOutcomeUnknown, codes.DeadlineExceeded},
+		{errs.PermissionDenied("reader"), errs.ErrPermissionDenied, codes.PermissionDenied},
 	}
 	for _, c := range cases {
 		wrapped := fmt.Errorf("ctx: %w", c.err)

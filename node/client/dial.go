@@ -27,6 +27,10 @@ type Options struct {
 	// InsecureSkipVerify uses TLS without verifying the node's
 	// certificate: for tests only.
 	InsecureSkipVerify bool
+	// Certificates are presented to a node that asks for a client
+	// certificate (its --tls-client-ca): a principal of its --auth-file
+	// may authenticate by one. They imply TLS.
+	Certificates []tls.Certificate
 }
 
 // DialOptions are the grpc.DialOptions of a connection to a node: the
@@ -37,9 +41,9 @@ type Options struct {
 // changed.
 func DialOptions(o Options) []grpc.DialOption {
 	var creds credentials.TransportCredentials
-	if o.TLS || o.RootCAs != nil || o.InsecureSkipVerify {
+	if o.TLS || o.RootCAs != nil || o.InsecureSkipVerify || len(o.Certificates) > 0 {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.ServerName,
-			RootCAs: o.RootCAs, InsecureSkipVerify: o.InsecureSkipVerify}
+			RootCAs: o.RootCAs, InsecureSkipVerify: o.InsecureSkipVerify, Certificates: o.Certificates}
 		creds = ExplainCNOnly(credentials.NewTLS(cfg), "the node")
 	} else {
 		creds = insecure.NewCredentials()

@@ -3,16 +3,17 @@ package server
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 )
@@ -22,15 +23,17 @@ type auditRecorder interface {
 	Record(ctx context.Context, req *auditv1.RecordRequest) (*auditv1.RecordResponse, error)
 }
 
-// authenticator checks the bearer token of every RPC (streamTap calls it
-// on each stream's headers, before any of its request is read).
+// authenticator finds the principal of every RPC (streamTap calls it on
+// each stream's headers, before any of its request is read).
 //
-// Invariant: a request is handed to its handler only when its
-// "authorization" metadata is exactly "Bearer <token>". The comparison is
-// over SHA-256 digests in constant time, so neither the token nor its
-// length leaks through timing.
+// Invariant: a request is handed to its handler only with a principal:
+// its "authorization" metadata is exactly "Bearer <token>" for a token of
+// a known principal, or, without that metadata, its connection's verified
+// client certificate names one (URI SAN, then DNS SAN). Tokens are looked
+// up by their SHA-256 digest, so neither a token nor its length leaks
+// through timing (the digest of a guess reveals nothing of the token's).
 type authenticator struct {
-	want    [sha256.Size]byte
+	ids     atomic.Pointer[identities]
 	auditor *failureAuditor
 	m       *metrics
 	// refusals writes the WARN line of each refusal, rate-limited: a
@@ -40,36 +43,71 @@ type authenticator struct {
 }
 
 func newAuthenticator(token string, auditor *failureAuditor, m *metrics, log *slog.Logger) *authenticator {
-	return &authenticator{want: sha256.Sum256([]byte(token)), auditor: auditor, m: m,
-		refusals: newWarnLimiter(log, "rejected unauthenticated request", warnWindow, warnBurst)}
+	return newAuthenticatorWith(tokenIdentities(token), auditor, m, log)
 }
 
-// check returns nil when ctx carries the token, else an UNAUTHENTICATED
-// error saying what was wrong (never what the token is).
+func newAuthenticatorWith(ids *identities, auditor *failureAuditor, m *metrics, log *slog.Logger) *authenticator {
+	a := &authenticator{auditor: auditor, m: m,
+		refusals: newWarnLimiter(log, "rejected unauthenticated request", warnWindow, warnBurst)}
+	a.ids.Store(ids)
+	return a
+}
+
+// swap makes ids the identities of every request from now on; requests
+// admitted before keep the principal they had.
+func (a *authenticator) swap(ids *identities) { a.ids.Store(ids) }
+
+// check returns nil when ctx carries a known credential, else an
+// UNAUTHENTICATED error saying what was wrong (never what the token is).
 func (a *authenticator) check(ctx context.Context) error {
 	md, _ := metadata.FromIncomingContext(ctx)
-	return a.checkMD(md)
+	_, err := a.principal(ctx, md)
+	return err
 }
 
-// checkMD is check on a stream's header metadata (streamTap has it before
-// the stream's context does).
-func (a *authenticator) checkMD(md metadata.MD) error {
+// principal is the principal of a stream's header metadata (streamTap has
+// it before the stream's context does) and its connection (ctx's peer).
+func (a *authenticator) principal(ctx context.Context, md metadata.MD) (*Principal, error) {
+	ids := a.ids.Load()
 	vals := md.Get("authorization")
 	if len(vals) == 0 {
-		return errs.Unauthenticated("missing bearer token: send metadata \"authorization: Bearer <token>\"")
+		if p := certPrincipal(ctx, ids); p != nil {
+			return p, nil
+		}
+		if ids.needsClientCerts {
+			return nil, errs.Unauthenticated("no credential: send metadata \"authorization: Bearer <token>\" or connect with a client certificate of a known principal")
+		}
+		return nil, errs.Unauthenticated("missing bearer token: send metadata \"authorization: Bearer <token>\"")
 	}
 	if len(vals) > 1 {
-		return errs.Unauthenticated("more than one authorization header")
+		return nil, errs.Unauthenticated("more than one authorization header")
 	}
 	scheme, tok, ok := strings.Cut(vals[0], " ")
 	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return errs.Unauthenticated("authorization metadata is not of the form \"Bearer <token>\"")
+		return nil, errs.Unauthenticated("authorization metadata is not of the form \"Bearer <token>\"")
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	if subtle.ConstantTimeCompare(got[:], a.want[:]) != 1 {
-		return errs.Unauthenticated("wrong bearer token")
+	p := ids.byToken[sha256.Sum256([]byte(strings.TrimSpace(tok)))]
+	if p == nil {
+		return nil, errs.Unauthenticated("wrong bearer token")
 	}
-	return nil
+	return p, nil
+}
+
+// certPrincipal is the principal the connection's client certificate
+// names; the TLS handshake verified it against --tls-client-ca.
+func certPrincipal(ctx context.Context, ids *identities) *Principal {
+	if !ids.needsClientCerts {
+		return nil
+	}
+	pr, ok := peer.FromContext(ctx)
+	if !ok {
+		return nil
+	}
+	ti, ok := pr.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	return ids.byCert(ti.State.VerifiedChains[0][0])
 }
 
 func (a *authenticator) reject(ctx context.Context, method string, err error) error {

@@ -18,8 +18,12 @@ type Config struct {
 	// of /metrics, /healthz and /readyz ("" disables HTTP).
 	GRPCAddr, HTTPAddr string
 	// TLSCert and TLSKey serve the gRPC API over TLS; TokenFile holds the
-	// bearer token every request must present.
+	// bearer token every request must present (one principal with every
+	// grant). AuthFile is the identities file instead (principals, their
+	// credentials and grants; docs/OPERATIONS.md, Tenants); TLSClientCA
+	// verifies the client certificates its principals present.
 	TLSCert, TLSKey, TokenFile string
+	AuthFile, TLSClientCA      string
 	// RemoteAddr ("" = off) and RemoteAdvertise are the Proto.Actor remote
 	// endpoint's; RemoteCert, RemoteKey and RemoteCA its mutual TLS.
 	RemoteAddr, RemoteAdvertise string

@@ -19,10 +19,14 @@ import (
 // forces the codec that knows Undecoded (codec.Codec).
 //
 // requests, when set, bounds the unary requests in flight: each is charged
-// before it is decoded (requestBudget).
+// before it is decoded (requestBudget). received, when set, is told each
+// message a stream receives, once decoded (the authorizer: a unary
+// request reaches the interceptors decoded, a stream's only here); its
+// error fails the receive, which ends the stream.
 type decodeErrors struct {
 	*grpc.Server
 	requests *requestBudget
+	received func(ctx context.Context, method string, msg any) error
 }
 
 var _ reflection.GRPCServer = decodeErrors{}
@@ -44,17 +48,27 @@ func (r decodeErrors) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	d.Streams = make([]grpc.StreamDesc, len(desc.Streams))
 	for i, s := range desc.Streams {
 		h := s.Handler
+		method := "/" + desc.ServiceName + "/" + s.StreamName
 		s.Handler = func(srv any, stream grpc.ServerStream) error {
-			return h(srv, decodeErrorsStream{stream})
+			return h(srv, decodeErrorsStream{ServerStream: stream, method: method, received: r.received})
 		}
 		d.Streams[i] = s
 	}
 	r.Server.RegisterService(&d, impl)
 }
 
-type decodeErrorsStream struct{ grpc.ServerStream }
+type decodeErrorsStream struct {
+	grpc.ServerStream
+	method   string
+	received func(ctx context.Context, method string, msg any) error
+}
 
-func (s decodeErrorsStream) RecvMsg(m any) error { return decodeWith(s.ServerStream.RecvMsg, m) }
+func (s decodeErrorsStream) RecvMsg(m any) error {
+	if err := decodeWith(s.ServerStream.RecvMsg, m); err != nil || s.received == nil {
+		return err
+	}
+	return s.received(s.Context(), s.method, m)
+}
 
 // decodeWith receives a request's bytes with recv and decodes them into m.
 func decodeWith(recv func(any) error, m any) error {

@@ -37,9 +37,18 @@ type apiServices struct {
 // apiOptions configure the gRPC API server.
 type apiOptions struct {
 	TLSCert, TLSKey string
-	// Token, when not empty, is required on every RPC.
-	Token        string
-	MaxRecvBytes int
+	// TLSClientCA, when set, asks clients for a certificate, verified
+	// against it: a principal may authenticate by one (uri_sans, dns_sans).
+	TLSClientCA string
+	// Identities, when set, are the principals every RPC must
+	// authenticate as; Token, when not empty and Identities nil, is
+	// tokenIdentities(Token). Neither: no authentication.
+	Identities *identities
+	Token      string
+	// SessionNamespace reads a stored session's namespace (the
+	// authorizer's lookup; NOT_FOUND when none).
+	SessionNamespace func(ctx context.Context, id string) (string, error)
+	MaxRecvBytes     int
 	// MarkNetwork marks a request's context as a network sender's.
 	MarkNetwork func(context.Context) context.Context
 	// Conns bounds connections' streams and idleness; Streams what one
@@ -61,7 +70,12 @@ type apiOptions struct {
 type apiServer struct {
 	srv     *grpc.Server
 	health  *health.Server
-	auditor *failureAuditor // nil without a token
+	auditor *failureAuditor // nil without authentication
+	// auth and authz are nil without authentication; clientCA says
+	// whether the TLS handshake verifies client certificates.
+	auth     *authenticator
+	authz    *authorizer
+	clientCA bool
 	// draining is closed by shutdown, before GracefulStop: open append
 	// streams end (appendstream.Server.Draining) instead of holding it.
 	draining chan struct{}
@@ -80,13 +94,21 @@ func (a *apiServer) serve(lis net.Listener) error {
 }
 
 func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger) (*apiServer, error) {
-	var auth *authenticator
-	a := &apiServer{draining: make(chan struct{}), gate: &rpcGate{}, conns: &connTracker{conns: make(map[string]net.Conn)}}
-	if opt.Token != "" {
-		a.auditor = newFailureAuditor(svc.Audit, opt.MarkNetwork, m, log)
-		auth = newAuthenticator(opt.Token, a.auditor, m, log)
+	a := &apiServer{draining: make(chan struct{}), gate: &rpcGate{}, conns: &connTracker{conns: make(map[string]net.Conn)},
+		clientCA: opt.TLSClientCA != ""}
+	ids := opt.Identities
+	if ids == nil && opt.Token != "" {
+		ids = tokenIdentities(opt.Token)
 	}
-	a.tap = newStreamTap(auth, opt.StreamsTotal, m, log)
+	if ids != nil {
+		if err := a.fits(ids); err != nil {
+			return nil, err
+		}
+		a.auditor = newFailureAuditor(svc.Audit, opt.MarkNetwork, m, log)
+		a.auth = newAuthenticatorWith(ids, a.auditor, m, log)
+		a.authz = &authorizer{rules: apiRules(), sessionNamespace: opt.SessionNamespace}
+	}
+	a.tap = newStreamTap(a.auth, opt.StreamsTotal, m, log)
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "agentstate_grpc_streams_open", Help: "gRPC streams admitted and not yet ended (bounded by --grpc-max-streams-total).",
 	}, func() float64 { return float64(a.tap.inUse()) }))
@@ -101,6 +123,10 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		grpc.ChainUnaryInterceptor(unaryChain(m, opt.MarkNetwork, log)...),
 		grpc.ChainStreamInterceptor(streamChain(m, log)...),
 	}
+	if a.authz != nil {
+		// Innermost: a refusal is counted and logged as any answer.
+		sopts = append(sopts, grpc.ChainUnaryInterceptor(a.authz.unary), grpc.ChainStreamInterceptor(a.authz.stream))
+	}
 	sopts = append(sopts, opt.Conns.serverOptions()...)
 	if opt.TLSCert != "" || opt.TLSKey != "" {
 		if opt.TLSCert == "" || opt.TLSKey == "" {
@@ -111,17 +137,26 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 			return nil, fmt.Errorf("load TLS key pair: %w", err)
 		}
 		warnCNOnly(log, "--tls-cert", cert)
-		sopts = append(sopts, grpc.Creds(credentials.NewTLS(&tls.Config{
-			Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
-		})))
+		cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if err := withClientCA(cfg, opt.TLSClientCA); err != nil {
+			return nil, err
+		}
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(cfg)))
+	} else if opt.TLSClientCA != "" {
+		return nil, fmt.Errorf("--tls-client-ca needs --tls-cert and --tls-key: client certificates are asked for in the TLS handshake")
 	}
 	a.srv = grpc.NewServer(sopts...)
 	reg := decodeErrors{Server: a.srv, requests: newRequestBudget(opt.RequestBytes)}
+	sessions := svc.Sessions
+	if a.authz != nil {
+		reg.received = a.authz.received
+		sessions = a.authz.authorizeAppends(sessions)
+	}
 	// AppendStream is served on top of the same façade as Append; the
 	// stream interceptors see the stream, so its appends are marked and
-	// counted here, one by one.
+	// counted here, one by one (and authorized, by authorizeAppends).
 	sessionv1.RegisterSessionServiceServer(reg, &appendstream.Server{
-		SessionServiceServer: svc.Sessions, Mark: opt.MarkNetwork, Observe: m.countAppend, Draining: a.draining,
+		SessionServiceServer: sessions, Mark: opt.MarkNetwork, Observe: m.countAppend, Draining: a.draining,
 		Limits: opt.Streams, OnStall: a.conns.closePeer,
 	})
 	planv1.RegisterPlanServiceServer(reg, svc.Plans)

@@ -24,7 +24,6 @@ import (
 	"github.com/agentstate/agentstate/actors/session"
 	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
-	"github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/postgres"
 	"github.com/agentstate/agentstate/persistence/sqlite"
@@ -40,12 +39,26 @@ func Serve(parent context.Context, f *Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	var runErr error
-	select {
-	case <-ctx.Done():
-		log.Info("signal received; draining")
-	case runErr = <-s.failed:
-		log.Error("a listener failed; draining", "err", runErr)
+wait:
+	for {
+		select {
+		case <-hup:
+			if s.api.auth != nil {
+				_ = s.reloadAuth() // it logs the outcome
+			} else {
+				log.Warn("SIGHUP ignored: the node runs without authentication, there is nothing to reload")
+			}
+		case <-ctx.Done():
+			log.Info("signal received; draining")
+			break wait
+		case runErr = <-s.failed:
+			log.Error("a listener failed; draining", "err", runErr)
+			break wait
+		}
 	}
 	stopSignals() // from now on a second signal kills the process
 	if err := s.shutdown(f.ShutdownTimeout); err != nil {
@@ -103,6 +116,9 @@ type server struct {
 	grpcAddr string
 	// stopWatch ends watchSplit (cluster mode).
 	stopWatch context.CancelFunc
+	// identities is where the API's principals are loaded from (again on
+	// reloadAuth).
+	identities identitySource
 }
 
 // dataURL turns --data and --synchronous into a sqlite.Open URL, creating
@@ -169,9 +185,13 @@ func storeOpenFailed(what string, err error) error {
 func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	// Everything that can fail on configuration is checked before the
 	// database is opened.
-	var token string
-	if f.TokenFile != "" {
-		if token, err = client.ReadToken(f.TokenFile); err != nil {
+	source := identitySource{authFile: f.AuthFile, tokenFile: f.TokenFile}
+	if f.AuthFile != "" && f.TokenFile != "" {
+		return nil, fmt.Errorf("--auth-file and --auth-token-file exclude each other: give the token's principal a place in the --auth-file (every grant: operator and admin on \"*\")")
+	}
+	var ids *identities
+	if source.enabled() {
+		if ids, err = source.load(); err != nil {
 			return nil, err
 		}
 	}
@@ -222,7 +242,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		return nil, err
 	}
 
-	s = &server{log: log, ready: &readiness{}, failed: make(chan error, 3)}
+	s = &server{log: log, ready: &readiness{}, failed: make(chan error, 3), identities: source}
 	// On a failure below, undo what was started.
 	defer func() {
 		if err != nil {
@@ -292,7 +312,12 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 
 	s.api, err = newAPIServer(apiServices{Sessions: s.node.Sessions(), Plans: s.node.Plans(), Audit: s.node.Audit(),
 		Feeds: s.feeds},
-		apiOptions{TLSCert: f.TLSCert, TLSKey: f.TLSKey, Token: token, MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: writer.NoWait,
+		apiOptions{TLSCert: f.TLSCert, TLSKey: f.TLSKey, TLSClientCA: f.TLSClientCA, Identities: ids,
+			SessionNamespace: func(ctx context.Context, id string) (string, error) {
+				sess, err := reader.GetSession(ctx, id)
+				return sess.GetNamespace(), err
+			},
+			MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: writer.NoWait,
 			Conns: conns, Streams: streams, RequestBytes: f.GRPCRequestBytes, StreamsTotal: f.GRPCMaxStreamsTotal, Feeds: feeds},
 		m, log.With("component", "grpc"))
 	if err != nil {
@@ -341,11 +366,11 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		s.ready.started.Store(true)
 	}
 
-	if w := exposedWarning(grpcLis.Addr(), f.TLSCert != "", token != ""); w != "" {
+	if w := exposedWarning(grpcLis.Addr(), f.TLSCert != "", source.enabled()); w != "" {
 		log.Warn(w, "grpc_addr", grpcLis.Addr().String())
 	}
 	attrs := []any{"grpc_addr", grpcLis.Addr().String(), "data", redactData(f.Data),
-		"tls", f.TLSCert != "", "auth", token != "", "grpc_max_connections", maxConns}
+		"tls", f.TLSCert != "", "auth", source.describe(), "grpc_max_connections", maxConns}
 	if httpLis != nil {
 		attrs = append(attrs, "http_addr", httpLis.Addr().String())
 	}
@@ -359,6 +384,10 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		attrs = append(attrs, "gomemlimit_mib", l>>20) // node serve's default or GOMEMLIMIT
 	}
 	log.Info("serving", attrs...)
+	if !source.enabled() {
+		log.Warn("the gRPC API authenticates nobody: every caller that reaches --grpc-addr may do everything; keep it on loopback, or set --auth-file or --auth-token-file",
+			"grpc_addr", s.grpcAddr)
+	}
 	return s, nil
 }
 

@@ -26,8 +26,9 @@ const DefaultGRPCMaxStreamsTotal = 1024
 // are discarded by the transport, so they cost the node nothing but their
 // connection's flow-control accounting.
 //
-// Invariants: with a token, a stream is admitted only when its
-// "authorization" header is the token (every method, health included);
+// Invariants: with authentication on, a stream is admitted only when its
+// credential names a principal (every method, health included), which its
+// context then carries (principalFrom);
 // at most max streams are admitted and not yet ended. The transport calls
 // the handle with its connection lock held, so it only compares, counts
 // and hands work off (the audit entry is written on a goroutine of its
@@ -65,9 +66,11 @@ func (t *streamTap) learn(srv *grpc.Server) {
 
 func (t *streamTap) handle(ctx context.Context, info *tap.Info) (context.Context, error) {
 	if t.auth != nil {
-		if err := t.auth.checkMD(info.Header); err != nil {
+		p, err := t.auth.principal(ctx, info.Header)
+		if err != nil {
 			return nil, t.refuse(info.FullMethodName, t.auth.reject(ctx, info.FullMethodName, err))
 		}
+		ctx = withPrincipal(ctx, p)
 	}
 	if n := t.open.Add(1); n > t.max {
 		t.open.Add(-1)

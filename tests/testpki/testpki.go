@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -73,7 +74,26 @@ func authority(tb testing.TB, cn string) (*ecdsa.PrivateKey, *x509.Certificate) 
 	return key, cert
 }
 
-func (p *PKI) leaf(tb testing.TB, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (certPath, keyPath string) {
+// ClientLeaf writes a client certificate signed by the trusted CA whose
+// only names are the DNS SANs and URI SANs (SPIFFE ids) given: what a
+// node's --auth-file principals are matched by.
+func (p *PKI) ClientLeaf(tb testing.TB, name string, dnsNames, uris []string) (certPath, keyPath string) {
+	tb.Helper()
+	var us []*url.URL
+	for _, s := range uris {
+		u, err := url.Parse(s)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		us = append(us, u)
+	}
+	return p.leaf(tb, name, p.caCert, p.caKey, func(c *x509.Certificate) {
+		c.IPAddresses, c.DNSNames, c.URIs = nil, dnsNames, us
+		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	})
+}
+
+func (p *PKI) leaf(tb testing.TB, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, edit ...func(*x509.Certificate)) (certPath, keyPath string) {
 	tb.Helper()
 	key := newKey(tb)
 	tmpl := &x509.Certificate{
@@ -82,6 +102,9 @@ func (p *PKI) leaf(tb testing.TB, name string, ca *x509.Certificate, caKey *ecds
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+	}
+	for _, e := range edit {
+		e(tmpl)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {

@@ -102,7 +102,7 @@ class ErrorMappingTest(unittest.TestCase):
             grpc.StatusCode.RESOURCE_EXHAUSTED: errors.ResourceExhausted,
             grpc.StatusCode.UNAVAILABLE: errors.Unavailable,
             grpc.StatusCode.UNAUTHENTICATED: errors.Unauthenticated,
-            grpc.StatusCode.PERMISSION_DENIED: errors.Unauthenticated,
+            grpc.StatusCode.PERMISSION_DENIED: errors.PermissionDenied,
             grpc.StatusCode.DEADLINE_EXCEEDED: errors.OutcomeUnknown,
             grpc.StatusCode.INTERNAL: errors.Internal,
             grpc.StatusCode.UNKNOWN: errors.Internal,

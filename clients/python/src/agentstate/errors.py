@@ -135,9 +135,19 @@ class Internal(AgentStateError):
 
 
 class Unauthenticated(AgentStateError):
-    """The call did not present the node's bearer token."""
+    """The call presented no credential the node knows (bearer token, client certificate)."""
 
     code = common_pb2.ERROR_CODE_UNAUTHENTICATED
+
+
+class PermissionDenied(AgentStateError):
+    """The credentials may read the entity but not do this to it (a reader appending).
+
+    Credentials that may not even read an entity get :class:`NotFound`, as
+    for a missing one. Retrying with the same credentials cannot succeed.
+    """
+
+    code = common_pb2.ERROR_CODE_PERMISSION_DENIED
 
 
 class OutcomeUnknown(AgentStateError):
@@ -163,6 +173,7 @@ _CLASSES: Dict[int, Type["AgentStateError"]] = {
         Internal,
         Unauthenticated,
         OutcomeUnknown,
+        PermissionDenied,
     )
 }
 
@@ -176,6 +187,7 @@ _NAMES: Dict[int, str] = {
     common_pb2.ERROR_CODE_INTERNAL: "internal",
     common_pb2.ERROR_CODE_UNAUTHENTICATED: "unauthenticated",
     common_pb2.ERROR_CODE_OUTCOME_UNKNOWN: "outcome unknown",
+    common_pb2.ERROR_CODE_PERMISSION_DENIED: "permission denied",
 }
 
 # The inverse of the node's code mapping (messages/errs: fromGRPCCode). CANCELLED
@@ -192,7 +204,7 @@ _FROM_GRPC: Dict[grpc.StatusCode, Type[AgentStateError]] = {
     grpc.StatusCode.CANCELLED: Unavailable,
     grpc.StatusCode.DEADLINE_EXCEEDED: OutcomeUnknown,
     grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
-    grpc.StatusCode.PERMISSION_DENIED: Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
 }
 
 

@@ -62,21 +62,27 @@ const (
 	// session id. A request without a client id (a plan error, an audit
 	// entry) may be stored twice if retried; read before retrying it.
 	ErrorCode_ERROR_CODE_OUTCOME_UNKNOWN ErrorCode = 9
+	// The caller is authenticated and may read the entity, but its grants do
+	// not allow this request on it (a reader appending, a writer deleting).
+	// A caller that may not even read an entity gets NOT_FOUND instead, as
+	// for a missing one. Retrying with the same credentials cannot succeed.
+	ErrorCode_ERROR_CODE_PERMISSION_DENIED ErrorCode = 10
 )
 
 // Enum value maps for ErrorCode.
 var (
 	ErrorCode_name = map[int32]string{
-		0: "ERROR_CODE_UNSPECIFIED",
-		1: "ERROR_CODE_INVALID_ARGUMENT",
-		2: "ERROR_CODE_NOT_FOUND",
-		3: "ERROR_CODE_ALREADY_EXISTS",
-		4: "ERROR_CODE_FAILED_PRECONDITION",
-		5: "ERROR_CODE_RESOURCE_EXHAUSTED",
-		6: "ERROR_CODE_UNAVAILABLE",
-		7: "ERROR_CODE_INTERNAL",
-		8: "ERROR_CODE_UNAUTHENTICATED",
-		9: "ERROR_CODE_OUTCOME_UNKNOWN",
+		0:  "ERROR_CODE_UNSPECIFIED",
+		1:  "ERROR_CODE_INVALID_ARGUMENT",
+		2:  "ERROR_CODE_NOT_FOUND",
+		3:  "ERROR_CODE_ALREADY_EXISTS",
+		4:  "ERROR_CODE_FAILED_PRECONDITION",
+		5:  "ERROR_CODE_RESOURCE_EXHAUSTED",
+		6:  "ERROR_CODE_UNAVAILABLE",
+		7:  "ERROR_CODE_INTERNAL",
+		8:  "ERROR_CODE_UNAUTHENTICATED",
+		9:  "ERROR_CODE_OUTCOME_UNKNOWN",
+		10: "ERROR_CODE_PERMISSION_DENIED",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":         0,
@@ -89,6 +95,7 @@ var (
 		"ERROR_CODE_INTERNAL":            7,
 		"ERROR_CODE_UNAUTHENTICATED":     8,
 		"ERROR_CODE_OUTCOME_UNKNOWN":     9,
+		"ERROR_CODE_PERMISSION_DENIED":   10,
 	}
 )
 
@@ -182,7 +189,7 @@ const file_agentstate_common_v1_common_proto_rawDesc = "" +
 	"!agentstate/common/v1/common.proto\x12\x14agentstate.common.v1\"V\n" +
 	"\x05Error\x123\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x1f.agentstate.common.v1.ErrorCodeR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*\xbd\x02\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*\xdf\x02\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bERROR_CODE_INVALID_ARGUMENT\x10\x01\x12\x18\n" +
@@ -193,7 +200,9 @@ const file_agentstate_common_v1_common_proto_rawDesc = "" +
 	"\x16ERROR_CODE_UNAVAILABLE\x10\x06\x12\x17\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\a\x12\x1e\n" +
 	"\x1aERROR_CODE_UNAUTHENTICATED\x10\b\x12\x1e\n" +
-	"\x1aERROR_CODE_OUTCOME_UNKNOWN\x10\tBIZGgithub.com/agentstate/agentstate/messages/agentstate/common/v1;commonv1b\x06proto3"
+	"\x1aERROR_CODE_OUTCOME_UNKNOWN\x10\t\x12 \n" +
+	"\x1cERROR_CODE_PERMISSION_DENIED\x10\n" +
+	"BIZGgithub.com/agentstate/agentstate/messages/agentstate/common/v1;commonv1b\x06proto3"
 
 var (
 	file_agentstate_common_v1_common_proto_rawDescOnce sync.Once

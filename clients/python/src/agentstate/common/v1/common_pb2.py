@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!agentstate/common/v1/common.proto\x12\x14\x61gentstate.common.v1\"G\n\x05\x45rror\x12-\n\x04\x63ode\x18\x01 \x01(\x0e\x32\x1f.agentstate.common.v1.ErrorCode\x12\x0f\n\x07message\x18\x02 \x01(\t*\xbd\x02\n\tErrorCode\x12\x1a\n\x16\x45RROR_CODE_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x45RROR_CODE_INVALID_ARGUMENT\x10\x01\x12\x18\n\x14\x45RROR_CODE_NOT_FOUND\x10\x02\x12\x1d\n\x19\x45RROR_CODE_ALREADY_EXISTS\x10\x03\x12\"\n\x1e\x45RROR_CODE_FAILED_PRECONDITION\x10\x04\x12!\n\x1d\x45RROR_CODE_RESOURCE_EXHAUSTED\x10\x05\x12\x1a\n\x16\x45RROR_CODE_UNAVAILABLE\x10\x06\x12\x17\n\x13\x45RROR_CODE_INTERNAL\x10\x07\x12\x1e\n\x1a\x45RROR_CODE_UNAUTHENTICATED\x10\x08\x12\x1e\n\x1a\x45RROR_CODE_OUTCOME_UNKNOWN\x10\tBIZGgithub.com/agentstate/agentstate/messages/agentstate/common/v1;commonv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!agentstate/common/v1/common.proto\x12\x14\x61gentstate.common.v1\"G\n\x05\x45rror\x12-\n\x04\x63ode\x18\x01 \x01(\x0e\x32\x1f.agentstate.common.v1.ErrorCode\x12\x0f\n\x07message\x18\x02 \x01(\t*\xdf\x02\n\tErrorCode\x12\x1a\n\x16\x45RROR_CODE_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x45RROR_CODE_INVALID_ARGUMENT\x10\x01\x12\x18\n\x14\x45RROR_CODE_NOT_FOUND\x10\x02\x12\x1d\n\x19\x45RROR_CODE_ALREADY_EXISTS\x10\x03\x12\"\n\x1e\x45RROR_CODE_FAILED_PRECONDITION\x10\x04\x12!\n\x1d\x45RROR_CODE_RESOURCE_EXHAUSTED\x10\x05\x12\x1a\n\x16\x45RROR_CODE_UNAVAILABLE\x10\x06\x12\x17\n\x13\x45RROR_CODE_INTERNAL\x10\x07\x12\x1e\n\x1a\x45RROR_CODE_UNAUTHENTICATED\x10\x08\x12\x1e\n\x1a\x45RROR_CODE_OUTCOME_UNKNOWN\x10\t\x12 \n\x1c\x45RROR_CODE_PERMISSION_DENIED\x10\nBIZGgithub.com/agentstate/agentstate/messages/agentstate/common/v1;commonv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentstate.common.v1.common_pb2', globals())
@@ -22,7 +22,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'ZGgithub.com/agentstate/agentstate/messages/agentstate/common/v1;commonv1'
   _ERRORCODE._serialized_start=133
-  _ERRORCODE._serialized_end=450
+  _ERRORCODE._serialized_end=484
   _ERROR._serialized_start=59
   _ERROR._serialized_end=130
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,294 @@
+package server
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
+)
+
+// defaultNamespace is the namespace of a session created without one, of
+// every plan, and of audit entries that name no session
+// (docs/OPERATIONS.md, Tenants).
+const defaultNamespace = "local"
+
+const appendMethod = sessionv1.SessionService_Append_FullMethodName
+
+// apiRules is the rule of every method the gRPC API serves, by full method
+// name. A method added to the contract without one is refused for every
+// principal, and fails TestEveryServedMethodHasARule.
+func apiRules() map[string]rule {
+	return map[string]rule{
+		// Sessions.
+		sessionv1.SessionService_Create_FullMethodName: {check: checkCreate},
+		sessionv1.SessionService_Get_FullMethodName:    {check: checkGet},
+		sessionv1.SessionService_List_FullMethodName:   {check: checkList, filter: filterList},
+		sessionv1.SessionService_Close_FullMethodName:  {check: onSession(roleWriter, func(m *sessionv1.CloseSessionRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_Delete_FullMethodName: {check: onSession(roleAdmin, func(m *sessionv1.DeleteSessionRequest) string { return m.GetSessionId() })},
+		appendMethod: {perAppend: true, check: func(d *decider, msg any) error {
+			m := msg.(*sessionv1.AppendRequest)
+			return d.sessionWithScopes(m.GetSessionId(), roleWriter, m.GetScopeDeltas())
+		}},
+		sessionv1.SessionService_ListMessages_FullMethodName:     {check: onSession(roleReader, func(m *sessionv1.ListMessagesRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_UpdateTokenUsage_FullMethodName: {check: onSession(roleWriter, func(m *sessionv1.UpdateTokenUsageRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_LinkPlan_FullMethodName:         {check: onSession(roleWriter, func(m *sessionv1.LinkPlanRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_Export_FullMethodName:           {check: onSession(roleReader, func(m *sessionv1.ExportSessionRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_Import_FullMethodName: {check: func(d *decider, msg any) error {
+			return d.importInto(exportNamespace(msg.(*sessionv1.ImportSessionRequest).GetData()))
+		}},
+		sessionv1.SessionService_AppendStream_FullMethodName:  {perAppend: true},
+		sessionv1.SessionService_AppendBatches_FullMethodName: {perAppend: true},
+		sessionv1.SessionService_ExportStream_FullMethodName:  {check: onSession(roleReader, func(m *sessionv1.ExportSessionRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_ImportStream_FullMethodName: {check: func(d *decider, msg any) error {
+			// The header names the namespace; pages and the trailer
+			// belong to the import its header opened.
+			h := msg.(*sessionv1.ImportChunk).GetHeader()
+			if h == nil {
+				return nil
+			}
+			return d.importInto(h.GetSession().GetNamespace())
+		}},
+		sessionv1.SessionService_UpdateState_FullMethodName: {check: func(d *decider, msg any) error {
+			m := msg.(*sessionv1.UpdateStateRequest)
+			return d.sessionWithScopes(m.GetSessionId(), roleWriter, m.GetScopeDeltas())
+		}},
+		sessionv1.SessionService_GetState_FullMethodName:       {check: checkGetState},
+		sessionv1.SessionService_Truncate_FullMethodName:       {check: onSession(roleAdmin, func(m *sessionv1.TruncateRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_PutSnapshot_FullMethodName:    {check: onSession(roleAdmin, func(m *sessionv1.PutSnapshotRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_GetSnapshot_FullMethodName:    {check: onSession(roleReader, func(m *sessionv1.GetSnapshotRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_DeleteSnapshot_FullMethodName: {check: onSession(roleAdmin, func(m *sessionv1.DeleteSnapshotRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_SetExpiry_FullMethodName:      {check: onSession(roleAdmin, func(m *sessionv1.SetExpiryRequest) string { return m.GetSessionId() })},
+
+		// Plans: every plan is in defaultNamespace (see there).
+		planv1.PlanService_RecordError_FullMethodName:       {check: onPlan(roleWriter, (*planv1.RecordErrorRequest).GetPlanId)},
+		planv1.PlanService_SetPolicy_FullMethodName:         {check: onPlan(roleWriter, (*planv1.SetPolicyRequest).GetPlanId)},
+		planv1.PlanService_RecordSuccess_FullMethodName:     {check: onPlan(roleWriter, (*planv1.RecordSuccessRequest).GetPlanId)},
+		planv1.PlanService_History_FullMethodName:           {check: onPlan(roleReader, (*planv1.HistoryRequest).GetPlanId)},
+		planv1.PlanService_ErrorDetails_FullMethodName:      {check: onPlan(roleReader, (*planv1.ErrorDetailsRequest).GetPlanId)},
+		planv1.PlanService_MergeErrorDetails_FullMethodName: {check: onPlan(roleWriter, (*planv1.MergeErrorDetailsRequest).GetPlanId)},
+
+		// Audit: an entry belongs to its session's namespace, else to
+		// defaultNamespace; reads across namespaces need a reader grant on
+		// "*" or the operator role (the store cannot filter by namespace).
+		auditv1.AuditService_Record_FullMethodName: {check: func(d *decider, msg any) error {
+			m := msg.(*auditv1.RecordRequest)
+			if m.GetSessionId() != "" {
+				return d.session(m.GetSessionId(), roleWriter)
+			}
+			return d.namespace(defaultNamespace, roleWriter)
+		}},
+		auditv1.AuditService_List_FullMethodName: {check: func(d *decider, msg any) error {
+			return d.auditReads(msg.(*auditv1.ListRequest).GetFilter().GetSessionId())
+		}},
+		auditv1.AuditService_Count_FullMethodName: {check: func(d *decider, msg any) error {
+			return d.auditReads(msg.(*auditv1.CountRequest).GetFilter().GetSessionId())
+		}},
+		auditv1.AuditService_Get_FullMethodName:    {filter: filterAuditEntry},
+		auditv1.AuditService_Verify_FullMethodName: {check: func(d *decider, _ any) error { return d.operator() }},
+		auditv1.AuditService_Prune_FullMethodName:  {check: func(d *decider, _ any) error { return d.operator() }},
+		// Flush makes accepted entries durable: it reveals and changes
+		// nothing of any namespace.
+		auditv1.AuditService_Flush_FullMethodName: {},
+
+		// Feeds.
+		feedv1.FeedService_TailSession_FullMethodName: {check: onSession(roleReader, func(m *feedv1.TailSessionRequest) string { return m.GetSessionId() })},
+		feedv1.FeedService_TailChanges_FullMethodName: {check: func(d *decider, msg any) error {
+			return d.auditReads(msg.(*feedv1.TailChangesRequest).GetFilter().GetSessionId())
+		}},
+
+		// Health and reflection reveal nothing of any namespace: any
+		// authenticated principal.
+		healthpb.Health_Check_FullMethodName:                                   {},
+		healthpb.Health_List_FullMethodName:                                    {},
+		healthpb.Health_Watch_FullMethodName:                                   {},
+		reflectionv1.ServerReflection_ServerReflectionInfo_FullMethodName:      {},
+		reflectionv1alpha.ServerReflection_ServerReflectionInfo_FullMethodName: {},
+	}
+}
+
+// onSession is the rule of a request naming one session by id.
+func onSession[M any](need role, id func(*M) string) func(*decider, any) error {
+	return func(d *decider, msg any) error { return d.session(id(msg.(*M)), need) }
+}
+
+// onPlan is the rule of a plan request: every plan is in
+// defaultNamespace, and a principal that cannot read it finds no plan.
+func onPlan[M any](need role, id func(*M) string) func(*decider, any) error {
+	return func(d *decider, msg any) error {
+		return d.entity(defaultNamespace, need, func() error { return errs.NotFound("plan %s not found", id(msg.(*M))) })
+	}
+}
+
+func orDefault(ns string) string {
+	if ns == "" {
+		return defaultNamespace
+	}
+	return ns
+}
+
+func checkCreate(d *decider, msg any) error {
+	m := msg.(*sessionv1.CreateSessionRequest)
+	ns := orDefault(m.GetNamespace())
+	need := roleWriter
+	if m.GetExpiresAt() != nil || m.GetTtl() != nil {
+		need = roleAdmin // a time-to-live is a deletion to come
+	}
+	if err := d.namespace(ns, need); err != nil {
+		return err
+	}
+	return d.scopes(m.GetScopeDeltas(), roleWriter)
+}
+
+func checkGet(d *decider, msg any) error {
+	m := msg.(*sessionv1.GetSessionRequest)
+	if m.GetSessionId() != "" {
+		return d.session(m.GetSessionId(), roleReader)
+	}
+	ns := orDefault(m.GetNamespace())
+	return d.entity(ns, roleReader, func() error {
+		return errs.NotFound("no session has client key %q in namespace %q", m.GetClientKey(), ns)
+	})
+}
+
+// checkList narrows a list to the one namespace a principal reads when its
+// grants name just one, so the store's page is all the principal's.
+func checkList(d *decider, msg any) error {
+	m := msg.(*sessionv1.ListSessionsRequest)
+	if ns, ok := d.p.only(); ok && m.GetNamespace() == "" {
+		m.Namespace = ns
+	}
+	return nil
+}
+
+// filterList drops the sessions the principal cannot read. A page may then
+// hold fewer than its limit, or none, with a next_cursor: page on until
+// next_cursor is empty, as the contract says.
+func filterList(d *decider, resp any) (any, error) {
+	r := resp.(*sessionv1.ListSessionsResponse)
+	if d.p.everywhere >= roleReader {
+		return r, nil
+	}
+	kept := r.Sessions[:0]
+	for _, s := range r.Sessions {
+		if d.p.role(s.GetNamespace()) >= roleReader {
+			kept = append(kept, s)
+		}
+	}
+	r.Sessions = kept
+	return r, nil
+}
+
+func checkGetState(d *decider, msg any) error {
+	m := msg.(*sessionv1.GetStateRequest)
+	if err := d.session(m.GetSessionId(), roleReader); err != nil {
+		return err
+	}
+	for _, sc := range m.GetScopes() {
+		if err := d.namespace(scopeNamespace(sc), roleReader); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionWithScopes decides a write to a session and to the shared scopes
+// it changes.
+func (d *decider) sessionWithScopes(id string, need role, scopes []*sessionv1.ScopeDelta) error {
+	if err := d.session(id, need); err != nil {
+		return err
+	}
+	return d.scopes(scopes, roleWriter)
+}
+
+func (d *decider) scopes(scopes []*sessionv1.ScopeDelta, need role) error {
+	if d.p.everywhere >= need {
+		return nil
+	}
+	for _, sc := range scopes {
+		if err := d.namespace(scopeNamespace(sc.GetScope()), need); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scopeNamespace is the namespace a shared scope belongs to, read from its
+// name as the ADK backend writes them: "<kind>:<namespace>" or
+// "<kind>:<namespace>/<rest>", the namespace path-escaped ("app:myapp",
+// "user:myapp/alice"). A name without a kind belongs to defaultNamespace.
+func scopeNamespace(name string) string {
+	_, rest, ok := strings.Cut(name, ":")
+	if !ok {
+		return defaultNamespace
+	}
+	ns, _, _ := strings.Cut(rest, "/")
+	if u, err := url.PathUnescape(ns); err == nil {
+		ns = u
+	}
+	return orDefault(ns)
+}
+
+// importInto decides an import into namespace ns: a writer of it, or the
+// operator (who may import into any namespace).
+func (d *decider) importInto(ns string) error {
+	if d.p.operator {
+		return nil
+	}
+	return d.namespace(orDefault(ns), roleWriter)
+}
+
+// exportNamespace is the namespace an export's data names; "" when the
+// data is not an export (the import refuses it INVALID_ARGUMENT).
+func exportNamespace(data string) string {
+	var doc struct {
+		Session struct {
+			Namespace string `json:"namespace"`
+		} `json:"session"`
+	}
+	if json.Unmarshal([]byte(data), &doc) != nil {
+		return ""
+	}
+	return doc.Session.Namespace
+}
+
+// auditReads decides a read of the audit trail (list, count, change feed):
+// one session's entries for a reader of its namespace, every entry for a
+// reader of every namespace or the operator.
+func (d *decider) auditReads(sessionID string) error {
+	if d.p.operator || d.p.everywhere >= roleReader {
+		return nil
+	}
+	if sessionID == "" {
+		return errs.PermissionDenied("principal %q reads only some namespaces; %s across them needs a reader grant on \"*\" or the operator role: name a session (filter session_id)", d.p.Name, d.method)
+	}
+	return d.session(sessionID, roleReader)
+}
+
+// filterAuditEntry hides an entry of a namespace the principal cannot read
+// as a missing one.
+func filterAuditEntry(d *decider, resp any) (any, error) {
+	e := resp.(*auditv1.GetResponse).GetEntry()
+	if d.p.operator || d.p.everywhere >= roleReader {
+		return resp, nil
+	}
+	notFound := errs.NotFound("audit entry %s not found", e.GetEventId())
+	if e.GetSessionId() == "" {
+		if d.p.role(defaultNamespace) < roleReader {
+			return nil, notFound
+		}
+		return resp, nil
+	}
+	ns, err := d.z.sessionNamespace(d.ctx, e.GetSessionId())
+	if err != nil || d.p.role(ns) < roleReader {
+		return nil, notFound // a deleted session's entries: operator only
+	}
+	return resp, nil
+}
