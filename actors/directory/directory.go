@@ -18,8 +18,9 @@ type Config struct {
 	// Key returns the owner key of a request. routed=false sends the
 	// request to Unkeyed; a non-nil err is the reply (a malformed id).
 	Key func(msg proto.Message) (key string, routed bool, err error)
-	// Owner makes the props of the owner of key.
-	Owner func(key string) *actor.Props
+	// Owner makes the props of the owner of key; dir is the directory,
+	// to which the owner sends Idle.
+	Owner func(key string, dir *actor.PID) *actor.Props
 	// Unkeyed serves requests that are about no single owner. It runs on
 	// its own goroutine and must reply through c.Replier.
 	Unkeyed func(c *Call)
@@ -53,11 +54,28 @@ type ownerState struct {
 	buffered []*Call
 }
 
+// directory spawns its owners from the actor system's root and watches
+// them, rather than as its children: Proto.Actor's set of children keeps,
+// past its length, the PIDs of children that stopped, and a PID keeps its
+// stopped actor reachable (its whole state) until the slot is reused, so a
+// burst of N live owners would hold up to N dead ones after passivation.
+// A watched owner reports Terminated as a child does; when the directory
+// stops it stops the owners still alive.
+//
+// Invariant: owners and byPID hold the live (and stopping) owners only;
+// Go maps keep their largest size, so both are rebuilt when they fell
+// to a quarter of the size they had (compact), which bounds what an idle
+// directory holds by what is live, not by the largest burst it saw.
 type directory struct {
 	cfg    Config
 	owners map[string]*ownerState
 	byPID  map[string]string // pid.Id -> key
+	peak   int               // len(owners) when the maps were last rebuilt, or their largest since
 }
+
+// compactMin is the map size below which the directory never rebuilds its
+// maps (a rebuild costs a copy; a small map costs little).
+const compactMin = 1024
 
 // Props returns the props of a directory actor for cfg.
 func Props(cfg Config) *actor.Props {
@@ -80,6 +98,16 @@ func (d *directory) Receive(ctx actor.Context) {
 		}
 	case *CountOwners:
 		ctx.Respond(len(d.owners))
+	case *actor.Stopping, *actor.Restarting:
+		// The owners are not children: they stop with the directory
+		// here, withdrawn from callers first (as a passivation), their
+		// waiting requests answered by their own Stopped.
+		for key, o := range d.owners {
+			if d.cfg.Live != nil {
+				d.cfg.Live.close(key, o.pid)
+			}
+			ctx.Stop(o.pid)
+		}
 	case *actor.Terminated:
 		d.terminated(ctx, m.Who)
 	case proto.Message:
@@ -119,11 +147,33 @@ func (d *directory) route(ctx actor.Context, c *Call) {
 }
 
 func (d *directory) spawn(ctx actor.Context, key string) *ownerState {
-	pid := ctx.Spawn(d.cfg.Owner(key))
+	self := ctx.Self()
+	pid := ctx.ActorSystem().Root.SpawnPrefix(d.cfg.Owner(key, self), self.Id+"/")
+	// Watch is a system message: the owner takes it before any request,
+	// and a watch of an owner already gone is answered Terminated.
+	ctx.Watch(pid)
 	o := &ownerState{pid: pid}
 	d.owners[key] = o
 	d.byPID[pid.Id] = key
+	d.peak = max(d.peak, len(d.owners))
 	return o
+}
+
+// compact rebuilds the maps at their present size once they fell to a
+// quarter of their largest (see directory's invariant).
+func (d *directory) compact() {
+	if d.peak < compactMin || len(d.owners) > d.peak/4 {
+		return
+	}
+	owners := make(map[string]*ownerState, len(d.owners))
+	byPID := make(map[string]string, len(d.byPID))
+	for k, o := range d.owners {
+		owners[k] = o
+	}
+	for id, k := range d.byPID {
+		byPID[id] = k
+	}
+	d.owners, d.byPID, d.peak = owners, byPID, len(owners)
 }
 
 // publish lets callers reach o directly (after the requests the directory
@@ -171,6 +221,7 @@ func (d *directory) terminated(ctx actor.Context, who *actor.PID) {
 		d.cfg.Live.close(key, o.pid) // stopped without passivation
 	}
 	if len(o.buffered) == 0 {
+		d.compact()
 		return
 	}
 	// Only now, with the old owner gone, may a new one load the key.

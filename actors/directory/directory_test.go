@@ -97,7 +97,7 @@ func newDirectory(t *testing.T, sys *actor.ActorSystem, store *counterStore, adm
 			}
 			return "", false, nil
 		},
-		Owner: func(key string) *actor.Props {
+		Owner: func(key string, _ *actor.PID) *actor.Props {
 			return actor.PropsFromProducer(func() actor.Actor { return &owner{key: key, store: store} })
 		},
 		Unkeyed: func(c *directory.Call) {
