@@ -11,6 +11,11 @@ import (
 // DefaultIdleTimeout is how long an owner stays alive without messages.
 const DefaultIdleTimeout = 5 * time.Minute
 
+// DefaultMaxOwners is the live owners of one kind a service keeps by
+// default (Config.MaxOwners): a live session actor holds a few KiB, so
+// about 100k of them hold some hundreds of MiB (docs/OPERATIONS.md).
+const DefaultMaxOwners = 100_000
+
 // Config describes one kind of owner.
 type Config struct {
 	// Kind names the owners ("session", "plan") in errors.
@@ -31,6 +36,12 @@ type Config struct {
 	// Live, when set, is where the directory publishes its live owners
 	// for callers to reach them directly (LiveOwners).
 	Live *LiveOwners
+	// MaxOwners, when positive, bounds the live owners that are not
+	// passivating: spawning one more passivates the oldest-spawned first
+	// (it finishes its work in flight; a later request activates it
+	// again). It bounds the memory of a burst of activations, which the
+	// idle timeout alone bounds only by time.
+	MaxOwners int
 }
 
 // Idle is sent by an owner to its directory, with ctx.Request so that the
@@ -49,6 +60,7 @@ type PassivateAll struct{}
 type CountOwners struct{}
 
 type ownerState struct {
+	key      string
 	pid      *actor.PID
 	stopping bool
 	buffered []*Call
@@ -71,6 +83,12 @@ type directory struct {
 	owners map[string]*ownerState
 	byPID  map[string]string // pid.Id -> key
 	peak   int               // len(owners) when the maps were last rebuilt, or their largest since
+	// active counts the owners not stopping; spawned lists owners in
+	// spawn order from its index head for MaxOwners (entries of owners
+	// that stopped since are skipped, and dropped by compact).
+	active  int
+	spawned []*ownerState
+	head    int
 }
 
 // compactMin is the map size below which the directory never rebuilds its
@@ -152,11 +170,35 @@ func (d *directory) spawn(ctx actor.Context, key string) *ownerState {
 	// Watch is a system message: the owner takes it before any request,
 	// and a watch of an owner already gone is answered Terminated.
 	ctx.Watch(pid)
-	o := &ownerState{pid: pid}
+	o := &ownerState{key: key, pid: pid}
 	d.owners[key] = o
 	d.byPID[pid.Id] = key
 	d.peak = max(d.peak, len(d.owners))
+	d.active++
+	if d.cfg.MaxOwners > 0 {
+		d.spawned = append(d.spawned, o)
+		d.evict(ctx)
+		if len(d.spawned)-d.head > 2*d.active+compactMin {
+			d.prune() // owners passivated for idleness meanwhile
+		}
+	}
 	return o
+}
+
+// evict passivates the oldest-spawned owners while more than MaxOwners
+// are active. The newest is never among them (MaxOwners ≥ 1).
+func (d *directory) evict(ctx actor.Context) {
+	for d.active > d.cfg.MaxOwners && d.head < len(d.spawned) {
+		o := d.spawned[d.head]
+		d.spawned[d.head] = nil
+		d.head++
+		if !o.stopping && d.owners[o.key] == o {
+			d.stop(ctx, o.key, o)
+		}
+	}
+	if d.head > len(d.spawned)/2 {
+		d.prune()
+	}
 }
 
 // compact rebuilds the maps at their present size once they fell to a
@@ -174,6 +216,19 @@ func (d *directory) compact() {
 		byPID[id] = k
 	}
 	d.owners, d.byPID, d.peak = owners, byPID, len(owners)
+	d.prune()
+}
+
+// prune drops from spawned the owners that are stopping or gone: they
+// keep their stopped actors reachable through their PIDs.
+func (d *directory) prune() {
+	var spawned []*ownerState
+	for _, o := range d.spawned[d.head:] {
+		if !o.stopping && d.owners[o.key] == o {
+			spawned = append(spawned, o)
+		}
+	}
+	d.spawned, d.head = spawned, 0
 }
 
 // publish lets callers reach o directly (after the requests the directory
@@ -188,6 +243,7 @@ func (d *directory) publish(key string, o *ownerState) {
 // sent to it directly is in its mailbox before Passivate (LiveOwners).
 func (d *directory) stop(ctx actor.Context, key string, o *ownerState) {
 	o.stopping = true
+	d.active--
 	if d.cfg.Live != nil {
 		d.cfg.Live.close(key, o.pid)
 	}
@@ -217,6 +273,9 @@ func (d *directory) terminated(ctx actor.Context, who *actor.PID) {
 	delete(d.byPID, who.Id)
 	o := d.owners[key]
 	delete(d.owners, key)
+	if !o.stopping {
+		d.active-- // stopped without passivation
+	}
 	if d.cfg.Live != nil {
 		d.cfg.Live.close(key, o.pid) // stopped without passivation
 	}

@@ -77,6 +77,7 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 		Unkeyed:   s.serveRead,
 		Admission: s.admit,
 		Live:      &s.live,
+		MaxOwners: e.cfg.MaxLive,
 	}).Configure(actor.WithDispatcher(dispatch.Shared()))
 	pid, err := sys.Root.SpawnNamed(props, e.cfg.Name)
 	if err != nil {

@@ -103,6 +103,7 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 		Unkeyed:   s.unkeyed,
 		Admission: s.admit,
 		Live:      &s.live,
+		MaxOwners: s.env.cfg.MaxLive,
 	}).Configure(actor.WithDispatcher(dispatch.Shared()))
 	pid, err := sys.Root.SpawnNamed(props, s.env.cfg.Name)
 	if err != nil {
