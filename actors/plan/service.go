@@ -158,8 +158,13 @@ func (s *Service) Stop(ctx context.Context) error {
 			s.stopErr = errs.Unavailable("stopping the plans directory: %v", err)
 		}
 		// The directory stopped the owners still alive as it stopped
-		// (they are not its children); each stops at once.
-		_ = s.waitNoOwners(context.Background())
+		// (they are not its children); each stops at once, unless it is
+		// inside a store read, which AskTimeout bounds.
+		wctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
+		defer cancel()
+		if err := s.waitNoOwners(wctx); err != nil && s.stopErr == nil {
+			s.stopErr = errs.Unavailable("stopping the plan actors: %v", err)
+		}
 	})
 	return s.stopErr
 }

@@ -175,8 +175,13 @@ func (s *Service) Stop(ctx context.Context) error {
 			s.stopErr = errs.Unavailable("stopping the sessions directory: %v", err)
 		}
 		// The owners are not the directory's children: it stopped them
-		// as it stopped, and each stops at once (nothing is awaited).
-		_ = s.WaitPassivated(context.Background())
+		// as it stopped, and each stops at once (nothing is awaited),
+		// unless it is inside a store read, which AskTimeout bounds.
+		wctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
+		defer cancel()
+		if err := s.WaitPassivated(wctx); err != nil && s.stopErr == nil {
+			s.stopErr = errs.Unavailable("stopping the session actors: %v", err)
+		}
 	})
 	return s.stopErr
 }

@@ -51,6 +51,7 @@ func benchIdleCommand() *cobra.Command {
 	fl.DurationVar(&cfg.IdleTimeout, "idle-timeout", 2*time.Second, "passivate a session actor idle this long (0: none before the end)")
 	fl.IntVar(&cfg.MessageBytes, "message-bytes", bench.DefaultMessageBytes, "content size of each first message")
 	fl.StringVar(&cfg.Synchronous, "durability", bench.DefaultSynchronous, "SQLite synchronous: full (fsync per commit) or normal")
+	fl.IntVar(&cfg.CacheKiB, "cache-kib", 0, "each SQLite connection's page cache in KiB, the database URL's cache_kib (0: the default, 2000)")
 	fl.StringVar(&cfg.DataDir, "data-dir", "", "where the database goes (default: the system's temp dir); removed after")
 	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,9 @@ type IdleConfig struct {
 	Synchronous string
 	// DataDir as in Config.
 	DataDir string
+	// CacheKiB is each SQLite connection's page cache (the database
+	// URL's cache_kib); 0: the store's default.
+	CacheKiB int
 }
 
 // IdleResult is what MeasureIdle saw. Memory figures are in bytes; the
@@ -89,7 +93,11 @@ func MeasureIdle(ctx context.Context, cfg IdleConfig) (IdleResult, error) {
 	if idle == 0 {
 		idle = time.Hour // none passivates before PassivateAll
 	}
-	n, err := startNodeIdle(filepath.Join(dir, "idle.db"), strings.ToLower(cfg.Synchronous), idle)
+	url := "file:" + filepath.Join(dir, "idle.db") + "?synchronous=" + strings.ToLower(cfg.Synchronous)
+	if cfg.CacheKiB != 0 {
+		url += "&cache_kib=" + strconv.Itoa(cfg.CacheKiB)
+	}
+	n, err := startNodeURL(url, idle)
 	if err != nil {
 		return res, err
 	}
