@@ -12,9 +12,13 @@ import (
 const DefaultIdleTimeout = 5 * time.Minute
 
 // DefaultMaxOwners is the live owners of one kind a service keeps by
-// default (Config.MaxOwners): a live session actor holds a few KiB, so
-// about 100k of them hold some hundreds of MiB (docs/OPERATIONS.md).
-const DefaultMaxOwners = 100_000
+// default (Config.MaxOwners). A live session actor costs about 10-15 KiB
+// of resident memory under load at the node's GC target (41,724 live at
+// once: 596 MiB), and what a node keeps after passivation grows with the
+// most it had live (the runtime's metadata of its largest heap, partly
+// used spans), so 20,000 keep a burst near 300 MiB and an idle node after
+// 1,000,000 sessions within 2× of one after 10,000 (docs/BENCHMARKS.md).
+const DefaultMaxOwners = 20_000
 
 // Config describes one kind of owner.
 type Config struct {
