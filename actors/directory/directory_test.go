@@ -27,6 +27,8 @@ type counterStore struct {
 	alive  map[string]int // live owners per key; must never exceed 1
 	maxAl  int
 	spawns atomic.Int64
+	// stopped is closed (and cleared) at the next stop.
+	stopped chan struct{}
 }
 
 func (s *counterStore) start(key string) int64 {
@@ -43,7 +45,26 @@ func (s *counterStore) start(key string) int64 {
 func (s *counterStore) stop(key string) {
 	s.mu.Lock()
 	s.alive[key]--
+	if s.stopped != nil {
+		close(s.stopped)
+		s.stopped = nil
+	}
 	s.mu.Unlock()
+}
+
+// live is the number of live owners, and a channel closed at the next
+// stop.
+func (s *counterStore) live() (int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, a := range s.alive {
+		n += a
+	}
+	if s.stopped == nil {
+		s.stopped = make(chan struct{})
+	}
+	return n, s.stopped
 }
 
 func (s *counterStore) save(key string, n int64) {
@@ -85,7 +106,14 @@ func newSystem(t *testing.T) *actor.ActorSystem {
 }
 
 func newDirectory(t *testing.T, sys *actor.ActorSystem, store *counterStore, adm *directory.Admission, live *directory.LiveOwners) *actor.PID {
-	cfg := directory.Config{
+	cfg := testConfig(store)
+	cfg.Admission, cfg.Live = adm, live
+	return sys.Root.Spawn(directory.Props(cfg))
+}
+
+// testConfig is a directory of test owners counting calls in store.
+func testConfig(store *counterStore) directory.Config {
+	return directory.Config{
 		Kind: "test",
 		Key: func(m proto.Message) (string, bool, error) {
 			switch r := m.(type) {
@@ -97,15 +125,13 @@ func newDirectory(t *testing.T, sys *actor.ActorSystem, store *counterStore, adm
 			}
 			return "", false, nil
 		},
-		Owner: func(key string) *actor.Props {
+		Owner: func(key string, _ *actor.PID) *actor.Props {
 			return actor.PropsFromProducer(func() actor.Actor { return &owner{key: key, store: store} })
 		},
 		Unkeyed: func(c *directory.Call) {
 			c.Replier.Reply(&sessionv1.ListSessionsResponse{NextCursor: "unkeyed"}, nil)
 		},
 	}
-	cfg.Admission, cfg.Live = adm, live
-	return sys.Root.Spawn(directory.Props(cfg))
 }
 
 func ask(t *testing.T, sys *actor.ActorSystem, pid *actor.PID, key string) int64 {

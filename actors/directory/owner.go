@@ -50,9 +50,10 @@ type OwnerSpec struct {
 	Fenced atomic.Int64
 }
 
-// OwnerProps are the props of the owner of key, a directory's child.
-func (s *OwnerSpec) OwnerProps(key string) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &shell{spec: s, id: key} })
+// OwnerProps are the props of the owner of key, spawned and watched by
+// the directory dir.
+func (s *OwnerSpec) OwnerProps(key string, dir *actor.PID) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &shell{spec: s, id: key, dir: dir} })
 }
 
 // KindProps are the props of the owner as a cluster kind: it learns its
@@ -71,6 +72,7 @@ func (s *OwnerSpec) KindProps() *actor.Props {
 type shell struct {
 	spec       *OwnerSpec
 	id         string
+	dir        *actor.PID // the directory (nil for a cluster kind)
 	standalone bool
 
 	k        *lifecycle.Kernel
@@ -213,7 +215,7 @@ func (s *shell) drive(ctx actor.Context) {
 		case rd.AskPassivation:
 			// Request, not Send: the directory knows its owners by
 			// sender, and a stale Idle must not passivate a successor.
-			ctx.Request(ctx.Parent(), &Idle{})
+			ctx.Request(s.dir, &Idle{})
 		case rd.Stop:
 			s.stopTimers()
 			ctx.Stop(ctx.Self())

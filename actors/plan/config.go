@@ -14,6 +14,10 @@ type Config struct {
 	// IdleTimeout passivates a plan actor that received nothing for this
 	// long (default directory.DefaultIdleTimeout). Negative: never.
 	IdleTimeout time.Duration
+	// MaxLive bounds the plan actors live at once (default
+	// directory.DefaultMaxOwners): activating one more passivates the
+	// oldest-activated first. Negative: unbounded.
+	MaxLive int
 	// AskTimeout is how long façade calls wait for an answer when their
 	// context has no earlier deadline, and how long a plan actor waits
 	// for its state to load (default DefaultAskTimeout).
@@ -39,6 +43,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = directory.DefaultIdleTimeout
+	}
+	if c.MaxLive == 0 {
+		c.MaxLive = directory.DefaultMaxOwners
 	}
 	if c.AskTimeout <= 0 {
 		c.AskTimeout = DefaultAskTimeout

@@ -70,13 +70,14 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 	props := directory.Props(directory.Config{
 		Kind: "plan",
 		Key:  planKey,
-		Owner: func(key string) *actor.Props {
+		Owner: func(key string, dir *actor.PID) *actor.Props {
 			// Owners run on the shared pool: grown stacks across bursts.
-			return e.owners.OwnerProps(key).Configure(actor.WithDispatcher(dispatch.Shared()))
+			return e.owners.OwnerProps(key, dir).Configure(actor.WithDispatcher(dispatch.Shared()))
 		},
 		Unkeyed:   s.serveRead,
 		Admission: s.admit,
 		Live:      &s.live,
+		MaxOwners: e.cfg.MaxLive,
 	}).Configure(actor.WithDispatcher(dispatch.Shared()))
 	pid, err := sys.Root.SpawnNamed(props, e.cfg.Name)
 	if err != nil {
@@ -155,6 +156,14 @@ func (s *Service) Stop(ctx context.Context) error {
 		}
 		if err := s.root.StopFuture(s.pid).Wait(); err != nil && s.stopErr == nil {
 			s.stopErr = errs.Unavailable("stopping the plans directory: %v", err)
+		}
+		// The directory stopped the owners still alive as it stopped
+		// (they are not its children); each stops at once, unless it is
+		// inside a store read, which AskTimeout bounds.
+		wctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
+		defer cancel()
+		if err := s.waitNoOwners(wctx); err != nil && s.stopErr == nil {
+			s.stopErr = errs.Unavailable("stopping the plan actors: %v", err)
 		}
 	})
 	return s.stopErr

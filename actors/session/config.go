@@ -44,6 +44,10 @@ type Config struct {
 	// IdleTimeout passivates a session actor that received nothing for
 	// this long (default directory.DefaultIdleTimeout). Negative: never.
 	IdleTimeout time.Duration
+	// MaxLive bounds the session actors live at once (default
+	// directory.DefaultMaxOwners): activating one more passivates the
+	// oldest-activated first. Negative: unbounded.
+	MaxLive int
 	// MaxContentBytes bounds one message's content and any metadata_json
 	// (default 1 MiB).
 	MaxContentBytes int
@@ -79,6 +83,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = directory.DefaultIdleTimeout
+	}
+	if c.MaxLive == 0 {
+		c.MaxLive = directory.DefaultMaxOwners
 	}
 	if c.MaxContentBytes <= 0 {
 		c.MaxContentBytes = DefaultMaxContentBytes

@@ -103,6 +103,7 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 		Unkeyed:   s.unkeyed,
 		Admission: s.admit,
 		Live:      &s.live,
+		MaxOwners: s.env.cfg.MaxLive,
 	}).Configure(actor.WithDispatcher(dispatch.Shared()))
 	pid, err := sys.Root.SpawnNamed(props, s.env.cfg.Name)
 	if err != nil {
@@ -129,6 +130,22 @@ func (s *Service) PassivateAll() { s.sys.Root.Send(s.pid, &directory.PassivateAl
 // ActiveActors is the number of session actors alive now (started and not
 // yet stopped).
 func (s *Service) ActiveActors() int { return s.env.owners.Live.Count() }
+
+// WaitPassivated returns once no session actor is alive, or with ctx's
+// error when it ends first.
+func (s *Service) WaitPassivated(ctx context.Context) error {
+	for {
+		changed := s.env.owners.Live.Changed() // before the count: no change is missed
+		if s.env.owners.Live.Count() == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
 
 // Stop refuses new requests, passivates every session actor (each finishes
 // and answers its writes in flight), then stops the directory. Requests
@@ -157,13 +174,21 @@ func (s *Service) Stop(ctx context.Context) error {
 		if err := s.sys.Root.PoisonFuture(s.pid).Wait(); err != nil && s.stopErr == nil {
 			s.stopErr = errs.Unavailable("stopping the sessions directory: %v", err)
 		}
+		// The owners are not the directory's children: it stopped them
+		// as it stopped, and each stops at once (nothing is awaited),
+		// unless it is inside a store read, which AskTimeout bounds.
+		wctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
+		defer cancel()
+		if err := s.WaitPassivated(wctx); err != nil && s.stopErr == nil {
+			s.stopErr = errs.Unavailable("stopping the session actors: %v", err)
+		}
 	})
 	return s.stopErr
 }
 
-func (s *Service) ownerProps(key string) *actor.Props {
+func (s *Service) ownerProps(key string, dir *actor.PID) *actor.Props {
 	// Owners run on the shared pool: their bursts keep grown stacks.
-	return s.env.owners.OwnerProps(key).Configure(actor.WithDispatcher(dispatch.Shared()))
+	return s.env.owners.OwnerProps(key, dir).Configure(actor.WithDispatcher(dispatch.Shared()))
 }
 
 // routeKey routes writes to the session's actor. A create without an id

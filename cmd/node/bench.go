@@ -79,7 +79,7 @@ func benchCommand() *cobra.Command {
 	fl.StringVar(&f.plot, "plot", "", "also write a PNG bar chart of appends/s to this file")
 	fl.StringVar(&f.title, "title", "", "the plot's title (default: the workload and machine)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
-	cmd.AddCommand(benchReportCommand())
+	cmd.AddCommand(benchReportCommand(), benchIdleCommand())
 	return cmd
 }
 

@@ -39,6 +39,7 @@ func newServeCommand() *cobra.Command {
 			"(without it, and without --remote-tls-*, they refuse to start)")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "how long each shutdown phase (requests in flight, then the actors' drain) may take")
 	fs.DurationVar(&f.IdleTimeout, "idle-timeout", 0, "passivate a session or plan actor idle this long (0: default 5m; negative: never)")
+	fs.IntVar(&f.MaxLiveActors, "max-live-actors", 0, "session actors, and plan actors, live at once; one more passivates the oldest-activated (0: default 20000; negative: unbounded)")
 	fs.IntVar(&f.Backlog, "backlog", 0, "commands the writer may have pending before network senders get RESOURCE_EXHAUSTED (0: default 10000)")
 	fs.Int64Var(&f.BacklogBytes, "backlog-bytes", 0, "bytes the writer's pending commands may carry before network senders get RESOURCE_EXHAUSTED (0: default 64 MiB)")
 	fs.IntVar(&f.BatchCommands, "batch-max-commands", 0, "most commands in one group commit (0: default)")
@@ -68,7 +69,7 @@ func newServeCommand() *cobra.Command {
 	// Every flag of serve is a server setting.
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file", "auth-file", "tls-client-ca",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
-		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
+		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "max-live-actors", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
 		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval", "feed-bytes", "feed-conn-bytes", "feed-stall-timeout",
 		"grpc-max-streams", "grpc-max-streams-total", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes",
 		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes")

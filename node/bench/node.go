@@ -57,7 +57,12 @@ func startNode(path, synchronous string) (*localNode, error) {
 // startNodeIdle starts a node whose session actors passivate after idle
 // (0: the node's default).
 func startNodeIdle(path, synchronous string, idle time.Duration) (*localNode, error) {
-	store, err := sqlite.Open("file:" + path + "?synchronous=" + synchronous)
+	return startNodeURL("file:"+path+"?synchronous="+synchronous, idle)
+}
+
+// startNodeURL starts a node on the SQLite database url (sqlite.Open).
+func startNodeURL(url string, idle time.Duration) (*localNode, error) {
+	store, err := sqlite.Open(url)
 	if err != nil {
 		return nil, err
 	}

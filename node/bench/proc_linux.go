@@ -33,3 +33,22 @@ func childCPU(pid int) time.Duration {
 	}
 	return time.Duration(ut+st) * time.Second / userHZ
 }
+
+// residentBytes is this process's resident memory (VmRSS); 0 when it
+// cannot be read.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}

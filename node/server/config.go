@@ -38,6 +38,9 @@ type Config struct {
 	// ShutdownTimeout bounds each shutdown phase; IdleTimeout passivates
 	// idle owners (0: the default; negative: never).
 	ShutdownTimeout, IdleTimeout time.Duration
+	// MaxLiveActors bounds the session actors, and the plan actors, live
+	// at once (0: directory.DefaultMaxOwners; negative: unbounded).
+	MaxLiveActors int
 	// Backlog and BacklogBytes bound what the writer has pending (in
 	// commands and in bytes), BatchCommands and BatchBytes one of its
 	// transactions (0: defaults).

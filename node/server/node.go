@@ -273,8 +273,8 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 			Observer: writeObserver{m, &s.ready.writes}, Logger: log.With("component", "writer"),
 			OnCommit: s.feeds.OnCommit,
 		},
-		Sessions: session.Config{IdleTimeout: f.IdleTimeout, AuditMessages: f.AuditMessages},
-		Plans:    plan.Config{IdleTimeout: f.IdleTimeout},
+		Sessions: session.Config{IdleTimeout: f.IdleTimeout, MaxLive: f.MaxLiveActors, AuditMessages: f.AuditMessages},
+		Plans:    plan.Config{IdleTimeout: f.IdleTimeout, MaxLive: f.MaxLiveActors},
 	}
 	var router *placement.Router
 	if cl != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"net/url"
 	"os"
+	"strconv"
 	"sync/atomic"
 )
 
@@ -85,6 +86,7 @@ func (l location) checkpointerDSN() string {
 	q.Set("_busy_timeout", "0")
 	q.Set("_synchronous", string(l.sync))
 	q.Set("_stmt_cache_size", "4")
+	q.Set("_cache_size", strconv.Itoa(-l.cacheKiB))
 	return l.dsn(q, false)
 }
 

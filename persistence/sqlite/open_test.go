@@ -2,8 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -189,7 +192,11 @@ func TestURLNormalization(t *testing.T) {
 	if _, err := Open("x.db?synchronous=normal"); errs.CodeOf(err) != errs.InvalidArgumentCode {
 		t.Fatalf("conflicting synchronous: %v, want INVALID_ARGUMENT", err)
 	}
-	for _, bad := range []string{"", ":memory:", "memory:", "memory:a/b", "x.db?synchronous=off", "x.db?cache=shared", "file:", dir} {
+	if _, err := Open("x.db?cache_kib=512"); errs.CodeOf(err) != errs.InvalidArgumentCode {
+		t.Fatalf("conflicting cache_kib: %v, want INVALID_ARGUMENT", err)
+	}
+	for _, bad := range []string{"", ":memory:", "memory:", "memory:a/b", "x.db?synchronous=off", "x.db?cache=shared", "file:", dir,
+		"y.db?cache_kib=0", "y.db?cache_kib=63", "y.db?cache_kib=x", "y.db?cache_kib=2000&cache_kib=2000", "y.db?cache_kib=1048577"} {
 		if _, err := Open(bad); errs.CodeOf(err) != errs.InvalidArgumentCode {
 			t.Fatalf("Open(%q): %v, want INVALID_ARGUMENT", bad, err)
 		}
@@ -219,6 +226,47 @@ func TestSynchronousOption(t *testing.T) {
 		}
 		if err := s.rdb.QueryRow("PRAGMA busy_timeout").Scan(&timeout); err != nil || timeout != busyTimeoutMillis {
 			t.Fatalf("reader busy_timeout %d (%v)", timeout, err)
+		}
+		mustClose(t, s)
+	}
+}
+
+// cache_kib sets every connection's page cache (SQLite's cache_size, in
+// KiB: negative), the default being SQLite's own.
+func TestCacheOption(t *testing.T) {
+	for _, c := range []struct {
+		url  string
+		want int
+	}{
+		{filepath.Join(t.TempDir(), "default.db"), -DefaultCacheKiB},
+		{filepath.Join(t.TempDir(), "small.db") + "?cache_kib=256&synchronous=normal", -256},
+	} {
+		s := mustOpen(t, c.url)
+		var got int
+		if err := s.wconn.QueryRowContext(context.Background(), "PRAGMA cache_size").Scan(&got); err != nil || got != c.want {
+			t.Fatalf("%s: writer cache_size %d (%v), want %d", c.url, got, err, c.want)
+		}
+		// Every reader: held all at once so that none is asked twice.
+		ctx := context.Background()
+		var conns []*sql.Conn
+		for range readerConns {
+			conn, err := s.rdb.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, conn)
+		}
+		for i, conn := range conns {
+			err := conn.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&got)
+			conn.Close()
+			if err != nil || got != c.want {
+				t.Fatalf("%s: reader %d cache_size %d (%v), want %d", c.url, i, got, err, c.want)
+			}
+		}
+		// The checkpointer's one connection is its own for the Store's
+		// life: its DSN carries the option.
+		if dsn, want := s.loc.checkpointerDSN(), fmt.Sprintf("_cache_size=%d", c.want); !strings.Contains(dsn, want) {
+			t.Fatalf("%s: checkpointer DSN %s lacks %s", c.url, dsn, want)
 		}
 		mustClose(t, s)
 	}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
@@ -23,14 +24,17 @@ func Opens() int64 { return registry.Opens() }
 //
 // URL forms: a path ("./data/x.db", "/abs/x.db"), "file:PATH", or
 // "memory:NAME" (an in-memory database shared by every Open of NAME in this
-// process). Option: "?synchronous=full" (default) or "?synchronous=normal".
-// Opening an open database with a different option is INVALID_ARGUMENT.
+// process). Options: "synchronous=full" (default) or "synchronous=normal";
+// "cache_kib=N", each connection's page cache in KiB (default
+// DefaultCacheKiB; a Store has up to 10 connections), as in
+// "x.db?synchronous=normal&cache_kib=512". Opening an open database with a
+// different option is INVALID_ARGUMENT.
 func Open(url string) (*Store, error) {
 	loc, err := parseURL(url)
 	if err != nil {
 		return nil, err
 	}
-	s, err := registry.Open(loc.key, "synchronous="+string(loc.sync), func() *Store { return newStore(loc) }, (*Store).open)
+	s, err := registry.Open(loc.key, "synchronous="+string(loc.sync)+"&cache_kib="+strconv.Itoa(loc.cacheKiB), func() *Store { return newStore(loc) }, (*Store).open)
 	var mismatch *persistence.SpecMismatch
 	if errors.As(err, &mismatch) {
 		return nil, errs.InvalidArgument("database %s is open with %s; cannot open it with %s", loc.key, mismatch.Have, mismatch.Want)

@@ -31,17 +31,30 @@ type location struct {
 	memory string
 	path   string
 	sync   Synchronous
+	// cacheKiB is each connection's page cache (SQLite's cache_size, in
+	// KiB); a Store has readerConns readers, the writer and, for a file,
+	// the checkpointer, so their caches together hold at most about
+	// (readerConns+2) × cacheKiB.
+	cacheKiB int
 }
 
-// parseURL accepts "memory:NAME", "file:PATH" and a bare PATH, each with an
-// optional "?synchronous=normal|full".
+// DefaultCacheKiB is each connection's page cache by default: SQLite's own
+// default (cache_size -2000), so 20 MB for a file database's 10
+// connections once the database outgrows them.
+const DefaultCacheKiB = 2000
+
+// maxCacheKiB bounds cache_kib (1 GiB per connection).
+const maxCacheKiB = 1 << 20
+
+// parseURL accepts "memory:NAME", "file:PATH" and a bare PATH, each with
+// optional "?synchronous=normal|full" and "cache_kib=N" (joined by &).
 func parseURL(raw string) (location, error) {
 	var loc location
 	if raw == "" {
 		return loc, errs.InvalidArgument("database url is empty; want a path, file:PATH or memory:NAME")
 	}
 	body, query, _ := strings.Cut(raw, "?")
-	loc.sync = SyncFull
+	loc.sync, loc.cacheKiB = SyncFull, DefaultCacheKiB
 	if query != "" {
 		vals, err := url.ParseQuery(query)
 		if err != nil {
@@ -61,8 +74,14 @@ func parseURL(raw string) (location, error) {
 				default:
 					return loc, errs.InvalidArgument("database url %q: synchronous=%q; want normal or full", raw, v[0])
 				}
+			case "cache_kib":
+				n, err := strconv.Atoi(v[0])
+				if len(v) != 1 || err != nil || n < 64 || n > maxCacheKiB {
+					return loc, errs.InvalidArgument("database url %q: cache_kib=%q; want one number of KiB, 64..%d", raw, v[0], maxCacheKiB)
+				}
+				loc.cacheKiB = n
 			default:
-				return loc, errs.InvalidArgument("database url %q: unknown option %q (known: synchronous)", raw, k)
+				return loc, errs.InvalidArgument("database url %q: unknown option %q (known: synchronous, cache_kib)", raw, k)
 			}
 		}
 	}
@@ -121,6 +140,7 @@ func (l location) writerDSN() string {
 	q.Set("_foreign_keys", "1")
 	q.Set("_synchronous", string(l.sync))
 	q.Set("_stmt_cache_size", "64")
+	q.Set("_cache_size", strconv.Itoa(-l.cacheKiB))
 	return l.dsn(q, true)
 }
 
@@ -133,6 +153,7 @@ func (l location) readerDSN() string {
 	q.Set("_foreign_keys", "1")
 	q.Set("_synchronous", string(l.sync))
 	q.Set("_stmt_cache_size", "32")
+	q.Set("_cache_size", strconv.Itoa(-l.cacheKiB))
 	return l.dsn(q, false)
 }
 
