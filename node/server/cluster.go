@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"time"
 
@@ -12,57 +11,6 @@ import (
 	"github.com/agentstate/agentstate/actors/placement"
 	"github.com/asynkron/protoactor-go/actor"
 )
-
-// clusterFlags are the validated cluster settings of serve.
-type clusterFlags struct {
-	peers []string
-	host  string
-}
-
-func isPostgres(data string) bool {
-	return strings.HasPrefix(data, "postgres://") || strings.HasPrefix(data, "postgresql://")
-}
-
-// parseCluster validates --cluster, --peers and --am-port; nil without
-// --cluster. A cluster needs a store every member shares: PostgreSQL.
-func parseCluster(f *Config) (*clusterFlags, error) {
-	if f.ClusterName == "" {
-		if f.Peers != "" || f.AMPort != 0 {
-			return nil, fmt.Errorf("--peers and --am-port need --cluster")
-		}
-		return nil, nil
-	}
-	if f.AMPort <= 0 || f.AMPort > 65535 {
-		return nil, fmt.Errorf("--cluster needs --am-port, this member's automanaged port")
-	}
-	if !isPostgres(f.Data) {
-		return nil, fmt.Errorf("--cluster needs a store all members share: --data postgres://HOST/DB")
-	}
-	c := &clusterFlags{host: "127.0.0.1"}
-	for _, p := range strings.Split(f.Peers, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		if _, _, err := net.SplitHostPort(p); err != nil {
-			return nil, fmt.Errorf("--peers %q: %w", p, err)
-		}
-		c.peers = append(c.peers, p)
-	}
-	if len(c.peers) == 0 {
-		return nil, fmt.Errorf("--cluster needs --peers (every member's host:am-port)")
-	}
-	if f.RemoteAddr != "" {
-		host, port, err := net.SplitHostPort(f.RemoteAddr)
-		if err != nil {
-			return nil, fmt.Errorf("--remote-addr %q: %w", f.RemoteAddr, err)
-		}
-		if port != "0" {
-			return nil, fmt.Errorf("--remote-addr in cluster mode takes port 0: a fresh port per start keeps peers from mistaking a restarted member for its predecessor")
-		}
-		c.host = host
-	}
-	return c, nil
-}
 
 // startMember joins the cluster with the session and plan kinds of node.
 // The member's remote runs behind the same guard as a plain remote
@@ -78,9 +26,10 @@ func startMember(sys *actor.ActorSystem, node *actors.Node, f *Config, c *cluste
 		return nil, err
 	}
 	return placement.StartMember(sys, placement.MemberConfig{
-		Name: f.ClusterName, Host: c.host, AutoManagedPort: f.AMPort, Peers: c.peers,
+		Name: f.ClusterName, Host: c.host, AutoManagedPort: c.amPort, Peers: c.peers, Etcd: c.etcd,
 		Kinds:         placement.Kinds(node.Sessions(), node.Plans()),
 		RemoteOptions: ropts,
+		Logger:        log,
 	}, router)
 }
 

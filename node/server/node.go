@@ -323,7 +323,12 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		}
 		return nil
 	})
-	if s.member != nil {
+	if s.member != nil && cl.etcd != nil {
+		// Ready while this member's registration in etcd is confirmed;
+		// members come and go, so there is no count to wait for.
+		s.ready.membership = s.member.Membership
+		s.ready.started.Store(true)
+	} else if s.member != nil {
 		// Ready once every peer is in the topology (or after
 		// --cluster-wait): before that, placement may still move.
 		go func() {
@@ -353,7 +358,12 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		attrs = append(attrs, "remote_addr", s.remote.addr, "remote_mtls", f.RemoteCert != "")
 	}
 	if s.member != nil {
-		attrs = append(attrs, "cluster", f.ClusterName, "remote_addr", s.member.Address(), "am_port", f.AMPort)
+		attrs = append(attrs, "cluster", f.ClusterName, "remote_addr", s.member.Address())
+		if cl.etcd != nil {
+			attrs = append(attrs, "membership", MembershipEtcd, "etcd", strings.Join(cl.etcd.Endpoints, ","))
+		} else {
+			attrs = append(attrs, "membership", MembershipAutomanaged, "am_port", f.AMPort)
+		}
 	}
 	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
 		attrs = append(attrs, "gomemlimit_mib", l>>20) // node serve's default or GOMEMLIMIT
