@@ -59,6 +59,9 @@ func startEtcdMember(sys *actor.ActorSystem, cfg MemberConfig, router *Router) (
 	if router != nil {
 		router.topo.watch(sys.EventStream)
 	}
+	if router != nil {
+		router.membership = m.Membership
+	}
 	m.Cluster.StartMember()
 	if router != nil {
 		router.Bind(m.Cluster)
