@@ -128,6 +128,8 @@ type etcdHealth struct {
 	expired bool
 	problem atomic.Pointer[string]
 	log     *slog.Logger
+	// repair, when set, runs after each check that found etcd healthy.
+	repair *watchRepair
 }
 
 func newEtcdHealth(client *clientv3.Client, prefix, clusterName, memberID string, log *slog.Logger) *etcdHealth {
@@ -148,6 +150,11 @@ func (h *etcdHealth) run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		h.check(ctx)
+		if h.repair != nil && h.Problem() == "" {
+			rctx, cancel := context.WithTimeout(ctx, etcdCheckTimeout)
+			h.repair.check(rctx)
+			cancel()
+		}
 		select {
 		case <-ctx.Done():
 			return

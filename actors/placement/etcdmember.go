@@ -66,6 +66,8 @@ func startEtcdMember(sys *actor.ActorSystem, cfg MemberConfig, router *Router) (
 	if router != nil {
 		router.Bind(m.Cluster)
 	}
+	m.etcd.repair = &watchRepair{client: client, prefix: cfg.Etcd.Prefix + "/" + cfg.Name + "/", selfKey: m.etcd.key,
+		has: func(addr string) bool { return m.topo.load().has(addr) }, log: log, missing: map[string]*missingMember{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.stopEtcd = cancel
 	m.etcd.check(ctx) // registered by StartMember: ready at once

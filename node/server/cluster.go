@@ -74,3 +74,35 @@ func watchSplit(ctx context.Context, member *placement.Member, ready *readiness,
 		}
 	}
 }
+
+// becomeReady marks the member ready: with etcd at once (ready.membership
+// then follows its registration; members come and go, so there is no count
+// to wait for); with static peers once every peer is in the topology (or
+// after --cluster-wait: before that, placement may still move), watching
+// for splits from then on.
+func (s *server) becomeReady(f *Config, cl *clusterFlags, log *slog.Logger) {
+	if cl.etcd != nil {
+		s.ready.started.Store(true)
+		return
+	}
+	go func() {
+		wctx, cancel := context.WithTimeout(context.Background(), f.ClusterWait)
+		defer cancel()
+		if err := s.member.WaitMembers(wctx, len(cl.peers)); err != nil {
+			log.Warn("cluster: serving before every peer joined", "err", err)
+		}
+		s.ready.started.Store(true)
+	}()
+	var wctx context.Context
+	wctx, s.stopWatch = context.WithCancel(context.Background())
+	go watchSplit(wctx, s.member, s.ready, log.With("component", "cluster"))
+}
+
+// logAttrs are the serving line's cluster attributes.
+func (c *clusterFlags) logAttrs(f *Config, member *placement.Member) []any {
+	attrs := []any{"cluster", f.ClusterName, "remote_addr", member.Address()}
+	if c.etcd != nil {
+		return append(attrs, "membership", MembershipEtcd, "etcd", strings.Join(c.etcd.Endpoints, ","))
+	}
+	return append(attrs, "membership", MembershipAutomanaged, "am_port", f.AMPort)
+}
