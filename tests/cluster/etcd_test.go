@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -13,6 +14,9 @@ import (
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/tests/checker"
 	"github.com/agentstate/agentstate/tests/cluster"
+	pacluster "github.com/asynkron/protoactor-go/cluster"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -77,14 +81,38 @@ func TestClusterEtcdMembership(t *testing.T) {
 
 	// A fourth member joins: the others see it in etcd and it takes over
 	// its share of the sessions the load goes on appending to.
+	before := registered(t, ctx, etcd.Endpoint)
 	joined := time.Now()
 	ms = append(ms, startMembers(t, ctx, [][]string{args})...)
 	for i := range ms {
 		waitMetric(t, ctx, ms[i], `agentstate_cluster_members`, func(v float64) bool { return v == 4 })
 	}
-	owned := waitMetric(t, ctx, ms[3], `agentstate_active_actors{kind="session"}`, func(v float64) bool { return v > 0 })
-	t.Logf("member 4 joined; %v later it owns %v session activation(s)", time.Since(joined).Round(time.Millisecond), owned)
-	appendVia(t, ctx, ms[3], ledger, sessions[0])
+	after := registered(t, ctx, etcd.Endpoint)
+	fourth := newMember(t, before, after)
+	// The owner of an id is the cluster's rendezvous hash over the members'
+	// addresses (disthash): computed here over etcd's registrations, it
+	// names sessions that must be activated on the fourth member.
+	rdv := pacluster.NewRendezvous()
+	rdv.UpdateMembers(after)
+	ownerOf := func(id string) string {
+		return rdv.GetByClusterIdentity(&pacluster.ClusterIdentity{Identity: id, Kind: "session"})
+	}
+	moved := 0
+	for _, id := range sessions {
+		if ownerOf(id) == fourth {
+			moved++
+		}
+	}
+	sid := ids.New()
+	for ownerOf(sid) != fourth {
+		sid = ids.New()
+	}
+	createVia(t, ctx, ms[0], ledger, sid)
+	appendVia(t, ctx, ms[0], ledger, sid)
+	appendVia(t, ctx, ms[3], ledger, sid)
+	owned := waitMetric(t, ctx, ms[3], `agentstate_active_actors{kind="session"}`, func(v float64) bool { return v >= 1 })
+	t.Logf("member 4 (%s) joined; %v later it hosts %v session activation(s): session %s, created through member 1, "+
+		"and %d of the load's %d sessions hash to it", fourth, time.Since(joined).Round(time.Millisecond), owned, sid, moved, len(sessions))
 
 	// One member leaves gracefully, one dies; every session is served
 	// again after each.
@@ -192,6 +220,68 @@ func etcdOutage(t *testing.T, ctx context.Context, etcd *etcdServer, ms []*membe
 	}
 }
 
+// registered returns the members registered in etcd under the default
+// prefix for cluster E, as the cluster sees them.
+func registered(t *testing.T, ctx context.Context, endpoint string) pacluster.Members {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, "/agentstate/E/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out pacluster.Members
+	for _, kv := range resp.Kvs {
+		var n struct {
+			ID    string   `json:"id"`
+			Host  string   `json:"host"`
+			Port  int32    `json:"port"`
+			Kinds []string `json:"kinds"`
+		}
+		if err := json.Unmarshal(kv.Value, &n); err != nil {
+			t.Fatalf("%s: %v", kv.Key, err)
+		}
+		out = append(out, &pacluster.Member{Id: n.ID, Host: n.Host, Port: n.Port, Kinds: n.Kinds})
+	}
+	return out
+}
+
+// newMember returns the address of the one member in after and not before.
+func newMember(t *testing.T, before, after pacluster.Members) string {
+	t.Helper()
+	old := map[string]bool{}
+	for _, m := range before {
+		old[m.Address()] = true
+	}
+	var added []string
+	for _, m := range after {
+		if !old[m.Address()] {
+			added = append(added, m.Address())
+		}
+	}
+	if len(added) != 1 {
+		t.Fatalf("members registered in etcd: %d before, %d after, new: %v; want one new", len(before), len(after), added)
+	}
+	return added[0]
+}
+
+// createVia creates session id through m and records it.
+func createVia(t *testing.T, ctx context.Context, m *member, ledger *checker.Ledger, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := sessionv1.NewSessionServiceClient(m.conn).Create(ctx, &sessionv1.CreateSessionRequest{
+		SessionId: id, ActorName: "checker", Namespace: "checker", MetadataJson: "{}"}, grpc.WaitForReady(true)); err != nil {
+		t.Fatalf("create %s via %s: %v", id, m.GRPCAddr, err)
+	}
+	ledger.SessionCreated(id)
+}
+
 // byHand is the ledger's client id of appendVia (the load's are small).
 const byHand = 1000
 
@@ -200,7 +290,9 @@ func appendVia(t *testing.T, ctx context.Context, m *member, ledger *checker.Led
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	tr := checker.Turn{Session: session, Messages: []checker.Msg{{ID: ids.New(), Role: sessionv1.Role_ROLE_USER, Content: "by hand"}}}
+	id := ids.New()
+	// Content unique per message: the checker reads equal content as a duplicate.
+	tr := checker.Turn{Session: session, Messages: []checker.Msg{{ID: id, Role: sessionv1.Role_ROLE_USER, Content: "by hand " + id}}}
 	ledger.AppendSent(tr)
 	resp, err := sessionv1.NewSessionServiceClient(m.conn).Append(ctx, tr.Request(), grpc.WaitForReady(true))
 	if err != nil {
