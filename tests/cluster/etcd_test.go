@@ -30,7 +30,8 @@ const servedBound = 20 * time.Second
 // TestClusterEtcdMembership: three members that find each other in etcd
 // serve the checker's load; a fourth joins at runtime and takes over
 // sessions; one member leaves gracefully and one is SIGKILLed, and after
-// each every session is acknowledged again within servedBound. The verdict
+// each every session is acknowledged again within servedBound; the killed
+// one is replaced under a new address, which takes its share. The verdict
 // is the checker's: nothing acknowledged lost, sequences dense. Then etcd
 // dies: the members report not ready on /readyz, saying why, refuse new
 // activations with UNAVAILABLE and keep serving the sessions they hold;
@@ -81,38 +82,8 @@ func TestClusterEtcdMembership(t *testing.T) {
 
 	// A fourth member joins: the others see it in etcd and it takes over
 	// its share of the sessions the load goes on appending to.
-	before := registered(t, ctx, etcd.Endpoint)
-	joined := time.Now()
-	ms = append(ms, startMembers(t, ctx, [][]string{args})...)
-	for i := range ms {
-		waitMetric(t, ctx, ms[i], `agentstate_cluster_members`, func(v float64) bool { return v == 4 })
-	}
-	after := registered(t, ctx, etcd.Endpoint)
-	fourth := newMember(t, before, after)
-	// The owner of an id is the cluster's rendezvous hash over the members'
-	// addresses (disthash): computed here over etcd's registrations, it
-	// names sessions that must be activated on the fourth member.
-	rdv := pacluster.NewRendezvous()
-	rdv.UpdateMembers(after)
-	ownerOf := func(id string) string {
-		return rdv.GetByClusterIdentity(&pacluster.ClusterIdentity{Identity: id, Kind: "session"})
-	}
-	moved := 0
-	for _, id := range sessions {
-		if ownerOf(id) == fourth {
-			moved++
-		}
-	}
-	sid := ids.New()
-	for ownerOf(sid) != fourth {
-		sid = ids.New()
-	}
-	createVia(t, ctx, ms[0], ledger, sid)
-	appendVia(t, ctx, ms[0], ledger, sid)
-	appendVia(t, ctx, ms[3], ledger, sid)
-	owned := waitMetric(t, ctx, ms[3], `agentstate_active_actors{kind="session"}`, func(v float64) bool { return v >= 1 })
-	t.Logf("member 4 (%s) joined; %v later it hosts %v session activation(s): session %s, created through member 1, "+
-		"and %d of the load's %d sessions hash to it", fourth, time.Since(joined).Round(time.Millisecond), owned, sid, moved, len(sessions))
+	fourth, _ := joinMember(t, ctx, etcd, args, ms, ledger, sessions, "member 3")
+	ms = append(ms, fourth)
 
 	// One member leaves gracefully, one dies; every session is served
 	// again after each.
@@ -139,6 +110,13 @@ func TestClusterEtcdMembership(t *testing.T) {
 		}
 		t.Logf("%s of member %d: all %d sessions acknowledged again within %v", leave.name, leave.index, len(sessions), took.Round(time.Millisecond))
 	}
+	// The killed member is replaced under a new address: the others are
+	// not touched, and the replacement owns its share.
+	fifth, held := joinMember(t, ctx, etcd, args, ms[2:], ledger, sessions, "member 4 (replaces member 1)")
+	ms = append(ms, fifth)
+	if err := waitProgress(ctx, load, 30); err != nil {
+		abort("after the replacement: %v", err)
+	}
 	close(stop)
 	if err := <-ran; err != nil {
 		t.Fatalf("load: %v", err)
@@ -156,7 +134,7 @@ func TestClusterEtcdMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	etcdOutage(t, ctx, etcd, ms[2:], ledger, sessions)
+	etcdOutage(t, ctx, etcd, ms[2:], ledger, held)
 	// The append made during the outage is stored like the others.
 	if o, err = checker.Observe(ctx, ms[3].conn, ledger); err != nil {
 		t.Fatalf("observe after the outage: %v", err)
@@ -165,7 +143,7 @@ func TestClusterEtcdMembership(t *testing.T) {
 		t.Fatalf("after the outage: %v", r.Err())
 	}
 
-	for _, i := range []int{2, 3} {
+	for i := 2; i < len(ms); i++ {
 		if err := ms[i].Stop(30 * time.Second); err != nil {
 			t.Errorf("member %d: SIGTERM: %v", i, err)
 		}
@@ -175,8 +153,9 @@ func TestClusterEtcdMembership(t *testing.T) {
 // etcdOutage kills etcd under the running members ms: each reports not
 // ready saying etcd is unreachable, a new session is refused UNAVAILABLE
 // (and not stored), a held one still takes appends; after etcd restarts
-// they are ready again and activate.
-func etcdOutage(t *testing.T, ctx context.Context, etcd *etcdServer, ms []*member, ledger *checker.Ledger, held []string) {
+// they are ready again and activate. held is a session activated on one of
+// ms since the last change of membership.
+func etcdOutage(t *testing.T, ctx context.Context, etcd *etcdServer, ms []*member, ledger *checker.Ledger, held string) {
 	t.Helper()
 	t0 := time.Now()
 	etcd.Kill()
@@ -205,7 +184,7 @@ func etcdOutage(t *testing.T, ctx context.Context, etcd *etcdServer, ms []*membe
 	if _, err := sessionv1.NewSessionServiceClient(ms[0].conn).Get(callCtx, &sessionv1.GetSessionRequest{SessionId: sid}); status.Code(err) != codes.NotFound {
 		t.Fatalf("the refused session: %v, want NOT_FOUND", err)
 	}
-	appendVia(t, ctx, ms[0], ledger, held[0]) // its activation predates the outage
+	appendVia(t, ctx, ms[0], ledger, held) // its activation predates the outage
 
 	t2 := time.Now()
 	if err := etcd.Start(ctx); err != nil {
@@ -218,6 +197,50 @@ func etcdOutage(t *testing.T, ctx context.Context, etcd *etcdServer, ms []*membe
 	if err := create(); err != nil {
 		t.Fatalf("create once etcd is back: %v", err)
 	}
+}
+
+// joinMember starts a member with args while live run, waits until it and
+// each of them count them all as members, and shows that it owns what the
+// cluster's hash gives it. The owner of an id is the rendezvous hash over
+// the members' addresses (disthash): computed here over etcd's
+// registrations, it names a session the new member must host, which is
+// created and appended to through live[0], and appended to through the
+// new member; its active-session gauge must then count it. It returns the
+// member and that session.
+func joinMember(t *testing.T, ctx context.Context, etcd *etcdServer, args []string, live []*member,
+	ledger *checker.Ledger, sessions []string, name string) (*member, string) {
+	t.Helper()
+	before := registered(t, ctx, etcd.Endpoint)
+	joined := time.Now()
+	m := startMembers(t, ctx, [][]string{args})[0]
+	all := append(append([]*member(nil), live...), m)
+	for _, x := range all {
+		waitMetric(t, ctx, x, `agentstate_cluster_members`, func(v float64) bool { return v == float64(len(all)) })
+	}
+	after := registered(t, ctx, etcd.Endpoint)
+	addr := newMember(t, before, after)
+	rdv := pacluster.NewRendezvous()
+	rdv.UpdateMembers(after)
+	ownerOf := func(id string) string {
+		return rdv.GetByClusterIdentity(&pacluster.ClusterIdentity{Identity: id, Kind: "session"})
+	}
+	moved := 0
+	for _, id := range sessions {
+		if ownerOf(id) == addr {
+			moved++
+		}
+	}
+	sid := ids.New()
+	for ownerOf(sid) != addr {
+		sid = ids.New()
+	}
+	createVia(t, ctx, live[0], ledger, sid)
+	appendVia(t, ctx, live[0], ledger, sid)
+	appendVia(t, ctx, m, ledger, sid)
+	owned := waitMetric(t, ctx, m, `agentstate_active_actors{kind="session"}`, func(v float64) bool { return v >= 1 })
+	t.Logf("%s (%s) joined; %v later it hosts %v session activation(s): session %s, created through another member, "+
+		"and %d of the load's %d sessions hash to it", name, addr, time.Since(joined).Round(time.Millisecond), owned, sid, moved, len(sessions))
+	return m, sid
 }
 
 // registered returns the members registered in etcd under the default
