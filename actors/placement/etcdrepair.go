@@ -24,7 +24,7 @@ import (
 // (it left, and its key came back) stays missing; it is touched at most
 // repairTouches times and logged.
 type watchRepair struct {
-	client  *clientv3.Client
+	client  clientv3.KV
 	prefix  string // PREFIX/CLUSTER/
 	selfKey string
 	has     func(addr string) bool // whether the topology holds addr
