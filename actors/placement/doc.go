@@ -41,6 +41,11 @@
 // member); so a member's death costs its sessions about one provider poll.
 //
 // Member starts a member with the automanaged provider (a static peer
-// list, no external server); production deployments may use the library's
-// etcd, consul or kubernetes providers with the same Kinds and Router.
+// list, no external server) or, with MemberConfig.Etcd, the library's etcd
+// provider, where members join and leave at runtime. An etcd member checks
+// its own registration (Member.Membership) and, while etcd does not answer
+// or dropped it, refuses new activations UNAVAILABLE (activationGate) and
+// its Router stops retrying: its view of the cluster is frozen, and another
+// member may own what it would activate. Embedders may use the library's
+// consul or kubernetes providers with the same Kinds and Router.
 package placement

@@ -27,7 +27,9 @@ import (
 // a dead member leaves the topology within about this long.
 const DefaultRefresh = 500 * time.Millisecond
 
-// MemberConfig describes one member of a static-peer cluster.
+// MemberConfig describes one member of a cluster: of a static-peer cluster
+// (AutoManagedPort and Peers), or of one whose members find each other in
+// etcd (Etcd).
 type MemberConfig struct {
 	// Name is the cluster name; members of one cluster share it.
 	Name string
@@ -42,6 +44,10 @@ type MemberConfig struct {
 	AutoManagedPort int
 	// Peers are every member's host:automanaged-port, this one included.
 	Peers []string
+	// Etcd, when set, replaces AutoManagedPort and Peers (EtcdConfig).
+	Etcd *EtcdConfig
+	// Logger logs the membership's changes (default: the actor system's).
+	Logger *slog.Logger
 	// Kinds are the kinds this member hosts (Kinds).
 	Kinds []*cluster.Kind
 	// RequestTimeout is the cluster's request timeout (default
@@ -63,12 +69,19 @@ type Member struct {
 	// topo is the membership as published on the event stream: the
 	// library's own MemberList.Length reads without its lock.
 	topo topologyWatch
+	// etcd is the member's own registration (MemberConfig.Etcd; else nil)
+	// and stopEtcd ends its check.
+	etcd     *etcdHealth
+	stopEtcd context.CancelFunc
 }
 
 // StartMember joins sys to the cluster described by cfg and binds router
 // (nil: none) to it. It returns once the member is started; use
 // WaitMembers before serving traffic.
 func StartMember(sys *actor.ActorSystem, cfg MemberConfig, router *Router) (m *Member, err error) {
+	if cfg.Etcd != nil {
+		return startEtcdMember(sys, cfg, router)
+	}
 	if cfg.Name == "" || cfg.Host == "" || cfg.AutoManagedPort <= 0 || len(cfg.Peers) == 0 {
 		return nil, errs.InvalidArgument("a cluster member needs a name, a host, an automanaged port and its peers")
 	}
@@ -205,7 +218,15 @@ func peerHealth(ctx context.Context, client *http.Client, hostPort string) (*aut
 // Shutdown leaves the cluster gracefully (the activations here stop) and
 // stops the remote; only the first call does anything.
 func (m *Member) Shutdown() {
-	m.once.Do(func() { m.Cluster.Shutdown(true) })
+	m.once.Do(func() {
+		if m.stopEtcd != nil {
+			m.stopEtcd()
+		}
+		m.Cluster.Shutdown(true)
+		if m.etcd != nil {
+			m.etcd.client.Close()
+		}
+	})
 }
 
 // quietEcho is the automanaged provider's HTTP server, with nothing

@@ -45,6 +45,12 @@ type Router struct {
 	topo    topologyWatch
 	conns   endpointWatch
 	retries atomic.Int64
+	// membership, when set (etcd membership: Member.Membership), says
+	// why this member's view of the cluster is in doubt. Its topology is
+	// then frozen, so a retry would find the same owner: a call stops at
+	// its first UNAVAILABLE attempt instead of retrying to its deadline.
+	// Set before Bind publishes the cluster.
+	membership func() string
 }
 
 var (
@@ -115,6 +121,11 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 		}
 		if errs.CodeOf(err) != errs.UnavailableCode {
 			return nil, err
+		}
+		if r.membership != nil {
+			if why := r.membership(); why != "" {
+				return nil, errs.Unavailable("%s %s: %s; try another member (%v)", kind, id, why, err)
+			}
 		}
 		last = err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 
+	"github.com/agentstate/agentstate/actors/placement"
 	"github.com/agentstate/agentstate/node/server"
 	"github.com/spf13/cobra"
 )
@@ -47,10 +48,18 @@ func newServeCommand() *cobra.Command {
 	fs.BoolVar(&f.AuditMessages, "audit-messages", false, "write a message_appended audit entry per stored message")
 	fs.StringVar(&f.LogFormat, "log-format", f.LogFormat, "log format: text or json")
 	fs.StringVar(&f.LogLevel, "log-level", f.LogLevel, "log level: debug, info, warn or error")
-	fs.StringVar(&f.ClusterName, "cluster", "", `join the Proto.Actor cluster of this name (automanaged provider; needs --peers, --am-port and a shared store: --data postgres://...)`)
+	fs.StringVar(&f.ClusterName, "cluster", "", `join the Proto.Actor cluster of this name (needs a shared store: --data postgres://..., and --peers with --am-port, or --membership etcd)`)
 	fs.StringVar(&f.Peers, "peers", "", "every cluster member's host:am-port, this one included, comma-separated")
 	fs.IntVar(&f.AMPort, "am-port", 0, "this member's automanaged port (listens on the remote's host, unauthenticated, read-only: firewall it to the members)")
-	fs.DurationVar(&f.ClusterWait, "cluster-wait", f.ClusterWait, "how long /readyz waits for every peer to join before going ready anyway")
+	fs.DurationVar(&f.ClusterWait, "cluster-wait", f.ClusterWait, "how long /readyz waits for every peer to join before going ready anyway (automanaged)")
+	fs.StringVar(&f.Membership, "membership", "", `how members find each other: automanaged (static --peers; the default with --peers) or etcd (members join and leave at runtime; the default with --etcd-endpoints)`)
+	fs.StringVar(&f.EtcdEndpoints, "etcd-endpoints", "", "etcd servers of --membership etcd, host:port or URL, comma-separated")
+	fs.StringVar(&f.EtcdPrefix, "etcd-prefix", "", `etcd key prefix; members register under PREFIX/CLUSTER/ (default "`+placement.DefaultEtcdPrefix+`")`)
+	fs.StringVar(&f.EtcdTLSCA, "etcd-tls-ca", "", "PEM CA that signed etcd's server certificate (reach etcd over TLS; default with a client certificate: the system's roots)")
+	fs.StringVar(&f.EtcdTLSCert, "etcd-tls-cert", "", "PEM client certificate for etcd (with --etcd-tls-key)")
+	fs.StringVar(&f.EtcdTLSKey, "etcd-tls-key", "", "PEM key of --etcd-tls-cert")
+	fs.StringVar(&f.EtcdUsername, "etcd-username", "", "etcd user (with --etcd-password-file)")
+	fs.StringVar(&f.EtcdPasswordFile, "etcd-password-file", "", "file holding the etcd user's password (one line)")
 	fs.DurationVar(&f.FeedPollInterval, "feed-poll-interval", 0, "how often the live feeds read the store for other nodes' commits (0: 100ms on PostgreSQL, never on SQLite; negative: never)")
 	fs.Int64Var(&f.FeedBytes, "feed-bytes", f.FeedBytes, "bytes of events all gRPC feed tails together may hold (read and not sent, or sent and not yet read by their clients); past it a tail waits")
 	fs.Int64Var(&f.FeedConnBytes, "feed-conn-bytes", f.FeedConnBytes, "bytes of events the gRPC feed tails of one client connection may hold; past it its tails wait")
@@ -70,7 +79,8 @@ func newServeCommand() *cobra.Command {
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file", "auth-file", "tls-client-ca",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
 		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "max-live-actors", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
-		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "feed-poll-interval", "feed-bytes", "feed-conn-bytes", "feed-stall-timeout",
+		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait",
+		"membership", "etcd-endpoints", "etcd-prefix", "etcd-tls-ca", "etcd-tls-cert", "etcd-tls-key", "etcd-username", "etcd-password-file", "feed-poll-interval", "feed-bytes", "feed-conn-bytes", "feed-stall-timeout",
 		"grpc-max-streams", "grpc-max-streams-total", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes",
 		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"time"
 
@@ -12,57 +11,6 @@ import (
 	"github.com/agentstate/agentstate/actors/placement"
 	"github.com/asynkron/protoactor-go/actor"
 )
-
-// clusterFlags are the validated cluster settings of serve.
-type clusterFlags struct {
-	peers []string
-	host  string
-}
-
-func isPostgres(data string) bool {
-	return strings.HasPrefix(data, "postgres://") || strings.HasPrefix(data, "postgresql://")
-}
-
-// parseCluster validates --cluster, --peers and --am-port; nil without
-// --cluster. A cluster needs a store every member shares: PostgreSQL.
-func parseCluster(f *Config) (*clusterFlags, error) {
-	if f.ClusterName == "" {
-		if f.Peers != "" || f.AMPort != 0 {
-			return nil, fmt.Errorf("--peers and --am-port need --cluster")
-		}
-		return nil, nil
-	}
-	if f.AMPort <= 0 || f.AMPort > 65535 {
-		return nil, fmt.Errorf("--cluster needs --am-port, this member's automanaged port")
-	}
-	if !isPostgres(f.Data) {
-		return nil, fmt.Errorf("--cluster needs a store all members share: --data postgres://HOST/DB")
-	}
-	c := &clusterFlags{host: "127.0.0.1"}
-	for _, p := range strings.Split(f.Peers, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		if _, _, err := net.SplitHostPort(p); err != nil {
-			return nil, fmt.Errorf("--peers %q: %w", p, err)
-		}
-		c.peers = append(c.peers, p)
-	}
-	if len(c.peers) == 0 {
-		return nil, fmt.Errorf("--cluster needs --peers (every member's host:am-port)")
-	}
-	if f.RemoteAddr != "" {
-		host, port, err := net.SplitHostPort(f.RemoteAddr)
-		if err != nil {
-			return nil, fmt.Errorf("--remote-addr %q: %w", f.RemoteAddr, err)
-		}
-		if port != "0" {
-			return nil, fmt.Errorf("--remote-addr in cluster mode takes port 0: a fresh port per start keeps peers from mistaking a restarted member for its predecessor")
-		}
-		c.host = host
-	}
-	return c, nil
-}
 
 // startMember joins the cluster with the session and plan kinds of node.
 // The member's remote runs behind the same guard as a plain remote
@@ -78,9 +26,10 @@ func startMember(sys *actor.ActorSystem, node *actors.Node, f *Config, c *cluste
 		return nil, err
 	}
 	return placement.StartMember(sys, placement.MemberConfig{
-		Name: f.ClusterName, Host: c.host, AutoManagedPort: f.AMPort, Peers: c.peers,
+		Name: f.ClusterName, Host: c.host, AutoManagedPort: c.amPort, Peers: c.peers, Etcd: c.etcd,
 		Kinds:         placement.Kinds(node.Sessions(), node.Plans()),
 		RemoteOptions: ropts,
+		Logger:        log,
 	}, router)
 }
 
@@ -124,4 +73,36 @@ func watchSplit(ctx context.Context, member *placement.Member, ready *readiness,
 			ready.split.Store(&why)
 		}
 	}
+}
+
+// becomeReady marks the member ready: with etcd at once (ready.membership
+// then follows its registration; members come and go, so there is no count
+// to wait for); with static peers once every peer is in the topology (or
+// after --cluster-wait: before that, placement may still move), watching
+// for splits from then on.
+func (s *server) becomeReady(f *Config, cl *clusterFlags, log *slog.Logger) {
+	if cl.etcd != nil {
+		s.ready.started.Store(true)
+		return
+	}
+	go func() {
+		wctx, cancel := context.WithTimeout(context.Background(), f.ClusterWait)
+		defer cancel()
+		if err := s.member.WaitMembers(wctx, len(cl.peers)); err != nil {
+			log.Warn("cluster: serving before every peer joined", "err", err)
+		}
+		s.ready.started.Store(true)
+	}()
+	var wctx context.Context
+	wctx, s.stopWatch = context.WithCancel(context.Background())
+	go watchSplit(wctx, s.member, s.ready, log.With("component", "cluster"))
+}
+
+// logAttrs are the serving line's cluster attributes.
+func (c *clusterFlags) logAttrs(f *Config, member *placement.Member) []any {
+	attrs := []any{"cluster", f.ClusterName, "remote_addr", member.Address()}
+	if c.etcd != nil {
+		return append(attrs, "membership", MembershipEtcd, "etcd", strings.Join(c.etcd.Endpoints, ","))
+	}
+	return append(attrs, "membership", MembershipAutomanaged, "am_port", f.AMPort)
 }

@@ -52,6 +52,13 @@ type Config struct {
 	ClusterName, Peers        string
 	AMPort                    int
 	ClusterWait               time.Duration
+	// Membership is how cluster members find each other: "automanaged"
+	// (Peers and AMPort; the default when Peers is set) or "etcd" (the
+	// Etcd* settings: servers, key prefix, TLS to them, credentials).
+	Membership                         string
+	EtcdEndpoints, EtcdPrefix          string
+	EtcdTLSCA, EtcdTLSCert, EtcdTLSKey string
+	EtcdUsername, EtcdPasswordFile     string
 	// The gRPC server's limits (docs/OPERATIONS.md, Limits; 0: the
 	// defaults): concurrent streams per connection, connections at once
 	// (fitted to the open-file limit), how long a connection without

@@ -31,6 +31,9 @@ type readiness struct {
 	// split, when set, says why this cluster member is cut off from
 	// peers that are up (see watchSplit).
 	split atomic.Pointer[string]
+	// membership, when set, says why this cluster member should take no
+	// new work ("" when none: placement.Member.Membership).
+	membership func() string
 }
 
 func (r *readiness) check(ctx context.Context) (int, string) {
@@ -42,6 +45,11 @@ func (r *readiness) check(ctx context.Context) (int, string) {
 	}
 	if why := r.split.Load(); why != nil {
 		return http.StatusServiceUnavailable, *why
+	}
+	if r.membership != nil {
+		if why := r.membership(); why != "" {
+			return http.StatusServiceUnavailable, why
+		}
 	}
 	if r.probe != nil {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -298,6 +298,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 			return s, err
 		}
 		m.clusterGauges(s.member.Members, router.Retries, s.node.Sessions().FencedActivations, s.node.Plans().FencedActivations)
+		if cl.etcd != nil {
+			s.ready.membership = s.member.Membership // before /readyz serves
+		}
 	} else if f.RemoteAddr != "" {
 		s.remote, err = startRemote(s.sys, remoteOptions{
 			Addr: f.RemoteAddr, Advertise: f.RemoteAdvertise,
@@ -349,19 +352,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		return nil
 	})
 	if s.member != nil {
-		// Ready once every peer is in the topology (or after
-		// --cluster-wait): before that, placement may still move.
-		go func() {
-			wctx, cancel := context.WithTimeout(context.Background(), f.ClusterWait)
-			defer cancel()
-			if err := s.member.WaitMembers(wctx, len(cl.peers)); err != nil {
-				log.Warn("cluster: serving before every peer joined", "err", err)
-			}
-			s.ready.started.Store(true)
-		}()
-		var wctx context.Context
-		wctx, s.stopWatch = context.WithCancel(context.Background())
-		go watchSplit(wctx, s.member, s.ready, log.With("component", "cluster"))
+		s.becomeReady(f, cl, log)
 	} else {
 		s.ready.started.Store(true)
 	}
@@ -378,7 +369,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		attrs = append(attrs, "remote_addr", s.remote.addr, "remote_mtls", f.RemoteCert != "")
 	}
 	if s.member != nil {
-		attrs = append(attrs, "cluster", f.ClusterName, "remote_addr", s.member.Address(), "am_port", f.AMPort)
+		attrs = append(attrs, cl.logAttrs(f, s.member)...)
 	}
 	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
 		attrs = append(attrs, "gomemlimit_mib", l>>20) // node serve's default or GOMEMLIMIT

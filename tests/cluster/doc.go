@@ -12,6 +12,15 @@
 //     acknowledged append of every session that failed after it).
 //   - TestClusterLogsGoThroughTheNode: two members start, serve and stop;
 //     everything they print is their JSON log, without an ERROR.
+//   - TestClusterEtcdMembership: three members on etcd (Debian's etcd
+//     binary, started by the test), a fourth joins at runtime and takes
+//     sessions, one leaves (SIGTERM) and one dies (SIGKILL); every session
+//     is acknowledged again within a bound after each, and the checker's
+//     verdict is clean. Then etcd dies: /readyz 503 saying why, new
+//     activations refused UNAVAILABLE, held sessions served; etcd back:
+//     ready and activating again.
+//   - TestClusterEtcdTLSAndCredentials: a member reaches etcd over TLS with
+//     a client certificate and a password; a wrong password refuses to start.
 //   - TestClusterDoubleActivation: two one-member clusters on one database
 //     both activate the same session and plan; store fencing leaves exactly
 //     one activation able to write at a time.
@@ -19,6 +28,7 @@
 // They need a PostgreSQL server: AGENTSTATE_TEST_POSTGRES names a DSN of a
 // role that may create databases (`eval "$(bash .ci/postgres.sh)"` starts
 // one). Each test creates a database of its own and drops it at the end.
-// Without the variable the tests skip, or fail when CI is set.
+// Without the variable the tests skip, or fail when CI is set; so do the
+// etcd tests without an etcd binary.
 // docs/OPERATIONS.md ("Cluster", "Measured") has the commands and figures.
 package cluster

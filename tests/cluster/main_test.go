@@ -92,7 +92,6 @@ func startCluster(t *testing.T, ctx context.Context, dsn string, names ...string
 // later flag wins over an earlier one).
 func startClusterArgs(t *testing.T, ctx context.Context, dsn string, extra []string, names ...string) []*member {
 	t.Helper()
-	bin := nodeBinary(t)
 	amPorts := make([]string, len(names))
 	amAddrs := make([]string, len(names))
 	peers := map[string][]string{}
@@ -105,10 +104,36 @@ func startClusterArgs(t *testing.T, ctx context.Context, dsn string, extra []str
 		amAddrs[i] = addr
 		peers[name] = append(peers[name], addr)
 	}
-	members := make([]*member, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
+	args := make([][]string, len(names))
 	for i, name := range names {
+		args[i] = append([]string{
+			"--data", dsn, // overrides the checker's SQLite default (the later flag wins)
+			"--cluster", name, "--peers", strings.Join(peers[name], ","), "--am-port", amPorts[i],
+			"--log-level", "warn",
+			// Members on one machine, without certificates: the remote
+			// refuses plaintext anywhere but on loopback, and only with
+			// this flag (startClusterArgs' extra may give mutual TLS).
+			"--insecure-remote-plaintext-loopback",
+		}, extra...)
+	}
+	members := startMembers(t, ctx, args)
+	for i, m := range members {
+		m.amAddr = amAddrs[i]
+	}
+	return members
+}
+
+// startMembers starts one `node serve` per entry of args (its flags),
+// concurrently, and returns them once each answers /readyz, with a
+// connection to each. They are closed when the test ends, and a failing
+// test prints each one's log tail.
+func startMembers(t *testing.T, ctx context.Context, args [][]string) []*member {
+	t.Helper()
+	bin := nodeBinary(t)
+	members := make([]*member, len(args))
+	errs := make([]error, len(args))
+	var wg sync.WaitGroup
+	for i := range args {
 		dir := t.TempDir()
 		if *flagKeep != "" {
 			var err error
@@ -117,25 +142,15 @@ func startClusterArgs(t *testing.T, ctx context.Context, dsn string, extra []str
 			}
 			t.Logf("member %d log kept in %s", i, dir)
 		}
-		args := []string{
-			"--data", dsn, // overrides the checker's SQLite default (the later flag wins)
-			"--cluster", name, "--peers", strings.Join(peers[name], ","), "--am-port", amPorts[i],
-			"--log-level", "warn",
-			// Members on one machine, without certificates: the remote
-			// refuses plaintext anywhere but on loopback, and only with
-			// this flag (startClusterArgs' extra may give mutual TLS).
-			"--insecure-remote-plaintext-loopback",
-		}
-		args = append(args, extra...)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: bin, Dir: dir, Args: args})
+			n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: bin, Dir: dir, Args: args[i]})
 			if err != nil {
 				errs[i] = fmt.Errorf("member %d: %w", i, err)
 				return
 			}
-			members[i] = &member{Node: n, amAddr: amAddrs[i]}
+			members[i] = &member{Node: n}
 		}()
 	}
 	wg.Wait()
