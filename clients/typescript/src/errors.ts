@@ -1,0 +1,178 @@
+// One error class per agentstate code (agentstate.common.v1.ErrorCode).
+//
+// The node sends each code as the gRPC status of the same name, except
+// OUTCOME_UNKNOWN, which gRPC lacks: it travels as DEADLINE_EXCEEDED, as does
+// a client's own deadline; both mean "may have been applied". Every status the
+// node sends also carries an agentstate.common.v1.Error with the exact code in
+// its details (grpc-status-details-bin): when present it wins, and
+// codeFromDetails is true. A status without it is the transport's own.
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ErrorCode, ErrorSchema } from "./gen/agentstate/common/v1/common_pb.js";
+import type { Error as ErrorProto } from "./gen/agentstate/common/v1/common_pb.js";
+import { SequenceMismatchSchema } from "./gen/agentstate/session/v1/session_pb.js";
+
+export { ErrorCode };
+
+export interface ErrorOptions {
+  /** The gRPC status code the failure arrived with; undefined when none (a batched append's outcome). */
+  grpcCode?: Code;
+  /** Whether code was read from the node's status details. */
+  codeFromDetails?: boolean;
+  cause?: unknown;
+}
+
+/** A failure reported by agentstate, or by the transport on its behalf. Nothing was stored, except possibly for OutcomeUnknown. */
+export class AgentStateError extends Error {
+  readonly code: ErrorCode = ErrorCode.UNSPECIFIED;
+  readonly grpcCode: Code | undefined;
+  readonly codeFromDetails: boolean;
+
+  constructor(message: string, opts: ErrorOptions = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = new.target.name;
+    this.grpcCode = opts.grpcCode;
+    this.codeFromDetails = opts.codeFromDetails ?? false;
+  }
+}
+
+/** The request is malformed; retrying it can never succeed. */
+export class InvalidArgument extends AgentStateError {
+  override readonly code = ErrorCode.INVALID_ARGUMENT;
+}
+/** The named session, plan or entry does not exist. */
+export class NotFound extends AgentStateError {
+  override readonly code = ErrorCode.NOT_FOUND;
+}
+/** The entity exists already with different fields. */
+export class AlreadyExists extends AgentStateError {
+  override readonly code = ErrorCode.ALREADY_EXISTS;
+}
+/** The entity's state refuses the request (a closed session, a conditional write whose condition failed). */
+export class FailedPrecondition extends AgentStateError {
+  override readonly code = ErrorCode.FAILED_PRECONDITION;
+}
+/** A conditional write (expectedNextSequence) found another next sequence; nothing of it was stored. */
+export class SequenceMismatch extends FailedPrecondition {
+  constructor(
+    message: string,
+    readonly expectedNextSequence: bigint,
+    readonly nextSequence: bigint,
+    opts: ErrorOptions = {},
+  ) {
+    super(message, opts);
+  }
+}
+/** The node's backlog or the database is full; retry later. */
+export class ResourceExhausted extends AgentStateError {
+  override readonly code = ErrorCode.RESOURCE_EXHAUSTED;
+}
+/** Nothing was stored (not sent, node stopping, transient store failure); retry. */
+export class Unavailable extends AgentStateError {
+  override readonly code = ErrorCode.UNAVAILABLE;
+}
+/** A bug or an unexpected store failure; nothing was committed. */
+export class Internal extends AgentStateError {
+  override readonly code = ErrorCode.INTERNAL;
+}
+/** The call lacked the node's bearer token. */
+export class Unauthenticated extends AgentStateError {
+  override readonly code = ErrorCode.UNAUTHENTICATED;
+}
+/**
+ * The request may or may not have been applied. Unlike Unavailable,
+ * something may have been stored: retry only a request carrying its client
+ * id (appends with message ids, a create with a session id, a plan error
+ * with a record id, an audit record with an event id).
+ */
+export class OutcomeUnknown extends AgentStateError {
+  override readonly code = ErrorCode.OUTCOME_UNKNOWN;
+}
+
+type ErrorClass = new (message: string, opts?: ErrorOptions) => AgentStateError;
+
+const BY_CODE: Record<number, ErrorClass> = {
+  [ErrorCode.INVALID_ARGUMENT]: InvalidArgument,
+  [ErrorCode.NOT_FOUND]: NotFound,
+  [ErrorCode.ALREADY_EXISTS]: AlreadyExists,
+  [ErrorCode.FAILED_PRECONDITION]: FailedPrecondition,
+  [ErrorCode.RESOURCE_EXHAUSTED]: ResourceExhausted,
+  [ErrorCode.UNAVAILABLE]: Unavailable,
+  [ErrorCode.INTERNAL]: Internal,
+  [ErrorCode.UNAUTHENTICATED]: Unauthenticated,
+  [ErrorCode.OUTCOME_UNKNOWN]: OutcomeUnknown,
+};
+
+// The inverse of the node's mapping (messages/errs). CANCELLED is a call this
+// side ended; the node's only CANCELLED is a shutdown's, which stored nothing.
+const BY_GRPC: Partial<Record<Code, ErrorClass>> = {
+  [Code.InvalidArgument]: InvalidArgument,
+  [Code.OutOfRange]: InvalidArgument,
+  [Code.NotFound]: NotFound,
+  [Code.AlreadyExists]: AlreadyExists,
+  [Code.FailedPrecondition]: FailedPrecondition,
+  [Code.ResourceExhausted]: ResourceExhausted,
+  [Code.Unavailable]: Unavailable,
+  [Code.Canceled]: Unavailable,
+  [Code.DeadlineExceeded]: OutcomeUnknown,
+  [Code.Unauthenticated]: Unauthenticated,
+  [Code.PermissionDenied]: Unauthenticated,
+};
+
+// How the node words a refused conditional write, which is all an append
+// stream's outcome carries of it (the status detail is for unary calls).
+const MISMATCH_RE = /expected next sequence (-?\d+), but the next sequence is (-?\d+)/;
+
+/** The error class of an agentstate code (Internal for codes this client does not know). */
+export function errorClass(code: ErrorCode): ErrorClass {
+  return BY_CODE[code] ?? Internal;
+}
+
+/** The error for an agentstate.common.v1.Error value (a batched append's outcome). */
+export function fromProto(err: ErrorProto): AgentStateError {
+  if (err.code === ErrorCode.FAILED_PRECONDITION) {
+    const m = MISMATCH_RE.exec(err.message);
+    if (m) return new SequenceMismatch(err.message, BigInt(m[1]), BigInt(m[2]));
+  }
+  return new (errorClass(err.code))(err.message);
+}
+
+/** The error for anything a call threw: the node's code from the status details if present, else the gRPC code's. */
+export function fromError(e: unknown): AgentStateError {
+  if (e instanceof AgentStateError) return e;
+  const ce = ConnectError.from(e);
+  let detail: ErrorProto | undefined;
+  try {
+    detail = ce.findDetails(ErrorSchema)[0];
+  } catch {
+    detail = undefined; // a malformed detail is no detail
+  }
+  const opts = { grpcCode: ce.code, cause: e };
+  if (detail !== undefined) {
+    const message = detail.message || ce.rawMessage;
+    if (detail.code === ErrorCode.FAILED_PRECONDITION) {
+      const mm = ce.findDetails(SequenceMismatchSchema)[0];
+      if (mm !== undefined) {
+        return new SequenceMismatch(message, mm.expectedNextSequence, mm.nextSequence, { ...opts, codeFromDetails: true });
+      }
+    }
+    return new (errorClass(detail.code))(message, { ...opts, codeFromDetails: true });
+  }
+  const cls = BY_GRPC[ce.code] ?? Internal;
+  return new cls(ce.rawMessage || Code[ce.code], opts);
+}
+
+/**
+ * What a failed write means to its caller. The node's own UNAVAILABLE
+ * carries its detail and promises nothing was stored; one without it is the
+ * transport's (the connection broke, maybe after the request was sent and
+ * applied), so for a write it is OutcomeUnknown. Reads keep Unavailable.
+ */
+export function forWrite(err: AgentStateError): AgentStateError {
+  if (err instanceof Unavailable && !err.codeFromDetails) {
+    return new OutcomeUnknown(`the connection failed and the request may have been applied: ${err.message}`, {
+      grpcCode: err.grpcCode,
+      cause: err,
+    });
+  }
+  return err;
+}
