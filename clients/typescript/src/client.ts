@@ -144,7 +144,7 @@ export class AgentStateClient {
    * default the append shares the client's AppendBatches stream with every
    * concurrent append.
    */
-  append(sessionId: string, messages: NewMessageInput[], opts: AppendOptions = {}): Promise<AppendResponse> {
+  async append(sessionId: string, messages: NewMessageInput[], opts: AppendOptions = {}): Promise<AppendResponse> {
     const req = create(AppendRequestSchema, {
       sessionId,
       messages: messages.map((m) => ({

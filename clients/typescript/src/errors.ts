@@ -14,42 +14,61 @@ import { SequenceMismatchSchema } from "./gen/agentstate/session/v1/session_pb.j
 export { ErrorCode };
 
 export interface ErrorOptions {
-  /** The gRPC status code the failure arrived with; undefined when none (a batched append's outcome). */
+  /** The gRPC status code it arrived with; by default the one the node sends this code as. */
   grpcCode?: Code;
-  /** Whether code was read from the node's status details. */
+  /** Whether the code was read from the node's status details. */
   codeFromDetails?: boolean;
+  /** The status's metadata (headers and trailers) and details, when it came from one. */
+  metadata?: Headers;
+  details?: ConnectError["details"];
   cause?: unknown;
 }
 
-/** A failure reported by agentstate, or by the transport on its behalf. Nothing was stored, except possibly for OutcomeUnknown. */
-export class AgentStateError extends Error {
-  readonly code: ErrorCode = ErrorCode.UNSPECIFIED;
-  readonly grpcCode: Code | undefined;
+/**
+ * A failure reported by agentstate, or by the transport on its behalf.
+ * Nothing was stored, except possibly for OutcomeUnknown. It is a
+ * ConnectError too (`code` is the gRPC status code, `rawMessage` the node's
+ * message, findDetails() reads the status details), so it passes unchanged
+ * through Connect's clients and interceptors; `errorCode` is agentstate's.
+ * Its `name` stays "ConnectError", which is how Connect recognizes its
+ * errors across copies of its package; the class is the error's kind.
+ */
+export class AgentStateError extends ConnectError {
+  /** The agentstate code (agentstate.common.v1.ErrorCode). */
+  readonly errorCode: ErrorCode;
+  /** Whether errorCode was read from the node's status details rather than derived from the gRPC code. */
   readonly codeFromDetails: boolean;
 
   constructor(message: string, opts: ErrorOptions = {}) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.name = new.target.name;
-    this.grpcCode = opts.grpcCode;
+    const errorCode = (new.target as unknown as { errorCode: ErrorCode }).errorCode ?? ErrorCode.UNSPECIFIED;
+    super(message, opts.grpcCode ?? GRPC_OF[errorCode] ?? Code.Unknown, opts.metadata, undefined, opts.cause);
+    if (opts.details !== undefined) this.details = opts.details;
+    this.errorCode = errorCode;
     this.codeFromDetails = opts.codeFromDetails ?? false;
+  }
+
+  // ConnectError's instanceof accepts anything shaped like a ConnectError;
+  // the agentstate classes are told apart by their prototype chain, as usual.
+  static override [Symbol.hasInstance](v: unknown): boolean {
+    return Function.prototype[Symbol.hasInstance].call(this, v);
   }
 }
 
 /** The request is malformed; retrying it can never succeed. */
 export class InvalidArgument extends AgentStateError {
-  override readonly code = ErrorCode.INVALID_ARGUMENT;
+  static readonly errorCode = ErrorCode.INVALID_ARGUMENT;
 }
 /** The named session, plan or entry does not exist. */
 export class NotFound extends AgentStateError {
-  override readonly code = ErrorCode.NOT_FOUND;
+  static readonly errorCode = ErrorCode.NOT_FOUND;
 }
 /** The entity exists already with different fields. */
 export class AlreadyExists extends AgentStateError {
-  override readonly code = ErrorCode.ALREADY_EXISTS;
+  static readonly errorCode = ErrorCode.ALREADY_EXISTS;
 }
 /** The entity's state refuses the request (a closed session, a conditional write whose condition failed). */
 export class FailedPrecondition extends AgentStateError {
-  override readonly code = ErrorCode.FAILED_PRECONDITION;
+  static readonly errorCode = ErrorCode.FAILED_PRECONDITION;
 }
 /** A conditional write (expectedNextSequence) found another next sequence; nothing of it was stored. */
 export class SequenceMismatch extends FailedPrecondition {
@@ -64,19 +83,19 @@ export class SequenceMismatch extends FailedPrecondition {
 }
 /** The node's backlog or the database is full; retry later. */
 export class ResourceExhausted extends AgentStateError {
-  override readonly code = ErrorCode.RESOURCE_EXHAUSTED;
+  static readonly errorCode = ErrorCode.RESOURCE_EXHAUSTED;
 }
 /** Nothing was stored (not sent, node stopping, transient store failure); retry. */
 export class Unavailable extends AgentStateError {
-  override readonly code = ErrorCode.UNAVAILABLE;
+  static readonly errorCode = ErrorCode.UNAVAILABLE;
 }
 /** A bug or an unexpected store failure; nothing was committed. */
 export class Internal extends AgentStateError {
-  override readonly code = ErrorCode.INTERNAL;
+  static readonly errorCode = ErrorCode.INTERNAL;
 }
 /** The call lacked the node's bearer token. */
 export class Unauthenticated extends AgentStateError {
-  override readonly code = ErrorCode.UNAUTHENTICATED;
+  static readonly errorCode = ErrorCode.UNAUTHENTICATED;
 }
 /**
  * The request may or may not have been applied. Unlike Unavailable,
@@ -85,8 +104,22 @@ export class Unauthenticated extends AgentStateError {
  * with a record id, an audit record with an event id).
  */
 export class OutcomeUnknown extends AgentStateError {
-  override readonly code = ErrorCode.OUTCOME_UNKNOWN;
+  static readonly errorCode = ErrorCode.OUTCOME_UNKNOWN;
 }
+
+// The gRPC status each code travels as (messages/errs); OUTCOME_UNKNOWN,
+// which gRPC lacks, as DEADLINE_EXCEEDED.
+const GRPC_OF: Partial<Record<ErrorCode, Code>> = {
+  [ErrorCode.INVALID_ARGUMENT]: Code.InvalidArgument,
+  [ErrorCode.NOT_FOUND]: Code.NotFound,
+  [ErrorCode.ALREADY_EXISTS]: Code.AlreadyExists,
+  [ErrorCode.FAILED_PRECONDITION]: Code.FailedPrecondition,
+  [ErrorCode.RESOURCE_EXHAUSTED]: Code.ResourceExhausted,
+  [ErrorCode.UNAVAILABLE]: Code.Unavailable,
+  [ErrorCode.INTERNAL]: Code.Internal,
+  [ErrorCode.UNAUTHENTICATED]: Code.Unauthenticated,
+  [ErrorCode.OUTCOME_UNKNOWN]: Code.DeadlineExceeded,
+};
 
 type ErrorClass = new (message: string, opts?: ErrorOptions) => AgentStateError;
 
@@ -127,7 +160,7 @@ export function errorClass(code: ErrorCode): ErrorClass {
   return BY_CODE[code] ?? Internal;
 }
 
-/** The error for an agentstate.common.v1.Error value (a batched append's outcome). */
+/** The error for an agentstate.common.v1.Error value (a batched append's outcome; it carries no gRPC status). */
 export function fromProto(err: ErrorProto): AgentStateError {
   if (err.code === ErrorCode.FAILED_PRECONDITION) {
     const m = MISMATCH_RE.exec(err.message);
@@ -146,7 +179,7 @@ export function fromError(e: unknown): AgentStateError {
   } catch {
     detail = undefined; // a malformed detail is no detail
   }
-  const opts = { grpcCode: ce.code, cause: e };
+  const opts = { grpcCode: ce.code, metadata: ce.metadata, details: ce.details, cause: e };
   if (detail !== undefined) {
     const message = detail.message || ce.rawMessage;
     if (detail.code === ErrorCode.FAILED_PRECONDITION) {
@@ -170,7 +203,9 @@ export function fromError(e: unknown): AgentStateError {
 export function forWrite(err: AgentStateError): AgentStateError {
   if (err instanceof Unavailable && !err.codeFromDetails) {
     return new OutcomeUnknown(`the connection failed and the request may have been applied: ${err.message}`, {
-      grpcCode: err.grpcCode,
+      grpcCode: err.code,
+      metadata: err.metadata,
+      details: err.details,
       cause: err,
     });
   }
