@@ -79,10 +79,12 @@ class BatchStream {
         resolve: (r) => {
           clearTimeout(timer);
           resolve(r);
+          this.drained();
         },
         reject: (e) => {
           clearTimeout(timer);
           reject(e);
+          this.drained();
         },
       };
       if (timeoutMs !== undefined) {
@@ -103,11 +105,18 @@ class BatchStream {
     });
   }
 
-  /** Half-closes the stream once nothing is pending; the node answers what is in flight, then ends it. */
+  /** Refuses nothing already queued: ends the stream once every append queued has its outcome (or its deadline passed). */
   close(): Promise<void> {
     this.closing = true;
-    this.kick();
+    this.drained();
     return this.done;
+  }
+
+  // Once closing and nothing waits for the stream, it ends (its reader sees
+  // the abort and fails nothing: nothing is left).
+  private drained(): void {
+    if (this.closing && this.pending.length === 0 && this.inflight.size === 0) this.abort.abort();
+    this.kick();
   }
 
   private kick(): void {
@@ -119,7 +128,6 @@ class BatchStream {
   private async *batches(): AsyncGenerator<MessageInitShape<typeof AppendBatchSchema>> {
     for (;;) {
       while (this.failed === undefined && !(this.established && this.pending.length > 0)) {
-        if (this.closing && this.pending.length === 0) return;
         await new Promise<void>((r) => (this.wake = r));
       }
       if (this.failed !== undefined) return;

@@ -2,7 +2,8 @@
 // stream, each answered under its own tag.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { OutcomeUnknown, Unavailable, createClient, newUlid } from "../dist/index.js";
+import { constants as http2constants, createServer } from "node:http2";
+import { NO_RETRY, OutcomeUnknown, Unauthenticated, Unavailable, createClient, newUlid } from "../dist/index.js";
 import { Node } from "./node.mjs";
 
 const CALLERS = 64;
@@ -79,19 +80,75 @@ test(`${CALLERS} callers x ${APPENDS} appends to one session: sequences dense, e
   }
 });
 
-test("an append's deadline: one not answered in time fails, the stream goes on", async () => {
-  const c = createClient(node.grpcAddr);
+// A stand-in node over HTTP/2 that does only what a test says with the
+// AppendBatches stream, to tell the append's fates apart deterministically.
+async function fakeNode(onStream) {
+  const server = createSecureOrPlain();
+  server.on("stream", (stream) => {
+    let got = 0;
+    stream.on("data", (b) => (got += b.length));
+    stream.on("error", () => {});
+    onStream(stream, () => got);
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return { addr: `127.0.0.1:${server.address().port}`, close: () => new Promise((r) => { server.close(r); for (const s of sessions) s.destroy(); }) };
+}
+const sessions = new Set();
+function createSecureOrPlain() {
+  const server = createServer();
+  server.on("session", (s) => sessions.add(s));
+  return server;
+}
+
+test("an append whose stream never opened is Unavailable at its deadline: it was never sent", async () => {
+  let received;
+  const fake = await fakeNode((stream, got) => (received = got)); // no headers, ever
+  const c = createClient(fake.addr);
   try {
-    const sid = (await c.createSession({ actorName: "deadline" })).session.sessionId;
-    await c.append(sid, [{ role: "user", content: "first" }]);
-    // timeoutMs 0 expires before the batch can be answered: either
-    // withdrawn unsent (Unavailable) or sent without an answer (OutcomeUnknown).
-    await assert.rejects(c.append(sid, [{ role: "user", content: "late" }], { timeoutMs: 0 }), (e) =>
-      e instanceof Unavailable || e instanceof OutcomeUnknown);
-    const r = await c.append(sid, [{ role: "user", content: "after" }]);
-    assert.equal(r.duplicate, false);
-    assert.equal(c.appender.counters.streamsOpened, 1);
+    await assert.rejects(c.append(newUlid(), [{ role: "user", content: "x" }], { timeoutMs: 200 }), Unavailable);
+    assert.equal(received(), 0, "the append was sent before the stream opened");
   } finally {
-    await c.close();
+    await c.close().catch(() => {});
+    await fake.close();
+  }
+});
+
+test("an append sent but not answered is OutcomeUnknown at its deadline", async () => {
+  let received;
+  const fake = await fakeNode((stream, got) => {
+    received = got;
+    stream.respond({ ":status": 200, "content-type": "application/grpc" });
+  });
+  const c = createClient(fake.addr);
+  try {
+    await assert.rejects(c.append(newUlid(), [{ role: "user", content: "x" }], { timeoutMs: 200 }), OutcomeUnknown);
+    assert.ok(received() > 0, "the append was not sent");
+  } finally {
+    await c.close().catch(() => {});
+    await fake.close();
+  }
+});
+
+test("a stream that breaks after an append was sent fails it OutcomeUnknown; a refused stream passes on the refusal", async () => {
+  const fake = await fakeNode((stream) => {
+    stream.respond({ ":status": 200, "content-type": "application/grpc" });
+    stream.once("data", () => stream.close(http2constants.NGHTTP2_INTERNAL_ERROR));
+  });
+  const c = createClient(fake.addr, { retry: NO_RETRY });
+  try {
+    await assert.rejects(c.append(newUlid(), [{ role: "user", content: "x" }]), OutcomeUnknown);
+  } finally {
+    await c.close().catch(() => {});
+    await fake.close();
+  }
+  const refusing = await fakeNode((stream) => {
+    stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "16", "grpc-message": "no token" }, { endStream: true });
+  });
+  const r = createClient(refusing.addr);
+  try {
+    await assert.rejects(r.append(newUlid(), [{ role: "user", content: "x" }]), Unauthenticated);
+  } finally {
+    await r.close().catch(() => {});
+    await refusing.close();
   }
 });
