@@ -190,8 +190,20 @@ export function fromError(e: unknown): AgentStateError {
     }
     return new (errorClass(detail.code))(message, { ...opts, codeFromDetails: true });
   }
+  if (!ce.isWireError && ce.code === Code.Internal && systemError(ce.cause)) {
+    // Connect calls a failed connection (a certificate that does not
+    // verify, a reset socket) INTERNAL; it is the transport's UNAVAILABLE,
+    // as gRPC's own libraries say.
+    return new Unavailable(`connection failed: ${ce.rawMessage}`, opts);
+  }
   const cls = BY_GRPC[ce.code] ?? Internal;
   return new cls(ce.rawMessage || Code[ce.code], opts);
+}
+
+// Whether e is an error of Node's sockets or TLS (they carry a string code,
+// such as ECONNRESET or UNABLE_TO_VERIFY_LEAF_SIGNATURE).
+function systemError(e: unknown): boolean {
+  return e instanceof Error && typeof (e as { code?: unknown }).code === "string";
 }
 
 /**
