@@ -190,7 +190,7 @@ export function fromError(e: unknown): AgentStateError {
     }
     return new (errorClass(detail.code))(message, { ...opts, codeFromDetails: true });
   }
-  if (!ce.isWireError && ce.code === Code.Internal && systemError(ce.cause)) {
+  if (ce.code === Code.Internal && systemError(ce.cause)) {
     // Connect calls a failed connection (a certificate that does not
     // verify, a reset socket) INTERNAL; it is the transport's UNAVAILABLE,
     // as gRPC's own libraries say.
@@ -200,8 +200,9 @@ export function fromError(e: unknown): AgentStateError {
   return new cls(ce.rawMessage || Code[ce.code], opts);
 }
 
-// Whether e is an error of Node's sockets or TLS (they carry a string code,
-// such as ECONNRESET or UNABLE_TO_VERIFY_LEAF_SIGNATURE).
+// Whether e is an error of Node's sockets or TLS: they carry a string code
+// (ECONNRESET, UNABLE_TO_VERIFY_LEAF_SIGNATURE), and a status that came over
+// the wire has no such cause.
 function systemError(e: unknown): boolean {
   return e instanceof Error && typeof (e as { code?: unknown }).code === "string";
 }
