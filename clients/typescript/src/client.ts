@@ -18,11 +18,12 @@ import type {
   AppendResponse,
   CreateSessionResponse,
   ScopeDeltaSchema,
+  Session,
   StateDeltaSchema,
 } from "./gen/agentstate/session/v1/session_pb.js";
 import { AppendRequestSchema, CreateSessionRequestSchema, Role, SessionService } from "./gen/agentstate/session/v1/session_pb.js";
 import { BatchAppender } from "./batch.js";
-import { InvalidArgument, forWrite, fromError } from "./errors.js";
+import { Internal, InvalidArgument, forWrite, fromError } from "./errors.js";
 import { DEFAULT_RETRY, errorsAndRetries, withRetries } from "./retry.js";
 import type { RetryPolicy } from "./retry.js";
 import { ChangesTail, SessionTail } from "./tail.js";
@@ -127,14 +128,20 @@ export class AgentStateClient {
     });
   }
 
-  /** Creates a session; its id is made here when not given, so a retry is answered with the same session (created: false). */
-  createSession(
+  /**
+   * Creates a session; its id is made here when not given, so a retry is
+   * answered with the same session (created: false). The answer's session
+   * is always set.
+   */
+  async createSession(
     req: MessageInitShape<typeof CreateSessionRequestSchema> = {},
     opts: { timeoutMs?: number } = {},
-  ): Promise<CreateSessionResponse> {
+  ): Promise<CreateSessionResponse & { session: Session }> {
     const msg = create(CreateSessionRequestSchema, req);
     if (msg.sessionId === "") msg.sessionId = newUlid();
-    return this.session.create(msg, { timeoutMs: opts.timeoutMs ?? this.opts.timeoutMs });
+    const res = await this.session.create(msg, { timeoutMs: opts.timeoutMs ?? this.opts.timeoutMs });
+    if (res.session === undefined) throw new Internal("the node's create answer has no session");
+    return res as CreateSessionResponse & { session: Session };
   }
 
   /**
