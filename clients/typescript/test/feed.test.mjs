@@ -90,3 +90,31 @@ test("the change feed as an async iterator: stored entries, then live ones, resu
     break;
   }
 });
+
+test("a tail whose node crashes resumes from its next sequence once the node is back: nothing twice, nothing skipped", async () => {
+  let n = await Node.start();
+  // Enough attempts for the node's restart; each waits at most 200 ms.
+  const cl = createClient(n.grpcAddr, { retry: { attempts: 100, initialBackoffMs: 20, maxBackoffMs: 200, multiplier: 2 } });
+  try {
+    const sid = (await cl.createSession({ actorName: "crash" })).session.sessionId;
+    await cl.append(sid, [{ role: "user", content: "m0" }, { role: "user", content: "m1" }]);
+    const tail = cl.tailSession(sid);
+    const seen = [];
+    for await (const ev of tail) {
+      assert.equal(ev.event.case, "message");
+      seen.push(ev.event.value.sequence);
+      if (seen.length === 2) {
+        const { dir, grpcAddr } = n;
+        await n.stop({ keep: true, kill: true });
+        n = await Node.start({ dir, grpcAddr });
+        await cl.append(sid, [{ role: "user", content: "m2" }]);
+      }
+      if (seen.length === 3) break;
+    }
+    assert.deepEqual(seen, [0n, 1n, 2n]);
+    assert.equal(tail.nextSequence, 3n);
+  } finally {
+    await cl.close();
+    await n.stop();
+  }
+});

@@ -26,10 +26,13 @@ export function nodeBinary() {
 
 /** A running node; stop() drains it (SIGTERM) and removes its files. */
 export class Node {
-  /** @param {{token?: string, tlsCert?: string, tlsKey?: string}} opts */
+  /**
+   * dir and grpcAddr restart a node stopped with keep on its database and address.
+   * @param {{token?: string, tlsCert?: string, tlsKey?: string, dir?: string, grpcAddr?: string}} opts
+   */
   static async start(opts = {}) {
-    const dir = mkdtempSync(join(tmpdir(), "agentstate-ts-"));
-    const args = ["serve", "--data", join(dir, "agentstate.db"), "--grpc-addr", "127.0.0.1:0",
+    const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "agentstate-ts-"));
+    const args = ["serve", "--data", join(dir, "agentstate.db"), "--grpc-addr", opts.grpcAddr ?? "127.0.0.1:0",
       "--http-addr", "127.0.0.1:0", "--log-format", "json"];
     if (opts.token !== undefined) {
       const tok = join(dir, "token");
@@ -99,12 +102,12 @@ export class Node {
     }
   }
 
-  /** Drains the node (SIGTERM) and removes its files. */
-  async stop() {
+  /** Drains the node (SIGTERM), or kills it (SIGKILL, a crash); keep leaves its files. */
+  async stop({ keep = false, kill = false } = {}) {
     if (this.proc.exitCode === null && this.proc.signalCode === null) {
-      this.proc.kill("SIGTERM");
+      this.proc.kill(kill ? "SIGKILL" : "SIGTERM");
       await this.exited;
     }
-    rmSync(this.dir, { recursive: true, force: true });
+    if (!keep) rmSync(this.dir, { recursive: true, force: true });
   }
 }
