@@ -84,6 +84,8 @@ export class AgentStateClient {
   readonly feed: Client<typeof FeedService>;
   readonly appender: BatchAppender;
   private readonly sessions: Http2SessionManager;
+  // One attempt of a unary Append; appendRequest retries around it.
+  private readonly unaryAppend: (req: AppendRequest, timeoutMs: number | undefined) => Promise<AppendResponse>;
   private readonly retry: RetryPolicy;
   private readonly opts: ClientOptions;
 
@@ -119,13 +121,14 @@ export class AgentStateClient {
     // The appender reads the stream's raw statuses (a refusal differs from a
     // break) and makes one attempt; append() retries around it.
     const bare = connectClient(SessionService, transport(outer));
-    this.appender = new BatchAppender(bare, async (req, timeoutMs) => {
+    this.unaryAppend = async (req, timeoutMs) => {
       try {
         return await bare.append(req, { timeoutMs });
       } catch (e) {
         throw forWrite(fromError(e));
       }
-    });
+    };
+    this.appender = new BatchAppender(bare, this.unaryAppend);
   }
 
   /**
@@ -177,7 +180,7 @@ export class AgentStateClient {
     return withRetries(this.retry, idempotent, deadline, () =>
       batched
         ? this.appender.append(req, left())
-        : this.session.append(req, { timeoutMs: left() }),
+        : this.unaryAppend(req, left()),
     );
   }
 

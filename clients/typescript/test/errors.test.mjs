@@ -114,3 +114,29 @@ test("a node that cannot be reached: reads Unavailable, writes OutcomeUnknown", 
     await cl.close();
   }
 });
+
+test("retries: a read is retried after Unavailable; a write without a client id is not retried after OutcomeUnknown", async () => {
+  // A server that takes each connection and drops it at once: every attempt
+  // fails as a broken connection, and each attempt is one connection.
+  let connections = 0;
+  const srv = createServer((sock) => {
+    connections++;
+    sock.destroy();
+  });
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  const cl = createClient(`127.0.0.1:${srv.address().port}`, { retry: { attempts: 3, initialBackoffMs: 1, maxBackoffMs: 2, multiplier: 2 } });
+  try {
+    await assert.rejects(cl.session.get({ sessionId: newUlid() }), Unavailable);
+    assert.equal(connections, 3);
+    connections = 0;
+    await assert.rejects(cl.session.updateTokenUsage({ sessionId: newUlid(), inputTokens: 1n }), OutcomeUnknown);
+    assert.equal(connections, 1);
+    connections = 0;
+    // A create carries its session id (createSession makes one): retried.
+    await assert.rejects(cl.createSession({ actorName: "x" }), OutcomeUnknown);
+    assert.equal(connections, 3);
+  } finally {
+    await cl.close();
+    await new Promise((r) => srv.close(r));
+  }
+});
