@@ -10,7 +10,7 @@ PROTOS   := $(shell cd $(PROTO_ROOT) && find agentstate -name '*.proto' | sort)
 RACE     ?= -race
 TESTFLAGS ?=
 
-.PHONY: build run test race bench fuzz lint proto proto-check proto-lint clean python-proto python-proto-check test-python
+.PHONY: build run test race bench fuzz lint proto proto-check proto-lint clean python-proto python-proto-check test-python ts-proto ts-proto-check test-typescript
 
 build:
 	$(GO) build -o bin/node ./cmd/node
@@ -29,6 +29,7 @@ test:
 	# reason; it runs adk's own session suite and a runner end to end.
 	cd adapters/adk && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 5m ./...
 	$(MAKE) test-python
+	$(MAKE) test-typescript
 
 race:
 	$(GO) test -race -count=1 ./...
@@ -132,6 +133,38 @@ test-python: build
 	"$$tmp/venv/bin/python" -m pip install -q --no-deps --no-build-isolation --no-index "$$tmp/pkg"; \
 	"$$tmp/venv/bin/python" -c "import agentstate; print(\"testing\", agentstate.__file__)"; \
 	AGENTSTATE_NODE=$(CURDIR)/bin/node "$$tmp/venv/bin/python" -m unittest discover -s tests -t .
+
+# The TypeScript client (clients/typescript) needs Node.js 20 or later and
+# npm; its dependencies are pinned by package-lock.json and come from the npm
+# cache when they are there (--prefer-offline). `npm ci` also builds dist/
+# (tsc, the package's prepare script).
+NPM_CI := npm ci --prefer-offline --no-audit --no-fund
+TS_DIR := clients/typescript
+
+# Regenerates clients/typescript/src/gen with protoc and protoc-gen-es (the
+# version package-lock.json pins).
+ts-proto:
+	cd $(TS_DIR) && $(NPM_CI) && sh generate.sh
+
+ts-proto-check: ts-proto
+	git diff --exit-code -- $(TS_DIR)/src/gen
+	@test -z "$$(git status --porcelain -- $(TS_DIR)/src/gen)" || (git status --porcelain -- $(TS_DIR)/src/gen; exit 1)
+
+# The TypeScript client's tests (node --test) against live nodes, which the
+# tests start from bin/node as the Python client's do. Without Node.js 20+ and
+# npm it skips, except under CI.
+test-typescript: build
+	@major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
+	if ! command -v npm >/dev/null 2>&1 || [ "$$major" -lt 20 ]; then \
+	  if [ -n "$$CI" ]; then echo "test-typescript: needs Node.js 20 or later and npm (found node major $$major)" >&2; exit 1; fi; \
+	  echo "SKIP test-typescript: needs Node.js 20 or later and npm (found node major $$major)"; \
+	  exit 0; \
+	fi; \
+	set -e; \
+	echo "== TypeScript client tests (node $$(node --version))"; \
+	cd $(TS_DIR); \
+	$(NPM_CI); \
+	AGENTSTATE_NODE=$(CURDIR)/bin/node npm test
 
 clean:
 	rm -rf bin
