@@ -98,6 +98,14 @@ export class Unauthenticated extends AgentStateError {
   static readonly errorCode = ErrorCode.UNAUTHENTICATED;
 }
 /**
+ * The credentials may read the entity but their grants do not allow this
+ * request on it (a reader appending, a writer deleting). Nothing was stored;
+ * retrying with the same credentials cannot succeed.
+ */
+export class PermissionDenied extends AgentStateError {
+  static readonly errorCode = ErrorCode.PERMISSION_DENIED;
+}
+/**
  * The request may or may not have been applied. Unlike Unavailable,
  * something may have been stored: retry only a request carrying its client
  * id (appends with message ids, a create with a session id, a plan error
@@ -118,6 +126,7 @@ const GRPC_OF: Partial<Record<ErrorCode, Code>> = {
   [ErrorCode.UNAVAILABLE]: Code.Unavailable,
   [ErrorCode.INTERNAL]: Code.Internal,
   [ErrorCode.UNAUTHENTICATED]: Code.Unauthenticated,
+  [ErrorCode.PERMISSION_DENIED]: Code.PermissionDenied,
   [ErrorCode.OUTCOME_UNKNOWN]: Code.DeadlineExceeded,
 };
 
@@ -132,6 +141,7 @@ const BY_CODE: Record<number, ErrorClass> = {
   [ErrorCode.UNAVAILABLE]: Unavailable,
   [ErrorCode.INTERNAL]: Internal,
   [ErrorCode.UNAUTHENTICATED]: Unauthenticated,
+  [ErrorCode.PERMISSION_DENIED]: PermissionDenied,
   [ErrorCode.OUTCOME_UNKNOWN]: OutcomeUnknown,
 };
 
@@ -148,7 +158,7 @@ const BY_GRPC: Partial<Record<Code, ErrorClass>> = {
   [Code.Canceled]: Unavailable,
   [Code.DeadlineExceeded]: OutcomeUnknown,
   [Code.Unauthenticated]: Unauthenticated,
-  [Code.PermissionDenied]: Unauthenticated,
+  [Code.PermissionDenied]: PermissionDenied,
 };
 
 // How the node words a refused conditional write, which is all an append

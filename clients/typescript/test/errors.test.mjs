@@ -6,7 +6,7 @@ import { createServer } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
-  AgentStateError, ErrorCode, FailedPrecondition, InvalidArgument, NO_RETRY, NotFound, OutcomeUnknown,
+  AgentStateError, ErrorCode, FailedPrecondition, InvalidArgument, NO_RETRY, NotFound, OutcomeUnknown, PermissionDenied,
   SequenceMismatch, Unavailable, commonv1, createClient, forWrite, fromError, fromProto, newUlid,
 } from "../dist/index.js";
 import { Node } from "./node.mjs";
@@ -96,6 +96,15 @@ test("OUTCOME_UNKNOWN: the node's (in the details) and a deadline's (without)", 
   assert.ok(forWrite(fromError(new ConnectError("reset", Code.Unavailable))) instanceof OutcomeUnknown);
   // Codes this client does not know are Internal, still AgentStateErrors.
   assert.ok(fromProto(create(commonv1.ErrorSchema, { code: 99, message: "?" })) instanceof AgentStateError);
+});
+
+test("PERMISSION_DENIED: from the node's detail and from the gRPC code alone", () => {
+  const detail = create(commonv1.ErrorSchema, { code: commonv1.ErrorCode.PERMISSION_DENIED, message: "a reader may not append" });
+  const fromNode = fromError(new ConnectError("x", Code.PermissionDenied, undefined, [{ desc: commonv1.ErrorSchema, value: detail }]));
+  assert.ok(fromNode instanceof PermissionDenied, String(fromNode));
+  assert.equal(fromNode.errorCode, ErrorCode.PERMISSION_DENIED);
+  assert.ok(fromError(new ConnectError("denied", Code.PermissionDenied)) instanceof PermissionDenied);
+  assert.ok(fromProto(detail) instanceof PermissionDenied);
 });
 
 test("a node that cannot be reached: reads Unavailable, writes OutcomeUnknown", async () => {

@@ -1,5 +1,5 @@
-// Audit: the append-only, hash-chained trail written by the audit actor,
-// the sole owner of the database's writer connection.
+// Audit: the append-only, hash-chained trail written by the writer, the
+// sole owner of the database's writer connection.
 //
 // Field numbers are never reused; rpc methods are only ever appended.
 
