@@ -10,28 +10,17 @@ import (
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 )
 
 // writer is the Store's sole persistence.Writer. All its state lives on the
-// Store, under Store.wmu; released is too.
+// Store, under Store.wmu (the lease's slot).
 type writer struct {
-	s        *Store
-	released bool
+	*persistence.WriterLease
+	s *Store
 }
 
 var _ persistence.Writer = (*writer)(nil)
-
-// Release gives the writer back; a second Release does nothing.
-func (w *writer) Release() {
-	w.s.wmu.Lock()
-	defer w.s.wmu.Unlock()
-	if !w.released {
-		w.released = true
-		w.s.writerHeld = false
-	}
-}
 
 // Apply runs batch in one BEGIN IMMEDIATE transaction, by the protocol of
 // persistence.RunCommands: an attempt with appends' rows pooled (bulk.go),
@@ -44,14 +33,10 @@ func (w *writer) Release() {
 // memory database it is what keeps the database alive).
 func (w *writer) Apply(ctx context.Context, batch []persistence.Command) ([]persistence.Result, error) {
 	s := w.s
-	s.wmu.Lock()
+	if err := w.Enter(s.loc.key); err != nil {
+		return nil, err
+	}
 	defer s.wmu.Unlock()
-	if w.released {
-		return nil, errs.FailedPrecondition("writer was released")
-	}
-	if s.closed {
-		return nil, errs.Unavailable("store %s is closed", s.loc.key)
-	}
 	results, isolate, err := s.run(ctx, batch, false)
 	if isolate {
 		results, _, err = s.run(ctx, batch, true)
