@@ -3,11 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
-	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -94,53 +93,6 @@ func expiryArgs(c *persistence.UpdateSession) (bool, int64, error) {
 	return true, n, persistence.Of("session", c.SessionID, err)
 }
 
-func (r *reader) GetSnapshot(ctx context.Context, sessionID string) (*sessionv1.Snapshot, error) {
-	s := &sessionv1.Snapshot{}
-	var created int64
-	err := r.pool.QueryRow(ctx, `SELECT sequence, data, created_at FROM session_snapshots WHERE session_id = $1`,
-		sessionID).Scan(&s.Sequence, &s.Data, &created)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, storeErr("read snapshot", err)
-	}
-	s.CreatedAt = persistence.Stamp(created)
-	return s, nil
-}
-
-func (r *reader) FindSession(ctx context.Context, namespace, clientKey string) (string, error) {
-	var id string
-	err := r.pool.QueryRow(ctx, `SELECT session_id FROM sessions WHERE namespace = $1 AND client_key = $2 AND client_key <> ''
-		AND state != $3`, namespace, clientKey, int64(persistence.SessionStateStaged)).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", errs.NotFound("no session has client key %q in namespace %q", clientKey, namespace)
-	}
-	if err != nil {
-		return "", storeErr("find session", err)
-	}
-	return id, nil
-}
-
-func (r *reader) ListExpired(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	rows, err := r.pool.Query(ctx, `SELECT session_id FROM sessions WHERE expires_at <> 0 AND expires_at <= $1
-		AND state != $2 ORDER BY expires_at LIMIT $3`, persistence.BoundNanos(now), int64(persistence.SessionStateStaged),
-		persistence.ClampLimit(limit))
-	if err != nil {
-		return nil, storeErr("list expired", err)
-	}
-	var out []string
-	var id string
-	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
-		out = append(out, id)
-		return nil
-	})
-	if err != nil {
-		return nil, storeErr("list expired", err)
-	}
-	return out, nil
-}
-
 // ListMessagesWhere filters on the event time (the client's, else
 // created_at); with Last it reads the session's tail backwards and
 // returns it in sequence order. Without Last the byte cap applies as in
@@ -149,17 +101,7 @@ func (r *reader) ListMessagesWhere(ctx context.Context, f persistence.MessageFil
 	if f.Last <= 0 && f.After == 0 && f.Before == 0 {
 		return r.ListMessages(ctx, f.SessionID, f.From, f.Limit)
 	}
-	order, limit, capBytes := "ASC", persistence.ClampLimit(f.Limit), int64(persistence.MaxPageBytes)
-	if f.Last > 0 {
-		order, limit, capBytes = "DESC", persistence.ClampLimit(f.Last), 1<<62
-	}
-	after, before := f.After, f.Before
-	if before == 0 {
-		before = 1<<63 - 1
-	}
-	if after == 0 {
-		after = -1 << 63
-	}
+	order, limit, capBytes, after, before := sqlstore.Window(f)
 	rows, err := r.pool.Query(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at, event_at
 		FROM (SELECT sequence, message_id, role, content, metadata_json, created_at, event_at,
 			sum(octet_length(content) + octet_length(metadata_json) + $4) OVER (ORDER BY sequence `+order+`) AS upto,

@@ -88,7 +88,7 @@ func (s *Store) open(ctx context.Context) (err error) {
 	if err := s.pool.Ping(ctx); err != nil {
 		return storeErr("open read pool of "+s.key, err)
 	}
-	s.reader = &reader{pool: s.pool}
+	s.reader = newReader(s.pool)
 	return nil
 }
 

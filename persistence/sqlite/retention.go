@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 func (a *applier) requireSession(id string) error {
@@ -99,53 +99,6 @@ func (a *applier) setExpiry(c *persistence.UpdateSession) error {
 	return err
 }
 
-func (r *reader) GetSnapshot(ctx context.Context, sessionID string) (*sessionv1.Snapshot, error) {
-	s := &sessionv1.Snapshot{}
-	var created int64
-	err := r.db.QueryRowContext(ctx, `SELECT sequence, data, created_at FROM session_snapshots WHERE session_id = ?`,
-		sessionID).Scan(&s.Sequence, &s.Data, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, storeErr("read snapshot", err)
-	}
-	s.CreatedAt = persistence.Stamp(created)
-	return s, nil
-}
-
-func (r *reader) FindSession(ctx context.Context, namespace, clientKey string) (string, error) {
-	var id string
-	err := r.db.QueryRowContext(ctx, `SELECT session_id FROM sessions WHERE namespace = ? AND client_key = ? AND client_key != ''
-		AND state != ?`, namespace, clientKey, int64(persistence.SessionStateStaged)).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", errs.NotFound("no session has client key %q in namespace %q", clientKey, namespace)
-	}
-	if err != nil {
-		return "", storeErr("find session", err)
-	}
-	return id, nil
-}
-
-func (r *reader) ListExpired(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT session_id FROM sessions WHERE expires_at != 0 AND expires_at <= ?
-		AND state != ? ORDER BY expires_at LIMIT ?`, persistence.BoundNanos(now), int64(persistence.SessionStateStaged),
-		persistence.ClampLimit(limit))
-	if err != nil {
-		return nil, storeErr("list expired", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, storeErr("list expired", err)
-		}
-		out = append(out, id)
-	}
-	return out, storeErr("list expired", rows.Err())
-}
-
 // ListMessagesWhere filters on the event time (the client's, else
 // created_at); with Last it reads the session's tail backwards and
 // returns it in sequence order.
@@ -153,17 +106,7 @@ func (r *reader) ListMessagesWhere(ctx context.Context, f persistence.MessageFil
 	if f.Last <= 0 && f.After == 0 && f.Before == 0 {
 		return r.ListMessages(ctx, f.SessionID, f.From, f.Limit)
 	}
-	order, limit := "ASC", persistence.ClampLimit(f.Limit)
-	if f.Last > 0 {
-		order, limit = "DESC", persistence.ClampLimit(f.Last)
-	}
-	after, before := f.After, f.Before
-	if before == 0 {
-		before = 1<<63 - 1
-	}
-	if after == 0 {
-		after = -1 << 63
-	}
+	order, limit, _, after, before := sqlstore.Window(f)
 	rows, err := r.db.QueryContext(ctx, `SELECT length(CAST(content AS BLOB)) + length(CAST(metadata_json AS BLOB)) + ?1,
 		sequence, message_id, role, content, metadata_json, created_at, event_at
 		FROM session_messages WHERE session_id = ?2 AND sequence >= ?3

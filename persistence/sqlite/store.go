@@ -154,7 +154,7 @@ func (s *Store) open() (err error) {
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return storeErr("open "+s.loc.key, err)
 	}
-	s.reader = &reader{db: s.rdb}
+	s.reader = newReader(s.rdb)
 	// Last: nothing after it can fail, so open's cleanup never has a
 	// running checkpointer to stop.
 	if err := s.startCheckpointer(ctx); err != nil {
