@@ -13,20 +13,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// reader runs every query on the read-only pool. Each method is one
-// statement (ListAudit may add a second to tell an unknown cursor from an
+// reader is the store's own part of its sqlstore.Reader (sqlstore.Own),
+// on the read-only pool. Each method is one statement (ListAudit may add a second to tell an unknown cursor from an
 // empty page), so it sees what was committed when the statement began and
 // holds no snapshot after it returns.
 type reader struct {
-	*sqlstore.Reader
 	pool *pgxpool.Pool
 }
-
-func newReader(pool *pgxpool.Pool) *reader {
-	return &reader{Reader: sqlstore.NewReader(poolDB{pool: pool}), pool: pool}
-}
-
-var _ persistence.Reader = (*reader)(nil)
 
 // sessionSelect yields one row per (session, linked plan), sessions in id
 // order and links in insertion order; a session without links has one row

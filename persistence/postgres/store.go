@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -29,7 +30,7 @@ type Store struct {
 	wcfg          *pgx.ConnConfig
 	pcfg          *pgxpool.Config
 	pool          *pgxpool.Pool
-	reader        *reader
+	reader        *sqlstore.Reader
 	migrationRuns int
 
 	// wmu serializes everything that uses the writer connection: Apply,
@@ -88,7 +89,7 @@ func (s *Store) open(ctx context.Context) (err error) {
 	if err := s.pool.Ping(ctx); err != nil {
 		return storeErr("open read pool of "+s.key, err)
 	}
-	s.reader = newReader(s.pool)
+	s.reader = sqlstore.NewReader(poolDB{pool: s.pool}, &reader{pool: s.pool})
 	return nil
 }
 

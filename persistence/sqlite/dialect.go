@@ -4,24 +4,29 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-
-	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
-// dialect is SQLite's statement text for package sqlstore: positional ?
-// placeholders, and a list as one parameter per value.
+// dialect is SQLite's side of package sqlstore: positional ? placeholders,
+// a list as one parameter per value, database/sql's ErrNoRows and storeErr.
 type dialect struct{}
 
-func (dialect) Arg(int) string { return "?" }
-func (dialect) Arrays() bool   { return false }
+func (dialect) Arg(int) string                 { return "?" }
+func (dialect) Arrays() bool                   { return false }
+func (dialect) NoRows(err error) bool          { return errors.Is(err, sql.ErrNoRows) }
+func (dialect) Err(op string, err error) error { return storeErr(op, err) }
 
-// poolDB runs sqlstore's statements on the read-only pool.
-type poolDB struct {
-	dialect
-	db *sql.DB
-}
-
-var _ sqlstore.DB = poolDB{}
+// poolDB runs sqlstore's statements on the read-only pool, txDB in the
+// writer's transaction (whose statements' errors the writer classifies).
+type (
+	poolDB struct {
+		dialect
+		db *sql.DB
+	}
+	txDB struct {
+		dialect
+		a *applier
+	}
+)
 
 func (p poolDB) Query(ctx context.Context, query string, args, dest []any, row func() error) error {
 	rows, err := p.db.QueryContext(ctx, query, args...)
@@ -32,18 +37,6 @@ func (p poolDB) QueryRow(ctx context.Context, query string, args, dest []any) er
 	return p.db.QueryRowContext(ctx, query, args...).Scan(dest...)
 }
 
-func (poolDB) NoRows(err error) bool          { return errors.Is(err, sql.ErrNoRows) }
-func (poolDB) Err(op string, err error) error { return storeErr(op, err) }
-
-// txDB runs sqlstore's statements in the writer's transaction; their
-// errors go back unclassified, as the applier's own statements' do.
-type txDB struct {
-	dialect
-	a *applier
-}
-
-var _ sqlstore.DB = txDB{}
-
 func (t txDB) Query(_ context.Context, query string, args, dest []any, row func() error) error {
 	rows, err := t.a.tx.QueryContext(t.a.ctx, query, args...)
 	return eachRow(rows, err, dest, row)
@@ -52,9 +45,6 @@ func (t txDB) Query(_ context.Context, query string, args, dest []any, row func(
 func (t txDB) QueryRow(_ context.Context, query string, args, dest []any) error {
 	return t.a.queryRow(query, args...).Scan(dest...)
 }
-
-func (txDB) NoRows(err error) bool         { return errors.Is(err, sql.ErrNoRows) }
-func (txDB) Err(_ string, err error) error { return err }
 
 // eachRow scans each of rows (unless err) into dest and calls row, then
 // closes rows.

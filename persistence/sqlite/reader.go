@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"sort"
 	"strings"
 
@@ -13,19 +12,12 @@ import (
 	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
-// reader runs every query on the read-only pool. Each method is one
-// statement (an implicit read transaction that ends with it), so no reader
+// reader is the store's own part of its sqlstore.Reader (sqlstore.Own),
+// on the read-only pool. Each method is one statement (an implicit read transaction that ends with it), so no reader
 // holds a snapshot across calls and checkpoints can always catch up.
 type reader struct {
-	*sqlstore.Reader
 	db *sql.DB
 }
-
-func newReader(db *sql.DB) *reader {
-	return &reader{Reader: sqlstore.NewReader(poolDB{db: db}), db: db}
-}
-
-var _ persistence.Reader = (*reader)(nil)
 
 // sessionSelect yields one row per (session, linked plan), sessions in id
 // order and links in insertion order; a session without links has one row
@@ -164,11 +156,8 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 	return out, nil
 }
 
-func (r *reader) AuditAnchor(ctx context.Context) (string, error) {
-	var hash string
-	err := r.db.QueryRowContext(ctx, `SELECT anchor_hash FROM audit_meta WHERE id = 1`).Scan(&hash)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
+// AuditAnchor reads "" when no prune has written the anchor's row yet.
+func (r *reader) AuditAnchor(ctx context.Context) (hash string, err error) {
+	err = r.db.QueryRowContext(ctx, `SELECT COALESCE((SELECT anchor_hash FROM audit_meta WHERE id = 1), '')`).Scan(&hash)
 	return hash, storeErr("audit anchor", err)
 }

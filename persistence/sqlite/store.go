@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 const (
@@ -54,7 +55,7 @@ type Store struct {
 	wdb           *sql.DB
 	wconn         *sql.Conn
 	rdb           *sql.DB
-	reader        *reader
+	reader        *sqlstore.Reader
 	migrationRuns int
 	walPath       string
 
@@ -154,7 +155,7 @@ func (s *Store) open() (err error) {
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return storeErr("open "+s.loc.key, err)
 	}
-	s.reader = newReader(s.rdb)
+	s.reader = sqlstore.NewReader(poolDB{db: s.rdb}, &reader{db: s.rdb})
 	// Last: nothing after it can fail, so open's cleanup never has a
 	// running checkpointer to stop.
 	if err := s.startCheckpointer(ctx); err != nil {

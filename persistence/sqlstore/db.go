@@ -12,6 +12,11 @@ type Dialect interface {
 	// Arrays reports whether one parameter may carry a list (PostgreSQL's
 	// "= ANY($n)"); otherwise a list takes a parameter per value.
 	Arrays() bool
+	// NoRows tells the error of a QueryRow that found no row.
+	NoRows(err error) bool
+	// Err classifies a failure of a read in op (the store's error
+	// mapping).
+	Err(op string, err error) error
 }
 
 // DB runs statements: a store's read pool, or its writer's transaction.
@@ -19,14 +24,8 @@ type DB interface {
 	Dialect
 	// Query runs query and, for each row, scans it into dest and calls row.
 	Query(ctx context.Context, query string, args, dest []any, row func() error) error
-	// QueryRow scans the first row of query into dest; NoRows tells an
-	// error that means there was none.
+	// QueryRow scans the first row of query into dest.
 	QueryRow(ctx context.Context, query string, args, dest []any) error
-	NoRows(err error) bool
-	// Err classifies a failure of the database in op (the store's error
-	// mapping); a writer's transaction hands it back as is, for the
-	// writer to classify.
-	Err(op string, err error) error
 }
 
 // Where collects a statement's conditions and their parameters, numbered

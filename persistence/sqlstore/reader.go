@@ -12,20 +12,33 @@ import (
 	"github.com/agentstate/agentstate/persistence"
 )
 
-// Reader is the part of persistence.Reader whose statements both stores
-// run as they are but for their placeholders. A store's reader embeds it
-// and adds the methods whose SQL is its own (sessions, messages, the audit
-// chain's bounds). Each method is one statement (ListAudit may add a
-// second to tell an unknown cursor from an empty page).
+// Own is the part of persistence.Reader whose SQL is a store's own: the
+// sessions with their links, the pages of messages, the audit chain's
+// anchor and bounds.
+type Own interface {
+	GetSession(ctx context.Context, sessionID string) (*sessionv1.Session, error)
+	ListSessions(ctx context.Context, f persistence.SessionFilter) ([]*sessionv1.Session, error)
+	persistence.MessageReader
+	AuditAnchor(ctx context.Context) (string, error)
+	AuditBounds(ctx context.Context) (anchor, head int64, err error)
+}
+
+// Reader is a store's persistence.Reader: its Own methods, and the rest,
+// whose statements both stores run as they are but for their
+// placeholders. Each method is one statement (ListAudit may add a second
+// to tell an unknown cursor from an empty page).
 type Reader struct {
+	Own
 	DB DB
 	// The statements, in the dialect's placeholders (Rebind).
 	getPlan, getAudit, scanAudit, sessionState, scope, snapshot, findSession, listExpired string
 }
 
-// NewReader returns the shared read side on db.
-func NewReader(db DB) *Reader {
-	return &Reader{DB: db,
+var _ persistence.Reader = (*Reader)(nil)
+
+// NewReader returns the reader of a store whose read pool is db.
+func NewReader(db DB, own Own) *Reader {
+	return &Reader{Own: own, DB: db,
 		getPlan: Rebind(db, `SELECT p.max_retries, p.error_details_json,
 		(SELECT COALESCE(MAX(e.sequence) + 1, 0) FROM plan_errors e WHERE e.plan_id = p.plan_id),
 		s.phase, s.step_id, s.count
@@ -43,7 +56,8 @@ func NewReader(db DB) *Reader {
 	}
 }
 
-// Rebind turns the ? placeholders of query into d's, numbered in order.
+// Rebind turns the ? placeholders of query into d's, numbered in order
+// (the statements it is given have no ? of their own).
 func Rebind(d Dialect, query string) string {
 	var b strings.Builder
 	n := 0
