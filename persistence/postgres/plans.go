@@ -6,6 +6,7 @@ import (
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 const (
@@ -111,7 +112,7 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 	for i, r := range records {
 		ids[i], seqs[i], phases[i], steps[i], types[i] = r.RecordId, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType
 		msgs[i], tools[i], actors[i], stacks[i] = r.Message, r.Tool, r.ActorName, r.StackSummary
-		attrs[i], cats[i], retriable[i], retries[i] = orEmptyObject(r.AttributesJson), int64(r.Category), r.IsRetriable, int64(r.RetryCount)
+		attrs[i], cats[i], retriable[i], retries[i] = sqlstore.OrEmptyObject(r.AttributesJson), int64(r.Category), r.IsRetriable, int64(r.RetryCount)
 		maxes[i], actions[i], hints[i], cmds[i] = int64(r.MaxRetries), int64(r.RecoveryAction), r.RecoveryHint, r.RecoveryCommand
 		// Cannot fail: planWrite refused every record whose time is not storable.
 		recorded[i] = persistence.CheckedNanos(r.RecordedAt) // checked above

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/persistence"
@@ -20,21 +19,9 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 	if _, err := a.lockSession(c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
-	at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+	cut, at, err := sqlstore.TruncateCut(txDB{a: a}, c)
 	if err != nil {
-		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
-	}
-	cut := c.Through
-	if c.Limit > 0 {
-		var s int64
-		err := a.queryRow(`SELECT sequence FROM session_messages WHERE session_id = $1 AND sequence <= $2
-			ORDER BY sequence LIMIT 1 OFFSET $3`, []any{c.SessionID, c.Through, c.Limit - 1}, &s)
-		switch {
-		case err == nil:
-			cut = s
-		case !errors.Is(err, pgx.ErrNoRows):
-			return persistence.Result{}, err
-		}
+		return persistence.Result{}, err
 	}
 	tag, err := a.exec(`DELETE FROM session_messages WHERE session_id = $1 AND sequence <= $2`, c.SessionID, cut)
 	if err != nil {
@@ -69,29 +56,14 @@ func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, e
 }
 
 func (a *applier) putSnapshot(sessionID string, snap *sessionv1.Snapshot) (persistence.Result, error) {
-	created, err := persistence.StoredNanos("created_at", snap.GetCreatedAt())
-	if err != nil {
-		return persistence.Result{}, persistence.Of("snapshot of session", sessionID, err)
+	args, err := sqlstore.SnapshotArgs(sessionID, snap)
+	if err == nil {
+		_, err = a.exec(putSnapshotSQL, args...)
 	}
-	data := snap.GetData()
-	if data == nil {
-		data = []byte{}
-	}
-	_, err = a.exec(`INSERT INTO session_snapshots (session_id, sequence, data, created_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (session_id) DO UPDATE SET sequence = excluded.sequence, data = excluded.data, created_at = excluded.created_at`,
-		sessionID, snap.GetSequence(), data, created)
 	return persistence.Result{}, err
 }
 
-// expiryArgs is UpdateSession's expiry change for the update statement:
-// whether to set it, and to what (0 clears it).
-func expiryArgs(c *persistence.UpdateSession) (bool, int64, error) {
-	if !c.SetExpiry || c.ExpiresAt.IsZero() {
-		return c.SetExpiry, 0, nil
-	}
-	n, err := persistence.StoredTimeNanos("expires_at", c.ExpiresAt)
-	return true, n, persistence.Of("session", c.SessionID, err)
-}
+var putSnapshotSQL = sqlstore.Rebind(dialect{}, sqlstore.PutSnapshotSQL)
 
 // ListMessagesWhere filters on the event time (the client's, else
 // created_at); with Last it reads the session's tail backwards and

@@ -9,13 +9,12 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
 
 const (
-	insertSessionSQL = `INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json,
-	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at,
-	state_json, client_key, expires_at, first_sequence)
+	insertSessionSQL = `INSERT INTO sessions (` + sqlstore.SessionColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 	ON CONFLICT (session_id) DO NOTHING`
 	// Messages go in one statement per turn (or import), as arrays. For
@@ -29,8 +28,6 @@ const (
 	insertMessagesSQL = `INSERT INTO session_messages (session_id, sequence, message_id, role, content,
 	metadata_json, created_at, event_at)
 	SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $E::bigint[])`
-	upsertLinkSQL = `INSERT INTO session_links (session_id, plan_id, phase, state) VALUES ($1, $2, $3, $4)
-	ON CONFLICT (session_id, plan_id) DO UPDATE SET phase = excluded.phase, state = excluded.state`
 )
 
 // messageRows is a turn's (or an import's) messages as column arrays.
@@ -53,7 +50,7 @@ func newMessageRows(ms []*sessionv1.Message, first int64) (*messageRows, error) 
 		r.ids = append(r.ids, m.MessageId)
 		r.roles = append(r.roles, int64(m.Role))
 		r.contents = append(r.contents, m.Content)
-		r.metas = append(r.metas, orEmptyObject(m.MetadataJson))
+		r.metas = append(r.metas, sqlstore.OrEmptyObject(m.MetadataJson))
 		r.created = append(r.created, created)
 		r.events = append(r.events, persistence.EventNanos(m))
 	}
@@ -65,41 +62,19 @@ func (r *messageRows) args(sessionID string) []any {
 }
 
 func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Result, error) {
-	s := c.Session
-	if s == nil || s.GetSessionId() == "" {
-		return persistence.Result{}, errs.InvalidArgument("create session: no session id")
-	}
-	rows, err := newMessageRows(c.Messages, 0)
+	row, err := sqlstore.NewSessionRow(c)
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	times, err := persistence.SessionNanos(s)
+	s := c.Session
+	rows, err := newMessageRows(c.Messages, row.First)
 	if err != nil {
 		return persistence.Result{}, err
 	}
 	if err := a.fence(persistence.OwnerSession, s.SessionId, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
-	state := s.GetState()
-	if state == sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {
-		state = sessionv1.SessionState_SESSION_STATE_ACTIVE
-	}
-	expires, err := persistence.ExpiryNanos(s)
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	first := s.GetFirstSequence()
-	if first < 0 {
-		return persistence.Result{}, errs.InvalidArgument("create session %s: first_sequence %d is negative", s.SessionId, first)
-	}
-	for i := range rows.seq {
-		rows.seq[i] += first
-	}
-	tu := s.GetTokenUsage()
-	tag, err := a.exec(insertSessionSQL, s.SessionId, s.ActorName, s.Namespace, s.Automation,
-		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		first+int64(len(c.Messages)), times[0], times[1], times[2],
-		orEmptyObject(c.State), s.GetClientKey(), expires, first)
+	tag, err := a.exec(insertSessionSQL, row.Args...)
 	if err != nil {
 		if uniqueViolation(err) == "sessions_by_client_key" {
 			return persistence.Result{}, persistence.ClientKeyTaken(s.GetNamespace(), s.GetClientKey())
@@ -116,7 +91,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	if err := a.writeScopes(scopes, times[1]); err != nil {
+	if err := a.writeScopes(scopes, row.UpdatedAt); err != nil {
 		return persistence.Result{}, err
 	}
 	if c.Snapshot != nil {
@@ -140,16 +115,19 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{NextSequence: first + int64(len(c.Messages))}, nil
+	return persistence.Result{NextSequence: row.Next}, nil
 }
 
-var createMessagesSQL = strings.Replace(insertMessagesSQL, "$E", "$8", 1)
+var (
+	createMessagesSQL = strings.Replace(insertMessagesSQL, "$E", "$8", 1)
+	upsertLinkSQL     = sqlstore.Rebind(dialect{}, sqlstore.UpsertLinkSQL)
+)
 
 func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
-	if l.GetPlanId() == "" {
-		return errs.InvalidArgument("session %s: linked plan has no plan_id", sessionID)
+	args, err := sqlstore.LinkArgs(sessionID, l)
+	if err == nil {
+		_, err = a.exec(upsertLinkSQL, args...)
 	}
-	_, err := a.exec(upsertLinkSQL, sessionID, l.PlanId, l.Phase, l.State)
 	return err
 }
 
@@ -366,25 +344,14 @@ const updateSessionSQL = `UPDATE sessions SET
 	AND ($4::bigint = 0 OR output_tokens <= $8::bigint - $4::bigint)
 	AND ($5::double precision = 0 OR cost / 2 + $5::double precision / 2 <= $9::double precision / 2)`
 
+// updateSessionArgs are updateSessionSQL's values: sqlstore.UpdateArgs'
+// and the expiry change.
 func updateSessionArgs(c *persistence.UpdateSession) ([]any, error) {
-	closedAt, err := persistence.StoredTimeNanos("closed_at", c.ClosedAt)
-	if err != nil {
-		return nil, persistence.Of("session", c.SessionID, err)
-	}
-	updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
-	if err != nil {
-		return nil, persistence.Of("session", c.SessionID, err)
-	}
-	tu := c.TokenDelta
-	if err := persistence.CheckTokenDelta(tu); err != nil {
-		return nil, err
-	}
-	setExp, exp, err := expiryArgs(c)
+	args, setExpiry, expiresAt, err := sqlstore.UpdateArgs(c)
 	if err != nil {
 		return nil, err
 	}
-	return []any{int64(c.State), closedAt, tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		updatedAt, c.SessionID, int64(persistence.MaxTokenTotal), persistence.MaxCostTotal, setExp, exp}, nil
+	return append(args, setExpiry, expiresAt), nil
 }
 
 func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Result, error) {

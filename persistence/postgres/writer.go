@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 // maxAttempts bounds how often Apply runs a transaction that did not
@@ -98,6 +99,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		return finished, err
 	}
 	a := &applier{ctx: ctx, buffered: !savepoints}
+	a.Savepoints = sqlstore.NewSavepoints(a.execStatement, "ROLLBACK TO SAVEPOINT cmd")
 	var owners ownerLocks
 	if !s.unordered {
 		owners = batchOwners(batch)

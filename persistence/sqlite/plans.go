@@ -7,6 +7,7 @@ import (
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
@@ -90,7 +91,7 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 			return persistence.Result{}, persistence.Of("error record", r.RecordId, err)
 		}
 		err = a.statement(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
-			r.Message, r.Tool, r.ActorName, r.StackSummary, orEmptyObject(r.AttributesJson), int64(r.Category),
+			r.Message, r.Tool, r.ActorName, r.StackSummary, sqlstore.OrEmptyObject(r.AttributesJson), int64(r.Category),
 			boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
 			r.RecoveryHint, r.RecoveryCommand, recorded)
 		if err != nil {

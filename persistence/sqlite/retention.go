@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -26,21 +24,9 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 	if err := a.requireSession(c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
-	at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+	cut, at, err := sqlstore.TruncateCut(txDB{a: a}, c)
 	if err != nil {
-		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
-	}
-	cut := c.Through
-	if c.Limit > 0 {
-		var s int64
-		err := a.queryRow(`SELECT sequence FROM session_messages WHERE session_id = ? AND sequence <= ?
-			ORDER BY sequence LIMIT 1 OFFSET ?`, c.SessionID, c.Through, c.Limit-1).Scan(&s)
-		switch {
-		case err == nil:
-			cut = s
-		case !errors.Is(err, sql.ErrNoRows):
-			return persistence.Result{}, err
-		}
+		return persistence.Result{}, err
 	}
 	removed, err := a.deleteMessages(`session_id = ? AND sequence <= ?`, c.SessionID, cut)
 	if err != nil {
@@ -69,34 +55,11 @@ func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, e
 		n, err := rowsAffected(del)
 		return persistence.Result{Removed: n}, err
 	}
-	created, err := persistence.StoredNanos("created_at", c.Snapshot.GetCreatedAt())
-	if err != nil {
-		return persistence.Result{}, persistence.Of("snapshot of session", c.SessionID, err)
+	args, err := sqlstore.SnapshotArgs(c.SessionID, c.Snapshot)
+	if err == nil {
+		_, err = a.exec(sqlstore.PutSnapshotSQL, args...)
 	}
-	data := c.Snapshot.GetData()
-	if data == nil {
-		data = []byte{}
-	}
-	_, err = a.exec(`INSERT INTO session_snapshots (session_id, sequence, data, created_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (session_id) DO UPDATE SET sequence = excluded.sequence, data = excluded.data, created_at = excluded.created_at`,
-		c.SessionID, c.Snapshot.GetSequence(), data, created)
 	return persistence.Result{}, err
-}
-
-// setExpiry is UpdateSession's expiry change.
-func (a *applier) setExpiry(c *persistence.UpdateSession) error {
-	if !c.SetExpiry {
-		return nil
-	}
-	var n int64
-	if !c.ExpiresAt.IsZero() {
-		var err error
-		if n, err = persistence.StoredTimeNanos("expires_at", c.ExpiresAt); err != nil {
-			return persistence.Of("session", c.SessionID, err)
-		}
-	}
-	_, err := a.exec(`UPDATE sessions SET expires_at = ? WHERE session_id = ?`, n, c.SessionID)
-	return err
 }
 
 // ListMessagesWhere filters on the event time (the client's, else

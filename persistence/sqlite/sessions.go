@@ -7,13 +7,12 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 const (
-	insertSessionSQL = `INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json,
-	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at,
-	state_json, client_key, expires_at, first_sequence)
+	insertSessionSQL = `INSERT INTO sessions (` + sqlstore.SessionColumns + `)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// Messages are written to message_rows, pending (indexed = 0) or
 	// settled (1) as the transaction's shape says (pendingLayout): the
@@ -27,51 +26,22 @@ const (
 	// turns are found without a lookup per message. A taken sequence still
 	// fails.
 	appendMessageSQL = insertMessageSQL + ` ON CONFLICT (message_id, session_id) DO NOTHING`
-	upsertLinkSQL    = `INSERT INTO session_links (session_id, plan_id, phase, state) VALUES (?, ?, ?, ?)
-	ON CONFLICT (session_id, plan_id) DO UPDATE SET phase = excluded.phase, state = excluded.state`
 )
 
-func orEmptyObject(s string) string {
-	if s == "" {
-		return "{}"
-	}
-	return s
-}
-
 func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Result, error) {
+	row, err := sqlstore.NewSessionRow(c)
+	if err != nil {
+		return persistence.Result{}, err
+	}
 	s := c.Session
-	if s == nil || s.GetSessionId() == "" {
-		return persistence.Result{}, errs.InvalidArgument("create session: no session id")
-	}
-	state := s.GetState()
-	if state == sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {
-		state = sessionv1.SessionState_SESSION_STATE_ACTIVE
-	}
-	times, err := persistence.SessionNanos(s)
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	expires, err := persistence.ExpiryNanos(s)
-	if err != nil {
-		return persistence.Result{}, err
-	}
-	first := s.GetFirstSequence()
-	if first < 0 {
-		return persistence.Result{}, errs.InvalidArgument("create session %s: first_sequence %d is negative", s.SessionId, first)
-	}
 	scopes, err := a.scopeStates(c.Scopes)
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	tu := s.GetTokenUsage()
 	// Through a.insert: the row's 17 arguments are bound in one cgo
 	// crossing, not one each through database/sql (issue 17: a create's
 	// cost).
-	err = a.insert(insertSessionSQL, []any{s.SessionId, s.ActorName, s.Namespace, s.Automation,
-		orEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		first + int64(len(c.Messages)), times[0], times[1], times[2],
-		orEmptyObject(c.State), s.GetClientKey(), expires, first})
-	if err != nil {
+	if err := a.insert(insertSessionSQL, row.Args); err != nil {
 		if constraint(err) == sqlite3.ErrConstraintPrimaryKey || constraint(err) == sqlite3.ErrConstraintUnique {
 			if a.sessionExists(s.SessionId) {
 				return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
@@ -80,7 +50,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 		}
 		return persistence.Result{}, err
 	}
-	if err := a.writeScopes(scopes, times[1]); err != nil {
+	if err := a.writeScopes(scopes, row.UpdatedAt); err != nil {
 		return persistence.Result{}, err
 	}
 	if c.Snapshot != nil {
@@ -89,12 +59,9 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 		}
 	}
 	for i, m := range c.Messages {
-		created, err := persistence.MessageNanos(m)
-		if err != nil {
-			return persistence.Result{}, err
-		}
-		_, err = a.exec(insertMessageSQL, s.SessionId, first+int64(i), m.MessageId, int64(m.Role), m.Content,
-			orEmptyObject(m.MetadataJson), created, persistence.EventNanos(m), a.indexed())
+		created, _ := persistence.MessageNanos(m) // checked by NewSessionRow
+		_, err = a.exec(insertMessageSQL, s.SessionId, row.First+int64(i), m.MessageId, int64(m.Role), m.Content,
+			sqlstore.OrEmptyObject(m.MetadataJson), created, persistence.EventNanos(m), a.indexed())
 		a.inserted(1)
 		if err != nil {
 			if c := constraint(err); c == sqlite3.ErrConstraintUnique || c == sqlite3.ErrConstraintPrimaryKey {
@@ -111,7 +78,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{NextSequence: first + int64(len(c.Messages))}, nil
+	return persistence.Result{NextSequence: row.Next}, nil
 }
 
 // sessionExists tells a taken session id from a taken client key.
@@ -121,10 +88,10 @@ func (a *applier) sessionExists(id string) bool {
 }
 
 func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
-	if l.GetPlanId() == "" {
-		return errs.InvalidArgument("session %s: linked plan has no plan_id", sessionID)
+	args, err := sqlstore.LinkArgs(sessionID, l)
+	if err == nil {
+		_, err = a.exec(sqlstore.UpsertLinkSQL, args...)
 	}
-	_, err := a.exec(upsertLinkSQL, sessionID, l.PlanId, l.Phase, l.State)
 	return err
 }
 
@@ -243,7 +210,7 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 		if err != nil {
 			return persistence.TurnResult{Err: err}, 0, nil
 		}
-		meta := orEmptyObject(m.MetadataJson)
+		meta := sqlstore.OrEmptyObject(m.MetadataJson)
 		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created,
 			persistence.EventNanos(m), a.indexed())
 		if err != nil {
@@ -313,16 +280,8 @@ func (a *applier) storedMessage(sessionID, messageID string) (*sessionv1.Message
 }
 
 func (a *applier) UpdateSession(c *persistence.UpdateSession) (persistence.Result, error) {
-	closedAt, err := persistence.StoredTimeNanos("closed_at", c.ClosedAt)
+	args, setExpiry, expiresAt, err := sqlstore.UpdateArgs(c)
 	if err != nil {
-		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
-	}
-	updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
-	if err != nil {
-		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
-	}
-	tu := c.TokenDelta
-	if err := persistence.CheckTokenDelta(tu); err != nil {
 		return persistence.Result{}, err
 	}
 	// The sums are checked before they are made: SQLite would turn an
@@ -338,9 +297,7 @@ func (a *applier) UpdateSession(c *persistence.UpdateSession) (persistence.Resul
 		WHERE session_id = ?7
 		AND (?3 = 0 OR input_tokens <= ?8 - ?3)
 		AND (?4 = 0 OR output_tokens <= ?8 - ?4)
-		AND (?5 = 0 OR cost / 2 + ?5 / 2 <= ?9 / 2)`,
-		int64(c.State), closedAt, tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		updatedAt, c.SessionID, int64(persistence.MaxTokenTotal), persistence.MaxCostTotal)
+		AND (?5 = 0 OR cost / 2 + ?5 / 2 <= ?9 / 2)`, args...)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -362,8 +319,10 @@ func (a *applier) UpdateSession(c *persistence.UpdateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 	}
-	if err := a.setExpiry(c); err != nil {
-		return persistence.Result{}, err
+	if setExpiry {
+		if _, err := a.exec(`UPDATE sessions SET expires_at = ? WHERE session_id = ?`, expiresAt, c.SessionID); err != nil {
+			return persistence.Result{}, err
+		}
 	}
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err

@@ -11,6 +11,7 @@ import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 // writer is the Store's sole persistence.Writer. All its state lives on the
@@ -68,6 +69,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	bufs := statementBufs.Get().(*argBufs)
 	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, args: bufs.args, nvs: bufs.nvs,
 		pendingRows: pendingLayout(batch)}
+	a.Savepoints = sqlstore.NewSavepoints(a.execStatement, "ROLLBACK TO cmd; RELEASE cmd")
 	defer func() {
 		// Both are cleared after each statement, so they hold no values.
 		bufs.args, bufs.nvs = a.args[:0], a.nvs[:0]
@@ -215,6 +217,9 @@ var statementBufs = sync.Pool{New: func() any { return &argBufs{} }}
 // applier carries one transaction; tail is its view of the audit chain
 // (persistence.ChainTail: positions, hashes, unassigning on rollback).
 type applier struct {
+	// Savepoints are the savepoint steps of persistence.Attempt; SQLite's
+	// rollback also ends the savepoint.
+	sqlstore.Savepoints
 	ctx  context.Context
 	tx   *sql.Tx
 	tail persistence.ChainTail
@@ -316,18 +321,10 @@ func (a *applier) Command(cmd persistence.Command) (persistence.Result, error) {
 	return a.dispatch(cmd)
 }
 
-func (a *applier) Savepoint() error {
-	_, err := a.tx.ExecContext(a.ctx, "SAVEPOINT cmd")
-	return err
-}
-
-func (a *applier) RollbackToSavepoint() error {
-	_, err := a.tx.ExecContext(a.ctx, "ROLLBACK TO cmd; RELEASE cmd")
-	return err
-}
-
-func (a *applier) ReleaseSavepoint() error {
-	_, err := a.tx.ExecContext(a.ctx, "RELEASE cmd")
+// execStatement runs one statement of the transaction's own (a savepoint
+// step).
+func (a *applier) execStatement(stmt string) error {
+	_, err := a.tx.ExecContext(a.ctx, stmt)
 	return err
 }
 
