@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
@@ -107,15 +108,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 	}
-	for _, l := range s.LinkedPlans {
-		if err := a.link(s.SessionId, l); err != nil {
-			return persistence.Result{}, err
-		}
-	}
-	if err := a.audit(c.Audit); err != nil {
-		return persistence.Result{}, err
-	}
-	return persistence.Result{NextSequence: row.Next}, nil
+	return sqlstore.Created(a, c, row)
 }
 
 var (
@@ -123,7 +116,11 @@ var (
 	upsertLinkSQL     = sqlstore.Rebind(dialect{}, sqlstore.UpsertLinkSQL)
 )
 
-func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
+// Audit is audit, for sqlstore.Tx.
+func (a *applier) Audit(entries []*auditv1.AuditEntry) error { return a.audit(entries) }
+
+// Link upserts a session's link to a plan.
+func (a *applier) Link(sessionID string, l *sessionv1.LinkedPlan) error {
 	args, err := sqlstore.LinkArgs(sessionID, l)
 	if err == nil {
 		_, err = a.exec(upsertLinkSQL, args...)
@@ -367,18 +364,10 @@ func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	if tag.RowsAffected() == 0 {
-		var one int
-		err := a.queryRow(`SELECT 1 FROM sessions WHERE session_id = $1`, []any{c.SessionID}, &one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
-		}
-		if err != nil {
-			return persistence.Result{}, err
-		}
-		return persistence.Result{}, persistence.TokenOverflow(c.SessionID)
+		return persistence.Result{}, sqlstore.UpdateMissed(txDB{a: a}, c.SessionID)
 	}
 	if c.LinkPlan != nil {
-		if err := a.link(c.SessionID, c.LinkPlan); err != nil {
+		if err := a.Link(c.SessionID, c.LinkPlan); err != nil {
 			return persistence.Result{}, err
 		}
 	}

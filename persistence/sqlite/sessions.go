@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
@@ -70,15 +71,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 	}
-	for _, l := range s.LinkedPlans {
-		if err := a.link(s.SessionId, l); err != nil {
-			return persistence.Result{}, err
-		}
-	}
-	if err := a.audit(c.Audit); err != nil {
-		return persistence.Result{}, err
-	}
-	return persistence.Result{NextSequence: row.Next}, nil
+	return sqlstore.Created(a, c, row)
 }
 
 // sessionExists tells a taken session id from a taken client key.
@@ -87,7 +80,11 @@ func (a *applier) sessionExists(id string) bool {
 	return a.queryRow(`SELECT 1 FROM sessions WHERE session_id = ?`, id).Scan(&one) == nil
 }
 
-func (a *applier) link(sessionID string, l *sessionv1.LinkedPlan) error {
+// Audit is audit, for sqlstore.Tx.
+func (a *applier) Audit(entries []*auditv1.AuditEntry) error { return a.audit(entries) }
+
+// Link upserts a session's link to a plan.
+func (a *applier) Link(sessionID string, l *sessionv1.LinkedPlan) error {
 	args, err := sqlstore.LinkArgs(sessionID, l)
 	if err == nil {
 		_, err = a.exec(sqlstore.UpsertLinkSQL, args...)
@@ -304,18 +301,10 @@ func (a *applier) UpdateSession(c *persistence.UpdateSession) (persistence.Resul
 	if n, err := rowsAffected(res); err != nil {
 		return persistence.Result{}, err
 	} else if n == 0 {
-		var one int
-		err := a.queryRow(`SELECT 1 FROM sessions WHERE session_id = ?`, c.SessionID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
-		}
-		if err != nil {
-			return persistence.Result{}, err
-		}
-		return persistence.Result{}, persistence.TokenOverflow(c.SessionID)
+		return persistence.Result{}, sqlstore.UpdateMissed(txDB{a: a}, c.SessionID)
 	}
 	if c.LinkPlan != nil {
-		if err := a.link(c.SessionID, c.LinkPlan); err != nil {
+		if err := a.Link(c.SessionID, c.LinkPlan); err != nil {
 			return persistence.Result{}, err
 		}
 	}

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
@@ -148,4 +149,42 @@ func TruncateCut(tx DB, c *persistence.TruncateSession) (cut, updatedAt int64, e
 		return cut, updatedAt, nil
 	}
 	return 0, 0, err
+}
+
+// Tx is what the shared steps of a command need of a store's writer
+// transaction.
+type Tx interface {
+	// Link upserts a session's link to a plan (LinkArgs checks it).
+	Link(sessionID string, l *sessionv1.LinkedPlan) error
+	// Audit chains and stores audit entries (queued or at once).
+	Audit(entries []*auditv1.AuditEntry) error
+}
+
+// Created is the last steps of a CreateSession, once its row and messages
+// are written: the session's links, then its audit entries.
+func Created(tx Tx, c *persistence.CreateSession, row *SessionRow) (persistence.Result, error) {
+	for _, l := range c.Session.LinkedPlans {
+		if err := tx.Link(c.Session.SessionId, l); err != nil {
+			return persistence.Result{}, err
+		}
+	}
+	if err := tx.Audit(c.Audit); err != nil {
+		return persistence.Result{}, err
+	}
+	return persistence.Result{NextSequence: row.Next}, nil
+}
+
+// UpdateMissed explains an UpdateSession whose update matched no row: the
+// session does not exist (NOT_FOUND), or one of its totals would overflow
+// (persistence.TokenOverflow). tx is the writer's transaction.
+func UpdateMissed(tx DB, sessionID string) error {
+	var one int
+	err := tx.QueryRow(context.Background(), Rebind(tx, `SELECT 1 FROM sessions WHERE session_id = ?`), []any{sessionID}, []any{&one})
+	switch {
+	case tx.NoRows(err):
+		return errs.NotFound("session %s not found", sessionID)
+	case err != nil:
+		return err
+	}
+	return persistence.TokenOverflow(sessionID)
 }

@@ -41,21 +41,28 @@ func RecordClientAudit(tx DB, c *persistence.RecordClientAudit, flush func() err
 func StoredAudit(ctx context.Context, db DB, ids []string) (map[string]*auditv1.AuditEntry, error) {
 	stored := make(map[string]*auditv1.AuditEntry)
 	row := newAuditRow()
+	err := lookup(ctx, db, "SELECT "+AuditColumns+" FROM audit_log", "event_id", ids, row.dest, func() error {
+		stored[row.e.EventId] = row.entry()
+		return nil
+	})
+	return stored, err
+}
+
+// lookup runs selectFrom for the rows whose column is one of ids, a
+// chunk of them at a time where the dialect has no arrays, scanning each
+// row into dest and calling each.
+func lookup(ctx context.Context, db DB, selectFrom, column string, ids []string, dest []any, each func() error) error {
 	for len(ids) > 0 {
 		n := len(ids)
 		if !db.Arrays() {
 			n = min(n, lookupChunk)
 		}
 		w := NewWhere(db)
-		w.In("event_id", ids[:n])
+		w.In(column, ids[:n])
 		ids = ids[n:]
-		err := db.Query(ctx, "SELECT "+AuditColumns+" FROM audit_log"+w.Clause(), w.Args(), row.dest, func() error {
-			stored[row.e.EventId] = row.entry()
-			return nil
-		})
-		if err != nil {
-			return nil, err
+		if err := db.Query(ctx, selectFrom+w.Clause(), w.Args(), dest, each); err != nil {
+			return err
 		}
 	}
-	return stored, nil
+	return nil
 }
