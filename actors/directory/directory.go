@@ -11,6 +11,26 @@ import (
 // DefaultIdleTimeout is how long an owner stays alive without messages.
 const DefaultIdleTimeout = 5 * time.Minute
 
+// DefaultAskTimeout is how long an owner service's façade waits for an
+// answer by default.
+const DefaultAskTimeout = 30 * time.Second
+
+// ServiceDefaults fills in the settings every owner service's Config
+// shares: the idle timeout (0: DefaultIdleTimeout; negative stays, never
+// idle), the ask timeout (not positive: DefaultAskTimeout) and the
+// directory's name ("": name).
+func ServiceDefaults(idle, ask *time.Duration, dirName *string, name string) {
+	if *idle == 0 {
+		*idle = DefaultIdleTimeout
+	}
+	if *ask <= 0 {
+		*ask = DefaultAskTimeout
+	}
+	if *dirName == "" {
+		*dirName = name
+	}
+}
+
 // Config describes one kind of owner.
 type Config struct {
 	// Kind names the owners ("session", "plan") in errors.
