@@ -1,7 +1,8 @@
 // Package persistence is the storage contract of agentstate: the write
 // commands the audit actor applies, the reads everyone else may run, and the
-// errors each returns. Implementations live in sub-packages (sqlite); every
-// implementation must pass the conformance harness in storetest.
+// errors each returns. Implementations live in sub-packages (sqlite,
+// postgres), which share what their dialects do alike through sqlstore;
+// every implementation must pass the conformance harness in storetest.
 //
 // Ownership. A Store has exactly one Writer at a time. In agentstate the
 // audit actor holds it for the life of the process and is therefore the only
