@@ -91,6 +91,12 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 		WHERE upto <= $5 OR sequence = (SELECT min(sequence) FROM session_messages WHERE session_id = $1 AND sequence >= $2)
 		ORDER BY sequence`,
 		sessionID, from, persistence.ClampLimit(limit), persistence.MessageOverhead, persistence.MaxPageBytes, int64(persistence.SessionStateStaged))
+	return messages(rows, err, sessionID)
+}
+
+// messages reads the rows of a message query (its page, in sequence
+// order).
+func messages(rows pgx.Rows, err error, sessionID string) ([]*sessionv1.Message, error) {
 	if err != nil {
 		return nil, storeErr("list messages", err)
 	}

@@ -6,7 +6,6 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlstore"
-	"github.com/jackc/pgx/v5"
 )
 
 // TruncateSession removes the lowest messages through c.Through, at most
@@ -86,20 +85,5 @@ func (r *reader) ListMessagesWhere(ctx context.Context, f persistence.MessageFil
 		WHERE upto <= $5 OR n = 1
 		ORDER BY sequence`,
 		f.SessionID, f.From, limit, persistence.MessageOverhead, capBytes, int64(persistence.SessionStateStaged), after, before)
-	if err != nil {
-		return nil, storeErr("list messages", err)
-	}
-	var out []*sessionv1.Message
-	var m sessionv1.Message
-	var role, created, event int64
-	_, err = pgx.ForEachRow(rows, []any{&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event}, func() error {
-		out = append(out, &sessionv1.Message{SessionId: f.SessionID, Sequence: m.Sequence, MessageId: m.MessageId,
-			Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: persistence.Stamp(created),
-			EventTime: persistence.Stamp(event)})
-		return nil
-	})
-	if err != nil {
-		return nil, storeErr("list messages", err)
-	}
-	return out, nil
+	return messages(rows, err, f.SessionID)
 }

@@ -130,13 +130,19 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 		AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?2 AND state = ?5)
 		ORDER BY sequence LIMIT ?4`,
 		persistence.MessageOverhead, sessionID, from, persistence.ClampLimit(limit), int64(persistence.SessionStateStaged))
+	return page(rows, err, sessionID, true)
+}
+
+// page reads the rows of a message query (each row's size first, then the
+// message's columns). SQLite steps the statement row by row, so stopping
+// at the byte cap (when capped) reads no further row; the sizes are taken
+// before the values are. A page has at least its first message.
+func page(rows *sql.Rows, err error, sessionID string, capped bool) ([]*sessionv1.Message, error) {
 	if err != nil {
 		return nil, storeErr("list messages", err)
 	}
 	defer rows.Close()
 	var out []*sessionv1.Message
-	// SQLite steps the statement row by row, so stopping here at the byte
-	// cap reads no further row; the sizes are taken before the values are.
 	bytes := 0
 	for rows.Next() {
 		m := &sessionv1.Message{SessionId: sessionID}
@@ -144,7 +150,7 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 		if err := rows.Scan(&size, &m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event); err != nil {
 			return nil, storeErr("list messages", err)
 		}
-		if bytes += int(size); len(out) > 0 && bytes > persistence.MaxPageBytes {
+		if bytes += int(size); capped && len(out) > 0 && bytes > persistence.MaxPageBytes {
 			break
 		}
 		m.Role, m.CreatedAt, m.EventTime = sessionv1.Role(role), persistence.Stamp(created), persistence.Stamp(event)

@@ -78,26 +78,9 @@ func (r *reader) ListMessagesWhere(ctx context.Context, f persistence.MessageFil
 		AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?2 AND state = ?7)
 		ORDER BY sequence `+order+` LIMIT ?6`,
 		persistence.MessageOverhead, f.SessionID, f.From, after, before, limit, int64(persistence.SessionStateStaged))
+	out, err := page(rows, err, f.SessionID, f.Last <= 0)
 	if err != nil {
-		return nil, storeErr("list messages", err)
-	}
-	defer rows.Close()
-	var out []*sessionv1.Message
-	bytes := 0
-	for rows.Next() {
-		m := &sessionv1.Message{SessionId: f.SessionID}
-		var role, created, event, size int64
-		if err := rows.Scan(&size, &m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event); err != nil {
-			return nil, storeErr("list messages", err)
-		}
-		if bytes += int(size); f.Last <= 0 && len(out) > 0 && bytes > persistence.MaxPageBytes {
-			break
-		}
-		m.Role, m.CreatedAt, m.EventTime = sessionv1.Role(role), persistence.Stamp(created), persistence.Stamp(event)
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, storeErr("list messages", err)
+		return nil, err
 	}
 	if f.Last > 0 {
 		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
