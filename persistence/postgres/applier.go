@@ -106,9 +106,9 @@ func (a *applier) Command(cmd persistence.Command) (persistence.Result, error) {
 	return res, err
 }
 
-// execStatement runs one statement of the transaction's own (a savepoint
+// ExecStatement runs one statement of the transaction's own (a savepoint
 // step).
-func (a *applier) execStatement(stmt string) error {
+func (a *applier) ExecStatement(stmt string) error {
 	_, err := a.tx.Exec(a.ctx, stmt)
 	return err
 }

@@ -63,7 +63,7 @@ func (r *messageRows) args(sessionID string) []any {
 }
 
 func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Result, error) {
-	row, err := sqlstore.NewSessionRow(c)
+	row, err := sqlstore.NewSessionRow(c, nil)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -108,7 +108,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 	}
-	return sqlstore.Created(a, c, row)
+	return sqlstore.Created(a, c, &row)
 }
 
 var (

@@ -99,7 +99,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		return finished, err
 	}
 	a := &applier{ctx: ctx, buffered: !savepoints}
-	a.Savepoints = sqlstore.NewSavepoints(a.execStatement, "ROLLBACK TO SAVEPOINT cmd")
+	a.Savepoints = sqlstore.NewSavepoints(a, "ROLLBACK TO SAVEPOINT cmd")
 	var owners ownerLocks
 	if !s.unordered {
 		owners = batchOwners(batch)

@@ -30,7 +30,9 @@ const (
 )
 
 func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Result, error) {
-	row, err := sqlstore.NewSessionRow(c)
+	// row.Args lives in a.args until the insert below: nothing between
+	// them runs a statement through a.args (scopeStates only queries).
+	row, err := sqlstore.NewSessionRow(c, a.args[:0])
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -42,7 +44,10 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	// Through a.insert: the row's 17 arguments are bound in one cgo
 	// crossing, not one each through database/sql (issue 17: a create's
 	// cost).
-	if err := a.insert(insertSessionSQL, row.Args); err != nil {
+	err = a.insert(insertSessionSQL, row.Args)
+	clear(row.Args)
+	a.args = row.Args[:0]
+	if err != nil {
 		if constraint(err) == sqlite3.ErrConstraintPrimaryKey || constraint(err) == sqlite3.ErrConstraintUnique {
 			if a.sessionExists(s.SessionId) {
 				return persistence.Result{}, errs.AlreadyExists("session %s exists", s.SessionId)
@@ -71,7 +76,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 	}
-	return sqlstore.Created(a, c, row)
+	return sqlstore.Created(a, c, &row)
 }
 
 // sessionExists tells a taken session id from a taken client key.

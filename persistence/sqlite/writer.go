@@ -69,7 +69,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	bufs := statementBufs.Get().(*argBufs)
 	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, args: bufs.args, nvs: bufs.nvs,
 		pendingRows: pendingLayout(batch)}
-	a.Savepoints = sqlstore.NewSavepoints(a.execStatement, "ROLLBACK TO cmd; RELEASE cmd")
+	a.Savepoints = sqlstore.NewSavepoints(a, "ROLLBACK TO cmd; RELEASE cmd")
 	defer func() {
 		// Both are cleared after each statement, so they hold no values.
 		bufs.args, bufs.nvs = a.args[:0], a.nvs[:0]
@@ -321,9 +321,9 @@ func (a *applier) Command(cmd persistence.Command) (persistence.Result, error) {
 	return a.dispatch(cmd)
 }
 
-// execStatement runs one statement of the transaction's own (a savepoint
+// ExecStatement runs one statement of the transaction's own (a savepoint
 // step).
-func (a *applier) execStatement(stmt string) error {
+func (a *applier) ExecStatement(stmt string) error {
 	_, err := a.tx.ExecContext(a.ctx, stmt)
 	return err
 }

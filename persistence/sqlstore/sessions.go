@@ -27,15 +27,16 @@ type SessionRow struct {
 // NewSessionRow checks a CreateSession's session and imported messages'
 // times and returns its row: the state ACTIVE unless set, the times and
 // expiry as stored, the messages numbered from first_sequence. Every error
-// is the command's own.
-func NewSessionRow(c *persistence.CreateSession) (*SessionRow, error) {
+// is the command's own. Args is appended to buf (a writer's reused
+// argument slice, or nil), so that a create allocates no slice for it.
+func NewSessionRow(c *persistence.CreateSession, buf []any) (SessionRow, error) {
 	s := c.Session
 	if s == nil || s.GetSessionId() == "" {
-		return nil, errs.InvalidArgument("create session: no session id")
+		return SessionRow{}, errs.InvalidArgument("create session: no session id")
 	}
 	for _, m := range c.Messages {
 		if _, err := persistence.MessageNanos(m); err != nil {
-			return nil, err
+			return SessionRow{}, err
 		}
 	}
 	state := s.GetState()
@@ -44,21 +45,21 @@ func NewSessionRow(c *persistence.CreateSession) (*SessionRow, error) {
 	}
 	times, err := persistence.SessionNanos(s)
 	if err != nil {
-		return nil, err
+		return SessionRow{}, err
 	}
 	expires, err := persistence.ExpiryNanos(s)
 	if err != nil {
-		return nil, err
+		return SessionRow{}, err
 	}
 	first := s.GetFirstSequence()
 	if first < 0 {
-		return nil, errs.InvalidArgument("create session %s: first_sequence %d is negative", s.SessionId, first)
+		return SessionRow{}, errs.InvalidArgument("create session %s: first_sequence %d is negative", s.SessionId, first)
 	}
 	next := first + int64(len(c.Messages))
 	tu := s.GetTokenUsage()
-	return &SessionRow{First: first, Next: next, UpdatedAt: times[1], Args: []any{s.SessionId, s.ActorName, s.Namespace, s.Automation,
+	return SessionRow{First: first, Next: next, UpdatedAt: times[1], Args: append(buf, s.SessionId, s.ActorName, s.Namespace, s.Automation,
 		OrEmptyObject(s.MetadataJson), int64(state), tu.GetInputTokens(), tu.GetOutputTokens(), tu.GetCost(),
-		next, times[0], times[1], times[2], OrEmptyObject(c.State), s.GetClientKey(), expires, first}}, nil
+		next, times[0], times[1], times[2], OrEmptyObject(c.State), s.GetClientKey(), expires, first)}, nil
 }
 
 // UpsertLinkSQL links a session to a plan (LinkArgs), or updates the link.

@@ -2,22 +2,27 @@ package sqlstore
 
 import "fmt"
 
-// Savepoints is the savepoint half of a persistence.Attempt for a
-// transaction whose statements exec runs; rollback is the dialect's
-// statement that rolls the command back to its savepoint.
+// StatementTx runs a statement of a transaction's own.
+type StatementTx interface {
+	ExecStatement(stmt string) error
+}
+
+// Savepoints is the savepoint half of a persistence.Attempt for the
+// transaction tx; rollback is the dialect's statement that rolls the
+// command back to its savepoint.
 type Savepoints struct {
-	exec     func(stmt string) error
+	tx       StatementTx
 	rollback string
 }
 
 // NewSavepoints returns the savepoint steps of a transaction.
-func NewSavepoints(exec func(stmt string) error, rollback string) Savepoints {
-	return Savepoints{exec: exec, rollback: rollback}
+func NewSavepoints(tx StatementTx, rollback string) Savepoints {
+	return Savepoints{tx: tx, rollback: rollback}
 }
 
-func (s Savepoints) Savepoint() error           { return s.exec("SAVEPOINT cmd") }
-func (s Savepoints) RollbackToSavepoint() error { return s.exec(s.rollback) }
-func (s Savepoints) ReleaseSavepoint() error    { return s.exec("RELEASE SAVEPOINT cmd") }
+func (s Savepoints) Savepoint() error           { return s.tx.ExecStatement("SAVEPOINT cmd") }
+func (s Savepoints) RollbackToSavepoint() error { return s.tx.ExecStatement(s.rollback) }
+func (s Savepoints) ReleaseSavepoint() error    { return s.tx.ExecStatement("RELEASE SAVEPOINT cmd") }
 
 // Migrate brings a schema at version to len(migrations), inside the
 // caller's transaction: run applies one migration's statements, record
