@@ -1,8 +1,9 @@
 // Package persistence is the storage contract of agentstate: the write
 // commands the writer (actors/writer) applies, the reads everyone else may
 // run, and the errors each returns. Implementations live in sub-packages
-// (sqlite, postgres); every implementation must pass the conformance
-// harness in storetest.
+// (sqlite, postgres), which share what their dialects do alike through
+// sqlstore; every implementation must pass the conformance harness in
+// storetest.
 //
 // Commands. Each says what it writes through Command.Touches (touch.go):
 // the session, the plan, the audit chain; the writer, the feed hub and the

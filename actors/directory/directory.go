@@ -20,6 +20,29 @@ const DefaultIdleTimeout = 5 * time.Minute
 // 1,000,000 sessions within 2× of one after 10,000 (docs/BENCHMARKS.md).
 const DefaultMaxOwners = 20_000
 
+// DefaultAskTimeout is how long an owner service's façade waits for an
+// answer by default.
+const DefaultAskTimeout = 30 * time.Second
+
+// ServiceDefaults fills in the settings every owner service's Config
+// shares: the idle timeout (0: DefaultIdleTimeout; negative stays, never
+// idle), the ask timeout (not positive: DefaultAskTimeout), the most live
+// owners (0: DefaultMaxOwners) and the directory's name ("": name).
+func ServiceDefaults(idle, ask *time.Duration, maxLive *int, dirName *string, name string) {
+	if *idle == 0 {
+		*idle = DefaultIdleTimeout
+	}
+	if *ask <= 0 {
+		*ask = DefaultAskTimeout
+	}
+	if *maxLive == 0 {
+		*maxLive = DefaultMaxOwners
+	}
+	if *dirName == "" {
+		*dirName = name
+	}
+}
+
 // Config describes one kind of owner.
 type Config struct {
 	// Kind names the owners ("session", "plan") in errors.

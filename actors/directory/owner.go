@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentstate/agentstate/actors/dispatch"
 	"github.com/agentstate/agentstate/actors/lifecycle"
 	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -45,15 +46,38 @@ type OwnerSpec struct {
 	// request arrived, with what waits and whether a write is in flight.
 	Arrived func(id string, waiting int, inFlight bool)
 
-	// Live counts live owners; Fenced counts fenced activations.
-	Live   LiveCount
-	Fenced atomic.Int64
+	// Live counts live owners; Activations counts the owners started,
+	// Fenced the activations that were fenced.
+	Live        LiveCount
+	Activations atomic.Int64
+	Fenced      atomic.Int64
+}
+
+// NewOwnerSpec returns the spec of the owners of kind, each made by
+// newDomain: they write through wr, passivate after idle, and serve bare
+// requests keyed by key (unkeyed ones by unkeyed), admitted against wr's
+// backlog for at most maxWait and refused with closing's error once it
+// reports one (the service is stopping).
+func NewOwnerSpec(kind string, wr *writer.Writer, idle, maxWait time.Duration, closing func() error,
+	key func(msg proto.Message) (string, bool, error), unkeyed func(c *Call), newDomain func(id string) Domain) *OwnerSpec {
+	return &OwnerSpec{Kind: kind, New: newDomain, Writer: wr.PID(), IdleTimeout: idle, Key: key, Unkeyed: unkeyed,
+		Admission: &Admission{Backlog: wr.Backlog(), MaxWait: maxWait, Closing: closing}}
 }
 
 // OwnerProps are the props of the owner of key, spawned and watched by
 // the directory dir.
 func (s *OwnerSpec) OwnerProps(key string, dir *actor.PID) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return &shell{spec: s, id: key, dir: dir} })
+}
+
+// DirectoryProps are the props of the directory of these owners (live
+// reaches them without its mailbox). The directory and its owners run on
+// the shared pool, where bursts keep grown stacks.
+func (s *OwnerSpec) DirectoryProps(live *LiveOwners, maxOwners int) *actor.Props {
+	return Props(Config{Kind: s.Kind, Key: s.Key, Unkeyed: s.Unkeyed, Admission: s.Admission, Live: live, MaxOwners: maxOwners,
+		Owner: func(key string, dir *actor.PID) *actor.Props {
+			return s.OwnerProps(key, dir).Configure(actor.WithDispatcher(dispatch.Shared()))
+		}}).Configure(actor.WithDispatcher(dispatch.Shared()))
 }
 
 // KindProps are the props of the owner as a cluster kind: it learns its
@@ -114,6 +138,7 @@ func (s *shell) start(ctx actor.Context) {
 	if s.k != nil {
 		return
 	}
+	s.spec.Activations.Add(1)
 	s.d = s.spec.New(s.id)
 	s.k = lifecycle.New(s.d)
 	if t := s.spec.IdleTimeout; t > 0 {

@@ -100,3 +100,13 @@ func Send(root *actor.RootContext, dir *actor.PID, live *LiveOwners, key string,
 type Router interface {
 	Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error)
 }
+
+// Answer is resp as T, the response an owner of kind gives to its
+// request; INTERNAL when it answered something else.
+func Answer[T proto.Message](kind string, resp proto.Message) (T, error) {
+	out, ok := resp.(T)
+	if !ok {
+		return out, errs.Internal("%s actor answered %T, want %T", kind, resp, out)
+	}
+	return out, nil
+}

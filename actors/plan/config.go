@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultAskTimeout bounds how long façade calls wait for an answer.
-const DefaultAskTimeout = 30 * time.Second
+const DefaultAskTimeout = directory.DefaultAskTimeout
 
 // Config tunes the plans service. The zero value is usable.
 type Config struct {
@@ -41,20 +41,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = directory.DefaultIdleTimeout
-	}
-	if c.MaxLive == 0 {
-		c.MaxLive = directory.DefaultMaxOwners
-	}
-	if c.AskTimeout <= 0 {
-		c.AskTimeout = DefaultAskTimeout
-	}
+	directory.ServiceDefaults(&c.IdleTimeout, &c.AskTimeout, &c.MaxLive, &c.Name, DirectoryName)
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if c.Name == "" {
-		c.Name = DirectoryName
 	}
 	return c
 }

@@ -7,4 +7,4 @@ import "context"
 func WaitNoActors(ctx context.Context, s *Service) error { return s.waitNoOwners(ctx) }
 
 // Activations counts plan owners started since Start.
-func Activations(s *Service) int64 { return s.env.activations.Load() }
+func Activations(s *Service) int64 { return s.env.owners.Activations.Load() }

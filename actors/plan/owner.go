@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/directory"
@@ -58,10 +57,9 @@ var _ lifecycle.Domain = (*owner)(nil)
 // env is what every owner of one Service shares; read-only after Start
 // except for the owner spec's counters.
 type env struct {
-	reader      persistence.Reader
-	cfg         Config
-	owners      directory.OwnerSpec
-	activations atomic.Int64 // owners started since Start
+	reader persistence.Reader
+	cfg    Config
+	owners *directory.OwnerSpec
 }
 
 func newOwner(planID string, e *env) *owner { return &owner{planID: planID, env: e} }

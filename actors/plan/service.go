@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/agentstate/agentstate/actors/directory"
-	"github.com/agentstate/agentstate/actors/dispatch"
 	"github.com/agentstate/agentstate/actors/writer"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -49,37 +48,10 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 	}
 	e := &env{reader: reader, cfg: cfg.withDefaults()}
 	s := &Service{root: sys.Root, env: e}
-	s.admit = &directory.Admission{Backlog: wr.Backlog(), MaxWait: e.cfg.AskTimeout, Closing: func() error {
-		if s.stopped.Load() {
-			return errStopped()
-		}
-		return nil
-	}}
-	e.owners = directory.OwnerSpec{
-		Kind: "plan",
-		New: func(id string) directory.Domain {
-			e.activations.Add(1)
-			return newOwner(id, e)
-		},
-		Writer:      wr.PID(),
-		IdleTimeout: e.cfg.IdleTimeout,
-		Key:         planKey,
-		Unkeyed:     s.serveRead,
-		Admission:   s.admit,
-	}
-	props := directory.Props(directory.Config{
-		Kind: "plan",
-		Key:  planKey,
-		Owner: func(key string, dir *actor.PID) *actor.Props {
-			// Owners run on the shared pool: grown stacks across bursts.
-			return e.owners.OwnerProps(key, dir).Configure(actor.WithDispatcher(dispatch.Shared()))
-		},
-		Unkeyed:   s.serveRead,
-		Admission: s.admit,
-		Live:      &s.live,
-		MaxOwners: e.cfg.MaxLive,
-	}).Configure(actor.WithDispatcher(dispatch.Shared()))
-	pid, err := sys.Root.SpawnNamed(props, e.cfg.Name)
+	e.owners = directory.NewOwnerSpec("plan", wr, e.cfg.IdleTimeout, e.cfg.AskTimeout, s.closed, planKey, s.serveRead,
+		func(id string) directory.Domain { return newOwner(id, e) })
+	s.admit = e.owners.Admission
+	pid, err := sys.Root.SpawnNamed(e.owners.DirectoryProps(&s.live, e.cfg.MaxLive), e.cfg.Name)
 	if err != nil {
 		return nil, errs.FailedPrecondition("spawning the plans directory: %v", err)
 	}
@@ -87,19 +59,21 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 	return s, nil
 }
 
+// closed is the error of a request the stopped service refuses.
+func (s *Service) closed() error {
+	if s.stopped.Load() {
+		return errStopped()
+	}
+	return nil
+}
+
 // planKey routes writes to the plan's owner. Reads are unkeyed: they need
 // no owner, because the reader sees every acknowledged write.
 func planKey(msg proto.Message) (string, bool, error) {
 	var id string
-	switch m := msg.(type) {
-	case *planv1.RecordErrorRequest:
-		id = m.GetPlanId()
-	case *planv1.SetPolicyRequest:
-		id = m.GetPlanId()
-	case *planv1.RecordSuccessRequest:
-		id = m.GetPlanId()
-	case *planv1.MergeErrorDetailsRequest:
-		id = m.GetPlanId()
+	switch msg.(type) {
+	case *planv1.RecordErrorRequest, *planv1.SetPolicyRequest, *planv1.RecordSuccessRequest, *planv1.MergeErrorDetailsRequest:
+		id = msg.(interface{ GetPlanId() string }).GetPlanId()
 	case *planv1.HistoryRequest, *planv1.ErrorDetailsRequest:
 		return "", false, nil
 	default:
@@ -124,6 +98,20 @@ func (s *Service) PassivateAll() {
 	s.root.Send(s.pid, &directory.PassivateAll{})
 	_ = s.waitNoOwners(ctx)
 }
+
+// ClusterProps are the props of the plan owner as a cluster kind (see
+// package placement and directory.OwnerSpec.KindProps): the same owner as
+// a directory's child, learning its plan id from *cluster.ClusterInit,
+// accepting bare planv1 requests from any sender (admitted like every
+// request, answered with the response or a *commonv1.Error), passivating
+// itself when idle, and moving out — its write in flight answered with its
+// real outcome — when the cluster poisons it.
+func (s *Service) ClusterProps() *actor.Props { return s.env.owners.KindProps() }
+
+// FencedActivations is how many plan activations found a newer one had
+// taken their plan (the store fenced their write; they answered
+// UNAVAILABLE and stopped).
+func (s *Service) FencedActivations() int64 { return s.env.owners.Fenced.Load() }
 
 // ActiveActors returns the number of live plan actors.
 func (s *Service) ActiveActors() int { return s.env.owners.Live.Count() }
@@ -247,11 +235,7 @@ func ask[R proto.Message](s *Service, ctx context.Context, req proto.Message) (R
 	if err != nil {
 		return zero, err
 	}
-	r, ok := resp.(R)
-	if !ok {
-		return zero, errs.Internal("plan actor answered %T to %T", resp, req)
-	}
-	return r, nil
+	return directory.Answer[R]("plan", resp)
 }
 
 // serveRead answers reads that reached the directory (remote senders).

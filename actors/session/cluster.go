@@ -5,7 +5,6 @@ import (
 
 	"github.com/agentstate/agentstate/actors/directory"
 	"github.com/agentstate/agentstate/messages/errs"
-	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -15,20 +14,6 @@ const ClusterKind = "session"
 
 // Router is the one router of every kind of owner (directory.Router).
 type Router = directory.Router
-
-// ClusterProps are the props of the session owner as a cluster kind (see
-// package placement and directory.OwnerSpec.KindProps): the same owner as
-// a directory's child, learning its session id from *cluster.ClusterInit,
-// accepting bare sessionv1 requests from any sender (admitted like every
-// request, answered with the response or a *commonv1.Error), and
-// passivating itself when idle.
-func (s *Service) ClusterProps() *actor.Props { return s.env.owners.KindProps() }
-
-// FencedActivations is how many session activations found a newer one
-// had taken their session (the store fenced their write; they answered
-// UNAVAILABLE and stopped). Expected after a member rejoins; a steady
-// rise means members disagree about placement.
-func (s *Service) FencedActivations() int64 { return s.env.owners.Fenced.Load() }
 
 // routed sends a normalised write to its owner: through Config.Router when
 // one is set (cluster mode), else through this process's owners.
@@ -64,9 +49,5 @@ func routed[T proto.Message](ctx context.Context, s *Service, msg proto.Message)
 	if err != nil {
 		return zero, err
 	}
-	out, ok := resp.(T)
-	if !ok {
-		return zero, errs.Internal("session actor answered %T, want %T", resp, zero)
-	}
-	return out, nil
+	return directory.Answer[T]("session", resp)
 }

@@ -10,7 +10,7 @@ import (
 const (
 	DefaultMaxContentBytes = 1 << 20
 	DefaultMaxTurnMessages = 1000
-	DefaultAskTimeout      = 30 * time.Second
+	DefaultAskTimeout      = directory.DefaultAskTimeout
 	// DefaultImportIdleTimeout: see Config.ImportIdleTimeout.
 	DefaultImportIdleTimeout = 5 * time.Minute
 	// DefaultExpirySweepInterval: see Config.ExpirySweepInterval.
@@ -81,26 +81,15 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = directory.DefaultIdleTimeout
-	}
-	if c.MaxLive == 0 {
-		c.MaxLive = directory.DefaultMaxOwners
-	}
+	directory.ServiceDefaults(&c.IdleTimeout, &c.AskTimeout, &c.MaxLive, &c.Name, DirectoryName)
 	if c.MaxContentBytes <= 0 {
 		c.MaxContentBytes = DefaultMaxContentBytes
 	}
 	if c.MaxTurnMessages <= 0 {
 		c.MaxTurnMessages = DefaultMaxTurnMessages
 	}
-	if c.AskTimeout <= 0 {
-		c.AskTimeout = DefaultAskTimeout
-	}
 	if c.ImportIdleTimeout <= 0 {
 		c.ImportIdleTimeout = DefaultImportIdleTimeout
-	}
-	if c.Name == "" {
-		c.Name = DirectoryName
 	}
 	if c.ExpirySweepInterval == 0 {
 		c.ExpirySweepInterval = DefaultExpirySweepInterval

@@ -8,7 +8,7 @@ import (
 // Test access to the service's internals.
 
 // Activations counts session actors started since Start.
-func Activations(s *Service) int64 { return s.env.activations.Load() }
+func Activations(s *Service) int64 { return s.env.owners.Activations.Load() }
 
 // WaitNoActors returns once no session actor is alive, or ctx ended.
 func WaitNoActors(ctx context.Context, s *Service) error {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/directory"
-	"github.com/agentstate/agentstate/actors/dispatch"
 	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -53,8 +52,7 @@ type env struct {
 	reader persistence.Reader
 	// owners is the owner actors' spec: the writer, the idle timer, the
 	// live and fenced counters.
-	owners      directory.OwnerSpec
-	activations atomic.Int64
+	owners *directory.OwnerSpec
 
 	// afterAccept, when set (by tests, before the first request), is
 	// called on the session actor's goroutine after a request arrived,
@@ -72,40 +70,16 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 		return nil, errs.InvalidArgument("session.Start needs an actor system, an audit service and a reader")
 	}
 	s := &Service{sys: sys, wr: wr, env: &env{cfg: cfg.withDefaults(), reader: reader}}
-	s.admit = &directory.Admission{Backlog: wr.Backlog(), MaxWait: s.env.cfg.AskTimeout, Closing: func() error {
-		if s.closing.Load() {
-			return errUnavailableStopping()
-		}
-		return nil
-	}}
 	e := s.env
-	e.owners = directory.OwnerSpec{
-		Kind: "session",
-		New: func(id string) directory.Domain {
-			e.activations.Add(1)
-			return newOwner(id, e)
-		},
-		Writer:      wr.PID(),
-		IdleTimeout: e.cfg.IdleTimeout,
-		Key:         routeKey,
-		Unkeyed:     s.unkeyed,
-		Admission:   s.admit,
-		Arrived: func(id string, waiting int, inFlight bool) {
-			if f := e.afterAccept; f != nil {
-				f(id, waiting, inFlight)
-			}
-		},
+	e.owners = directory.NewOwnerSpec("session", wr, e.cfg.IdleTimeout, e.cfg.AskTimeout, s.refuseStopping, routeKey, s.unkeyed,
+		func(id string) directory.Domain { return newOwner(id, e) })
+	s.admit = e.owners.Admission
+	e.owners.Arrived = func(id string, waiting int, inFlight bool) {
+		if f := e.afterAccept; f != nil {
+			f(id, waiting, inFlight)
+		}
 	}
-	props := directory.Props(directory.Config{
-		Kind:      "session",
-		Key:       routeKey,
-		Owner:     s.ownerProps,
-		Unkeyed:   s.unkeyed,
-		Admission: s.admit,
-		Live:      &s.live,
-		MaxOwners: s.env.cfg.MaxLive,
-	}).Configure(actor.WithDispatcher(dispatch.Shared()))
-	pid, err := sys.Root.SpawnNamed(props, s.env.cfg.Name)
+	pid, err := sys.Root.SpawnNamed(e.owners.DirectoryProps(&s.live, s.env.cfg.MaxLive), s.env.cfg.Name)
 	if err != nil {
 		return nil, errs.Internal("spawning the %q directory: %v", s.env.cfg.Name, err)
 	}
@@ -118,6 +92,14 @@ func Start(sys *actor.ActorSystem, wr *writer.Writer, reader persistence.Reader,
 	return s, nil
 }
 
+// refuseStopping is the error of a request the stopping service refuses.
+func (s *Service) refuseStopping() error {
+	if s.closing.Load() {
+		return errUnavailableStopping()
+	}
+	return nil
+}
+
 // PID is the sessions directory. Remote Proto.Actor senders send it bare
 // sessionv1 requests (with RequestFuture or a sender PID) and get the
 // response message or a *commonv1.Error.
@@ -126,6 +108,20 @@ func (s *Service) PID() *actor.PID { return s.pid }
 // PassivateAll asks every live session actor to passivate. It returns at
 // once; actors stop after their writes in flight.
 func (s *Service) PassivateAll() { s.sys.Root.Send(s.pid, &directory.PassivateAll{}) }
+
+// ClusterProps are the props of the session owner as a cluster kind (see
+// package placement and directory.OwnerSpec.KindProps): the same owner as
+// a directory's child, learning its session id from *cluster.ClusterInit,
+// accepting bare sessionv1 requests from any sender (admitted like every
+// request, answered with the response or a *commonv1.Error), and
+// passivating itself when idle.
+func (s *Service) ClusterProps() *actor.Props { return s.env.owners.KindProps() }
+
+// FencedActivations is how many session activations found a newer one
+// had taken their session (the store fenced their write; they answered
+// UNAVAILABLE and stopped). Expected after a member rejoins; a steady
+// rise means members disagree about placement.
+func (s *Service) FencedActivations() int64 { return s.env.owners.Fenced.Load() }
 
 // ActiveActors is the number of session actors alive now (started and not
 // yet stopped).
@@ -186,11 +182,6 @@ func (s *Service) Stop(ctx context.Context) error {
 	return s.stopErr
 }
 
-func (s *Service) ownerProps(key string, dir *actor.PID) *actor.Props {
-	// Owners run on the shared pool: their bursts keep grown stacks.
-	return s.env.owners.OwnerProps(key, dir).Configure(actor.WithDispatcher(dispatch.Shared()))
-}
-
 // routeKey routes writes to the session's actor. A create without an id
 // gets its new ULID here, so that it has an owner: the directory owns the
 // request message once it was sent. Reads and imports are not about a live
@@ -203,26 +194,11 @@ func routeKey(msg proto.Message) (string, bool, error) {
 			m.SessionId = ids.New()
 		}
 		id = m.SessionId
-	case *sessionv1.CloseSessionRequest:
-		id = m.GetSessionId()
-	case *sessionv1.DeleteSessionRequest:
-		id = m.GetSessionId()
-	case *sessionv1.AppendRequest:
-		id = m.GetSessionId()
-	case *sessionv1.UpdateTokenUsageRequest:
-		id = m.GetSessionId()
-	case *sessionv1.LinkPlanRequest:
-		id = m.GetSessionId()
-	case *sessionv1.UpdateStateRequest:
-		id = m.GetSessionId()
-	case *sessionv1.TruncateRequest:
-		id = m.GetSessionId()
-	case *sessionv1.PutSnapshotRequest:
-		id = m.GetSessionId()
-	case *sessionv1.DeleteSnapshotRequest:
-		id = m.GetSessionId()
-	case *sessionv1.SetExpiryRequest:
-		id = m.GetSessionId()
+	case *sessionv1.CloseSessionRequest, *sessionv1.DeleteSessionRequest, *sessionv1.AppendRequest,
+		*sessionv1.UpdateTokenUsageRequest, *sessionv1.LinkPlanRequest, *sessionv1.UpdateStateRequest,
+		*sessionv1.TruncateRequest, *sessionv1.PutSnapshotRequest, *sessionv1.DeleteSnapshotRequest,
+		*sessionv1.SetExpiryRequest:
+		id = m.(interface{ GetSessionId() string }).GetSessionId()
 	default:
 		return "", false, nil
 	}
@@ -318,11 +294,7 @@ func call[T proto.Message](ctx context.Context, s *Service, key string, msg prot
 		if rep.Err != nil {
 			return zero, rep.Err
 		}
-		out, ok := rep.Msg.(T)
-		if !ok {
-			return zero, errs.Internal("session actor answered %T, want %T", rep.Msg, zero)
-		}
-		return out, nil
+		return directory.Answer[T]("session", rep.Msg)
 	case <-ctx.Done():
 		return zero, noAnswer(ctx.Err())
 	case <-timeout.C:

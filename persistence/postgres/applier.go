@@ -5,6 +5,7 @@ import (
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -12,6 +13,8 @@ import (
 // applier carries one transaction; tail is its view of the audit chain
 // (persistence.ChainTail: positions, hashes, unassigning on rollback).
 type applier struct {
+	// Savepoints are the savepoint steps of persistence.Attempt.
+	sqlstore.Savepoints
 	ctx context.Context
 	tx  pgx.Tx
 	// xid is the transaction's id, to look up its outcome if COMMIT's
@@ -103,18 +106,10 @@ func (a *applier) Command(cmd persistence.Command) (persistence.Result, error) {
 	return res, err
 }
 
-func (a *applier) Savepoint() error {
-	_, err := a.tx.Exec(a.ctx, "SAVEPOINT cmd")
-	return err
-}
-
-func (a *applier) RollbackToSavepoint() error {
-	_, err := a.tx.Exec(a.ctx, "ROLLBACK TO SAVEPOINT cmd")
-	return err
-}
-
-func (a *applier) ReleaseSavepoint() error {
-	_, err := a.tx.Exec(a.ctx, "RELEASE SAVEPOINT cmd")
+// ExecStatement runs one statement of the transaction's own (a savepoint
+// step).
+func (a *applier) ExecStatement(stmt string) error {
+	_, err := a.tx.Exec(a.ctx, stmt)
 	return err
 }
 

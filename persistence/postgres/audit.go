@@ -6,6 +6,7 @@ import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 const insertAuditSQL = `INSERT INTO audit_log (position, event_id, event_type, plan_id, session_id,
@@ -125,3 +126,10 @@ func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 
 // errStopScan ends a row scan early.
 var errStopScan = errors.New("stop scan")
+
+// RecordClientAudit is sqlstore.RecordClientAudit in this transaction,
+// which holds the chain lock (needsChain): another writer on the database
+// must take it to add an entry, so the lookup sees every entry committed.
+func (a *applier) RecordClientAudit(c *persistence.RecordClientAudit) (persistence.Result, error) {
+	return sqlstore.RecordClientAudit(txDB{a: a}, c, a.flushAudit, a.audit)
+}

@@ -2,10 +2,3 @@ package postgres
 
 // Times and limits are stored and clamped by the helpers every store shares
 // (persistence.StoredNanos, BoundNanos, Stamp, ClampLimit).
-
-func orEmptyObject(s string) string {
-	if s == "" {
-		return "{}"
-	}
-	return s
-}

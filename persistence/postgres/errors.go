@@ -45,14 +45,10 @@ const (
 //	anything else                                   INTERNAL
 //
 // An *errs.Error passes through unchanged.
-func storeErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *errs.Error
-	if errors.As(err, &e) {
-		return e
-	}
+func storeErr(op string, err error) error { return persistence.StoreError(op, err, classify) }
+
+// classify is storeErr's reading of a driver error.
+func classify(op string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {

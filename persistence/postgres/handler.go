@@ -4,7 +4,8 @@ import "github.com/agentstate/agentstate/persistence"
 
 // The applier is the persistence.Handler of a PostgreSQL transaction:
 // Dispatch picks the method; each is defined beside its SQL (fencing.go,
-// sessions.go, plans.go, audit.go, auditids.go), except these.
+// sessions.go, appends.go, retention.go, state.go, plans.go, audit.go),
+// except these.
 
 // AppendMessages and UpdateSession are pipelined (pipeline.go) in an
 // attempt without savepoints, and run statement by statement in a replay.

@@ -6,6 +6,7 @@ import (
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 const (
@@ -22,7 +23,10 @@ const (
 	// consecutive (checked before); with UNIQUE (plan_id, sequence)
 	// refusing a taken one, that keeps the sequence dense without a
 	// separate read of the plan's last sequence. The check covers the
-	// whole statement: it inserts all of the records or none.
+	// whole statement: it inserts all of the records or none. A stored
+	// record id is skipped rather than an error (which would abort the
+	// transaction until the savepoint's rollback), so that the command can
+	// look up which record it is (notInserted).
 	insertErrorsSQL = `INSERT INTO plan_errors (plan_id, record_id, sequence, phase, step_id, error_type,
 	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
 	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
@@ -32,12 +36,6 @@ const (
 	WHERE $20::bigint = 0 OR EXISTS (SELECT 1 FROM plan_errors p WHERE p.plan_id = $1 AND p.sequence = $20::bigint - 1)
 	ON CONFLICT (record_id) DO NOTHING
 	RETURNING record_id`
-	// A stored record id is skipped rather than an error (which would abort
-	// the transaction until the savepoint's rollback), so that the command
-	// can look up which record it is (notInserted).
-	storedErrorsSQL = `SELECT record_id, plan_id, sequence, phase, step_id, error_type, message, tool,
-	actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
-	recovery_action, recovery_hint, recovery_command, recorded_at FROM plan_errors WHERE record_id = ANY($1::text[])`
 	upsertStepSQL = `INSERT INTO plan_step_retries (plan_id, phase, step_id, count) VALUES ($1, $2, $3, $4)
 	ON CONFLICT (plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
 )
@@ -46,31 +44,13 @@ const (
 // their parent), then appends records, which must continue the plan's
 // dense sequence exactly (insertErrorsSQL checks it).
 func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
-	if c.PlanID == "" {
-		return persistence.Result{}, errs.InvalidArgument("plan write: no plan id")
+	maxRetries, err := sqlstore.MaxRetries(c)
+	if err != nil {
+		return persistence.Result{}, err
 	}
-	var maxRetries *int64
-	if c.MaxRetries != nil {
-		if *c.MaxRetries < 0 {
-			return persistence.Result{}, errs.InvalidArgument("plan %s: max_retries %d is negative", c.PlanID, *c.MaxRetries)
-		}
-		n := int64(*c.MaxRetries)
-		maxRetries = &n
-	}
-	for i, r := range c.Records {
-		switch {
-		case r == nil:
-			return persistence.Result{}, errs.InvalidArgument("plan %s: nil error record", c.PlanID)
-		case r.GetRecordId() == "":
-			return persistence.Result{}, errs.InvalidArgument("plan %s: error record has no record_id", c.PlanID)
-		case r.GetPlanId() != "" && r.GetPlanId() != c.PlanID:
-			return persistence.Result{}, errs.InvalidArgument("plan %s: error record %s belongs to plan %s", c.PlanID, r.RecordId, r.PlanId)
-		case i > 0 && r.GetSequence() != c.Records[i-1].GetSequence()+1:
-			return persistence.Result{}, errs.FailedPrecondition("plan %s: error record %s has sequence %d after %d",
-				c.PlanID, r.RecordId, r.Sequence, c.Records[i-1].GetSequence())
-		}
-		if _, err := persistence.StoredNanos("recorded_at", r.RecordedAt); err != nil {
-			return persistence.Result{}, persistence.Of("error record", r.RecordId, err)
+	for i := range c.Records {
+		if _, err := sqlstore.CheckRecord(c.PlanID, c.Records, i); err != nil {
+			return persistence.Result{}, err
 		}
 	}
 	if err := a.fence(persistence.OwnerPlan, c.PlanID, c.Epoch); err != nil {
@@ -111,7 +91,7 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 	for i, r := range records {
 		ids[i], seqs[i], phases[i], steps[i], types[i] = r.RecordId, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType
 		msgs[i], tools[i], actors[i], stacks[i] = r.Message, r.Tool, r.ActorName, r.StackSummary
-		attrs[i], cats[i], retriable[i], retries[i] = orEmptyObject(r.AttributesJson), int64(r.Category), r.IsRetriable, int64(r.RetryCount)
+		attrs[i], cats[i], retriable[i], retries[i] = sqlstore.OrEmptyObject(r.AttributesJson), int64(r.Category), r.IsRetriable, int64(r.RetryCount)
 		maxes[i], actions[i], hints[i], cmds[i] = int64(r.MaxRetries), int64(r.RecoveryAction), r.RecoveryHint, r.RecoveryCommand
 		// Cannot fail: planWrite refused every record whose time is not storable.
 		recorded[i] = persistence.CheckedNanos(r.RecordedAt) // checked above
@@ -163,7 +143,7 @@ func (a *applier) notInserted(planID string, records []*planv1.ErrorRecord, ids 
 			missing = append(missing, id)
 		}
 	}
-	stored, err := a.storedRecords(missing)
+	stored, err := sqlstore.StoredRecords(a.ctx, txDB{a: a}, missing)
 	if err != nil {
 		return err
 	}
@@ -181,23 +161,4 @@ func (a *applier) notInserted(planID string, records []*planv1.ErrorRecord, ids 
 	}
 	return errs.FailedPrecondition("plan %s: error record %s has sequence %d, but the next sequence is %d",
 		planID, records[0].RecordId, records[0].Sequence, next)
-}
-
-// storedRecords returns the stored records of ids, in no particular order.
-func (a *applier) storedRecords(ids []string) ([]*planv1.ErrorRecord, error) {
-	var out []*planv1.ErrorRecord
-	var r planv1.ErrorRecord
-	var phase, category, retries, maxes, action, recordedAt int64
-	err := a.forEachRow(storedErrorsSQL, []any{ids}, []any{&r.RecordId, &r.PlanId, &r.Sequence, &phase, &r.StepId,
-		&r.ErrorType, &r.Message, &r.Tool, &r.ActorName, &r.StackSummary, &r.AttributesJson, &category,
-		&r.IsRetriable, &retries, &maxes, &action, &r.RecoveryHint, &r.RecoveryCommand, &recordedAt}, func() error {
-		out = append(out, &planv1.ErrorRecord{RecordId: r.RecordId, PlanId: r.PlanId, Sequence: r.Sequence,
-			Phase: planv1.Phase(phase), StepId: r.StepId, ErrorType: r.ErrorType, Message: r.Message, Tool: r.Tool,
-			ActorName: r.ActorName, StackSummary: r.StackSummary, AttributesJson: r.AttributesJson,
-			Category: planv1.ErrorCategory(category), IsRetriable: r.IsRetriable, RetryCount: int32(retries),
-			MaxRetries: int32(maxes), RecoveryAction: planv1.RecoveryAction(action), RecoveryHint: r.RecoveryHint,
-			RecoveryCommand: r.RecoveryCommand, RecordedAt: persistence.Stamp(recordedAt)})
-		return nil
-	})
-	return out, err
 }

@@ -2,13 +2,10 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
-	"github.com/jackc/pgx/v5"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 // TruncateSession removes the lowest messages through c.Through, at most
@@ -21,21 +18,9 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 	if _, err := a.lockSession(c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
-	at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+	cut, at, err := sqlstore.TruncateCut(txDB{a: a}, c)
 	if err != nil {
-		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
-	}
-	cut := c.Through
-	if c.Limit > 0 {
-		var s int64
-		err := a.queryRow(`SELECT sequence FROM session_messages WHERE session_id = $1 AND sequence <= $2
-			ORDER BY sequence LIMIT 1 OFFSET $3`, []any{c.SessionID, c.Through, c.Limit - 1}, &s)
-		switch {
-		case err == nil:
-			cut = s
-		case !errors.Is(err, pgx.ErrNoRows):
-			return persistence.Result{}, err
-		}
+		return persistence.Result{}, err
 	}
 	tag, err := a.exec(`DELETE FROM session_messages WHERE session_id = $1 AND sequence <= $2`, c.SessionID, cut)
 	if err != nil {
@@ -70,76 +55,14 @@ func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, e
 }
 
 func (a *applier) putSnapshot(sessionID string, snap *sessionv1.Snapshot) (persistence.Result, error) {
-	created, err := persistence.StoredNanos("created_at", snap.GetCreatedAt())
-	if err != nil {
-		return persistence.Result{}, persistence.Of("snapshot of session", sessionID, err)
+	args, err := sqlstore.SnapshotArgs(sessionID, snap)
+	if err == nil {
+		_, err = a.exec(putSnapshotSQL, args...)
 	}
-	data := snap.GetData()
-	if data == nil {
-		data = []byte{}
-	}
-	_, err = a.exec(`INSERT INTO session_snapshots (session_id, sequence, data, created_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (session_id) DO UPDATE SET sequence = excluded.sequence, data = excluded.data, created_at = excluded.created_at`,
-		sessionID, snap.GetSequence(), data, created)
 	return persistence.Result{}, err
 }
 
-// expiryArgs is UpdateSession's expiry change for the update statement:
-// whether to set it, and to what (0 clears it).
-func expiryArgs(c *persistence.UpdateSession) (bool, int64, error) {
-	if !c.SetExpiry || c.ExpiresAt.IsZero() {
-		return c.SetExpiry, 0, nil
-	}
-	n, err := persistence.StoredTimeNanos("expires_at", c.ExpiresAt)
-	return true, n, persistence.Of("session", c.SessionID, err)
-}
-
-func (r *reader) GetSnapshot(ctx context.Context, sessionID string) (*sessionv1.Snapshot, error) {
-	s := &sessionv1.Snapshot{}
-	var created int64
-	err := r.pool.QueryRow(ctx, `SELECT sequence, data, created_at FROM session_snapshots WHERE session_id = $1`,
-		sessionID).Scan(&s.Sequence, &s.Data, &created)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, storeErr("read snapshot", err)
-	}
-	s.CreatedAt = persistence.Stamp(created)
-	return s, nil
-}
-
-func (r *reader) FindSession(ctx context.Context, namespace, clientKey string) (string, error) {
-	var id string
-	err := r.pool.QueryRow(ctx, `SELECT session_id FROM sessions WHERE namespace = $1 AND client_key = $2 AND client_key <> ''
-		AND state != $3`, namespace, clientKey, int64(persistence.SessionStateStaged)).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", errs.NotFound("no session has client key %q in namespace %q", clientKey, namespace)
-	}
-	if err != nil {
-		return "", storeErr("find session", err)
-	}
-	return id, nil
-}
-
-func (r *reader) ListExpired(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	rows, err := r.pool.Query(ctx, `SELECT session_id FROM sessions WHERE expires_at <> 0 AND expires_at <= $1
-		AND state != $2 ORDER BY expires_at LIMIT $3`, persistence.BoundNanos(now), int64(persistence.SessionStateStaged),
-		persistence.ClampLimit(limit))
-	if err != nil {
-		return nil, storeErr("list expired", err)
-	}
-	var out []string
-	var id string
-	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
-		out = append(out, id)
-		return nil
-	})
-	if err != nil {
-		return nil, storeErr("list expired", err)
-	}
-	return out, nil
-}
+var putSnapshotSQL = sqlstore.Rebind(dialect{}, sqlstore.PutSnapshotSQL)
 
 // ListMessagesWhere filters on the event time (the client's, else
 // created_at); with Last it reads the session's tail backwards and
@@ -149,17 +72,7 @@ func (r *reader) ListMessagesWhere(ctx context.Context, f persistence.MessageFil
 	if f.Last <= 0 && f.After == 0 && f.Before == 0 {
 		return r.ListMessages(ctx, f.SessionID, f.From, f.Limit)
 	}
-	order, limit, capBytes := "ASC", persistence.ClampLimit(f.Limit), int64(persistence.MaxPageBytes)
-	if f.Last > 0 {
-		order, limit, capBytes = "DESC", persistence.ClampLimit(f.Last), 1<<62
-	}
-	after, before := f.After, f.Before
-	if before == 0 {
-		before = 1<<63 - 1
-	}
-	if after == 0 {
-		after = -1 << 63
-	}
+	order, limit, capBytes, after, before := sqlstore.Window(f)
 	rows, err := r.pool.Query(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at, event_at
 		FROM (SELECT sequence, message_id, role, content, metadata_json, created_at, event_at,
 			sum(octet_length(content) + octet_length(metadata_json) + $4) OVER (ORDER BY sequence `+order+`) AS upto,
@@ -172,20 +85,5 @@ func (r *reader) ListMessagesWhere(ctx context.Context, f persistence.MessageFil
 		WHERE upto <= $5 OR n = 1
 		ORDER BY sequence`,
 		f.SessionID, f.From, limit, persistence.MessageOverhead, capBytes, int64(persistence.SessionStateStaged), after, before)
-	if err != nil {
-		return nil, storeErr("list messages", err)
-	}
-	var out []*sessionv1.Message
-	var m sessionv1.Message
-	var role, created, event int64
-	_, err = pgx.ForEachRow(rows, []any{&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event}, func() error {
-		out = append(out, &sessionv1.Message{SessionId: f.SessionID, Sequence: m.Sequence, MessageId: m.MessageId,
-			Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: persistence.Stamp(created),
-			EventTime: persistence.Stamp(event)})
-		return nil
-	})
-	if err != nil {
-		return nil, storeErr("list messages", err)
-	}
-	return out, nil
+	return messages(rows, err, f.SessionID)
 }

@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -219,18 +219,15 @@ func migrate(ctx context.Context, conn *pgx.Conn) (int, error) {
 	if err := tx.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_version").Scan(&version); err != nil {
 		return 0, err
 	}
-	if version > len(migrations) {
-		return 0, fmt.Errorf("schema version %d is newer than this build knows (%d)", version, len(migrations))
-	}
-	applied := 0
-	for v := version; v < len(migrations); v++ {
-		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
-			return 0, fmt.Errorf("migration %d: %w", v+1, err)
-		}
-		if _, err := tx.Exec(ctx, "INSERT INTO schema_version (version) VALUES ($1)", v+1); err != nil {
-			return 0, err
-		}
-		applied++
+	applied, err := sqlstore.Migrate("schema", version, migrations, func(stmt string) error {
+		_, err := tx.Exec(ctx, stmt)
+		return err
+	}, func(v int) error {
+		_, err := tx.Exec(ctx, "INSERT INTO schema_version (version) VALUES ($1)", v)
+		return err
+	})
+	if err != nil {
+		return 0, err
 	}
 	return applied, tx.Commit(ctx)
 }

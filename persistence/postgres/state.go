@@ -1,14 +1,9 @@
 package postgres
 
 import (
-	"context"
-	"errors"
 	"slices"
 
-	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
-	"github.com/jackc/pgx/v5"
 )
 
 // Shared scopes are read and rewritten inside the writer's transaction
@@ -108,35 +103,4 @@ func (a *applier) turnDeltas(sessionID, state string, t *persistence.Turn) (afte
 	}
 	ws, bad, err = a.scopeStates(t.Scopes)
 	return after, ws, bad, err
-}
-
-func (r *reader) GetSessionState(ctx context.Context, sessionID string) (string, int64, error) {
-	var state string
-	var next int64
-	err := r.pool.QueryRow(ctx, `SELECT state_json, next_sequence FROM sessions WHERE session_id = $1 AND state != $2`,
-		sessionID, int64(persistence.SessionStateStaged)).Scan(&state, &next)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", 0, errs.NotFound("session %s not found", sessionID)
-	}
-	if err != nil {
-		return "", 0, storeErr("read session state", err)
-	}
-	return state, next, nil
-}
-
-func (r *reader) GetScopes(ctx context.Context, names []string) ([]*sessionv1.ScopeState, error) {
-	out := make([]*sessionv1.ScopeState, len(names))
-	for i, n := range names {
-		s := &sessionv1.ScopeState{Scope: n, StateJson: persistence.EmptyState}
-		var at int64
-		err := r.pool.QueryRow(ctx, `SELECT state_json, updated_at FROM state_scopes WHERE scope = $1`, n).Scan(&s.StateJson, &at)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return nil, storeErr("read scopes", err)
-		}
-		if err == nil {
-			s.UpdatedAt = persistence.Stamp(at)
-		}
-		out[i] = s
-	}
-	return out, nil
 }

@@ -2,11 +2,10 @@ package postgres
 
 import (
 	"context"
-	"sync"
 	"time"
 
-	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -31,18 +30,16 @@ type Store struct {
 	wcfg          *pgx.ConnConfig
 	pcfg          *pgxpool.Config
 	pool          *pgxpool.Pool
-	reader        *reader
+	reader        *sqlstore.Reader
 	migrationRuns int
 
 	// wmu serializes everything that uses the writer connection: Apply,
 	// Writer, reconnects and the test hooks. It guards the fields below.
-	wmu sync.Mutex
+	wmu persistence.WriterSlot
 	// wconn is nil while there is no live writer connection (it died and
 	// the next Apply reconnects).
-	wconn      *pgx.Conn
-	closed     bool
-	writerHeld bool
-	readOnly   bool
+	wconn    *pgx.Conn
+	readOnly bool
 	// connects counts writer connections made, retries transactions run
 	// again, replays batches run again with savepoints (for tests and
 	// diagnosis).
@@ -92,7 +89,7 @@ func (s *Store) open(ctx context.Context) (err error) {
 	if err := s.pool.Ping(ctx); err != nil {
 		return storeErr("open read pool of "+s.key, err)
 	}
-	s.reader = &reader{pool: s.pool}
+	s.reader = sqlstore.NewReader(poolDB{pool: s.pool}, &reader{pool: s.pool})
 	return nil
 }
 
@@ -150,7 +147,7 @@ func (s *Store) closeConns() {
 func (s *Store) shutdown() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.closed = true
+	s.wmu.Close()
 	s.closeConns()
 	return nil
 }
@@ -160,16 +157,11 @@ func (s *Store) Reader() persistence.Reader { return s.reader }
 
 // Writer hands out the sole writer.
 func (s *Store) Writer() (persistence.Writer, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.closed {
-		return nil, errs.Unavailable("store %s is closed", s.key)
+	lease, err := s.wmu.Take(s.key)
+	if err != nil {
+		return nil, err
 	}
-	if s.writerHeld {
-		return nil, ErrWriterTaken
-	}
-	s.writerHeld = true
-	return &writer{s: s}, nil
+	return &writer{WriterLease: lease, s: s}, nil
 }
 
 // Key returns the registry key: the DSN normalized, without the password.
@@ -184,11 +176,10 @@ func (s *Store) MigrationRuns() int { return s.migrationRuns }
 // recovery or a read-only replica (SQLSTATE 25006, UNAVAILABLE); false
 // undoes it. It survives reconnects.
 func (s *Store) SetReadOnly(on bool) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.closed {
-		return errs.Unavailable("store %s is closed", s.key)
+	if err := s.wmu.LockOpen(s.key); err != nil {
+		return err
 	}
+	defer s.wmu.Unlock()
 	s.readOnly = on
 	if s.wconn == nil || s.wconn.IsClosed() {
 		return nil // the next connect applies it

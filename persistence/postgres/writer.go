@@ -3,8 +3,8 @@ package postgres
 import (
 	"context"
 
-	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 // maxAttempts bounds how often Apply runs a transaction that did not
@@ -13,23 +13,13 @@ import (
 const maxAttempts = 4
 
 // writer is the Store's sole persistence.Writer. All its state lives on the
-// Store, under Store.wmu; released is too.
+// Store, under Store.wmu (the lease's slot).
 type writer struct {
-	s        *Store
-	released bool
+	*persistence.WriterLease
+	s *Store
 }
 
 var _ persistence.Writer = (*writer)(nil)
-
-// Release gives the writer back; a second Release does nothing.
-func (w *writer) Release() {
-	w.s.wmu.Lock()
-	defer w.s.wmu.Unlock()
-	if !w.released {
-		w.released = true
-		w.s.writerHeld = false
-	}
-}
 
 // Apply runs batch in one READ COMMITTED transaction on the writer
 // connection.
@@ -48,14 +38,10 @@ func (w *writer) Release() {
 // outcome is looked up by transaction id (see resolveCommit).
 func (w *writer) Apply(ctx context.Context, batch []persistence.Command) ([]persistence.Result, error) {
 	s := w.s
-	s.wmu.Lock()
+	if err := w.Enter(s.key); err != nil {
+		return nil, err
+	}
 	defer s.wmu.Unlock()
-	if w.released {
-		return nil, errs.FailedPrecondition("writer was released")
-	}
-	if s.closed {
-		return nil, errs.Unavailable("store %s is closed", s.key)
-	}
 	savepoints := false
 	for attempt := 1; ; attempt++ {
 		results, next, err := s.run(ctx, batch, savepoints)
@@ -113,6 +99,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		return finished, err
 	}
 	a := &applier{ctx: ctx, buffered: !savepoints}
+	a.Savepoints = sqlstore.NewSavepoints(a, "ROLLBACK TO SAVEPOINT cmd")
 	var owners ownerLocks
 	if !s.unordered {
 		owners = batchOwners(batch)

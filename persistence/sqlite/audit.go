@@ -6,6 +6,7 @@ import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
@@ -134,4 +135,9 @@ func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 		return persistence.Result{}, err
 	}
 	return persistence.Result{Removed: removed}, nil
+}
+
+// RecordClientAudit is sqlstore.RecordClientAudit in this transaction.
+func (a *applier) RecordClientAudit(c *persistence.RecordClientAudit) (persistence.Result, error) {
+	return sqlstore.RecordClientAudit(txDB{a: a}, c, a.flushAudit, a.audit)
 }

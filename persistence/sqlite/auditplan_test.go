@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 // queryPlan returns the EXPLAIN QUERY PLAN details of query.
@@ -53,9 +54,11 @@ func TestAuditFiltersUseTheirIndex(t *testing.T) {
 	}
 	for _, c := range cases {
 		for name, q := range map[string]func() (string, []any){
-			"list":       func() (string, []any) { return listAuditQuery(c.filter, "", 10) },
-			"list after": func() (string, []any) { return listAuditQuery(c.filter, "01J0000000000000000000000E", 10) },
-			"count":      func() (string, []any) { return countAuditQuery(c.filter) },
+			"list": func() (string, []any) { return sqlstore.ListAuditQuery(dialect{}, c.filter, "", 10) },
+			"list after": func() (string, []any) {
+				return sqlstore.ListAuditQuery(dialect{}, c.filter, "01J0000000000000000000000E", 10)
+			},
+			"count": func() (string, []any) { return sqlstore.CountAuditQuery(dialect{}, c.filter) },
 		} {
 			query, args := q()
 			plan := queryPlan(t, s, query, args...)

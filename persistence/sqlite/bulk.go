@@ -6,6 +6,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -81,7 +82,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 				lastIn, lastOut = m.CreatedAt, persistence.Stamp(persistence.CheckedNanos(m.CreatedAt))
 			}
 			out[j] = &sessionv1.Message{SessionId: c.SessionID, MessageId: m.MessageId, Sequence: next,
-				Role: m.Role, Content: m.Content, MetadataJson: orEmptyObject(m.MetadataJson), CreatedAt: lastOut,
+				Role: m.Role, Content: m.Content, MetadataJson: sqlstore.OrEmptyObject(m.MetadataJson), CreatedAt: lastOut,
 				EventTime: m.EventTime}
 			next++
 		}

@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-
-	"github.com/agentstate/agentstate/messages/errs"
 )
 
 // Test hooks. They run on the writer connection under the writer's mutex,
@@ -17,22 +15,20 @@ import (
 // SQLite never sets the limit below the current size; use PageCount to
 // pin the database at its size. Raise the limit to end the fault.
 func (s *Store) SetMaxPageCount(n int64) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.closed {
-		return errs.Unavailable("store %s is closed", s.loc.key)
+	if err := s.wmu.LockOpen(s.loc.key); err != nil {
+		return err
 	}
+	defer s.wmu.Unlock()
 	_, err := s.wconn.ExecContext(context.Background(), fmt.Sprintf("PRAGMA max_page_count = %d", n))
 	return storeErr("set max_page_count", err)
 }
 
 // PageCount returns the database's current size in pages.
 func (s *Store) PageCount() (int64, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.closed {
-		return 0, errs.Unavailable("store %s is closed", s.loc.key)
+	if err := s.wmu.LockOpen(s.loc.key); err != nil {
+		return 0, err
 	}
+	defer s.wmu.Unlock()
 	var n int64
 	err := s.wconn.QueryRowContext(context.Background(), "PRAGMA page_count").Scan(&n)
 	return n, storeErr("page_count", err)
@@ -42,11 +38,10 @@ func (s *Store) PageCount() (int64, error) {
 // While on, every write fails with SQLITE_READONLY, which Apply reports as
 // UNAVAILABLE: a database file that became read-only.
 func (s *Store) SetReadOnly(on bool) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.closed {
-		return errs.Unavailable("store %s is closed", s.loc.key)
+	if err := s.wmu.LockOpen(s.loc.key); err != nil {
+		return err
 	}
+	defer s.wmu.Unlock()
 	_, err := s.wconn.ExecContext(context.Background(), fmt.Sprintf("PRAGMA query_only = %d", boolInt(on)))
 	return storeErr("set query_only", err)
 }

@@ -7,6 +7,7 @@ import (
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
@@ -34,9 +35,6 @@ const (
 	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
 	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
 	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)`
-	storedErrorSQL = `SELECT plan_id, sequence, phase, step_id, error_type, message, tool,
-	actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
-	recovery_action, recovery_hint, recovery_command, recorded_at FROM plan_errors WHERE record_id = ?`
 	upsertStepSQL = `INSERT INTO plan_step_retries (plan_id, phase, step_id, count) VALUES (?, ?, ?, ?)
 	ON CONFLICT (plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
 )
@@ -46,15 +44,9 @@ const (
 // continue the plan's dense sequence exactly (plan_errors_dense and
 // UNIQUE (plan_id, sequence) check it).
 func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
-	if c.PlanID == "" {
-		return persistence.Result{}, errs.InvalidArgument("plan write: no plan id")
-	}
-	var maxRetries any
-	if c.MaxRetries != nil {
-		if *c.MaxRetries < 0 {
-			return persistence.Result{}, errs.InvalidArgument("plan %s: max_retries %d is negative", c.PlanID, *c.MaxRetries)
-		}
-		maxRetries = int64(*c.MaxRetries)
+	maxRetries, err := sqlstore.MaxRetries(c)
+	if err != nil {
+		return persistence.Result{}, err
 	}
 	res, err := a.exec(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, persistence.DefaultMaxRetries,
 		int64(persistence.OwnerPlan), c.Epoch)
@@ -74,23 +66,12 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 	// (applier.insert: arguments bound and the statement run in one cgo
 	// crossing, where Exec crosses once per text argument).
 	for i, r := range c.Records {
-		switch {
-		case r == nil:
-			return persistence.Result{}, errs.InvalidArgument("plan %s: nil error record", c.PlanID)
-		case r.GetRecordId() == "":
-			return persistence.Result{}, errs.InvalidArgument("plan %s: error record has no record_id", c.PlanID)
-		case r.GetPlanId() != "" && r.GetPlanId() != c.PlanID:
-			return persistence.Result{}, errs.InvalidArgument("plan %s: error record %s belongs to plan %s", c.PlanID, r.RecordId, r.PlanId)
-		case i > 0 && r.GetSequence() != c.Records[i-1].GetSequence()+1:
-			return persistence.Result{}, errs.FailedPrecondition("plan %s: error record %s has sequence %d after %d",
-				c.PlanID, r.RecordId, r.Sequence, c.Records[i-1].GetSequence())
-		}
-		recorded, err := persistence.StoredNanos("recorded_at", r.RecordedAt)
+		recorded, err := sqlstore.CheckRecord(c.PlanID, c.Records, i)
 		if err != nil {
-			return persistence.Result{}, persistence.Of("error record", r.RecordId, err)
+			return persistence.Result{}, err
 		}
 		err = a.statement(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
-			r.Message, r.Tool, r.ActorName, r.StackSummary, orEmptyObject(r.AttributesJson), int64(r.Category),
+			r.Message, r.Tool, r.ActorName, r.StackSummary, sqlstore.OrEmptyObject(r.AttributesJson), int64(r.Category),
 			boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
 			r.RecoveryHint, r.RecoveryCommand, recorded)
 		if err != nil {
@@ -174,16 +155,15 @@ func (a *applier) recordsExist(planID string, records []*planv1.ErrorRecord, i i
 	return e
 }
 
+// storedRecord returns the stored record recordID, sql.ErrNoRows when
+// there is none.
 func (a *applier) storedRecord(recordID string) (*planv1.ErrorRecord, error) {
-	e := &planv1.ErrorRecord{RecordId: recordID}
-	var phase, category, action, recorded int64
-	err := a.queryRow(storedErrorSQL, recordID).Scan(&e.PlanId, &e.Sequence, &phase, &e.StepId, &e.ErrorType,
-		&e.Message, &e.Tool, &e.ActorName, &e.StackSummary, &e.AttributesJson, &category, &e.IsRetriable,
-		&e.RetryCount, &e.MaxRetries, &action, &e.RecoveryHint, &e.RecoveryCommand, &recorded)
+	stored, err := sqlstore.StoredRecords(a.ctx, txDB{a: a}, []string{recordID})
+	if err == nil && len(stored) == 0 {
+		err = sql.ErrNoRows
+	}
 	if err != nil {
 		return nil, err
 	}
-	e.Phase, e.Category = planv1.Phase(phase), planv1.ErrorCategory(category)
-	e.RecoveryAction, e.RecordedAt = planv1.RecoveryAction(action), persistence.Stamp(recorded)
-	return e, nil
+	return stored[0], nil
 }

@@ -2,13 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 func (a *applier) requireSession(id string) error {
@@ -26,21 +24,9 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 	if err := a.requireSession(c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
-	at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+	cut, at, err := sqlstore.TruncateCut(txDB{a: a}, c)
 	if err != nil {
-		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
-	}
-	cut := c.Through
-	if c.Limit > 0 {
-		var s int64
-		err := a.queryRow(`SELECT sequence FROM session_messages WHERE session_id = ? AND sequence <= ?
-			ORDER BY sequence LIMIT 1 OFFSET ?`, c.SessionID, c.Through, c.Limit-1).Scan(&s)
-		switch {
-		case err == nil:
-			cut = s
-		case !errors.Is(err, sql.ErrNoRows):
-			return persistence.Result{}, err
-		}
+		return persistence.Result{}, err
 	}
 	removed, err := a.deleteMessages(`session_id = ? AND sequence <= ?`, c.SessionID, cut)
 	if err != nil {
@@ -69,81 +55,11 @@ func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, e
 		n, err := rowsAffected(del)
 		return persistence.Result{Removed: n}, err
 	}
-	created, err := persistence.StoredNanos("created_at", c.Snapshot.GetCreatedAt())
-	if err != nil {
-		return persistence.Result{}, persistence.Of("snapshot of session", c.SessionID, err)
+	args, err := sqlstore.SnapshotArgs(c.SessionID, c.Snapshot)
+	if err == nil {
+		_, err = a.exec(sqlstore.PutSnapshotSQL, args...)
 	}
-	data := c.Snapshot.GetData()
-	if data == nil {
-		data = []byte{}
-	}
-	_, err = a.exec(`INSERT INTO session_snapshots (session_id, sequence, data, created_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (session_id) DO UPDATE SET sequence = excluded.sequence, data = excluded.data, created_at = excluded.created_at`,
-		c.SessionID, c.Snapshot.GetSequence(), data, created)
 	return persistence.Result{}, err
-}
-
-// setExpiry is UpdateSession's expiry change.
-func (a *applier) setExpiry(c *persistence.UpdateSession) error {
-	if !c.SetExpiry {
-		return nil
-	}
-	var n int64
-	if !c.ExpiresAt.IsZero() {
-		var err error
-		if n, err = persistence.StoredTimeNanos("expires_at", c.ExpiresAt); err != nil {
-			return persistence.Of("session", c.SessionID, err)
-		}
-	}
-	_, err := a.exec(`UPDATE sessions SET expires_at = ? WHERE session_id = ?`, n, c.SessionID)
-	return err
-}
-
-func (r *reader) GetSnapshot(ctx context.Context, sessionID string) (*sessionv1.Snapshot, error) {
-	s := &sessionv1.Snapshot{}
-	var created int64
-	err := r.db.QueryRowContext(ctx, `SELECT sequence, data, created_at FROM session_snapshots WHERE session_id = ?`,
-		sessionID).Scan(&s.Sequence, &s.Data, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, storeErr("read snapshot", err)
-	}
-	s.CreatedAt = persistence.Stamp(created)
-	return s, nil
-}
-
-func (r *reader) FindSession(ctx context.Context, namespace, clientKey string) (string, error) {
-	var id string
-	err := r.db.QueryRowContext(ctx, `SELECT session_id FROM sessions WHERE namespace = ? AND client_key = ? AND client_key != ''
-		AND state != ?`, namespace, clientKey, int64(persistence.SessionStateStaged)).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", errs.NotFound("no session has client key %q in namespace %q", clientKey, namespace)
-	}
-	if err != nil {
-		return "", storeErr("find session", err)
-	}
-	return id, nil
-}
-
-func (r *reader) ListExpired(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT session_id FROM sessions WHERE expires_at != 0 AND expires_at <= ?
-		AND state != ? ORDER BY expires_at LIMIT ?`, persistence.BoundNanos(now), int64(persistence.SessionStateStaged),
-		persistence.ClampLimit(limit))
-	if err != nil {
-		return nil, storeErr("list expired", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, storeErr("list expired", err)
-		}
-		out = append(out, id)
-	}
-	return out, storeErr("list expired", rows.Err())
 }
 
 // ListMessagesWhere filters on the event time (the client's, else
@@ -153,17 +69,7 @@ func (r *reader) ListMessagesWhere(ctx context.Context, f persistence.MessageFil
 	if f.Last <= 0 && f.After == 0 && f.Before == 0 {
 		return r.ListMessages(ctx, f.SessionID, f.From, f.Limit)
 	}
-	order, limit := "ASC", persistence.ClampLimit(f.Limit)
-	if f.Last > 0 {
-		order, limit = "DESC", persistence.ClampLimit(f.Last)
-	}
-	after, before := f.After, f.Before
-	if before == 0 {
-		before = 1<<63 - 1
-	}
-	if after == 0 {
-		after = -1 << 63
-	}
+	order, limit, _, after, before := sqlstore.Window(f)
 	rows, err := r.db.QueryContext(ctx, `SELECT length(CAST(content AS BLOB)) + length(CAST(metadata_json AS BLOB)) + ?1,
 		sequence, message_id, role, content, metadata_json, created_at, event_at
 		FROM session_messages WHERE session_id = ?2 AND sequence >= ?3
@@ -172,26 +78,9 @@ func (r *reader) ListMessagesWhere(ctx context.Context, f persistence.MessageFil
 		AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?2 AND state = ?7)
 		ORDER BY sequence `+order+` LIMIT ?6`,
 		persistence.MessageOverhead, f.SessionID, f.From, after, before, limit, int64(persistence.SessionStateStaged))
+	out, err := page(rows, err, f.SessionID, f.Last <= 0)
 	if err != nil {
-		return nil, storeErr("list messages", err)
-	}
-	defer rows.Close()
-	var out []*sessionv1.Message
-	bytes := 0
-	for rows.Next() {
-		m := &sessionv1.Message{SessionId: f.SessionID}
-		var role, created, event, size int64
-		if err := rows.Scan(&size, &m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event); err != nil {
-			return nil, storeErr("list messages", err)
-		}
-		if bytes += int(size); f.Last <= 0 && len(out) > 0 && bytes > persistence.MaxPageBytes {
-			break
-		}
-		m.Role, m.CreatedAt, m.EventTime = sessionv1.Role(role), persistence.Stamp(created), persistence.Stamp(event)
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, storeErr("list messages", err)
+		return nil, err
 	}
 	if f.Last > 0 {
 		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 // migrations are applied in order; migrations[i] brings the database from
@@ -336,15 +338,12 @@ func migrate(ctx context.Context, conn *sql.Conn) (int, error) {
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return 0, err
 	}
-	if version > len(migrations) {
-		return 0, fmt.Errorf("database schema version %d is newer than this build knows (%d)", version, len(migrations))
-	}
-	applied := 0
-	for v := version; v < len(migrations); v++ {
-		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-			return 0, fmt.Errorf("migration %d: %w", v+1, err)
-		}
-		applied++
+	applied, err := sqlstore.Migrate("database schema", version, migrations, func(stmt string) error {
+		_, err := tx.ExecContext(ctx, stmt)
+		return err
+	}, nil)
+	if err != nil {
+		return 0, err
 	}
 	if applied == 0 {
 		return 0, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 const (
@@ -54,16 +55,14 @@ type Store struct {
 	wdb           *sql.DB
 	wconn         *sql.Conn
 	rdb           *sql.DB
-	reader        *reader
+	reader        *sqlstore.Reader
 	migrationRuns int
 	walPath       string
 
 	// wmu serializes everything that uses wconn: Apply, Writer, the test
 	// hooks and checkpoints. It guards the fields below.
-	wmu        sync.Mutex
-	closed     bool
-	writerHeld bool
-	walLimit   int64
+	wmu      persistence.WriterSlot
+	walLimit int64
 
 	// pending counts the message rows not yet settled (see settle), as
 	// of the last commit; settleFrom is the session after which the next
@@ -156,7 +155,7 @@ func (s *Store) open() (err error) {
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return storeErr("open "+s.loc.key, err)
 	}
-	s.reader = &reader{db: s.rdb}
+	s.reader = sqlstore.NewReader(poolDB{db: s.rdb}, &reader{db: s.rdb})
 	// Last: nothing after it can fail, so open's cleanup never has a
 	// running checkpointer to stop.
 	if err := s.startCheckpointer(ctx); err != nil {
@@ -195,7 +194,7 @@ func (s *Store) shutdown() error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.closed = true
+	s.wmu.Close()
 	if err := s.closeConns(); first == nil {
 		first = err
 	}
@@ -207,16 +206,11 @@ func (s *Store) Reader() persistence.Reader { return s.reader }
 
 // Writer hands out the sole writer.
 func (s *Store) Writer() (persistence.Writer, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.closed {
-		return nil, errs.Unavailable("store %s is closed", s.loc.key)
+	lease, err := s.wmu.Take(s.loc.key)
+	if err != nil {
+		return nil, err
 	}
-	if s.writerHeld {
-		return nil, ErrWriterTaken
-	}
-	s.writerHeld = true
-	return &writer{s: s}, nil
+	return &writer{WriterLease: lease, s: s}, nil
 }
 
 // loadChainTail returns the position and hash the next audit entry chains

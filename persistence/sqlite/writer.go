@@ -10,28 +10,18 @@ import (
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 // writer is the Store's sole persistence.Writer. All its state lives on the
-// Store, under Store.wmu; released is too.
+// Store, under Store.wmu (the lease's slot).
 type writer struct {
-	s        *Store
-	released bool
+	*persistence.WriterLease
+	s *Store
 }
 
 var _ persistence.Writer = (*writer)(nil)
-
-// Release gives the writer back; a second Release does nothing.
-func (w *writer) Release() {
-	w.s.wmu.Lock()
-	defer w.s.wmu.Unlock()
-	if !w.released {
-		w.released = true
-		w.s.writerHeld = false
-	}
-}
 
 // Apply runs batch in one BEGIN IMMEDIATE transaction, by the protocol of
 // persistence.RunCommands: an attempt with appends' rows pooled (bulk.go),
@@ -44,14 +34,10 @@ func (w *writer) Release() {
 // memory database it is what keeps the database alive).
 func (w *writer) Apply(ctx context.Context, batch []persistence.Command) ([]persistence.Result, error) {
 	s := w.s
-	s.wmu.Lock()
+	if err := w.Enter(s.loc.key); err != nil {
+		return nil, err
+	}
 	defer s.wmu.Unlock()
-	if w.released {
-		return nil, errs.FailedPrecondition("writer was released")
-	}
-	if s.closed {
-		return nil, errs.Unavailable("store %s is closed", s.loc.key)
-	}
 	results, isolate, err := s.run(ctx, batch, false)
 	if isolate {
 		results, _, err = s.run(ctx, batch, true)
@@ -83,6 +69,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	bufs := statementBufs.Get().(*argBufs)
 	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, args: bufs.args, nvs: bufs.nvs,
 		pendingRows: pendingLayout(batch)}
+	a.Savepoints = sqlstore.NewSavepoints(a, "ROLLBACK TO cmd; RELEASE cmd")
 	defer func() {
 		// Both are cleared after each statement, so they hold no values.
 		bufs.args, bufs.nvs = a.args[:0], a.nvs[:0]
@@ -230,6 +217,9 @@ var statementBufs = sync.Pool{New: func() any { return &argBufs{} }}
 // applier carries one transaction; tail is its view of the audit chain
 // (persistence.ChainTail: positions, hashes, unassigning on rollback).
 type applier struct {
+	// Savepoints are the savepoint steps of persistence.Attempt; SQLite's
+	// rollback also ends the savepoint.
+	sqlstore.Savepoints
 	ctx  context.Context
 	tx   *sql.Tx
 	tail persistence.ChainTail
@@ -331,18 +321,10 @@ func (a *applier) Command(cmd persistence.Command) (persistence.Result, error) {
 	return a.dispatch(cmd)
 }
 
-func (a *applier) Savepoint() error {
-	_, err := a.tx.ExecContext(a.ctx, "SAVEPOINT cmd")
-	return err
-}
-
-func (a *applier) RollbackToSavepoint() error {
-	_, err := a.tx.ExecContext(a.ctx, "ROLLBACK TO cmd; RELEASE cmd")
-	return err
-}
-
-func (a *applier) ReleaseSavepoint() error {
-	_, err := a.tx.ExecContext(a.ctx, "RELEASE cmd")
+// ExecStatement runs one statement of the transaction's own (a savepoint
+// step).
+func (a *applier) ExecStatement(stmt string) error {
+	_, err := a.tx.ExecContext(a.ctx, stmt)
 	return err
 }
 
