@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -345,4 +346,20 @@ func (l *LiveCount) Changed() <-chan struct{} {
 
 func writerGone(kind, id string) persistence.Result {
 	return persistence.Result{Err: errs.Unavailable("%s %s: the writer is not running", kind, id)}
+}
+
+// WaitNone returns once no owner is live, or with ctx's error when it ends
+// first.
+func (l *LiveCount) WaitNone(ctx context.Context) error {
+	for {
+		changed := l.Changed() // before Count: no change is missed
+		if l.Count() == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

@@ -96,7 +96,7 @@ func (s *Service) PassivateAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
 	defer cancel()
 	s.root.Send(s.pid, &directory.PassivateAll{})
-	_ = s.waitNoOwners(ctx)
+	_ = s.env.owners.Live.WaitNone(ctx)
 }
 
 // ClusterProps are the props of the plan owner as a cluster kind (see
@@ -116,21 +116,6 @@ func (s *Service) FencedActivations() int64 { return s.env.owners.Fenced.Load() 
 // ActiveActors returns the number of live plan actors.
 func (s *Service) ActiveActors() int { return s.env.owners.Live.Count() }
 
-// waitNoOwners returns once no plan owner is live, or ctx's error.
-func (s *Service) waitNoOwners(ctx context.Context) error {
-	for {
-		changed := s.env.owners.Live.Changed() // before Count: no change is missed
-		if s.env.owners.Live.Count() == 0 {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
 // Stop refuses further façade calls, passivates every plan actor (letting
 // in-flight writes finish) and stops the directory. Requests still waiting
 // when ctx ends are answered UNAVAILABLE. Calling Stop again returns the
@@ -139,7 +124,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.stopped.Store(true)
 		s.root.Send(s.pid, &directory.PassivateAll{})
-		if err := s.waitNoOwners(ctx); err != nil {
+		if err := s.env.owners.Live.WaitNone(ctx); err != nil {
 			s.stopErr = errs.Unavailable("plan actors still busy at shutdown: %v", err)
 		}
 		if err := s.root.StopFuture(s.pid).Wait(); err != nil && s.stopErr == nil {
@@ -150,7 +135,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		// inside a store read, which AskTimeout bounds.
 		wctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
 		defer cancel()
-		if err := s.waitNoOwners(wctx); err != nil && s.stopErr == nil {
+		if err := s.env.owners.Live.WaitNone(wctx); err != nil && s.stopErr == nil {
 			s.stopErr = errs.Unavailable("stopping the plan actors: %v", err)
 		}
 	})

@@ -129,19 +129,7 @@ func (s *Service) ActiveActors() int { return s.env.owners.Live.Count() }
 
 // WaitPassivated returns once no session actor is alive, or with ctx's
 // error when it ends first.
-func (s *Service) WaitPassivated(ctx context.Context) error {
-	for {
-		changed := s.env.owners.Live.Changed() // before the count: no change is missed
-		if s.env.owners.Live.Count() == 0 {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
+func (s *Service) WaitPassivated(ctx context.Context) error { return s.env.owners.Live.WaitNone(ctx) }
 
 // Stop refuses new requests, passivates every session actor (each finishes
 // and answers its writes in flight), then stops the directory. Requests
