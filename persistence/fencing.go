@@ -104,6 +104,24 @@ type SessionHead struct {
 	UpdatedAt time.Time
 }
 
+// ScanHead reads a session head from one row of (next_sequence,
+// state_json, updated_at in Unix nanoseconds), as a store's ReadHead
+// selects it; a missing row (noRow true of scan's error) is a nil head:
+// the session is missing or not active.
+func ScanHead(scan func(dest ...any) error, noRow func(error) bool) (*SessionHead, error) {
+	var h SessionHead
+	var at int64
+	err := scan(&h.NextSequence, &h.State, &at)
+	if noRow(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.UpdatedAt = time.Unix(0, at).UTC()
+	return &h, nil
+}
+
 // ErrBlindRefused is a command-level failure (FAILED_PRECONDITION) of an
 // Activate carrying a blind append: the session is missing, staged or
 // closed, which only a load can tell the owner how to answer. Nothing was

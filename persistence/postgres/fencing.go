@@ -3,7 +3,6 @@ package postgres
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -44,18 +43,10 @@ func (a *applier) ReadMark(id string) (exists bool, next, updatedAt int64, err e
 // inside the command that just took its epoch: the upsert holds the key's
 // row, so no older owner's write can commit after this read.
 func (a *applier) ReadHead(id string) (*persistence.SessionHead, error) {
-	var h persistence.SessionHead
-	var at int64
-	err := a.queryRow(`SELECT next_sequence, state_json, updated_at FROM sessions WHERE session_id = $1 AND state = $2`,
-		[]any{id, int64(sessionv1.SessionState_SESSION_STATE_ACTIVE)}, &h.NextSequence, &h.State, &at)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	h.UpdatedAt = time.Unix(0, at).UTC()
-	return &h, nil
+	return persistence.ScanHead(func(dest ...any) error {
+		return a.queryRow(`SELECT next_sequence, state_json, updated_at FROM sessions WHERE session_id = $1 AND state = $2`,
+			[]any{id, int64(sessionv1.SessionState_SESSION_STATE_ACTIVE)}, dest...)
+	}, func(err error) bool { return errors.Is(err, pgx.ErrNoRows) })
 }
 
 // fence checks that epoch is the key's current epoch (0: that the key was

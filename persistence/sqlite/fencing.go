@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/persistence"
@@ -92,17 +91,9 @@ const headSQL = `SELECT next_sequence, state_json, updated_at FROM sessions WHER
 // that just took its epoch: no older owner can write it any more, so what
 // it reads is what a load after the activation would see.
 func (a *applier) ReadHead(id string) (*persistence.SessionHead, error) {
-	var h persistence.SessionHead
-	var at int64
-	err := a.queryRow(headSQL, id, int64(sessionv1.SessionState_SESSION_STATE_ACTIVE)).Scan(&h.NextSequence, &h.State, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	h.UpdatedAt = time.Unix(0, at).UTC()
-	return &h, nil
+	return persistence.ScanHead(func(dest ...any) error {
+		return a.queryRow(headSQL, id, int64(sessionv1.SessionState_SESSION_STATE_ACTIVE)).Scan(dest...)
+	}, func(err error) bool { return errors.Is(err, sql.ErrNoRows) })
 }
 
 // checkEpoch fails a fenced command whose epoch is not its key's current
