@@ -42,16 +42,25 @@ func (r *Result) SetAppend(a AppendResult) {
 	r.Turns, r.NextSequence, r.State = a.Turns, a.NextSequence, a.State
 }
 
+// outcome holds the outcomes of the commands other than AppendMessages;
+// each command reads only its own part. removed is a DeleteSession's
+// MessagesRemoved or the others' Removed.
+type outcome struct {
+	removed       int64
+	plansOrphaned []string
+	recorded      []RecordedAudit
+}
+
 // SetDelete sets r's DeleteSession outcome.
 func (r *Result) SetDelete(d DeleteResult) {
-	r.MessagesRemoved, r.PlansOrphaned = d.MessagesRemoved, d.PlansOrphaned
+	r.own.removed, r.own.plansOrphaned = d.MessagesRemoved, d.PlansOrphaned
 }
 
 // SetRemoved sets r's PruneAudit, TruncateSession or PutSnapshot outcome.
-func (r *Result) SetRemoved(n int64) { r.Removed = n }
+func (r *Result) SetRemoved(n int64) { r.own.removed = n }
 
 // SetRecorded sets r's RecordClientAudit outcome.
-func (r *Result) SetRecorded(rec []RecordedAudit) { r.Recorded = rec }
+func (r *Result) SetRecorded(rec []RecordedAudit) { r.own.recorded = rec }
 
 // ResultOf returns the outcome r carries of c (or of an Activate that
 // wrapped c).
@@ -61,21 +70,23 @@ func (c *AppendMessages) ResultOf(r Result) AppendResult {
 
 // ResultOf returns the outcome r carries of c.
 func (c *DeleteSession) ResultOf(r Result) DeleteResult {
-	return DeleteResult{MessagesRemoved: r.MessagesRemoved, PlansOrphaned: r.PlansOrphaned}
+	return DeleteResult{MessagesRemoved: r.own.removed, PlansOrphaned: r.own.plansOrphaned}
 }
 
 // ResultOf returns the outcome r carries of c.
-func (c *PruneAudit) ResultOf(r Result) RemovedResult { return RemovedResult{Removed: r.Removed} }
+func (c *PruneAudit) ResultOf(r Result) RemovedResult { return RemovedResult{Removed: r.own.removed} }
 
 // ResultOf returns the outcome r carries of c.
-func (c *TruncateSession) ResultOf(r Result) RemovedResult { return RemovedResult{Removed: r.Removed} }
+func (c *TruncateSession) ResultOf(r Result) RemovedResult {
+	return RemovedResult{Removed: r.own.removed}
+}
 
 // ResultOf returns the outcome r carries of c.
-func (c *PutSnapshot) ResultOf(r Result) RemovedResult { return RemovedResult{Removed: r.Removed} }
+func (c *PutSnapshot) ResultOf(r Result) RemovedResult { return RemovedResult{Removed: r.own.removed} }
 
 // ResultOf returns the outcome r carries of c.
 func (c *RecordClientAudit) ResultOf(r Result) RecordedResult {
-	return RecordedResult{Recorded: r.Recorded}
+	return RecordedResult{Recorded: r.own.recorded}
 }
 
 // Result returns a Result carrying a (for a store's handler to return).
