@@ -12,7 +12,7 @@ import (
 // transactions, restarts and writers, and also between entries of one
 // command (a retry that caught up with its original in one batch).
 //
-// Result.Recorded has one outcome per entry, in order; an entry's conflict
+// Its ResultOf has one outcome per entry, in order; an entry's conflict
 // is its own outcome, not the command's, so the other entries commit.
 type RecordClientAudit struct {
 	Entries []*auditv1.AuditEntry

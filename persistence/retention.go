@@ -13,7 +13,7 @@ import (
 // TruncateSession removes the session's messages with sequence <= Through,
 // lowest first, at most Limit of them (Limit > 0) per command, and moves
 // first_sequence past what it removed. The next sequence never changes:
-// Akka's rule that the highest sequence never goes back. Result.Removed
+// Akka's rule that the highest sequence never goes back. its ResultOf
 // says how many went; fewer than Limit (or Limit 0) means the truncation
 // is complete. A missing session is NOT_FOUND.
 type TruncateSession struct {
@@ -27,7 +27,7 @@ type TruncateSession struct {
 
 // PutSnapshot writes the session's snapshot slot: Snapshot replaces it;
 // with Snapshot nil, the slot is emptied if its snapshot's sequence is <=
-// DeleteThrough (Result.Removed = 1 when it was). A missing session is
+// DeleteThrough (ResultOf says Removed 1 when it was). A missing session is
 // NOT_FOUND.
 type PutSnapshot struct {
 	Epoch         int64

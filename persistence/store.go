@@ -186,7 +186,7 @@ type UpdateSession struct {
 }
 
 // DeleteSession removes a session and its messages; plan links go, plans
-// stay. Result.MessagesRemoved and Result.PlansOrphaned report what went.
+// stay. Its ResultOf (a DeleteResult) reports what went.
 // Result.Err is NOT_FOUND when the session does not exist.
 type DeleteSession struct {
 	// Epoch fences the write (see Activate); 0 = unfenced.
@@ -262,7 +262,7 @@ type RecordAudit struct {
 // PruneAudit deletes at most Limit of the oldest entries created before
 // OlderThan, in commit order, and keeps the remaining chain verifiable
 // (it records the last removed entry's hash as the chain's anchor).
-// Result.Removed says how many went; fewer than Limit means done.
+// Its ResultOf says how many went; fewer than Limit means done.
 type PruneAudit struct {
 	OlderThan time.Time
 	Limit     int
@@ -279,18 +279,16 @@ type Result struct {
 	// AppendMessages: the session's state after the command; "" when no
 	// stored turn changed it.
 	State string
-	// DeleteSession.
-	MessagesRemoved int64
-	PlansOrphaned   []string
-	// PruneAudit.
-	Removed int64
 	// Activate: the new epoch.
 	Epoch int64
 	// Activate carrying a blind append: the session as the store read it
 	// before the append (see Activate).
 	Head *SessionHead
-	// RecordClientAudit: one outcome per entry.
-	Recorded []RecordedAudit
+	// The outcome of a DeleteSession, a PruneAudit, a TruncateSession, a
+	// PutSnapshot or a RecordClientAudit, set by the typed setters and
+	// read through the command's ResultOf. A struct, not an interface, so
+	// that carrying it allocates nothing.
+	own outcome
 }
 
 // TurnResult is the outcome of one turn of an AppendMessages.

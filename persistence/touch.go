@@ -44,7 +44,7 @@ const (
 	// AuditClientRecords: the command is nothing but entries with client
 	// event ids (RecordClientAudit), each stored, found a duplicate or
 	// refused on its own: records of one transaction may be merged, the
-	// outcomes (Result.Recorded) told apart by entry.
+	// outcomes (RecordClientAudit.ResultOf) told apart by entry.
 	AuditClientRecords
 	// AuditPrunes: the command removes entries from the chain's start
 	// and moves its anchor (PruneAudit); it may append its own.

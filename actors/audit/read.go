@@ -144,8 +144,9 @@ func (s *Service) Prune(ctx context.Context, req *auditv1.PruneRequest) (*auditv
 			e := errs.From(err)
 			return nil, &errs.Error{Code: e.Code, Msg: e.Msg + "; earlier chunks of this prune removed " + strconv.FormatInt(removed, 10) + " entries"}
 		}
-		removed += r.Removed
-		if r.Removed < int64(s.cfg.PruneChunk) {
+		n := cmd.ResultOf(r).Removed
+		removed += n
+		if n < int64(s.cfg.PruneChunk) {
 			return &auditv1.PruneResponse{Removed: removed}, nil
 		}
 	}

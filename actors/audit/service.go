@@ -90,8 +90,10 @@ func (s *Service) Record(ctx context.Context, req *auditv1.RecordRequest) (*audi
 	}
 	clientID := req.GetEventId() != ""
 	var cmd persistence.Command = &persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}}
+	var client *persistence.RecordClientAudit
 	if clientID {
-		cmd = &persistence.RecordClientAudit{Entries: []*auditv1.AuditEntry{e}}
+		client = &persistence.RecordClientAudit{Entries: []*auditv1.AuditEntry{e}}
+		cmd = client
 	}
 	if !req.GetSync() {
 		if clientID {
@@ -117,8 +119,8 @@ func (s *Service) Record(ctx context.Context, req *auditv1.RecordRequest) (*audi
 	if r.Err != nil {
 		return nil, r.Err
 	}
-	if clientID && len(r.Recorded) == 1 && r.Recorded[0].Duplicate {
-		return &auditv1.RecordResponse{Entry: proto.Clone(r.Recorded[0].Entry).(*auditv1.AuditEntry),
+	if rec := client.ResultOf(r).Recorded; clientID && len(rec) == 1 && rec[0].Duplicate {
+		return &auditv1.RecordResponse{Entry: proto.Clone(rec[0].Entry).(*auditv1.AuditEntry),
 			Durable: true, Duplicate: true}, nil
 	}
 	return &auditv1.RecordResponse{Entry: e, Durable: true}, nil

@@ -144,7 +144,7 @@ func result(t *testing.T, td *datadriven.TestData) persistence.Result {
 	case td.HasArg("removed"):
 		var n int
 		td.ScanArgs(t, "removed", &n)
-		return persistence.Result{Removed: int64(n)}
+		return persistence.RemovedResult{Removed: int64(n)}.Result()
 	case td.HasArg("exists"):
 		e := &persistence.RecordsExistError{PlanID: "L"}
 		for _, arg := range td.CmdArgs {

@@ -98,8 +98,10 @@ func (d *ledger) trimmed(w *lifecycle.Write, t *trim, res persistence.Result, a 
 		}
 		return lifecycle.Outcome{Rebase: true}
 	}
-	t.removed += res.Removed
-	if res.Removed == trimChunk {
+	// every trim is a TruncateSession (trimCmd), possibly inside an Activate.
+	n := (*persistence.TruncateSession)(nil).ResultOf(res).Removed
+	t.removed += n
+	if n == trimChunk {
 		return lifecycle.Outcome{Continue: d.trimCmd(t, d.writes[w.Cmd].epoch), ContinueData: t}
 	}
 	d.first = t.through

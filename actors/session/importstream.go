@@ -268,12 +268,13 @@ func receiveErr(err error, want string) error {
 func (s *Service) discardStaged(id string, epoch int64) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), s.env.cfg.AskTimeout)
-		res, err := s.wr.Apply(ctx, &persistence.DeleteSession{Epoch: epoch, SessionID: id, Limit: discardBatch})
+		cmd := &persistence.DeleteSession{Epoch: epoch, SessionID: id, Limit: discardBatch}
+		res, err := s.wr.Apply(ctx, cmd)
 		cancel()
 		if err == nil {
 			err = res.Err
 		}
-		if err != nil || res.MessagesRemoved < discardBatch {
+		if err != nil || cmd.ResultOf(res).MessagesRemoved < discardBatch {
 			return
 		}
 	}

@@ -53,9 +53,10 @@ func (o *owner) truncate(r *lifecycle.Request, m *sessionv1.TruncateRequest, rem
 			o.reply(r, nil, res.Err)
 			return
 		}
-		removed += res.Removed
+		n := cmd.ResultOf(res).Removed
+		removed += n
 		o.sess.UpdatedAt = timestamppb.New(now)
-		if res.Removed < int64(truncateChunk) {
+		if n < int64(truncateChunk) {
 			o.sess.FirstSequence = max(o.sess.FirstSequence, through+1)
 			o.reply(r, &sessionv1.TruncateResponse{MessagesRemoved: removed, FirstSequence: o.sess.FirstSequence}, nil)
 			return
@@ -118,7 +119,7 @@ func (o *owner) deleteSnapshot(r *lifecycle.Request, m *sessionv1.DeleteSnapshot
 			o.reply(r, nil, res.Err)
 			return
 		}
-		o.reply(r, &sessionv1.DeleteSnapshotResponse{Deleted: res.Removed > 0}, nil)
+		o.reply(r, &sessionv1.DeleteSnapshotResponse{Deleted: cmd.ResultOf(res).Removed > 0}, nil)
 	})
 }
 

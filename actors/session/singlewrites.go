@@ -154,7 +154,8 @@ func (o *owner) delete(r *lifecycle.Request) {
 			return
 		}
 		o.sess = nil
-		o.reply(r, &sessionv1.DeleteSessionResponse{MessagesRemoved: res.MessagesRemoved, PlansOrphaned: res.PlansOrphaned}, nil)
+		d := cmd.ResultOf(res)
+		o.reply(r, &sessionv1.DeleteSessionResponse{MessagesRemoved: d.MessagesRemoved, PlansOrphaned: d.PlansOrphaned}, nil)
 	})
 }
 

@@ -263,11 +263,17 @@ func clientOutcome(m *applied, i int, r persistence.Result) persistence.Result {
 	if r.Err != nil {
 		return r
 	}
-	if m.sub[i] >= len(r.Recorded) { // the store broke its contract; the batch did commit
-		return persistence.Result{Err: errs.Internal("store returned %d audit outcomes for entry %d", len(r.Recorded), m.sub[i])}
+	// The merged command is a RecordClientAudit too; its outcome type is
+	// all ResultOf needs.
+	var merged *persistence.RecordClientAudit
+	all := merged.ResultOf(r).Recorded
+	if m.sub[i] >= len(all) { // the store broke its contract; the batch did commit
+		return persistence.Result{Err: errs.Internal("store returned %d audit outcomes for entry %d", len(all), m.sub[i])}
 	}
-	rec := r.Recorded[m.sub[i]]
-	return persistence.Result{Err: rec.Err, Recorded: []persistence.RecordedAudit{rec}}
+	rec := all[m.sub[i]]
+	out := persistence.RecordedResult{Recorded: []persistence.RecordedAudit{rec}}.Result()
+	out.Err = rec.Err
+	return out
 }
 
 func (w *committer) finish(ctx actor.Context, m *applied) {

@@ -121,7 +121,7 @@ func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{Removed: removed}, nil
+	return persistence.RemovedResult{Removed: removed}.Result(), nil
 }
 
 // errStopScan ends a row scan early.

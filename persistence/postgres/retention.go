@@ -34,7 +34,7 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{Removed: tag.RowsAffected()}, nil
+	return persistence.RemovedResult{Removed: tag.RowsAffected()}.Result(), nil
 }
 
 func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, error) {
@@ -49,7 +49,7 @@ func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, e
 		if err != nil {
 			return persistence.Result{}, err
 		}
-		return persistence.Result{Removed: tag.RowsAffected()}, nil
+		return persistence.RemovedResult{Removed: tag.RowsAffected()}.Result(), nil
 	}
 	return a.putSnapshot(c.SessionID, c.Snapshot)
 }

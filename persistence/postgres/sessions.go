@@ -202,7 +202,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.lockSession(c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
-	var res persistence.Result
+	var res persistence.DeleteResult
 	if c.Limit > 0 {
 		tag, err := a.exec(`DELETE FROM session_messages WHERE session_id = $1 AND sequence IN
 			(SELECT sequence FROM session_messages WHERE session_id = $1 ORDER BY sequence DESC LIMIT $2)`, c.SessionID, c.Limit)
@@ -210,7 +210,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 		if res.MessagesRemoved = tag.RowsAffected(); res.MessagesRemoved == int64(c.Limit) {
-			return res, nil
+			return res.Result(), nil
 		}
 	}
 	var links []sessionLink
@@ -241,7 +241,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return res, nil
+	return res.Result(), nil
 }
 
 type sessionLink struct {

@@ -134,7 +134,7 @@ func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{Removed: removed}, nil
+	return persistence.RemovedResult{Removed: removed}.Result(), nil
 }
 
 // RecordClientAudit is sqlstore.RecordClientAudit in this transaction.

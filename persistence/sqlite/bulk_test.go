@@ -150,18 +150,20 @@ func TestBulkAppendPoolsRowsAcrossCommands(t *testing.T) {
 		return out
 	}
 	// 40 + 40 rows: the first 64-row statement holds rows of a and b.
+	appendB := &persistence.AppendMessages{SessionID: b, Turns: turns("b", 40), UpdatedAt: at.AsTime()}
+	del := &persistence.DeleteSession{SessionID: a}
 	res := applyOK(t, w,
 		&persistence.AppendMessages{SessionID: a, Turns: turns("a", 40), UpdatedAt: at.AsTime()},
-		&persistence.AppendMessages{SessionID: b, Turns: turns("b", 40), UpdatedAt: at.AsTime()},
-		&persistence.DeleteSession{SessionID: a},
+		appendB,
+		del,
 	)
 	for i, r := range res {
 		if r.Err != nil {
 			t.Fatalf("command %d: %v", i, r.Err)
 		}
 	}
-	if res[1].NextSequence != 40 || res[2].MessagesRemoved != 40 {
-		t.Fatalf("b next %d, a removed %d; want 40 and 40", res[1].NextSequence, res[2].MessagesRemoved)
+	if next, removed := appendB.ResultOf(res[1]).NextSequence, del.ResultOf(res[2]).MessagesRemoved; next != 40 || removed != 40 {
+		t.Fatalf("b next %d, a removed %d; want 40 and 40", next, removed)
 	}
 	if n := len(storedMessages(t, s, b)); n != 40 {
 		t.Fatalf("b holds %d messages, want 40", n)

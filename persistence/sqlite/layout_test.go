@@ -128,15 +128,17 @@ func TestTruncateAndDeleteReachBothKindsOfRows(t *testing.T) {
 	if len(stored) != 2 || stored[0].Sequence != 5 || stored[1].Sequence != 6 {
 		t.Fatalf("after truncating through 4: %v", stored)
 	}
-	res = applyOK(t, w, &persistence.DeleteSession{SessionID: id, Limit: 1})[0]
-	if res.Err != nil || res.MessagesRemoved != 1 {
+	del := &persistence.DeleteSession{SessionID: id, Limit: 1}
+	res = applyOK(t, w, del)[0]
+	if res.Err != nil || del.ResultOf(res).MessagesRemoved != 1 {
 		t.Fatalf("delete one: %+v", res)
 	}
 	if stored = storedMessages(t, s, id); len(stored) != 1 || stored[0].Sequence != 5 {
 		t.Fatalf("after deleting the last message: %v", stored)
 	}
-	res = applyOK(t, w, &persistence.DeleteSession{SessionID: id})[0]
-	if res.Err != nil || res.MessagesRemoved != 1 {
+	del = &persistence.DeleteSession{SessionID: id}
+	res = applyOK(t, w, del)[0]
+	if res.Err != nil || del.ResultOf(res).MessagesRemoved != 1 {
 		t.Fatalf("delete: %+v", res)
 	}
 	if settled, pending := rowKinds(t, s, id); settled+pending != 0 {

@@ -181,8 +181,9 @@ func TestMigrationMovesSettledAndPendingRowsToTheIndexTable(t *testing.T) {
 	if stored := storedMessages(t, s, b); len(stored) != 3 || stored[2].Content != "after" {
 		t.Fatalf("after an append to a migrated session: %v", stored)
 	}
-	res := applyOK(t, w, &persistence.DeleteSession{SessionID: a})[0]
-	if res.Err != nil || res.MessagesRemoved != 5 {
+	del := &persistence.DeleteSession{SessionID: a}
+	res := applyOK(t, w, del)[0]
+	if res.Err != nil || del.ResultOf(res).MessagesRemoved != 5 {
 		t.Fatalf("delete of a migrated session: %+v", res)
 	}
 	var entries int

@@ -40,7 +40,7 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{Removed: removed}, nil
+	return persistence.RemovedResult{Removed: removed}.Result(), nil
 }
 
 func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, error) {
@@ -53,7 +53,7 @@ func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, e
 			return persistence.Result{}, err
 		}
 		n, err := rowsAffected(del)
-		return persistence.Result{Removed: n}, err
+		return persistence.RemovedResult{Removed: n}.Result(), err
 	}
 	args, err := sqlstore.SnapshotArgs(c.SessionID, c.Snapshot)
 	if err == nil {

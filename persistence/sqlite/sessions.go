@@ -149,7 +149,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	var res persistence.Result
+	var res persistence.DeleteResult
 	if c.Limit > 0 {
 		del, err := a.exec(deleteLastMessagesSQL, c.SessionID, c.Limit)
 		if err != nil {
@@ -159,7 +159,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 		if res.MessagesRemoved == int64(c.Limit) {
-			return res, nil
+			return res.Result(), nil
 		}
 	}
 	rows, err := a.tx.QueryContext(a.ctx, `SELECT plan_id FROM session_links WHERE session_id = ? ORDER BY id`, c.SessionID)
@@ -197,7 +197,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if err := a.audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return res, nil
+	return res.Result(), nil
 }
 
 // deleteLastMessagesSQL deletes a session's last ?2 messages. Its ORDER

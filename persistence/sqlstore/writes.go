@@ -34,7 +34,7 @@ func RecordClientAudit(tx DB, c *persistence.RecordClientAudit, flush func() err
 	if err := insert(fresh); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{Recorded: out}, nil
+	return persistence.RecordedResult{Recorded: out}.Result(), nil
 }
 
 // StoredAudit returns the stored entries among ids, by event id.

@@ -192,18 +192,18 @@ var auditCases = []testCase{
 		h.ok(&persistence.RecordAudit{Entries: all})
 		cutoff := all[5].CreatedAt.AsTime()
 
-		res := h.ok(&persistence.PruneAudit{OlderThan: cutoff, Limit: 3})
-		if res.Removed != 3 {
-			h.Fatalf("removed %d, want 3 (the limit)", res.Removed)
+		cmd := &persistence.PruneAudit{OlderThan: cutoff, Limit: 3}
+		if n := cmd.ResultOf(h.ok(cmd)).Removed; n != 3 {
+			h.Fatalf("removed %d, want 3 (the limit)", n)
 		}
 		if a, _ := h.r.AuditAnchor(h.ctx); a != all[2].Hash {
 			h.Fatalf("anchor %q, want entry 2's hash %q", a, all[2].Hash)
 		}
 		h.verifyChain()
 		pruneEntry := h.entry("audit_pruned")
-		res = h.ok(&persistence.PruneAudit{OlderThan: cutoff, Limit: 100, Audit: []*auditv1.AuditEntry{pruneEntry}})
-		if res.Removed != 2 {
-			h.Fatalf("removed %d, want 2 (up to the first newer entry)", res.Removed)
+		cmd = &persistence.PruneAudit{OlderThan: cutoff, Limit: 100, Audit: []*auditv1.AuditEntry{pruneEntry}}
+		if n := cmd.ResultOf(h.ok(cmd)).Removed; n != 2 {
+			h.Fatalf("removed %d, want 2 (up to the first newer entry)", n)
 		}
 		if a, _ := h.r.AuditAnchor(h.ctx); a != all[4].Hash {
 			h.Fatalf("anchor %q, want entry 4's hash", a)
@@ -218,16 +218,16 @@ var auditCases = []testCase{
 		}
 		_, err = h.r.ListAudit(h.ctx, nil, all[0].EventId, 0)
 		wantCode(h.T, err, errs.NotFoundCode)
-		if res := h.ok(&persistence.PruneAudit{OlderThan: cutoff, Limit: 100}); res.Removed != 0 {
-			h.Fatalf("second prune removed %d", res.Removed)
+		if cmd := (&persistence.PruneAudit{OlderThan: cutoff, Limit: 100}); cmd.ResultOf(h.ok(cmd)).Removed != 0 {
+			h.Fatalf("second prune removed some")
 		}
 	}},
 	{"positions continue after everything is pruned", func(h *harness) {
 		es := []*auditv1.AuditEntry{h.entry("a"), h.entry("b")}
 		h.ok(&persistence.RecordAudit{Entries: es})
-		res := h.ok(&persistence.PruneAudit{OlderThan: h.now().Add(time.Hour), Limit: 10})
-		if res.Removed != 2 || len(h.scan()) != 0 {
-			h.Fatalf("removed %d", res.Removed)
+		cmd := &persistence.PruneAudit{OlderThan: h.now().Add(time.Hour), Limit: 10}
+		if n := cmd.ResultOf(h.ok(cmd)).Removed; n != 2 || len(h.scan()) != 0 {
+			h.Fatalf("removed %d", n)
 		}
 		h.reacquire()
 		e := h.entry("c")

@@ -50,17 +50,23 @@ func (h *harness) wantStoredOnce(es ...*auditv1.AuditEntry) {
 	}
 }
 
+// recordedOf is the per-entry outcome r carries of a RecordClientAudit.
+func recordedOf(r persistence.Result) []persistence.RecordedAudit {
+	var c *persistence.RecordClientAudit // its type is all ResultOf needs
+	return c.ResultOf(r).Recorded
+}
+
 var clientAuditCases = []testCase{
 	{"a retry in a later transaction is a duplicate answered with the original", func(h *harness) {
 		e := h.entry("a")
 		res := h.ok(&persistence.RecordClientAudit{Entries: []*auditv1.AuditEntry{e}})
-		h.wantRecorded(res.Recorded[0], false, e)
+		h.wantRecorded(recordedOf(res)[0], false, e)
 		orig := proto.Clone(e).(*auditv1.AuditEntry)
 		res = h.ok(&persistence.RecordClientAudit{Entries: []*auditv1.AuditEntry{h.retryOf(e)}})
-		h.wantRecorded(res.Recorded[0], true, orig)
+		h.wantRecorded(recordedOf(res)[0], true, orig)
 		h.reacquire() // a restarted writer knows it too: the store decides
 		res = h.ok(&persistence.RecordClientAudit{Entries: []*auditv1.AuditEntry{h.retryOf(e)}})
-		h.wantRecorded(res.Recorded[0], true, orig)
+		h.wantRecorded(recordedOf(res)[0], true, orig)
 		h.wantStoredOnce(e)
 	}},
 	{"the same id with other content is ALREADY_EXISTS naming it, and the rest commits", func(h *harness) {
@@ -70,14 +76,14 @@ var clientAuditCases = []testCase{
 		other.DetailsJson = `{"k":"other"}`
 		fresh := h.entry("b")
 		res := h.ok(&persistence.RecordClientAudit{Entries: []*auditv1.AuditEntry{other, fresh}})
-		wantCode(h.T, res.Recorded[0].Err, errs.AlreadyExistsCode)
-		if !strings.Contains(res.Recorded[0].Err.Error(), e.EventId) {
-			h.Fatalf("conflict does not name the id: %v", res.Recorded[0].Err)
+		wantCode(h.T, recordedOf(res)[0].Err, errs.AlreadyExistsCode)
+		if !strings.Contains(recordedOf(res)[0].Err.Error(), e.EventId) {
+			h.Fatalf("conflict does not name the id: %v", recordedOf(res)[0].Err)
 		}
 		if other.Position != 0 || other.Hash != "" {
 			h.Fatalf("conflicting entry was assigned: %v", other)
 		}
-		h.wantRecorded(res.Recorded[1], false, fresh)
+		h.wantRecorded(recordedOf(res)[1], false, fresh)
 		h.wantStoredOnce(e, fresh)
 	}},
 	{"an id sent twice in one transaction is stored once", func(h *harness) {
@@ -95,10 +101,10 @@ var clientAuditCases = []testCase{
 				h.Fatalf("command failed: %v", r.Err)
 			}
 		}
-		h.wantRecorded(res[1].Recorded[0], false, a)
-		h.wantRecorded(res[1].Recorded[1], true, a)
-		h.wantRecorded(res[2].Recorded[0], true, a)
-		h.wantRecorded(res[2].Recorded[1], false, b)
+		h.wantRecorded(recordedOf(res[1])[0], false, a)
+		h.wantRecorded(recordedOf(res[1])[1], true, a)
+		h.wantRecorded(recordedOf(res[2])[0], true, a)
+		h.wantRecorded(recordedOf(res[2])[1], false, b)
 		h.wantStoredOnce(plain, a, b)
 	}},
 	{"a retry in a batch replayed with savepoints is stored once", func(h *harness) {
@@ -113,8 +119,8 @@ var clientAuditCases = []testCase{
 		if res[0].Err != nil || res[1].Err == nil || res[2].Err != nil {
 			h.Fatalf("results: %v, %v, %v", res[0].Err, res[1].Err, res[2].Err)
 		}
-		h.wantRecorded(res[0].Recorded[0], false, a)
-		h.wantRecorded(res[2].Recorded[0], true, a)
+		h.wantRecorded(recordedOf(res[0])[0], false, a)
+		h.wantRecorded(recordedOf(res[2])[0], true, a)
 		h.wantStoredOnce(a)
 	}},
 	{"a client id taken by a node-made entry is ALREADY_EXISTS", func(h *harness) {
@@ -122,7 +128,7 @@ var clientAuditCases = []testCase{
 		h.ok(&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}})
 		mine := h.entry("resource_modified", func(x *auditv1.AuditEntry) { x.EventId = e.EventId })
 		res := h.ok(&persistence.RecordClientAudit{Entries: []*auditv1.AuditEntry{mine}})
-		wantCode(h.T, res.Recorded[0].Err, errs.AlreadyExistsCode)
+		wantCode(h.T, recordedOf(res)[0].Err, errs.AlreadyExistsCode)
 		h.wantStoredOnce(e)
 	}},
 }

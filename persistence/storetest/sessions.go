@@ -125,7 +125,8 @@ var sessionCases = []testCase{
 			h.ok(&persistence.UpdateSession{SessionID: s.SessionId, LinkPlan: &sessionv1.LinkedPlan{PlanId: p}})
 			h.ok(&persistence.PlanWrite{PlanID: p})
 		}
-		res := h.ok(&persistence.DeleteSession{SessionID: s.SessionId, Audit: []*auditv1.AuditEntry{h.entry("entity_deleted")}})
+		del := &persistence.DeleteSession{SessionID: s.SessionId, Audit: []*auditv1.AuditEntry{h.entry("entity_deleted")}}
+		res := del.ResultOf(h.ok(del))
 		if res.MessagesRemoved != 4 || !slices.Equal(res.PlansOrphaned, []string{"plan-z", "plan-a"}) {
 			h.Fatalf("delete result: removed %d, orphaned %v", res.MessagesRemoved, res.PlansOrphaned)
 		}
@@ -153,7 +154,8 @@ var sessionCases = []testCase{
 	}},
 	{"delete without links", func(h *harness) {
 		s := h.create()
-		res := h.ok(&persistence.DeleteSession{SessionID: s.SessionId})
+		del := &persistence.DeleteSession{SessionID: s.SessionId}
+		res := del.ResultOf(h.ok(del))
 		if res.MessagesRemoved != 0 || len(res.PlansOrphaned) != 0 {
 			h.Fatalf("delete result %+v", res)
 		}

@@ -46,7 +46,8 @@ var stagedCases = []testCase{
 		h.ok(&persistence.CreateSession{Session: s, Messages: h.msgs(25)})
 		var removed []int64
 		for {
-			res := h.ok(&persistence.DeleteSession{SessionID: s.SessionId, Limit: 10})
+			del := &persistence.DeleteSession{SessionID: s.SessionId, Limit: 10}
+			res := del.ResultOf(h.ok(del))
 			removed = append(removed, res.MessagesRemoved)
 			if res.MessagesRemoved < 10 {
 				if len(res.PlansOrphaned) != 1 {

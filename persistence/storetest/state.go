@@ -243,16 +243,16 @@ var stateCases = []testCase{
 	}},
 	{"truncation removes a prefix in chunks and keeps the next sequence", func(h *harness) {
 		s := h.create(h.msgs(10)...)
-		res := h.ok(&persistence.TruncateSession{SessionID: s.SessionId, Through: 6, Limit: 4, UpdatedAt: h.now()})
-		if res.Removed != 4 {
-			h.Fatalf("first chunk removed %d, want 4", res.Removed)
+		cmd := &persistence.TruncateSession{SessionID: s.SessionId, Through: 6, Limit: 4, UpdatedAt: h.now()}
+		if n := cmd.ResultOf(h.ok(cmd)).Removed; n != 4 {
+			h.Fatalf("first chunk removed %d, want 4", n)
 		}
 		if got := h.get(s.SessionId); got.FirstSequence != 4 || got.MessageCount != 10 {
 			h.Fatalf("after a chunk: first %d, next %d", got.FirstSequence, got.MessageCount)
 		}
-		res = h.ok(&persistence.TruncateSession{SessionID: s.SessionId, Through: 6, Limit: 4, UpdatedAt: h.now()})
-		if res.Removed != 3 {
-			h.Fatalf("second chunk removed %d, want 3", res.Removed)
+		cmd = &persistence.TruncateSession{SessionID: s.SessionId, Through: 6, Limit: 4, UpdatedAt: h.now()}
+		if n := cmd.ResultOf(h.ok(cmd)).Removed; n != 3 {
+			h.Fatalf("second chunk removed %d, want 3", n)
 		}
 		ms := h.messages(s.SessionId)
 		if len(ms) != 3 || ms[0].Sequence != 7 {
@@ -288,10 +288,10 @@ var stateCases = []testCase{
 		if err != nil || !proto.Equal(snap, second) {
 			h.Fatalf("snapshot: %v (%v), want %v", snap, err, second)
 		}
-		if r := h.ok(&persistence.PutSnapshot{SessionID: s.SessionId, DeleteThrough: 1}); r.Removed != 0 {
+		if cmd := (&persistence.PutSnapshot{SessionID: s.SessionId, DeleteThrough: 1}); cmd.ResultOf(h.ok(cmd)).Removed != 0 {
 			h.Fatalf("deleted a snapshot past the bound")
 		}
-		if r := h.ok(&persistence.PutSnapshot{SessionID: s.SessionId, DeleteThrough: 2}); r.Removed != 1 {
+		if cmd := (&persistence.PutSnapshot{SessionID: s.SessionId, DeleteThrough: 2}); cmd.ResultOf(h.ok(cmd)).Removed != 1 {
 			h.Fatalf("did not delete the snapshot")
 		}
 		h.ok(&persistence.PutSnapshot{SessionID: s.SessionId, Snapshot: second})

@@ -127,15 +127,16 @@ var timeCases = []testCase{
 		// A prune never removes an entry newer than its bound, and Go's
 		// zero time is a bound (year 1), not "missing".
 		for _, older := range []time.Time{y1600, {}, firstStorable} {
-			if res := h.ok(&persistence.PruneAudit{OlderThan: older, Limit: 100}); res.Removed != 0 {
-				h.Fatalf("prune older than %v removed %d", older, res.Removed)
+			if cmd := (&persistence.PruneAudit{OlderThan: older, Limit: 100}); cmd.ResultOf(h.ok(cmd)).Removed != 0 {
+				h.Fatalf("prune older than %v removed some", older)
 			}
 		}
 		if len(h.verifyChain()) != 3 {
 			h.Fatal("a prune before every entry removed some")
 		}
-		if res := h.ok(&persistence.PruneAudit{OlderThan: y3000, Limit: 100}); res.Removed != 3 {
-			h.Fatalf("prune older than 3000 removed %d, want 3", res.Removed)
+		cmd := &persistence.PruneAudit{OlderThan: y3000, Limit: 100}
+		if n := cmd.ResultOf(h.ok(cmd)).Removed; n != 3 {
+			h.Fatalf("prune older than 3000 removed %d, want 3", n)
 		}
 	}},
 }
