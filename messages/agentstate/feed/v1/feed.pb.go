@@ -84,7 +84,7 @@ func (x SessionEnded_Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SessionEnded_Reason.Descriptor instead.
 func (SessionEnded_Reason) EnumDescriptor() ([]byte, []int) {
-	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{3, 0}
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type TailSessionRequest struct {
@@ -166,6 +166,7 @@ type SessionEvent struct {
 	//	*SessionEvent_Message
 	//	*SessionEvent_Truncated
 	//	*SessionEvent_Ended
+	//	*SessionEvent_Rewound
 	Event isSessionEvent_Event `protobuf_oneof:"event"`
 	// Proto.Actor only: the subscription this event belongs to.
 	SubscriptionId string `protobuf:"bytes,4,opt,name=subscription_id,json=subscriptionId,proto3" json:"subscription_id,omitempty"`
@@ -237,6 +238,15 @@ func (x *SessionEvent) GetEnded() *SessionEnded {
 	return nil
 }
 
+func (x *SessionEvent) GetRewound() *Rewound {
+	if x != nil {
+		if x, ok := x.Event.(*SessionEvent_Rewound); ok {
+			return x.Rewound
+		}
+	}
+	return nil
+}
+
 func (x *SessionEvent) GetSubscriptionId() string {
 	if x != nil {
 		return x.SubscriptionId
@@ -264,11 +274,21 @@ type SessionEvent_Ended struct {
 	Ended *SessionEnded `protobuf:"bytes,3,opt,name=ended,proto3,oneof"`
 }
 
+type SessionEvent_Rewound struct {
+	// A ReplaceSuffix removed the messages with sequence >= from_sequence:
+	// those delivered before are no longer current, and the next message,
+	// if any, has from_sequence. A subscriber that resumes after this
+	// event resumes from from_sequence.
+	Rewound *Rewound `protobuf:"bytes,5,opt,name=rewound,proto3,oneof"`
+}
+
 func (*SessionEvent_Message) isSessionEvent_Event() {}
 
 func (*SessionEvent_Truncated) isSessionEvent_Event() {}
 
 func (*SessionEvent_Ended) isSessionEvent_Event() {}
+
+func (*SessionEvent_Rewound) isSessionEvent_Event() {}
 
 type Truncated struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -322,6 +342,59 @@ func (x *Truncated) GetToSequence() int64 {
 	return 0
 }
 
+type Rewound struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	FromSequence int64                  `protobuf:"varint,1,opt,name=from_sequence,json=fromSequence,proto3" json:"from_sequence,omitempty"`
+	// The session's next sequence before the replacement.
+	PreviousNextSequence int64 `protobuf:"varint,2,opt,name=previous_next_sequence,json=previousNextSequence,proto3" json:"previous_next_sequence,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *Rewound) Reset() {
+	*x = Rewound{}
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rewound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rewound) ProtoMessage() {}
+
+func (x *Rewound) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rewound.ProtoReflect.Descriptor instead.
+func (*Rewound) Descriptor() ([]byte, []int) {
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Rewound) GetFromSequence() int64 {
+	if x != nil {
+		return x.FromSequence
+	}
+	return 0
+}
+
+func (x *Rewound) GetPreviousNextSequence() int64 {
+	if x != nil {
+		return x.PreviousNextSequence
+	}
+	return 0
+}
+
 type SessionEnded struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reason        SessionEnded_Reason    `protobuf:"varint,1,opt,name=reason,proto3,enum=agentstate.feed.v1.SessionEnded_Reason" json:"reason,omitempty"`
@@ -331,7 +404,7 @@ type SessionEnded struct {
 
 func (x *SessionEnded) Reset() {
 	*x = SessionEnded{}
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[3]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -343,7 +416,7 @@ func (x *SessionEnded) String() string {
 func (*SessionEnded) ProtoMessage() {}
 
 func (x *SessionEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[3]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -356,7 +429,7 @@ func (x *SessionEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnded.ProtoReflect.Descriptor instead.
 func (*SessionEnded) Descriptor() ([]byte, []int) {
-	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{3}
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SessionEnded) GetReason() SessionEnded_Reason {
@@ -380,7 +453,7 @@ type ChangeFilter struct {
 
 func (x *ChangeFilter) Reset() {
 	*x = ChangeFilter{}
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[4]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +465,7 @@ func (x *ChangeFilter) String() string {
 func (*ChangeFilter) ProtoMessage() {}
 
 func (x *ChangeFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[4]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +478,7 @@ func (x *ChangeFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeFilter.ProtoReflect.Descriptor instead.
 func (*ChangeFilter) Descriptor() ([]byte, []int) {
-	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{4}
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ChangeFilter) GetEventTypes() []string {
@@ -452,7 +525,7 @@ type TailChangesRequest struct {
 
 func (x *TailChangesRequest) Reset() {
 	*x = TailChangesRequest{}
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[5]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -464,7 +537,7 @@ func (x *TailChangesRequest) String() string {
 func (*TailChangesRequest) ProtoMessage() {}
 
 func (x *TailChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[5]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -477,7 +550,7 @@ func (x *TailChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TailChangesRequest.ProtoReflect.Descriptor instead.
 func (*TailChangesRequest) Descriptor() ([]byte, []int) {
-	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{5}
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TailChangesRequest) GetFilter() *ChangeFilter {
@@ -524,7 +597,7 @@ type ChangeEvent struct {
 
 func (x *ChangeEvent) Reset() {
 	*x = ChangeEvent{}
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[6]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +609,7 @@ func (x *ChangeEvent) String() string {
 func (*ChangeEvent) ProtoMessage() {}
 
 func (x *ChangeEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[6]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +622,7 @@ func (x *ChangeEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeEvent.ProtoReflect.Descriptor instead.
 func (*ChangeEvent) Descriptor() ([]byte, []int) {
-	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{6}
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ChangeEvent) GetEvent() isChangeEvent_Event {
@@ -630,7 +703,7 @@ type Pruned struct {
 
 func (x *Pruned) Reset() {
 	*x = Pruned{}
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[7]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -642,7 +715,7 @@ func (x *Pruned) String() string {
 func (*Pruned) ProtoMessage() {}
 
 func (x *Pruned) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[7]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -655,7 +728,7 @@ func (x *Pruned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pruned.ProtoReflect.Descriptor instead.
 func (*Pruned) Descriptor() ([]byte, []int) {
-	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{7}
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Pruned) GetAfterPosition() int64 {
@@ -680,7 +753,7 @@ type ChangesEnded struct {
 
 func (x *ChangesEnded) Reset() {
 	*x = ChangesEnded{}
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[8]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +765,7 @@ func (x *ChangesEnded) String() string {
 func (*ChangesEnded) ProtoMessage() {}
 
 func (x *ChangesEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[8]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +778,7 @@ func (x *ChangesEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangesEnded.ProtoReflect.Descriptor instead.
 func (*ChangesEnded) Descriptor() ([]byte, []int) {
-	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{8}
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{9}
 }
 
 // Proto.Actor only. The feed actor answers a TailSessionRequest or a
@@ -722,7 +795,7 @@ type Subscribed struct {
 
 func (x *Subscribed) Reset() {
 	*x = Subscribed{}
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[9]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -734,7 +807,7 @@ func (x *Subscribed) String() string {
 func (*Subscribed) ProtoMessage() {}
 
 func (x *Subscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[9]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -747,7 +820,7 @@ func (x *Subscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribed.ProtoReflect.Descriptor instead.
 func (*Subscribed) Descriptor() ([]byte, []int) {
-	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{9}
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Subscribed) GetSubscriptionId() string {
@@ -768,7 +841,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[10]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +853,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[10]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +866,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{10}
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Ack) GetSubscriptionId() string {
@@ -819,7 +892,7 @@ type Unsubscribe struct {
 
 func (x *Unsubscribe) Reset() {
 	*x = Unsubscribe{}
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[11]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +904,7 @@ func (x *Unsubscribe) String() string {
 func (*Unsubscribe) ProtoMessage() {}
 
 func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[11]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +917,7 @@ func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unsubscribe.ProtoReflect.Descriptor instead.
 func (*Unsubscribe) Descriptor() ([]byte, []int) {
-	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{11}
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Unsubscribe) GetSubscriptionId() string {
@@ -866,7 +939,7 @@ type SubscriptionFailed struct {
 
 func (x *SubscriptionFailed) Reset() {
 	*x = SubscriptionFailed{}
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[12]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +951,7 @@ func (x *SubscriptionFailed) String() string {
 func (*SubscriptionFailed) ProtoMessage() {}
 
 func (x *SubscriptionFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[12]
+	mi := &file_agentstate_feed_v1_feed_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +964,7 @@ func (x *SubscriptionFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscriptionFailed.ProtoReflect.Descriptor instead.
 func (*SubscriptionFailed) Descriptor() ([]byte, []int) {
-	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{12}
+	return file_agentstate_feed_v1_feed_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SubscriptionFailed) GetSubscriptionId() string {
@@ -918,17 +991,21 @@ const file_agentstate_feed_v1_feed_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12#\n" +
 	"\rfrom_sequence\x18\x02 \x01(\x03R\ffromSequence\x12\x19\n" +
 	"\bfrom_now\x18\x03 \x01(\bR\afromNow\x12\x16\n" +
-	"\x06window\x18\x04 \x01(\x05R\x06window\"\xf5\x01\n" +
+	"\x06window\x18\x04 \x01(\x05R\x06window\"\xae\x02\n" +
 	"\fSessionEvent\x12:\n" +
 	"\amessage\x18\x01 \x01(\v2\x1e.agentstate.session.v1.MessageH\x00R\amessage\x12=\n" +
 	"\ttruncated\x18\x02 \x01(\v2\x1d.agentstate.feed.v1.TruncatedH\x00R\ttruncated\x128\n" +
-	"\x05ended\x18\x03 \x01(\v2 .agentstate.feed.v1.SessionEndedH\x00R\x05ended\x12'\n" +
+	"\x05ended\x18\x03 \x01(\v2 .agentstate.feed.v1.SessionEndedH\x00R\x05ended\x127\n" +
+	"\arewound\x18\x05 \x01(\v2\x1b.agentstate.feed.v1.RewoundH\x00R\arewound\x12'\n" +
 	"\x0fsubscription_id\x18\x04 \x01(\tR\x0esubscriptionIdB\a\n" +
 	"\x05event\"Q\n" +
 	"\tTruncated\x12#\n" +
 	"\rfrom_sequence\x18\x01 \x01(\x03R\ffromSequence\x12\x1f\n" +
 	"\vto_sequence\x18\x02 \x01(\x03R\n" +
-	"toSequence\"\xb2\x01\n" +
+	"toSequence\"d\n" +
+	"\aRewound\x12#\n" +
+	"\rfrom_sequence\x18\x01 \x01(\x03R\ffromSequence\x124\n" +
+	"\x16previous_next_sequence\x18\x02 \x01(\x03R\x14previousNextSequence\"\xb2\x01\n" +
 	"\fSessionEnded\x12?\n" +
 	"\x06reason\x18\x01 \x01(\x0e2'.agentstate.feed.v1.SessionEnded.ReasonR\x06reason\"a\n" +
 	"\x06Reason\x12\x16\n" +
@@ -988,45 +1065,47 @@ func file_agentstate_feed_v1_feed_proto_rawDescGZIP() []byte {
 }
 
 var file_agentstate_feed_v1_feed_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentstate_feed_v1_feed_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_agentstate_feed_v1_feed_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_agentstate_feed_v1_feed_proto_goTypes = []any{
 	(SessionEnded_Reason)(0),   // 0: agentstate.feed.v1.SessionEnded.Reason
 	(*TailSessionRequest)(nil), // 1: agentstate.feed.v1.TailSessionRequest
 	(*SessionEvent)(nil),       // 2: agentstate.feed.v1.SessionEvent
 	(*Truncated)(nil),          // 3: agentstate.feed.v1.Truncated
-	(*SessionEnded)(nil),       // 4: agentstate.feed.v1.SessionEnded
-	(*ChangeFilter)(nil),       // 5: agentstate.feed.v1.ChangeFilter
-	(*TailChangesRequest)(nil), // 6: agentstate.feed.v1.TailChangesRequest
-	(*ChangeEvent)(nil),        // 7: agentstate.feed.v1.ChangeEvent
-	(*Pruned)(nil),             // 8: agentstate.feed.v1.Pruned
-	(*ChangesEnded)(nil),       // 9: agentstate.feed.v1.ChangesEnded
-	(*Subscribed)(nil),         // 10: agentstate.feed.v1.Subscribed
-	(*Ack)(nil),                // 11: agentstate.feed.v1.Ack
-	(*Unsubscribe)(nil),        // 12: agentstate.feed.v1.Unsubscribe
-	(*SubscriptionFailed)(nil), // 13: agentstate.feed.v1.SubscriptionFailed
-	(*v1.Message)(nil),         // 14: agentstate.session.v1.Message
-	(*v11.AuditEntry)(nil),     // 15: agentstate.audit.v1.AuditEntry
-	(*v12.Error)(nil),          // 16: agentstate.common.v1.Error
+	(*Rewound)(nil),            // 4: agentstate.feed.v1.Rewound
+	(*SessionEnded)(nil),       // 5: agentstate.feed.v1.SessionEnded
+	(*ChangeFilter)(nil),       // 6: agentstate.feed.v1.ChangeFilter
+	(*TailChangesRequest)(nil), // 7: agentstate.feed.v1.TailChangesRequest
+	(*ChangeEvent)(nil),        // 8: agentstate.feed.v1.ChangeEvent
+	(*Pruned)(nil),             // 9: agentstate.feed.v1.Pruned
+	(*ChangesEnded)(nil),       // 10: agentstate.feed.v1.ChangesEnded
+	(*Subscribed)(nil),         // 11: agentstate.feed.v1.Subscribed
+	(*Ack)(nil),                // 12: agentstate.feed.v1.Ack
+	(*Unsubscribe)(nil),        // 13: agentstate.feed.v1.Unsubscribe
+	(*SubscriptionFailed)(nil), // 14: agentstate.feed.v1.SubscriptionFailed
+	(*v1.Message)(nil),         // 15: agentstate.session.v1.Message
+	(*v11.AuditEntry)(nil),     // 16: agentstate.audit.v1.AuditEntry
+	(*v12.Error)(nil),          // 17: agentstate.common.v1.Error
 }
 var file_agentstate_feed_v1_feed_proto_depIdxs = []int32{
-	14, // 0: agentstate.feed.v1.SessionEvent.message:type_name -> agentstate.session.v1.Message
+	15, // 0: agentstate.feed.v1.SessionEvent.message:type_name -> agentstate.session.v1.Message
 	3,  // 1: agentstate.feed.v1.SessionEvent.truncated:type_name -> agentstate.feed.v1.Truncated
-	4,  // 2: agentstate.feed.v1.SessionEvent.ended:type_name -> agentstate.feed.v1.SessionEnded
-	0,  // 3: agentstate.feed.v1.SessionEnded.reason:type_name -> agentstate.feed.v1.SessionEnded.Reason
-	5,  // 4: agentstate.feed.v1.TailChangesRequest.filter:type_name -> agentstate.feed.v1.ChangeFilter
-	15, // 5: agentstate.feed.v1.ChangeEvent.entry:type_name -> agentstate.audit.v1.AuditEntry
-	8,  // 6: agentstate.feed.v1.ChangeEvent.pruned:type_name -> agentstate.feed.v1.Pruned
-	9,  // 7: agentstate.feed.v1.ChangeEvent.ended:type_name -> agentstate.feed.v1.ChangesEnded
-	16, // 8: agentstate.feed.v1.SubscriptionFailed.error:type_name -> agentstate.common.v1.Error
-	1,  // 9: agentstate.feed.v1.FeedService.TailSession:input_type -> agentstate.feed.v1.TailSessionRequest
-	6,  // 10: agentstate.feed.v1.FeedService.TailChanges:input_type -> agentstate.feed.v1.TailChangesRequest
-	2,  // 11: agentstate.feed.v1.FeedService.TailSession:output_type -> agentstate.feed.v1.SessionEvent
-	7,  // 12: agentstate.feed.v1.FeedService.TailChanges:output_type -> agentstate.feed.v1.ChangeEvent
-	11, // [11:13] is the sub-list for method output_type
-	9,  // [9:11] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	5,  // 2: agentstate.feed.v1.SessionEvent.ended:type_name -> agentstate.feed.v1.SessionEnded
+	4,  // 3: agentstate.feed.v1.SessionEvent.rewound:type_name -> agentstate.feed.v1.Rewound
+	0,  // 4: agentstate.feed.v1.SessionEnded.reason:type_name -> agentstate.feed.v1.SessionEnded.Reason
+	6,  // 5: agentstate.feed.v1.TailChangesRequest.filter:type_name -> agentstate.feed.v1.ChangeFilter
+	16, // 6: agentstate.feed.v1.ChangeEvent.entry:type_name -> agentstate.audit.v1.AuditEntry
+	9,  // 7: agentstate.feed.v1.ChangeEvent.pruned:type_name -> agentstate.feed.v1.Pruned
+	10, // 8: agentstate.feed.v1.ChangeEvent.ended:type_name -> agentstate.feed.v1.ChangesEnded
+	17, // 9: agentstate.feed.v1.SubscriptionFailed.error:type_name -> agentstate.common.v1.Error
+	1,  // 10: agentstate.feed.v1.FeedService.TailSession:input_type -> agentstate.feed.v1.TailSessionRequest
+	7,  // 11: agentstate.feed.v1.FeedService.TailChanges:input_type -> agentstate.feed.v1.TailChangesRequest
+	2,  // 12: agentstate.feed.v1.FeedService.TailSession:output_type -> agentstate.feed.v1.SessionEvent
+	8,  // 13: agentstate.feed.v1.FeedService.TailChanges:output_type -> agentstate.feed.v1.ChangeEvent
+	12, // [12:14] is the sub-list for method output_type
+	10, // [10:12] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_agentstate_feed_v1_feed_proto_init() }
@@ -1038,8 +1117,9 @@ func file_agentstate_feed_v1_feed_proto_init() {
 		(*SessionEvent_Message)(nil),
 		(*SessionEvent_Truncated)(nil),
 		(*SessionEvent_Ended)(nil),
+		(*SessionEvent_Rewound)(nil),
 	}
-	file_agentstate_feed_v1_feed_proto_msgTypes[6].OneofWrappers = []any{
+	file_agentstate_feed_v1_feed_proto_msgTypes[7].OneofWrappers = []any{
 		(*ChangeEvent_Entry)(nil),
 		(*ChangeEvent_Pruned)(nil),
 		(*ChangeEvent_Ended)(nil),
@@ -1050,7 +1130,7 @@ func file_agentstate_feed_v1_feed_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentstate_feed_v1_feed_proto_rawDesc), len(file_agentstate_feed_v1_feed_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -133,6 +133,60 @@ func (Role) EnumDescriptor() ([]byte, []int) {
 	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{1}
 }
 
+// KeyConflict says what an append does with a message whose item_key the
+// session already holds. Two messages of one append may not share a key.
+type KeyConflict int32
+
+const (
+	// The whole append is ALREADY_EXISTS naming the key; nothing is stored
+	// (as for a stored message id).
+	KeyConflict_KEY_CONFLICT_UNSPECIFIED KeyConflict = 0
+	// Keep the stored message and drop this one; the append's other messages
+	// are stored. Its AppendedMessage has kept = true and the stored
+	// message's id and sequence: a retried or partly stored batch of keyed
+	// writes is one atomic append.
+	KeyConflict_KEY_CONFLICT_KEEP_STORED KeyConflict = 1
+)
+
+// Enum value maps for KeyConflict.
+var (
+	KeyConflict_name = map[int32]string{
+		0: "KEY_CONFLICT_UNSPECIFIED",
+		1: "KEY_CONFLICT_KEEP_STORED",
+	}
+	KeyConflict_value = map[string]int32{
+		"KEY_CONFLICT_UNSPECIFIED": 0,
+		"KEY_CONFLICT_KEEP_STORED": 1,
+	}
+)
+
+func (x KeyConflict) Enum() *KeyConflict {
+	p := new(KeyConflict)
+	*p = x
+	return p
+}
+
+func (x KeyConflict) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KeyConflict) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentstate_session_v1_session_proto_enumTypes[2].Descriptor()
+}
+
+func (KeyConflict) Type() protoreflect.EnumType {
+	return &file_agentstate_session_v1_session_proto_enumTypes[2]
+}
+
+func (x KeyConflict) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KeyConflict.Descriptor instead.
+func (KeyConflict) EnumDescriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{2}
+}
+
 type TokenUsage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	InputTokens   int64                  `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
@@ -434,7 +488,10 @@ type Message struct {
 	CreatedAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// The time the client gave the message (NewMessage.event_time); unset
 	// when it gave none. ListMessages's time filters use it, else created_at.
-	EventTime     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	EventTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	// NewMessage.item_key and kind as given; empty when none.
+	ItemKey       string `protobuf:"bytes,9,opt,name=item_key,json=itemKey,proto3" json:"item_key,omitempty"`
+	Kind          string `protobuf:"bytes,10,opt,name=kind,proto3" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -525,6 +582,20 @@ func (x *Message) GetEventTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Message) GetItemKey() string {
+	if x != nil {
+		return x.ItemKey
+	}
+	return ""
+}
+
+func (x *Message) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
 // NewMessage is one message of an append. message_id is optional: when the
 // client supplies one, a retry with the same id returns the original
 // sequence and stores nothing. A retry is the same turn (the same ids in
@@ -541,7 +612,17 @@ type NewMessage struct {
 	MessageId    string                 `protobuf:"bytes,4,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	// The client's time of the message (a framework's event timestamp);
 	// optional. Stored as given, to the nanosecond.
-	EventTime     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	EventTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=event_time,json=eventTime,proto3" json:"event_time,omitempty"`
+	// Optional: the client's key for this item, unique among the session's
+	// stored messages (1-256 bytes of UTF-8), such as a framework's checkpoint
+	// or pending-write id. GetItem reads a message by it and ListItems filters
+	// on its prefix. Removing a message (Truncate, ReplaceSuffix) frees it.
+	ItemKey string `protobuf:"bytes,6,opt,name=item_key,json=itemKey,proto3" json:"item_key,omitempty"`
+	// Optional: the client's kind of item (0-64 bytes of printable ASCII),
+	// such as "checkpoint" or "write"; ListItems filters on it.
+	Kind string `protobuf:"bytes,7,opt,name=kind,proto3" json:"kind,omitempty"`
+	// What the append does when item_key is already stored in the session.
+	OnKeyConflict KeyConflict `protobuf:"varint,8,opt,name=on_key_conflict,json=onKeyConflict,proto3,enum=agentstate.session.v1.KeyConflict" json:"on_key_conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -609,6 +690,27 @@ func (x *NewMessage) GetEventTime() *timestamppb.Timestamp {
 		return x.EventTime
 	}
 	return nil
+}
+
+func (x *NewMessage) GetItemKey() string {
+	if x != nil {
+		return x.ItemKey
+	}
+	return ""
+}
+
+func (x *NewMessage) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *NewMessage) GetOnKeyConflict() KeyConflict {
+	if x != nil {
+		return x.OnKeyConflict
+	}
+	return KeyConflict_KEY_CONFLICT_UNSPECIFIED
 }
 
 // StateDelta changes a state, which is a JSON object: each key of set_json
@@ -917,10 +1019,14 @@ func (x *SequenceMismatch) GetNextSequence() int64 {
 }
 
 type AppendedMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	MessageId     string                 `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
-	Sequence      int64                  `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	MessageId string                 `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Sequence  int64                  `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The message's item_key was stored already and the append asked to keep
+	// the stored one (KEY_CONFLICT_KEEP_STORED): the fields above are the
+	// stored message's, and this one was not stored.
+	Kept          bool `protobuf:"varint,4,opt,name=kept,proto3" json:"kept,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -974,6 +1080,13 @@ func (x *AppendedMessage) GetCreatedAt() *timestamppb.Timestamp {
 		return x.CreatedAt
 	}
 	return nil
+}
+
+func (x *AppendedMessage) GetKept() bool {
+	if x != nil {
+		return x.Kept
+	}
+	return false
 }
 
 type CreateSessionRequest struct {
@@ -3713,6 +3826,680 @@ func (x *SetExpiryResponse) GetSession() *Session {
 	return nil
 }
 
+// GetItemRequest reads one message by its item key.
+type GetItemRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ItemKey       string                 `protobuf:"bytes,2,opt,name=item_key,json=itemKey,proto3" json:"item_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetItemRequest) Reset() {
+	*x = GetItemRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetItemRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetItemRequest) ProtoMessage() {}
+
+func (x *GetItemRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetItemRequest.ProtoReflect.Descriptor instead.
+func (*GetItemRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *GetItemRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *GetItemRequest) GetItemKey() string {
+	if x != nil {
+		return x.ItemKey
+	}
+	return ""
+}
+
+// NOT_FOUND when the session holds no message with the key.
+type GetItemResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Message       *Message               `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetItemResponse) Reset() {
+	*x = GetItemResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetItemResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetItemResponse) ProtoMessage() {}
+
+func (x *GetItemResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetItemResponse.ProtoReflect.Descriptor instead.
+func (*GetItemResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *GetItemResponse) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+// ListItemsRequest lists a session's messages selected by kind and item-key
+// prefix, oldest or newest first. A page is an indexed read: its cost grows
+// with the page, not with the history.
+type ListItemsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Only messages of this kind; empty = any.
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Only messages whose item_key starts with this; empty = any (messages
+	// without a key included).
+	KeyPrefix string `protobuf:"bytes,3,opt,name=key_prefix,json=keyPrefix,proto3" json:"key_prefix,omitempty"`
+	// Newest first (descending sequence); else oldest first.
+	NewestFirst bool `protobuf:"varint,4,opt,name=newest_first,json=newestFirst,proto3" json:"newest_first,omitempty"`
+	// Default 100, at most 1000; the page byte cap of ListMessages applies.
+	Limit int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Resume: oldest first, messages with sequence >= cursor_sequence;
+	// newest first, messages with sequence < cursor_sequence. Unset = from
+	// the start (oldest first) or from the end (newest first).
+	CursorSequence *int64 `protobuf:"varint,6,opt,name=cursor_sequence,json=cursorSequence,proto3,oneof" json:"cursor_sequence,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListItemsRequest) Reset() {
+	*x = ListItemsRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListItemsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListItemsRequest) ProtoMessage() {}
+
+func (x *ListItemsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListItemsRequest.ProtoReflect.Descriptor instead.
+func (*ListItemsRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *ListItemsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ListItemsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ListItemsRequest) GetKeyPrefix() string {
+	if x != nil {
+		return x.KeyPrefix
+	}
+	return ""
+}
+
+func (x *ListItemsRequest) GetNewestFirst() bool {
+	if x != nil {
+		return x.NewestFirst
+	}
+	return false
+}
+
+func (x *ListItemsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListItemsRequest) GetCursorSequence() int64 {
+	if x != nil && x.CursorSequence != nil {
+		return *x.CursorSequence
+	}
+	return 0
+}
+
+type ListItemsResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Messages []*Message             `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	// The cursor_sequence of the next page; unset when there is no more.
+	NextCursorSequence *int64 `protobuf:"varint,2,opt,name=next_cursor_sequence,json=nextCursorSequence,proto3,oneof" json:"next_cursor_sequence,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *ListItemsResponse) Reset() {
+	*x = ListItemsResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListItemsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListItemsResponse) ProtoMessage() {}
+
+func (x *ListItemsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListItemsResponse.ProtoReflect.Descriptor instead.
+func (*ListItemsResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *ListItemsResponse) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *ListItemsResponse) GetNextCursorSequence() int64 {
+	if x != nil && x.NextCursorSequence != nil {
+		return *x.NextCursorSequence
+	}
+	return 0
+}
+
+// ReplaceSuffixRequest atomically removes the session's newest messages and
+// appends new ones in their place, if the session's next sequence is
+// expected_next_sequence (else FAILED_PRECONDITION with a SequenceMismatch,
+// nothing changed). After a replacement from K the new messages take
+// sequences K, K+1, ...: sequences stay dense and unique among stored
+// messages. Tails and the change feed report the rewind as an event of its
+// own; the audit trail records it. A removed message's id may be used again
+// only by a message with the same content, so a retried replacement is a
+// no-op (duplicate = true). A closed session refuses it.
+type ReplaceSuffixRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Types that are valid to be assigned to From:
+	//
+	//	*ReplaceSuffixRequest_FromSequence
+	//	*ReplaceSuffixRequest_RemoveLast
+	From isReplaceSuffixRequest_From `protobuf_oneof:"from"`
+	// Required.
+	ExpectedNextSequence *int64 `protobuf:"varint,4,opt,name=expected_next_sequence,json=expectedNextSequence,proto3,oneof" json:"expected_next_sequence,omitempty"`
+	// Appended after the removal, with the rules of AppendRequest.
+	Messages      []*NewMessage `protobuf:"bytes,5,rep,name=messages,proto3" json:"messages,omitempty"`
+	StateDelta    *StateDelta   `protobuf:"bytes,6,opt,name=state_delta,json=stateDelta,proto3" json:"state_delta,omitempty"`
+	ScopeDeltas   []*ScopeDelta `protobuf:"bytes,7,rep,name=scope_deltas,json=scopeDeltas,proto3" json:"scope_deltas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplaceSuffixRequest) Reset() {
+	*x = ReplaceSuffixRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplaceSuffixRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplaceSuffixRequest) ProtoMessage() {}
+
+func (x *ReplaceSuffixRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplaceSuffixRequest.ProtoReflect.Descriptor instead.
+func (*ReplaceSuffixRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *ReplaceSuffixRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ReplaceSuffixRequest) GetFrom() isReplaceSuffixRequest_From {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *ReplaceSuffixRequest) GetFromSequence() int64 {
+	if x != nil {
+		if x, ok := x.From.(*ReplaceSuffixRequest_FromSequence); ok {
+			return x.FromSequence
+		}
+	}
+	return 0
+}
+
+func (x *ReplaceSuffixRequest) GetRemoveLast() int64 {
+	if x != nil {
+		if x, ok := x.From.(*ReplaceSuffixRequest_RemoveLast); ok {
+			return x.RemoveLast
+		}
+	}
+	return 0
+}
+
+func (x *ReplaceSuffixRequest) GetExpectedNextSequence() int64 {
+	if x != nil && x.ExpectedNextSequence != nil {
+		return *x.ExpectedNextSequence
+	}
+	return 0
+}
+
+func (x *ReplaceSuffixRequest) GetMessages() []*NewMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *ReplaceSuffixRequest) GetStateDelta() *StateDelta {
+	if x != nil {
+		return x.StateDelta
+	}
+	return nil
+}
+
+func (x *ReplaceSuffixRequest) GetScopeDeltas() []*ScopeDelta {
+	if x != nil {
+		return x.ScopeDeltas
+	}
+	return nil
+}
+
+type isReplaceSuffixRequest_From interface {
+	isReplaceSuffixRequest_From()
+}
+
+type ReplaceSuffixRequest_FromSequence struct {
+	// Remove every message with sequence >= from_sequence (not below the
+	// session's first_sequence; the next sequence removes nothing).
+	FromSequence int64 `protobuf:"varint,2,opt,name=from_sequence,json=fromSequence,proto3,oneof"`
+}
+
+type ReplaceSuffixRequest_RemoveLast struct {
+	// Remove the last remove_last messages (0 removes nothing).
+	RemoveLast int64 `protobuf:"varint,3,opt,name=remove_last,json=removeLast,proto3,oneof"`
+}
+
+func (*ReplaceSuffixRequest_FromSequence) isReplaceSuffixRequest_From() {}
+
+func (*ReplaceSuffixRequest_RemoveLast) isReplaceSuffixRequest_From() {}
+
+type ReplaceSuffixResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The removed messages, in sequence order.
+	Removed []*Message `protobuf:"bytes,1,rep,name=removed,proto3" json:"removed,omitempty"`
+	// One per request message, in request order.
+	Messages     []*AppendedMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	NextSequence int64              `protobuf:"varint,3,opt,name=next_sequence,json=nextSequence,proto3" json:"next_sequence,omitempty"`
+	// True when this replacement had been stored before (a retry).
+	Duplicate     bool `protobuf:"varint,4,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplaceSuffixResponse) Reset() {
+	*x = ReplaceSuffixResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplaceSuffixResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplaceSuffixResponse) ProtoMessage() {}
+
+func (x *ReplaceSuffixResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplaceSuffixResponse.ProtoReflect.Descriptor instead.
+func (*ReplaceSuffixResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ReplaceSuffixResponse) GetRemoved() []*Message {
+	if x != nil {
+		return x.Removed
+	}
+	return nil
+}
+
+func (x *ReplaceSuffixResponse) GetMessages() []*AppendedMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *ReplaceSuffixResponse) GetNextSequence() int64 {
+	if x != nil {
+		return x.NextSequence
+	}
+	return 0
+}
+
+func (x *ReplaceSuffixResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+// DeleteSessionsRequest deletes a group of sessions atomically: every
+// session of the namespace whose client_key starts with client_key_prefix,
+// or none. At most 1,000 sessions; a larger group is FAILED_PRECONDITION
+// and nothing is deleted.
+type DeleteSessionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Default "local".
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Required (1-256 bytes).
+	ClientKeyPrefix string `protobuf:"bytes,2,opt,name=client_key_prefix,json=clientKeyPrefix,proto3" json:"client_key_prefix,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeleteSessionsRequest) Reset() {
+	*x = DeleteSessionsRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSessionsRequest) ProtoMessage() {}
+
+func (x *DeleteSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSessionsRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *DeleteSessionsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *DeleteSessionsRequest) GetClientKeyPrefix() string {
+	if x != nil {
+		return x.ClientKeyPrefix
+	}
+	return ""
+}
+
+type DeleteSessionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In session_id order.
+	SessionIds      []string `protobuf:"bytes,1,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	MessagesRemoved int64    `protobuf:"varint,2,opt,name=messages_removed,json=messagesRemoved,proto3" json:"messages_removed,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeleteSessionsResponse) Reset() {
+	*x = DeleteSessionsResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSessionsResponse) ProtoMessage() {}
+
+func (x *DeleteSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSessionsResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *DeleteSessionsResponse) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+func (x *DeleteSessionsResponse) GetMessagesRemoved() int64 {
+	if x != nil {
+		return x.MessagesRemoved
+	}
+	return 0
+}
+
+// UpdateScopesRequest changes shared scopes without a session: the deltas
+// apply atomically, in one transaction, and are audited.
+type UpdateScopesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At least one.
+	ScopeDeltas []*ScopeDelta `protobuf:"bytes,1,rep,name=scope_deltas,json=scopeDeltas,proto3" json:"scope_deltas,omitempty"`
+	// Optional (1-128 bytes of printable ASCII): a retry with the same id is
+	// a no-op that answers the scopes as they stand (duplicate = true).
+	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateScopesRequest) Reset() {
+	*x = UpdateScopesRequest{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateScopesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateScopesRequest) ProtoMessage() {}
+
+func (x *UpdateScopesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateScopesRequest.ProtoReflect.Descriptor instead.
+func (*UpdateScopesRequest) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *UpdateScopesRequest) GetScopeDeltas() []*ScopeDelta {
+	if x != nil {
+		return x.ScopeDeltas
+	}
+	return nil
+}
+
+func (x *UpdateScopesRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type UpdateScopesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The scopes after the write, in the order of each scope's first delta.
+	Scopes        []*ScopeState `protobuf:"bytes,1,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	Duplicate     bool          `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateScopesResponse) Reset() {
+	*x = UpdateScopesResponse{}
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateScopesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateScopesResponse) ProtoMessage() {}
+
+func (x *UpdateScopesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentstate_session_v1_session_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateScopesResponse.ProtoReflect.Descriptor instead.
+func (*UpdateScopesResponse) Descriptor() ([]byte, []int) {
+	return file_agentstate_session_v1_session_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *UpdateScopesResponse) GetScopes() []*ScopeState {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *UpdateScopesResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
 var File_agentstate_session_v1_session_proto protoreflect.FileDescriptor
 
 const file_agentstate_session_v1_session_proto_rawDesc = "" +
@@ -3753,7 +4540,7 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"client_key\x18\r \x01(\tR\tclientKey\x129\n" +
 	"\n" +
 	"expires_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12%\n" +
-	"\x0efirst_sequence\x18\x0f \x01(\x03R\rfirstSequence\"\xc9\x02\n" +
+	"\x0efirst_sequence\x18\x0f \x01(\x03R\rfirstSequence\"\xf8\x02\n" +
 	"\aMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
@@ -3766,7 +4553,10 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"event_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\"\xd6\x01\n" +
+	"event_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12\x19\n" +
+	"\bitem_key\x18\t \x01(\tR\aitemKey\x12\x12\n" +
+	"\x04kind\x18\n" +
+	" \x01(\tR\x04kind\"\xd1\x02\n" +
 	"\n" +
 	"NewMessage\x12/\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x1b.agentstate.session.v1.RoleR\x04role\x12\x18\n" +
@@ -3775,7 +4565,10 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\x04 \x01(\tR\tmessageId\x129\n" +
 	"\n" +
-	"event_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\"\xab\x01\n" +
+	"event_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12\x19\n" +
+	"\bitem_key\x18\x06 \x01(\tR\aitemKey\x12\x12\n" +
+	"\x04kind\x18\a \x01(\tR\x04kind\x12J\n" +
+	"\x0fon_key_conflict\x18\b \x01(\x0e2\".agentstate.session.v1.KeyConflictR\ronKeyConflict\"\xab\x01\n" +
 	"\n" +
 	"StateDelta\x12I\n" +
 	"\bset_json\x18\x01 \x03(\v2..agentstate.session.v1.StateDelta.SetJsonEntryR\asetJson\x12\x16\n" +
@@ -3803,13 +4596,14 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x124\n" +
 	"\x16expected_next_sequence\x18\x02 \x01(\x03R\x14expectedNextSequence\x12#\n" +
-	"\rnext_sequence\x18\x03 \x01(\x03R\fnextSequence\"\x87\x01\n" +
+	"\rnext_sequence\x18\x03 \x01(\x03R\fnextSequence\"\x9b\x01\n" +
 	"\x0fAppendedMessage\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x03R\bsequence\x129\n" +
 	"\n" +
-	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xc8\x03\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x12\n" +
+	"\x04kept\x18\x04 \x01(\bR\x04kept\"\xc8\x03\n" +
 	"\x14CreateSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
@@ -4004,7 +4798,59 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x14\n" +
 	"\x05clear\x18\x04 \x01(\bR\x05clear\"M\n" +
 	"\x11SetExpiryResponse\x128\n" +
-	"\asession\x18\x01 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession*a\n" +
+	"\asession\x18\x01 \x01(\v2\x1e.agentstate.session.v1.SessionR\asession\"J\n" +
+	"\x0eGetItemRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
+	"\bitem_key\x18\x02 \x01(\tR\aitemKey\"K\n" +
+	"\x0fGetItemResponse\x128\n" +
+	"\amessage\x18\x01 \x01(\v2\x1e.agentstate.session.v1.MessageR\amessage\"\xdf\x01\n" +
+	"\x10ListItemsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1d\n" +
+	"\n" +
+	"key_prefix\x18\x03 \x01(\tR\tkeyPrefix\x12!\n" +
+	"\fnewest_first\x18\x04 \x01(\bR\vnewestFirst\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12,\n" +
+	"\x0fcursor_sequence\x18\x06 \x01(\x03H\x00R\x0ecursorSequence\x88\x01\x01B\x12\n" +
+	"\x10_cursor_sequence\"\x9f\x01\n" +
+	"\x11ListItemsResponse\x12:\n" +
+	"\bmessages\x18\x01 \x03(\v2\x1e.agentstate.session.v1.MessageR\bmessages\x125\n" +
+	"\x14next_cursor_sequence\x18\x02 \x01(\x03H\x00R\x12nextCursorSequence\x88\x01\x01B\x17\n" +
+	"\x15_next_cursor_sequence\"\xa6\x03\n" +
+	"\x14ReplaceSuffixRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12%\n" +
+	"\rfrom_sequence\x18\x02 \x01(\x03H\x00R\ffromSequence\x12!\n" +
+	"\vremove_last\x18\x03 \x01(\x03H\x00R\n" +
+	"removeLast\x129\n" +
+	"\x16expected_next_sequence\x18\x04 \x01(\x03H\x01R\x14expectedNextSequence\x88\x01\x01\x12=\n" +
+	"\bmessages\x18\x05 \x03(\v2!.agentstate.session.v1.NewMessageR\bmessages\x12B\n" +
+	"\vstate_delta\x18\x06 \x01(\v2!.agentstate.session.v1.StateDeltaR\n" +
+	"stateDelta\x12D\n" +
+	"\fscope_deltas\x18\a \x03(\v2!.agentstate.session.v1.ScopeDeltaR\vscopeDeltasB\x06\n" +
+	"\x04fromB\x19\n" +
+	"\x17_expected_next_sequence\"\xd8\x01\n" +
+	"\x15ReplaceSuffixResponse\x128\n" +
+	"\aremoved\x18\x01 \x03(\v2\x1e.agentstate.session.v1.MessageR\aremoved\x12B\n" +
+	"\bmessages\x18\x02 \x03(\v2&.agentstate.session.v1.AppendedMessageR\bmessages\x12#\n" +
+	"\rnext_sequence\x18\x03 \x01(\x03R\fnextSequence\x12\x1c\n" +
+	"\tduplicate\x18\x04 \x01(\bR\tduplicate\"a\n" +
+	"\x15DeleteSessionsRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12*\n" +
+	"\x11client_key_prefix\x18\x02 \x01(\tR\x0fclientKeyPrefix\"d\n" +
+	"\x16DeleteSessionsResponse\x12\x1f\n" +
+	"\vsession_ids\x18\x01 \x03(\tR\n" +
+	"sessionIds\x12)\n" +
+	"\x10messages_removed\x18\x02 \x01(\x03R\x0fmessagesRemoved\"z\n" +
+	"\x13UpdateScopesRequest\x12D\n" +
+	"\fscope_deltas\x18\x01 \x03(\v2!.agentstate.session.v1.ScopeDeltaR\vscopeDeltas\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\"o\n" +
+	"\x14UpdateScopesResponse\x129\n" +
+	"\x06scopes\x18\x01 \x03(\v2!.agentstate.session.v1.ScopeStateR\x06scopes\x12\x1c\n" +
+	"\tduplicate\x18\x02 \x01(\bR\tduplicate*a\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SESSION_STATE_ACTIVE\x10\x01\x12\x18\n" +
@@ -4014,7 +4860,10 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\tROLE_USER\x10\x01\x12\x12\n" +
 	"\x0eROLE_ASSISTANT\x10\x02\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x03\x12\r\n" +
-	"\tROLE_TOOL\x10\x042\x9e\x11\n" +
+	"\tROLE_TOOL\x10\x04*I\n" +
+	"\vKeyConflict\x12\x1c\n" +
+	"\x18KEY_CONFLICT_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18KEY_CONFLICT_KEEP_STORED\x10\x012\x9c\x15\n" +
 	"\x0eSessionService\x12c\n" +
 	"\x06Create\x12+.agentstate.session.v1.CreateSessionRequest\x1a,.agentstate.session.v1.CreateSessionResponse\x12Z\n" +
 	"\x03Get\x12(.agentstate.session.v1.GetSessionRequest\x1a).agentstate.session.v1.GetSessionResponse\x12_\n" +
@@ -4037,7 +4886,12 @@ const file_agentstate_session_v1_session_proto_rawDesc = "" +
 	"\vPutSnapshot\x12).agentstate.session.v1.PutSnapshotRequest\x1a*.agentstate.session.v1.PutSnapshotResponse\x12d\n" +
 	"\vGetSnapshot\x12).agentstate.session.v1.GetSnapshotRequest\x1a*.agentstate.session.v1.GetSnapshotResponse\x12m\n" +
 	"\x0eDeleteSnapshot\x12,.agentstate.session.v1.DeleteSnapshotRequest\x1a-.agentstate.session.v1.DeleteSnapshotResponse\x12^\n" +
-	"\tSetExpiry\x12'.agentstate.session.v1.SetExpiryRequest\x1a(.agentstate.session.v1.SetExpiryResponseBKZIgithub.com/agentstate/agentstate/messages/agentstate/session/v1;sessionv1b\x06proto3"
+	"\tSetExpiry\x12'.agentstate.session.v1.SetExpiryRequest\x1a(.agentstate.session.v1.SetExpiryResponse\x12X\n" +
+	"\aGetItem\x12%.agentstate.session.v1.GetItemRequest\x1a&.agentstate.session.v1.GetItemResponse\x12^\n" +
+	"\tListItems\x12'.agentstate.session.v1.ListItemsRequest\x1a(.agentstate.session.v1.ListItemsResponse\x12j\n" +
+	"\rReplaceSuffix\x12+.agentstate.session.v1.ReplaceSuffixRequest\x1a,.agentstate.session.v1.ReplaceSuffixResponse\x12m\n" +
+	"\x0eDeleteSessions\x12,.agentstate.session.v1.DeleteSessionsRequest\x1a-.agentstate.session.v1.DeleteSessionsResponse\x12g\n" +
+	"\fUpdateScopes\x12*.agentstate.session.v1.UpdateScopesRequest\x1a+.agentstate.session.v1.UpdateScopesResponseBKZIgithub.com/agentstate/agentstate/messages/agentstate/session/v1;sessionv1b\x06proto3"
 
 var (
 	file_agentstate_session_v1_session_proto_rawDescOnce sync.Once
@@ -4051,183 +4905,214 @@ func file_agentstate_session_v1_session_proto_rawDescGZIP() []byte {
 	return file_agentstate_session_v1_session_proto_rawDescData
 }
 
-var file_agentstate_session_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agentstate_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_agentstate_session_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_agentstate_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_agentstate_session_v1_session_proto_goTypes = []any{
 	(SessionState)(0),                // 0: agentstate.session.v1.SessionState
 	(Role)(0),                        // 1: agentstate.session.v1.Role
-	(*TokenUsage)(nil),               // 2: agentstate.session.v1.TokenUsage
-	(*LinkedPlan)(nil),               // 3: agentstate.session.v1.LinkedPlan
-	(*Session)(nil),                  // 4: agentstate.session.v1.Session
-	(*Message)(nil),                  // 5: agentstate.session.v1.Message
-	(*NewMessage)(nil),               // 6: agentstate.session.v1.NewMessage
-	(*StateDelta)(nil),               // 7: agentstate.session.v1.StateDelta
-	(*ScopeDelta)(nil),               // 8: agentstate.session.v1.ScopeDelta
-	(*ScopeState)(nil),               // 9: agentstate.session.v1.ScopeState
-	(*Snapshot)(nil),                 // 10: agentstate.session.v1.Snapshot
-	(*SequenceMismatch)(nil),         // 11: agentstate.session.v1.SequenceMismatch
-	(*AppendedMessage)(nil),          // 12: agentstate.session.v1.AppendedMessage
-	(*CreateSessionRequest)(nil),     // 13: agentstate.session.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),    // 14: agentstate.session.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),        // 15: agentstate.session.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),       // 16: agentstate.session.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),      // 17: agentstate.session.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),     // 18: agentstate.session.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),      // 19: agentstate.session.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),     // 20: agentstate.session.v1.CloseSessionResponse
-	(*DeleteSessionRequest)(nil),     // 21: agentstate.session.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 22: agentstate.session.v1.DeleteSessionResponse
-	(*AppendRequest)(nil),            // 23: agentstate.session.v1.AppendRequest
-	(*AppendResponse)(nil),           // 24: agentstate.session.v1.AppendResponse
-	(*ListMessagesRequest)(nil),      // 25: agentstate.session.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),     // 26: agentstate.session.v1.ListMessagesResponse
-	(*UpdateTokenUsageRequest)(nil),  // 27: agentstate.session.v1.UpdateTokenUsageRequest
-	(*UpdateTokenUsageResponse)(nil), // 28: agentstate.session.v1.UpdateTokenUsageResponse
-	(*LinkPlanRequest)(nil),          // 29: agentstate.session.v1.LinkPlanRequest
-	(*LinkPlanResponse)(nil),         // 30: agentstate.session.v1.LinkPlanResponse
-	(*ExportSessionRequest)(nil),     // 31: agentstate.session.v1.ExportSessionRequest
-	(*ExportSessionResponse)(nil),    // 32: agentstate.session.v1.ExportSessionResponse
-	(*ImportSessionRequest)(nil),     // 33: agentstate.session.v1.ImportSessionRequest
-	(*ImportSessionResponse)(nil),    // 34: agentstate.session.v1.ImportSessionResponse
-	(*ExportChunk)(nil),              // 35: agentstate.session.v1.ExportChunk
-	(*ImportChunk)(nil),              // 36: agentstate.session.v1.ImportChunk
-	(*ExportHeader)(nil),             // 37: agentstate.session.v1.ExportHeader
-	(*ExportPage)(nil),               // 38: agentstate.session.v1.ExportPage
-	(*ExportTrailer)(nil),            // 39: agentstate.session.v1.ExportTrailer
-	(*AppendStreamResponse)(nil),     // 40: agentstate.session.v1.AppendStreamResponse
-	(*TaggedAppend)(nil),             // 41: agentstate.session.v1.TaggedAppend
-	(*AppendBatch)(nil),              // 42: agentstate.session.v1.AppendBatch
-	(*TaggedOutcome)(nil),            // 43: agentstate.session.v1.TaggedOutcome
-	(*AppendOutcomes)(nil),           // 44: agentstate.session.v1.AppendOutcomes
-	(*UpdateStateRequest)(nil),       // 45: agentstate.session.v1.UpdateStateRequest
-	(*UpdateStateResponse)(nil),      // 46: agentstate.session.v1.UpdateStateResponse
-	(*GetStateRequest)(nil),          // 47: agentstate.session.v1.GetStateRequest
-	(*GetStateResponse)(nil),         // 48: agentstate.session.v1.GetStateResponse
-	(*TruncateRequest)(nil),          // 49: agentstate.session.v1.TruncateRequest
-	(*TruncateResponse)(nil),         // 50: agentstate.session.v1.TruncateResponse
-	(*PutSnapshotRequest)(nil),       // 51: agentstate.session.v1.PutSnapshotRequest
-	(*PutSnapshotResponse)(nil),      // 52: agentstate.session.v1.PutSnapshotResponse
-	(*GetSnapshotRequest)(nil),       // 53: agentstate.session.v1.GetSnapshotRequest
-	(*GetSnapshotResponse)(nil),      // 54: agentstate.session.v1.GetSnapshotResponse
-	(*DeleteSnapshotRequest)(nil),    // 55: agentstate.session.v1.DeleteSnapshotRequest
-	(*DeleteSnapshotResponse)(nil),   // 56: agentstate.session.v1.DeleteSnapshotResponse
-	(*SetExpiryRequest)(nil),         // 57: agentstate.session.v1.SetExpiryRequest
-	(*SetExpiryResponse)(nil),        // 58: agentstate.session.v1.SetExpiryResponse
-	nil,                              // 59: agentstate.session.v1.StateDelta.SetJsonEntry
-	(*timestamppb.Timestamp)(nil),    // 60: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 61: google.protobuf.Duration
-	(*v1.Error)(nil),                 // 62: agentstate.common.v1.Error
+	(KeyConflict)(0),                 // 2: agentstate.session.v1.KeyConflict
+	(*TokenUsage)(nil),               // 3: agentstate.session.v1.TokenUsage
+	(*LinkedPlan)(nil),               // 4: agentstate.session.v1.LinkedPlan
+	(*Session)(nil),                  // 5: agentstate.session.v1.Session
+	(*Message)(nil),                  // 6: agentstate.session.v1.Message
+	(*NewMessage)(nil),               // 7: agentstate.session.v1.NewMessage
+	(*StateDelta)(nil),               // 8: agentstate.session.v1.StateDelta
+	(*ScopeDelta)(nil),               // 9: agentstate.session.v1.ScopeDelta
+	(*ScopeState)(nil),               // 10: agentstate.session.v1.ScopeState
+	(*Snapshot)(nil),                 // 11: agentstate.session.v1.Snapshot
+	(*SequenceMismatch)(nil),         // 12: agentstate.session.v1.SequenceMismatch
+	(*AppendedMessage)(nil),          // 13: agentstate.session.v1.AppendedMessage
+	(*CreateSessionRequest)(nil),     // 14: agentstate.session.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),    // 15: agentstate.session.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),        // 16: agentstate.session.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),       // 17: agentstate.session.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),      // 18: agentstate.session.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),     // 19: agentstate.session.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),      // 20: agentstate.session.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),     // 21: agentstate.session.v1.CloseSessionResponse
+	(*DeleteSessionRequest)(nil),     // 22: agentstate.session.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 23: agentstate.session.v1.DeleteSessionResponse
+	(*AppendRequest)(nil),            // 24: agentstate.session.v1.AppendRequest
+	(*AppendResponse)(nil),           // 25: agentstate.session.v1.AppendResponse
+	(*ListMessagesRequest)(nil),      // 26: agentstate.session.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),     // 27: agentstate.session.v1.ListMessagesResponse
+	(*UpdateTokenUsageRequest)(nil),  // 28: agentstate.session.v1.UpdateTokenUsageRequest
+	(*UpdateTokenUsageResponse)(nil), // 29: agentstate.session.v1.UpdateTokenUsageResponse
+	(*LinkPlanRequest)(nil),          // 30: agentstate.session.v1.LinkPlanRequest
+	(*LinkPlanResponse)(nil),         // 31: agentstate.session.v1.LinkPlanResponse
+	(*ExportSessionRequest)(nil),     // 32: agentstate.session.v1.ExportSessionRequest
+	(*ExportSessionResponse)(nil),    // 33: agentstate.session.v1.ExportSessionResponse
+	(*ImportSessionRequest)(nil),     // 34: agentstate.session.v1.ImportSessionRequest
+	(*ImportSessionResponse)(nil),    // 35: agentstate.session.v1.ImportSessionResponse
+	(*ExportChunk)(nil),              // 36: agentstate.session.v1.ExportChunk
+	(*ImportChunk)(nil),              // 37: agentstate.session.v1.ImportChunk
+	(*ExportHeader)(nil),             // 38: agentstate.session.v1.ExportHeader
+	(*ExportPage)(nil),               // 39: agentstate.session.v1.ExportPage
+	(*ExportTrailer)(nil),            // 40: agentstate.session.v1.ExportTrailer
+	(*AppendStreamResponse)(nil),     // 41: agentstate.session.v1.AppendStreamResponse
+	(*TaggedAppend)(nil),             // 42: agentstate.session.v1.TaggedAppend
+	(*AppendBatch)(nil),              // 43: agentstate.session.v1.AppendBatch
+	(*TaggedOutcome)(nil),            // 44: agentstate.session.v1.TaggedOutcome
+	(*AppendOutcomes)(nil),           // 45: agentstate.session.v1.AppendOutcomes
+	(*UpdateStateRequest)(nil),       // 46: agentstate.session.v1.UpdateStateRequest
+	(*UpdateStateResponse)(nil),      // 47: agentstate.session.v1.UpdateStateResponse
+	(*GetStateRequest)(nil),          // 48: agentstate.session.v1.GetStateRequest
+	(*GetStateResponse)(nil),         // 49: agentstate.session.v1.GetStateResponse
+	(*TruncateRequest)(nil),          // 50: agentstate.session.v1.TruncateRequest
+	(*TruncateResponse)(nil),         // 51: agentstate.session.v1.TruncateResponse
+	(*PutSnapshotRequest)(nil),       // 52: agentstate.session.v1.PutSnapshotRequest
+	(*PutSnapshotResponse)(nil),      // 53: agentstate.session.v1.PutSnapshotResponse
+	(*GetSnapshotRequest)(nil),       // 54: agentstate.session.v1.GetSnapshotRequest
+	(*GetSnapshotResponse)(nil),      // 55: agentstate.session.v1.GetSnapshotResponse
+	(*DeleteSnapshotRequest)(nil),    // 56: agentstate.session.v1.DeleteSnapshotRequest
+	(*DeleteSnapshotResponse)(nil),   // 57: agentstate.session.v1.DeleteSnapshotResponse
+	(*SetExpiryRequest)(nil),         // 58: agentstate.session.v1.SetExpiryRequest
+	(*SetExpiryResponse)(nil),        // 59: agentstate.session.v1.SetExpiryResponse
+	(*GetItemRequest)(nil),           // 60: agentstate.session.v1.GetItemRequest
+	(*GetItemResponse)(nil),          // 61: agentstate.session.v1.GetItemResponse
+	(*ListItemsRequest)(nil),         // 62: agentstate.session.v1.ListItemsRequest
+	(*ListItemsResponse)(nil),        // 63: agentstate.session.v1.ListItemsResponse
+	(*ReplaceSuffixRequest)(nil),     // 64: agentstate.session.v1.ReplaceSuffixRequest
+	(*ReplaceSuffixResponse)(nil),    // 65: agentstate.session.v1.ReplaceSuffixResponse
+	(*DeleteSessionsRequest)(nil),    // 66: agentstate.session.v1.DeleteSessionsRequest
+	(*DeleteSessionsResponse)(nil),   // 67: agentstate.session.v1.DeleteSessionsResponse
+	(*UpdateScopesRequest)(nil),      // 68: agentstate.session.v1.UpdateScopesRequest
+	(*UpdateScopesResponse)(nil),     // 69: agentstate.session.v1.UpdateScopesResponse
+	nil,                              // 70: agentstate.session.v1.StateDelta.SetJsonEntry
+	(*timestamppb.Timestamp)(nil),    // 71: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 72: google.protobuf.Duration
+	(*v1.Error)(nil),                 // 73: agentstate.common.v1.Error
 }
 var file_agentstate_session_v1_session_proto_depIdxs = []int32{
 	0,  // 0: agentstate.session.v1.Session.state:type_name -> agentstate.session.v1.SessionState
-	2,  // 1: agentstate.session.v1.Session.token_usage:type_name -> agentstate.session.v1.TokenUsage
-	3,  // 2: agentstate.session.v1.Session.linked_plans:type_name -> agentstate.session.v1.LinkedPlan
-	60, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	60, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	60, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
-	60, // 6: agentstate.session.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	3,  // 1: agentstate.session.v1.Session.token_usage:type_name -> agentstate.session.v1.TokenUsage
+	4,  // 2: agentstate.session.v1.Session.linked_plans:type_name -> agentstate.session.v1.LinkedPlan
+	71, // 3: agentstate.session.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	71, // 4: agentstate.session.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	71, // 5: agentstate.session.v1.Session.closed_at:type_name -> google.protobuf.Timestamp
+	71, // 6: agentstate.session.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	1,  // 7: agentstate.session.v1.Message.role:type_name -> agentstate.session.v1.Role
-	60, // 8: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
-	60, // 9: agentstate.session.v1.Message.event_time:type_name -> google.protobuf.Timestamp
+	71, // 8: agentstate.session.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	71, // 9: agentstate.session.v1.Message.event_time:type_name -> google.protobuf.Timestamp
 	1,  // 10: agentstate.session.v1.NewMessage.role:type_name -> agentstate.session.v1.Role
-	60, // 11: agentstate.session.v1.NewMessage.event_time:type_name -> google.protobuf.Timestamp
-	59, // 12: agentstate.session.v1.StateDelta.set_json:type_name -> agentstate.session.v1.StateDelta.SetJsonEntry
-	7,  // 13: agentstate.session.v1.ScopeDelta.delta:type_name -> agentstate.session.v1.StateDelta
-	60, // 14: agentstate.session.v1.ScopeState.updated_at:type_name -> google.protobuf.Timestamp
-	60, // 15: agentstate.session.v1.Snapshot.created_at:type_name -> google.protobuf.Timestamp
-	60, // 16: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
-	60, // 17: agentstate.session.v1.CreateSessionRequest.expires_at:type_name -> google.protobuf.Timestamp
-	61, // 18: agentstate.session.v1.CreateSessionRequest.ttl:type_name -> google.protobuf.Duration
-	7,  // 19: agentstate.session.v1.CreateSessionRequest.state_delta:type_name -> agentstate.session.v1.StateDelta
-	8,  // 20: agentstate.session.v1.CreateSessionRequest.scope_deltas:type_name -> agentstate.session.v1.ScopeDelta
-	4,  // 21: agentstate.session.v1.CreateSessionResponse.session:type_name -> agentstate.session.v1.Session
-	4,  // 22: agentstate.session.v1.GetSessionResponse.session:type_name -> agentstate.session.v1.Session
-	0,  // 23: agentstate.session.v1.ListSessionsRequest.state:type_name -> agentstate.session.v1.SessionState
-	4,  // 24: agentstate.session.v1.ListSessionsResponse.sessions:type_name -> agentstate.session.v1.Session
-	4,  // 25: agentstate.session.v1.CloseSessionResponse.session:type_name -> agentstate.session.v1.Session
-	6,  // 26: agentstate.session.v1.AppendRequest.messages:type_name -> agentstate.session.v1.NewMessage
-	7,  // 27: agentstate.session.v1.AppendRequest.state_delta:type_name -> agentstate.session.v1.StateDelta
-	8,  // 28: agentstate.session.v1.AppendRequest.scope_deltas:type_name -> agentstate.session.v1.ScopeDelta
-	12, // 29: agentstate.session.v1.AppendResponse.messages:type_name -> agentstate.session.v1.AppendedMessage
-	60, // 30: agentstate.session.v1.ListMessagesRequest.after_time:type_name -> google.protobuf.Timestamp
-	60, // 31: agentstate.session.v1.ListMessagesRequest.before_time:type_name -> google.protobuf.Timestamp
-	5,  // 32: agentstate.session.v1.ListMessagesResponse.messages:type_name -> agentstate.session.v1.Message
-	2,  // 33: agentstate.session.v1.UpdateTokenUsageResponse.total:type_name -> agentstate.session.v1.TokenUsage
-	3,  // 34: agentstate.session.v1.LinkPlanRequest.plan:type_name -> agentstate.session.v1.LinkedPlan
-	4,  // 35: agentstate.session.v1.LinkPlanResponse.session:type_name -> agentstate.session.v1.Session
-	4,  // 36: agentstate.session.v1.ImportSessionResponse.session:type_name -> agentstate.session.v1.Session
-	37, // 37: agentstate.session.v1.ExportChunk.header:type_name -> agentstate.session.v1.ExportHeader
-	38, // 38: agentstate.session.v1.ExportChunk.page:type_name -> agentstate.session.v1.ExportPage
-	39, // 39: agentstate.session.v1.ExportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
-	37, // 40: agentstate.session.v1.ImportChunk.header:type_name -> agentstate.session.v1.ExportHeader
-	38, // 41: agentstate.session.v1.ImportChunk.page:type_name -> agentstate.session.v1.ExportPage
-	39, // 42: agentstate.session.v1.ImportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
-	4,  // 43: agentstate.session.v1.ExportHeader.session:type_name -> agentstate.session.v1.Session
-	10, // 44: agentstate.session.v1.ExportHeader.snapshot:type_name -> agentstate.session.v1.Snapshot
-	5,  // 45: agentstate.session.v1.ExportPage.messages:type_name -> agentstate.session.v1.Message
-	24, // 46: agentstate.session.v1.AppendStreamResponse.response:type_name -> agentstate.session.v1.AppendResponse
-	62, // 47: agentstate.session.v1.AppendStreamResponse.error:type_name -> agentstate.common.v1.Error
-	23, // 48: agentstate.session.v1.TaggedAppend.request:type_name -> agentstate.session.v1.AppendRequest
-	41, // 49: agentstate.session.v1.AppendBatch.appends:type_name -> agentstate.session.v1.TaggedAppend
-	40, // 50: agentstate.session.v1.TaggedOutcome.outcome:type_name -> agentstate.session.v1.AppendStreamResponse
-	43, // 51: agentstate.session.v1.AppendOutcomes.outcomes:type_name -> agentstate.session.v1.TaggedOutcome
-	7,  // 52: agentstate.session.v1.UpdateStateRequest.state_delta:type_name -> agentstate.session.v1.StateDelta
-	8,  // 53: agentstate.session.v1.UpdateStateRequest.scope_deltas:type_name -> agentstate.session.v1.ScopeDelta
-	9,  // 54: agentstate.session.v1.GetStateResponse.scopes:type_name -> agentstate.session.v1.ScopeState
-	10, // 55: agentstate.session.v1.PutSnapshotResponse.snapshot:type_name -> agentstate.session.v1.Snapshot
-	10, // 56: agentstate.session.v1.GetSnapshotResponse.snapshot:type_name -> agentstate.session.v1.Snapshot
-	60, // 57: agentstate.session.v1.SetExpiryRequest.expires_at:type_name -> google.protobuf.Timestamp
-	61, // 58: agentstate.session.v1.SetExpiryRequest.ttl:type_name -> google.protobuf.Duration
-	4,  // 59: agentstate.session.v1.SetExpiryResponse.session:type_name -> agentstate.session.v1.Session
-	13, // 60: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
-	15, // 61: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
-	17, // 62: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
-	19, // 63: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
-	21, // 64: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
-	23, // 65: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
-	25, // 66: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
-	27, // 67: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
-	29, // 68: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
-	31, // 69: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
-	33, // 70: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
-	23, // 71: agentstate.session.v1.SessionService.AppendStream:input_type -> agentstate.session.v1.AppendRequest
-	42, // 72: agentstate.session.v1.SessionService.AppendBatches:input_type -> agentstate.session.v1.AppendBatch
-	31, // 73: agentstate.session.v1.SessionService.ExportStream:input_type -> agentstate.session.v1.ExportSessionRequest
-	36, // 74: agentstate.session.v1.SessionService.ImportStream:input_type -> agentstate.session.v1.ImportChunk
-	45, // 75: agentstate.session.v1.SessionService.UpdateState:input_type -> agentstate.session.v1.UpdateStateRequest
-	47, // 76: agentstate.session.v1.SessionService.GetState:input_type -> agentstate.session.v1.GetStateRequest
-	49, // 77: agentstate.session.v1.SessionService.Truncate:input_type -> agentstate.session.v1.TruncateRequest
-	51, // 78: agentstate.session.v1.SessionService.PutSnapshot:input_type -> agentstate.session.v1.PutSnapshotRequest
-	53, // 79: agentstate.session.v1.SessionService.GetSnapshot:input_type -> agentstate.session.v1.GetSnapshotRequest
-	55, // 80: agentstate.session.v1.SessionService.DeleteSnapshot:input_type -> agentstate.session.v1.DeleteSnapshotRequest
-	57, // 81: agentstate.session.v1.SessionService.SetExpiry:input_type -> agentstate.session.v1.SetExpiryRequest
-	14, // 82: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
-	16, // 83: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
-	18, // 84: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
-	20, // 85: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
-	22, // 86: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
-	24, // 87: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
-	26, // 88: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
-	28, // 89: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
-	30, // 90: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
-	32, // 91: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
-	34, // 92: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
-	40, // 93: agentstate.session.v1.SessionService.AppendStream:output_type -> agentstate.session.v1.AppendStreamResponse
-	44, // 94: agentstate.session.v1.SessionService.AppendBatches:output_type -> agentstate.session.v1.AppendOutcomes
-	35, // 95: agentstate.session.v1.SessionService.ExportStream:output_type -> agentstate.session.v1.ExportChunk
-	34, // 96: agentstate.session.v1.SessionService.ImportStream:output_type -> agentstate.session.v1.ImportSessionResponse
-	46, // 97: agentstate.session.v1.SessionService.UpdateState:output_type -> agentstate.session.v1.UpdateStateResponse
-	48, // 98: agentstate.session.v1.SessionService.GetState:output_type -> agentstate.session.v1.GetStateResponse
-	50, // 99: agentstate.session.v1.SessionService.Truncate:output_type -> agentstate.session.v1.TruncateResponse
-	52, // 100: agentstate.session.v1.SessionService.PutSnapshot:output_type -> agentstate.session.v1.PutSnapshotResponse
-	54, // 101: agentstate.session.v1.SessionService.GetSnapshot:output_type -> agentstate.session.v1.GetSnapshotResponse
-	56, // 102: agentstate.session.v1.SessionService.DeleteSnapshot:output_type -> agentstate.session.v1.DeleteSnapshotResponse
-	58, // 103: agentstate.session.v1.SessionService.SetExpiry:output_type -> agentstate.session.v1.SetExpiryResponse
-	82, // [82:104] is the sub-list for method output_type
-	60, // [60:82] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	71, // 11: agentstate.session.v1.NewMessage.event_time:type_name -> google.protobuf.Timestamp
+	2,  // 12: agentstate.session.v1.NewMessage.on_key_conflict:type_name -> agentstate.session.v1.KeyConflict
+	70, // 13: agentstate.session.v1.StateDelta.set_json:type_name -> agentstate.session.v1.StateDelta.SetJsonEntry
+	8,  // 14: agentstate.session.v1.ScopeDelta.delta:type_name -> agentstate.session.v1.StateDelta
+	71, // 15: agentstate.session.v1.ScopeState.updated_at:type_name -> google.protobuf.Timestamp
+	71, // 16: agentstate.session.v1.Snapshot.created_at:type_name -> google.protobuf.Timestamp
+	71, // 17: agentstate.session.v1.AppendedMessage.created_at:type_name -> google.protobuf.Timestamp
+	71, // 18: agentstate.session.v1.CreateSessionRequest.expires_at:type_name -> google.protobuf.Timestamp
+	72, // 19: agentstate.session.v1.CreateSessionRequest.ttl:type_name -> google.protobuf.Duration
+	8,  // 20: agentstate.session.v1.CreateSessionRequest.state_delta:type_name -> agentstate.session.v1.StateDelta
+	9,  // 21: agentstate.session.v1.CreateSessionRequest.scope_deltas:type_name -> agentstate.session.v1.ScopeDelta
+	5,  // 22: agentstate.session.v1.CreateSessionResponse.session:type_name -> agentstate.session.v1.Session
+	5,  // 23: agentstate.session.v1.GetSessionResponse.session:type_name -> agentstate.session.v1.Session
+	0,  // 24: agentstate.session.v1.ListSessionsRequest.state:type_name -> agentstate.session.v1.SessionState
+	5,  // 25: agentstate.session.v1.ListSessionsResponse.sessions:type_name -> agentstate.session.v1.Session
+	5,  // 26: agentstate.session.v1.CloseSessionResponse.session:type_name -> agentstate.session.v1.Session
+	7,  // 27: agentstate.session.v1.AppendRequest.messages:type_name -> agentstate.session.v1.NewMessage
+	8,  // 28: agentstate.session.v1.AppendRequest.state_delta:type_name -> agentstate.session.v1.StateDelta
+	9,  // 29: agentstate.session.v1.AppendRequest.scope_deltas:type_name -> agentstate.session.v1.ScopeDelta
+	13, // 30: agentstate.session.v1.AppendResponse.messages:type_name -> agentstate.session.v1.AppendedMessage
+	71, // 31: agentstate.session.v1.ListMessagesRequest.after_time:type_name -> google.protobuf.Timestamp
+	71, // 32: agentstate.session.v1.ListMessagesRequest.before_time:type_name -> google.protobuf.Timestamp
+	6,  // 33: agentstate.session.v1.ListMessagesResponse.messages:type_name -> agentstate.session.v1.Message
+	3,  // 34: agentstate.session.v1.UpdateTokenUsageResponse.total:type_name -> agentstate.session.v1.TokenUsage
+	4,  // 35: agentstate.session.v1.LinkPlanRequest.plan:type_name -> agentstate.session.v1.LinkedPlan
+	5,  // 36: agentstate.session.v1.LinkPlanResponse.session:type_name -> agentstate.session.v1.Session
+	5,  // 37: agentstate.session.v1.ImportSessionResponse.session:type_name -> agentstate.session.v1.Session
+	38, // 38: agentstate.session.v1.ExportChunk.header:type_name -> agentstate.session.v1.ExportHeader
+	39, // 39: agentstate.session.v1.ExportChunk.page:type_name -> agentstate.session.v1.ExportPage
+	40, // 40: agentstate.session.v1.ExportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
+	38, // 41: agentstate.session.v1.ImportChunk.header:type_name -> agentstate.session.v1.ExportHeader
+	39, // 42: agentstate.session.v1.ImportChunk.page:type_name -> agentstate.session.v1.ExportPage
+	40, // 43: agentstate.session.v1.ImportChunk.trailer:type_name -> agentstate.session.v1.ExportTrailer
+	5,  // 44: agentstate.session.v1.ExportHeader.session:type_name -> agentstate.session.v1.Session
+	11, // 45: agentstate.session.v1.ExportHeader.snapshot:type_name -> agentstate.session.v1.Snapshot
+	6,  // 46: agentstate.session.v1.ExportPage.messages:type_name -> agentstate.session.v1.Message
+	25, // 47: agentstate.session.v1.AppendStreamResponse.response:type_name -> agentstate.session.v1.AppendResponse
+	73, // 48: agentstate.session.v1.AppendStreamResponse.error:type_name -> agentstate.common.v1.Error
+	24, // 49: agentstate.session.v1.TaggedAppend.request:type_name -> agentstate.session.v1.AppendRequest
+	42, // 50: agentstate.session.v1.AppendBatch.appends:type_name -> agentstate.session.v1.TaggedAppend
+	41, // 51: agentstate.session.v1.TaggedOutcome.outcome:type_name -> agentstate.session.v1.AppendStreamResponse
+	44, // 52: agentstate.session.v1.AppendOutcomes.outcomes:type_name -> agentstate.session.v1.TaggedOutcome
+	8,  // 53: agentstate.session.v1.UpdateStateRequest.state_delta:type_name -> agentstate.session.v1.StateDelta
+	9,  // 54: agentstate.session.v1.UpdateStateRequest.scope_deltas:type_name -> agentstate.session.v1.ScopeDelta
+	10, // 55: agentstate.session.v1.GetStateResponse.scopes:type_name -> agentstate.session.v1.ScopeState
+	11, // 56: agentstate.session.v1.PutSnapshotResponse.snapshot:type_name -> agentstate.session.v1.Snapshot
+	11, // 57: agentstate.session.v1.GetSnapshotResponse.snapshot:type_name -> agentstate.session.v1.Snapshot
+	71, // 58: agentstate.session.v1.SetExpiryRequest.expires_at:type_name -> google.protobuf.Timestamp
+	72, // 59: agentstate.session.v1.SetExpiryRequest.ttl:type_name -> google.protobuf.Duration
+	5,  // 60: agentstate.session.v1.SetExpiryResponse.session:type_name -> agentstate.session.v1.Session
+	6,  // 61: agentstate.session.v1.GetItemResponse.message:type_name -> agentstate.session.v1.Message
+	6,  // 62: agentstate.session.v1.ListItemsResponse.messages:type_name -> agentstate.session.v1.Message
+	7,  // 63: agentstate.session.v1.ReplaceSuffixRequest.messages:type_name -> agentstate.session.v1.NewMessage
+	8,  // 64: agentstate.session.v1.ReplaceSuffixRequest.state_delta:type_name -> agentstate.session.v1.StateDelta
+	9,  // 65: agentstate.session.v1.ReplaceSuffixRequest.scope_deltas:type_name -> agentstate.session.v1.ScopeDelta
+	6,  // 66: agentstate.session.v1.ReplaceSuffixResponse.removed:type_name -> agentstate.session.v1.Message
+	13, // 67: agentstate.session.v1.ReplaceSuffixResponse.messages:type_name -> agentstate.session.v1.AppendedMessage
+	9,  // 68: agentstate.session.v1.UpdateScopesRequest.scope_deltas:type_name -> agentstate.session.v1.ScopeDelta
+	10, // 69: agentstate.session.v1.UpdateScopesResponse.scopes:type_name -> agentstate.session.v1.ScopeState
+	14, // 70: agentstate.session.v1.SessionService.Create:input_type -> agentstate.session.v1.CreateSessionRequest
+	16, // 71: agentstate.session.v1.SessionService.Get:input_type -> agentstate.session.v1.GetSessionRequest
+	18, // 72: agentstate.session.v1.SessionService.List:input_type -> agentstate.session.v1.ListSessionsRequest
+	20, // 73: agentstate.session.v1.SessionService.Close:input_type -> agentstate.session.v1.CloseSessionRequest
+	22, // 74: agentstate.session.v1.SessionService.Delete:input_type -> agentstate.session.v1.DeleteSessionRequest
+	24, // 75: agentstate.session.v1.SessionService.Append:input_type -> agentstate.session.v1.AppendRequest
+	26, // 76: agentstate.session.v1.SessionService.ListMessages:input_type -> agentstate.session.v1.ListMessagesRequest
+	28, // 77: agentstate.session.v1.SessionService.UpdateTokenUsage:input_type -> agentstate.session.v1.UpdateTokenUsageRequest
+	30, // 78: agentstate.session.v1.SessionService.LinkPlan:input_type -> agentstate.session.v1.LinkPlanRequest
+	32, // 79: agentstate.session.v1.SessionService.Export:input_type -> agentstate.session.v1.ExportSessionRequest
+	34, // 80: agentstate.session.v1.SessionService.Import:input_type -> agentstate.session.v1.ImportSessionRequest
+	24, // 81: agentstate.session.v1.SessionService.AppendStream:input_type -> agentstate.session.v1.AppendRequest
+	43, // 82: agentstate.session.v1.SessionService.AppendBatches:input_type -> agentstate.session.v1.AppendBatch
+	32, // 83: agentstate.session.v1.SessionService.ExportStream:input_type -> agentstate.session.v1.ExportSessionRequest
+	37, // 84: agentstate.session.v1.SessionService.ImportStream:input_type -> agentstate.session.v1.ImportChunk
+	46, // 85: agentstate.session.v1.SessionService.UpdateState:input_type -> agentstate.session.v1.UpdateStateRequest
+	48, // 86: agentstate.session.v1.SessionService.GetState:input_type -> agentstate.session.v1.GetStateRequest
+	50, // 87: agentstate.session.v1.SessionService.Truncate:input_type -> agentstate.session.v1.TruncateRequest
+	52, // 88: agentstate.session.v1.SessionService.PutSnapshot:input_type -> agentstate.session.v1.PutSnapshotRequest
+	54, // 89: agentstate.session.v1.SessionService.GetSnapshot:input_type -> agentstate.session.v1.GetSnapshotRequest
+	56, // 90: agentstate.session.v1.SessionService.DeleteSnapshot:input_type -> agentstate.session.v1.DeleteSnapshotRequest
+	58, // 91: agentstate.session.v1.SessionService.SetExpiry:input_type -> agentstate.session.v1.SetExpiryRequest
+	60, // 92: agentstate.session.v1.SessionService.GetItem:input_type -> agentstate.session.v1.GetItemRequest
+	62, // 93: agentstate.session.v1.SessionService.ListItems:input_type -> agentstate.session.v1.ListItemsRequest
+	64, // 94: agentstate.session.v1.SessionService.ReplaceSuffix:input_type -> agentstate.session.v1.ReplaceSuffixRequest
+	66, // 95: agentstate.session.v1.SessionService.DeleteSessions:input_type -> agentstate.session.v1.DeleteSessionsRequest
+	68, // 96: agentstate.session.v1.SessionService.UpdateScopes:input_type -> agentstate.session.v1.UpdateScopesRequest
+	15, // 97: agentstate.session.v1.SessionService.Create:output_type -> agentstate.session.v1.CreateSessionResponse
+	17, // 98: agentstate.session.v1.SessionService.Get:output_type -> agentstate.session.v1.GetSessionResponse
+	19, // 99: agentstate.session.v1.SessionService.List:output_type -> agentstate.session.v1.ListSessionsResponse
+	21, // 100: agentstate.session.v1.SessionService.Close:output_type -> agentstate.session.v1.CloseSessionResponse
+	23, // 101: agentstate.session.v1.SessionService.Delete:output_type -> agentstate.session.v1.DeleteSessionResponse
+	25, // 102: agentstate.session.v1.SessionService.Append:output_type -> agentstate.session.v1.AppendResponse
+	27, // 103: agentstate.session.v1.SessionService.ListMessages:output_type -> agentstate.session.v1.ListMessagesResponse
+	29, // 104: agentstate.session.v1.SessionService.UpdateTokenUsage:output_type -> agentstate.session.v1.UpdateTokenUsageResponse
+	31, // 105: agentstate.session.v1.SessionService.LinkPlan:output_type -> agentstate.session.v1.LinkPlanResponse
+	33, // 106: agentstate.session.v1.SessionService.Export:output_type -> agentstate.session.v1.ExportSessionResponse
+	35, // 107: agentstate.session.v1.SessionService.Import:output_type -> agentstate.session.v1.ImportSessionResponse
+	41, // 108: agentstate.session.v1.SessionService.AppendStream:output_type -> agentstate.session.v1.AppendStreamResponse
+	45, // 109: agentstate.session.v1.SessionService.AppendBatches:output_type -> agentstate.session.v1.AppendOutcomes
+	36, // 110: agentstate.session.v1.SessionService.ExportStream:output_type -> agentstate.session.v1.ExportChunk
+	35, // 111: agentstate.session.v1.SessionService.ImportStream:output_type -> agentstate.session.v1.ImportSessionResponse
+	47, // 112: agentstate.session.v1.SessionService.UpdateState:output_type -> agentstate.session.v1.UpdateStateResponse
+	49, // 113: agentstate.session.v1.SessionService.GetState:output_type -> agentstate.session.v1.GetStateResponse
+	51, // 114: agentstate.session.v1.SessionService.Truncate:output_type -> agentstate.session.v1.TruncateResponse
+	53, // 115: agentstate.session.v1.SessionService.PutSnapshot:output_type -> agentstate.session.v1.PutSnapshotResponse
+	55, // 116: agentstate.session.v1.SessionService.GetSnapshot:output_type -> agentstate.session.v1.GetSnapshotResponse
+	57, // 117: agentstate.session.v1.SessionService.DeleteSnapshot:output_type -> agentstate.session.v1.DeleteSnapshotResponse
+	59, // 118: agentstate.session.v1.SessionService.SetExpiry:output_type -> agentstate.session.v1.SetExpiryResponse
+	61, // 119: agentstate.session.v1.SessionService.GetItem:output_type -> agentstate.session.v1.GetItemResponse
+	63, // 120: agentstate.session.v1.SessionService.ListItems:output_type -> agentstate.session.v1.ListItemsResponse
+	65, // 121: agentstate.session.v1.SessionService.ReplaceSuffix:output_type -> agentstate.session.v1.ReplaceSuffixResponse
+	67, // 122: agentstate.session.v1.SessionService.DeleteSessions:output_type -> agentstate.session.v1.DeleteSessionsResponse
+	69, // 123: agentstate.session.v1.SessionService.UpdateScopes:output_type -> agentstate.session.v1.UpdateScopesResponse
+	97, // [97:124] is the sub-list for method output_type
+	70, // [70:97] is the sub-list for method input_type
+	70, // [70:70] is the sub-list for extension type_name
+	70, // [70:70] is the sub-list for extension extendee
+	0,  // [0:70] is the sub-list for field type_name
 }
 
 func init() { file_agentstate_session_v1_session_proto_init() }
@@ -4251,13 +5136,19 @@ func file_agentstate_session_v1_session_proto_init() {
 		(*AppendStreamResponse_Error)(nil),
 	}
 	file_agentstate_session_v1_session_proto_msgTypes[43].OneofWrappers = []any{}
+	file_agentstate_session_v1_session_proto_msgTypes[59].OneofWrappers = []any{}
+	file_agentstate_session_v1_session_proto_msgTypes[60].OneofWrappers = []any{}
+	file_agentstate_session_v1_session_proto_msgTypes[61].OneofWrappers = []any{
+		(*ReplaceSuffixRequest_FromSequence)(nil),
+		(*ReplaceSuffixRequest_RemoveLast)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentstate_session_v1_session_proto_rawDesc), len(file_agentstate_session_v1_session_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   58,
+			NumEnums:      3,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

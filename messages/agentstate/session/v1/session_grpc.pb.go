@@ -45,6 +45,11 @@ const (
 	SessionService_GetSnapshot_FullMethodName      = "/agentstate.session.v1.SessionService/GetSnapshot"
 	SessionService_DeleteSnapshot_FullMethodName   = "/agentstate.session.v1.SessionService/DeleteSnapshot"
 	SessionService_SetExpiry_FullMethodName        = "/agentstate.session.v1.SessionService/SetExpiry"
+	SessionService_GetItem_FullMethodName          = "/agentstate.session.v1.SessionService/GetItem"
+	SessionService_ListItems_FullMethodName        = "/agentstate.session.v1.SessionService/ListItems"
+	SessionService_ReplaceSuffix_FullMethodName    = "/agentstate.session.v1.SessionService/ReplaceSuffix"
+	SessionService_DeleteSessions_FullMethodName   = "/agentstate.session.v1.SessionService/DeleteSessions"
+	SessionService_UpdateScopes_FullMethodName     = "/agentstate.session.v1.SessionService/UpdateScopes"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -100,6 +105,16 @@ type SessionServiceClient interface {
 	GetSnapshot(ctx context.Context, in *GetSnapshotRequest, opts ...grpc.CallOption) (*GetSnapshotResponse, error)
 	DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error)
 	SetExpiry(ctx context.Context, in *SetExpiryRequest, opts ...grpc.CallOption) (*SetExpiryResponse, error)
+	// One message by its item key.
+	GetItem(ctx context.Context, in *GetItemRequest, opts ...grpc.CallOption) (*GetItemResponse, error)
+	// Messages by kind and item-key prefix, oldest or newest first.
+	ListItems(ctx context.Context, in *ListItemsRequest, opts ...grpc.CallOption) (*ListItemsResponse, error)
+	// Atomically replace the session's newest messages.
+	ReplaceSuffix(ctx context.Context, in *ReplaceSuffixRequest, opts ...grpc.CallOption) (*ReplaceSuffixResponse, error)
+	// Atomically delete a namespace's sessions by client-key prefix.
+	DeleteSessions(ctx context.Context, in *DeleteSessionsRequest, opts ...grpc.CallOption) (*DeleteSessionsResponse, error)
+	// Shared scopes written without a session.
+	UpdateScopes(ctx context.Context, in *UpdateScopesRequest, opts ...grpc.CallOption) (*UpdateScopesResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -348,6 +363,56 @@ func (c *sessionServiceClient) SetExpiry(ctx context.Context, in *SetExpiryReque
 	return out, nil
 }
 
+func (c *sessionServiceClient) GetItem(ctx context.Context, in *GetItemRequest, opts ...grpc.CallOption) (*GetItemResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetItemResponse)
+	err := c.cc.Invoke(ctx, SessionService_GetItem_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) ListItems(ctx context.Context, in *ListItemsRequest, opts ...grpc.CallOption) (*ListItemsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListItemsResponse)
+	err := c.cc.Invoke(ctx, SessionService_ListItems_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) ReplaceSuffix(ctx context.Context, in *ReplaceSuffixRequest, opts ...grpc.CallOption) (*ReplaceSuffixResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReplaceSuffixResponse)
+	err := c.cc.Invoke(ctx, SessionService_ReplaceSuffix_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) DeleteSessions(ctx context.Context, in *DeleteSessionsRequest, opts ...grpc.CallOption) (*DeleteSessionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSessionsResponse)
+	err := c.cc.Invoke(ctx, SessionService_DeleteSessions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) UpdateScopes(ctx context.Context, in *UpdateScopesRequest, opts ...grpc.CallOption) (*UpdateScopesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateScopesResponse)
+	err := c.cc.Invoke(ctx, SessionService_UpdateScopes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -401,6 +466,16 @@ type SessionServiceServer interface {
 	GetSnapshot(context.Context, *GetSnapshotRequest) (*GetSnapshotResponse, error)
 	DeleteSnapshot(context.Context, *DeleteSnapshotRequest) (*DeleteSnapshotResponse, error)
 	SetExpiry(context.Context, *SetExpiryRequest) (*SetExpiryResponse, error)
+	// One message by its item key.
+	GetItem(context.Context, *GetItemRequest) (*GetItemResponse, error)
+	// Messages by kind and item-key prefix, oldest or newest first.
+	ListItems(context.Context, *ListItemsRequest) (*ListItemsResponse, error)
+	// Atomically replace the session's newest messages.
+	ReplaceSuffix(context.Context, *ReplaceSuffixRequest) (*ReplaceSuffixResponse, error)
+	// Atomically delete a namespace's sessions by client-key prefix.
+	DeleteSessions(context.Context, *DeleteSessionsRequest) (*DeleteSessionsResponse, error)
+	// Shared scopes written without a session.
+	UpdateScopes(context.Context, *UpdateScopesRequest) (*UpdateScopesResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -476,6 +551,21 @@ func (UnimplementedSessionServiceServer) DeleteSnapshot(context.Context, *Delete
 }
 func (UnimplementedSessionServiceServer) SetExpiry(context.Context, *SetExpiryRequest) (*SetExpiryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetExpiry not implemented")
+}
+func (UnimplementedSessionServiceServer) GetItem(context.Context, *GetItemRequest) (*GetItemResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetItem not implemented")
+}
+func (UnimplementedSessionServiceServer) ListItems(context.Context, *ListItemsRequest) (*ListItemsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListItems not implemented")
+}
+func (UnimplementedSessionServiceServer) ReplaceSuffix(context.Context, *ReplaceSuffixRequest) (*ReplaceSuffixResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReplaceSuffix not implemented")
+}
+func (UnimplementedSessionServiceServer) DeleteSessions(context.Context, *DeleteSessionsRequest) (*DeleteSessionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSessions not implemented")
+}
+func (UnimplementedSessionServiceServer) UpdateScopes(context.Context, *UpdateScopesRequest) (*UpdateScopesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateScopes not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -854,6 +944,96 @@ func _SessionService_SetExpiry_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_GetItem_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetItemRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).GetItem(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_GetItem_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).GetItem(ctx, req.(*GetItemRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_ListItems_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListItemsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).ListItems(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_ListItems_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).ListItems(ctx, req.(*ListItemsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_ReplaceSuffix_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReplaceSuffixRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).ReplaceSuffix(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_ReplaceSuffix_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).ReplaceSuffix(ctx, req.(*ReplaceSuffixRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_DeleteSessions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSessionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).DeleteSessions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_DeleteSessions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).DeleteSessions(ctx, req.(*DeleteSessionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_UpdateScopes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateScopesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).UpdateScopes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_UpdateScopes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).UpdateScopes(ctx, req.(*UpdateScopesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -932,6 +1112,26 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetExpiry",
 			Handler:    _SessionService_SetExpiry_Handler,
+		},
+		{
+			MethodName: "GetItem",
+			Handler:    _SessionService_GetItem_Handler,
+		},
+		{
+			MethodName: "ListItems",
+			Handler:    _SessionService_ListItems_Handler,
+		},
+		{
+			MethodName: "ReplaceSuffix",
+			Handler:    _SessionService_ReplaceSuffix_Handler,
+		},
+		{
+			MethodName: "DeleteSessions",
+			Handler:    _SessionService_DeleteSessions_Handler,
+		},
+		{
+			MethodName: "UpdateScopes",
+			Handler:    _SessionService_UpdateScopes_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

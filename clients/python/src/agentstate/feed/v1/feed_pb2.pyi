@@ -53,6 +53,14 @@ class Pruned(_message.Message):
     to_position: int
     def __init__(self, after_position: _Optional[int] = ..., to_position: _Optional[int] = ...) -> None: ...
 
+class Rewound(_message.Message):
+    __slots__ = ["from_sequence", "previous_next_sequence"]
+    FROM_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_NEXT_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    from_sequence: int
+    previous_next_sequence: int
+    def __init__(self, from_sequence: _Optional[int] = ..., previous_next_sequence: _Optional[int] = ...) -> None: ...
+
 class SessionEnded(_message.Message):
     __slots__ = ["reason"]
     class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
@@ -66,16 +74,18 @@ class SessionEnded(_message.Message):
     def __init__(self, reason: _Optional[_Union[SessionEnded.Reason, str]] = ...) -> None: ...
 
 class SessionEvent(_message.Message):
-    __slots__ = ["ended", "message", "subscription_id", "truncated"]
+    __slots__ = ["ended", "message", "rewound", "subscription_id", "truncated"]
     ENDED_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REWOUND_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIPTION_ID_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     ended: SessionEnded
     message: _session_pb2.Message
+    rewound: Rewound
     subscription_id: str
     truncated: Truncated
-    def __init__(self, message: _Optional[_Union[_session_pb2.Message, _Mapping]] = ..., truncated: _Optional[_Union[Truncated, _Mapping]] = ..., ended: _Optional[_Union[SessionEnded, _Mapping]] = ..., subscription_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, message: _Optional[_Union[_session_pb2.Message, _Mapping]] = ..., truncated: _Optional[_Union[Truncated, _Mapping]] = ..., ended: _Optional[_Union[SessionEnded, _Mapping]] = ..., rewound: _Optional[_Union[Rewound, _Mapping]] = ..., subscription_id: _Optional[str] = ...) -> None: ...
 
 class Subscribed(_message.Message):
     __slots__ = ["subscription_id"]

@@ -8,6 +8,8 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+KEY_CONFLICT_KEEP_STORED: KeyConflict
+KEY_CONFLICT_UNSPECIFIED: KeyConflict
 ROLE_ASSISTANT: Role
 ROLE_SYSTEM: Role
 ROLE_TOOL: Role
@@ -62,14 +64,16 @@ class AppendStreamResponse(_message.Message):
     def __init__(self, response: _Optional[_Union[AppendResponse, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
 
 class AppendedMessage(_message.Message):
-    __slots__ = ["created_at", "message_id", "sequence"]
+    __slots__ = ["created_at", "kept", "message_id", "sequence"]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    KEPT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     created_at: _timestamp_pb2.Timestamp
+    kept: bool
     message_id: str
     sequence: int
-    def __init__(self, message_id: _Optional[str] = ..., sequence: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, message_id: _Optional[str] = ..., sequence: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., kept: bool = ...) -> None: ...
 
 class CloseSessionRequest(_message.Message):
     __slots__ = ["session_id"]
@@ -130,6 +134,22 @@ class DeleteSessionResponse(_message.Message):
     messages_removed: int
     plans_orphaned: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, messages_removed: _Optional[int] = ..., plans_orphaned: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DeleteSessionsRequest(_message.Message):
+    __slots__ = ["client_key_prefix", "namespace"]
+    CLIENT_KEY_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    client_key_prefix: str
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ..., client_key_prefix: _Optional[str] = ...) -> None: ...
+
+class DeleteSessionsResponse(_message.Message):
+    __slots__ = ["messages_removed", "session_ids"]
+    MESSAGES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    SESSION_IDS_FIELD_NUMBER: _ClassVar[int]
+    messages_removed: int
+    session_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, session_ids: _Optional[_Iterable[str]] = ..., messages_removed: _Optional[int] = ...) -> None: ...
 
 class DeleteSnapshotRequest(_message.Message):
     __slots__ = ["session_id", "through_sequence"]
@@ -192,6 +212,20 @@ class ExportTrailer(_message.Message):
     CHECKSUM_FIELD_NUMBER: _ClassVar[int]
     checksum: str
     def __init__(self, checksum: _Optional[str] = ...) -> None: ...
+
+class GetItemRequest(_message.Message):
+    __slots__ = ["item_key", "session_id"]
+    ITEM_KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    item_key: str
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., item_key: _Optional[str] = ...) -> None: ...
+
+class GetItemResponse(_message.Message):
+    __slots__ = ["message"]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: Message
+    def __init__(self, message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
     __slots__ = ["client_key", "namespace", "session_id"]
@@ -289,6 +323,30 @@ class LinkedPlan(_message.Message):
     state: str
     def __init__(self, plan_id: _Optional[str] = ..., phase: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
 
+class ListItemsRequest(_message.Message):
+    __slots__ = ["cursor_sequence", "key_prefix", "kind", "limit", "newest_first", "session_id"]
+    CURSOR_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    KEY_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    NEWEST_FIRST_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    cursor_sequence: int
+    key_prefix: str
+    kind: str
+    limit: int
+    newest_first: bool
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., kind: _Optional[str] = ..., key_prefix: _Optional[str] = ..., newest_first: bool = ..., limit: _Optional[int] = ..., cursor_sequence: _Optional[int] = ...) -> None: ...
+
+class ListItemsResponse(_message.Message):
+    __slots__ = ["messages", "next_cursor_sequence"]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_CURSOR_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[Message]
+    next_cursor_sequence: int
+    def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., next_cursor_sequence: _Optional[int] = ...) -> None: ...
+
 class ListMessagesRequest(_message.Message):
     __slots__ = ["after_time", "before_time", "from_sequence", "last", "limit", "session_id"]
     AFTER_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -336,10 +394,12 @@ class ListSessionsResponse(_message.Message):
     def __init__(self, sessions: _Optional[_Iterable[_Union[Session, _Mapping]]] = ..., next_cursor: _Optional[str] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ["content", "created_at", "event_time", "message_id", "metadata_json", "role", "sequence", "session_id"]
+    __slots__ = ["content", "created_at", "event_time", "item_key", "kind", "message_id", "metadata_json", "role", "sequence", "session_id"]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
+    ITEM_KEY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     METADATA_JSON_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -348,26 +408,34 @@ class Message(_message.Message):
     content: str
     created_at: _timestamp_pb2.Timestamp
     event_time: _timestamp_pb2.Timestamp
+    item_key: str
+    kind: str
     message_id: str
     metadata_json: str
     role: Role
     sequence: int
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., message_id: _Optional[str] = ..., sequence: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., content: _Optional[str] = ..., metadata_json: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., message_id: _Optional[str] = ..., sequence: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., content: _Optional[str] = ..., metadata_json: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., item_key: _Optional[str] = ..., kind: _Optional[str] = ...) -> None: ...
 
 class NewMessage(_message.Message):
-    __slots__ = ["content", "event_time", "message_id", "metadata_json", "role"]
+    __slots__ = ["content", "event_time", "item_key", "kind", "message_id", "metadata_json", "on_key_conflict", "role"]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     EVENT_TIME_FIELD_NUMBER: _ClassVar[int]
+    ITEM_KEY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     METADATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    ON_KEY_CONFLICT_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     content: str
     event_time: _timestamp_pb2.Timestamp
+    item_key: str
+    kind: str
     message_id: str
     metadata_json: str
+    on_key_conflict: KeyConflict
     role: Role
-    def __init__(self, role: _Optional[_Union[Role, str]] = ..., content: _Optional[str] = ..., metadata_json: _Optional[str] = ..., message_id: _Optional[str] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, role: _Optional[_Union[Role, str]] = ..., content: _Optional[str] = ..., metadata_json: _Optional[str] = ..., message_id: _Optional[str] = ..., event_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., item_key: _Optional[str] = ..., kind: _Optional[str] = ..., on_key_conflict: _Optional[_Union[KeyConflict, str]] = ...) -> None: ...
 
 class PutSnapshotRequest(_message.Message):
     __slots__ = ["data", "sequence", "session_id"]
@@ -384,6 +452,36 @@ class PutSnapshotResponse(_message.Message):
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     snapshot: Snapshot
     def __init__(self, snapshot: _Optional[_Union[Snapshot, _Mapping]] = ...) -> None: ...
+
+class ReplaceSuffixRequest(_message.Message):
+    __slots__ = ["expected_next_sequence", "from_sequence", "messages", "remove_last", "scope_deltas", "session_id", "state_delta"]
+    EXPECTED_NEXT_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    FROM_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_LAST_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_DELTAS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_DELTA_FIELD_NUMBER: _ClassVar[int]
+    expected_next_sequence: int
+    from_sequence: int
+    messages: _containers.RepeatedCompositeFieldContainer[NewMessage]
+    remove_last: int
+    scope_deltas: _containers.RepeatedCompositeFieldContainer[ScopeDelta]
+    session_id: str
+    state_delta: StateDelta
+    def __init__(self, session_id: _Optional[str] = ..., from_sequence: _Optional[int] = ..., remove_last: _Optional[int] = ..., expected_next_sequence: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[NewMessage, _Mapping]]] = ..., state_delta: _Optional[_Union[StateDelta, _Mapping]] = ..., scope_deltas: _Optional[_Iterable[_Union[ScopeDelta, _Mapping]]] = ...) -> None: ...
+
+class ReplaceSuffixResponse(_message.Message):
+    __slots__ = ["duplicate", "messages", "next_sequence", "removed"]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    duplicate: bool
+    messages: _containers.RepeatedCompositeFieldContainer[AppendedMessage]
+    next_sequence: int
+    removed: _containers.RepeatedCompositeFieldContainer[Message]
+    def __init__(self, removed: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., messages: _Optional[_Iterable[_Union[AppendedMessage, _Mapping]]] = ..., next_sequence: _Optional[int] = ..., duplicate: bool = ...) -> None: ...
 
 class ScopeDelta(_message.Message):
     __slots__ = ["delta", "scope"]
@@ -532,6 +630,22 @@ class TruncateResponse(_message.Message):
     messages_removed: int
     def __init__(self, messages_removed: _Optional[int] = ..., first_sequence: _Optional[int] = ...) -> None: ...
 
+class UpdateScopesRequest(_message.Message):
+    __slots__ = ["request_id", "scope_deltas"]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_DELTAS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    scope_deltas: _containers.RepeatedCompositeFieldContainer[ScopeDelta]
+    def __init__(self, scope_deltas: _Optional[_Iterable[_Union[ScopeDelta, _Mapping]]] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class UpdateScopesResponse(_message.Message):
+    __slots__ = ["duplicate", "scopes"]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
+    duplicate: bool
+    scopes: _containers.RepeatedCompositeFieldContainer[ScopeState]
+    def __init__(self, scopes: _Optional[_Iterable[_Union[ScopeState, _Mapping]]] = ..., duplicate: bool = ...) -> None: ...
+
 class UpdateStateRequest(_message.Message):
     __slots__ = ["expected_next_sequence", "scope_deltas", "session_id", "state_delta"]
     EXPECTED_NEXT_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
@@ -574,4 +688,7 @@ class SessionState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class KeyConflict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -124,6 +124,31 @@ class SessionServiceStub(object):
                 request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryRequest.SerializeToString,
                 response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryResponse.FromString,
                 )
+        self.GetItem = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/GetItem',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetItemRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetItemResponse.FromString,
+                )
+        self.ListItems = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/ListItems',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.ListItemsRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.ListItemsResponse.FromString,
+                )
+        self.ReplaceSuffix = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/ReplaceSuffix',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.ReplaceSuffixRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.ReplaceSuffixResponse.FromString,
+                )
+        self.DeleteSessions = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/DeleteSessions',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSessionsRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSessionsResponse.FromString,
+                )
+        self.UpdateScopes = channel.unary_unary(
+                '/agentstate.session.v1.SessionService/UpdateScopes',
+                request_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.UpdateScopesRequest.SerializeToString,
+                response_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.UpdateScopesResponse.FromString,
+                )
 
 
 class SessionServiceServicer(object):
@@ -288,6 +313,41 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetItem(self, request, context):
+        """One message by its item key.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListItems(self, request, context):
+        """Messages by kind and item-key prefix, oldest or newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplaceSuffix(self, request, context):
+        """Atomically replace the session's newest messages.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSessions(self, request, context):
+        """Atomically delete a namespace's sessions by client-key prefix.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateScopes(self, request, context):
+        """Shared scopes written without a session.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -400,6 +460,31 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.SetExpiry,
                     request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryRequest.FromString,
                     response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryResponse.SerializeToString,
+            ),
+            'GetItem': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetItem,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetItemRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.GetItemResponse.SerializeToString,
+            ),
+            'ListItems': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListItems,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.ListItemsRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.ListItemsResponse.SerializeToString,
+            ),
+            'ReplaceSuffix': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplaceSuffix,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.ReplaceSuffixRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.ReplaceSuffixResponse.SerializeToString,
+            ),
+            'DeleteSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSessions,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSessionsRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSessionsResponse.SerializeToString,
+            ),
+            'UpdateScopes': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateScopes,
+                    request_deserializer=agentstate_dot_session_dot_v1_dot_session__pb2.UpdateScopesRequest.FromString,
+                    response_serializer=agentstate_dot_session_dot_v1_dot_session__pb2.UpdateScopesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -782,5 +867,90 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/SetExpiry',
             agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryRequest.SerializeToString,
             agentstate_dot_session_dot_v1_dot_session__pb2.SetExpiryResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetItem(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/GetItem',
+            agentstate_dot_session_dot_v1_dot_session__pb2.GetItemRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.GetItemResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListItems(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/ListItems',
+            agentstate_dot_session_dot_v1_dot_session__pb2.ListItemsRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.ListItemsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReplaceSuffix(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/ReplaceSuffix',
+            agentstate_dot_session_dot_v1_dot_session__pb2.ReplaceSuffixRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.ReplaceSuffixResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/DeleteSessions',
+            agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSessionsRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.DeleteSessionsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UpdateScopes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentstate.session.v1.SessionService/UpdateScopes',
+            agentstate_dot_session_dot_v1_dot_session__pb2.UpdateScopesRequest.SerializeToString,
+            agentstate_dot_session_dot_v1_dot_session__pb2.UpdateScopesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -23,7 +23,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentstate/feed/v1/feed.proto.
  */
 export const file_agentstate_feed_v1_feed: GenFile = /*@__PURE__*/
-  fileDesc("Ch1hZ2VudHN0YXRlL2ZlZWQvdjEvZmVlZC5wcm90bxISYWdlbnRzdGF0ZS5mZWVkLnYxImEKElRhaWxTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhUKDWZyb21fc2VxdWVuY2UYAiABKAMSEAoIZnJvbV9ub3cYAyABKAgSDgoGd2luZG93GAQgASgFIsoBCgxTZXNzaW9uRXZlbnQSMQoHbWVzc2FnZRgBIAEoCzIeLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5NZXNzYWdlSAASMgoJdHJ1bmNhdGVkGAIgASgLMh0uYWdlbnRzdGF0ZS5mZWVkLnYxLlRydW5jYXRlZEgAEjEKBWVuZGVkGAMgASgLMiAuYWdlbnRzdGF0ZS5mZWVkLnYxLlNlc3Npb25FbmRlZEgAEhcKD3N1YnNjcmlwdGlvbl9pZBgEIAEoCUIHCgVldmVudCI3CglUcnVuY2F0ZWQSFQoNZnJvbV9zZXF1ZW5jZRgBIAEoAxITCgt0b19zZXF1ZW5jZRgCIAEoAyKqAQoMU2Vzc2lvbkVuZGVkEjcKBnJlYXNvbhgBIAEoDjInLmFnZW50c3RhdGUuZmVlZC52MS5TZXNzaW9uRW5kZWQuUmVhc29uImEKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIRCg1SRUFTT05fQ0xPU0VEEAESEgoOUkVBU09OX0RFTEVURUQQAhIYChRSRUFTT05fTk9ERV9TVE9QUElORxADIlwKDENoYW5nZUZpbHRlchITCgtldmVudF90eXBlcxgBIAMoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3BsYW5faWQYAyABKAkSEgoKYWN0b3JfbmFtZRgEIAEoCSKAAQoSVGFpbENoYW5nZXNSZXF1ZXN0EjAKBmZpbHRlchgBIAEoCzIgLmFnZW50c3RhdGUuZmVlZC52MS5DaGFuZ2VGaWx0ZXISFgoOYWZ0ZXJfcG9zaXRpb24YAiABKAMSEAoIZnJvbV9ub3cYAyABKAgSDgoGd2luZG93GAQgASgFIsIBCgtDaGFuZ2VFdmVudBIwCgVlbnRyeRgBIAEoCzIfLmFnZW50c3RhdGUuYXVkaXQudjEuQXVkaXRFbnRyeUgAEiwKBnBydW5lZBgCIAEoCzIaLmFnZW50c3RhdGUuZmVlZC52MS5QcnVuZWRIABIxCgVlbmRlZBgDIAEoCzIgLmFnZW50c3RhdGUuZmVlZC52MS5DaGFuZ2VzRW5kZWRIABIXCg9zdWJzY3JpcHRpb25faWQYBCABKAlCBwoFZXZlbnQiNQoGUHJ1bmVkEhYKDmFmdGVyX3Bvc2l0aW9uGAEgASgDEhMKC3RvX3Bvc2l0aW9uGAIgASgDIg4KDENoYW5nZXNFbmRlZCIlCgpTdWJzY3JpYmVkEhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCSIuCgNBY2sSFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgJEg4KBmV2ZW50cxgCIAEoBSImCgtVbnN1YnNjcmliZRIXCg9zdWJzY3JpcHRpb25faWQYASABKAkiWQoSU3Vic2NyaXB0aW9uRmFpbGVkEhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCRIqCgVlcnJvchgCIAEoCzIbLmFnZW50c3RhdGUuY29tbW9uLnYxLkVycm9yMsIBCgtGZWVkU2VydmljZRJZCgtUYWlsU2Vzc2lvbhImLmFnZW50c3RhdGUuZmVlZC52MS5UYWlsU2Vzc2lvblJlcXVlc3QaIC5hZ2VudHN0YXRlLmZlZWQudjEuU2Vzc2lvbkV2ZW50MAESWAoLVGFpbENoYW5nZXMSJi5hZ2VudHN0YXRlLmZlZWQudjEuVGFpbENoYW5nZXNSZXF1ZXN0Gh8uYWdlbnRzdGF0ZS5mZWVkLnYxLkNoYW5nZUV2ZW50MAFCRVpDZ2l0aHViLmNvbS9hZ2VudHN0YXRlL2FnZW50c3RhdGUvbWVzc2FnZXMvYWdlbnRzdGF0ZS9mZWVkL3YxO2ZlZWR2MWIGcHJvdG8z", [file_agentstate_audit_v1_audit, file_agentstate_common_v1_common, file_agentstate_session_v1_session]);
+  fileDesc("Ch1hZ2VudHN0YXRlL2ZlZWQvdjEvZmVlZC5wcm90bxISYWdlbnRzdGF0ZS5mZWVkLnYxImEKElRhaWxTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhUKDWZyb21fc2VxdWVuY2UYAiABKAMSEAoIZnJvbV9ub3cYAyABKAgSDgoGd2luZG93GAQgASgFIvoBCgxTZXNzaW9uRXZlbnQSMQoHbWVzc2FnZRgBIAEoCzIeLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5NZXNzYWdlSAASMgoJdHJ1bmNhdGVkGAIgASgLMh0uYWdlbnRzdGF0ZS5mZWVkLnYxLlRydW5jYXRlZEgAEjEKBWVuZGVkGAMgASgLMiAuYWdlbnRzdGF0ZS5mZWVkLnYxLlNlc3Npb25FbmRlZEgAEi4KB3Jld291bmQYBSABKAsyGy5hZ2VudHN0YXRlLmZlZWQudjEuUmV3b3VuZEgAEhcKD3N1YnNjcmlwdGlvbl9pZBgEIAEoCUIHCgVldmVudCI3CglUcnVuY2F0ZWQSFQoNZnJvbV9zZXF1ZW5jZRgBIAEoAxITCgt0b19zZXF1ZW5jZRgCIAEoAyJACgdSZXdvdW5kEhUKDWZyb21fc2VxdWVuY2UYASABKAMSHgoWcHJldmlvdXNfbmV4dF9zZXF1ZW5jZRgCIAEoAyKqAQoMU2Vzc2lvbkVuZGVkEjcKBnJlYXNvbhgBIAEoDjInLmFnZW50c3RhdGUuZmVlZC52MS5TZXNzaW9uRW5kZWQuUmVhc29uImEKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABIRCg1SRUFTT05fQ0xPU0VEEAESEgoOUkVBU09OX0RFTEVURUQQAhIYChRSRUFTT05fTk9ERV9TVE9QUElORxADIlwKDENoYW5nZUZpbHRlchITCgtldmVudF90eXBlcxgBIAMoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3BsYW5faWQYAyABKAkSEgoKYWN0b3JfbmFtZRgEIAEoCSKAAQoSVGFpbENoYW5nZXNSZXF1ZXN0EjAKBmZpbHRlchgBIAEoCzIgLmFnZW50c3RhdGUuZmVlZC52MS5DaGFuZ2VGaWx0ZXISFgoOYWZ0ZXJfcG9zaXRpb24YAiABKAMSEAoIZnJvbV9ub3cYAyABKAgSDgoGd2luZG93GAQgASgFIsIBCgtDaGFuZ2VFdmVudBIwCgVlbnRyeRgBIAEoCzIfLmFnZW50c3RhdGUuYXVkaXQudjEuQXVkaXRFbnRyeUgAEiwKBnBydW5lZBgCIAEoCzIaLmFnZW50c3RhdGUuZmVlZC52MS5QcnVuZWRIABIxCgVlbmRlZBgDIAEoCzIgLmFnZW50c3RhdGUuZmVlZC52MS5DaGFuZ2VzRW5kZWRIABIXCg9zdWJzY3JpcHRpb25faWQYBCABKAlCBwoFZXZlbnQiNQoGUHJ1bmVkEhYKDmFmdGVyX3Bvc2l0aW9uGAEgASgDEhMKC3RvX3Bvc2l0aW9uGAIgASgDIg4KDENoYW5nZXNFbmRlZCIlCgpTdWJzY3JpYmVkEhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCSIuCgNBY2sSFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgJEg4KBmV2ZW50cxgCIAEoBSImCgtVbnN1YnNjcmliZRIXCg9zdWJzY3JpcHRpb25faWQYASABKAkiWQoSU3Vic2NyaXB0aW9uRmFpbGVkEhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCRIqCgVlcnJvchgCIAEoCzIbLmFnZW50c3RhdGUuY29tbW9uLnYxLkVycm9yMsIBCgtGZWVkU2VydmljZRJZCgtUYWlsU2Vzc2lvbhImLmFnZW50c3RhdGUuZmVlZC52MS5UYWlsU2Vzc2lvblJlcXVlc3QaIC5hZ2VudHN0YXRlLmZlZWQudjEuU2Vzc2lvbkV2ZW50MAESWAoLVGFpbENoYW5nZXMSJi5hZ2VudHN0YXRlLmZlZWQudjEuVGFpbENoYW5nZXNSZXF1ZXN0Gh8uYWdlbnRzdGF0ZS5mZWVkLnYxLkNoYW5nZUV2ZW50MAFCRVpDZ2l0aHViLmNvbS9hZ2VudHN0YXRlL2FnZW50c3RhdGUvbWVzc2FnZXMvYWdlbnRzdGF0ZS9mZWVkL3YxO2ZlZWR2MWIGcHJvdG8z", [file_agentstate_audit_v1_audit, file_agentstate_common_v1_common, file_agentstate_session_v1_session]);
 
 /**
  * @generated from message agentstate.feed.v1.TailSessionRequest
@@ -95,6 +95,17 @@ export type SessionEvent = Message<"agentstate.feed.v1.SessionEvent"> & {
      */
     value: SessionEnded;
     case: "ended";
+  } | {
+    /**
+     * A ReplaceSuffix removed the messages with sequence >= from_sequence:
+     * those delivered before are no longer current, and the next message,
+     * if any, has from_sequence. A subscriber that resumes after this
+     * event resumes from from_sequence.
+     *
+     * @generated from field: agentstate.feed.v1.Rewound rewound = 5;
+     */
+    value: Rewound;
+    case: "rewound";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -135,6 +146,30 @@ export const TruncatedSchema: GenMessage<Truncated> = /*@__PURE__*/
   messageDesc(file_agentstate_feed_v1_feed, 2);
 
 /**
+ * @generated from message agentstate.feed.v1.Rewound
+ */
+export type Rewound = Message<"agentstate.feed.v1.Rewound"> & {
+  /**
+   * @generated from field: int64 from_sequence = 1;
+   */
+  fromSequence: bigint;
+
+  /**
+   * The session's next sequence before the replacement.
+   *
+   * @generated from field: int64 previous_next_sequence = 2;
+   */
+  previousNextSequence: bigint;
+};
+
+/**
+ * Describes the message agentstate.feed.v1.Rewound.
+ * Use `create(RewoundSchema)` to create a new message.
+ */
+export const RewoundSchema: GenMessage<Rewound> = /*@__PURE__*/
+  messageDesc(file_agentstate_feed_v1_feed, 3);
+
+/**
  * @generated from message agentstate.feed.v1.SessionEnded
  */
 export type SessionEnded = Message<"agentstate.feed.v1.SessionEnded"> & {
@@ -149,7 +184,7 @@ export type SessionEnded = Message<"agentstate.feed.v1.SessionEnded"> & {
  * Use `create(SessionEndedSchema)` to create a new message.
  */
 export const SessionEndedSchema: GenMessage<SessionEnded> = /*@__PURE__*/
-  messageDesc(file_agentstate_feed_v1_feed, 3);
+  messageDesc(file_agentstate_feed_v1_feed, 4);
 
 /**
  * @generated from enum agentstate.feed.v1.SessionEnded.Reason
@@ -187,7 +222,7 @@ export enum SessionEnded_Reason {
  * Describes the enum agentstate.feed.v1.SessionEnded.Reason.
  */
 export const SessionEnded_ReasonSchema: GenEnum<SessionEnded_Reason> = /*@__PURE__*/
-  enumDesc(file_agentstate_feed_v1_feed, 3, 0);
+  enumDesc(file_agentstate_feed_v1_feed, 4, 0);
 
 /**
  * ChangeFilter selects entries of the change feed; empty fields match
@@ -222,7 +257,7 @@ export type ChangeFilter = Message<"agentstate.feed.v1.ChangeFilter"> & {
  * Use `create(ChangeFilterSchema)` to create a new message.
  */
 export const ChangeFilterSchema: GenMessage<ChangeFilter> = /*@__PURE__*/
-  messageDesc(file_agentstate_feed_v1_feed, 4);
+  messageDesc(file_agentstate_feed_v1_feed, 5);
 
 /**
  * @generated from message agentstate.feed.v1.TailChangesRequest
@@ -261,7 +296,7 @@ export type TailChangesRequest = Message<"agentstate.feed.v1.TailChangesRequest"
  * Use `create(TailChangesRequestSchema)` to create a new message.
  */
 export const TailChangesRequestSchema: GenMessage<TailChangesRequest> = /*@__PURE__*/
-  messageDesc(file_agentstate_feed_v1_feed, 5);
+  messageDesc(file_agentstate_feed_v1_feed, 6);
 
 /**
  * @generated from message agentstate.feed.v1.ChangeEvent
@@ -311,7 +346,7 @@ export type ChangeEvent = Message<"agentstate.feed.v1.ChangeEvent"> & {
  * Use `create(ChangeEventSchema)` to create a new message.
  */
 export const ChangeEventSchema: GenMessage<ChangeEvent> = /*@__PURE__*/
-  messageDesc(file_agentstate_feed_v1_feed, 6);
+  messageDesc(file_agentstate_feed_v1_feed, 7);
 
 /**
  * @generated from message agentstate.feed.v1.Pruned
@@ -333,7 +368,7 @@ export type Pruned = Message<"agentstate.feed.v1.Pruned"> & {
  * Use `create(PrunedSchema)` to create a new message.
  */
 export const PrunedSchema: GenMessage<Pruned> = /*@__PURE__*/
-  messageDesc(file_agentstate_feed_v1_feed, 7);
+  messageDesc(file_agentstate_feed_v1_feed, 8);
 
 /**
  * @generated from message agentstate.feed.v1.ChangesEnded
@@ -346,7 +381,7 @@ export type ChangesEnded = Message<"agentstate.feed.v1.ChangesEnded"> & {
  * Use `create(ChangesEndedSchema)` to create a new message.
  */
 export const ChangesEndedSchema: GenMessage<ChangesEnded> = /*@__PURE__*/
-  messageDesc(file_agentstate_feed_v1_feed, 8);
+  messageDesc(file_agentstate_feed_v1_feed, 9);
 
 /**
  * Proto.Actor only. The feed actor answers a TailSessionRequest or a
@@ -369,7 +404,7 @@ export type Subscribed = Message<"agentstate.feed.v1.Subscribed"> & {
  * Use `create(SubscribedSchema)` to create a new message.
  */
 export const SubscribedSchema: GenMessage<Subscribed> = /*@__PURE__*/
-  messageDesc(file_agentstate_feed_v1_feed, 9);
+  messageDesc(file_agentstate_feed_v1_feed, 10);
 
 /**
  * @generated from message agentstate.feed.v1.Ack
@@ -393,7 +428,7 @@ export type Ack = Message<"agentstate.feed.v1.Ack"> & {
  * Use `create(AckSchema)` to create a new message.
  */
 export const AckSchema: GenMessage<Ack> = /*@__PURE__*/
-  messageDesc(file_agentstate_feed_v1_feed, 10);
+  messageDesc(file_agentstate_feed_v1_feed, 11);
 
 /**
  * @generated from message agentstate.feed.v1.Unsubscribe
@@ -410,7 +445,7 @@ export type Unsubscribe = Message<"agentstate.feed.v1.Unsubscribe"> & {
  * Use `create(UnsubscribeSchema)` to create a new message.
  */
 export const UnsubscribeSchema: GenMessage<Unsubscribe> = /*@__PURE__*/
-  messageDesc(file_agentstate_feed_v1_feed, 11);
+  messageDesc(file_agentstate_feed_v1_feed, 12);
 
 /**
  * The subscription ended on an error (the store failed, the session
@@ -435,7 +470,7 @@ export type SubscriptionFailed = Message<"agentstate.feed.v1.SubscriptionFailed"
  * Use `create(SubscriptionFailedSchema)` to create a new message.
  */
 export const SubscriptionFailedSchema: GenMessage<SubscriptionFailed> = /*@__PURE__*/
-  messageDesc(file_agentstate_feed_v1_feed, 12);
+  messageDesc(file_agentstate_feed_v1_feed, 13);
 
 /**
  * @generated from service agentstate.feed.v1.FeedService

@@ -18,7 +18,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file agentstate/session/v1/session.proto.
  */
 export const file_agentstate_session_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("CiNhZ2VudHN0YXRlL3Nlc3Npb24vdjEvc2Vzc2lvbi5wcm90bxIVYWdlbnRzdGF0ZS5zZXNzaW9uLnYxIkcKClRva2VuVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgDEhUKDW91dHB1dF90b2tlbnMYAiABKAMSDAoEY29zdBgDIAEoASI7CgpMaW5rZWRQbGFuEg8KB3BsYW5faWQYASABKAkSDQoFcGhhc2UYAiABKAkSDQoFc3RhdGUYAyABKAkilgQKB1Nlc3Npb24SEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgphY3Rvcl9uYW1lGAIgASgJEhEKCW5hbWVzcGFjZRgDIAEoCRISCgphdXRvbWF0aW9uGAQgASgJEhUKDW1ldGFkYXRhX2pzb24YBSABKAkSMgoFc3RhdGUYBiABKA4yIy5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2Vzc2lvblN0YXRlEjYKC3Rva2VuX3VzYWdlGAcgASgLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlRva2VuVXNhZ2USNwoMbGlua2VkX3BsYW5zGAggAygLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkxpbmtlZFBsYW4SFQoNbWVzc2FnZV9jb3VudBgJIAEoAxIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgljbG9zZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmNsaWVudF9rZXkYDSABKAkSLgoKZXhwaXJlc19hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOZmlyc3Rfc2VxdWVuY2UYDyABKAMi9gEKB01lc3NhZ2USEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEhAKCHNlcXVlbmNlGAMgASgDEikKBHJvbGUYBCABKA4yGy5hZ2VudHN0YXRlLnNlc3Npb24udjEuUm9sZRIPCgdjb250ZW50GAUgASgJEhUKDW1ldGFkYXRhX2pzb24YBiABKAkSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXZlbnRfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiowEKCk5ld01lc3NhZ2USKQoEcm9sZRgBIAEoDjIbLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkSFQoNbWV0YWRhdGFfanNvbhgDIAEoCRISCgptZXNzYWdlX2lkGAQgASgJEi4KCmV2ZW50X3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIo4BCgpTdGF0ZURlbHRhEkAKCHNldF9qc29uGAEgAygLMi4uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlN0YXRlRGVsdGEuU2V0SnNvbkVudHJ5Eg4KBmRlbGV0ZRgCIAMoCRouCgxTZXRKc29uRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJNCgpTY29wZURlbHRhEg0KBXNjb3BlGAEgASgJEjAKBWRlbHRhGAIgASgLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlN0YXRlRGVsdGEiXwoKU2NvcGVTdGF0ZRINCgVzY29wZRgBIAEoCRISCgpzdGF0ZV9qc29uGAIgASgJEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIloKCFNuYXBzaG90EhAKCHNlcXVlbmNlGAEgASgDEgwKBGRhdGEYAiABKAwSLgoKY3JlYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXQoQU2VxdWVuY2VNaXNtYXRjaBISCgpzZXNzaW9uX2lkGAEgASgJEh4KFmV4cGVjdGVkX25leHRfc2VxdWVuY2UYAiABKAMSFQoNbmV4dF9zZXF1ZW5jZRgDIAEoAyJnCg9BcHBlbmRlZE1lc3NhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAxIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLZAgoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgphY3Rvcl9uYW1lGAIgASgJEhEKCW5hbWVzcGFjZRgDIAEoCRISCgphdXRvbWF0aW9uGAQgASgJEhUKDW1ldGFkYXRhX2pzb24YBSABKAkSEgoKY2xpZW50X2tleRgGIAEoCRIuCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgN0dGwYCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNgoLc3RhdGVfZGVsdGEYCSABKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuU3RhdGVEZWx0YRI3CgxzY29wZV9kZWx0YXMYCiADKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2NvcGVEZWx0YSJZChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USLwoHc2Vzc2lvbhgBIAEoCzIeLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TZXNzaW9uEg8KB2NyZWF0ZWQYAiABKAgiTgoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCgluYW1lc3BhY2UYAiABKAkSEgoKY2xpZW50X2tleRgDIAEoCSJFChJHZXRTZXNzaW9uUmVzcG9uc2USLwoHc2Vzc2lvbhgBIAEoCzIeLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TZXNzaW9uIo8BChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhIKCmFjdG9yX25hbWUYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEjIKBXN0YXRlGAMgASgOMiMuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlNlc3Npb25TdGF0ZRINCgVsaW1pdBgEIAEoBRIOCgZjdXJzb3IYBSABKAkiXQoUTGlzdFNlc3Npb25zUmVzcG9uc2USMAoIc2Vzc2lvbnMYASADKAsyHi5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2Vzc2lvbhITCgtuZXh0X2N1cnNvchgCIAEoCSIpChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiRwoUQ2xvc2VTZXNzaW9uUmVzcG9uc2USLwoHc2Vzc2lvbhgBIAEoCzIeLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TZXNzaW9uIkMKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFwoPb25seV9pZl9leHBpcmVkGAIgASgIIkkKFURlbGV0ZVNlc3Npb25SZXNwb25zZRIYChBtZXNzYWdlc19yZW1vdmVkGAEgASgDEhYKDnBsYW5zX29ycGhhbmVkGAIgAygJIokCCg1BcHBlbmRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSMwoIbWVzc2FnZXMYAiADKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuTmV3TWVzc2FnZRI2CgtzdGF0ZV9kZWx0YRgDIAEoCzIhLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TdGF0ZURlbHRhEjcKDHNjb3BlX2RlbHRhcxgEIAMoCzIhLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TY29wZURlbHRhEiMKFmV4cGVjdGVkX25leHRfc2VxdWVuY2UYBSABKANIAIgBAUIZChdfZXhwZWN0ZWRfbmV4dF9zZXF1ZW5jZSJ0Cg5BcHBlbmRSZXNwb25zZRI4CghtZXNzYWdlcxgBIAMoCzImLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5BcHBlbmRlZE1lc3NhZ2USEQoJZHVwbGljYXRlGAIgASgIEhUKDW5leHRfc2VxdWVuY2UYAyABKAMivgEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIVCg1mcm9tX3NlcXVlbmNlGAIgASgDEg0KBWxpbWl0GAMgASgFEi4KCmFmdGVyX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2JlZm9yZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRsYXN0GAYgASgFIl8KFExpc3RNZXNzYWdlc1Jlc3BvbnNlEjAKCG1lc3NhZ2VzGAEgAygLMh4uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLk1lc3NhZ2USFQoNbmV4dF9zZXF1ZW5jZRgCIAEoAyJoChdVcGRhdGVUb2tlblVzYWdlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhQKDGlucHV0X3Rva2VucxgCIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAMgASgDEgwKBGNvc3QYBCABKAEiTAoYVXBkYXRlVG9rZW5Vc2FnZVJlc3BvbnNlEjAKBXRvdGFsGAEgASgLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlRva2VuVXNhZ2UiVgoPTGlua1BsYW5SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSLwoEcGxhbhgCIAEoCzIhLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5MaW5rZWRQbGFuIkMKEExpbmtQbGFuUmVzcG9uc2USLwoHc2Vzc2lvbhgBIAEoCzIeLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TZXNzaW9uIioKFEV4cG9ydFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiNwoVRXhwb3J0U2Vzc2lvblJlc3BvbnNlEgwKBGRhdGEYASABKAkSEAoIY2hlY2tzdW0YAiABKAkiJAoUSW1wb3J0U2Vzc2lvblJlcXVlc3QSDAoEZGF0YRgBIAEoCSJ1ChVJbXBvcnRTZXNzaW9uUmVzcG9uc2USLwoHc2Vzc2lvbhgBIAEoCzIeLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TZXNzaW9uEhkKEW1lc3NhZ2VzX2ltcG9ydGVkGAIgASgDEhAKCGNoZWNrc3VtGAMgASgJIrgBCgtFeHBvcnRDaHVuaxI1CgZoZWFkZXIYASABKAsyIy5hZ2VudHN0YXRlLnNlc3Npb24udjEuRXhwb3J0SGVhZGVySAASMQoEcGFnZRgCIAEoCzIhLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5FeHBvcnRQYWdlSAASNwoHdHJhaWxlchgDIAEoCzIkLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5FeHBvcnRUcmFpbGVySABCBgoEcGFydCK4AQoLSW1wb3J0Q2h1bmsSNQoGaGVhZGVyGAEgASgLMiMuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkV4cG9ydEhlYWRlckgAEjEKBHBhZ2UYAiABKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuRXhwb3J0UGFnZUgAEjcKB3RyYWlsZXIYAyABKAsyJC5hZ2VudHN0YXRlLnNlc3Npb24udjEuRXhwb3J0VHJhaWxlckgAQgYKBHBhcnQingEKDEV4cG9ydEhlYWRlchIWCg5zY2hlbWFfdmVyc2lvbhgBIAEoCRIvCgdzZXNzaW9uGAIgASgLMh4uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlNlc3Npb24SEgoKc3RhdGVfanNvbhgDIAEoCRIxCghzbmFwc2hvdBgEIAEoCzIfLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TbmFwc2hvdCI+CgpFeHBvcnRQYWdlEjAKCG1lc3NhZ2VzGAEgAygLMh4uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLk1lc3NhZ2UiIQoNRXhwb3J0VHJhaWxlchIQCghjaGVja3N1bRgBIAEoCSKKAQoUQXBwZW5kU3RyZWFtUmVzcG9uc2USOQoIcmVzcG9uc2UYASABKAsyJS5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kUmVzcG9uc2VIABIsCgVlcnJvchgCIAEoCzIbLmFnZW50c3RhdGUuY29tbW9uLnYxLkVycm9ySABCCQoHb3V0Y29tZSJSCgxUYWdnZWRBcHBlbmQSCwoDdGFnGAEgASgEEjUKB3JlcXVlc3QYAiABKAsyJC5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kUmVxdWVzdCJDCgtBcHBlbmRCYXRjaBI0CgdhcHBlbmRzGAEgAygLMiMuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlRhZ2dlZEFwcGVuZCJaCg1UYWdnZWRPdXRjb21lEgsKA3RhZxgBIAEoBBI8CgdvdXRjb21lGAIgASgLMisuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkFwcGVuZFN0cmVhbVJlc3BvbnNlIkgKDkFwcGVuZE91dGNvbWVzEjYKCG91dGNvbWVzGAEgAygLMiQuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlRhZ2dlZE91dGNvbWUi2QEKElVwZGF0ZVN0YXRlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEjYKC3N0YXRlX2RlbHRhGAIgASgLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlN0YXRlRGVsdGESNwoMc2NvcGVfZGVsdGFzGAMgAygLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlNjb3BlRGVsdGESIwoWZXhwZWN0ZWRfbmV4dF9zZXF1ZW5jZRgEIAEoA0gAiAEBQhkKF19leHBlY3RlZF9uZXh0X3NlcXVlbmNlIkAKE1VwZGF0ZVN0YXRlUmVzcG9uc2USEgoKc3RhdGVfanNvbhgBIAEoCRIVCg1uZXh0X3NlcXVlbmNlGAIgASgDIjUKD0dldFN0YXRlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnNjb3BlcxgCIAMoCSJwChBHZXRTdGF0ZVJlc3BvbnNlEhIKCnN0YXRlX2pzb24YASABKAkSFQoNbmV4dF9zZXF1ZW5jZRgCIAEoAxIxCgZzY29wZXMYAyADKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2NvcGVTdGF0ZSI/Cg9UcnVuY2F0ZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIYChB0aHJvdWdoX3NlcXVlbmNlGAIgASgDIkQKEFRydW5jYXRlUmVzcG9uc2USGAoQbWVzc2FnZXNfcmVtb3ZlZBgBIAEoAxIWCg5maXJzdF9zZXF1ZW5jZRgCIAEoAyJIChJQdXRTbmFwc2hvdFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAxIMCgRkYXRhGAMgASgMIkgKE1B1dFNuYXBzaG90UmVzcG9uc2USMQoIc25hcHNob3QYASABKAsyHy5hZ2VudHN0YXRlLnNlc3Npb24udjEuU25hcHNob3QiKAoSR2V0U25hcHNob3RSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiSAoTR2V0U25hcHNob3RSZXNwb25zZRIxCghzbmFwc2hvdBgBIAEoCzIfLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TbmFwc2hvdCJFChVEZWxldGVTbmFwc2hvdFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIYChB0aHJvdWdoX3NlcXVlbmNlGAIgASgDIikKFkRlbGV0ZVNuYXBzaG90UmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoCCKNAQoQU2V0RXhwaXJ5UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKA3R0bBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhINCgVjbGVhchgEIAEoCCJEChFTZXRFeHBpcnlSZXNwb25zZRIvCgdzZXNzaW9uGAEgASgLMh4uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlNlc3Npb24qYQoMU2Vzc2lvblN0YXRlEh0KGVNFU1NJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIYChRTRVNTSU9OX1NUQVRFX0FDVElWRRABEhgKFFNFU1NJT05fU1RBVEVfQ0xPU0VEEAIqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDQoJUk9MRV9VU0VSEAESEgoOUk9MRV9BU1NJU1RBTlQQAhIPCgtST0xFX1NZU1RFTRADEg0KCVJPTEVfVE9PTBAEMp4RCg5TZXNzaW9uU2VydmljZRJjCgZDcmVhdGUSKy5hZ2VudHN0YXRlLnNlc3Npb24udjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QaLC5hZ2VudHN0YXRlLnNlc3Npb24udjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEloKA0dldBIoLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5HZXRTZXNzaW9uUmVxdWVzdBopLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5HZXRTZXNzaW9uUmVzcG9uc2USXwoETGlzdBIqLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GisuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEmAKBUNsb3NlEiouYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkNsb3NlU2Vzc2lvblJlcXVlc3QaKy5hZ2VudHN0YXRlLnNlc3Npb24udjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USYwoGRGVsZXRlEisuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiwuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJVCgZBcHBlbmQSJC5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kUmVxdWVzdBolLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5BcHBlbmRSZXNwb25zZRJnCgxMaXN0TWVzc2FnZXMSKi5hZ2VudHN0YXRlLnNlc3Npb24udjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBorLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5MaXN0TWVzc2FnZXNSZXNwb25zZRJzChBVcGRhdGVUb2tlblVzYWdlEi4uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlVwZGF0ZVRva2VuVXNhZ2VSZXF1ZXN0Gi8uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlVwZGF0ZVRva2VuVXNhZ2VSZXNwb25zZRJbCghMaW5rUGxhbhImLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5MaW5rUGxhblJlcXVlc3QaJy5hZ2VudHN0YXRlLnNlc3Npb24udjEuTGlua1BsYW5SZXNwb25zZRJjCgZFeHBvcnQSKy5hZ2VudHN0YXRlLnNlc3Npb24udjEuRXhwb3J0U2Vzc2lvblJlcXVlc3QaLC5hZ2VudHN0YXRlLnNlc3Npb24udjEuRXhwb3J0U2Vzc2lvblJlc3BvbnNlEmMKBkltcG9ydBIrLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5JbXBvcnRTZXNzaW9uUmVxdWVzdBosLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5JbXBvcnRTZXNzaW9uUmVzcG9uc2USZQoMQXBwZW5kU3RyZWFtEiQuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkFwcGVuZFJlcXVlc3QaKy5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kU3RyZWFtUmVzcG9uc2UoATABEl4KDUFwcGVuZEJhdGNoZXMSIi5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kQmF0Y2gaJS5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kT3V0Y29tZXMoATABEmEKDEV4cG9ydFN0cmVhbRIrLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5FeHBvcnRTZXNzaW9uUmVxdWVzdBoiLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5FeHBvcnRDaHVuazABEmIKDEltcG9ydFN0cmVhbRIiLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5JbXBvcnRDaHVuaxosLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5JbXBvcnRTZXNzaW9uUmVzcG9uc2UoARJkCgtVcGRhdGVTdGF0ZRIpLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5VcGRhdGVTdGF0ZVJlcXVlc3QaKi5hZ2VudHN0YXRlLnNlc3Npb24udjEuVXBkYXRlU3RhdGVSZXNwb25zZRJbCghHZXRTdGF0ZRImLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5HZXRTdGF0ZVJlcXVlc3QaJy5hZ2VudHN0YXRlLnNlc3Npb24udjEuR2V0U3RhdGVSZXNwb25zZRJbCghUcnVuY2F0ZRImLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5UcnVuY2F0ZVJlcXVlc3QaJy5hZ2VudHN0YXRlLnNlc3Npb24udjEuVHJ1bmNhdGVSZXNwb25zZRJkCgtQdXRTbmFwc2hvdBIpLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5QdXRTbmFwc2hvdFJlcXVlc3QaKi5hZ2VudHN0YXRlLnNlc3Npb24udjEuUHV0U25hcHNob3RSZXNwb25zZRJkCgtHZXRTbmFwc2hvdBIpLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5HZXRTbmFwc2hvdFJlcXVlc3QaKi5hZ2VudHN0YXRlLnNlc3Npb24udjEuR2V0U25hcHNob3RSZXNwb25zZRJtCg5EZWxldGVTbmFwc2hvdBIsLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5EZWxldGVTbmFwc2hvdFJlcXVlc3QaLS5hZ2VudHN0YXRlLnNlc3Npb24udjEuRGVsZXRlU25hcHNob3RSZXNwb25zZRJeCglTZXRFeHBpcnkSJy5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2V0RXhwaXJ5UmVxdWVzdBooLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TZXRFeHBpcnlSZXNwb25zZUJLWklnaXRodWIuY29tL2FnZW50c3RhdGUvYWdlbnRzdGF0ZS9tZXNzYWdlcy9hZ2VudHN0YXRlL3Nlc3Npb24vdjE7c2Vzc2lvbnYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_agentstate_common_v1_common]);
+  fileDesc("CiNhZ2VudHN0YXRlL3Nlc3Npb24vdjEvc2Vzc2lvbi5wcm90bxIVYWdlbnRzdGF0ZS5zZXNzaW9uLnYxIkcKClRva2VuVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgDEhUKDW91dHB1dF90b2tlbnMYAiABKAMSDAoEY29zdBgDIAEoASI7CgpMaW5rZWRQbGFuEg8KB3BsYW5faWQYASABKAkSDQoFcGhhc2UYAiABKAkSDQoFc3RhdGUYAyABKAkilgQKB1Nlc3Npb24SEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgphY3Rvcl9uYW1lGAIgASgJEhEKCW5hbWVzcGFjZRgDIAEoCRISCgphdXRvbWF0aW9uGAQgASgJEhUKDW1ldGFkYXRhX2pzb24YBSABKAkSMgoFc3RhdGUYBiABKA4yIy5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2Vzc2lvblN0YXRlEjYKC3Rva2VuX3VzYWdlGAcgASgLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlRva2VuVXNhZ2USNwoMbGlua2VkX3BsYW5zGAggAygLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkxpbmtlZFBsYW4SFQoNbWVzc2FnZV9jb3VudBgJIAEoAxIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgljbG9zZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmNsaWVudF9rZXkYDSABKAkSLgoKZXhwaXJlc19hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOZmlyc3Rfc2VxdWVuY2UYDyABKAMilgIKB01lc3NhZ2USEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEhAKCHNlcXVlbmNlGAMgASgDEikKBHJvbGUYBCABKA4yGy5hZ2VudHN0YXRlLnNlc3Npb24udjEuUm9sZRIPCgdjb250ZW50GAUgASgJEhUKDW1ldGFkYXRhX2pzb24YBiABKAkSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXZlbnRfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIaXRlbV9rZXkYCSABKAkSDAoEa2luZBgKIAEoCSKAAgoKTmV3TWVzc2FnZRIpCgRyb2xlGAEgASgOMhsuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlJvbGUSDwoHY29udGVudBgCIAEoCRIVCg1tZXRhZGF0YV9qc29uGAMgASgJEhIKCm1lc3NhZ2VfaWQYBCABKAkSLgoKZXZlbnRfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIaXRlbV9rZXkYBiABKAkSDAoEa2luZBgHIAEoCRI7Cg9vbl9rZXlfY29uZmxpY3QYCCABKA4yIi5hZ2VudHN0YXRlLnNlc3Npb24udjEuS2V5Q29uZmxpY3QijgEKClN0YXRlRGVsdGESQAoIc2V0X2pzb24YASADKAsyLi5hZ2VudHN0YXRlLnNlc3Npb24udjEuU3RhdGVEZWx0YS5TZXRKc29uRW50cnkSDgoGZGVsZXRlGAIgAygJGi4KDFNldEpzb25FbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIk0KClNjb3BlRGVsdGESDQoFc2NvcGUYASABKAkSMAoFZGVsdGEYAiABKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuU3RhdGVEZWx0YSJfCgpTY29wZVN0YXRlEg0KBXNjb3BlGAEgASgJEhIKCnN0YXRlX2pzb24YAiABKAkSLgoKdXBkYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiWgoIU25hcHNob3QSEAoIc2VxdWVuY2UYASABKAMSDAoEZGF0YRgCIAEoDBIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJdChBTZXF1ZW5jZU1pc21hdGNoEhIKCnNlc3Npb25faWQYASABKAkSHgoWZXhwZWN0ZWRfbmV4dF9zZXF1ZW5jZRgCIAEoAxIVCg1uZXh0X3NlcXVlbmNlGAMgASgDInUKD0FwcGVuZGVkTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGtlcHQYBCABKAgi2QIKFENyZWF0ZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEgoKYWN0b3JfbmFtZRgCIAEoCRIRCgluYW1lc3BhY2UYAyABKAkSEgoKYXV0b21hdGlvbhgEIAEoCRIVCg1tZXRhZGF0YV9qc29uGAUgASgJEhIKCmNsaWVudF9rZXkYBiABKAkSLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoDdHRsGAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjYKC3N0YXRlX2RlbHRhGAkgASgLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlN0YXRlRGVsdGESNwoMc2NvcGVfZGVsdGFzGAogAygLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlNjb3BlRGVsdGEiWQoVQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2Vzc2lvbhIPCgdjcmVhdGVkGAIgASgIIk4KEUdldFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEhIKCmNsaWVudF9rZXkYAyABKAkiRQoSR2V0U2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2Vzc2lvbiKPAQoTTGlzdFNlc3Npb25zUmVxdWVzdBISCgphY3Rvcl9uYW1lGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRIyCgVzdGF0ZRgDIAEoDjIjLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TZXNzaW9uU3RhdGUSDQoFbGltaXQYBCABKAUSDgoGY3Vyc29yGAUgASgJIl0KFExpc3RTZXNzaW9uc1Jlc3BvbnNlEjAKCHNlc3Npb25zGAEgAygLMh4uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlNlc3Npb24SEwoLbmV4dF9jdXJzb3IYAiABKAkiKQoTQ2xvc2VTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIkcKFENsb3NlU2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2Vzc2lvbiJDChREZWxldGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhcKD29ubHlfaWZfZXhwaXJlZBgCIAEoCCJJChVEZWxldGVTZXNzaW9uUmVzcG9uc2USGAoQbWVzc2FnZXNfcmVtb3ZlZBgBIAEoAxIWCg5wbGFuc19vcnBoYW5lZBgCIAMoCSKJAgoNQXBwZW5kUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEjMKCG1lc3NhZ2VzGAIgAygLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLk5ld01lc3NhZ2USNgoLc3RhdGVfZGVsdGEYAyABKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuU3RhdGVEZWx0YRI3CgxzY29wZV9kZWx0YXMYBCADKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2NvcGVEZWx0YRIjChZleHBlY3RlZF9uZXh0X3NlcXVlbmNlGAUgASgDSACIAQFCGQoXX2V4cGVjdGVkX25leHRfc2VxdWVuY2UidAoOQXBwZW5kUmVzcG9uc2USOAoIbWVzc2FnZXMYASADKAsyJi5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kZWRNZXNzYWdlEhEKCWR1cGxpY2F0ZRgCIAEoCBIVCg1uZXh0X3NlcXVlbmNlGAMgASgDIr4BChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFQoNZnJvbV9zZXF1ZW5jZRgCIAEoAxINCgVsaW1pdBgDIAEoBRIuCgphZnRlcl90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtiZWZvcmVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEbGFzdBgGIAEoBSJfChRMaXN0TWVzc2FnZXNSZXNwb25zZRIwCghtZXNzYWdlcxgBIAMoCzIeLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5NZXNzYWdlEhUKDW5leHRfc2VxdWVuY2UYAiABKAMiaAoXVXBkYXRlVG9rZW5Vc2FnZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIUCgxpbnB1dF90b2tlbnMYAiABKAMSFQoNb3V0cHV0X3Rva2VucxgDIAEoAxIMCgRjb3N0GAQgASgBIkwKGFVwZGF0ZVRva2VuVXNhZ2VSZXNwb25zZRIwCgV0b3RhbBgBIAEoCzIhLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5Ub2tlblVzYWdlIlYKD0xpbmtQbGFuUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEi8KBHBsYW4YAiABKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuTGlua2VkUGxhbiJDChBMaW5rUGxhblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2Vzc2lvbiIqChRFeHBvcnRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIjcKFUV4cG9ydFNlc3Npb25SZXNwb25zZRIMCgRkYXRhGAEgASgJEhAKCGNoZWNrc3VtGAIgASgJIiQKFEltcG9ydFNlc3Npb25SZXF1ZXN0EgwKBGRhdGEYASABKAkidQoVSW1wb3J0U2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2Vzc2lvbhIZChFtZXNzYWdlc19pbXBvcnRlZBgCIAEoAxIQCghjaGVja3N1bRgDIAEoCSK4AQoLRXhwb3J0Q2h1bmsSNQoGaGVhZGVyGAEgASgLMiMuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkV4cG9ydEhlYWRlckgAEjEKBHBhZ2UYAiABKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuRXhwb3J0UGFnZUgAEjcKB3RyYWlsZXIYAyABKAsyJC5hZ2VudHN0YXRlLnNlc3Npb24udjEuRXhwb3J0VHJhaWxlckgAQgYKBHBhcnQiuAEKC0ltcG9ydENodW5rEjUKBmhlYWRlchgBIAEoCzIjLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5FeHBvcnRIZWFkZXJIABIxCgRwYWdlGAIgASgLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkV4cG9ydFBhZ2VIABI3Cgd0cmFpbGVyGAMgASgLMiQuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkV4cG9ydFRyYWlsZXJIAEIGCgRwYXJ0Ip4BCgxFeHBvcnRIZWFkZXISFgoOc2NoZW1hX3ZlcnNpb24YASABKAkSLwoHc2Vzc2lvbhgCIAEoCzIeLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TZXNzaW9uEhIKCnN0YXRlX2pzb24YAyABKAkSMQoIc25hcHNob3QYBCABKAsyHy5hZ2VudHN0YXRlLnNlc3Npb24udjEuU25hcHNob3QiPgoKRXhwb3J0UGFnZRIwCghtZXNzYWdlcxgBIAMoCzIeLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5NZXNzYWdlIiEKDUV4cG9ydFRyYWlsZXISEAoIY2hlY2tzdW0YASABKAkiigEKFEFwcGVuZFN0cmVhbVJlc3BvbnNlEjkKCHJlc3BvbnNlGAEgASgLMiUuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkFwcGVuZFJlc3BvbnNlSAASLAoFZXJyb3IYAiABKAsyGy5hZ2VudHN0YXRlLmNvbW1vbi52MS5FcnJvckgAQgkKB291dGNvbWUiUgoMVGFnZ2VkQXBwZW5kEgsKA3RhZxgBIAEoBBI1CgdyZXF1ZXN0GAIgASgLMiQuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkFwcGVuZFJlcXVlc3QiQwoLQXBwZW5kQmF0Y2gSNAoHYXBwZW5kcxgBIAMoCzIjLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5UYWdnZWRBcHBlbmQiWgoNVGFnZ2VkT3V0Y29tZRILCgN0YWcYASABKAQSPAoHb3V0Y29tZRgCIAEoCzIrLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5BcHBlbmRTdHJlYW1SZXNwb25zZSJICg5BcHBlbmRPdXRjb21lcxI2CghvdXRjb21lcxgBIAMoCzIkLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5UYWdnZWRPdXRjb21lItkBChJVcGRhdGVTdGF0ZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRI2CgtzdGF0ZV9kZWx0YRgCIAEoCzIhLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TdGF0ZURlbHRhEjcKDHNjb3BlX2RlbHRhcxgDIAMoCzIhLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TY29wZURlbHRhEiMKFmV4cGVjdGVkX25leHRfc2VxdWVuY2UYBCABKANIAIgBAUIZChdfZXhwZWN0ZWRfbmV4dF9zZXF1ZW5jZSJAChNVcGRhdGVTdGF0ZVJlc3BvbnNlEhIKCnN0YXRlX2pzb24YASABKAkSFQoNbmV4dF9zZXF1ZW5jZRgCIAEoAyI1Cg9HZXRTdGF0ZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZzY29wZXMYAiADKAkicAoQR2V0U3RhdGVSZXNwb25zZRISCgpzdGF0ZV9qc29uGAEgASgJEhUKDW5leHRfc2VxdWVuY2UYAiABKAMSMQoGc2NvcGVzGAMgAygLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlNjb3BlU3RhdGUiPwoPVHJ1bmNhdGVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGAoQdGhyb3VnaF9zZXF1ZW5jZRgCIAEoAyJEChBUcnVuY2F0ZVJlc3BvbnNlEhgKEG1lc3NhZ2VzX3JlbW92ZWQYASABKAMSFgoOZmlyc3Rfc2VxdWVuY2UYAiABKAMiSAoSUHV0U25hcHNob3RSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMSDAoEZGF0YRgDIAEoDCJIChNQdXRTbmFwc2hvdFJlc3BvbnNlEjEKCHNuYXBzaG90GAEgASgLMh8uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlNuYXBzaG90IigKEkdldFNuYXBzaG90UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIkgKE0dldFNuYXBzaG90UmVzcG9uc2USMQoIc25hcHNob3QYASABKAsyHy5hZ2VudHN0YXRlLnNlc3Npb24udjEuU25hcHNob3QiRQoVRGVsZXRlU25hcHNob3RSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGAoQdGhyb3VnaF9zZXF1ZW5jZRgCIAEoAyIpChZEZWxldGVTbmFwc2hvdFJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgijQEKEFNldEV4cGlyeVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDQoFY2xlYXIYBCABKAgiRAoRU2V0RXhwaXJ5UmVzcG9uc2USLwoHc2Vzc2lvbhgBIAEoCzIeLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TZXNzaW9uIjYKDkdldEl0ZW1SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEAoIaXRlbV9rZXkYAiABKAkiQgoPR2V0SXRlbVJlc3BvbnNlEi8KB21lc3NhZ2UYASABKAsyHi5hZ2VudHN0YXRlLnNlc3Npb24udjEuTWVzc2FnZSKfAQoQTGlzdEl0ZW1zUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBGtpbmQYAiABKAkSEgoKa2V5X3ByZWZpeBgDIAEoCRIUCgxuZXdlc3RfZmlyc3QYBCABKAgSDQoFbGltaXQYBSABKAUSHAoPY3Vyc29yX3NlcXVlbmNlGAYgASgDSACIAQFCEgoQX2N1cnNvcl9zZXF1ZW5jZSKBAQoRTGlzdEl0ZW1zUmVzcG9uc2USMAoIbWVzc2FnZXMYASADKAsyHi5hZ2VudHN0YXRlLnNlc3Npb24udjEuTWVzc2FnZRIhChRuZXh0X2N1cnNvcl9zZXF1ZW5jZRgCIAEoA0gAiAEBQhcKFV9uZXh0X2N1cnNvcl9zZXF1ZW5jZSLIAgoUUmVwbGFjZVN1ZmZpeFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIXCg1mcm9tX3NlcXVlbmNlGAIgASgDSAASFQoLcmVtb3ZlX2xhc3QYAyABKANIABIjChZleHBlY3RlZF9uZXh0X3NlcXVlbmNlGAQgASgDSAGIAQESMwoIbWVzc2FnZXMYBSADKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuTmV3TWVzc2FnZRI2CgtzdGF0ZV9kZWx0YRgGIAEoCzIhLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TdGF0ZURlbHRhEjcKDHNjb3BlX2RlbHRhcxgHIAMoCzIhLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TY29wZURlbHRhQgYKBGZyb21CGQoXX2V4cGVjdGVkX25leHRfc2VxdWVuY2UirAEKFVJlcGxhY2VTdWZmaXhSZXNwb25zZRIvCgdyZW1vdmVkGAEgAygLMh4uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLk1lc3NhZ2USOAoIbWVzc2FnZXMYAiADKAsyJi5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kZWRNZXNzYWdlEhUKDW5leHRfc2VxdWVuY2UYAyABKAMSEQoJZHVwbGljYXRlGAQgASgIIkUKFURlbGV0ZVNlc3Npb25zUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSGQoRY2xpZW50X2tleV9wcmVmaXgYAiABKAkiRwoWRGVsZXRlU2Vzc2lvbnNSZXNwb25zZRITCgtzZXNzaW9uX2lkcxgBIAMoCRIYChBtZXNzYWdlc19yZW1vdmVkGAIgASgDImIKE1VwZGF0ZVNjb3Blc1JlcXVlc3QSNwoMc2NvcGVfZGVsdGFzGAEgAygLMiEuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlNjb3BlRGVsdGESEgoKcmVxdWVzdF9pZBgCIAEoCSJcChRVcGRhdGVTY29wZXNSZXNwb25zZRIxCgZzY29wZXMYASADKAsyIS5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2NvcGVTdGF0ZRIRCglkdXBsaWNhdGUYAiABKAgqYQoMU2Vzc2lvblN0YXRlEh0KGVNFU1NJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIYChRTRVNTSU9OX1NUQVRFX0FDVElWRRABEhgKFFNFU1NJT05fU1RBVEVfQ0xPU0VEEAIqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDQoJUk9MRV9VU0VSEAESEgoOUk9MRV9BU1NJU1RBTlQQAhIPCgtST0xFX1NZU1RFTRADEg0KCVJPTEVfVE9PTBAEKkkKC0tleUNvbmZsaWN0EhwKGEtFWV9DT05GTElDVF9VTlNQRUNJRklFRBAAEhwKGEtFWV9DT05GTElDVF9LRUVQX1NUT1JFRBABMpwVCg5TZXNzaW9uU2VydmljZRJjCgZDcmVhdGUSKy5hZ2VudHN0YXRlLnNlc3Npb24udjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QaLC5hZ2VudHN0YXRlLnNlc3Npb24udjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEloKA0dldBIoLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5HZXRTZXNzaW9uUmVxdWVzdBopLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5HZXRTZXNzaW9uUmVzcG9uc2USXwoETGlzdBIqLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GisuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEmAKBUNsb3NlEiouYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkNsb3NlU2Vzc2lvblJlcXVlc3QaKy5hZ2VudHN0YXRlLnNlc3Npb24udjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USYwoGRGVsZXRlEisuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiwuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJVCgZBcHBlbmQSJC5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kUmVxdWVzdBolLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5BcHBlbmRSZXNwb25zZRJnCgxMaXN0TWVzc2FnZXMSKi5hZ2VudHN0YXRlLnNlc3Npb24udjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBorLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5MaXN0TWVzc2FnZXNSZXNwb25zZRJzChBVcGRhdGVUb2tlblVzYWdlEi4uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlVwZGF0ZVRva2VuVXNhZ2VSZXF1ZXN0Gi8uYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlVwZGF0ZVRva2VuVXNhZ2VSZXNwb25zZRJbCghMaW5rUGxhbhImLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5MaW5rUGxhblJlcXVlc3QaJy5hZ2VudHN0YXRlLnNlc3Npb24udjEuTGlua1BsYW5SZXNwb25zZRJjCgZFeHBvcnQSKy5hZ2VudHN0YXRlLnNlc3Npb24udjEuRXhwb3J0U2Vzc2lvblJlcXVlc3QaLC5hZ2VudHN0YXRlLnNlc3Npb24udjEuRXhwb3J0U2Vzc2lvblJlc3BvbnNlEmMKBkltcG9ydBIrLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5JbXBvcnRTZXNzaW9uUmVxdWVzdBosLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5JbXBvcnRTZXNzaW9uUmVzcG9uc2USZQoMQXBwZW5kU3RyZWFtEiQuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkFwcGVuZFJlcXVlc3QaKy5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kU3RyZWFtUmVzcG9uc2UoATABEl4KDUFwcGVuZEJhdGNoZXMSIi5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kQmF0Y2gaJS5hZ2VudHN0YXRlLnNlc3Npb24udjEuQXBwZW5kT3V0Y29tZXMoATABEmEKDEV4cG9ydFN0cmVhbRIrLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5FeHBvcnRTZXNzaW9uUmVxdWVzdBoiLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5FeHBvcnRDaHVuazABEmIKDEltcG9ydFN0cmVhbRIiLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5JbXBvcnRDaHVuaxosLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5JbXBvcnRTZXNzaW9uUmVzcG9uc2UoARJkCgtVcGRhdGVTdGF0ZRIpLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5VcGRhdGVTdGF0ZVJlcXVlc3QaKi5hZ2VudHN0YXRlLnNlc3Npb24udjEuVXBkYXRlU3RhdGVSZXNwb25zZRJbCghHZXRTdGF0ZRImLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5HZXRTdGF0ZVJlcXVlc3QaJy5hZ2VudHN0YXRlLnNlc3Npb24udjEuR2V0U3RhdGVSZXNwb25zZRJbCghUcnVuY2F0ZRImLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5UcnVuY2F0ZVJlcXVlc3QaJy5hZ2VudHN0YXRlLnNlc3Npb24udjEuVHJ1bmNhdGVSZXNwb25zZRJkCgtQdXRTbmFwc2hvdBIpLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5QdXRTbmFwc2hvdFJlcXVlc3QaKi5hZ2VudHN0YXRlLnNlc3Npb24udjEuUHV0U25hcHNob3RSZXNwb25zZRJkCgtHZXRTbmFwc2hvdBIpLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5HZXRTbmFwc2hvdFJlcXVlc3QaKi5hZ2VudHN0YXRlLnNlc3Npb24udjEuR2V0U25hcHNob3RSZXNwb25zZRJtCg5EZWxldGVTbmFwc2hvdBIsLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5EZWxldGVTbmFwc2hvdFJlcXVlc3QaLS5hZ2VudHN0YXRlLnNlc3Npb24udjEuRGVsZXRlU25hcHNob3RSZXNwb25zZRJeCglTZXRFeHBpcnkSJy5hZ2VudHN0YXRlLnNlc3Npb24udjEuU2V0RXhwaXJ5UmVxdWVzdBooLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5TZXRFeHBpcnlSZXNwb25zZRJYCgdHZXRJdGVtEiUuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkdldEl0ZW1SZXF1ZXN0GiYuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLkdldEl0ZW1SZXNwb25zZRJeCglMaXN0SXRlbXMSJy5hZ2VudHN0YXRlLnNlc3Npb24udjEuTGlzdEl0ZW1zUmVxdWVzdBooLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5MaXN0SXRlbXNSZXNwb25zZRJqCg1SZXBsYWNlU3VmZml4EisuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlJlcGxhY2VTdWZmaXhSZXF1ZXN0GiwuYWdlbnRzdGF0ZS5zZXNzaW9uLnYxLlJlcGxhY2VTdWZmaXhSZXNwb25zZRJtCg5EZWxldGVTZXNzaW9ucxIsLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5EZWxldGVTZXNzaW9uc1JlcXVlc3QaLS5hZ2VudHN0YXRlLnNlc3Npb24udjEuRGVsZXRlU2Vzc2lvbnNSZXNwb25zZRJnCgxVcGRhdGVTY29wZXMSKi5hZ2VudHN0YXRlLnNlc3Npb24udjEuVXBkYXRlU2NvcGVzUmVxdWVzdBorLmFnZW50c3RhdGUuc2Vzc2lvbi52MS5VcGRhdGVTY29wZXNSZXNwb25zZUJLWklnaXRodWIuY29tL2FnZW50c3RhdGUvYWdlbnRzdGF0ZS9tZXNzYWdlcy9hZ2VudHN0YXRlL3Nlc3Npb24vdjE7c2Vzc2lvbnYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_agentstate_common_v1_common]);
 
 /**
  * @generated from message agentstate.session.v1.TokenUsage
@@ -232,6 +232,18 @@ export type Message = Message$1<"agentstate.session.v1.Message"> & {
    * @generated from field: google.protobuf.Timestamp event_time = 8;
    */
   eventTime?: Timestamp | undefined;
+
+  /**
+   * NewMessage.item_key and kind as given; empty when none.
+   *
+   * @generated from field: string item_key = 9;
+   */
+  itemKey: string;
+
+  /**
+   * @generated from field: string kind = 10;
+   */
+  kind: string;
 };
 
 /**
@@ -281,6 +293,31 @@ export type NewMessage = Message$1<"agentstate.session.v1.NewMessage"> & {
    * @generated from field: google.protobuf.Timestamp event_time = 5;
    */
   eventTime?: Timestamp | undefined;
+
+  /**
+   * Optional: the client's key for this item, unique among the session's
+   * stored messages (1-256 bytes of UTF-8), such as a framework's checkpoint
+   * or pending-write id. GetItem reads a message by it and ListItems filters
+   * on its prefix. Removing a message (Truncate, ReplaceSuffix) frees it.
+   *
+   * @generated from field: string item_key = 6;
+   */
+  itemKey: string;
+
+  /**
+   * Optional: the client's kind of item (0-64 bytes of printable ASCII),
+   * such as "checkpoint" or "write"; ListItems filters on it.
+   *
+   * @generated from field: string kind = 7;
+   */
+  kind: string;
+
+  /**
+   * What the append does when item_key is already stored in the session.
+   *
+   * @generated from field: agentstate.session.v1.KeyConflict on_key_conflict = 8;
+   */
+  onKeyConflict: KeyConflict;
 };
 
 /**
@@ -462,6 +499,15 @@ export type AppendedMessage = Message$1<"agentstate.session.v1.AppendedMessage">
    * @generated from field: google.protobuf.Timestamp created_at = 3;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * The message's item_key was stored already and the append asked to keep
+   * the stored one (KEY_CONFLICT_KEEP_STORED): the fields above are the
+   * stored message's, and this one was not stored.
+   *
+   * @generated from field: bool kept = 4;
+   */
+  kept: boolean;
 };
 
 /**
@@ -1747,6 +1793,352 @@ export const SetExpiryResponseSchema: GenMessage<SetExpiryResponse> = /*@__PURE_
   messageDesc(file_agentstate_session_v1_session, 56);
 
 /**
+ * GetItemRequest reads one message by its item key.
+ *
+ * @generated from message agentstate.session.v1.GetItemRequest
+ */
+export type GetItemRequest = Message$1<"agentstate.session.v1.GetItemRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string item_key = 2;
+   */
+  itemKey: string;
+};
+
+/**
+ * Describes the message agentstate.session.v1.GetItemRequest.
+ * Use `create(GetItemRequestSchema)` to create a new message.
+ */
+export const GetItemRequestSchema: GenMessage<GetItemRequest> = /*@__PURE__*/
+  messageDesc(file_agentstate_session_v1_session, 57);
+
+/**
+ * NOT_FOUND when the session holds no message with the key.
+ *
+ * @generated from message agentstate.session.v1.GetItemResponse
+ */
+export type GetItemResponse = Message$1<"agentstate.session.v1.GetItemResponse"> & {
+  /**
+   * @generated from field: agentstate.session.v1.Message message = 1;
+   */
+  message?: Message | undefined;
+};
+
+/**
+ * Describes the message agentstate.session.v1.GetItemResponse.
+ * Use `create(GetItemResponseSchema)` to create a new message.
+ */
+export const GetItemResponseSchema: GenMessage<GetItemResponse> = /*@__PURE__*/
+  messageDesc(file_agentstate_session_v1_session, 58);
+
+/**
+ * ListItemsRequest lists a session's messages selected by kind and item-key
+ * prefix, oldest or newest first. A page is an indexed read: its cost grows
+ * with the page, not with the history.
+ *
+ * @generated from message agentstate.session.v1.ListItemsRequest
+ */
+export type ListItemsRequest = Message$1<"agentstate.session.v1.ListItemsRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * Only messages of this kind; empty = any.
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Only messages whose item_key starts with this; empty = any (messages
+   * without a key included).
+   *
+   * @generated from field: string key_prefix = 3;
+   */
+  keyPrefix: string;
+
+  /**
+   * Newest first (descending sequence); else oldest first.
+   *
+   * @generated from field: bool newest_first = 4;
+   */
+  newestFirst: boolean;
+
+  /**
+   * Default 100, at most 1000; the page byte cap of ListMessages applies.
+   *
+   * @generated from field: int32 limit = 5;
+   */
+  limit: number;
+
+  /**
+   * Resume: oldest first, messages with sequence >= cursor_sequence;
+   * newest first, messages with sequence < cursor_sequence. Unset = from
+   * the start (oldest first) or from the end (newest first).
+   *
+   * @generated from field: optional int64 cursor_sequence = 6;
+   */
+  cursorSequence?: bigint | undefined;
+};
+
+/**
+ * Describes the message agentstate.session.v1.ListItemsRequest.
+ * Use `create(ListItemsRequestSchema)` to create a new message.
+ */
+export const ListItemsRequestSchema: GenMessage<ListItemsRequest> = /*@__PURE__*/
+  messageDesc(file_agentstate_session_v1_session, 59);
+
+/**
+ * @generated from message agentstate.session.v1.ListItemsResponse
+ */
+export type ListItemsResponse = Message$1<"agentstate.session.v1.ListItemsResponse"> & {
+  /**
+   * @generated from field: repeated agentstate.session.v1.Message messages = 1;
+   */
+  messages: Message[];
+
+  /**
+   * The cursor_sequence of the next page; unset when there is no more.
+   *
+   * @generated from field: optional int64 next_cursor_sequence = 2;
+   */
+  nextCursorSequence?: bigint | undefined;
+};
+
+/**
+ * Describes the message agentstate.session.v1.ListItemsResponse.
+ * Use `create(ListItemsResponseSchema)` to create a new message.
+ */
+export const ListItemsResponseSchema: GenMessage<ListItemsResponse> = /*@__PURE__*/
+  messageDesc(file_agentstate_session_v1_session, 60);
+
+/**
+ * ReplaceSuffixRequest atomically removes the session's newest messages and
+ * appends new ones in their place, if the session's next sequence is
+ * expected_next_sequence (else FAILED_PRECONDITION with a SequenceMismatch,
+ * nothing changed). After a replacement from K the new messages take
+ * sequences K, K+1, ...: sequences stay dense and unique among stored
+ * messages. Tails and the change feed report the rewind as an event of its
+ * own; the audit trail records it. A removed message's id may be used again
+ * only by a message with the same content, so a retried replacement is a
+ * no-op (duplicate = true). A closed session refuses it.
+ *
+ * @generated from message agentstate.session.v1.ReplaceSuffixRequest
+ */
+export type ReplaceSuffixRequest = Message$1<"agentstate.session.v1.ReplaceSuffixRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from oneof agentstate.session.v1.ReplaceSuffixRequest.from
+   */
+  from: {
+    /**
+     * Remove every message with sequence >= from_sequence (not below the
+     * session's first_sequence; the next sequence removes nothing).
+     *
+     * @generated from field: int64 from_sequence = 2;
+     */
+    value: bigint;
+    case: "fromSequence";
+  } | {
+    /**
+     * Remove the last remove_last messages (0 removes nothing).
+     *
+     * @generated from field: int64 remove_last = 3;
+     */
+    value: bigint;
+    case: "removeLast";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * Required.
+   *
+   * @generated from field: optional int64 expected_next_sequence = 4;
+   */
+  expectedNextSequence?: bigint | undefined;
+
+  /**
+   * Appended after the removal, with the rules of AppendRequest.
+   *
+   * @generated from field: repeated agentstate.session.v1.NewMessage messages = 5;
+   */
+  messages: NewMessage[];
+
+  /**
+   * @generated from field: agentstate.session.v1.StateDelta state_delta = 6;
+   */
+  stateDelta?: StateDelta | undefined;
+
+  /**
+   * @generated from field: repeated agentstate.session.v1.ScopeDelta scope_deltas = 7;
+   */
+  scopeDeltas: ScopeDelta[];
+};
+
+/**
+ * Describes the message agentstate.session.v1.ReplaceSuffixRequest.
+ * Use `create(ReplaceSuffixRequestSchema)` to create a new message.
+ */
+export const ReplaceSuffixRequestSchema: GenMessage<ReplaceSuffixRequest> = /*@__PURE__*/
+  messageDesc(file_agentstate_session_v1_session, 61);
+
+/**
+ * @generated from message agentstate.session.v1.ReplaceSuffixResponse
+ */
+export type ReplaceSuffixResponse = Message$1<"agentstate.session.v1.ReplaceSuffixResponse"> & {
+  /**
+   * The removed messages, in sequence order.
+   *
+   * @generated from field: repeated agentstate.session.v1.Message removed = 1;
+   */
+  removed: Message[];
+
+  /**
+   * One per request message, in request order.
+   *
+   * @generated from field: repeated agentstate.session.v1.AppendedMessage messages = 2;
+   */
+  messages: AppendedMessage[];
+
+  /**
+   * @generated from field: int64 next_sequence = 3;
+   */
+  nextSequence: bigint;
+
+  /**
+   * True when this replacement had been stored before (a retry).
+   *
+   * @generated from field: bool duplicate = 4;
+   */
+  duplicate: boolean;
+};
+
+/**
+ * Describes the message agentstate.session.v1.ReplaceSuffixResponse.
+ * Use `create(ReplaceSuffixResponseSchema)` to create a new message.
+ */
+export const ReplaceSuffixResponseSchema: GenMessage<ReplaceSuffixResponse> = /*@__PURE__*/
+  messageDesc(file_agentstate_session_v1_session, 62);
+
+/**
+ * DeleteSessionsRequest deletes a group of sessions atomically: every
+ * session of the namespace whose client_key starts with client_key_prefix,
+ * or none. At most 1,000 sessions; a larger group is FAILED_PRECONDITION
+ * and nothing is deleted.
+ *
+ * @generated from message agentstate.session.v1.DeleteSessionsRequest
+ */
+export type DeleteSessionsRequest = Message$1<"agentstate.session.v1.DeleteSessionsRequest"> & {
+  /**
+   * Default "local".
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * Required (1-256 bytes).
+   *
+   * @generated from field: string client_key_prefix = 2;
+   */
+  clientKeyPrefix: string;
+};
+
+/**
+ * Describes the message agentstate.session.v1.DeleteSessionsRequest.
+ * Use `create(DeleteSessionsRequestSchema)` to create a new message.
+ */
+export const DeleteSessionsRequestSchema: GenMessage<DeleteSessionsRequest> = /*@__PURE__*/
+  messageDesc(file_agentstate_session_v1_session, 63);
+
+/**
+ * @generated from message agentstate.session.v1.DeleteSessionsResponse
+ */
+export type DeleteSessionsResponse = Message$1<"agentstate.session.v1.DeleteSessionsResponse"> & {
+  /**
+   * In session_id order.
+   *
+   * @generated from field: repeated string session_ids = 1;
+   */
+  sessionIds: string[];
+
+  /**
+   * @generated from field: int64 messages_removed = 2;
+   */
+  messagesRemoved: bigint;
+};
+
+/**
+ * Describes the message agentstate.session.v1.DeleteSessionsResponse.
+ * Use `create(DeleteSessionsResponseSchema)` to create a new message.
+ */
+export const DeleteSessionsResponseSchema: GenMessage<DeleteSessionsResponse> = /*@__PURE__*/
+  messageDesc(file_agentstate_session_v1_session, 64);
+
+/**
+ * UpdateScopesRequest changes shared scopes without a session: the deltas
+ * apply atomically, in one transaction, and are audited.
+ *
+ * @generated from message agentstate.session.v1.UpdateScopesRequest
+ */
+export type UpdateScopesRequest = Message$1<"agentstate.session.v1.UpdateScopesRequest"> & {
+  /**
+   * At least one.
+   *
+   * @generated from field: repeated agentstate.session.v1.ScopeDelta scope_deltas = 1;
+   */
+  scopeDeltas: ScopeDelta[];
+
+  /**
+   * Optional (1-128 bytes of printable ASCII): a retry with the same id is
+   * a no-op that answers the scopes as they stand (duplicate = true).
+   *
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message agentstate.session.v1.UpdateScopesRequest.
+ * Use `create(UpdateScopesRequestSchema)` to create a new message.
+ */
+export const UpdateScopesRequestSchema: GenMessage<UpdateScopesRequest> = /*@__PURE__*/
+  messageDesc(file_agentstate_session_v1_session, 65);
+
+/**
+ * @generated from message agentstate.session.v1.UpdateScopesResponse
+ */
+export type UpdateScopesResponse = Message$1<"agentstate.session.v1.UpdateScopesResponse"> & {
+  /**
+   * The scopes after the write, in the order of each scope's first delta.
+   *
+   * @generated from field: repeated agentstate.session.v1.ScopeState scopes = 1;
+   */
+  scopes: ScopeState[];
+
+  /**
+   * @generated from field: bool duplicate = 2;
+   */
+  duplicate: boolean;
+};
+
+/**
+ * Describes the message agentstate.session.v1.UpdateScopesResponse.
+ * Use `create(UpdateScopesResponseSchema)` to create a new message.
+ */
+export const UpdateScopesResponseSchema: GenMessage<UpdateScopesResponse> = /*@__PURE__*/
+  messageDesc(file_agentstate_session_v1_session, 66);
+
+/**
  * @generated from enum agentstate.session.v1.SessionState
  */
 export enum SessionState {
@@ -1809,6 +2201,38 @@ export enum Role {
  */
 export const RoleSchema: GenEnum<Role> = /*@__PURE__*/
   enumDesc(file_agentstate_session_v1_session, 1);
+
+/**
+ * KeyConflict says what an append does with a message whose item_key the
+ * session already holds. Two messages of one append may not share a key.
+ *
+ * @generated from enum agentstate.session.v1.KeyConflict
+ */
+export enum KeyConflict {
+  /**
+   * The whole append is ALREADY_EXISTS naming the key; nothing is stored
+   * (as for a stored message id).
+   *
+   * @generated from enum value: KEY_CONFLICT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Keep the stored message and drop this one; the append's other messages
+   * are stored. Its AppendedMessage has kept = true and the stored
+   * message's id and sequence: a retried or partly stored batch of keyed
+   * writes is one atomic append.
+   *
+   * @generated from enum value: KEY_CONFLICT_KEEP_STORED = 1;
+   */
+  KEEP_STORED = 1,
+}
+
+/**
+ * Describes the enum agentstate.session.v1.KeyConflict.
+ */
+export const KeyConflictSchema: GenEnum<KeyConflict> = /*@__PURE__*/
+  enumDesc(file_agentstate_session_v1_session, 2);
 
 /**
  * @generated from service agentstate.session.v1.SessionService
@@ -2023,6 +2447,56 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof SetExpiryRequestSchema;
     output: typeof SetExpiryResponseSchema;
+  },
+  /**
+   * One message by its item key.
+   *
+   * @generated from rpc agentstate.session.v1.SessionService.GetItem
+   */
+  getItem: {
+    methodKind: "unary";
+    input: typeof GetItemRequestSchema;
+    output: typeof GetItemResponseSchema;
+  },
+  /**
+   * Messages by kind and item-key prefix, oldest or newest first.
+   *
+   * @generated from rpc agentstate.session.v1.SessionService.ListItems
+   */
+  listItems: {
+    methodKind: "unary";
+    input: typeof ListItemsRequestSchema;
+    output: typeof ListItemsResponseSchema;
+  },
+  /**
+   * Atomically replace the session's newest messages.
+   *
+   * @generated from rpc agentstate.session.v1.SessionService.ReplaceSuffix
+   */
+  replaceSuffix: {
+    methodKind: "unary";
+    input: typeof ReplaceSuffixRequestSchema;
+    output: typeof ReplaceSuffixResponseSchema;
+  },
+  /**
+   * Atomically delete a namespace's sessions by client-key prefix.
+   *
+   * @generated from rpc agentstate.session.v1.SessionService.DeleteSessions
+   */
+  deleteSessions: {
+    methodKind: "unary";
+    input: typeof DeleteSessionsRequestSchema;
+    output: typeof DeleteSessionsResponseSchema;
+  },
+  /**
+   * Shared scopes written without a session.
+   *
+   * @generated from rpc agentstate.session.v1.SessionService.UpdateScopes
+   */
+  updateScopes: {
+    methodKind: "unary";
+    input: typeof UpdateScopesRequestSchema;
+    output: typeof UpdateScopesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentstate_session_v1_session, 0);
