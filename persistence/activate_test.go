@@ -41,7 +41,7 @@ func (d *dialect) ReadHead(string) (*persistence.SessionHead, error) {
 
 func (d *dialect) AppendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
 	d.applied = c
-	return persistence.Result{NextSequence: c.NextSequence + int64(len(c.Turns))}, nil
+	return persistence.AppendResult{NextSequence: c.NextSequence + int64(len(c.Turns))}.Result(), nil
 }
 
 func (d *dialect) CreateSession(c *persistence.CreateSession) (persistence.Result, error) {
@@ -71,7 +71,7 @@ func TestApplyActivateDecidesABlindAppendOnTheStoredHead(t *testing.T) {
 	if app.Epoch != 0 || app.NextSequence != 0 || app.State != "" {
 		t.Fatalf("the owner's command changed: %+v", app)
 	}
-	if res.Epoch != 1 || res.Head == nil || res.Head.NextSequence != 7 || res.NextSequence != 8 {
+	if res.Epoch != 1 || res.Head == nil || res.Head.NextSequence != 7 || app.ResultOf(res).NextSequence != 8 {
 		t.Fatalf("result %+v (head %+v)", res, res.Head)
 	}
 	if d.fresh {

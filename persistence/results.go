@@ -37,18 +37,21 @@ type RecordedResult struct {
 	Recorded []RecordedAudit
 }
 
-// SetAppend sets r's AppendMessages outcome.
-func (r *Result) SetAppend(a AppendResult) {
-	r.Turns, r.NextSequence, r.State = a.Turns, a.NextSequence, a.State
-}
-
-// outcome holds the outcomes of the commands other than AppendMessages;
-// each command reads only its own part. removed is a DeleteSession's
-// MessagesRemoved or the others' Removed.
+// outcome holds the outcome of every command; each command reads only its
+// own part. turns, nextSequence and state are an AppendMessages'; removed
+// is a DeleteSession's MessagesRemoved or the others' Removed.
 type outcome struct {
+	turns         []TurnResult
+	nextSequence  int64
+	state         string
 	removed       int64
 	plansOrphaned []string
 	recorded      []RecordedAudit
+}
+
+// SetAppend sets r's AppendMessages outcome.
+func (r *Result) SetAppend(a AppendResult) {
+	r.own.turns, r.own.nextSequence, r.own.state = a.Turns, a.NextSequence, a.State
 }
 
 // SetDelete sets r's DeleteSession outcome.
@@ -65,7 +68,7 @@ func (r *Result) SetRecorded(rec []RecordedAudit) { r.own.recorded = rec }
 // ResultOf returns the outcome r carries of c (or of an Activate that
 // wrapped c).
 func (c *AppendMessages) ResultOf(r Result) AppendResult {
-	return AppendResult{Turns: r.Turns, NextSequence: r.NextSequence, State: r.State}
+	return AppendResult{Turns: r.own.turns, NextSequence: r.own.nextSequence, State: r.own.state}
 }
 
 // ResultOf returns the outcome r carries of c.

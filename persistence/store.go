@@ -83,7 +83,7 @@ type CreateSession struct {
 // holds, or the one the store read for a cold owner's blind append
 // (Activate). Apply assigns NextSequence, NextSequence+1, ... to the new
 // messages in turn order, skipping duplicate turns, and reports the next
-// sequence after the command in Result.NextSequence.
+// sequence after the command in its ResultOf (an AppendResult).
 //
 // Per turn (TurnResult):
 //   - every message id already stored in the session, as a retry of the
@@ -104,7 +104,7 @@ type CreateSession struct {
 // duplicate, nor a failed turn): the session's state from State, the
 // session's committed state as its owner knows it, turn after turn
 // (ApplyDelta), and written with the session row; each scope read and
-// rewritten inside the transaction. Result.State is the state after the
+// rewritten inside the transaction. AppendResult.State is the state after the
 // command ("" when no stored turn changed it). A delta that would make a
 // state too large fails its turn (INVALID_ARGUMENT), storing nothing of it.
 type AppendMessages struct {
@@ -273,21 +273,15 @@ type PruneAudit struct {
 type Result struct {
 	// Non-nil when this command was rolled back on its own.
 	Err error
-	// AppendMessages: one per turn, and the next sequence after the command.
-	Turns        []TurnResult
-	NextSequence int64
-	// AppendMessages: the session's state after the command; "" when no
-	// stored turn changed it.
-	State string
 	// Activate: the new epoch.
 	Epoch int64
 	// Activate carrying a blind append: the session as the store read it
 	// before the append (see Activate).
 	Head *SessionHead
-	// The outcome of a DeleteSession, a PruneAudit, a TruncateSession, a
-	// PutSnapshot or a RecordClientAudit, set by the typed setters and
-	// read through the command's ResultOf. A struct, not an interface, so
-	// that carrying it allocates nothing.
+	// The outcome of the command (an AppendMessages, a DeleteSession, a
+	// PruneAudit, a TruncateSession, a PutSnapshot or a RecordClientAudit),
+	// set by the typed setters and read through the command's ResultOf. A
+	// struct, not an interface, so that carrying it allocates nothing.
 	own outcome
 }
 

@@ -49,7 +49,7 @@
 //  5. On *writer.Applied (after COMMIT; with synchronous=FULL: durable) the
 //     actor answers each request with its message ids, sequences and
 //     timestamps, in sequence order, moves its next sequence to
-//     Result.NextSequence and starts the next write.
+//     the AppendResult's NextSequence and starts the next write.
 //
 // Reads (Get, List, ListMessages, Export) go to the store's read-only
 // connections, not through the actor: a write is answered only after it

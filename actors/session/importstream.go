@@ -227,11 +227,13 @@ func (im *streamedImport) flush(ctx context.Context) error {
 	if len(im.batch) == 0 {
 		return nil
 	}
-	res, err := im.apply(ctx, &persistence.AppendMessages{Epoch: im.epoch, SessionID: im.sess.SessionId,
-		NextSequence: im.ds.FirstSequence + im.stored, Turns: im.batch, UpdatedAt: time.Now().UTC()})
+	cmd := &persistence.AppendMessages{Epoch: im.epoch, SessionID: im.sess.SessionId,
+		NextSequence: im.ds.FirstSequence + im.stored, Turns: im.batch, UpdatedAt: time.Now().UTC()}
+	r, err := im.apply(ctx, cmd)
 	if err != nil {
 		return err
 	}
+	res := cmd.ResultOf(r)
 	for j, tr := range res.Turns {
 		i := im.stored + int64(j)
 		switch {

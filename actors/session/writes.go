@@ -50,7 +50,7 @@ func (o *owner) startAppends(run []*lifecycle.Request) {
 	cmd := &persistence.AppendMessages{Epoch: o.epoch, SessionID: o.id, Turns: turns, UpdatedAt: now}
 	cmd.DecideSequence(persistence.SessionHead{NextSequence: o.sess.MessageCount, State: o.state})
 	first := cmd.NextSequence
-	o.submit(carried, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res) })
+	o.submit(carried, cmd, func(res persistence.Result) { o.appended(carried, first, ts, res.Err, cmd.ResultOf(res)) })
 	o.next.Window = maxAppendWindow
 }
 
@@ -112,7 +112,7 @@ func (o *owner) startBlind(run []*lifecycle.Request, ts *timestamppb.Timestamp, 
 		o.sess = &sessionv1.Session{SessionId: o.id, State: sessionv1.SessionState_SESSION_STATE_ACTIVE,
 			MessageCount: h.NextSequence, UpdatedAt: timestamppb.New(h.UpdatedAt)}
 		o.state, o.partial = h.State, true
-		o.appended(carried, h.NextSequence, ts, res)
+		o.appended(carried, h.NextSequence, ts, nil, cmd.ResultOf(res))
 	})
 	o.next.Window = maxAppendWindow
 }
@@ -159,17 +159,17 @@ func (o *owner) turn(a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now 
 
 // appended answers each carried append with its turn's outcome, in turn
 // order, which is sequence order: acknowledgement order is sequence order.
-func (o *owner) appended(carried []*lifecycle.Request, first int64, ts *timestamppb.Timestamp, res persistence.Result) {
-	if res.Err == nil && len(res.Turns) != len(carried) {
-		res.Err = errs.Internal("session %s: the store answered %d turns for %d", o.id, len(res.Turns), len(carried))
+func (o *owner) appended(carried []*lifecycle.Request, first int64, ts *timestamppb.Timestamp, err error, res persistence.AppendResult) {
+	if err == nil && len(res.Turns) != len(carried) {
+		err = errs.Internal("session %s: the store answered %d turns for %d", o.id, len(res.Turns), len(carried))
 	}
-	if res.Err != nil {
+	if err != nil {
 		// Nothing of the command is stored; the next sequence stays
 		// at last committed + 1.
 		for _, r := range carried {
-			o.reply(r, nil, res.Err)
+			o.reply(r, nil, err)
 		}
-		o.failed(res.Err)
+		o.failed(err)
 		return
 	}
 	next, stored := first, false

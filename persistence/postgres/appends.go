@@ -25,7 +25,7 @@ func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Res
 		return persistence.Result{}, errs.FailedPrecondition("session %s: append at sequence %d, but the next sequence is %d",
 			c.SessionID, c.NextSequence, next)
 	}
-	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
+	res := persistence.AppendResult{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	cur := c.State
 	for i := range c.Turns {
 		tr, n, after, err := a.turn(c, &c.Turns[i], next, cur)
@@ -44,7 +44,7 @@ func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Res
 		}
 	}
 	res.NextSequence = next
-	return res, nil
+	return res.Result(), nil
 }
 
 const setStateSQL = `UPDATE sessions SET state_json = $2 WHERE session_id = $1`

@@ -101,7 +101,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 	if err := a.pipeFence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
-	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
+	res := persistence.AppendResult{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
 	checked := false
 	cur := c.State
@@ -179,7 +179,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 		a.queue(setStateSQL, c.SessionID, res.State)
 	}
 	res.NextSequence = next
-	return res, nil
+	return res.Result(), nil
 }
 
 // pipeUpdate queues updateSession: fence, the update checked to have found

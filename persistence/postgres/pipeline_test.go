@@ -65,14 +65,15 @@ func TestPipelinedBatchCommitsWithoutReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := res[i].Turns[0].Messages
+		out := c.ResultOf(res[i])
+		got := out.Turns[0].Messages
 		for j, m := range got {
 			if !proto.Equal(m, stored[j]) {
 				t.Fatalf("command %d: result %v, stored %v", i, m, stored[j])
 			}
 		}
-		if res[i].NextSequence != c.NextSequence+int64(len(got)) {
-			t.Fatalf("command %d: next sequence %d", i, res[i].NextSequence)
+		if out.NextSequence != c.NextSequence+int64(len(got)) {
+			t.Fatalf("command %d: next sequence %d", i, out.NextSequence)
 		}
 	}
 	for i, id := range ss {
@@ -94,13 +95,15 @@ func TestPipelineFailureReplaysCommandByCommand(t *testing.T) {
 	a, _ := twoNodes(t)
 	ss := ownedSessions(a, 3)
 	orig := message("original")
-	first := a.ok(appendCmd(ss[1], 0, orig))
+	fc := appendCmd(ss[1], 0, orig)
+	first := fc.ResultOf(a.ok(fc))
 	retry := proto.Clone(orig).(*sessionv1.Message)
 	good1, good2 := message("good"), message("good too")
+	retried := appendCmd(ss[1], 1, retry) // a retried turn: duplicate
 	batch := []persistence.Command{
 		appendCmd(ss[0], 0, good1),
 		appendCmd(ss[2], 5, message("stale")), // the next sequence is 0
-		appendCmd(ss[1], 1, retry),            // a retried turn: duplicate
+		retried,
 		&persistence.UpdateSession{SessionID: ids.New(), TokenDelta: &sessionv1.TokenUsage{InputTokens: 1}}, // unfenced, missing
 		&persistence.UpdateSession{Epoch: 2, SessionID: ss[0]},                                              // fenced: never that epoch
 		appendCmd(ss[0], 1, good2),
@@ -116,7 +119,7 @@ func TestPipelineFailureReplaysCommandByCommand(t *testing.T) {
 	if errs.CodeOf(res[1].Err) != errs.FailedPreconditionCode {
 		t.Fatalf("stale append: %v", res[1].Err)
 	}
-	if tr := res[2].Turns[0]; res[2].Err != nil || !tr.Duplicate || !proto.Equal(tr.Messages[0], first.Turns[0].Messages[0]) {
+	if tr := retried.ResultOf(res[2]).Turns[0]; res[2].Err != nil || !tr.Duplicate || !proto.Equal(tr.Messages[0], first.Turns[0].Messages[0]) {
 		t.Fatalf("retried turn: %v %+v", res[2].Err, tr)
 	}
 	if errs.CodeOf(res[3].Err) != errs.NotFoundCode {

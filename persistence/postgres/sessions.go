@@ -108,7 +108,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 	}
-	return sqlstore.Created(a, c, &row)
+	return sqlstore.Created(a, c)
 }
 
 var (

@@ -25,7 +25,7 @@ import (
 // (appendBulk); with them, row by row (turn), which is what tells a
 // retried turn (stored message ids) from a taken sequence.
 func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
-	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
+	res := persistence.AppendResult{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
 	// state is the session's state after the stored turns; it stays ""
 	// unless one of them changed it.
@@ -68,7 +68,7 @@ func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Res
 	}
 	res.NextSequence = next
 	res.State = state
-	return res, nil
+	return res.Result(), nil
 }
 
 // sequenceMismatch explains why an append's check matched no session.

@@ -53,9 +53,11 @@ func TestBulkAppendStoresEveryChunk(t *testing.T) {
 		turns = append(turns, persistence.Turn{Messages: []*sessionv1.Message{newMsg(fmt.Sprint("m", i), at)}})
 	}
 	turns = append(turns, persistence.Turn{Messages: []*sessionv1.Message{newMsg("t1", at), newMsg("t2", at), newMsg("t3", at)}})
-	res := applyOK(t, w, &persistence.AppendMessages{SessionID: id, Turns: turns, UpdatedAt: at.AsTime()})[0]
-	if res.Err != nil || res.NextSequence != 78 || len(res.Turns) != 76 {
-		t.Fatalf("result: err %v, next %d, %d turns", res.Err, res.NextSequence, len(res.Turns))
+	cmd := &persistence.AppendMessages{SessionID: id, Turns: turns, UpdatedAt: at.AsTime()}
+	r := applyOK(t, w, cmd)[0]
+	res := cmd.ResultOf(r)
+	if r.Err != nil || res.NextSequence != 78 || len(res.Turns) != 76 {
+		t.Fatalf("result: err %v, next %d, %d turns", r.Err, res.NextSequence, len(res.Turns))
 	}
 	var answered []*sessionv1.Message
 	for _, tr := range res.Turns {
@@ -89,25 +91,27 @@ func TestBulkAppendReplaysRetriedTurns(t *testing.T) {
 	defer w.Release()
 	at := timestamppb.Now()
 	x := newMsg("x", at)
-	first := applyOK(t, w, &persistence.AppendMessages{SessionID: a, Turns: []persistence.Turn{{Messages: []*sessionv1.Message{x}}}})[0]
-	if first.Err != nil {
-		t.Fatal(first.Err)
+	fc := &persistence.AppendMessages{SessionID: a, Turns: []persistence.Turn{{Messages: []*sessionv1.Message{x}}}}
+	fr := applyOK(t, w, fc)[0]
+	if fr.Err != nil {
+		t.Fatal(fr.Err)
 	}
+	first := fc.ResultOf(fr)
 	retry := proto.Clone(x).(*sessionv1.Message)
 	y, z := newMsg("y", at), newMsg("z", at)
-	res := applyOK(t, w,
-		&persistence.AppendMessages{SessionID: b, Turns: []persistence.Turn{{Messages: []*sessionv1.Message{y}}}},
-		&persistence.AppendMessages{SessionID: a, NextSequence: 1, Turns: []persistence.Turn{
-			{Messages: []*sessionv1.Message{retry}}, {Messages: []*sessionv1.Message{z}},
-		}},
+	fresh := &persistence.AppendMessages{SessionID: b, Turns: []persistence.Turn{{Messages: []*sessionv1.Message{y}}}}
+	retried := &persistence.AppendMessages{SessionID: a, NextSequence: 1, Turns: []persistence.Turn{
+		{Messages: []*sessionv1.Message{retry}}, {Messages: []*sessionv1.Message{z}},
+	}}
+	res := applyOK(t, w, fresh, retried,
 		// Stale: session c has no messages, so sequence 5 is not its next.
 		&persistence.AppendMessages{SessionID: c, NextSequence: 5, Turns: []persistence.Turn{{Messages: []*sessionv1.Message{newMsg("late", at)}}}},
 	)
-	if res[0].Err != nil || res[0].Turns[0].Messages[0].Sequence != 0 {
-		t.Fatalf("fresh command: %+v", res[0])
+	if res[0].Err != nil || fresh.ResultOf(res[0]).Turns[0].Messages[0].Sequence != 0 {
+		t.Fatalf("fresh command: %+v", fresh.ResultOf(res[0]))
 	}
-	ra := res[1]
-	if ra.Err != nil || !ra.Turns[0].Duplicate || !proto.Equal(ra.Turns[0].Messages[0], first.Turns[0].Messages[0]) {
+	ra := retried.ResultOf(res[1])
+	if res[1].Err != nil || !ra.Turns[0].Duplicate || !proto.Equal(ra.Turns[0].Messages[0], first.Turns[0].Messages[0]) {
 		t.Fatalf("retried turn: %+v", ra)
 	}
 	if ra.Turns[1].Duplicate || ra.Turns[1].Messages[0].Sequence != 1 || ra.NextSequence != 2 {
@@ -171,13 +175,15 @@ func TestBulkAppendPoolsRowsAcrossCommands(t *testing.T) {
 
 	// A missing session between two live ones: its rows would sit in the
 	// same statement as theirs.
+	live0 := &persistence.AppendMessages{SessionID: b, NextSequence: 40, Turns: turns("b", 30), UpdatedAt: at.AsTime()}
+	live2 := &persistence.AppendMessages{SessionID: c, Turns: turns("c", 30), UpdatedAt: at.AsTime()}
 	res = applyOK(t, w,
-		&persistence.AppendMessages{SessionID: b, NextSequence: 40, Turns: turns("b", 30), UpdatedAt: at.AsTime()},
+		live0,
 		&persistence.AppendMessages{SessionID: gone, Turns: turns("g", 30), UpdatedAt: at.AsTime()},
-		&persistence.AppendMessages{SessionID: c, Turns: turns("c", 30), UpdatedAt: at.AsTime()},
+		live2,
 	)
-	if res[0].Err != nil || res[0].NextSequence != 70 || res[2].Err != nil || res[2].NextSequence != 30 {
-		t.Fatalf("live sessions: %+v / %+v", res[0], res[2])
+	if res[0].Err != nil || live0.ResultOf(res[0]).NextSequence != 70 || res[2].Err != nil || live2.ResultOf(res[2]).NextSequence != 30 {
+		t.Fatalf("live sessions: %v %+v / %v %+v", res[0].Err, live0.ResultOf(res[0]), res[2].Err, live2.ResultOf(res[2]))
 	}
 	if errs.CodeOf(res[1].Err) != errs.NotFoundCode {
 		t.Fatalf("missing session: %v, want NOT_FOUND", res[1].Err)
@@ -221,22 +227,24 @@ func TestBulkAppendPooledAdvanceChecksEachCommand(t *testing.T) {
 	}
 	// Each failing command in a batch of its own with a good one: a
 	// second advance of the same session would force the replay anyway.
+	good := &persistence.AppendMessages{SessionID: b, Turns: one(), UpdatedAt: at.AsTime()}
 	res := applyOK(t, w,
-		&persistence.AppendMessages{SessionID: b, Turns: one(), UpdatedAt: at.AsTime()},
+		good,
 		&persistence.AppendMessages{SessionID: a, Epoch: epochs[0], Turns: one(), UpdatedAt: at.AsTime()},
 	)
-	if res[0].Err != nil || res[0].NextSequence != 1 {
-		t.Errorf("b: %+v", res[0])
+	if res[0].Err != nil || good.ResultOf(res[0]).NextSequence != 1 {
+		t.Errorf("b: %v %+v", res[0].Err, good.ResultOf(res[0]))
 	}
 	if !errors.Is(res[1].Err, persistence.ErrFenced) {
 		t.Errorf("a with the old epoch %d: %v, want ErrFenced", epochs[0], res[1].Err)
 	}
+	current := &persistence.AppendMessages{SessionID: a, Epoch: epochs[1], Turns: one(), UpdatedAt: at.AsTime()}
 	res = applyOK(t, w,
-		&persistence.AppendMessages{SessionID: a, Epoch: epochs[1], Turns: one(), UpdatedAt: at.AsTime()},
+		current,
 		&persistence.AppendMessages{SessionID: c, NextSequence: 3, Turns: one(), UpdatedAt: at.AsTime()},
 	)
-	if res[0].Err != nil || res[0].NextSequence != 1 {
-		t.Errorf("a with the current epoch %d: %+v", epochs[1], res[0])
+	if res[0].Err != nil || current.ResultOf(res[0]).NextSequence != 1 {
+		t.Errorf("a with the current epoch %d: %v %+v", epochs[1], res[0].Err, current.ResultOf(res[0]))
 	}
 	if errs.CodeOf(res[1].Err) != errs.FailedPreconditionCode {
 		t.Errorf("c at a moved sequence: %v, want FAILED_PRECONDITION", res[1].Err)

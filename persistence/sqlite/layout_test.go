@@ -27,10 +27,12 @@ import (
 // its own, and returns the stored message.
 func appendOne(t *testing.T, w persistence.Writer, session string, next int64, content string) *sessionv1.Message {
 	t.Helper()
-	res := applyOK(t, w, &persistence.AppendMessages{SessionID: session, NextSequence: next, UpdatedAt: time.Now(),
-		Turns: []persistence.Turn{{Messages: []*sessionv1.Message{newMsg(content, timestamppb.Now())}}}})[0]
-	if res.Err != nil || res.Turns[0].Err != nil {
-		t.Fatalf("append at %d: %v %v", next, res.Err, res.Turns[0].Err)
+	cmd := &persistence.AppendMessages{SessionID: session, NextSequence: next, UpdatedAt: time.Now(),
+		Turns: []persistence.Turn{{Messages: []*sessionv1.Message{newMsg(content, timestamppb.Now())}}}}
+	r := applyOK(t, w, cmd)[0]
+	res := cmd.ResultOf(r)
+	if r.Err != nil || res.Turns[0].Err != nil {
+		t.Fatalf("append at %d: %v %v", next, r.Err, res.Turns[0].Err)
 	}
 	return res.Turns[0].Messages[0]
 }
@@ -98,10 +100,11 @@ func TestSettledRowsStillGuardAppends(t *testing.T) {
 	}
 	retry := proto.Clone(first).(*sessionv1.Message)
 	retry.Sequence, retry.SessionId = 0, ""
-	res := applyOK(t, w, &persistence.AppendMessages{SessionID: id, NextSequence: 2, UpdatedAt: time.Now(),
-		Turns: []persistence.Turn{{Messages: []*sessionv1.Message{retry}}}})[0]
-	if res.Err != nil || !res.Turns[0].Duplicate || !proto.Equal(res.Turns[0].Messages[0], first) {
-		t.Fatalf("retry of a settled message: %+v", res)
+	rc := &persistence.AppendMessages{SessionID: id, NextSequence: 2, UpdatedAt: time.Now(),
+		Turns: []persistence.Turn{{Messages: []*sessionv1.Message{retry}}}}
+	r := applyOK(t, w, rc)[0]
+	if res := rc.ResultOf(r); r.Err != nil || !res.Turns[0].Duplicate || !proto.Equal(res.Turns[0].Messages[0], first) {
+		t.Fatalf("retry of a settled message: %v %+v", r.Err, res)
 	}
 	stale := applyOK(t, w, &persistence.AppendMessages{SessionID: id, NextSequence: 1, UpdatedAt: time.Now(),
 		Turns: []persistence.Turn{{Messages: []*sessionv1.Message{newMsg("late", timestamppb.Now())}}}})[0]
@@ -291,13 +294,15 @@ func TestSettleSlicesSweepTheSessions(t *testing.T) {
 	for n := range 20 {
 		// One row per session per transaction: written pending.
 		batch := make([]persistence.Command, len(sessions))
+		appends := make([]*persistence.AppendMessages, len(sessions))
 		for i, id := range sessions {
-			batch[i] = &persistence.AppendMessages{SessionID: id, NextSequence: int64(n), UpdatedAt: time.Now(),
+			appends[i] = &persistence.AppendMessages{SessionID: id, NextSequence: int64(n), UpdatedAt: time.Now(),
 				Turns: []persistence.Turn{{Messages: []*sessionv1.Message{newMsg(fmt.Sprint(id, "/", n), timestamppb.Now())}}}}
+			batch[i] = appends[i]
 		}
-		for _, res := range applyOK(t, w, batch...) {
-			if res.Err != nil || res.Turns[0].Err != nil {
-				t.Fatalf("append %d: %v %v", n, res.Err, res.Turns[0].Err)
+		for i, res := range applyOK(t, w, batch...) {
+			if res.Err != nil || appends[i].ResultOf(res).Turns[0].Err != nil {
+				t.Fatalf("append %d: %v %v", n, res.Err, appends[i].ResultOf(res).Turns[0].Err)
 			}
 		}
 		total, nonePending := 0, 0

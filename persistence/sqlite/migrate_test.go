@@ -78,12 +78,13 @@ func TestMigrationKeepsMessagesOfAnOlderSchema(t *testing.T) {
 	}
 	defer w.Release()
 	retry := &sessionv1.Message{MessageId: msgIDs[2], Role: sessionv1.Role_ROLE_USER, Content: "m2", CreatedAt: timestamppb.Now()}
-	res, err := w.Apply(context.Background(), []persistence.Command{&persistence.AppendMessages{SessionID: session,
-		NextSequence: int64(len(msgIDs)), Turns: []persistence.Turn{{Messages: []*sessionv1.Message{retry}}}}})
+	cmd := &persistence.AppendMessages{SessionID: session,
+		NextSequence: int64(len(msgIDs)), Turns: []persistence.Turn{{Messages: []*sessionv1.Message{retry}}}}
+	res, err := w.Apply(context.Background(), []persistence.Command{cmd})
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("retry: %v / %v", err, res[0].Err)
 	}
-	if tr := res[0].Turns[0]; !tr.Duplicate || tr.Messages[0].Sequence != 2 {
+	if tr := cmd.ResultOf(res[0]).Turns[0]; !tr.Duplicate || tr.Messages[0].Sequence != 2 {
 		t.Fatalf("retry of a migrated message: %+v, want the duplicate at sequence 2", tr)
 	}
 }

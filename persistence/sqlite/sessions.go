@@ -76,7 +76,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 	}
-	return sqlstore.Created(a, c, &row)
+	return sqlstore.Created(a, c)
 }
 
 // sessionExists tells a taken session id from a taken client key.

@@ -163,7 +163,7 @@ type Tx interface {
 
 // Created is the last steps of a CreateSession, once its row and messages
 // are written: the session's links, then its audit entries.
-func Created(tx Tx, c *persistence.CreateSession, row *SessionRow) (persistence.Result, error) {
+func Created(tx Tx, c *persistence.CreateSession) (persistence.Result, error) {
 	for _, l := range c.Session.LinkedPlans {
 		if err := tx.Link(c.Session.SessionId, l); err != nil {
 			return persistence.Result{}, err
@@ -172,7 +172,7 @@ func Created(tx Tx, c *persistence.CreateSession, row *SessionRow) (persistence.
 	if err := tx.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.Result{NextSequence: row.Next}, nil
+	return persistence.Result{}, nil
 }
 
 // UpdateMissed explains an UpdateSession whose update matched no row: the

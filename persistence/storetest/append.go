@@ -45,7 +45,7 @@ var appendCases = []testCase{
 		s := h.create()
 		a, b := h.msgs(2), h.msgs(3)
 		updated := h.now()
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 0, UpdatedAt: updated,
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 0, UpdatedAt: updated,
 			Turns: []persistence.Turn{turn(a...), turn(b...)}})
 		if res.NextSequence != 5 || len(res.Turns) != 2 {
 			h.Fatalf("result: next %d, %d turns", res.NextSequence, len(res.Turns))
@@ -56,7 +56,7 @@ var appendCases = []testCase{
 		if got.MessageCount != 5 || !got.UpdatedAt.AsTime().Equal(updated) {
 			h.Fatalf("session after append: %v", got)
 		}
-		res = h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 5, Turns: []persistence.Turn{turn(h.msg("more"))}})
+		res = h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 5, Turns: []persistence.Turn{turn(h.msg("more"))}})
 		if res.NextSequence != 6 || res.Turns[0].Messages[0].Sequence != 5 {
 			h.Fatalf("second append: %+v", res)
 		}
@@ -69,7 +69,7 @@ var appendCases = []testCase{
 	}},
 	{"after import continues the sequence", func(h *harness) {
 		s := h.create(h.msgs(3)...)
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 3, Turns: []persistence.Turn{turn(h.msg("x"))}})
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 3, Turns: []persistence.Turn{turn(h.msg("x"))}})
 		if res.Turns[0].Messages[0].Sequence != 3 || res.NextSequence != 4 {
 			h.Fatalf("append after import: %+v", res)
 		}
@@ -77,7 +77,7 @@ var appendCases = []testCase{
 	{"duplicate turn returns the originals and writes nothing", func(h *harness) {
 		s := h.create()
 		orig := h.msgs(2)
-		first := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 0, UpdatedAt: h.now(),
+		first := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 0, UpdatedAt: h.now(),
 			Turns: []persistence.Turn{{Messages: orig, Audit: []*auditv1.AuditEntry{h.entry("appended")}}}})
 		before := h.get(s.SessionId)
 		// A retry is the same turn; only its time is new.
@@ -86,7 +86,7 @@ var appendCases = []testCase{
 			m.CreatedAt = h.ts()
 		}
 		dupAudit := h.entry("appended")
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, UpdatedAt: h.now(),
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, UpdatedAt: h.now(),
 			Turns: []persistence.Turn{{Messages: retry, Audit: []*auditv1.AuditEntry{dupAudit}}}})
 		tr := res.Turns[0]
 		if !tr.Duplicate || tr.Err != nil || res.NextSequence != 2 {
@@ -112,7 +112,7 @@ var appendCases = []testCase{
 		stored := h.msg("stored")
 		h.ok(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(stored)}})
 		good := h.msg("good")
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1, Turns: []persistence.Turn{
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1, Turns: []persistence.Turn{
 			turn(h.msg("new"), clone(stored)[0]),
 			turn(clone(stored)[0], h.msg("new too")),
 			turn(good),
@@ -149,7 +149,7 @@ var appendCases = []testCase{
 		} {
 			retry := edit(clone(orig...))
 			e := h.entry("appended")
-			res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 3, UpdatedAt: h.now(),
+			res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 3, UpdatedAt: h.now(),
 				Turns: []persistence.Turn{{Messages: retry, Audit: []*auditv1.AuditEntry{e}}}})
 			tr := res.Turns[0]
 			wantCode(h.T, tr.Err, errs.AlreadyExistsCode)
@@ -173,7 +173,7 @@ var appendCases = []testCase{
 			}
 		}
 		// The exact retry is still a duplicate.
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 3, Turns: []persistence.Turn{turn(clone(orig...)...)}})
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 3, Turns: []persistence.Turn{turn(clone(orig...)...)}})
 		if !res.Turns[0].Duplicate || res.Turns[0].Err != nil {
 			h.Fatalf("exact retry: %+v", res.Turns[0])
 		}
@@ -183,7 +183,7 @@ var appendCases = []testCase{
 		a := h.msg("a")
 		h.ok(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(a)}})
 		b := h.msg("b")
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1,
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1,
 			Turns: []persistence.Turn{turn(clone(a)...), turn(b), turn(clone(b)...)}})
 		if !res.Turns[0].Duplicate || res.Turns[0].Messages[0].Sequence != 0 {
 			h.Fatalf("turn 0: %+v", res.Turns[0])
@@ -199,7 +199,7 @@ var appendCases = []testCase{
 	{"same id twice in one turn is INVALID_ARGUMENT", func(h *harness) {
 		s := h.create()
 		m := h.msg("x")
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(m, clone(m)[0])}})
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(m, clone(m)[0])}})
 		wantCode(h.T, res.Turns[0].Err, errs.InvalidArgumentCode)
 		if n := len(h.messages(s.SessionId)); n != 0 {
 			h.Fatalf("%d messages stored", n)
@@ -237,7 +237,7 @@ var appendCases = []testCase{
 		a, b := h.create(), h.create()
 		m := h.msg("shared id")
 		h.ok(&persistence.AppendMessages{SessionID: a.SessionId, Turns: []persistence.Turn{turn(m)}})
-		res := h.ok(&persistence.AppendMessages{SessionID: b.SessionId, Turns: []persistence.Turn{turn(clone(m)...)}})
+		res := h.appendOK(&persistence.AppendMessages{SessionID: b.SessionId, Turns: []persistence.Turn{turn(clone(m)...)}})
 		if res.Turns[0].Duplicate || res.Turns[0].Err != nil {
 			h.Fatalf("same id in another session: %+v", res.Turns[0])
 		}

@@ -115,7 +115,7 @@ var fencingCases = []testCase{
 			h.Fatalf("%d messages after a fenced append, want 2", len(ms))
 		}
 		// The new owner continues at the same sequence.
-		res := h.ok(&persistence.AppendMessages{Epoch: 2, SessionID: s.SessionId, NextSequence: 2, Turns: []persistence.Turn{turn(h.msg("x"))}})
+		res := h.appendOK(&persistence.AppendMessages{Epoch: 2, SessionID: s.SessionId, NextSequence: 2, Turns: []persistence.Turn{turn(h.msg("x"))}})
 		if res.NextSequence != 3 {
 			h.Fatalf("append by the new owner: next %d, want 3", res.NextSequence)
 		}

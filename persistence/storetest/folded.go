@@ -32,11 +32,11 @@ var foldedCases = []testCase{
 	{"an activation carries the first append as the new epoch's write", func(h *harness) {
 		s := h.sessionAt(h.msgs(2)...)
 		m := h.mark(s.SessionId)
-		res := h.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId, Loaded: m,
-			Then: &persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, UpdatedAt: h.now(),
-				Turns: []persistence.Turn{turn(h.msg("x"))}}})
-		if res.Epoch != 2 || res.NextSequence != 3 || len(res.Turns) != 1 || res.Turns[0].Err != nil {
-			h.Fatalf("folded append: epoch %d, next %d, turns %+v", res.Epoch, res.NextSequence, res.Turns)
+		app := &persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, UpdatedAt: h.now(),
+			Turns: []persistence.Turn{turn(h.msg("x"))}}
+		res := h.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId, Loaded: m, Then: app})
+		if out := app.ResultOf(res); res.Epoch != 2 || out.NextSequence != 3 || len(out.Turns) != 1 || out.Turns[0].Err != nil {
+			h.Fatalf("folded append: epoch %d, next %d, turns %+v", res.Epoch, out.NextSequence, out.Turns)
 		}
 		// The old epoch is fenced; the new one writes on.
 		h.fencedOnly(&persistence.AppendMessages{Epoch: 1, SessionID: s.SessionId, NextSequence: 3, Turns: []persistence.Turn{turn(h.msg("y"))}})
@@ -125,21 +125,22 @@ var foldedCases = []testCase{
 		at := h.get(s.SessionId).UpdatedAt.AsTime()
 		// The command's own sequence and state are what an owner that
 		// loaded nothing has: ignored.
-		res := h.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId,
-			Then: &persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 0, UpdatedAt: h.now(),
-				Turns: []persistence.Turn{turn(h.msg("x")), {Messages: h.msgs(1), State: set("b", "2")}}}})
-		if res.Epoch != 2 || res.NextSequence != 4 || len(res.Turns) != 2 || res.Turns[0].Err != nil || res.Turns[1].Err != nil {
-			h.Fatalf("blind append: epoch %d, next %d, turns %+v", res.Epoch, res.NextSequence, res.Turns)
+		app := &persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 0, UpdatedAt: h.now(),
+			Turns: []persistence.Turn{turn(h.msg("x")), {Messages: h.msgs(1), State: set("b", "2")}}}
+		res := h.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId, Then: app})
+		out := app.ResultOf(res)
+		if res.Epoch != 2 || out.NextSequence != 4 || len(out.Turns) != 2 || out.Turns[0].Err != nil || out.Turns[1].Err != nil {
+			h.Fatalf("blind append: epoch %d, next %d, turns %+v", res.Epoch, out.NextSequence, out.Turns)
 		}
-		if res.Turns[0].Messages[0].GetSequence() != 2 || res.Turns[1].Messages[0].GetSequence() != 3 {
-			h.Fatalf("blind append stored sequences %d, %d, want 2, 3", res.Turns[0].Messages[0].GetSequence(), res.Turns[1].Messages[0].GetSequence())
+		if out.Turns[0].Messages[0].GetSequence() != 2 || out.Turns[1].Messages[0].GetSequence() != 3 {
+			h.Fatalf("blind append stored sequences %d, %d, want 2, 3", out.Turns[0].Messages[0].GetSequence(), out.Turns[1].Messages[0].GetSequence())
 		}
 		hd := res.Head
 		if hd == nil || hd.NextSequence != 2 || !hd.UpdatedAt.Equal(at) {
 			h.Fatalf("blind append's head %+v, want next 2 and updated_at %v", hd, at)
 		}
 		wantJSON(h, "head state", hd.State, `{"a":1}`)
-		wantJSON(h, "result state", res.State, `{"a":1,"b":2}`)
+		wantJSON(h, "result state", out.State, `{"a":1,"b":2}`)
 		state, next := h.state(s.SessionId)
 		wantJSON(h, "stored state", state, `{"a":1,"b":2}`)
 		if ms := h.messages(s.SessionId); next != 4 || len(ms) != 4 {
@@ -153,12 +154,12 @@ var foldedCases = []testCase{
 		s := h.sessionAt(h.msgs(1)...)
 		// The older owner's append and the newer owner's blind one reach
 		// the writer together: the newer decides on what the older stored.
+		blindApp := &persistence.AppendMessages{SessionID: s.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{turn(h.msg("new"))}}
 		res := h.apply(&persistence.AppendMessages{Epoch: 1, SessionID: s.SessionId, NextSequence: 1, UpdatedAt: h.now(),
 			Turns: []persistence.Turn{turn(h.msg("old"))}},
-			&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId,
-				Then: &persistence.AppendMessages{SessionID: s.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{turn(h.msg("new"))}}})
-		if res[0].Err != nil || res[1].Err != nil || res[1].Head == nil || res[1].Head.NextSequence != 2 || res[1].NextSequence != 3 {
-			h.Fatalf("older append %v; blind append %v, head %+v, next %d", res[0].Err, res[1].Err, res[1].Head, res[1].NextSequence)
+			&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId, Then: blindApp})
+		if next := blindApp.ResultOf(res[1]).NextSequence; res[0].Err != nil || res[1].Err != nil || res[1].Head == nil || res[1].Head.NextSequence != 2 || next != 3 {
+			h.Fatalf("older append %v; blind append %v, head %+v, next %d", res[0].Err, res[1].Err, res[1].Head, next)
 		}
 		ms := h.messages(s.SessionId)
 		for i, m := range ms {

@@ -30,8 +30,8 @@ const (
 
 // poolBatch builds one single-turn append of poolTurn messages and one
 // audit entry for each of sessions, starting at next[i].
-func (h *harness) poolBatch(sessions []*sessionv1.Session, next []int64) ([]persistence.Command, [][]*sessionv1.Message, []*auditv1.AuditEntry) {
-	cmds := make([]persistence.Command, len(sessions))
+func (h *harness) poolBatch(sessions []*sessionv1.Session, next []int64) ([]*persistence.AppendMessages, [][]*sessionv1.Message, []*auditv1.AuditEntry) {
+	cmds := make([]*persistence.AppendMessages, len(sessions))
 	msgs := make([][]*sessionv1.Message, len(sessions))
 	es := make([]*auditv1.AuditEntry, len(sessions))
 	for i, s := range sessions {
@@ -51,7 +51,7 @@ var poolCases = []testCase{
 		}
 		// One turn is stored first: its retry rides in the big batch.
 		first := h.msgs(3)
-		stored := h.ok(&persistence.AppendMessages{SessionID: sessions[5].SessionId, NextSequence: 0,
+		stored := h.appendOK(&persistence.AppendMessages{SessionID: sessions[5].SessionId, NextSequence: 0,
 			Turns: []persistence.Turn{turn(first...)}})
 		next := make([]int64, poolSessions)
 		next[5] = stored.NextSequence
@@ -66,16 +66,17 @@ var poolCases = []testCase{
 		stale := &persistence.AppendMessages{SessionID: sessions[9].SessionId, NextSequence: 3,
 			Turns: []persistence.Turn{{Messages: h.msgs(poolTurn), Audit: []*auditv1.AuditEntry{staleEntry}}}}
 		mid := poolSessions / 2
-		all := append(append(append([]persistence.Command{}, batch[:mid]...), retry, stale), batch[mid:]...)
+		all := append(append(commands(batch[:mid]...), retry, stale), commands(batch[mid:]...)...)
 
 		res := h.apply(all...)
 		for i, r := range res {
 			switch {
 			case i == mid: // the retry
-				if r.Err != nil || len(r.Turns) != 1 || !r.Turns[0].Duplicate {
-					h.Fatalf("retried turn: err %v, turns %+v; want a duplicate", r.Err, r.Turns)
+				out := retry.ResultOf(r)
+				if r.Err != nil || len(out.Turns) != 1 || !out.Turns[0].Duplicate {
+					h.Fatalf("retried turn: err %v, turns %+v; want a duplicate", r.Err, out.Turns)
 				}
-				checkTurn(h, r.Turns[0], sessions[5].SessionId, 0, first)
+				checkTurn(h, out.Turns[0], sessions[5].SessionId, 0, first)
 			case i == mid+1: // the stale append
 				wantCode(h.T, r.Err, errs.FailedPreconditionCode)
 			default:
@@ -86,7 +87,7 @@ var poolCases = []testCase{
 				if r.Err != nil {
 					h.Fatalf("command %d (session %d): %v", i, k, r.Err)
 				}
-				checkTurn(h, r.Turns[0], sessions[k].SessionId, next[k], msgs[k])
+				checkTurn(h, batch[k].ResultOf(r).Turns[0], sessions[k].SessionId, next[k], msgs[k])
 			}
 		}
 		if staleEntry.Position != 0 {
@@ -151,7 +152,7 @@ var poolCases = []testCase{
 		next := make([]int64, txCommands)
 		for t := 0; t < txs; t++ {
 			batch, _, _ := h.poolBatch(sessions, next)
-			for i, r := range h.apply(batch...) {
+			for i, r := range h.apply(commands(batch...)...) {
 				if r.Err != nil {
 					close(done)
 					wg.Wait()

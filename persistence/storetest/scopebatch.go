@@ -21,12 +21,12 @@ var scopeBatchCases = []testCase{
 		s := h.create()
 		ms := h.msgs(2)
 		first := persistence.Turn{Messages: ms, State: set("t", `1`), Scopes: scope("app:s", set(s.SessionId, `1`))}
-		r := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{first}})
+		r := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{first}})
 		// The first turn's answer was lost: its owner retries it, pooled
 		// with a new turn that also writes the scope.
 		retry := persistence.Turn{Messages: clone(ms...), State: set("t", `1`), Scopes: scope("app:s", set(s.SessionId, `1`))}
 		fresh := persistence.Turn{Messages: h.msgs(1), State: set("t", `2`), Scopes: scope("app:s", set(s.SessionId, `2`))}
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, State: r.State, UpdatedAt: h.now(),
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, State: r.State, UpdatedAt: h.now(),
 			Turns: []persistence.Turn{retry, fresh}})
 		if !res.Turns[0].Duplicate || res.Turns[0].Err != nil {
 			h.Fatalf("the retry: duplicate %v, err %v, messages %v", res.Turns[0].Duplicate, res.Turns[0].Err, res.Turns[0].Messages)
@@ -51,18 +51,17 @@ var scopeBatchCases = []testCase{
 		ms := h.msgs(1)
 		h.ok(&persistence.AppendMessages{SessionID: a.SessionId, UpdatedAt: h.now(),
 			Turns: []persistence.Turn{{Messages: ms, Scopes: scope("app:s", set(a.SessionId, `1`))}}})
-		res := h.apply(
-			&persistence.AppendMessages{SessionID: a.SessionId, NextSequence: 1, UpdatedAt: h.now(),
-				Turns: []persistence.Turn{{Messages: clone(ms...), Scopes: scope("app:s", set(a.SessionId, `1`))}}},
-			&persistence.AppendMessages{SessionID: b.SessionId, UpdatedAt: h.now(),
-				Turns: []persistence.Turn{{Messages: h.msgs(1), Scopes: scope("app:s", set(b.SessionId, `1`))}}},
-		)
-		if res[0].Err != nil || !res[0].Turns[0].Duplicate {
-			h.Fatalf("the retry: %v, duplicate %v, messages %v", res[0].Err, res[0].Turns[0].Duplicate, res[0].Turns[0].Messages)
+		retry := &persistence.AppendMessages{SessionID: a.SessionId, NextSequence: 1, UpdatedAt: h.now(),
+			Turns: []persistence.Turn{{Messages: clone(ms...), Scopes: scope("app:s", set(a.SessionId, `1`))}}}
+		other := &persistence.AppendMessages{SessionID: b.SessionId, UpdatedAt: h.now(),
+			Turns: []persistence.Turn{{Messages: h.msgs(1), Scopes: scope("app:s", set(b.SessionId, `1`))}}}
+		res := h.apply(retry, other)
+		if t := retry.ResultOf(res[0]).Turns; res[0].Err != nil || !t[0].Duplicate {
+			h.Fatalf("the retry: %v, duplicate %v, messages %v", res[0].Err, t[0].Duplicate, t[0].Messages)
 		}
-		checkTurn(h, res[0].Turns[0], a.SessionId, 0, ms)
-		if res[1].Err != nil || res[1].Turns[0].Err != nil {
-			h.Fatalf("the other session's turn: %v / %v", res[1].Err, res[1].Turns[0].Err)
+		checkTurn(h, retry.ResultOf(res[0]).Turns[0], a.SessionId, 0, ms)
+		if res[1].Err != nil || other.ResultOf(res[1]).Turns[0].Err != nil {
+			h.Fatalf("the other session's turn: %v / %v", res[1].Err, other.ResultOf(res[1]).Turns[0].Err)
 		}
 		if _, next := h.state(a.SessionId); next != 1 {
 			h.Fatalf("the retried session's next sequence is %d, want 1", next)
@@ -74,18 +73,19 @@ var scopeBatchCases = []testCase{
 	}},
 	{"a stale append fails alone in a batch whose next command writes scopes turn after turn", func(h *harness) {
 		a, b := h.create(h.msgs(2)...), h.create()
+		other := &persistence.AppendMessages{SessionID: b.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{
+			{Messages: h.msgs(1), Scopes: scope("app:s", set("b", `1`))},
+			{Messages: h.msgs(1), Scopes: scope("app:s", set("b", `2`))},
+		}}
 		res := h.apply(
 			// Stale: sequences 0 and 1 are taken.
 			&persistence.AppendMessages{SessionID: a.SessionId, NextSequence: 0, UpdatedAt: h.now(),
 				Turns: []persistence.Turn{{Messages: h.msgs(1), Scopes: scope("app:s", set("a", `1`))}}},
-			&persistence.AppendMessages{SessionID: b.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{
-				{Messages: h.msgs(1), Scopes: scope("app:s", set("b", `1`))},
-				{Messages: h.msgs(1), Scopes: scope("app:s", set("b", `2`))},
-			}},
+			other,
 		)
 		wantCode(h.T, res[0].Err, errs.FailedPreconditionCode)
-		if res[1].Err != nil || res[1].Turns[0].Err != nil || res[1].Turns[1].Err != nil {
-			h.Fatalf("the other command: %v / %v / %v", res[1].Err, res[1].Turns[0].Err, res[1].Turns[1].Err)
+		if t := other.ResultOf(res[1]).Turns; res[1].Err != nil || t[0].Err != nil || t[1].Err != nil {
+			h.Fatalf("the other command: %v / %v / %v", res[1].Err, t[0].Err, t[1].Err)
 		}
 		if got := h.messages(a.SessionId); len(got) != 2 {
 			h.Fatalf("the stale append stored something: %d messages", len(got))

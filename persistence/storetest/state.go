@@ -65,23 +65,22 @@ func (h *harness) scopeState(name string) string {
 var stateCases = []testCase{
 	{"deltas apply with their turns, in turn order, in pooled batches", func(h *harness) {
 		a, b := h.create(), h.create()
-		res := h.apply(
-			&persistence.AppendMessages{SessionID: a.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{
-				{Messages: h.msgs(1), State: set("k", `1`, "x", `"a"`), Scopes: scope("app:x", set("n", `1`))},
-				{Messages: h.msgs(1), State: &sessionv1.StateDelta{SetJson: map[string]string{"k": `{"deep":[1,2]}`}, Delete: []string{"x"}}},
-			}},
-			&persistence.AppendMessages{SessionID: b.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{
-				{Messages: h.msgs(2), Scopes: scope("app:x", set("n", `2`, "m", `true`))},
-			}},
-		)
+		ca := &persistence.AppendMessages{SessionID: a.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{
+			{Messages: h.msgs(1), State: set("k", `1`, "x", `"a"`), Scopes: scope("app:x", set("n", `1`))},
+			{Messages: h.msgs(1), State: &sessionv1.StateDelta{SetJson: map[string]string{"k": `{"deep":[1,2]}`}, Delete: []string{"x"}}},
+		}}
+		cb := &persistence.AppendMessages{SessionID: b.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{
+			{Messages: h.msgs(2), Scopes: scope("app:x", set("n", `2`, "m", `true`))},
+		}}
+		res := h.apply(ca, cb)
 		for i, r := range res {
 			if r.Err != nil {
 				h.Fatalf("command %d: %v", i, r.Err)
 			}
 		}
-		wantJSON(h, "result state", res[0].State, `{"k":{"deep":[1,2]}}`)
-		if res[1].State != "" {
-			h.Fatalf("a command without a session delta reports state %q", res[1].State)
+		wantJSON(h, "result state", ca.ResultOf(res[0]).State, `{"k":{"deep":[1,2]}}`)
+		if st := cb.ResultOf(res[1]).State; st != "" {
+			h.Fatalf("a command without a session delta reports state %q", st)
 		}
 		st, next := h.state(a.SessionId)
 		wantJSON(h, "stored state", st, `{"k":{"deep":[1,2]}}`)
@@ -97,14 +96,14 @@ var stateCases = []testCase{
 		s := h.create()
 		ms := h.msgs(2)
 		first := persistence.Turn{Messages: ms, State: set("c", `1`), Scopes: scope("s", set("c", `1`))}
-		r := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{first}})
+		r := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{first}})
 		// Someone else changes the scope, then the first turn is retried
 		// (in a pooled batch, with a new turn behind it).
 		h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, State: r.State, UpdatedAt: h.now(),
 			Turns: []persistence.Turn{{Messages: h.msgs(1), State: set("c", `2`), Scopes: scope("s", set("c", `2`))}}})
 		retry := persistence.Turn{Messages: clone(ms...), State: set("c", `1`), Scopes: scope("s", set("c", `1`))}
 		st, _ := h.state(s.SessionId)
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 3, State: st, UpdatedAt: h.now(),
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 3, State: st, UpdatedAt: h.now(),
 			Turns: []persistence.Turn{retry, {Messages: h.msgs(1), State: set("d", `4`)}}})
 		if !res.Turns[0].Duplicate || res.Turns[1].Err != nil {
 			h.Fatalf("retry: %+v / %v", res.Turns[0], res.Turns[1].Err)
@@ -121,7 +120,7 @@ var stateCases = []testCase{
 		big := `"` + strings.Repeat("x", persistence.MaxStateBytes) + `"`
 		bad := persistence.Turn{Messages: h.msgs(1), State: set("a", `1`), Scopes: scope("s", set("big", big))}
 		good := persistence.Turn{Messages: h.msgs(1), State: set("b", `2`)}
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{bad, good}})
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, UpdatedAt: h.now(), Turns: []persistence.Turn{bad, good}})
 		wantCode(h.T, res.Turns[0].Err, errs.InvalidArgumentCode)
 		if res.Turns[1].Err != nil || res.NextSequence != 1 {
 			h.Fatalf("the good turn: %v, next %d", res.Turns[1].Err, res.NextSequence)
@@ -135,7 +134,7 @@ var stateCases = []testCase{
 	}},
 	{"a turn without messages changes state alone", func(h *harness) {
 		s := h.create(h.msgs(1)...)
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1, UpdatedAt: h.now(),
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1, UpdatedAt: h.now(),
 			Turns: []persistence.Turn{{State: set("only", `"state"`)}}})
 		if res.NextSequence != 1 || len(res.Turns[0].Messages) != 0 {
 			h.Fatalf("state-only turn: next %d, %d messages", res.NextSequence, len(res.Turns[0].Messages))
@@ -146,7 +145,7 @@ var stateCases = []testCase{
 			h.Fatalf("next %d", next)
 		}
 		// A turn with neither is still refused.
-		res = h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1, Turns: []persistence.Turn{{}}})
+		res = h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1, Turns: []persistence.Turn{{}}})
 		wantCode(h.T, res.Turns[0].Err, errs.InvalidArgumentCode)
 	}},
 	{"create stores the initial state, scopes, client key and expiry", func(h *harness) {
@@ -202,13 +201,13 @@ var stateCases = []testCase{
 			}
 		}
 		retry := clone(ms[0])
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 10, Turns: []persistence.Turn{{Messages: retry}}})
+		res := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 10, Turns: []persistence.Turn{{Messages: retry}}})
 		if !res.Turns[0].Duplicate {
 			h.Fatalf("retry by client id: %+v", res.Turns[0])
 		}
 		moved := clone(ms[0])
 		moved[0].EventTime = tsOf(base.Add(time.Hour))
-		res = h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 10, Turns: []persistence.Turn{{Messages: moved}}})
+		res = h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 10, Turns: []persistence.Turn{{Messages: moved}}})
 		wantCode(h.T, res.Turns[0].Err, errs.AlreadyExistsCode)
 
 		filter := func(f persistence.MessageFilter) []int64 {
@@ -263,7 +262,7 @@ var stateCases = []testCase{
 			h.Fatalf("after truncation: first %d, next %d", got.FirstSequence, got.MessageCount)
 		}
 		// The next sequence is unchanged: an append continues at 10.
-		r := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 10, Turns: []persistence.Turn{turn(h.msg("x"))}})
+		r := h.appendOK(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 10, Turns: []persistence.Turn{turn(h.msg("x"))}})
 		if r.Turns[0].Messages[0].Sequence != 10 {
 			h.Fatalf("append after truncation at %d", r.Turns[0].Messages[0].Sequence)
 		}

@@ -126,6 +126,22 @@ func (h *harness) ok(cmd persistence.Command) persistence.Result {
 	return res
 }
 
+// appendOK applies an append and returns its outcome, failing the test
+// unless it committed.
+func (h *harness) appendOK(c *persistence.AppendMessages) persistence.AppendResult {
+	h.Helper()
+	return c.ResultOf(h.ok(c))
+}
+
+// commands lists cs as Commands, for apply.
+func commands[C persistence.Command](cs ...C) []persistence.Command {
+	out := make([]persistence.Command, len(cs))
+	for i, c := range cs {
+		out[i] = c
+	}
+	return out
+}
+
 // fails applies one command and checks that it failed on its own with code.
 func (h *harness) fails(cmd persistence.Command, code errs.Code) {
 	h.Helper()

@@ -61,7 +61,7 @@ var timeCases = []testCase{
 			m = h.msg("appended")
 			m.CreatedAt = bad
 			good := h.msg("good")
-			res := h.ok(&persistence.AppendMessages{SessionID: live.SessionId, NextSequence: 0, UpdatedAt: h.now(),
+			res := h.appendOK(&persistence.AppendMessages{SessionID: live.SessionId, NextSequence: 0, UpdatedAt: h.now(),
 				Turns: []persistence.Turn{turn(h.msg("same turn"), m), turn(good)}})
 			wantCode(h.T, res.Turns[0].Err, errs.InvalidArgumentCode)
 			checkTurn(h, res.Turns[1], live.SessionId, 0, []*sessionv1.Message{good})
