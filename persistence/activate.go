@@ -44,7 +44,8 @@ func ApplyActivate(c *Activate, d ActivateDialect, h Handler) (Result, error) {
 	if c.ID == "" {
 		return Result{}, errs.InvalidArgument("activate: no %s id", c.Kind)
 	}
-	_, fresh := c.Then.(*CreateSession)
+	f, _ := c.Then.(foldable)
+	fresh := f != nil && f.createsSession()
 	epoch, err := d.TakeEpoch(c.Kind, c.ID, fresh)
 	if err != nil {
 		return Result{}, err
@@ -63,7 +64,7 @@ func ApplyActivate(c *Activate, d ActivateDialect, h Handler) (Result, error) {
 		return Result{}, err
 	}
 	var head *SessionHead
-	if app, blind := then.(*AppendMessages); blind && c.Loaded == nil {
+	if app, blind := then.(decided); blind && c.Loaded == nil {
 		if head, err = d.ReadHead(c.ID); err != nil {
 			return Result{}, err
 		}
@@ -77,6 +78,13 @@ func ApplyActivate(c *Activate, d ActivateDialect, h Handler) (Result, error) {
 	res, err := Dispatch(h, then)
 	res.Epoch, res.Head = epoch, head
 	return res, err
+}
+
+// decided is a write numbered from its session's head (AppendMessages):
+// folded without a load, it is a blind write, decided on the head the store
+// reads once the epoch is taken.
+type decided interface {
+	DecideSequence(head SessionHead)
 }
 
 // stillLoaded fails with ErrLoadedChanged unless the session stands as

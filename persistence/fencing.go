@@ -134,23 +134,40 @@ var ErrBlindRefused = errs.FailedPrecondition("the session cannot take an append
 // loads again. Match it with errors.Is.
 var ErrLoadedChanged = errs.FailedPrecondition("the session was written after its owner loaded it")
 
+// foldable is a write Activate.Then may carry: a session owner's first
+// write (CreateSession, AppendMessages).
+type foldable interface {
+	Command
+	// withEpoch returns a copy of the write carrying epoch.
+	withEpoch(epoch int64) Command
+	// createsSession reports whether the write creates its session.
+	createsSession() bool
+}
+
+func (c *CreateSession) withEpoch(epoch int64) Command {
+	cp := *c
+	cp.Epoch = epoch
+	return &cp
+}
+
+func (c *AppendMessages) withEpoch(epoch int64) Command {
+	cp := *c
+	cp.Epoch = epoch
+	return &cp
+}
+
+func (c *CreateSession) createsSession() bool  { return true }
+func (c *AppendMessages) createsSession() bool { return false }
+
 // WithEpoch returns a copy of cmd, a write Activate.Then may carry, with
 // its Epoch set to epoch; INVALID_ARGUMENT for any other command or one
 // for another key than (kind, id).
 func WithEpoch(cmd Command, kind OwnerKind, id string, epoch int64) (Command, error) {
-	var out Command
-	switch c := cmd.(type) {
-	case *CreateSession:
-		cp := *c
-		cp.Epoch = epoch
-		out = &cp
-	case *AppendMessages:
-		cp := *c
-		cp.Epoch = epoch
-		out = &cp
-	default:
+	f, ok := cmd.(foldable)
+	if !ok {
 		return nil, errs.InvalidArgument("activate: %T cannot be folded into an activation", cmd)
 	}
+	out := f.withEpoch(epoch)
 	if f := out.Fence(); f.Kind != kind || f.ID != id {
 		return nil, errs.InvalidArgument("activate: the folded write is not %s's", id)
 	}

@@ -5,9 +5,12 @@ import auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 // Touch is what one command writes, as those that watch or batch writes
 // see it: the feed hub (which tails to wake after a commit), the writer
 // (which records it may merge) and the stores (whether a transaction
-// appends to the audit chain). They ask the command (Command.Touches)
-// rather than telling commands apart by type, so a new command, or a
-// wrapper such as Activate, cannot hide a write from any of them.
+// appends to the audit chain, how it lays out and pools message rows,
+// which owner rows it locks and which checks it may leave to a command's
+// own statements). They ask the command (Command.Touches) rather than
+// telling commands apart by type, so a new command, or a wrapper such as
+// Activate, cannot hide a write from any of them. Every zero field is the
+// safe answer: a command that says nothing is checked and applied alone.
 //
 // Invariant: a command writes no session's rows but Session's, no plan's
 // rows but Plan's, and touches the audit chain only if Audit says so. A
@@ -26,7 +29,39 @@ type Touch struct {
 	// AuditRecords or AuditClientRecords): a writer may merge them with
 	// those of other records of the same effect into one command.
 	Records []*auditv1.AuditEntry
+	// Messages is how many message rows the command inserts into
+	// Session's history (at most; a retried turn inserts none): a store
+	// lays out a transaction's rows by it.
+	Messages int
+	// Check is what the command's own statements check of its fence, and
+	// so what a store may leave to them (FenceCheck).
+	Check FenceCheck
+	// Activates is the owner key whose epoch the command takes (an
+	// Activate: its Kind and ID; Epoch 0), which a store locks with the
+	// keys it fences; the zero Fence when none. The epoch row is nobody's
+	// data: the feed hub and the writer ignore it.
+	Activates Fence
 }
+
+// FenceCheck is how a command's fence (Fence) can be checked.
+type FenceCheck uint8
+
+const (
+	// CheckBefore: the store checks the command's epoch before applying
+	// it, once every earlier command of the transaction is written.
+	CheckBefore FenceCheck = iota
+	// CheckOwnerRow: the command's first statement writes its owner's row
+	// (a PlanWrite upserts its plan row), so a store may make that write
+	// conditional on the epoch instead of reading the epoch first.
+	CheckOwnerRow
+	// CheckAtAdvance: the command is decided on the sequence its owner
+	// holds (a stand-alone AppendMessages, DecideSequence) and needs no
+	// row another such command writes: its epoch and sequence may be
+	// checked in one compare-and-set of the session row after its rows,
+	// so a store may defer its rows and that check and pool them with
+	// those of other such commands of the transaction.
+	CheckAtAdvance
+)
 
 // AuditEffect is what a command does to the audit chain.
 type AuditEffect uint8
@@ -64,32 +99,35 @@ func appends(entries []*auditv1.AuditEntry) AuditEffect {
 	return AuditNone
 }
 
-// Touches of a wrapper is that of the write it wraps: the epoch row an
-// activation takes is nobody's data. Only a stand-alone record may be
-// merged, so a wrapped one is reported as appending (WithEpoch folds none
-// today; this keeps a later wrapper from being merged away).
+// Touches of a wrapper is that of the write it wraps, and the key whose
+// epoch it takes. Only a stand-alone record may be merged, so a wrapped one
+// is reported as appending (WithEpoch folds none today; this keeps a later
+// wrapper from being merged away); and only a stand-alone write is checked
+// by its own statements: an activation takes the epoch and reads the
+// session before its write, so it is checked and applied alone.
 func (c *Activate) Touches() Touch {
-	if c.Then == nil {
-		return Touch{}
+	var t Touch
+	if c.Then != nil {
+		t = c.Then.Touches()
 	}
-	t := c.Then.Touches()
 	if t.Audit == AuditRecords || t.Audit == AuditClientRecords {
 		t.Audit, t.Records = AuditAppends, nil
 	}
+	t.Check, t.Activates = CheckBefore, Fence{Kind: c.Kind, ID: c.ID}
 	return t
 }
 
 func (c *CreateSession) Touches() Touch {
-	return Touch{Session: c.Session.GetSessionId(), Audit: appends(c.Audit)}
+	return Touch{Session: c.Session.GetSessionId(), Audit: appends(c.Audit), Messages: len(c.Messages)}
 }
 
 func (c *AppendMessages) Touches() Touch {
-	t := Touch{Session: c.SessionID}
+	t := Touch{Session: c.SessionID, Check: CheckAtAdvance}
 	for i := range c.Turns {
 		if len(c.Turns[i].Audit) > 0 {
 			t.Audit = AuditAppends
-			break
 		}
+		t.Messages += len(c.Turns[i].Messages)
 	}
 	return t
 }
@@ -108,7 +146,9 @@ func (c *TruncateSession) Touches() Touch {
 
 func (c *PutSnapshot) Touches() Touch { return Touch{Session: c.SessionID} }
 
-func (c *PlanWrite) Touches() Touch { return Touch{Plan: c.PlanID, Audit: appends(c.Audit)} }
+func (c *PlanWrite) Touches() Touch {
+	return Touch{Plan: c.PlanID, Audit: appends(c.Audit), Check: CheckOwnerRow}
+}
 
 func (c *RecordAudit) Touches() Touch { return Touch{Audit: AuditRecords, Records: c.Entries} }
 

@@ -53,3 +53,36 @@ func TestTouchesNameWhatACommandWrites(t *testing.T) {
 		})
 	}
 }
+
+// A store lays out, pools and locks a batch by what each command says: the
+// rows it inserts, what its own statements check, the key it activates. A
+// wrapped write's rows count, but it is checked before, as its activation.
+func TestTouchesSayRowsChecksAndActivation(t *testing.T) {
+	msgs := []*sessionv1.Message{{MessageId: "a"}, {MessageId: "b"}}
+	app := &persistence.AppendMessages{SessionID: "s", Turns: []persistence.Turn{{Messages: msgs}, {}, {Messages: msgs[:1]}}}
+	create := &persistence.CreateSession{Session: &sessionv1.Session{SessionId: "n"}, Messages: msgs}
+	session := persistence.Fence{Kind: persistence.OwnerSession, ID: "s"}
+	cases := []struct {
+		cmd       persistence.Command
+		messages  int
+		check     persistence.FenceCheck
+		activates persistence.Fence
+	}{
+		{app, 3, persistence.CheckAtAdvance, persistence.Fence{}},
+		{&persistence.Activate{Kind: persistence.OwnerSession, ID: "s", Then: app}, 3, persistence.CheckBefore, session},
+		{&persistence.Activate{Kind: persistence.OwnerSession, ID: "s"}, 0, persistence.CheckBefore, session},
+		{create, 2, persistence.CheckBefore, persistence.Fence{}},
+		{&persistence.Activate{Kind: persistence.OwnerSession, ID: "n", Then: create}, 2, persistence.CheckBefore,
+			persistence.Fence{Kind: persistence.OwnerSession, ID: "n"}},
+		{&persistence.PlanWrite{PlanID: "p"}, 0, persistence.CheckOwnerRow, persistence.Fence{}},
+		{&persistence.UpdateSession{SessionID: "s"}, 0, persistence.CheckBefore, persistence.Fence{}},
+		{&persistence.RecordAudit{}, 0, persistence.CheckBefore, persistence.Fence{}},
+	}
+	for i, c := range cases {
+		got := c.cmd.Touches()
+		if got.Messages != c.messages || got.Check != c.check || got.Activates != c.activates {
+			t.Errorf("%d %T: messages %d, check %d, activates %+v; want %d, %d, %+v",
+				i, c.cmd, got.Messages, got.Check, got.Activates, c.messages, c.check, c.activates)
+		}
+	}
+}

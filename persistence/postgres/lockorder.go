@@ -94,13 +94,13 @@ func batchOwners(batch []persistence.Command) ownerLocks {
 		l.all = append(l.all, k)
 	}
 	for _, cmd := range batch {
-		if c, ok := cmd.(*persistence.Activate); ok {
-			if c.Kind == persistence.OwnerSession || c.Kind == persistence.OwnerPlan {
-				add(c.Kind, c.ID, 0)
-			}
+		if cmd == nil {
 			continue
 		}
-		if cmd == nil {
+		// An activation carries no epoch (its Fence is zero) but takes
+		// its key's: the row is created at epoch 0 when missing.
+		if k := cmd.Touches().Activates; k.Kind == persistence.OwnerSession || k.Kind == persistence.OwnerPlan {
+			add(k.Kind, k.ID, 0)
 			continue
 		}
 		if f := cmd.Fence(); f.Kind != 0 {

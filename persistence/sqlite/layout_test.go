@@ -237,6 +237,7 @@ func TestTransactionShapeChoosesTheRowKind(t *testing.T) {
 	s := mustOpen(t, "memory:layout-shape")
 	defer mustClose(t, s)
 	one, a, b := createSession(t, s), createSession(t, s), createSession(t, s)
+	cold, warm := createSession(t, s), createSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
@@ -267,6 +268,23 @@ func TestTransactionShapeChoosesTheRowKind(t *testing.T) {
 	}
 	if got := storedMessages(t, s, one); len(got) != pendingRowsPerSession {
 		t.Fatalf("%d messages read, want %d", len(got), pendingRowsPerSession)
+	}
+	// A cold owner's first write, folded into its activation, counts as
+	// the same write alone: its many rows outweigh another session's one.
+	many := make([]persistence.Turn, 2*pendingRowsPerSession)
+	for i := range many {
+		many[i].Messages = []*sessionv1.Message{newMsg(fmt.Sprint("c", i), at)}
+	}
+	for i, r := range applyOK(t, w,
+		&persistence.AppendMessages{SessionID: warm, Turns: turns[:1], UpdatedAt: time.Now()},
+		&persistence.Activate{Kind: persistence.OwnerSession, ID: cold,
+			Then: &persistence.AppendMessages{SessionID: cold, Turns: many, UpdatedAt: time.Now()}}) {
+		if r.Err != nil {
+			t.Fatalf("command %d: %v", i, r.Err)
+		}
+	}
+	if settled, pending := rowKinds(t, s, cold); settled != len(many) || pending != 0 {
+		t.Fatalf("an activation's %d rows beside one row: %d settled, %d pending; want all settled", len(many), settled, pending)
 	}
 }
 

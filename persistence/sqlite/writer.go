@@ -258,25 +258,22 @@ type applier struct {
 const pendingRowsPerSession = 4
 
 // pendingLayout tells whether batch's message rows are written pending:
-// fewer than pendingRowsPerSession rows per session on average.
+// fewer than pendingRowsPerSession rows per session on average, over the
+// sessions the batch inserts message rows into (Touch.Messages, which an
+// activation reports for the write it carries).
 func pendingLayout(batch []persistence.Command) bool {
 	rows := 0
 	sessions := make(map[string]struct{})
 	for _, cmd := range batch {
-		var id string
-		switch c := cmd.(type) {
-		case *persistence.AppendMessages:
-			id = c.SessionID
-			for i := range c.Turns {
-				rows += len(c.Turns[i].Messages)
-			}
-		case *persistence.CreateSession:
-			id = c.Session.GetSessionId()
-			rows += len(c.Messages)
-		default:
+		if cmd == nil {
 			continue
 		}
-		sessions[id] = struct{}{}
+		t := cmd.Touches()
+		if t.Messages == 0 {
+			continue
+		}
+		rows += t.Messages
+		sessions[t.Session] = struct{}{}
 	}
 	return rows < pendingRowsPerSession*len(sessions)
 }
@@ -309,16 +306,27 @@ func (a *applier) restore(m persistence.ChainMark) {
 
 // The applier is the persistence.Attempt of a SQLite transaction.
 
-// Command applies one command. In the optimistic attempt, appends' rows
+// Command applies one command. In the optimistic attempt, the rows of
+// commands checked at their advance (persistence.CheckAtAdvance: appends)
 // are pooled across commands (bulk.go); any other command first writes
 // them, so that it sees them.
 func (a *applier) Command(cmd persistence.Command) (persistence.Result, error) {
-	if _, isAppend := cmd.(*persistence.AppendMessages); a.buffered && !isAppend {
+	check := checkOf(cmd)
+	if a.buffered && check != persistence.CheckAtAdvance {
 		if err := a.flushAppends(); err != nil {
 			return persistence.Result{}, err
 		}
 	}
-	return a.dispatch(cmd)
+	return a.dispatch(cmd, check)
+}
+
+// checkOf is what cmd's own statements check of its fence (nil: nothing;
+// Dispatch refuses it).
+func checkOf(cmd persistence.Command) persistence.FenceCheck {
+	if cmd == nil {
+		return persistence.CheckBefore
+	}
+	return cmd.Touches().Check
 }
 
 // ExecStatement runs one statement of the transaction's own (a savepoint
@@ -339,13 +347,11 @@ func (a *applier) Finish() error {
 	return a.flushAudit()
 }
 
-func (a *applier) dispatch(cmd persistence.Command) (persistence.Result, error) {
+func (a *applier) dispatch(cmd persistence.Command, check persistence.FenceCheck) (persistence.Result, error) {
 	// Pooled appends check their epoch in the advance (advance.go), plan
-	// writes in their first statement (plans.go); every other command
-	// here.
-	_, isAppend := cmd.(*persistence.AppendMessages)
-	_, plan := cmd.(*persistence.PlanWrite)
-	if !plan && (!isAppend || !a.buffered) {
+	// writes in their first statement (plans.go); every other command,
+	// and an append applied row by row, here.
+	if check == persistence.CheckBefore || (check == persistence.CheckAtAdvance && !a.buffered) {
 		if err := a.checkEpoch(cmd); err != nil {
 			return persistence.Result{}, err
 		}
