@@ -2,9 +2,9 @@ package postgres
 
 import (
 	"cmp"
-	"strconv"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
