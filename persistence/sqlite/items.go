@@ -25,11 +25,12 @@ const itemSizeColumn = `length(CAST(content AS BLOB)) + length(CAST(metadata_jso
 
 // itemsSQL is ListItems' statement and parameters.
 func itemsSQL(f persistence.ItemFilter) (string, []any) {
+	// The placeholders are "?": parameters go in the order of the text.
 	w := sqlstore.NewWhere(dialect{})
+	size := w.Arg(persistence.MessageOverhead)
 	order, src := sqlstore.ItemsQuery(w, f)
 	w.Cond("NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = " + w.Arg(f.SessionID) + " AND state = " +
 		w.Arg(int64(persistence.SessionStateStaged)) + ")")
-	size := w.Arg(persistence.MessageOverhead)
 	// One row past the limit tells whether more follow.
 	limit := w.Arg(persistence.ClampLimit(f.Limit) + 1)
 	return "SELECT " + itemSizeColumn + size + ", " + pageColumns + " FROM " + itemSources[src] + w.Clause() +
