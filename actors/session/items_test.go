@@ -125,3 +125,42 @@ func TestItemReads(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestKeyedExportImport: an export carries item keys and kinds and an
+// import restores them; an import that gives one key twice is refused.
+func TestKeyedExportImport(t *testing.T) {
+	n := startNode(t, memURL(t), session.Config{}, nil)
+	ctx := ctxT(t)
+	id := n.create(t, "export")
+	if _, err := n.svc.Append(ctx, &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{
+		keyedMsg("a", "checkpoint", false), userMsg("plain"), keyedMsg("b", "write", false)}}); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := n.svc.Export(ctx, &sessionv1.ExportSessionRequest{SessionId: id})
+	if err != nil || !strings.Contains(ex.GetData(), `"item_key":"b","kind":"write"`) {
+		t.Fatalf("export: %v %v", ex.GetData(), err)
+	}
+	im, err := n.svc.Import(ctx, &sessionv1.ImportSessionRequest{Data: ex.GetData()})
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	g, err := n.svc.GetItem(ctx, &sessionv1.GetItemRequest{SessionId: im.GetSession().GetSessionId(), ItemKey: "b"})
+	if err != nil || g.GetMessage().GetSequence() != 2 || g.GetMessage().GetKind() != "write" {
+		t.Fatalf("imported item: %v %v", g, err)
+	}
+	// The same key twice, with the checksum of the changed content (which
+	// the refusal of the stated one names).
+	data := strings.Replace(ex.GetData(), `"item_key":"b"`, `"item_key":"a"`, 1)
+	_, err = n.svc.Import(ctx, &sessionv1.ImportSessionRequest{Data: data})
+	msg := errs.From(err).Msg
+	at := strings.LastIndex(msg, "sha256:")
+	if at < 0 {
+		t.Fatalf("changed import: %v, want a checksum refusal naming the content's", err)
+	}
+	data = strings.Replace(data, ex.GetChecksum(), strings.TrimSuffix(msg[at:], ")"), 1)
+	_, err = n.svc.Import(ctx, &sessionv1.ImportSessionRequest{Data: data})
+	wantCode(t, err, errs.InvalidArgumentCode)
+	if !strings.Contains(err.Error(), `item key "a"`) {
+		t.Fatalf("import with a key twice: %v", err)
+	}
+}
