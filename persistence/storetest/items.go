@@ -64,7 +64,7 @@ var itemCases = []testCase{
 	{"a keyed message is stored with its key and kind and read by key", func(h *harness) {
 		s := h.create()
 		m := h.keyed("cp:1", "checkpoint")
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(h.msg("plain"), m)}})
+		res := appended(h.ok(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(h.msg("plain"), m)}}))
 		checkTurn(h, res.Turns[0], s.SessionId, 0, []*sessionv1.Message{res.Turns[0].Messages[0], m})
 		got := h.item(s.SessionId, "cp:1")
 		if got.MessageId != m.MessageId || got.Sequence != 1 || got.Kind != "checkpoint" || got.ItemKey != "cp:1" {
@@ -81,8 +81,8 @@ var itemCases = []testCase{
 	{"a stored key fails the turn naming the key and stores nothing of it", func(h *harness) {
 		s := h.create()
 		h.ok(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(h.keyed("k", ""))}})
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1,
-			Turns: []persistence.Turn{turn(h.msg("new"), h.keyed("k", "")), turn(h.msg("next"))}})
+		res := appended(h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1,
+			Turns: []persistence.Turn{turn(h.msg("new"), h.keyed("k", "")), turn(h.msg("next"))}}))
 		wantCode(h.T, res.Turns[0].Err, errs.AlreadyExistsCode)
 		if !strings.Contains(res.Turns[0].Err.Error(), `"k"`) {
 			h.Fatalf("the error does not name the key: %v", res.Turns[0].Err)
@@ -103,8 +103,8 @@ var itemCases = []testCase{
 		for range t.Messages {
 			t.Audit = append(t.Audit, h.entries("message_appended", s.SessionId)...)
 		}
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1, UpdatedAt: h.now(),
-			Turns: []persistence.Turn{t, turn(h.msg("after"))}})
+		res := appended(h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1, UpdatedAt: h.now(),
+			Turns: []persistence.Turn{t, turn(h.msg("after"))}}))
 		tr := res.Turns[0]
 		if tr.Err != nil || tr.Duplicate || !tr.IsKept(1) || tr.IsKept(0) || tr.IsKept(2) {
 			h.Fatalf("turn: %+v", tr)
@@ -134,8 +134,8 @@ var itemCases = []testCase{
 		s := h.create()
 		h.ok(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(h.keyed("a", ""), h.keyed("b", ""))}})
 		before := h.get(s.SessionId)
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, UpdatedAt: h.now(),
-			Turns: []persistence.Turn{keepTurn(h.keyed("b", ""), h.keyed("a", ""))}})
+		res := appended(h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, UpdatedAt: h.now(),
+			Turns: []persistence.Turn{keepTurn(h.keyed("b", ""), h.keyed("a", ""))}}))
 		tr := res.Turns[0]
 		if tr.Err != nil || !tr.IsKept(0) || !tr.IsKept(1) || tr.Messages[0].Sequence != 1 || tr.Messages[1].Sequence != 0 || res.NextSequence != 2 {
 			h.Fatalf("turn %+v, next %d", tr, res.NextSequence)
@@ -149,9 +149,9 @@ var itemCases = []testCase{
 		stored := h.keyed("x", "")
 		h.ok(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(stored)}})
 		a, b := h.keyed("y", "k"), h.keyed("x", "")
-		first := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1, Turns: []persistence.Turn{keepTurn(a, b)}})
+		first := appended(h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 1, Turns: []persistence.Turn{keepTurn(a, b)}}))
 		for _, t := range []persistence.Turn{keepTurn(clone(a, b)...), turn(clone(a)...)} {
-			res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, Turns: []persistence.Turn{t}})
+			res := appended(h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, Turns: []persistence.Turn{t}}))
 			tr := res.Turns[0]
 			if tr.Err != nil || !tr.Duplicate || res.NextSequence != 2 || !proto.Equal(tr.Messages[0], first.Turns[0].Messages[0]) {
 				h.Fatalf("retry: %+v, next %d", tr, res.NextSequence)
@@ -163,7 +163,7 @@ var itemCases = []testCase{
 		// The same id with another key is no retry.
 		c := clone(a)[0]
 		c.ItemKey = "z"
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, Turns: []persistence.Turn{turn(c)}})
+		res := appended(h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, Turns: []persistence.Turn{turn(c)}}))
 		wantCode(h.T, res.Turns[0].Err, errs.AlreadyExistsCode)
 	}},
 	{"bad keys and kinds and a key twice in a turn are refused", func(h *harness) {
@@ -175,7 +175,7 @@ var itemCases = []testCase{
 			turn(h.keyed("k", "tab\there")),
 			turn(h.keyed("k", strings.Repeat("a", 65))),
 		} {
-			res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{t}})
+			res := appended(h.ok(&persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{t}}))
 			wantCode(h.T, res.Turns[0].Err, errs.InvalidArgumentCode)
 		}
 		if n := len(h.messages(s.SessionId)); n != 0 {
@@ -194,24 +194,24 @@ var itemCases = []testCase{
 		if res[0].Err != nil || res[1].Err != nil || res[2].Err != nil {
 			h.Fatalf("results: %v %v %v", res[0].Err, res[1].Err, res[2].Err)
 		}
-		if tr := res[1].Turns[0]; !tr.IsKept(0) || tr.Messages[0].MessageId != first.MessageId || res[1].NextSequence != 2 {
-			h.Fatalf("second command: %+v next %d", tr, res[1].NextSequence)
+		if tr := appended(res[1]).Turns[0]; !tr.IsKept(0) || tr.Messages[0].MessageId != first.MessageId || appended(res[1]).NextSequence != 2 {
+			h.Fatalf("second command: %+v next %d", tr, appended(res[1]).NextSequence)
 		}
-		wantCode(h.T, res[2].Turns[0].Err, errs.AlreadyExistsCode)
+		wantCode(h.T, appended(res[2]).Turns[0].Err, errs.AlreadyExistsCode)
 		if n := len(h.messages(s.SessionId)); n != 2 {
 			h.Fatalf("%d messages stored, want 2", n)
 		}
 	}},
 	{"a blind append folded into an activation honours keys", func(h *harness) {
 		s := h.sessionAt(h.keyed("k", ""))
-		res := h.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId,
-			Then: &persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{keepTurn(h.keyed("k", ""), h.keyed("j", ""))}}})
+		res := appended(h.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId,
+			Then: &persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{keepTurn(h.keyed("k", ""), h.keyed("j", ""))}}}))
 		tr := res.Turns[0]
 		if tr.Err != nil || !tr.IsKept(0) || tr.Messages[0].Sequence != 0 || tr.Messages[1].Sequence != 1 || res.NextSequence != 2 {
 			h.Fatalf("blind append: %+v next %d", tr, res.NextSequence)
 		}
-		res = h.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId,
-			Then: &persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(h.keyed("j", ""))}}})
+		res = appended(h.ok(&persistence.Activate{Kind: persistence.OwnerSession, ID: s.SessionId,
+			Then: &persistence.AppendMessages{SessionID: s.SessionId, Turns: []persistence.Turn{turn(h.keyed("j", ""))}}}))
 		wantCode(h.T, res.Turns[0].Err, errs.AlreadyExistsCode)
 	}},
 	{"an import carries keys and refuses a key twice", func(h *harness) {
@@ -227,7 +227,7 @@ var itemCases = []testCase{
 		h.ok(&persistence.TruncateSession{SessionID: s.SessionId, Through: 0, UpdatedAt: h.now()})
 		_, err := h.r.GetItem(h.ctx, s.SessionId, "a")
 		wantCode(h.T, err, errs.NotFoundCode)
-		res := h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, Turns: []persistence.Turn{turn(h.keyed("a", ""))}})
+		res := appended(h.ok(&persistence.AppendMessages{SessionID: s.SessionId, NextSequence: 2, Turns: []persistence.Turn{turn(h.keyed("a", ""))}}))
 		if res.Turns[0].Err != nil || h.item(s.SessionId, "a").Sequence != 2 {
 			h.Fatalf("re-used key: %+v", res.Turns[0])
 		}
@@ -279,4 +279,11 @@ var itemCases = []testCase{
 			h.Fatalf("page of %d (more %v): %v", len(page), more, err)
 		}
 	}},
+}
+
+// appended reads r as an AppendMessages outcome; an Activate folding an
+// append answers the same.
+func appended(r persistence.Result) persistence.AppendResult {
+	var c *persistence.AppendMessages // its type is all ResultOf needs
+	return c.ResultOf(r)
 }
