@@ -47,6 +47,7 @@ type outcome struct {
 	removed       int64
 	plansOrphaned []string
 	recorded      []RecordedAudit
+	suffix        *SuffixResult
 }
 
 // SetAppend sets r's AppendMessages outcome.

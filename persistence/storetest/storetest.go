@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"scope deltas in batches", scopeBatchCases},
 		{"feed", feedCases},
 		{"keyed items", itemCases},
+		{"suffix replacement", suffixCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
