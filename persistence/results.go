@@ -50,6 +50,7 @@ type outcome struct {
 	plansOrphaned []string
 	recorded      []RecordedAudit
 	suffix        *SuffixResult
+	group         *GroupResult
 }
 
 // SetDelete sets r's DeleteSession outcome.

@@ -88,3 +88,24 @@ func sessionReplaceSuffixCmd(o *clientOptions) *cobra.Command {
 	})
 	return c
 }
+
+func sessionDeleteGroupCmd(o *clientOptions) *cobra.Command {
+	req := &sessionv1.DeleteSessionsRequest{}
+	c := &cobra.Command{
+		Use:   "delete-group",
+		Short: "Delete every session of a namespace whose client key starts with a prefix, atomically",
+		Long: "Deletes the namespace's sessions whose client key starts with --prefix in one atomic write:\n" +
+			"all of them or none. At most 1,000 sessions; a larger group is refused and nothing deleted.",
+	}
+	c.Flags().StringVar(&req.Namespace, "namespace", "", `namespace (default "local")`)
+	c.Flags().StringVar(&req.ClientKeyPrefix, "prefix", "", "client-key prefix (required)")
+	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if err := requireFlags(cmd, "prefix"); err != nil {
+			return err
+		}
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return sessionv1.NewSessionServiceClient(cl.conn).DeleteSessions(ctx, req)
+		})
+	})
+	return c
+}

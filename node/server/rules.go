@@ -68,6 +68,10 @@ func apiRules() map[string]rule {
 		sessionv1.SessionService_SetExpiry_FullMethodName:      {check: onSession(roleAdmin, func(m *sessionv1.SetExpiryRequest) string { return m.GetSessionId() })},
 		// A replacement writes the session as an append does (and its
 		// scopes): it removes only what the writer's own appends could.
+		// A group's delete is a namespace's: admin there, as a delete.
+		sessionv1.SessionService_DeleteSessions_FullMethodName: {check: func(d *decider, msg any) error {
+			return d.namespace(orDefault(msg.(*sessionv1.DeleteSessionsRequest).GetNamespace()), roleAdmin)
+		}},
 		sessionv1.SessionService_ReplaceSuffix_FullMethodName: {check: func(d *decider, msg any) error {
 			m := msg.(*sessionv1.ReplaceSuffixRequest)
 			return d.sessionWithScopes(m.GetSessionId(), roleWriter, m.GetScopeDeltas())

@@ -75,3 +75,27 @@ func (d suffixDialect) Append(c *persistence.AppendMessages) (persistence.Result
 }
 
 func (d suffixDialect) Audit(entries []*auditv1.AuditEntry) error { return d.a.audit(entries) }
+
+// DeleteSessions is decided by persistence.ApplyDeleteSessions; each
+// session's owner row is locked as its epoch is taken, in session_id
+// order.
+func (a *applier) DeleteSessions(c *persistence.DeleteSessions) (persistence.Result, error) {
+	return persistence.ApplyDeleteSessions(c, groupDialect{a}, a)
+}
+
+type groupDialect struct{ *applier }
+
+func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persistence.GroupMember, error) {
+	var out []persistence.GroupMember
+	var m persistence.GroupMember
+	err := d.forEachRow(`SELECT session_id, actor_name, next_sequence FROM sessions
+		WHERE namespace = $1 AND client_key <> '' AND starts_with(client_key, $2) AND state <> $3
+		ORDER BY session_id COLLATE "C" LIMIT $4`, []any{namespace, prefix, int64(persistence.SessionStateStaged), limit},
+		[]any{&m.SessionID, &m.ActorName, &m.Messages}, func() error {
+			out = append(out, m)
+			return nil
+		})
+	return out, err
+}
+
+func (d groupDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }

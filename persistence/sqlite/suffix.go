@@ -66,3 +66,31 @@ func (d suffixDialect) Append(c *persistence.AppendMessages) (persistence.Result
 }
 
 func (d suffixDialect) Audit(entries []*auditv1.AuditEntry) error { return d.a.audit(entries) }
+
+// DeleteSessions is decided by persistence.ApplyDeleteSessions.
+func (a *applier) DeleteSessions(c *persistence.DeleteSessions) (persistence.Result, error) {
+	return persistence.ApplyDeleteSessions(c, groupDialect{a}, a)
+}
+
+type groupDialect struct{ *applier }
+
+func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persistence.GroupMember, error) {
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT session_id, actor_name, next_sequence FROM sessions
+		WHERE namespace = ?1 AND client_key != '' AND substr(client_key, 1, length(?2)) = ?2 AND state != ?3
+		ORDER BY session_id LIMIT ?4`, namespace, prefix, int64(persistence.SessionStateStaged), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []persistence.GroupMember
+	for rows.Next() {
+		var m persistence.GroupMember
+		if err := rows.Scan(&m.SessionID, &m.ActorName, &m.Messages); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func (d groupDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }
