@@ -22,6 +22,7 @@ type Handler interface {
 	PutSnapshot(*PutSnapshot) (Result, error)
 	ReplaceSuffix(*ReplaceSuffix) (Result, error)
 	DeleteSessions(*DeleteSessions) (Result, error)
+	UpdateScopes(*UpdateScopes) (Result, error)
 }
 
 // Dispatch applies cmd through h.

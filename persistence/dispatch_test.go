@@ -57,6 +57,9 @@ func (r *recorder) ReplaceSuffix(*persistence.ReplaceSuffix) (persistence.Result
 func (r *recorder) DeleteSessions(*persistence.DeleteSessions) (persistence.Result, error) {
 	return r.hit("DeleteSessions")
 }
+func (r *recorder) UpdateScopes(*persistence.UpdateScopes) (persistence.Result, error) {
+	return r.hit("UpdateScopes")
+}
 
 func TestDispatchCallsEachCommandsMethod(t *testing.T) {
 	e := []*auditv1.AuditEntry{{EventId: "e"}}
@@ -87,6 +90,7 @@ func TestDispatchCallsEachCommandsMethod(t *testing.T) {
 		{&persistence.PutSnapshot{Epoch: 8, SessionID: "s"}, "PutSnapshot",
 			persistence.Fence{Kind: persistence.OwnerSession, ID: "s", Epoch: 8}, false},
 		{&persistence.DeleteSessions{Namespace: "n"}, "DeleteSessions", persistence.Fence{}, true},
+		{&persistence.UpdateScopes{}, "UpdateScopes", persistence.Fence{}, true},
 		{&persistence.ReplaceSuffix{Epoch: 9, SessionID: "s", Audit: e}, "ReplaceSuffix",
 			persistence.Fence{Kind: persistence.OwnerSession, ID: "s", Epoch: 9}, true},
 	}

@@ -51,6 +51,7 @@ type outcome struct {
 	recorded      []RecordedAudit
 	suffix        *SuffixResult
 	group         *GroupResult
+	scopes        *ScopesResult
 }
 
 // SetDelete sets r's DeleteSession outcome.

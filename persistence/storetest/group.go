@@ -80,3 +80,57 @@ var groupCases = []testCase{
 		}
 	}},
 }
+
+// Shared scopes written without a session (issue 30).
+
+func (h *harness) updateScopes(eventID string, retry bool, ds ...persistence.ScopeDelta) *persistence.UpdateScopes {
+	e := h.entry("scopes_updated")
+	if eventID != "" {
+		e.EventId = eventID
+	}
+	return &persistence.UpdateScopes{Scopes: ds, UpdatedAt: h.now(), Audit: e, Retry: retry}
+}
+
+var scopeCases = []testCase{
+	{"scope deltas apply in order in one audited command; a retried request is a duplicate", func(h *harness) {
+		ds := append(scope("app:u", set("a", `1`)), append(scope("user:u/x", set("b", `2`)), scope("app:u", set("c", `3`))...)...)
+		cmd := h.updateScopes("req-1", true, ds...)
+		got := cmd.ResultOf(h.ok(cmd))
+		if got.Duplicate || len(got.Scopes) != 2 || got.Scopes[0].Scope != "app:u" || got.Scopes[1].Scope != "user:u/x" {
+			h.Fatalf("result %+v", got)
+		}
+		wantJSON(h, "app:u", h.scopeState("app:u"), `{"a":1,"c":3}`)
+		wantJSON(h, "user:u/x", h.scopeState("user:u/x"), `{"b":2}`)
+		entries := h.countType("scopes_updated")
+		again := h.updateScopes("req-1", true, ds...)
+		again.Audit.CreatedAt = cmd.Audit.CreatedAt
+		if r := again.ResultOf(h.ok(again)); !r.Duplicate {
+			h.Fatalf("retry: %+v", r)
+		}
+		wantJSON(h, "app:u after the retry", h.scopeState("app:u"), `{"a":1,"c":3}`)
+		if h.countType("scopes_updated") != entries {
+			h.Fatalf("a retry wrote an entry")
+		}
+		other := h.updateScopes("req-1", true, scope("app:u", set("a", `9`))...)
+		other.Audit.DetailsJson = `{"other":true}`
+		h.fails(other, errs.AlreadyExistsCode)
+		// A retry in the same transaction as its original.
+		one, two := h.updateScopes("req-2", true, scope("app:v", set("n", `1`))...), h.updateScopes("req-2", true, scope("app:v", set("n", `1`))...)
+		res := h.apply(one, two)
+		if res[0].Err != nil || res[1].Err != nil || !two.ResultOf(res[1]).Duplicate {
+			h.Fatalf("same batch: %v %v %+v", res[0].Err, res[1].Err, two.ResultOf(res[1]))
+		}
+		h.verifyChain()
+	}},
+	{"a scope update that would make a state too large stores nothing", func(h *harness) {
+		h.ok(h.updateScopes("", false, scope("app:w", set("k", `1`))...))
+		big := map[string]string{}
+		for i := range persistence.MaxStateKeys + 1 {
+			big[fmt.Sprint("k", i)] = `1`
+		}
+		ds := append(scope("app:w2", set("x", `1`)), persistence.ScopeDelta{Scope: "app:w", Delta: &sessionv1.StateDelta{SetJson: big}})
+		h.fails(h.updateScopes("", false, ds...), errs.InvalidArgumentCode)
+		wantJSON(h, "app:w2", h.scopeState("app:w2"), `{}`)
+		h.fails(h.updateScopes("", false), errs.InvalidArgumentCode)
+	}},
+}

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"feed", feedCases},
 		{"suffix replacement", suffixCases},
 		{"group delete", groupCases},
+		{"scopes without a session", scopeCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

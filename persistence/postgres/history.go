@@ -7,6 +7,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -99,3 +100,42 @@ func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persi
 }
 
 func (d groupDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }
+
+// UpdateScopes is decided by persistence.ApplyUpdateScopes; the scopes'
+// rows are locked in name order (lockScopes).
+func (a *applier) UpdateScopes(c *persistence.UpdateScopes) (persistence.Result, error) {
+	return persistence.ApplyUpdateScopes(c, scopesDialect{a})
+}
+
+type scopesDialect struct{ *applier }
+
+func (d scopesDialect) StoredAudit(eventID string) (*auditv1.AuditEntry, error) {
+	// Queued entries first: a retry may follow its original in one batch.
+	if err := d.flushAudit(); err != nil {
+		return nil, err
+	}
+	stored, err := sqlstore.StoredAudit(d.ctx, txDB{a: d.applier}, []string{eventID})
+	return stored[eventID], err
+}
+
+func (d scopesDialect) ComputeScopes(ds []persistence.ScopeDelta) ([]persistence.ScopeWrite, error) {
+	ws, bad, err := d.scopeStates(ds)
+	if err == nil {
+		err = bad
+	}
+	out := make([]persistence.ScopeWrite, len(ws))
+	for i, w := range ws {
+		out[i] = persistence.ScopeWrite{Scope: w.scope, State: w.state}
+	}
+	return out, err
+}
+
+func (d scopesDialect) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
+	in := make([]scopeWrite, len(ws))
+	for i, w := range ws {
+		in[i] = scopeWrite{w.Scope, w.State}
+	}
+	return d.writeScopes(in, at)
+}
+
+func (d scopesDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }
