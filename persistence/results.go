@@ -48,6 +48,8 @@ type outcome struct {
 	plansOrphaned []string
 	recorded      []RecordedAudit
 	suffix        *SuffixResult
+	group         *GroupResult
+	scopes        *ScopesResult
 }
 
 // SetAppend sets r's AppendMessages outcome.

@@ -122,6 +122,11 @@ func (h *Hub) OnCommit(cmds []persistence.Command, results []persistence.Result)
 				}
 			}
 		}
+		if t.AnySession {
+			for id := range h.sessions {
+				h.dirty[id] = true
+			}
+		}
 		if t.WritesAudit() {
 			h.audit = true
 		}

@@ -22,7 +22,7 @@ func newSessionCommand() *cobra.Command {
 		sessionImportCmd(o), sessionUsageCmd(o), sessionLinkPlanCmd(o), sessionTailCmd(o),
 		sessionStateCmd(o), sessionTruncateCmd(o), sessionSnapshotCmd(o), sessionExpireCmd(o),
 		sessionGetItemCmd(o), sessionItemsCmd(o),
-		sessionReplaceSuffixCmd(o),
+		sessionReplaceSuffixCmd(o), sessionDeleteGroupCmd(o),
 	)
 	return c
 }

@@ -110,7 +110,7 @@ func fillItems(b *testing.B, w persistence.Writer, sid string, n int) {
 			err = res[0].Err
 		}
 		if err == nil {
-			err = res[0].Turns[0].Err
+			err = appended(res[0]).Turns[0].Err
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -52,6 +52,8 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"feed", feedCases},
 		{"keyed items", itemCases},
 		{"suffix replacement", suffixCases},
+		{"group delete", groupCases},
+		{"scopes without a session", scopeCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
