@@ -86,11 +86,14 @@ func (a *authenticator) principal(ctx context.Context, md metadata.MD) (*Princip
 	if !ok || !strings.EqualFold(scheme, "bearer") {
 		return nil, errs.Unauthenticated("authorization metadata is not of the form \"Bearer <token>\"")
 	}
-	p := ids.byToken[sha256.Sum256([]byte(strings.TrimSpace(tok)))]
-	if p == nil {
-		return nil, errs.Unauthenticated("wrong bearer token")
+	tok = strings.TrimSpace(tok)
+	if p := ids.byToken[sha256.Sum256([]byte(tok))]; p != nil {
+		return p, nil
 	}
-	return p, nil
+	if ids.jwt != nil && looksLikeJWT(tok) {
+		return ids.jwt.principal(tok)
+	}
+	return nil, errs.Unauthenticated("wrong bearer token")
 }
 
 // certPrincipal is the principal the connection's client certificate
