@@ -13,7 +13,6 @@ import (
 	"github.com/agentstate/agentstate/actors/audit"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 )
@@ -102,15 +101,10 @@ func certPrincipal(ctx context.Context, ids *identities) *Principal {
 	if !ids.needsClientCerts {
 		return nil
 	}
-	pr, ok := peer.FromContext(ctx)
-	if !ok {
-		return nil
+	if c := peerCert(ctx); c != nil {
+		return ids.byCert(c)
 	}
-	ti, ok := pr.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
-		return nil
-	}
-	return ids.byCert(ti.State.VerifiedChains[0][0])
+	return nil
 }
 
 func (a *authenticator) reject(ctx context.Context, method string, err error) error {

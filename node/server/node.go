@@ -239,8 +239,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		s.remote, err = startRemote(s.sys, remoteOptions{
 			Addr: f.RemoteAddr, Advertise: f.RemoteAdvertise,
 			Cert: f.RemoteCert, Key: f.RemoteKey, CA: f.RemoteCA,
-			MaxRecvBytes: f.MaxRecvBytes,
-			Exposed:      []string{s.node.Sessions().PID().Id, s.node.Plans().PID().Id, s.node.Audit().PID().Id, feedActorName},
+			MaxRecvBytes:  f.MaxRecvBytes,
+			Exposed:       []string{s.node.Sessions().PID().Id, s.node.Plans().PID().Id, s.node.Audit().PID().Id, feedActorName},
+			Authenticated: ids != nil,
 		}, m, log.With("component", "remote"))
 		if err != nil {
 			return s, err
@@ -259,6 +260,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		m, log.With("component", "grpc"))
 	if err != nil {
 		return s, err
+	}
+	if s.remote != nil && s.api.auth != nil {
+		s.remote.authorize(s.api.auth, s.api.authz)
 	}
 	grpcLis, err := listenLimited(f.GRPCAddr, maxConns)
 	if err != nil {

@@ -30,6 +30,9 @@ type remoteOptions struct {
 	MaxRecvBytes  int
 	// Exposed are the actor ids peers may address.
 	Exposed []string
+	// Authenticated: the node has identities, and authorizes peers whose
+	// certificates name a principal (remoteEndpoint.authorize).
+	Authenticated bool
 }
 
 // The record of a cluster member's requests (sentRequests) keeps each for
@@ -90,14 +93,15 @@ func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool
 		exposed[id] = true
 	}
 	guard := &remoteGuard{
-		exposed:   exposed,
-		localAddr: func() string { return sys.ProcessRegistry.Address },
-		reply:     func(to *actor.PID, msg proto.Message) { sys.Root.Send(to, msg) },
-		cluster:   cluster,
-		m:         m,
-		log:       log,
-		drops:     newWarnLimiter(log, "remote: dropped a message", warnWindow, warnBurst),
-		closes:    newWarnLimiter(log, "remote: closed a stream", warnWindow, warnBurst),
+		exposed:      exposed,
+		localAddr:    func() string { return sys.ProcessRegistry.Address },
+		reply:        func(to *actor.PID, msg proto.Message) { sys.Root.Send(to, msg) },
+		cluster:      cluster,
+		m:            m,
+		authRequired: opt.Authenticated,
+		log:          log,
+		drops:        newWarnLimiter(log, "remote: dropped a message", warnWindow, warnBurst),
+		closes:       newWarnLimiter(log, "remote: closed a stream", warnWindow, warnBurst),
 	}
 	if cluster {
 		guard.sent = newSentRequests(sentRequestsKeep, sentRequestsMax)
@@ -120,6 +124,12 @@ func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool
 		configOpts = append(configOpts, remote.WithAdvertisedHost(opt.Advertise))
 	}
 	return configOpts, guard, nil
+}
+
+// authorize makes every request of a peer whose certificate names a
+// principal of auth's identities decided by authz's rules (remoteAuthz).
+func (e *remoteEndpoint) authorize(auth *authenticator, authz *authorizer) {
+	e.guard.authz.p.Store(newRemoteAuthz(auth, authz))
 }
 
 // Shutdown stops the endpoint gracefully, once.
