@@ -203,19 +203,15 @@ func (v *jwtVerifier) claimed(extra map[string]any) (*Principal, error) {
 	if !ok {
 		return nil, fmt.Errorf("claim %q (grants) is not a list of \"<namespace>:<role>\" strings", v.grantsClaim)
 	}
-	spec := principalSpec{Name: name}
-	if filed != nil {
-		spec.Operator = filed.operator
-	}
+	var grants []string
 	for _, g := range list {
-		s, _ := g.(string)
-		i := strings.LastIndexByte(s, ':')
-		if i < 0 {
-			return nil, fmt.Errorf("claim %q: grant %q is not \"<namespace>:<role>\"", v.grantsClaim, clipName(s))
+		s, ok := g.(string)
+		if !ok {
+			return nil, fmt.Errorf("claim %q: a grant is not a \"<namespace>:<role>\" string", v.grantsClaim)
 		}
-		spec.Grants = append(spec.Grants, grantSpec{Namespace: s[:i], Role: s[i+1:]})
+		grants = append(grants, s)
 	}
-	p, err := spec.principal()
+	p, err := NewPrincipal(name, filed != nil && filed.operator, grants...)
 	if err != nil {
 		return nil, fmt.Errorf("claim %q: %w", v.grantsClaim, err)
 	}

@@ -86,14 +86,14 @@ func (c LoadConfig) withDefaults() LoadConfig {
 // refused for good (Rejected), or — only a request without a client id —
 // answered "may have been applied" (MaybeApplied).
 type Load struct {
-	cfg     LoadConfig
-	tenant  bool // cfg.Namespace was given: a tenant's load
+	cfg    LoadConfig
+	tenant bool // cfg.Namespace was given: a tenant's load
 	// clientBase numbers this load's clients after other loads' of the
 	// run (their audit entries name them: each request's content is
 	// unique in the run).
 	clientBase int
-	ledger  *Ledger
-	targets []target // one per connection; read-only
+	ledger     *Ledger
+	targets    []target // one per connection; read-only
 
 	sessionIDs []string // set by Setup, read-only after
 	planIDs    []string
