@@ -79,17 +79,18 @@ func newRemoteAuthz(auth *authenticator, authz *authorizer) *remoteAuthz {
 	return ra
 }
 
-// decide is nil when the peer whose certificate is cert may have msg, of
-// type name, delivered; else the error its sender is answered with.
-func (ra *remoteAuthz) decide(ctx context.Context, cert *x509.Certificate, name protoreflect.FullName, msg proto.Message) error {
+// principal is the principal cert names; nil for none (a node of the
+// deployment, or a peer without a certificate).
+func (ra *remoteAuthz) principal(cert *x509.Certificate) *Principal {
 	if cert == nil {
 		return nil
 	}
-	ids := ra.auth.ids.Load()
-	p := ids.byCert(cert)
-	if p == nil {
-		return nil // a node of the deployment
-	}
+	return ra.auth.ids.Load().byCert(cert)
+}
+
+// decide is nil when p may have msg, of type name, delivered; else the
+// error its sender is answered with.
+func (ra *remoteAuthz) decide(ctx context.Context, p *Principal, name protoreflect.FullName, msg proto.Message) error {
 	if feedControl[name] {
 		return nil
 	}

@@ -123,6 +123,14 @@ func TestRemotePeersAreAuthorizedAsTheirCertificatesPrincipal(t *testing.T) {
 		})
 	}
 
+	// In a cluster, requests to a session's activation are decided too;
+	// a member's (a certificate naming nobody) are delivered.
+	g.cluster = true
+	grain := "partition-activator/" + inB + "$1"
+	screenRequests(t, g, replies, writerA, []remoteRequest{{grain, app(inB), errs.NotFoundCode}, {grain, get(inA), 0}})
+	screenRequests(t, g, replies, &x509.Certificate{DNSNames: []string{"node-2.example"}}, []remoteRequest{{grain, app(inB), 0}})
+	g.cluster = false
+
 	// Identities reloaded apply to the next batch: writer-a removed, its
 	// certificate names nobody and is trusted as a node's.
 	fewer, err := parseIdentities([]byte(`{"principals":[{"name":"reader-a","uri_sans":["spiffe://example.org/reader-a"],"grants":[{"namespace":"a","role":"reader"}]}]}`))

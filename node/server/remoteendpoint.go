@@ -78,15 +78,9 @@ func startRemote(sys *actor.ActorSystem, opt remoteOptions, m *metrics, log *slo
 	return &remoteEndpoint{r: r, guard: guard, addr: sys.ProcessRegistry.Address}, nil
 }
 
-// remoteConfig builds the remote's options: the guard (admitting the
-// cluster's own traffic when cluster is set), message size, mutual TLS and
-// the advertised address.
-func remoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *metrics, log *slog.Logger) ([]remote.ConfigOption, error) {
-	opts, _, err := guardedRemoteConfig(sys, opt, cluster, m, log)
-	return opts, err
-}
-
-// guardedRemoteConfig is remoteConfig, also returning the guard.
+// guardedRemoteConfig builds the remote's options — the guard (admitting
+// the cluster's own traffic when cluster is set), message size, mutual TLS
+// and the advertised address — and returns the guard too.
 func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *metrics, log *slog.Logger) ([]remote.ConfigOption, *remoteGuard, error) {
 	exposed := map[string]bool{}
 	for _, id := range opt.Exposed {
@@ -124,12 +118,6 @@ func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool
 		configOpts = append(configOpts, remote.WithAdvertisedHost(opt.Advertise))
 	}
 	return configOpts, guard, nil
-}
-
-// authorize makes every request of a peer whose certificate names a
-// principal of auth's identities decided by authz's rules (remoteAuthz).
-func (e *remoteEndpoint) authorize(auth *authenticator, authz *authorizer) {
-	e.guard.authz.p.Store(newRemoteAuthz(auth, authz))
 }
 
 // Shutdown stops the endpoint gracefully, once.

@@ -258,7 +258,12 @@ func (g *remoteGuard) refuse(ctx context.Context, cert *x509.Certificate, typeNa
 		if isFuture(target.GetId()) && !g.sent.answeredBy(target.GetId(), peer) {
 			return "reply_not_from_requestee", nil
 		}
-		return "", nil
+		if isFuture(target.GetId()) || !strings.HasPrefix(typeName, typePrefix) {
+			return "", nil // replies and the cluster's own protocol
+		}
+		// A request to a session's or plan's activation: decided as any
+		// request is, when the peer is a principal.
+		return g.authorize(ctx, cert, typeName, data)
 	}
 	if !strings.HasPrefix(typeName, typePrefix) {
 		return "type_not_allowed", invalid("message type " + quoteClip(typeName) + " is not accepted from a remote peer")
@@ -273,16 +278,37 @@ func (g *remoteGuard) refuse(ctx context.Context, cert *x509.Certificate, typeNa
 	// The reader ends the whole stream, answering nobody, on a message it
 	// cannot decode; decoded here first, such a request is refused alone,
 	// as INVALID_ARGUMENT like an undecodable gRPC request.
+	if err := proto.Unmarshal(data, mt.New().Interface()); err != nil {
+		return "undecodable", invalid("the request could not be decoded as " + typeName + ": " + err.Error())
+	}
+	return g.authorize(ctx, cert, typeName, data)
+}
+
+// authorize decides a request of typeName (an agentstate message this
+// binary links) as the principal cert names (remoteAuthz); a peer naming
+// none costs no decoding.
+func (g *remoteGuard) authorize(ctx context.Context, cert *x509.Certificate, typeName string, data []byte) (reason string, answer error) {
+	ra := g.authz.p.Load()
+	if ra == nil {
+		if g.authRequired && cert != nil {
+			return "auth_pending", errs.Unavailable("the node is starting: its identities are not loaded yet")
+		}
+		return "", nil
+	}
+	p := ra.principal(cert)
+	if p == nil {
+		return "", nil
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(typeName))
+	if err != nil {
+		return "unknown_type", invalid("message type " + quoteClip(typeName) + " is unknown to this node")
+	}
 	msg := mt.New().Interface()
 	if err := proto.Unmarshal(data, msg); err != nil {
 		return "undecodable", invalid("the request could not be decoded as " + typeName + ": " + err.Error())
 	}
-	if ra := g.authz.p.Load(); ra != nil {
-		if err := ra.decide(ctx, cert, mt.Descriptor().FullName(), msg); err != nil {
-			return "unauthorized", err
-		}
-	} else if g.authRequired && cert != nil {
-		return "auth_pending", errs.Unavailable("the node is starting: its identities are not loaded yet")
+	if err := ra.decide(ctx, p, mt.Descriptor().FullName(), msg); err != nil {
+		return "unauthorized", err
 	}
 	return "", nil
 }
