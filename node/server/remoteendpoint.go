@@ -30,6 +30,9 @@ type remoteOptions struct {
 	MaxRecvBytes  int
 	// Exposed are the actor ids peers may address.
 	Exposed []string
+	// Authenticated: the node has identities, and authorizes peers whose
+	// certificates name a principal (remoteEndpoint.authorize).
+	Authenticated bool
 }
 
 // The record of a cluster member's requests (sentRequests) keeps each for
@@ -75,29 +78,24 @@ func startRemote(sys *actor.ActorSystem, opt remoteOptions, m *metrics, log *slo
 	return &remoteEndpoint{r: r, guard: guard, addr: sys.ProcessRegistry.Address}, nil
 }
 
-// remoteConfig builds the remote's options: the guard (admitting the
-// cluster's own traffic when cluster is set), message size, mutual TLS and
-// the advertised address.
-func remoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *metrics, log *slog.Logger) ([]remote.ConfigOption, error) {
-	opts, _, err := guardedRemoteConfig(sys, opt, cluster, m, log)
-	return opts, err
-}
-
-// guardedRemoteConfig is remoteConfig, also returning the guard.
+// guardedRemoteConfig builds the remote's options — the guard (admitting
+// the cluster's own traffic when cluster is set), message size, mutual TLS
+// and the advertised address — and returns the guard too.
 func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *metrics, log *slog.Logger) ([]remote.ConfigOption, *remoteGuard, error) {
 	exposed := map[string]bool{}
 	for _, id := range opt.Exposed {
 		exposed[id] = true
 	}
 	guard := &remoteGuard{
-		exposed:   exposed,
-		localAddr: func() string { return sys.ProcessRegistry.Address },
-		reply:     func(to *actor.PID, msg proto.Message) { sys.Root.Send(to, msg) },
-		cluster:   cluster,
-		m:         m,
-		log:       log,
-		drops:     newWarnLimiter(log, "remote: dropped a message", warnWindow, warnBurst),
-		closes:    newWarnLimiter(log, "remote: closed a stream", warnWindow, warnBurst),
+		exposed:      exposed,
+		localAddr:    func() string { return sys.ProcessRegistry.Address },
+		reply:        func(to *actor.PID, msg proto.Message) { sys.Root.Send(to, msg) },
+		cluster:      cluster,
+		m:            m,
+		authRequired: opt.Authenticated,
+		log:          log,
+		drops:        newWarnLimiter(log, "remote: dropped a message", warnWindow, warnBurst),
+		closes:       newWarnLimiter(log, "remote: closed a stream", warnWindow, warnBurst),
 	}
 	if cluster {
 		guard.sent = newSentRequests(sentRequestsKeep, sentRequestsMax)

@@ -303,6 +303,7 @@ func filterAuditEntry(d *decider, resp any) (any, error) {
 		}
 		return resp, nil
 	}
+	// Uncached: a deleted session's entries are the operator's alone.
 	ns, err := d.z.sessionNamespace(d.ctx, e.GetSessionId())
 	if err != nil || d.p.role(ns) < roleReader {
 		return nil, notFound // a deleted session's entries: operator only
