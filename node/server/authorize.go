@@ -6,14 +6,17 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/messages/principal"
 	"google.golang.org/grpc"
 )
 
 type principalKey struct{}
 
-// withPrincipal is ctx carrying the principal its request authenticated as.
+// withPrincipal is ctx carrying the principal its request authenticated as,
+// and its name for the audit entries the request causes (package
+// principal: the owners record it whichever member they run on).
 func withPrincipal(ctx context.Context, p *Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+	return principal.With(context.WithValue(ctx, principalKey{}, p), p.Name)
 }
 
 // principalFrom is the principal of ctx's request (streamTap put it

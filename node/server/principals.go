@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/agentstate/agentstate/node/client"
 )
 
@@ -184,6 +185,9 @@ func parseIdentities(b []byte) (*identities, error) {
 		}
 		if names[s.Name] {
 			return nil, fmt.Errorf("principal %q appears twice", s.Name)
+		}
+		if principal.Reserved(s.Name) {
+			return nil, fmt.Errorf("principal %q: the name is reserved for the audit trail's own principals", s.Name)
 		}
 		names[s.Name] = true
 		p, err := s.principal()
