@@ -101,4 +101,3 @@ func TestVerifyDetectsAnAlteredPrincipal(t *testing.T) {
 		})
 	}
 }
-
