@@ -57,6 +57,9 @@ type rule struct {
 	// (an append stream's refused append is that append's outcome, as a
 	// missing session's is; the stream goes on).
 	perAppend bool
+	// keep, when set, decides each message a server stream sends: false
+	// drops it (a feed's entry the principal may not read).
+	keep func(d *decider, msg any) bool
 }
 
 // decider is one request's authorization: who, which method, and the
@@ -108,10 +111,28 @@ func (z *authorizer) unary(ctx context.Context, req any, info *grpc.UnaryServerI
 // stream refuses a stream whose method has no rule; its messages are
 // decided as they are received (received).
 func (z *authorizer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if _, _, err := z.lookup(ss.Context(), info.FullMethod); err != nil {
+	p, r, err := z.lookup(ss.Context(), info.FullMethod)
+	if err != nil {
 		return err
 	}
+	if r.keep != nil && !p.operator && p.everywhere < roleReader {
+		ss = keptStream{ServerStream: ss, keep: r.keep, d: &decider{ctx: ss.Context(), p: p, z: z, method: info.FullMethod}}
+	}
 	return handler(srv, ss)
+}
+
+// keptStream sends only the messages its rule keeps.
+type keptStream struct {
+	grpc.ServerStream
+	keep func(d *decider, msg any) bool
+	d    *decider
+}
+
+func (s keptStream) SendMsg(m any) error {
+	if !s.keep(s.d, m) {
+		return nil
+	}
+	return s.ServerStream.SendMsg(m)
 }
 
 // received decides one message received on a stream of method, once
