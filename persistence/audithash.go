@@ -37,6 +37,17 @@ func AuditHash(prev string, e *auditv1.AuditEntry) string {
 //	user_identity, details_json (exactly as stored),
 //	created_at (RFC 3339 with nanoseconds, UTC; "" when unset)
 //
+// followed, when principal is set, by two more netstrings:
+//
+//	principal, namespace
+//
+// Every entry committed since principals are recorded has a principal
+// (PrepareEntry sees to it), so its hash covers who caused it and where it
+// belongs: blanking, changing or adding either breaks the entry's link.
+// Entries committed before have none, and keep their nine-field form (and
+// their hash) unchanged: the two forms cannot collide, since a netstring
+// sequence parses one way only and they differ in length.
+//
 // Position, Hash and PrevHash are not covered: the chain itself (each hash
 // covers the previous one) is what fixes order.
 func AuditCanonical(e *auditv1.AuditEntry) []byte { return appendCanonical(nil, e) }
@@ -48,7 +59,7 @@ func appendCanonical(b []byte, e *auditv1.AuditEntry) []byte {
 		e.GetProjectName(), e.GetActorName(), e.GetUserIdentity(),
 		e.GetDetailsJson(),
 	}
-	n := len(time.RFC3339Nano) + 8
+	n := len(time.RFC3339Nano) + len(e.GetPrincipal()) + len(e.GetNamespace()) + 24
 	for _, f := range fields {
 		n += len(f) + 8
 	}
@@ -65,7 +76,12 @@ func appendCanonical(b []byte, e *auditv1.AuditEntry) []byte {
 	b = strconv.AppendInt(b, int64(len(created)), 10)
 	b = append(b, ':')
 	b = append(b, created...)
-	return append(b, ',')
+	b = append(b, ',')
+	if p := e.GetPrincipal(); p != "" {
+		b = appendNetstring(b, p)
+		b = appendNetstring(b, e.GetNamespace())
+	}
+	return b
 }
 
 func appendNetstring(b []byte, f string) []byte {

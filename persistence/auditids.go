@@ -3,6 +3,7 @@ package persistence
 import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 )
 
 // RecordClientAudit appends audit entries whose event ids their clients
@@ -36,14 +37,23 @@ func (c *RecordClientAudit) Size() int { return auditSize(c.Entries) }
 
 // SameAuditContent reports whether a and b record the same event: the
 // fields a client sends (event_type, plan_id, session_id, project_name,
-// actor_name, user_identity, details_json as stored). created_at, position
-// and the hashes are the node's, and differ between an original and its
-// retry.
+// actor_name, user_identity, details_json as stored), and who sent them
+// (principal): a retry by another principal is not the same event.
+// created_at, position and the hashes are the node's, and differ between
+// an original and its retry; the namespace follows from the session.
 func SameAuditContent(a, b *auditv1.AuditEntry) bool {
 	return a.GetEventType() == b.GetEventType() && a.GetPlanId() == b.GetPlanId() &&
 		a.GetSessionId() == b.GetSessionId() && a.GetProjectName() == b.GetProjectName() &&
 		a.GetActorName() == b.GetActorName() && a.GetUserIdentity() == b.GetUserIdentity() &&
-		detailsOf(a) == detailsOf(b)
+		detailsOf(a) == detailsOf(b) && principalOf(a) == principalOf(b)
+}
+
+// principalOf is principal as stores keep it (PrepareEntry's default).
+func principalOf(e *auditv1.AuditEntry) string {
+	if p := e.GetPrincipal(); p != "" {
+		return p
+	}
+	return principal.Embedded
 }
 
 // detailsOf is details_json as stores keep it: "" is stored as "{}".

@@ -3,6 +3,7 @@ package persistence
 import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 )
 
 // ChainTail is one transaction's view of the audit hash chain: the tail it
@@ -82,5 +83,18 @@ func PrepareEntry(e *auditv1.AuditEntry) error {
 	if e.DetailsJson == "" {
 		e.DetailsJson = "{}"
 	}
+	// A command built without them (an embedded user of the store) gets
+	// the embedded principal and the default namespace: every entry from
+	// now on is hashed with both (AuditCanonical).
+	if e.Principal == "" {
+		e.Principal = principal.Embedded
+	}
+	if e.Namespace == "" {
+		e.Namespace = DefaultNamespace
+	}
 	return nil
 }
+
+// DefaultNamespace is the namespace of a session created without one, of
+// every plan, and of audit entries that name no session.
+const DefaultNamespace = "local"

@@ -9,6 +9,7 @@ import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/agentstate/agentstate/persistence"
 )
 
@@ -132,6 +133,7 @@ func (s *Service) Prune(ctx context.Context, req *auditv1.PruneRequest) (*auditv
 		if err != nil {
 			return nil, err
 		}
+		e.Principal, e.Namespace = principal.Of(ctx), persistence.DefaultNamespace
 		cmd := &persistence.PruneAudit{OlderThan: older, Limit: s.cfg.PruneChunk, Audit: []*auditv1.AuditEntry{e}}
 		r, err := s.w.Apply(ctx, cmd)
 		if err == nil {

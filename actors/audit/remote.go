@@ -7,6 +7,7 @@ import (
 	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 )
@@ -17,7 +18,7 @@ func (s *Service) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *auditv1.RecordRequest, *auditv1.ListRequest, *auditv1.CountRequest, *auditv1.GetRequest,
 		*auditv1.VerifyRequest, *auditv1.PruneRequest, *auditv1.FlushRequest:
-		s.serveRemote(ctx.Sender(), m.(proto.Message))
+		s.serveRemote(ctx.Sender(), m.(proto.Message), principal.OrRemote(ctx.MessageHeader().Get(principal.Header)))
 	default:
 		s.refuseRemote(ctx.Sender(), m)
 	}
@@ -37,7 +38,7 @@ func (s *Service) receive(ctx actor.Context) {
 // which the backlog's bytes do not see). Either full: RESOURCE_EXHAUSTED.
 // One batch of thousands of reads thus costs a bounded number of
 // goroutines and answers.
-func (s *Service) serveRemote(sender *actor.PID, msg proto.Message) {
+func (s *Service) serveRemote(sender *actor.PID, msg proto.Message, who string) {
 	if sender == nil {
 		return
 	}
@@ -56,7 +57,7 @@ func (s *Service) serveRemote(sender *actor.PID, msg proto.Message) {
 	}
 	go func() {
 		defer func() { release(); <-s.remoteSlots }()
-		resp, err := s.dispatch(writer.NoWait(context.Background()), msg)
+		resp, err := s.dispatch(principal.With(writer.NoWait(context.Background()), who), msg)
 		r.Reply(resp, err)
 	}()
 }

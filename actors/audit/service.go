@@ -10,6 +10,7 @@ import (
 	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -88,6 +89,9 @@ func (s *Service) Record(ctx context.Context, req *auditv1.RecordRequest) (*audi
 	if err != nil {
 		return nil, err
 	}
+	if err := s.stamp(ctx, e); err != nil {
+		return nil, err
+	}
 	clientID := req.GetEventId() != ""
 	var cmd persistence.Command = &persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}}
 	var client *persistence.RecordClientAudit
@@ -105,7 +109,7 @@ func (s *Service) Record(ctx context.Context, req *auditv1.RecordRequest) (*audi
 		// may use what it got: it gets a copy.
 		out := &auditv1.AuditEntry{EventId: e.EventId, EventType: e.EventType, PlanId: e.PlanId,
 			SessionId: e.SessionId, ProjectName: e.ProjectName, ActorName: e.ActorName,
-			UserIdentity: e.UserIdentity, DetailsJson: e.DetailsJson,
+			UserIdentity: e.UserIdentity, DetailsJson: e.DetailsJson, Principal: e.Principal, Namespace: e.Namespace,
 			CreatedAt: &timestamppb.Timestamp{Seconds: e.CreatedAt.Seconds, Nanos: e.CreatedAt.Nanos}}
 		if err := s.w.Enqueue(ctx, cmd); err != nil {
 			return nil, err
@@ -124,6 +128,26 @@ func (s *Service) Record(ctx context.Context, req *auditv1.RecordRequest) (*audi
 			Durable: true, Duplicate: true}, nil
 	}
 	return &auditv1.RecordResponse{Entry: e, Durable: true}, nil
+}
+
+// stamp names, on a caller's entry, the principal of ctx (never one the
+// caller wrote) and the namespace the entry belongs to: its session's, or
+// persistence.DefaultNamespace when it names none or one that is not
+// stored (deleted, or never created).
+func (s *Service) stamp(ctx context.Context, e *auditv1.AuditEntry) error {
+	e.Principal, e.Namespace = principal.Of(ctx), persistence.DefaultNamespace
+	if e.SessionId == "" {
+		return nil
+	}
+	sess, err := s.reader.GetSession(ctx, e.SessionId)
+	switch {
+	case errs.CodeOf(err) == errs.NotFoundCode:
+	case err != nil:
+		return err
+	case sess.GetNamespace() != "":
+		e.Namespace = sess.GetNamespace()
+	}
+	return nil
 }
 
 // storedRecord answers an async record whose client-chosen event id is

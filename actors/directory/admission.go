@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/writer"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 )
@@ -79,7 +80,7 @@ func (a *Admission) AskOwner(ctx context.Context, root *actor.RootContext, dir *
 		return nil, err
 	}
 	r := a.Answered(size)
-	Send(root, dir, live, key, &Call{Msg: msg, Replier: r, Checked: checked})
+	Send(root, dir, live, key, &Call{Msg: msg, Replier: r, Checked: checked, Principal: principal.Of(ctx)})
 	select {
 	case rep := <-r.C:
 		return rep.Msg, rep.Err

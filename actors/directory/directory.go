@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 )
@@ -174,7 +175,7 @@ func (d *directory) Receive(ctx actor.Context) {
 	case proto.Message:
 		// A bare protobuf request from a remote or future sender.
 		if r, ok := d.cfg.Admission.bare(ctx, m); ok {
-			d.route(ctx, &Call{Msg: m, Replier: r})
+			d.route(ctx, &Call{Msg: m, Replier: r, Principal: principal.OrRemote(ctx.MessageHeader().Get(principal.Header))})
 		}
 	}
 }

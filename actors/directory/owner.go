@@ -10,6 +10,7 @@ import (
 	"github.com/agentstate/agentstate/actors/lifecycle"
 	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
@@ -180,7 +181,7 @@ func (s *shell) Receive(ctx actor.Context) {
 	}
 	switch m := ctx.Message().(type) {
 	case *Call:
-		s.arrive(m.Msg, m.Replier, m.Checked)
+		s.arrive(m.Msg, m.Replier, m.Checked, m.Principal)
 	case *writer.Applied:
 		s.k.Applied(m.Tag, m.Result, time.Since(s.sent))
 	case *actor.DeadLetterResponse:
@@ -212,11 +213,11 @@ func (s *shell) Receive(ctx actor.Context) {
 	s.drive(ctx)
 }
 
-func (s *shell) arrive(msg proto.Message, r lifecycle.Replier, checked bool) {
+func (s *shell) arrive(msg proto.Message, r lifecycle.Replier, checked bool, who string) {
 	// What the hook sees is the queue as this request joins it: itself
 	// and what waits before it, and whether a write was in flight then.
 	waiting, inFlight := s.k.Waiting()+1, s.k.InFlight() != 0
-	s.k.Arrive(&lifecycle.Request{Msg: msg, Replier: r, Checked: checked})
+	s.k.Arrive(&lifecycle.Request{Msg: msg, Replier: r, Checked: checked, Principal: who})
 	if f := s.spec.Arrived; f != nil {
 		f(s.id, waiting, inFlight)
 	}
@@ -290,6 +291,8 @@ func (s *shell) acceptBare(ctx actor.Context, m proto.Message) {
 	if !ok {
 		return
 	}
+	// A member forwarding a request names its principal (principal.Header).
+	who := principal.OrRemote(ctx.MessageHeader().Get(principal.Header))
 	id, routed, err := s.spec.Key(m)
 	switch {
 	case err != nil:
@@ -298,14 +301,14 @@ func (s *shell) acceptBare(ctx actor.Context, m proto.Message) {
 		// Reads and imports need no owner: served as the directory
 		// serves them, so a request works the same whichever way it
 		// reached the node.
-		go s.spec.Unkeyed(&Call{Msg: m, Replier: r})
+		go s.spec.Unkeyed(&Call{Msg: m, Replier: r, Principal: who})
 	case id != s.id:
 		// The identity is the owner's id: a write naming another one
 		// reached the wrong actor.
 		r.Reply(nil, errs.InvalidArgument("%s actor %s cannot serve %s for %s %q: send it to that %s's identity",
 			s.spec.Kind, s.id, m.ProtoReflect().Descriptor().Name(), s.spec.Kind, id, s.spec.Kind))
 	default:
-		s.arrive(m, r, false)
+		s.arrive(m, r, false, who)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 )
@@ -22,6 +23,9 @@ type Call struct {
 	// Checked: the façade validated and normalised Msg in the caller's
 	// goroutine; the owner does not again.
 	Checked bool
+	// Principal is who sent Msg (principal.Of the caller's context, or a
+	// bare request's header): the owner's audit entries name it.
+	Principal string
 }
 
 // Reply is what a channel replier delivers.
@@ -68,7 +72,7 @@ func Ask(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg proto
 // validated by the caller (Call.Checked).
 func AskOwner(ctx context.Context, root *actor.RootContext, dir *actor.PID, live *LiveOwners, key string, msg proto.Message, checked bool) (proto.Message, error) {
 	ch := make(ChanReplier, 1)
-	Send(root, dir, live, key, &Call{Msg: msg, Replier: ch, Checked: checked})
+	Send(root, dir, live, key, &Call{Msg: msg, Replier: ch, Checked: checked, Principal: principal.Of(ctx)})
 	select {
 	case r := <-ch:
 		return r.Msg, r.Err

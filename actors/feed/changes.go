@@ -132,7 +132,7 @@ func FilterOf(f *feedv1.ChangeFilter) (*persistence.FeedFilter, error) {
 		}
 	}
 	return &persistence.FeedFilter{EventTypes: f.GetEventTypes(), SessionID: f.GetSessionId(),
-		PlanID: f.GetPlanId(), ActorName: f.GetActorName()}, nil
+		PlanID: f.GetPlanId(), ActorName: f.GetActorName(), Principal: f.GetPrincipal(), Namespace: f.GetNamespace()}, nil
 }
 
 // TailChanges subscribes to the change feed: entries with position >
@@ -263,7 +263,7 @@ func (t *ChangeTail) fromRing(r *changeRing) []*feedv1.ChangeEvent {
 		e := r.entries[i]
 		n++
 		t.after = e.Position
-		if t.filter.Matches(e.EventType, e.SessionId, e.PlanId, e.ActorName) {
+		if t.filter.Matches(e) {
 			out = append(out, &feedv1.ChangeEvent{Event: &feedv1.ChangeEvent_Entry{Entry: e}})
 		}
 	}

@@ -28,6 +28,9 @@ type Request struct {
 	Checked bool
 	// Value is the domain's (e.g. the outcome it computed on Accept).
 	Value any
+	// Principal is who sent the request (package principal): the audit
+	// entries its write records name it.
+	Principal string
 }
 
 // Batching says how a request may share a write with its neighbours in

@@ -10,6 +10,7 @@ import (
 	"github.com/agentstate/agentstate/actors/session"
 	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/remote"
@@ -115,7 +116,7 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 			}
 			timeout = min(timeout, left)
 		}
-		resp, err := r.attempt(kind, id, msg, timeout)
+		resp, err := r.attempt(kind, id, msg, principal.Of(ctx), timeout)
 		if err == nil {
 			return resp, nil
 		}
@@ -140,7 +141,7 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 // leaves the topology: cluster.Request cannot promise either, because its
 // owner lookup waits up to a hard-coded 5 s for a member that may just have
 // died, and a request to a dead member is never failed before its timeout.
-func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Duration) (proto.Message, error) {
+func (r *Router) attempt(kind, id string, msg proto.Message, who string, timeout time.Duration) (proto.Message, error) {
 	c := r.cluster.Load()
 	if c == nil {
 		return nil, errs.Unavailable("the cluster is not started yet")
@@ -159,7 +160,7 @@ func (r *Router) attempt(kind, id string, msg proto.Message, timeout time.Durati
 		return nil, errs.Unavailable("%s %s: its owner's member %s left the cluster", kind, id, pid.Address)
 	}
 	sent := r.conns.mark(pid.Address)
-	raw, err := r.await(c, pid, proto.Clone(msg), time.Until(deadline))
+	raw, err := r.await(c, pid, proto.Clone(msg), who, time.Until(deadline))
 	if err != nil {
 		// A dead or stopped activation: the next attempt looks the owner up anew.
 		c.PidCache.RemoveByValue(id, kind, pid)
@@ -195,14 +196,19 @@ var errMemberLeft = errors.New("its member left the cluster with the request in 
 // only while pid's member (if remote) is in the topology: a request to a
 // member that left is never answered, so waiting longer only delays the
 // caller's retry. It fails with errMemberLeft then, else as the future does.
-func (r *Router) await(c *cluster.Cluster, pid *actor.PID, msg proto.Message, timeout time.Duration) (any, error) {
+func (r *Router) await(c *cluster.Cluster, pid *actor.PID, msg proto.Message, who string, timeout time.Duration) (any, error) {
 	type answer struct {
 		msg any
 		err error
 	}
 	local := pid.Address == c.ActorSystem.Address()
 	t := r.topo.load()
-	f := c.ActorSystem.Root.RequestFuture(pid, msg, timeout)
+	// RequestFuture sends no headers: the envelope names the request's
+	// principal for the owner's audit entries (principal.Header).
+	f := actor.NewFuture(c.ActorSystem, timeout)
+	env := &actor.MessageEnvelope{Message: msg, Sender: f.PID()}
+	env.SetHeader(principal.Header, who)
+	c.ActorSystem.Root.Send(pid, env)
 	if local || t == nil {
 		return f.Result()
 	}

@@ -104,6 +104,14 @@ type op struct {
 	details   string               // opMergeDetails: the merged object after
 }
 
+// principal is who sent the op's request (its audit entry names it).
+func (o *op) principal() string {
+	if o.req == nil {
+		return ""
+	}
+	return o.req.Principal
+}
+
 // apply computes o's outcome against s and then advances s by it.
 func (s *state) apply(o *op) {
 	switch o.kind {

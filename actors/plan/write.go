@@ -93,6 +93,8 @@ func writeOf(planID string, committed *state, ops []*op, now time.Time) (*persis
 		if err != nil {
 			return nil, errs.Internal("plan %s: audit entry: %v", planID, err)
 		}
+		// Every plan is in the default namespace (docs/OPERATIONS.md).
+		e.Principal, e.Namespace = o.principal(), persistence.DefaultNamespace
 		w.Audit = append(w.Audit, e)
 	}
 	if touched {

@@ -9,6 +9,7 @@ import (
 	"github.com/agentstate/agentstate/actors/writer"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -49,7 +50,7 @@ func (s *Service) AppendAsync(ctx context.Context, req *sessionv1.AppendRequest,
 	}
 	r := &asyncReplier{done: done, admit: s.admit, size: size}
 	r.timer = time.AfterFunc(s.env.cfg.AskTimeout, r.expire)
-	directory.Send(s.sys.Root, s.pid, &s.live, id, &directory.Call{Msg: n, Replier: r, Checked: true})
+	directory.Send(s.sys.Root, s.pid, &s.live, id, &directory.Call{Msg: n, Replier: r, Checked: true, Principal: principal.Of(ctx)})
 }
 
 // asyncReplier answers an AppendAsync: the owner's reply or the timeout,

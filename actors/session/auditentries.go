@@ -5,14 +5,23 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/lifecycle"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 )
 
-// entry builds an audit entry about this session.
-func (o *owner) entry(event, planID string, details map[string]any, now time.Time) (*auditv1.AuditEntry, error) {
-	return newEntry(event, o.id, o.sess.GetActorName(), planID, details, now)
+// entry builds an audit entry about this session, caused by r: it names
+// r's principal and the session's namespace (the owner has loaded the
+// session whenever it builds one: an append is never blind with
+// Config.AuditMessages).
+func (o *owner) entry(r *lifecycle.Request, event, planID string, details map[string]any, now time.Time) (*auditv1.AuditEntry, error) {
+	e, err := newEntry(event, o.id, o.sess.GetActorName(), planID, details, now)
+	if err != nil {
+		return nil, err
+	}
+	e.Principal, e.Namespace = r.Principal, o.sess.GetNamespace()
+	return e, nil
 }
 
 // createdDetails is the session_created entry's details: a struct, not a
@@ -27,7 +36,7 @@ type createdDetails struct {
 // createdEntry is the session_created audit entry of c. Its details hold
 // two strings under fixed keys, none a secret one: audit.NewOwnEntry
 // stores them as given.
-func createdEntry(sessionID string, c *sessionv1.CreateSessionRequest, now time.Time) (*auditv1.AuditEntry, error) {
+func createdEntry(r *lifecycle.Request, sessionID string, c *sessionv1.CreateSessionRequest, now time.Time) (*auditv1.AuditEntry, error) {
 	b, err := json.Marshal(createdDetails{Automation: c.Automation, Namespace: c.Namespace})
 	if err != nil {
 		return nil, errs.Internal("audit details of %s: %v", audit.EventSessionCreated, err)
@@ -37,6 +46,7 @@ func createdEntry(sessionID string, c *sessionv1.CreateSessionRequest, now time.
 	if err != nil {
 		return nil, errs.Internal("audit entry %s: %v", audit.EventSessionCreated, err)
 	}
+	e.Principal, e.Namespace = r.Principal, c.Namespace
 	return e, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/lifecycle"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 )
@@ -57,7 +58,7 @@ func TestCreatedEntryAsTheMapGave(t *testing.T) {
 		{ActorName: "a"},
 		{ActorName: "a", Namespace: "ns <&> \"q\"", Automation: "\u2028 ünï"},
 	} {
-		e, err := createdEntry("01J00000000000000000000000", c, now)
+		e, err := createdEntry(&lifecycle.Request{Principal: "alice"}, "01J00000000000000000000000", c, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,6 +70,9 @@ func TestCreatedEntryAsTheMapGave(t *testing.T) {
 		if e.DetailsJson != want.DetailsJson || e.EventType != want.EventType || e.SessionId != want.SessionId ||
 			e.ActorName != want.ActorName || e.PlanId != "" {
 			t.Errorf("created entry %v, want as %v", e, want)
+		}
+		if e.Principal != "alice" || e.Namespace != c.Namespace {
+			t.Errorf("created entry names principal %q namespace %q; want alice, %q", e.Principal, e.Namespace, c.Namespace)
 		}
 	}
 }

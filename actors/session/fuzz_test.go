@@ -11,6 +11,7 @@ import (
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/messages/jsonobj"
+	"github.com/agentstate/agentstate/messages/principal"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -121,7 +122,7 @@ func FuzzImport(f *testing.F) {
 		if err != nil {
 			return
 		}
-		c, err := importCommand(d, ids.New(), time.Now(), cfg)
+		c, err := importCommand(principal.Embedded, d, ids.New(), time.Now(), cfg)
 		mustBeInvalidArgument(t, err)
 		if err != nil {
 			return

@@ -10,6 +10,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -24,7 +25,7 @@ func (s *Service) importSession(ctx context.Context, req *sessionv1.ImportSessio
 	if err != nil {
 		return nil, err
 	}
-	cmd, err := importCommand(d, ids.New(), time.Now().UTC(), s.env.cfg)
+	cmd, err := importCommand(principal.Of(ctx), d, ids.New(), time.Now().UTC(), s.env.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +42,7 @@ func (s *Service) importSession(ctx context.Context, req *sessionv1.ImportSessio
 
 // importCommand validates every field of d as the live calls would and
 // builds the CreateSession of the new session id.
-func importCommand(d *exportDoc, id string, now time.Time, cfg Config) (*persistence.CreateSession, error) {
+func importCommand(who string, d *exportDoc, id string, now time.Time, cfg Config) (*persistence.CreateSession, error) {
 	if d.Session.MessageCount != int64(len(d.Messages)) {
 		return nil, errs.InvalidArgument("session.message_count is %d but the export has %d messages", d.Session.MessageCount, len(d.Messages))
 	}
@@ -57,7 +58,7 @@ func importCommand(d *exportDoc, id string, now time.Time, cfg Config) (*persist
 	if err != nil {
 		return nil, err
 	}
-	e, err := importedEntry(sess, d.Session.SessionID, now)
+	e, err := importedEntry(who, sess, d.Session.SessionID, now)
 	if err != nil {
 		return nil, err
 	}
@@ -152,11 +153,17 @@ func importLinks(in []exportLink, id string) ([]*sessionv1.LinkedPlan, error) {
 	return out, nil
 }
 
-// importedEntry is the session_imported audit entry of sess.
-func importedEntry(sess *sessionv1.Session, sourceID string, now time.Time) (*auditv1.AuditEntry, error) {
-	return newEntry(audit.EventSessionImported, sess.SessionId, sess.ActorName, "", map[string]any{
+// importedEntry is the session_imported audit entry of sess, imported by
+// the principal who.
+func importedEntry(who string, sess *sessionv1.Session, sourceID string, now time.Time) (*auditv1.AuditEntry, error) {
+	e, err := newEntry(audit.EventSessionImported, sess.SessionId, sess.ActorName, "", map[string]any{
 		"source_session_id": sourceID, "messages": sess.MessageCount, "linked_plans": len(sess.LinkedPlans),
 	}, now)
+	if err != nil {
+		return nil, err
+	}
+	e.Principal, e.Namespace = who, sess.GetNamespace()
+	return e, nil
 }
 
 // importMessages validates all messages of a single-document import

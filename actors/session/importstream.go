@@ -11,6 +11,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/proto"
 )
@@ -177,7 +178,7 @@ func (im *streamedImport) run(ctx context.Context, links []exportLink) (*session
 		return nil, err
 	}
 	now := time.Now().UTC()
-	e, err := importedEntry(im.sess, im.ds.SessionID, now)
+	e, err := importedEntry(principal.Of(ctx), im.sess, im.ds.SessionID, now)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -38,7 +39,7 @@ func (o *owner) truncate(r *lifecycle.Request, m *sessionv1.TruncateRequest, rem
 	now := time.Now().UTC()
 	var entries []*auditv1.AuditEntry
 	if removed == 0 {
-		e, err := o.entry(audit.EventSessionTruncated, "", map[string]any{"through_sequence": through}, now)
+		e, err := o.entry(r, audit.EventSessionTruncated, "", map[string]any{"through_sequence": through}, now)
 		if err != nil {
 			o.reply(r, nil, err)
 			return
@@ -180,6 +181,8 @@ func (s *Service) expirySweeper(stop <-chan struct{}) {
 // expirySweepBatch, and returns how many it deleted. A session whose
 // delete failed (its expiry moved, a store error) is skipped this time.
 func (s *Service) sweepExpired(ctx context.Context, now time.Time) (int, error) {
+	// The node deletes on its own behalf: its entries name principal.Node.
+	ctx = principal.With(ctx, principal.Node)
 	deleted := 0
 	skipped := map[string]bool{}
 	for {

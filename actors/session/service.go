@@ -11,6 +11,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -274,7 +275,7 @@ func call[T proto.Message](ctx context.Context, s *Service, key string, msg prot
 	}
 	// The room is held until the owner answers, also when ctx ends first.
 	r := s.admit.Answered(size)
-	directory.Send(s.sys.Root, s.pid, &s.live, key, &directory.Call{Msg: msg, Replier: r, Checked: true})
+	directory.Send(s.sys.Root, s.pid, &s.live, key, &directory.Call{Msg: msg, Replier: r, Checked: true, Principal: principal.Of(ctx)})
 	timeout := askTimers.Get().(*time.Timer)
 	timeout.Reset(s.env.cfg.AskTimeout)
 	defer func() {

@@ -81,7 +81,7 @@ func (o *owner) create(r *lifecycle.Request, c *sessionv1.CreateSessionRequest) 
 		o.reply(r, nil, err)
 		return
 	}
-	e, err := createdEntry(o.id, c, now)
+	e, err := createdEntry(r, o.id, c, now)
 	if err != nil {
 		o.reply(r, nil, err)
 		return
@@ -109,7 +109,7 @@ func (o *owner) close(r *lifecycle.Request) {
 		return
 	}
 	now := time.Now().UTC()
-	e, err := o.entry(audit.EventSessionClosed, "", nil, now)
+	e, err := o.entry(r, audit.EventSessionClosed, "", nil, now)
 	if err != nil {
 		o.reply(r, nil, err)
 		return
@@ -143,7 +143,7 @@ func (o *owner) delete(r *lifecycle.Request) {
 	if m, ok := r.Msg.(*sessionv1.DeleteSessionRequest); ok && m.OnlyIfExpired {
 		details["reason"] = "expired"
 	}
-	e, err := o.entry(audit.EventSessionDeleted, "", details, time.Now().UTC())
+	e, err := o.entry(r, audit.EventSessionDeleted, "", details, time.Now().UTC())
 	if err != nil {
 		o.reply(r, nil, err)
 		return
@@ -175,7 +175,7 @@ func (o *owner) addTokens(r *lifecycle.Request, m *sessionv1.UpdateTokenUsageReq
 		o.reply(r, nil, err)
 		return
 	}
-	e, err := o.entry(audit.EventTokenUsageUpdated, "", map[string]any{
+	e, err := o.entry(r, audit.EventTokenUsageUpdated, "", map[string]any{
 		"input_tokens": delta.InputTokens, "output_tokens": delta.OutputTokens, "cost": delta.Cost,
 	}, now)
 	if err != nil {
@@ -204,7 +204,7 @@ func (o *owner) link(r *lifecycle.Request, m *sessionv1.LinkPlanRequest) {
 	}
 	now := time.Now().UTC()
 	p := m.GetPlan()
-	e, err := o.entry(audit.EventPlanLinked, p.GetPlanId(), map[string]any{"phase": p.GetPhase(), "state": p.GetState()}, now)
+	e, err := o.entry(r, audit.EventPlanLinked, p.GetPlanId(), map[string]any{"phase": p.GetPhase(), "state": p.GetState()}, now)
 	if err != nil {
 		o.reply(r, nil, err)
 		return

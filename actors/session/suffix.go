@@ -97,12 +97,12 @@ func (o *owner) replaceSuffix(r *lifecycle.Request, m *sessionv1.ReplaceSuffixRe
 	}
 	now := time.Now().UTC()
 	ts := timestamppb.New(now)
-	t, err := o.turn(&sessionv1.AppendRequest{SessionId: o.id, Messages: m.Messages, StateDelta: m.StateDelta, ScopeDeltas: m.ScopeDeltas}, ts, now)
+	t, err := o.turn(r, &sessionv1.AppendRequest{SessionId: o.id, Messages: m.Messages, StateDelta: m.StateDelta, ScopeDeltas: m.ScopeDeltas}, ts, now)
 	if err != nil {
 		o.reply(r, nil, err)
 		return
 	}
-	e, err := o.entry(audit.EventSessionRewound, "", map[string]any{
+	e, err := o.entry(r, audit.EventSessionRewound, "", map[string]any{
 		"from_sequence": from, "previous_next_sequence": next, "removed": max(next-from, 0), "added": len(m.Messages),
 	}, now)
 	if err != nil {

@@ -68,7 +68,7 @@ func (o *owner) turns(run []*lifecycle.Request, ts *timestamppb.Timestamp, now t
 		}
 		var t persistence.Turn
 		if err == nil {
-			t, err = o.turn(a, ts, now)
+			t, err = o.turn(r, a, ts, now)
 		}
 		if err != nil {
 			o.reply(r, nil, err)
@@ -128,7 +128,7 @@ func (o *owner) appendable() error {
 }
 
 // turn converts one normalised append into a Turn.
-func (o *owner) turn(a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now time.Time) (persistence.Turn, error) {
+func (o *owner) turn(r *lifecycle.Request, a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now time.Time) (persistence.Turn, error) {
 	t := persistence.Turn{Messages: make([]*sessionv1.Message, len(a.Messages)), State: a.StateDelta, KeepStored: keepStored(a.Messages)}
 	if len(a.ScopeDeltas) > 0 {
 		t.Scopes = fromScopeDeltas(a.ScopeDeltas)
@@ -149,7 +149,7 @@ func (o *owner) turn(a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now 
 	if o.env.cfg.AuditMessages {
 		t.Audit = make([]*auditv1.AuditEntry, 0, len(a.Messages))
 		for _, m := range a.Messages {
-			e, err := o.entry(audit.EventMessageAppended, "", map[string]any{"message_id": m.MessageId, "role": roleNames[m.Role]}, now)
+			e, err := o.entry(r, audit.EventMessageAppended, "", map[string]any{"message_id": m.MessageId, "role": roleNames[m.Role]}, now)
 			if err != nil {
 				return t, err
 			}

@@ -34,12 +34,15 @@ func (ff *filterFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&ff.f.PlanId, "plan", "", "only entries about this plan")
 	c.Flags().StringVar(&ff.f.SessionId, "session", "", "only entries about this session")
 	c.Flags().StringVar(&ff.f.ActorName, "actor", "", "only entries of this actor")
+	c.Flags().StringVar(&ff.f.Principal, "principal", "", "only entries caused by this authenticated principal")
+	c.Flags().StringVar(&ff.f.Namespace, "namespace", "", "only entries of this namespace")
 	c.Flags().StringVar(&ff.since, "since", "", "only entries created at or after this time (RFC 3339, or a duration ago such as 24h)")
 	c.Flags().StringVar(&ff.until, "until", "", "only entries created before this time (RFC 3339, or a duration ago)")
 }
 
 func (ff *filterFlags) build(cmd *cobra.Command) (*auditv1.Filter, error) {
-	f := &auditv1.Filter{EventType: ff.f.EventType, PlanId: ff.f.PlanId, SessionId: ff.f.SessionId, ActorName: ff.f.ActorName}
+	f := &auditv1.Filter{EventType: ff.f.EventType, PlanId: ff.f.PlanId, SessionId: ff.f.SessionId, ActorName: ff.f.ActorName,
+		Principal: ff.f.Principal, Namespace: ff.f.Namespace}
 	var err error
 	if ff.since != "" {
 		if f.Since, err = parseInstant(ff.since); err != nil {

@@ -62,6 +62,8 @@ not an event id as audit list's --after is.`,
 	c.Flags().StringVar(&req.Filter.SessionId, "session", "", "only entries about this session")
 	c.Flags().StringVar(&req.Filter.PlanId, "plan", "", "only entries about this plan")
 	c.Flags().StringVar(&req.Filter.ActorName, "actor", "", "only entries of this actor")
+	c.Flags().StringVar(&req.Filter.Principal, "principal", "", "only entries caused by this authenticated principal")
+	c.Flags().StringVar(&req.Filter.Namespace, "namespace", "", "only entries of this namespace")
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
 		return tail[feedv1.ChangeEvent, *feedv1.ChangeEvent](cmd, cl, func(ctx context.Context) (grpc.ServerStreamingClient[feedv1.ChangeEvent], error) {
 			return feedv1.NewFeedServiceClient(cl.conn).TailChanges(ctx, req)

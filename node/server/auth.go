@@ -13,6 +13,7 @@ import (
 	"github.com/agentstate/agentstate/actors/audit"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 )
@@ -187,7 +188,8 @@ func (f *failureAuditor) record(method, peerAddr, reason string) {
 	}
 	go func() {
 		defer f.done()
-		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+		// The node records the refusal: no principal authenticated.
+		ctx, cancel := context.WithTimeout(principal.With(context.Background(), principal.Node), f.timeout)
 		defer cancel()
 		if f.withCtx != nil {
 			ctx = f.withCtx(ctx)

@@ -6,14 +6,17 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/messages/principal"
 	"google.golang.org/grpc"
 )
 
 type principalKey struct{}
 
-// withPrincipal is ctx carrying the principal its request authenticated as.
+// withPrincipal is ctx carrying the principal its request authenticated as,
+// and its name for the audit entries the request causes (package
+// principal: the owners record it whichever member they run on).
 func withPrincipal(ctx context.Context, p *Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+	return principal.With(context.WithValue(ctx, principalKey{}, p), p.Name)
 }
 
 // principalFrom is the principal of ctx's request (streamTap put it
@@ -65,6 +68,9 @@ type rule struct {
 	// (an append stream's refused append is that append's outcome, as a
 	// missing session's is; the stream goes on).
 	perAppend bool
+	// keep, when set, decides each message a server stream sends: false
+	// drops it (a feed's entry the principal may not read).
+	keep func(d *decider, msg any) bool
 }
 
 // decider is one request's authorization: who, which method, and the
@@ -116,10 +122,28 @@ func (z *authorizer) unary(ctx context.Context, req any, info *grpc.UnaryServerI
 // stream refuses a stream whose method has no rule; its messages are
 // decided as they are received (received).
 func (z *authorizer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if _, _, err := z.lookup(ss.Context(), info.FullMethod); err != nil {
+	p, r, err := z.lookup(ss.Context(), info.FullMethod)
+	if err != nil {
 		return err
 	}
+	if r.keep != nil && !p.operator && p.everywhere < roleReader {
+		ss = keptStream{ServerStream: ss, keep: r.keep, d: &decider{ctx: ss.Context(), p: p, z: z, method: info.FullMethod}}
+	}
 	return handler(srv, ss)
+}
+
+// keptStream sends only the messages its rule keeps.
+type keptStream struct {
+	grpc.ServerStream
+	keep func(d *decider, msg any) bool
+	d    *decider
+}
+
+func (s keptStream) SendMsg(m any) error {
+	if !s.keep(s.d, m) {
+		return nil
+	}
+	return s.ServerStream.SendMsg(m)
 }
 
 // received decides one message received on a stream of method, once

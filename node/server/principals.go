@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/agentstate/agentstate/node/client"
 )
 
@@ -192,6 +193,9 @@ func parseIdentitiesIn(b []byte, dir string) (*identities, error) {
 		}
 		if byName[s.Name] != nil {
 			return nil, fmt.Errorf("principal %q appears twice", s.Name)
+		}
+		if principal.Reserved(s.Name) {
+			return nil, fmt.Errorf("principal %q: the name is reserved for the audit trail's own principals", s.Name)
 		}
 		p, err := s.principal()
 		if err != nil {

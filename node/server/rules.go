@@ -10,6 +10,7 @@ import (
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/node/codec"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
@@ -93,8 +94,9 @@ func apiRules() map[string]rule {
 		planv1.PlanService_MergeErrorDetails_FullMethodName: {check: onPlan(roleWriter, (*planv1.MergeErrorDetailsRequest).GetPlanId)},
 
 		// Audit: an entry belongs to its session's namespace, else to
-		// defaultNamespace; reads across namespaces need a reader grant on
-		// "*" or the operator role (the store cannot filter by namespace).
+		// defaultNamespace, and stores it (AuditEntry.namespace): reads
+		// return only the entries of namespaces the principal reads
+		// (auditReads).
 		auditv1.AuditService_Record_FullMethodName: {check: func(d *decider, msg any) error {
 			m := msg.(*auditv1.RecordRequest)
 			if m.GetSessionId() != "" {
@@ -103,10 +105,24 @@ func apiRules() map[string]rule {
 			return d.namespace(defaultNamespace, roleWriter)
 		}},
 		auditv1.AuditService_List_FullMethodName: {check: func(d *decider, msg any) error {
-			return d.auditReads(msg.(*auditv1.ListRequest).GetFilter().GetSessionId())
-		}},
+			m := msg.(*auditv1.ListRequest)
+			if m.Filter == nil {
+				m.Filter = &auditv1.Filter{}
+			}
+			_, err := d.auditReads(m.Filter.SessionId, &m.Filter.Namespace)
+			return err
+		}, filter: filterAuditList},
 		auditv1.AuditService_Count_FullMethodName: {check: func(d *decider, msg any) error {
-			return d.auditReads(msg.(*auditv1.CountRequest).GetFilter().GetSessionId())
+			m := msg.(*auditv1.CountRequest)
+			if m.Filter == nil {
+				m.Filter = &auditv1.Filter{}
+			}
+			all, err := d.auditReads(m.Filter.SessionId, &m.Filter.Namespace)
+			if err == nil && !all {
+				// A count cannot be trimmed after the fact.
+				err = errs.PermissionDenied("principal %q reads several namespaces; %s needs one named (filter namespace or session_id)", d.p.Name, d.method)
+			}
+			return err
 		}},
 		auditv1.AuditService_Get_FullMethodName:    {filter: filterAuditEntry},
 		auditv1.AuditService_Verify_FullMethodName: {check: func(d *decider, _ any) error { return d.operator() }},
@@ -118,8 +134,13 @@ func apiRules() map[string]rule {
 		// Feeds.
 		feedv1.FeedService_TailSession_FullMethodName: {check: onSession(roleReader, func(m *feedv1.TailSessionRequest) string { return m.GetSessionId() })},
 		feedv1.FeedService_TailChanges_FullMethodName: {check: func(d *decider, msg any) error {
-			return d.auditReads(msg.(*feedv1.TailChangesRequest).GetFilter().GetSessionId())
-		}},
+			m := msg.(*feedv1.TailChangesRequest)
+			if m.Filter == nil {
+				m.Filter = &feedv1.ChangeFilter{}
+			}
+			_, err := d.auditReads(m.Filter.SessionId, &m.Filter.Namespace)
+			return err
+		}, keep: keepChange},
 
 		// Health and reflection reveal nothing of any namespace: any
 		// authenticated principal.
@@ -276,37 +297,80 @@ func exportNamespace(data string) string {
 	return doc.Session.Namespace
 }
 
-// auditReads decides a read of the audit trail (list, count, change feed):
-// one session's entries for a reader of its namespace, every entry for a
-// reader of every namespace or the operator.
-func (d *decider) auditReads(sessionID string) error {
+// auditReads decides a read of the audit trail (list, count, change feed)
+// and narrows it to what the principal reads. all reports that the
+// request, as narrowed, selects only entries the principal may read; when
+// it does not (a principal of several namespaces naming none), the
+// answer must be trimmed entry by entry (readsEntry).
+//
+// The operator and a reader of every namespace read everything. Otherwise:
+// one session's entries for a reader of its namespace; one namespace's for
+// a reader of it (namespace is stored with every entry and indexed, so the
+// store selects them); with neither named, the one namespace a principal
+// holds a grant on is named for it.
+func (d *decider) auditReads(sessionID string, namespace *string) (all bool, err error) {
 	if d.p.operator || d.p.everywhere >= roleReader {
-		return nil
+		return true, nil
 	}
-	if sessionID == "" {
-		return errs.PermissionDenied("principal %q reads only some namespaces; %s across them needs a reader grant on \"*\" or the operator role: name a session (filter session_id)", d.p.Name, d.method)
+	if sessionID != "" {
+		// A session's entries are all of its namespace.
+		return true, d.session(sessionID, roleReader)
 	}
-	return d.session(sessionID, roleReader)
+	if *namespace != "" {
+		return true, d.namespace(*namespace, roleReader)
+	}
+	if ns, ok := d.p.only(); ok {
+		if err := d.namespace(ns, roleReader); err != nil {
+			return false, err
+		}
+		*namespace = ns
+		return true, nil
+	}
+	return false, nil
+}
+
+// readsEntry reports whether the principal may read e: its stored
+// namespace (entries older than principals were given their session's at
+// the migration, else the default one).
+func (d *decider) readsEntry(e *auditv1.AuditEntry) bool {
+	if d.p.operator || d.p.everywhere >= roleReader {
+		return true
+	}
+	return d.p.role(orDefault(e.GetNamespace())) >= roleReader
 }
 
 // filterAuditEntry hides an entry of a namespace the principal cannot read
 // as a missing one.
 func filterAuditEntry(d *decider, resp any) (any, error) {
 	e := resp.(*auditv1.GetResponse).GetEntry()
-	if d.p.operator || d.p.everywhere >= roleReader {
-		return resp, nil
-	}
-	notFound := errs.NotFound("audit entry %s not found", e.GetEventId())
-	if e.GetSessionId() == "" {
-		if d.p.role(defaultNamespace) < roleReader {
-			return nil, notFound
-		}
-		return resp, nil
-	}
-	// Uncached: a deleted session's entries are the operator's alone.
-	ns, err := d.z.sessionNamespace(d.ctx, e.GetSessionId())
-	if err != nil || d.p.role(ns) < roleReader {
-		return nil, notFound // a deleted session's entries: operator only
+	if !d.readsEntry(e) {
+		return nil, errs.NotFound("audit entry %s not found", e.GetEventId())
 	}
 	return resp, nil
+}
+
+// filterAuditList drops the entries the principal cannot read (a list that
+// auditReads could not narrow to them). A page may then hold fewer than
+// its limit, or none, with a next_cursor: page on until it is empty.
+func filterAuditList(d *decider, resp any) (any, error) {
+	r := resp.(*auditv1.ListResponse)
+	kept := r.Entries[:0]
+	for _, e := range r.Entries {
+		if d.readsEntry(e) {
+			kept = append(kept, e)
+		}
+	}
+	r.Entries = kept
+	return r, nil
+}
+
+// keepChange drops, from a change feed, the entries the principal cannot
+// read; the feed's other events (pruned ranges, its end) reveal no entry.
+func keepChange(d *decider, msg any) bool {
+	if t, ok := msg.(*codec.Tracked); ok {
+		// The feed stream's envelope (a dropped one is released unsent).
+		msg = t.Message
+	}
+	ev, ok := msg.(*feedv1.ChangeEvent)
+	return !ok || ev.GetEntry() == nil || d.readsEntry(ev.GetEntry())
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/tap"
 )
@@ -71,6 +72,9 @@ func (t *streamTap) handle(ctx context.Context, info *tap.Info) (context.Context
 			return nil, t.refuse(info.FullMethodName, t.auth.reject(ctx, info.FullMethodName, err))
 		}
 		ctx = withPrincipal(ctx, p)
+	} else {
+		// No authentication (loopback only): the audit trail says so.
+		ctx = principal.With(ctx, principal.Anonymous)
 	}
 	if n := t.open.Add(1); n > t.max {
 		t.open.Add(-1)

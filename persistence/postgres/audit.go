@@ -10,9 +10,9 @@ import (
 )
 
 const insertAuditSQL = `INSERT INTO audit_log (position, event_id, event_type, plan_id, session_id,
-	project_name, actor_name, user_identity, details_json, created_at, prev_hash, hash)
+	project_name, actor_name, user_identity, details_json, created_at, prev_hash, hash, principal, namespace)
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-		$7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[])`
+		$7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[])`
 
 // audit appends entries to the chain: each gets the next position, the
 // current tail's hash as PrevHash, and its own Hash. Rows are only queued;
@@ -40,7 +40,7 @@ func (a *applier) audit(entries []*auditv1.AuditEntry) error {
 func (a *applier) auditArgs() []any {
 	n := len(a.pending)
 	pos, created := make([]int64, n), make([]int64, n)
-	cols := make([][]string, 10)
+	cols := make([][]string, 12)
 	for i := range cols {
 		cols[i] = make([]string, n)
 	}
@@ -49,9 +49,9 @@ func (a *applier) auditArgs() []any {
 		pos[i], created[i] = e.Position, c
 		cols[0][i], cols[1][i], cols[2][i], cols[3][i] = e.EventId, e.EventType, e.PlanId, e.SessionId
 		cols[4][i], cols[5][i], cols[6][i], cols[7][i] = e.ProjectName, e.ActorName, e.UserIdentity, e.DetailsJson
-		cols[8][i], cols[9][i] = e.PrevHash, e.Hash
+		cols[8][i], cols[9][i], cols[10][i], cols[11][i] = e.PrevHash, e.Hash, e.Principal, e.Namespace
 	}
-	return []any{pos, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], created, cols[8], cols[9]}
+	return []any{pos, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], created, cols[8], cols[9], cols[10], cols[11]}
 }
 
 // flushAudit writes the queued entries in one statement (without

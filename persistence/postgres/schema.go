@@ -198,6 +198,16 @@ ALTER TABLE session_messages ADD COLUMN kind text COLLATE "C" NOT NULL DEFAULT '
 CREATE UNIQUE INDEX session_messages_by_key ON session_messages (session_id, item_key) WHERE item_key <> '';
 CREATE INDEX session_messages_by_kind ON session_messages (session_id, kind, sequence) WHERE kind <> '';
 `,
+	// 6 (issue 28): who caused an entry and where it belongs; as the
+	// SQLite store's migration 9.
+	`
+ALTER TABLE audit_log ADD COLUMN principal text NOT NULL DEFAULT '';
+ALTER TABLE audit_log ADD COLUMN namespace text NOT NULL DEFAULT '';
+UPDATE audit_log a SET namespace = COALESCE(
+	(SELECT s.namespace FROM sessions s WHERE s.session_id = a.session_id AND s.namespace <> ''), 'local');
+CREATE INDEX audit_by_principal ON audit_log (principal, position) WHERE principal <> '';
+CREATE INDEX audit_by_namespace ON audit_log (namespace, position);
+`,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

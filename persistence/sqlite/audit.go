@@ -12,9 +12,9 @@ import (
 
 const (
 	insertAuditPrefix = `INSERT INTO audit_log (position, event_id, event_type, plan_id, session_id,
-	project_name, actor_name, user_identity, details_json, created_at, prev_hash, hash) VALUES `
-	auditRowParams = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	auditColumnsN  = 12
+	project_name, actor_name, user_identity, details_json, created_at, prev_hash, hash, principal, namespace) VALUES `
+	auditRowParams = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	auditColumnsN  = 14
 )
 
 // Multi-row inserts: a flush writes its rows in statements of these many
@@ -68,7 +68,7 @@ func (a *applier) insertAudit(es []*auditv1.AuditEntry) error {
 	for _, e := range es {
 		created := persistence.CheckedNanos(e.GetCreatedAt()) // PrepareEntry checked it
 		args = append(args, e.Position, e.EventId, e.EventType, e.PlanId, e.SessionId, e.ProjectName,
-			e.ActorName, e.UserIdentity, e.DetailsJson, created, e.PrevHash, e.Hash)
+			e.ActorName, e.UserIdentity, e.DetailsJson, created, e.PrevHash, e.Hash, e.Principal, e.Namespace)
 	}
 	err := a.insert(insertAuditSQL[len(es)], args)
 	clear(args)

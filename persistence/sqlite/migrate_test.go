@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
@@ -194,5 +195,86 @@ func TestMigrationMovesSettledAndPendingRowsToTheIndexTable(t *testing.T) {
 	}
 	if entries != 0 {
 		t.Fatalf("%d index entries outlive their deleted rows", entries)
+	}
+}
+
+// Migration 8 adds principal and namespace to the audit trail of a
+// database at version 7: its entries keep their hashes (no principal: the
+// nine-field form) and verify, get their session's namespace (else the
+// default one), and a new entry chains onto the old tail with its
+// principal and namespace hashed.
+func TestMigrationKeepsAnOldAuditChainVerifiable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v7.db")
+	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations[:7] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	session := ids.New()
+	if _, err := db.Exec(`INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json,
+	state, input_tokens, output_tokens, cost, next_sequence, created_at, updated_at, closed_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, session, "a", "team-a", 0, "{}", 1, 0, 0, 0.0, 0, 1, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	prev := ""
+	old := []*auditv1.AuditEntry{
+		{EventId: ids.New(), EventType: "session_created", SessionId: session, ActorName: "a", DetailsJson: "{}", CreatedAt: timestamppb.Now()},
+		{EventId: ids.New(), EventType: "config_changed", DetailsJson: "{}", CreatedAt: timestamppb.Now()},
+	}
+	for i, e := range old {
+		e.Position, e.PrevHash = int64(i+1), prev
+		e.Hash = persistence.AuditHash(prev, e) // no principal: the form old builds wrote
+		prev = e.Hash
+		if _, err := db.Exec(`INSERT INTO audit_log (position, event_id, event_type, plan_id, session_id, project_name,
+	actor_name, user_identity, details_json, created_at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.Position, e.EventId, e.EventType, "", e.SessionId, "", e.ActorName, "", e.DetailsJson,
+			e.CreatedAt.AsTime().UnixNano(), e.PrevHash, e.Hash); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec("PRAGMA user_version = 7"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := mustOpen(t, path)
+	defer mustClose(t, s)
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	fresh := &auditv1.AuditEntry{EventId: ids.New(), EventType: "config_changed", Principal: "alice", CreatedAt: timestamppb.Now()}
+	res, err := w.Apply(context.Background(), []persistence.Command{&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{fresh}}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("record after the migration: %v / %v", err, res[0].Err)
+	}
+	got, err := s.Reader().ScanAudit(context.Background(), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNS := []string{"team-a", persistence.DefaultNamespace, persistence.DefaultNamespace}
+	wantPrincipal := []string{"", "", "alice"}
+	if len(got) != 3 {
+		t.Fatalf("%d entries after the migration, want 3", len(got))
+	}
+	link := ""
+	for i, e := range got {
+		if e.Namespace != wantNS[i] || e.Principal != wantPrincipal[i] {
+			t.Errorf("entry %d: principal %q namespace %q, want %q %q", i, e.Principal, e.Namespace, wantPrincipal[i], wantNS[i])
+		}
+		if e.PrevHash != link || persistence.AuditHash(link, e) != e.Hash {
+			t.Fatalf("entry %d does not verify after the migration: %v", i, e)
+		}
+		link = e.Hash
+	}
+	if got[0].Hash != old[0].Hash || got[1].Hash != old[1].Hash {
+		t.Fatal("the migration changed an old entry's hash")
 	}
 }

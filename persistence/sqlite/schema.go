@@ -345,6 +345,21 @@ CREATE VIEW session_messages AS
 		r.item_key, r.kind
 		FROM message_pending p JOIN message_rows r ON r.id = p.id;
 `,
+	// 9 (issue 28): who caused an entry and where it belongs. principal
+	// is the authenticated principal (hashed with the entry, see
+	// persistence.AuditCanonical); entries written before have none and
+	// keep their hash. namespace is filled for them from their session
+	// (else "local"), so reads filtered by namespace find them too; for
+	// them it is derived, not covered by the hash. The namespace index
+	// serves the reads of principals limited to some namespaces.
+	`
+ALTER TABLE audit_log ADD COLUMN principal TEXT NOT NULL DEFAULT '';
+ALTER TABLE audit_log ADD COLUMN namespace TEXT NOT NULL DEFAULT '';
+UPDATE audit_log SET namespace = COALESCE(
+	(SELECT s.namespace FROM sessions s WHERE s.session_id = audit_log.session_id AND s.namespace != ''), 'local');
+CREATE INDEX audit_by_principal ON audit_log(principal) WHERE principal != '';
+CREATE INDEX audit_by_namespace ON audit_log(namespace);
+`,
 }
 
 // migrate brings the database to the latest schema version inside one

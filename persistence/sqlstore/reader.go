@@ -168,6 +168,12 @@ func auditWhere(w *Where, f *auditv1.Filter) {
 	if v := f.GetActorName(); v != "" {
 		w.Cond("actor_name = " + w.Arg(v) + " AND actor_name <> ''")
 	}
+	if v := f.GetPrincipal(); v != "" {
+		w.Cond("principal = " + w.Arg(v) + " AND principal <> ''")
+	}
+	if v := f.GetNamespace(); v != "" {
+		w.Cond("namespace = " + w.Arg(v))
+	}
 	if f.GetSince() != nil {
 		w.Cond("created_at >= " + w.Arg(persistence.BoundNanos(f.GetSince().AsTime())))
 	}
@@ -246,6 +252,12 @@ func (r *Reader) FeedAudit(ctx context.Context, f *persistence.FeedFilter, after
 		}
 		if f.ActorName != "" {
 			w.Cond("actor_name = " + w.Arg(f.ActorName) + " AND actor_name <> ''")
+		}
+		if f.Principal != "" {
+			w.Cond("principal = " + w.Arg(f.Principal) + " AND principal <> ''")
+		}
+		if f.Namespace != "" {
+			w.Cond("namespace = " + w.Arg(f.Namespace))
 		}
 	}
 	return r.audit(ctx, "SELECT "+AuditColumns+" FROM audit_log"+w.Clause()+

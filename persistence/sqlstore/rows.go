@@ -8,7 +8,7 @@ import (
 
 // AuditColumns are the columns of an audit_log row, in auditRow's order.
 const AuditColumns = `position, event_id, event_type, plan_id, session_id, project_name, actor_name,
-	user_identity, details_json, created_at, prev_hash, hash`
+	user_identity, details_json, created_at, prev_hash, hash, principal, namespace`
 
 // auditRow is the scan destination of one AuditColumns row.
 type auditRow struct {
@@ -21,7 +21,7 @@ func newAuditRow() *auditRow {
 	r := &auditRow{}
 	e := &r.e
 	r.dest = []any{&e.Position, &e.EventId, &e.EventType, &e.PlanId, &e.SessionId, &e.ProjectName,
-		&e.ActorName, &e.UserIdentity, &e.DetailsJson, &r.created, &e.PrevHash, &e.Hash}
+		&e.ActorName, &e.UserIdentity, &e.DetailsJson, &r.created, &e.PrevHash, &e.Hash, &e.Principal, &e.Namespace}
 	return r
 }
 
@@ -31,7 +31,7 @@ func (r *auditRow) entry() *auditv1.AuditEntry {
 	return &auditv1.AuditEntry{Position: e.Position, EventId: e.EventId, EventType: e.EventType,
 		PlanId: e.PlanId, SessionId: e.SessionId, ProjectName: e.ProjectName, ActorName: e.ActorName,
 		UserIdentity: e.UserIdentity, DetailsJson: e.DetailsJson, CreatedAt: persistence.Stamp(r.created),
-		PrevHash: e.PrevHash, Hash: e.Hash}
+		PrevHash: e.PrevHash, Hash: e.Hash, Principal: e.Principal, Namespace: e.Namespace}
 }
 
 // RecordColumns are the columns of a plan_errors row, in recordRow's order.

@@ -71,7 +71,7 @@ var feedCases = []testCase{
 				h.Fatalf("%s: got %v, want %v", c.name, eventIDs(got), c.want)
 			}
 			for _, e := range got {
-				if !c.f.Matches(e.EventType, e.SessionId, e.PlanId, e.ActorName) {
+				if !c.f.Matches(e) {
 					h.Fatalf("%s: Matches disagrees with the store on %v", c.name, e)
 				}
 			}

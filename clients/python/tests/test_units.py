@@ -330,3 +330,12 @@ class RetryTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AuditFilterTest(unittest.TestCase):
+    def test_principal_and_namespace_reach_the_filter(self) -> None:
+        from agentstate import audit_filter
+
+        f = audit_filter(actor_name="bot", principal="alice", namespace="team-a")
+        self.assertEqual((f.actor_name, f.principal, f.namespace), ("bot", "alice", "team-a"))
+        self.assertEqual(audit_filter().principal, "")

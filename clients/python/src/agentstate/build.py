@@ -367,9 +367,22 @@ def audit_filter(
     actor_name: str = "",
     since: Optional[Any] = None,
     until: Optional[Any] = None,
+    principal: str = "",
+    namespace: str = "",
 ) -> audit_pb2.Filter:
-    """An audit filter; since/until are datetimes (aware, or naive UTC) or Timestamps."""
-    f = audit_pb2.Filter(event_type=event_type, plan_id=plan_id, session_id=session_id, actor_name=actor_name)
+    """An audit filter; since/until are datetimes (aware, or naive UTC) or Timestamps.
+
+    principal selects the entries caused by that authenticated principal,
+    namespace those of one namespace.
+    """
+    f = audit_pb2.Filter(
+        event_type=event_type,
+        plan_id=plan_id,
+        session_id=session_id,
+        actor_name=actor_name,
+        principal=principal,
+        namespace=namespace,
+    )
     if since is not None:
         f.since.CopyFrom(timestamp(since))
     if until is not None:

@@ -44,8 +44,18 @@ type AuditEntry struct {
 	Position int64 `protobuf:"varint,10,opt,name=position,proto3" json:"position,omitempty"`
 	// Hex SHA-256 of the previous entry's hash followed by this entry's
 	// canonical form; set at commit.
-	Hash          string `protobuf:"bytes,11,opt,name=hash,proto3" json:"hash,omitempty"`
-	PrevHash      string `protobuf:"bytes,12,opt,name=prev_hash,json=prevHash,proto3" json:"prev_hash,omitempty"`
+	Hash     string `protobuf:"bytes,11,opt,name=hash,proto3" json:"hash,omitempty"`
+	PrevHash string `protobuf:"bytes,12,opt,name=prev_hash,json=prevHash,proto3" json:"prev_hash,omitempty"`
+	// The authenticated principal whose request caused the entry, set by the
+	// node (never taken from the client): a principal's name, "node" for
+	// the node's own work (expiry sweeps), "embedded" for an in-process
+	// caller that set none, "anonymous" on a node without authentication,
+	// "remote" for a Proto.Actor sender that named none. Covered by hash;
+	// empty only on entries written before principals were recorded.
+	Principal string `protobuf:"bytes,13,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The namespace the entry belongs to: its session's, else "local"
+	// (plans, entries naming no session). Covered by hash with principal.
+	Namespace     string `protobuf:"bytes,14,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -160,6 +170,20 @@ func (x *AuditEntry) GetHash() string {
 func (x *AuditEntry) GetPrevHash() string {
 	if x != nil {
 		return x.PrevHash
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
 	}
 	return ""
 }
@@ -349,8 +373,12 @@ type Filter struct {
 	SessionId string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	ActorName string                 `protobuf:"bytes,4,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
 	// Inclusive lower and exclusive upper bound on created_at; unset = open.
-	Since         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=since,proto3" json:"since,omitempty"`
-	Until         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=until,proto3" json:"until,omitempty"`
+	Since *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=since,proto3" json:"since,omitempty"`
+	Until *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=until,proto3" json:"until,omitempty"`
+	// Entries caused by this principal (AuditEntry.principal).
+	Principal string `protobuf:"bytes,7,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Entries of this namespace (AuditEntry.namespace).
+	Namespace     string `protobuf:"bytes,8,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -425,6 +453,20 @@ func (x *Filter) GetUntil() *timestamppb.Timestamp {
 		return x.Until
 	}
 	return nil
+}
+
+func (x *Filter) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *Filter) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
 }
 
 type ListRequest struct {
@@ -989,7 +1031,7 @@ var File_agentstate_audit_v1_audit_proto protoreflect.FileDescriptor
 
 const file_agentstate_audit_v1_audit_proto_rawDesc = "" +
 	"\n" +
-	"\x1fagentstate/audit/v1/audit.proto\x12\x13agentstate.audit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x90\x03\n" +
+	"\x1fagentstate/audit/v1/audit.proto\x12\x13agentstate.audit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcc\x03\n" +
 	"\n" +
 	"AuditEntry\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1d\n" +
@@ -1008,7 +1050,9 @@ const file_agentstate_audit_v1_audit_proto_rawDesc = "" +
 	"\bposition\x18\n" +
 	" \x01(\x03R\bposition\x12\x12\n" +
 	"\x04hash\x18\v \x01(\tR\x04hash\x12\x1b\n" +
-	"\tprev_hash\x18\f \x01(\tR\bprevHash\"\x9f\x02\n" +
+	"\tprev_hash\x18\f \x01(\tR\bprevHash\x12\x1c\n" +
+	"\tprincipal\x18\r \x01(\tR\tprincipal\x12\x1c\n" +
+	"\tnamespace\x18\x0e \x01(\tR\tnamespace\"\x9f\x02\n" +
 	"\rRecordRequest\x12\x1d\n" +
 	"\n" +
 	"event_type\x18\x01 \x01(\tR\teventType\x12\x17\n" +
@@ -1025,7 +1069,7 @@ const file_agentstate_audit_v1_audit_proto_rawDesc = "" +
 	"\x0eRecordResponse\x125\n" +
 	"\x05entry\x18\x01 \x01(\v2\x1f.agentstate.audit.v1.AuditEntryR\x05entry\x12\x18\n" +
 	"\adurable\x18\x02 \x01(\bR\adurable\x12\x1c\n" +
-	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"\xe2\x01\n" +
+	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"\x9e\x02\n" +
 	"\x06Filter\x12\x1d\n" +
 	"\n" +
 	"event_type\x18\x01 \x01(\tR\teventType\x12\x17\n" +
@@ -1035,7 +1079,9 @@ const file_agentstate_audit_v1_audit_proto_rawDesc = "" +
 	"\n" +
 	"actor_name\x18\x04 \x01(\tR\tactorName\x120\n" +
 	"\x05since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
-	"\x05until\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"~\n" +
+	"\x05until\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x1c\n" +
+	"\tprincipal\x18\a \x01(\tR\tprincipal\x12\x1c\n" +
+	"\tnamespace\x18\b \x01(\tR\tnamespace\"~\n" +
 	"\vListRequest\x123\n" +
 	"\x06filter\x18\x01 \x01(\v2\x1b.agentstate.audit.v1.FilterR\x06filter\x12$\n" +
 	"\x0eafter_event_id\x18\x02 \x01(\tR\fafterEventId\x12\x14\n" +

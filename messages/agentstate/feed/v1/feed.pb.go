@@ -442,11 +442,15 @@ func (x *SessionEnded) GetReason() SessionEnded_Reason {
 // ChangeFilter selects entries of the change feed; empty fields match
 // everything, event_types matches any of its types.
 type ChangeFilter struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	EventTypes    []string               `protobuf:"bytes,1,rep,name=event_types,json=eventTypes,proto3" json:"event_types,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	PlanId        string                 `protobuf:"bytes,3,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
-	ActorName     string                 `protobuf:"bytes,4,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	EventTypes []string               `protobuf:"bytes,1,rep,name=event_types,json=eventTypes,proto3" json:"event_types,omitempty"`
+	SessionId  string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	PlanId     string                 `protobuf:"bytes,3,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	ActorName  string                 `protobuf:"bytes,4,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	// Entries caused by this principal (AuditEntry.principal).
+	Principal string `protobuf:"bytes,5,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Entries of this namespace (AuditEntry.namespace).
+	Namespace     string `protobuf:"bytes,6,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -505,6 +509,20 @@ func (x *ChangeFilter) GetPlanId() string {
 func (x *ChangeFilter) GetActorName() string {
 	if x != nil {
 		return x.ActorName
+	}
+	return ""
+}
+
+func (x *ChangeFilter) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *ChangeFilter) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
 	}
 	return ""
 }
@@ -1012,7 +1030,7 @@ const file_agentstate_feed_v1_feed_proto_rawDesc = "" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rREASON_CLOSED\x10\x01\x12\x12\n" +
 	"\x0eREASON_DELETED\x10\x02\x12\x18\n" +
-	"\x14REASON_NODE_STOPPING\x10\x03\"\x86\x01\n" +
+	"\x14REASON_NODE_STOPPING\x10\x03\"\xc2\x01\n" +
 	"\fChangeFilter\x12\x1f\n" +
 	"\vevent_types\x18\x01 \x03(\tR\n" +
 	"eventTypes\x12\x1d\n" +
@@ -1020,7 +1038,9 @@ const file_agentstate_feed_v1_feed_proto_rawDesc = "" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x17\n" +
 	"\aplan_id\x18\x03 \x01(\tR\x06planId\x12\x1d\n" +
 	"\n" +
-	"actor_name\x18\x04 \x01(\tR\tactorName\"\xa8\x01\n" +
+	"actor_name\x18\x04 \x01(\tR\tactorName\x12\x1c\n" +
+	"\tprincipal\x18\x05 \x01(\tR\tprincipal\x12\x1c\n" +
+	"\tnamespace\x18\x06 \x01(\tR\tnamespace\"\xa8\x01\n" +
 	"\x12TailChangesRequest\x128\n" +
 	"\x06filter\x18\x01 \x01(\v2 .agentstate.feed.v1.ChangeFilterR\x06filter\x12%\n" +
 	"\x0eafter_position\x18\x02 \x01(\x03R\rafterPosition\x12\x19\n" +

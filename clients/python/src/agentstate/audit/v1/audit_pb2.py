@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61gentstate/audit/v1/audit.proto\x12\x13\x61gentstate.audit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x91\x02\n\nAuditEntry\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x12\n\nevent_type\x18\x02 \x01(\t\x12\x0f\n\x07plan_id\x18\x03 \x01(\t\x12\x12\n\nsession_id\x18\x04 \x01(\t\x12\x14\n\x0cproject_name\x18\x05 \x01(\t\x12\x12\n\nactor_name\x18\x06 \x01(\t\x12\x15\n\ruser_identity\x18\x07 \x01(\t\x12\x14\n\x0c\x64\x65tails_json\x18\x08 \x01(\t\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08position\x18\n \x01(\x03\x12\x0c\n\x04hash\x18\x0b \x01(\t\x12\x11\n\tprev_hash\x18\x0c \x01(\t\"\xbf\x01\n\rRecordRequest\x12\x12\n\nevent_type\x18\x01 \x01(\t\x12\x0f\n\x07plan_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x14\n\x0cproject_name\x18\x04 \x01(\t\x12\x12\n\nactor_name\x18\x05 \x01(\t\x12\x15\n\ruser_identity\x18\x06 \x01(\t\x12\x14\n\x0c\x64\x65tails_json\x18\x07 \x01(\t\x12\x0c\n\x04sync\x18\x08 \x01(\x08\x12\x10\n\x08\x65vent_id\x18\t \x01(\t\"d\n\x0eRecordResponse\x12.\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1f.agentstate.audit.v1.AuditEntry\x12\x0f\n\x07\x64urable\x18\x02 \x01(\x08\x12\x11\n\tduplicate\x18\x03 \x01(\x08\"\xab\x01\n\x06\x46ilter\x12\x12\n\nevent_type\x18\x01 \x01(\t\x12\x0f\n\x07plan_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x12\n\nactor_name\x18\x04 \x01(\t\x12)\n\x05since\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"a\n\x0bListRequest\x12+\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x1b.agentstate.audit.v1.Filter\x12\x16\n\x0e\x61\x66ter_event_id\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"U\n\x0cListResponse\x12\x30\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1f.agentstate.audit.v1.AuditEntry\x12\x13\n\x0bnext_cursor\x18\x02 \x01(\t\";\n\x0c\x43ountRequest\x12+\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x1b.agentstate.audit.v1.Filter\"\x1e\n\rCountResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\x03\"\x1e\n\nGetRequest\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\"=\n\x0bGetResponse\x12.\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1f.agentstate.audit.v1.AuditEntry\"\x0f\n\rVerifyRequest\"d\n\x0eVerifyResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x17\n\x0f\x65ntries_checked\x18\x02 \x01(\x03\x12\x1d\n\x15\x66irst_broken_event_id\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\">\n\x0cPruneRequest\x12.\n\nolder_than\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\" \n\rPruneResponse\x12\x0f\n\x07removed\x18\x01 \x01(\x03\"\x0e\n\x0c\x46lushRequest\"\x0f\n\rFlushResponse2\xbb\x04\n\x0c\x41uditService\x12Q\n\x06Record\x12\".agentstate.audit.v1.RecordRequest\x1a#.agentstate.audit.v1.RecordResponse\x12K\n\x04List\x12 .agentstate.audit.v1.ListRequest\x1a!.agentstate.audit.v1.ListResponse\x12N\n\x05\x43ount\x12!.agentstate.audit.v1.CountRequest\x1a\".agentstate.audit.v1.CountResponse\x12H\n\x03Get\x12\x1f.agentstate.audit.v1.GetRequest\x1a .agentstate.audit.v1.GetResponse\x12Q\n\x06Verify\x12\".agentstate.audit.v1.VerifyRequest\x1a#.agentstate.audit.v1.VerifyResponse\x12N\n\x05Prune\x12!.agentstate.audit.v1.PruneRequest\x1a\".agentstate.audit.v1.PruneResponse\x12N\n\x05\x46lush\x12!.agentstate.audit.v1.FlushRequest\x1a\".agentstate.audit.v1.FlushResponseBGZEgithub.com/agentstate/agentstate/messages/agentstate/audit/v1;auditv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61gentstate/audit/v1/audit.proto\x12\x13\x61gentstate.audit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb7\x02\n\nAuditEntry\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x12\n\nevent_type\x18\x02 \x01(\t\x12\x0f\n\x07plan_id\x18\x03 \x01(\t\x12\x12\n\nsession_id\x18\x04 \x01(\t\x12\x14\n\x0cproject_name\x18\x05 \x01(\t\x12\x12\n\nactor_name\x18\x06 \x01(\t\x12\x15\n\ruser_identity\x18\x07 \x01(\t\x12\x14\n\x0c\x64\x65tails_json\x18\x08 \x01(\t\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08position\x18\n \x01(\x03\x12\x0c\n\x04hash\x18\x0b \x01(\t\x12\x11\n\tprev_hash\x18\x0c \x01(\t\x12\x11\n\tprincipal\x18\r \x01(\t\x12\x11\n\tnamespace\x18\x0e \x01(\t\"\xbf\x01\n\rRecordRequest\x12\x12\n\nevent_type\x18\x01 \x01(\t\x12\x0f\n\x07plan_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x14\n\x0cproject_name\x18\x04 \x01(\t\x12\x12\n\nactor_name\x18\x05 \x01(\t\x12\x15\n\ruser_identity\x18\x06 \x01(\t\x12\x14\n\x0c\x64\x65tails_json\x18\x07 \x01(\t\x12\x0c\n\x04sync\x18\x08 \x01(\x08\x12\x10\n\x08\x65vent_id\x18\t \x01(\t\"d\n\x0eRecordResponse\x12.\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1f.agentstate.audit.v1.AuditEntry\x12\x0f\n\x07\x64urable\x18\x02 \x01(\x08\x12\x11\n\tduplicate\x18\x03 \x01(\x08\"\xd1\x01\n\x06\x46ilter\x12\x12\n\nevent_type\x18\x01 \x01(\t\x12\x0f\n\x07plan_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x12\n\nactor_name\x18\x04 \x01(\t\x12)\n\x05since\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tprincipal\x18\x07 \x01(\t\x12\x11\n\tnamespace\x18\x08 \x01(\t\"a\n\x0bListRequest\x12+\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x1b.agentstate.audit.v1.Filter\x12\x16\n\x0e\x61\x66ter_event_id\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"U\n\x0cListResponse\x12\x30\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1f.agentstate.audit.v1.AuditEntry\x12\x13\n\x0bnext_cursor\x18\x02 \x01(\t\";\n\x0c\x43ountRequest\x12+\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x1b.agentstate.audit.v1.Filter\"\x1e\n\rCountResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\x03\"\x1e\n\nGetRequest\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\"=\n\x0bGetResponse\x12.\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1f.agentstate.audit.v1.AuditEntry\"\x0f\n\rVerifyRequest\"d\n\x0eVerifyResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x17\n\x0f\x65ntries_checked\x18\x02 \x01(\x03\x12\x1d\n\x15\x66irst_broken_event_id\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\">\n\x0cPruneRequest\x12.\n\nolder_than\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\" \n\rPruneResponse\x12\x0f\n\x07removed\x18\x01 \x01(\x03\"\x0e\n\x0c\x46lushRequest\"\x0f\n\rFlushResponse2\xbb\x04\n\x0c\x41uditService\x12Q\n\x06Record\x12\".agentstate.audit.v1.RecordRequest\x1a#.agentstate.audit.v1.RecordResponse\x12K\n\x04List\x12 .agentstate.audit.v1.ListRequest\x1a!.agentstate.audit.v1.ListResponse\x12N\n\x05\x43ount\x12!.agentstate.audit.v1.CountRequest\x1a\".agentstate.audit.v1.CountResponse\x12H\n\x03Get\x12\x1f.agentstate.audit.v1.GetRequest\x1a .agentstate.audit.v1.GetResponse\x12Q\n\x06Verify\x12\".agentstate.audit.v1.VerifyRequest\x1a#.agentstate.audit.v1.VerifyResponse\x12N\n\x05Prune\x12!.agentstate.audit.v1.PruneRequest\x1a\".agentstate.audit.v1.PruneResponse\x12N\n\x05\x46lush\x12!.agentstate.audit.v1.FlushRequest\x1a\".agentstate.audit.v1.FlushResponseBGZEgithub.com/agentstate/agentstate/messages/agentstate/audit/v1;auditv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentstate.audit.v1.audit_pb2', globals())
@@ -23,37 +23,37 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'ZEgithub.com/agentstate/agentstate/messages/agentstate/audit/v1;auditv1'
   _AUDITENTRY._serialized_start=90
-  _AUDITENTRY._serialized_end=363
-  _RECORDREQUEST._serialized_start=366
-  _RECORDREQUEST._serialized_end=557
-  _RECORDRESPONSE._serialized_start=559
-  _RECORDRESPONSE._serialized_end=659
-  _FILTER._serialized_start=662
-  _FILTER._serialized_end=833
-  _LISTREQUEST._serialized_start=835
-  _LISTREQUEST._serialized_end=932
-  _LISTRESPONSE._serialized_start=934
-  _LISTRESPONSE._serialized_end=1019
-  _COUNTREQUEST._serialized_start=1021
-  _COUNTREQUEST._serialized_end=1080
-  _COUNTRESPONSE._serialized_start=1082
-  _COUNTRESPONSE._serialized_end=1112
-  _GETREQUEST._serialized_start=1114
-  _GETREQUEST._serialized_end=1144
-  _GETRESPONSE._serialized_start=1146
-  _GETRESPONSE._serialized_end=1207
-  _VERIFYREQUEST._serialized_start=1209
-  _VERIFYREQUEST._serialized_end=1224
-  _VERIFYRESPONSE._serialized_start=1226
-  _VERIFYRESPONSE._serialized_end=1326
-  _PRUNEREQUEST._serialized_start=1328
-  _PRUNEREQUEST._serialized_end=1390
-  _PRUNERESPONSE._serialized_start=1392
-  _PRUNERESPONSE._serialized_end=1424
-  _FLUSHREQUEST._serialized_start=1426
-  _FLUSHREQUEST._serialized_end=1440
-  _FLUSHRESPONSE._serialized_start=1442
-  _FLUSHRESPONSE._serialized_end=1457
-  _AUDITSERVICE._serialized_start=1460
-  _AUDITSERVICE._serialized_end=2031
+  _AUDITENTRY._serialized_end=401
+  _RECORDREQUEST._serialized_start=404
+  _RECORDREQUEST._serialized_end=595
+  _RECORDRESPONSE._serialized_start=597
+  _RECORDRESPONSE._serialized_end=697
+  _FILTER._serialized_start=700
+  _FILTER._serialized_end=909
+  _LISTREQUEST._serialized_start=911
+  _LISTREQUEST._serialized_end=1008
+  _LISTRESPONSE._serialized_start=1010
+  _LISTRESPONSE._serialized_end=1095
+  _COUNTREQUEST._serialized_start=1097
+  _COUNTREQUEST._serialized_end=1156
+  _COUNTRESPONSE._serialized_start=1158
+  _COUNTRESPONSE._serialized_end=1188
+  _GETREQUEST._serialized_start=1190
+  _GETREQUEST._serialized_end=1220
+  _GETRESPONSE._serialized_start=1222
+  _GETRESPONSE._serialized_end=1283
+  _VERIFYREQUEST._serialized_start=1285
+  _VERIFYREQUEST._serialized_end=1300
+  _VERIFYRESPONSE._serialized_start=1302
+  _VERIFYRESPONSE._serialized_end=1402
+  _PRUNEREQUEST._serialized_start=1404
+  _PRUNEREQUEST._serialized_end=1466
+  _PRUNERESPONSE._serialized_start=1468
+  _PRUNERESPONSE._serialized_end=1500
+  _FLUSHREQUEST._serialized_start=1502
+  _FLUSHREQUEST._serialized_end=1516
+  _FLUSHRESPONSE._serialized_start=1518
+  _FLUSHRESPONSE._serialized_end=1533
+  _AUDITSERVICE._serialized_start=1536
+  _AUDITSERVICE._serialized_end=2107
 # @@protoc_insertion_point(module_scope)

@@ -7,16 +7,18 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AuditEntry(_message.Message):
-    __slots__ = ["actor_name", "created_at", "details_json", "event_id", "event_type", "hash", "plan_id", "position", "prev_hash", "project_name", "session_id", "user_identity"]
+    __slots__ = ["actor_name", "created_at", "details_json", "event_id", "event_type", "hash", "namespace", "plan_id", "position", "prev_hash", "principal", "project_name", "session_id", "user_identity"]
     ACTOR_NAME_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     HASH_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PLAN_ID_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     PREV_HASH_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     PROJECT_NAME_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     USER_IDENTITY_FIELD_NUMBER: _ClassVar[int]
@@ -26,13 +28,15 @@ class AuditEntry(_message.Message):
     event_id: str
     event_type: str
     hash: str
+    namespace: str
     plan_id: str
     position: int
     prev_hash: str
+    principal: str
     project_name: str
     session_id: str
     user_identity: str
-    def __init__(self, event_id: _Optional[str] = ..., event_type: _Optional[str] = ..., plan_id: _Optional[str] = ..., session_id: _Optional[str] = ..., project_name: _Optional[str] = ..., actor_name: _Optional[str] = ..., user_identity: _Optional[str] = ..., details_json: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., position: _Optional[int] = ..., hash: _Optional[str] = ..., prev_hash: _Optional[str] = ...) -> None: ...
+    def __init__(self, event_id: _Optional[str] = ..., event_type: _Optional[str] = ..., plan_id: _Optional[str] = ..., session_id: _Optional[str] = ..., project_name: _Optional[str] = ..., actor_name: _Optional[str] = ..., user_identity: _Optional[str] = ..., details_json: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., position: _Optional[int] = ..., hash: _Optional[str] = ..., prev_hash: _Optional[str] = ..., principal: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class CountRequest(_message.Message):
     __slots__ = ["filter"]
@@ -47,20 +51,24 @@ class CountResponse(_message.Message):
     def __init__(self, count: _Optional[int] = ...) -> None: ...
 
 class Filter(_message.Message):
-    __slots__ = ["actor_name", "event_type", "plan_id", "session_id", "since", "until"]
+    __slots__ = ["actor_name", "event_type", "namespace", "plan_id", "principal", "session_id", "since", "until"]
     ACTOR_NAME_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PLAN_ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SINCE_FIELD_NUMBER: _ClassVar[int]
     UNTIL_FIELD_NUMBER: _ClassVar[int]
     actor_name: str
     event_type: str
+    namespace: str
     plan_id: str
+    principal: str
     session_id: str
     since: _timestamp_pb2.Timestamp
     until: _timestamp_pb2.Timestamp
-    def __init__(self, event_type: _Optional[str] = ..., plan_id: _Optional[str] = ..., session_id: _Optional[str] = ..., actor_name: _Optional[str] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., until: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, event_type: _Optional[str] = ..., plan_id: _Optional[str] = ..., session_id: _Optional[str] = ..., actor_name: _Optional[str] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., until: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class FlushRequest(_message.Message):
     __slots__ = []

@@ -16,7 +16,7 @@ from agentstate.common.v1 import common_pb2 as agentstate_dot_common_dot_v1_dot_
 from agentstate.session.v1 import session_pb2 as agentstate_dot_session_dot_v1_dot_session__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentstate/feed/v1/feed.proto\x12\x12\x61gentstate.feed.v1\x1a\x1f\x61gentstate/audit/v1/audit.proto\x1a!agentstate/common/v1/common.proto\x1a#agentstate/session/v1/session.proto\"a\n\x12TailSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rfrom_sequence\x18\x02 \x01(\x03\x12\x10\n\x08\x66rom_now\x18\x03 \x01(\x08\x12\x0e\n\x06window\x18\x04 \x01(\x05\"\xfa\x01\n\x0cSessionEvent\x12\x31\n\x07message\x18\x01 \x01(\x0b\x32\x1e.agentstate.session.v1.MessageH\x00\x12\x32\n\ttruncated\x18\x02 \x01(\x0b\x32\x1d.agentstate.feed.v1.TruncatedH\x00\x12\x31\n\x05\x65nded\x18\x03 \x01(\x0b\x32 .agentstate.feed.v1.SessionEndedH\x00\x12.\n\x07rewound\x18\x05 \x01(\x0b\x32\x1b.agentstate.feed.v1.RewoundH\x00\x12\x17\n\x0fsubscription_id\x18\x04 \x01(\tB\x07\n\x05\x65vent\"7\n\tTruncated\x12\x15\n\rfrom_sequence\x18\x01 \x01(\x03\x12\x13\n\x0bto_sequence\x18\x02 \x01(\x03\"@\n\x07Rewound\x12\x15\n\rfrom_sequence\x18\x01 \x01(\x03\x12\x1e\n\x16previous_next_sequence\x18\x02 \x01(\x03\"\xaa\x01\n\x0cSessionEnded\x12\x37\n\x06reason\x18\x01 \x01(\x0e\x32\'.agentstate.feed.v1.SessionEnded.Reason\"a\n\x06Reason\x12\x16\n\x12REASON_UNSPECIFIED\x10\x00\x12\x11\n\rREASON_CLOSED\x10\x01\x12\x12\n\x0eREASON_DELETED\x10\x02\x12\x18\n\x14REASON_NODE_STOPPING\x10\x03\"\\\n\x0c\x43hangeFilter\x12\x13\n\x0b\x65vent_types\x18\x01 \x03(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0f\n\x07plan_id\x18\x03 \x01(\t\x12\x12\n\nactor_name\x18\x04 \x01(\t\"\x80\x01\n\x12TailChangesRequest\x12\x30\n\x06\x66ilter\x18\x01 \x01(\x0b\x32 .agentstate.feed.v1.ChangeFilter\x12\x16\n\x0e\x61\x66ter_position\x18\x02 \x01(\x03\x12\x10\n\x08\x66rom_now\x18\x03 \x01(\x08\x12\x0e\n\x06window\x18\x04 \x01(\x05\"\xc2\x01\n\x0b\x43hangeEvent\x12\x30\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1f.agentstate.audit.v1.AuditEntryH\x00\x12,\n\x06pruned\x18\x02 \x01(\x0b\x32\x1a.agentstate.feed.v1.PrunedH\x00\x12\x31\n\x05\x65nded\x18\x03 \x01(\x0b\x32 .agentstate.feed.v1.ChangesEndedH\x00\x12\x17\n\x0fsubscription_id\x18\x04 \x01(\tB\x07\n\x05\x65vent\"5\n\x06Pruned\x12\x16\n\x0e\x61\x66ter_position\x18\x01 \x01(\x03\x12\x13\n\x0bto_position\x18\x02 \x01(\x03\"\x0e\n\x0c\x43hangesEnded\"%\n\nSubscribed\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\t\".\n\x03\x41\x63k\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\t\x12\x0e\n\x06\x65vents\x18\x02 \x01(\x05\"&\n\x0bUnsubscribe\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\t\"Y\n\x12SubscriptionFailed\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\t\x12*\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1b.agentstate.common.v1.Error2\xc2\x01\n\x0b\x46\x65\x65\x64Service\x12Y\n\x0bTailSession\x12&.agentstate.feed.v1.TailSessionRequest\x1a .agentstate.feed.v1.SessionEvent0\x01\x12X\n\x0bTailChanges\x12&.agentstate.feed.v1.TailChangesRequest\x1a\x1f.agentstate.feed.v1.ChangeEvent0\x01\x42\x45ZCgithub.com/agentstate/agentstate/messages/agentstate/feed/v1;feedv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentstate/feed/v1/feed.proto\x12\x12\x61gentstate.feed.v1\x1a\x1f\x61gentstate/audit/v1/audit.proto\x1a!agentstate/common/v1/common.proto\x1a#agentstate/session/v1/session.proto\"a\n\x12TailSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x15\n\rfrom_sequence\x18\x02 \x01(\x03\x12\x10\n\x08\x66rom_now\x18\x03 \x01(\x08\x12\x0e\n\x06window\x18\x04 \x01(\x05\"\xfa\x01\n\x0cSessionEvent\x12\x31\n\x07message\x18\x01 \x01(\x0b\x32\x1e.agentstate.session.v1.MessageH\x00\x12\x32\n\ttruncated\x18\x02 \x01(\x0b\x32\x1d.agentstate.feed.v1.TruncatedH\x00\x12\x31\n\x05\x65nded\x18\x03 \x01(\x0b\x32 .agentstate.feed.v1.SessionEndedH\x00\x12.\n\x07rewound\x18\x05 \x01(\x0b\x32\x1b.agentstate.feed.v1.RewoundH\x00\x12\x17\n\x0fsubscription_id\x18\x04 \x01(\tB\x07\n\x05\x65vent\"7\n\tTruncated\x12\x15\n\rfrom_sequence\x18\x01 \x01(\x03\x12\x13\n\x0bto_sequence\x18\x02 \x01(\x03\"@\n\x07Rewound\x12\x15\n\rfrom_sequence\x18\x01 \x01(\x03\x12\x1e\n\x16previous_next_sequence\x18\x02 \x01(\x03\"\xaa\x01\n\x0cSessionEnded\x12\x37\n\x06reason\x18\x01 \x01(\x0e\x32\'.agentstate.feed.v1.SessionEnded.Reason\"a\n\x06Reason\x12\x16\n\x12REASON_UNSPECIFIED\x10\x00\x12\x11\n\rREASON_CLOSED\x10\x01\x12\x12\n\x0eREASON_DELETED\x10\x02\x12\x18\n\x14REASON_NODE_STOPPING\x10\x03\"\x82\x01\n\x0c\x43hangeFilter\x12\x13\n\x0b\x65vent_types\x18\x01 \x03(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0f\n\x07plan_id\x18\x03 \x01(\t\x12\x12\n\nactor_name\x18\x04 \x01(\t\x12\x11\n\tprincipal\x18\x05 \x01(\t\x12\x11\n\tnamespace\x18\x06 \x01(\t\"\x80\x01\n\x12TailChangesRequest\x12\x30\n\x06\x66ilter\x18\x01 \x01(\x0b\x32 .agentstate.feed.v1.ChangeFilter\x12\x16\n\x0e\x61\x66ter_position\x18\x02 \x01(\x03\x12\x10\n\x08\x66rom_now\x18\x03 \x01(\x08\x12\x0e\n\x06window\x18\x04 \x01(\x05\"\xc2\x01\n\x0b\x43hangeEvent\x12\x30\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1f.agentstate.audit.v1.AuditEntryH\x00\x12,\n\x06pruned\x18\x02 \x01(\x0b\x32\x1a.agentstate.feed.v1.PrunedH\x00\x12\x31\n\x05\x65nded\x18\x03 \x01(\x0b\x32 .agentstate.feed.v1.ChangesEndedH\x00\x12\x17\n\x0fsubscription_id\x18\x04 \x01(\tB\x07\n\x05\x65vent\"5\n\x06Pruned\x12\x16\n\x0e\x61\x66ter_position\x18\x01 \x01(\x03\x12\x13\n\x0bto_position\x18\x02 \x01(\x03\"\x0e\n\x0c\x43hangesEnded\"%\n\nSubscribed\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\t\".\n\x03\x41\x63k\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\t\x12\x0e\n\x06\x65vents\x18\x02 \x01(\x05\"&\n\x0bUnsubscribe\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\t\"Y\n\x12SubscriptionFailed\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\t\x12*\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1b.agentstate.common.v1.Error2\xc2\x01\n\x0b\x46\x65\x65\x64Service\x12Y\n\x0bTailSession\x12&.agentstate.feed.v1.TailSessionRequest\x1a .agentstate.feed.v1.SessionEvent0\x01\x12X\n\x0bTailChanges\x12&.agentstate.feed.v1.TailChangesRequest\x1a\x1f.agentstate.feed.v1.ChangeEvent0\x01\x42\x45ZCgithub.com/agentstate/agentstate/messages/agentstate/feed/v1;feedv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentstate.feed.v1.feed_pb2', globals())
@@ -36,24 +36,24 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _SESSIONENDED._serialized_end=804
   _SESSIONENDED_REASON._serialized_start=707
   _SESSIONENDED_REASON._serialized_end=804
-  _CHANGEFILTER._serialized_start=806
-  _CHANGEFILTER._serialized_end=898
-  _TAILCHANGESREQUEST._serialized_start=901
-  _TAILCHANGESREQUEST._serialized_end=1029
-  _CHANGEEVENT._serialized_start=1032
-  _CHANGEEVENT._serialized_end=1226
-  _PRUNED._serialized_start=1228
-  _PRUNED._serialized_end=1281
-  _CHANGESENDED._serialized_start=1283
-  _CHANGESENDED._serialized_end=1297
-  _SUBSCRIBED._serialized_start=1299
-  _SUBSCRIBED._serialized_end=1336
-  _ACK._serialized_start=1338
-  _ACK._serialized_end=1384
-  _UNSUBSCRIBE._serialized_start=1386
-  _UNSUBSCRIBE._serialized_end=1424
-  _SUBSCRIPTIONFAILED._serialized_start=1426
-  _SUBSCRIPTIONFAILED._serialized_end=1515
-  _FEEDSERVICE._serialized_start=1518
-  _FEEDSERVICE._serialized_end=1712
+  _CHANGEFILTER._serialized_start=807
+  _CHANGEFILTER._serialized_end=937
+  _TAILCHANGESREQUEST._serialized_start=940
+  _TAILCHANGESREQUEST._serialized_end=1068
+  _CHANGEEVENT._serialized_start=1071
+  _CHANGEEVENT._serialized_end=1265
+  _PRUNED._serialized_start=1267
+  _PRUNED._serialized_end=1320
+  _CHANGESENDED._serialized_start=1322
+  _CHANGESENDED._serialized_end=1336
+  _SUBSCRIBED._serialized_start=1338
+  _SUBSCRIBED._serialized_end=1375
+  _ACK._serialized_start=1377
+  _ACK._serialized_end=1423
+  _UNSUBSCRIBE._serialized_start=1425
+  _UNSUBSCRIBE._serialized_end=1463
+  _SUBSCRIPTIONFAILED._serialized_start=1465
+  _SUBSCRIPTIONFAILED._serialized_end=1554
+  _FEEDSERVICE._serialized_start=1557
+  _FEEDSERVICE._serialized_end=1751
 # @@protoc_insertion_point(module_scope)

@@ -30,16 +30,20 @@ class ChangeEvent(_message.Message):
     def __init__(self, entry: _Optional[_Union[_audit_pb2.AuditEntry, _Mapping]] = ..., pruned: _Optional[_Union[Pruned, _Mapping]] = ..., ended: _Optional[_Union[ChangesEnded, _Mapping]] = ..., subscription_id: _Optional[str] = ...) -> None: ...
 
 class ChangeFilter(_message.Message):
-    __slots__ = ["actor_name", "event_types", "plan_id", "session_id"]
+    __slots__ = ["actor_name", "event_types", "namespace", "plan_id", "principal", "session_id"]
     ACTOR_NAME_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PLAN_ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     actor_name: str
     event_types: _containers.RepeatedScalarFieldContainer[str]
+    namespace: str
     plan_id: str
+    principal: str
     session_id: str
-    def __init__(self, event_types: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., plan_id: _Optional[str] = ..., actor_name: _Optional[str] = ...) -> None: ...
+    def __init__(self, event_types: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., plan_id: _Optional[str] = ..., actor_name: _Optional[str] = ..., principal: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class ChangesEnded(_message.Message):
     __slots__ = []
