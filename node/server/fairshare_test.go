@@ -15,7 +15,9 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/node/client"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 // TestFloodingPrincipalLeavesAnotherItsShareOfRequests: with room for
@@ -26,14 +28,10 @@ import (
 // their bytes are assembled) while it holds its share, and the room its
 // answered appends give back goes to the honest principal.
 func TestFloodingPrincipalLeavesAnotherItsShareOfRequests(t *testing.T) {
-	hash := func(tok string) string {
-		h := sha256.Sum256([]byte(tok))
-		return hex.EncodeToString(h[:])
-	}
 	ids, err := parseIdentities([]byte(fmt.Sprintf(`{"principals": [
 		{"name": "flood", "token_sha256": [%q], "grants": [{"namespace": "*", "role": "admin"}]},
 		{"name": "honest", "token_sha256": [%q], "grants": [{"namespace": "*", "role": "admin"}]}]}`,
-		hash("flood-token"), hash("honest-token"))))
+		tokenHash("flood-token"), tokenHash("honest-token"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,4 +104,71 @@ func TestFloodingPrincipalLeavesAnotherItsShareOfRequests(t *testing.T) {
 			t.Fatalf("a held append: %v", err)
 		}
 	}
+}
+
+// TestTapApportionsStreamsByPrincipal: with room for 4 streams, a flooding
+// principal takes all 4; another's stream is refused by the full node, and
+// from then on the flood is held to 2: its streams that end give their
+// slots to the other principal.
+func TestTapApportionsStreamsByPrincipal(t *testing.T) {
+	ids, err := parseIdentities([]byte(fmt.Sprintf(`{"principals": [
+		{"name": "flood", "token_sha256": [%q], "grants": [{"namespace": "*", "role": "admin"}]},
+		{"name": "honest", "token_sha256": [%q], "grants": [{"namespace": "*", "role": "admin"}]}]}`,
+		tokenHash("flood-token"), tokenHash("honest-token"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMetrics()
+	fa := newFailureAuditor(&fakeRecorder{}, nil, m, quietLog())
+	defer fa.close()
+	tp := newStreamTap(newAuthenticatorWith(ids, fa, m, quietLog()), 4, m, quietLog())
+	released := make(chan struct{}, 16)
+	tp.released = func() { released <- struct{}{} }
+	const method = "/agentstate.session.v1.SessionService/Get"
+	open := func(token string) (context.CancelFunc, error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err := tp.handle(ctx, &tap.Info{FullMethodName: method, Header: metadata.Pairs("authorization", "Bearer "+token)})
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		return cancel, nil
+	}
+	var flood []context.CancelFunc
+	for range 4 {
+		end, err := open("flood-token")
+		if err != nil {
+			t.Fatalf("the flood, alone, refused a stream of the 4: %v", err)
+		}
+		flood = append(flood, end)
+	}
+	if _, err := open("honest-token"); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("honest's stream on a full node: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	// Two of the flood's streams end; it opens again: refused at its
+	// share of 2 once it holds 2, so honest gets the slots it gave back.
+	for _, end := range flood[:2] {
+		end()
+	}
+	for range 2 { // the transport's context ends release on goroutines of their own
+		<-released
+	}
+	if _, err := open("flood-token"); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), `principal "flood"`) {
+		t.Fatalf("the flood at its share of streams: %v, want RESOURCE_EXHAUSTED naming its share", err)
+	}
+	for range 2 {
+		end, err := open("honest-token")
+		if err != nil {
+			t.Fatalf("honest refused a slot the flood gave back: %v", err)
+		}
+		defer end()
+	}
+	for _, end := range flood[2:] {
+		end()
+	}
+}
+
+func tokenHash(tok string) string {
+	h := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(h[:])
 }
