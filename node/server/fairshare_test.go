@@ -36,22 +36,9 @@ func TestFloodingPrincipalLeavesAnotherItsShareOfRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := &holdingSessions{held: make(chan struct{}, 16), release: make(chan struct{})}
-	a, err := newAPIServer(apiServices{
-		Sessions: svc,
-		Plans:    planv1.UnimplementedPlanServiceServer{},
-		Audit:    auditv1.UnimplementedAuditServiceServer{},
-	}, apiOptions{MaxRecvBytes: 4 << 20, RequestBytes: 1 << 20, Identities: ids}, newMetrics(), quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = a.srv.Serve(lis) }()
-	t.Cleanup(a.srv.Stop)
+	addr := serveSessions(t, svc, apiOptions{MaxRecvBytes: 4 << 20, RequestBytes: 1 << 20, Identities: ids})
 	api := func(token string) sessionv1.SessionServiceClient {
-		conn, err := client.Dial(lis.Addr().String(), client.Options{Token: token})
+		conn, err := client.Dial(addr, client.Options{Token: token})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,6 +153,27 @@ func TestTapApportionsStreamsByPrincipal(t *testing.T) {
 	for _, end := range flood[2:] {
 		end()
 	}
+}
+
+// serveSessions serves the API with sessions svc (plans and audit
+// unimplemented) on a loopback port and returns its address.
+func serveSessions(t *testing.T, svc sessionv1.SessionServiceServer, opt apiOptions) string {
+	t.Helper()
+	a, err := newAPIServer(apiServices{
+		Sessions: svc,
+		Plans:    planv1.UnimplementedPlanServiceServer{},
+		Audit:    auditv1.UnimplementedAuditServiceServer{},
+	}, opt, newMetrics(), quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = a.srv.Serve(lis) }()
+	t.Cleanup(a.srv.Stop)
+	return lis.Addr().String()
 }
 
 func tokenHash(tok string) string {
