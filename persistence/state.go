@@ -120,6 +120,14 @@ func compactJSON(v string) (string, error) {
 // orders map keys), so equal states are equal strings. A result past
 // MaxStateBytes or MaxStateKeys is INVALID_ARGUMENT naming what.
 func ApplyDelta(what, state string, d *sessionv1.StateDelta) (string, error) {
+	return applyDelta(what, state, d, func(n int) error {
+		return errs.InvalidArgument("%s: the state would have %d keys; at most %d", what, n, MaxStateKeys)
+	})
+}
+
+// applyDelta is ApplyDelta with tooMany the error of a result of n keys,
+// past MaxStateKeys.
+func applyDelta(what, state string, d *sessionv1.StateDelta, tooMany func(n int) error) (string, error) {
 	if d == nil || (len(d.GetSetJson()) == 0 && len(d.GetDelete()) == 0) {
 		if state == "" {
 			return EmptyState, nil
@@ -139,7 +147,7 @@ func ApplyDelta(what, state string, d *sessionv1.StateDelta) (string, error) {
 		delete(m, k)
 	}
 	if len(m) > MaxStateKeys {
-		return "", errs.InvalidArgument("%s: the state would have %d keys; at most %d", what, len(m), MaxStateKeys)
+		return "", tooMany(len(m))
 	}
 	// Without HTML escaping: values are stored as the client wrote them
 	// (compacted), not rewritten to \u003c.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/actors/fairshare"
 	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -49,7 +50,7 @@ func (s *Service) serveRemote(sender *actor.PID, msg proto.Message, who string) 
 		r.Reply(nil, errs.ResourceExhausted("the audit service is serving %d remote requests; retry later", cap(s.remoteSlots)))
 		return
 	}
-	release, err := s.w.Backlog().TryAdmit(msg)
+	release, err := s.w.Backlog().TryAdmit(fairshare.RemotePeers, msg)
 	if err != nil {
 		<-s.remoteSlots
 		r.Reply(nil, err)

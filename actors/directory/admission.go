@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/agentstate/agentstate/actors/fairshare"
 	"github.com/agentstate/agentstate/actors/writer"
 	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/asynkron/protoactor-go/actor"
@@ -23,29 +24,41 @@ type Admission struct {
 	MaxWait time.Duration
 }
 
+// Ticket is what Admit took: size bytes and a slot, as principal.
+type Ticket struct {
+	principal string
+	size      int
+}
+
 // Admit takes room for a request of size bytes (give it back with
 // Release once the request is answered). An in-process caller
 // (writer.Waits(ctx)) waits for room until ctx or MaxWait ends; a network
-// caller never waits: RESOURCE_EXHAUSTED is its answer.
-func (a *Admission) Admit(ctx context.Context, size int) error {
+// caller never waits: RESOURCE_EXHAUSTED is its answer, also when its
+// principal (fairshare.From(ctx)) holds its share of the backlog.
+func (a *Admission) Admit(ctx context.Context, size int) (Ticket, error) {
 	if a.Closing != nil {
 		if err := a.Closing(); err != nil {
-			return err
+			return Ticket{}, err
 		}
 	}
-	if err := a.Backlog.TryAcquire(size); err == nil || !writer.Waits(ctx) {
-		return err
+	if !writer.Waits(ctx) {
+		t := Ticket{principal: fairshare.From(ctx), size: size}
+		return t, a.Backlog.TryAcquireAs(t.principal, size)
+	}
+	t := Ticket{size: size}
+	if err := a.Backlog.TryAcquire(size); err == nil {
+		return t, nil
 	}
 	if a.MaxWait > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, a.MaxWait)
 		defer cancel()
 	}
-	return a.Backlog.Acquire(ctx, size)
+	return t, a.Backlog.Acquire(ctx, size)
 }
 
 // Release gives back what Admit took.
-func (a *Admission) Release(size int) { a.Backlog.Release(size) }
+func (a *Admission) Release(t Ticket) { a.Backlog.ReleaseAs(t.principal, t.size) }
 
 // Answered is the replier of an in-process request that Admit took size
 // for: the reply gives the room back, then goes to C. So the room is held
@@ -54,18 +67,18 @@ func (a *Admission) Release(size int) { a.Backlog.Release(size) }
 // owner and the writer, and the backlog counts it until it is answered).
 // And a caller that has its answer has its room back.
 type Answered struct {
-	C     chan Reply // buffered: Reply never blocks
-	admit *Admission
-	size  int
+	C      chan Reply // buffered: Reply never blocks
+	admit  *Admission
+	ticket Ticket
 }
 
-// Answered returns the replier of a request admitted with size.
-func (a *Admission) Answered(size int) *Answered {
-	return &Answered{C: make(chan Reply, 1), admit: a, size: size}
+// Answered returns the replier of a request admitted with t.
+func (a *Admission) Answered(t Ticket) *Answered {
+	return &Answered{C: make(chan Reply, 1), admit: a, ticket: t}
 }
 
 func (r *Answered) Reply(resp proto.Message, err error) {
-	r.admit.Release(r.size)
+	r.admit.Release(r.ticket)
 	r.C <- Reply{Msg: resp, Err: err}
 }
 
@@ -75,11 +88,11 @@ func (r *Answered) Reply(resp proto.Message, err error) {
 // waiting (OUTCOME_UNKNOWN: the request may still be carried out), not
 // the request.
 func (a *Admission) AskOwner(ctx context.Context, root *actor.RootContext, dir *actor.PID, live *LiveOwners, key string, msg proto.Message, checked bool) (proto.Message, error) {
-	size := writer.RequestSize(msg)
-	if err := a.Admit(ctx, size); err != nil {
+	t, err := a.Admit(ctx, writer.RequestSize(msg))
+	if err != nil {
 		return nil, err
 	}
-	r := a.Answered(size)
+	r := a.Answered(t)
 	Send(root, dir, live, key, &Call{Msg: msg, Replier: r, Checked: checked, Principal: principal.Of(ctx)})
 	select {
 	case rep := <-r.C:
@@ -89,7 +102,9 @@ func (a *Admission) AskOwner(ctx context.Context, root *actor.RootContext, dir *
 	}
 }
 
-var noWait = writer.NoWait(context.Background())
+// noWait is the context of a remote or future sender's request: it does
+// not wait, and is apportioned as the remote endpoint's peers.
+var noWait = fairshare.With(writer.NoWait(context.Background()), fairshare.RemotePeers)
 
 // bare admits a bare request from a remote or future sender and returns
 // the replier that answers it and then gives its room back. ok is false
@@ -103,11 +118,11 @@ func (a *Admission) bare(ctx actor.Context, m proto.Message) (r *PIDReplier, ok 
 	if a == nil {
 		return r, true
 	}
-	size := writer.RequestSize(m)
-	if err := a.Admit(noWait, size); err != nil {
+	t, err := a.Admit(noWait, writer.RequestSize(m))
+	if err != nil {
 		r.Reply(nil, err)
 		return nil, false
 	}
-	r.Done = func() { a.Release(size) }
+	r.Done = func() { a.Release(t) }
 	return r, true
 }

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"log/slog"
+	"path/filepath"
+
 	"github.com/agentstate/agentstate/actors"
 	"github.com/agentstate/agentstate/actors/feed"
 	"github.com/agentstate/agentstate/actors/writer"
@@ -19,8 +22,6 @@ import (
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
-	"log/slog"
-	"path/filepath"
 )
 
 // BenchmarkAppendStuckSubscriber measures append throughput (64 parallel

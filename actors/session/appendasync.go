@@ -43,12 +43,12 @@ func (s *Service) AppendAsync(ctx context.Context, req *sessionv1.AppendRequest,
 		done(nil, err)
 		return
 	}
-	size := writer.RequestSize(n)
-	if err := s.admit.Admit(ctx, size); err != nil {
+	t, err := s.admit.Admit(ctx, writer.RequestSize(n))
+	if err != nil {
 		done(nil, err)
 		return
 	}
-	r := &asyncReplier{done: done, admit: s.admit, size: size}
+	r := &asyncReplier{done: done, admit: s.admit, ticket: t}
 	r.timer = time.AfterFunc(s.env.cfg.AskTimeout, r.expire)
 	directory.Send(s.sys.Root, s.pid, &s.live, id, &directory.Call{Msg: n, Replier: r, Checked: true, Principal: principal.Of(ctx)})
 }
@@ -62,13 +62,13 @@ func (s *Service) AppendAsync(ctx context.Context, req *sessionv1.AppendRequest,
 type asyncReplier struct {
 	done     func(*sessionv1.AppendResponse, error)
 	admit    *directory.Admission
-	size     int
+	ticket   directory.Ticket
 	timer    *time.Timer // set before the call is sent
 	answered atomic.Bool
 }
 
 func (r *asyncReplier) Reply(resp proto.Message, err error) {
-	r.admit.Release(r.size)
+	r.admit.Release(r.ticket)
 	if !r.answered.CompareAndSwap(false, true) {
 		return
 	}

@@ -269,12 +269,12 @@ func (s *Service) unkeyed(c *directory.Call) {
 // timer, a channel and a cancel func per append).
 func call[T proto.Message](ctx context.Context, s *Service, key string, msg proto.Message) (T, error) {
 	var zero T
-	size := writer.RequestSize(msg)
-	if err := s.admit.Admit(ctx, size); err != nil {
+	t, err := s.admit.Admit(ctx, writer.RequestSize(msg))
+	if err != nil {
 		return zero, err
 	}
 	// The room is held until the owner answers, also when ctx ends first.
-	r := s.admit.Answered(size)
+	r := s.admit.Answered(t)
 	directory.Send(s.sys.Root, s.pid, &s.live, key, &directory.Call{Msg: msg, Replier: r, Checked: true, Principal: principal.Of(ctx)})
 	timeout := askTimers.Get().(*time.Timer)
 	timeout.Reset(s.env.cfg.AskTimeout)

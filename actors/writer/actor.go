@@ -35,8 +35,10 @@ type item struct {
 	// their own, whose per-entry outcomes go back to their items.
 	record   bool
 	clientID bool
-	// slot is the backlog slot the item holds until it is answered.
-	slot *Backlog
+	// slot is the backlog slot the item holds until it is answered,
+	// taken as principal.
+	slot      *Backlog
+	principal string
 }
 
 // Messages the writer actor receives besides *Submit.
@@ -343,7 +345,7 @@ func (w *committer) answer(ctx actor.Context, it *item, r persistence.Result) {
 		it.done <- r
 	}
 	if it.slot != nil {
-		it.slot.Release(it.size)
+		it.slot.ReleaseAs(it.principal, it.size)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/agentstate/agentstate/actors/fairshare"
 	"github.com/agentstate/agentstate/messages/errs"
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/protobuf/proto"
@@ -47,6 +48,12 @@ const (
 // command is not starved by a stream of small ones, and a network sender
 // is refused while in-process senders wait.
 //
+// A network sender's slots and bytes are also apportioned by its
+// principal (TryAcquireAs, fairshare): a principal already holding some
+// of the backlog may take more only within its equal share among the
+// principals using it, so one principal's flood leaves the others their
+// share. In-process senders (the embedding program) are not apportioned.
+//
 // Invariants: Pending() and PendingBytes() are what was taken and not yet
 // released, never more than the capacities; slots are taken before bytes
 // and given back after them, by every sender, so two senders never wait
@@ -56,6 +63,9 @@ type Backlog struct {
 	bytes    *semaphore.Weighted
 	capBytes int64
 	pending  atomic.Int64 // bytes taken, for metrics
+	// shareSlots and shareBytes apportion the slots and bytes among
+	// network senders' principals.
+	shareSlots, shareBytes *fairshare.Ledger
 }
 
 // NewBacklog returns a backlog of n slots (DefaultBacklog when n <= 0) and
@@ -67,7 +77,8 @@ func NewBacklog(n int, bytes int64) *Backlog {
 	if bytes <= 0 {
 		bytes = DefaultBacklogBytes
 	}
-	return &Backlog{slots: make(chan struct{}, n), bytes: semaphore.NewWeighted(bytes), capBytes: bytes}
+	return &Backlog{slots: make(chan struct{}, n), bytes: semaphore.NewWeighted(bytes), capBytes: bytes,
+		shareSlots: fairshare.NewLedger(int64(n)), shareBytes: fairshare.NewLedger(bytes)}
 }
 
 // weight is what a command of size bytes takes of the byte budget: its
@@ -99,26 +110,55 @@ func (b *Backlog) Acquire(ctx context.Context, size int) error {
 	return nil
 }
 
-// TryAcquire takes a slot and size bytes without waiting;
-// RESOURCE_EXHAUSTED when either bound is reached.
-func (b *Backlog) TryAcquire(size int) error {
+// TryAcquire takes a slot and size bytes without waiting, for a sender
+// that is not apportioned; RESOURCE_EXHAUSTED when either bound is
+// reached.
+func (b *Backlog) TryAcquire(size int) error { return b.TryAcquireAs("", size) }
+
+// TryAcquireAs takes a slot and size bytes without waiting for a sender
+// of principal ("": not apportioned); RESOURCE_EXHAUSTED when either
+// bound or the principal's share of either is reached. Give them back
+// with ReleaseAs and the same principal.
+func (b *Backlog) TryAcquireAs(principal string, size int) error {
+	w := b.weight(size)
+	if !b.shareSlots.Take(principal, 1) {
+		return errs.ResourceExhausted("writer backlog: principal %q holds its share of %d of the %d command slots; retry later",
+			principal, b.shareSlots.Share(principal), cap(b.slots))
+	}
+	if !b.shareBytes.Take(principal, w) {
+		b.shareSlots.Give(principal, 1)
+		return errs.ResourceExhausted("writer backlog: principal %q holds its share of %d of the %d bytes, %d more refused; retry later",
+			principal, b.shareBytes.Share(principal), b.capBytes, size)
+	}
 	select {
 	case b.slots <- struct{}{}:
 	default:
+		b.unshare(principal, w)
+		b.shareSlots.Refused(principal)
 		return errs.ResourceExhausted("writer backlog full: %d commands pending; retry later", cap(b.slots))
 	}
-	w := b.weight(size)
 	if w > 0 && !b.bytes.TryAcquire(w) {
 		<-b.slots
+		b.unshare(principal, w)
+		b.shareBytes.Refused(principal)
 		return errs.ResourceExhausted("writer backlog full: %d of %d bytes pending, %d more refused; retry later", b.pending.Load(), b.capBytes, size)
 	}
 	b.pending.Add(w)
 	return nil
 }
 
+func (b *Backlog) unshare(principal string, w int64) {
+	b.shareBytes.Give(principal, w)
+	b.shareSlots.Give(principal, 1)
+}
+
 // Release gives back a slot and size bytes. Each successful Acquire or
 // TryAcquire must be matched by exactly one Release of the same size.
-func (b *Backlog) Release(size int) {
+func (b *Backlog) Release(size int) { b.ReleaseAs("", size) }
+
+// ReleaseAs gives back what TryAcquireAs took for principal.
+func (b *Backlog) ReleaseAs(principal string, size int) {
+	b.unshare(principal, b.weight(size))
 	if w := b.weight(size); w > 0 {
 		b.pending.Add(-w)
 		b.bytes.Release(w) // panics when more is released than was taken
@@ -144,23 +184,27 @@ func (b *Backlog) CapBytes() int64 { return b.capBytes }
 
 // Admit takes a slot and size bytes the way the sender of ctx must:
 // waiting when Waits(ctx) (in-process senders), refusing at once
-// otherwise (network senders).
-func (b *Backlog) Admit(ctx context.Context, size int) error {
+// otherwise (network senders, apportioned by their principal,
+// fairshare.From). It returns the principal to give them back as
+// (ReleaseAs).
+func (b *Backlog) Admit(ctx context.Context, size int) (principal string, err error) {
 	if Waits(ctx) {
-		return b.Acquire(ctx, size)
+		return "", b.Acquire(ctx, size)
 	}
-	return b.TryAcquire(size)
+	principal = fairshare.From(ctx)
+	return principal, b.TryAcquireAs(principal, size)
 }
 
 // TryAdmit admits a network sender's request without waiting, by its
-// RequestSize, and returns the func that gives back what it took (call it
-// once, after the request is answered).
-func (b *Backlog) TryAdmit(msg proto.Message) (release func(), err error) {
+// RequestSize, as principal ("": not apportioned), and returns the func
+// that gives back what it took (call it once, after the request is
+// answered).
+func (b *Backlog) TryAdmit(principal string, msg proto.Message) (release func(), err error) {
 	n := RequestSize(msg)
-	if err := b.TryAcquire(n); err != nil {
+	if err := b.TryAcquireAs(principal, n); err != nil {
 		return nil, err
 	}
-	return func() { b.Release(n) }, nil
+	return func() { b.ReleaseAs(principal, n) }, nil
 }
 
 // RequestSize is the size a request is admitted with: its encoded size,

@@ -128,10 +128,10 @@ func TestBacklogCancelledWaitHoldsNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := b.Admit(ctx, 1); !errors.Is(err, errs.ErrUnavailable) {
+	if _, err := b.Admit(ctx, 1); !errors.Is(err, errs.ErrUnavailable) {
 		t.Fatalf("cancelled wait: %v, want UNAVAILABLE", err)
 	}
-	if err := b.Admit(writer.NoWait(context.Background()), 1); !errors.Is(err, errs.ErrResourceExhausted) {
+	if _, err := b.Admit(writer.NoWait(context.Background()), 1); !errors.Is(err, errs.ErrResourceExhausted) {
 		t.Fatalf("network sender: %v, want RESOURCE_EXHAUSTED", err)
 	}
 	wantPending(t, b, 1, 1000)
@@ -144,7 +144,7 @@ func TestBacklogCancelledWaitHoldsNothing(t *testing.T) {
 func TestTryAdmitReleasesWhatItTook(t *testing.T) {
 	b := writer.NewBacklog(10, 1<<20)
 	req := &sessionv1.CreateSessionRequest{ActorName: "a"}
-	release, err := b.TryAdmit(req)
+	release, err := b.TryAdmit("", req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,4 +154,55 @@ func TestTryAdmitReleasesWhatItTook(t *testing.T) {
 	req.SessionId = "01J0000000000000000000000A" // as routing does for a create
 	release()
 	wantPending(t, b, 0, 0)
+}
+
+// TestFloodingPrincipalLeavesAnotherItsShare: a principal that filled the
+// backlog's bytes is held to half of them once another principal is
+// refused, and what it gives back goes to the other until each holds
+// half; the slots are apportioned the same way.
+func TestFloodingPrincipalLeavesAnotherItsShare(t *testing.T) {
+	b := writer.NewBacklog(1000, 100)
+	flood := 0
+	for b.TryAcquireAs("flood", 10) == nil {
+		flood++
+	}
+	if flood != 10 {
+		t.Fatalf("alone, the flood took %d of 10 requests' bytes", flood)
+	}
+	if err := b.TryAcquireAs("honest", 10); !errors.Is(err, errs.ErrResourceExhausted) {
+		t.Fatalf("a full backlog admitted honest: %v", err)
+	}
+	// The flood's requests are answered one by one, and it asks again
+	// each time: refused until it holds its half.
+	for ; flood > 5; flood-- {
+		b.ReleaseAs("flood", 10)
+		if err := b.TryAcquireAs("flood", 10); !errors.Is(err, errs.ErrResourceExhausted) {
+			t.Fatalf("the flood holding %d of 10 requests was admitted: %v", flood-1, err)
+		}
+	}
+	honest := 0
+	for b.TryAcquireAs("honest", 10) == nil {
+		honest++
+	}
+	if honest != 5 {
+		t.Fatalf("honest got %d requests beside the flood, want its share of 5", honest)
+	}
+	for range flood {
+		b.ReleaseAs("flood", 10)
+	}
+	for range honest {
+		b.ReleaseAs("honest", 10)
+	}
+	wantPending(t, b, 0, 0)
+
+	slots := writer.NewBacklog(10, 1<<20)
+	for slots.TryAcquireAs("flood", 1) == nil {
+	}
+	slots.ReleaseAs("flood", 1)
+	if err := slots.TryAcquireAs("honest", 1); err != nil {
+		t.Fatalf("honest refused a free slot: %v", err)
+	}
+	if err := slots.TryAcquireAs("flood", 1); !errors.Is(err, errs.ErrResourceExhausted) {
+		t.Fatalf("the flood, over its share of slots, was admitted: %v", err)
+	}
 }

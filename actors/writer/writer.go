@@ -158,16 +158,17 @@ func (s *Writer) hand(ctx context.Context, it *item, slot bool) error {
 		return errStopped
 	}
 	if slot {
-		if err := s.backlog.Admit(ctx, it.size); err != nil {
+		principal, err := s.backlog.Admit(ctx, it.size)
+		if err != nil {
 			return err
 		}
-		it.slot = s.backlog
+		it.slot, it.principal = s.backlog, principal
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.stopping {
 		if it.slot != nil {
-			it.slot.Release(it.size)
+			it.slot.ReleaseAs(it.principal, it.size)
 		}
 		return errStopped
 	}

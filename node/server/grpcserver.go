@@ -148,6 +148,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	}
 	a.srv = grpc.NewServer(sopts...)
 	reg := decodeErrors{Server: a.srv, requests: newRequestBudget(opt.RequestBytes)}
+	a.tap.requests = reg.requests
 	sessions := svc.Sessions
 	if a.authz != nil {
 		reg.received = a.authz.received

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/agentstate/agentstate/actors/fairshare"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/node/codec"
 	"golang.org/x/sync/semaphore"
@@ -36,33 +37,62 @@ const requestFootprint = 2
 // The writer's backlog (--backlog-bytes) still admits each write; this
 // bound comes first and holds for reads too, and for the requests the
 // backlog would refuse only after decoding them.
+//
+// The budget is apportioned by principal (fairshare): one that holds some
+// of it may take more only within its equal share among the principals
+// using it, and one that holds its share has its next streams refused on
+// their headers (streamTap), before their bytes are assembled.
 type requestBudget struct {
 	sem     *semaphore.Weighted
 	cap     int64
 	pending atomic.Int64 // bytes charged, for the refusal's message
+	shares  *fairshare.Ledger
 }
 
 func newRequestBudget(bytes int64) *requestBudget {
 	if bytes <= 0 {
 		bytes = DefaultGRPCRequestBytes
 	}
-	return &requestBudget{sem: semaphore.NewWeighted(bytes), cap: bytes}
+	return &requestBudget{sem: semaphore.NewWeighted(bytes), cap: bytes, shares: fairshare.NewLedger(bytes)}
+}
+
+// overShare reports whether principal holds its share of the budget now.
+func (b *requestBudget) overShare(principal string) bool {
+	if principal == "" {
+		return false
+	}
+	held := b.shares.Holds(principal)
+	return held > 0 && held >= b.shares.Share(principal)
+}
+
+// refusal is the answer to principal's request of w bytes (0: not yet
+// known, refused on its headers) that its share has no room for.
+func (b *requestBudget) refusal(principal string, w int64) error {
+	return errs.ResourceExhausted("principal %q holds %d bytes of requests in flight, its share of the node's %d (--grpc-request-bytes); "+
+		"a request of %d more is refused: retry later", principal, b.shares.Holds(principal), b.cap, w)
 }
 
 // weight is what a request of size encoded bytes is charged.
 func (b *requestBudget) weight(size int) int64 { return min(int64(size)*requestFootprint, b.cap) }
 
-// decode receives a unary request's bytes with recv, charges them, and
-// decodes them into m. It returns the func that gives the charge back (nil
-// when nothing was charged): call it once the handler returned.
-func (b *requestBudget) decode(recv func(any) error, m any) (release func(), err error) {
+// decode receives a unary request's bytes with recv, charges them to
+// principal ("": not apportioned), and decodes them into m. It returns
+// the func that gives the charge back (nil when nothing was charged):
+// call it once the handler returned.
+func (b *requestBudget) decode(principal string, recv func(any) error, m any) (release func(), err error) {
 	var u codec.Undecoded
 	if err := recv(&u); err != nil {
 		return nil, err
 	}
 	w := b.weight(u.Len())
+	if !b.shares.Take(principal, w) {
+		u.Free()
+		return nil, b.refusal(principal, w)
+	}
 	if !b.sem.TryAcquire(w) {
 		u.Free()
+		b.shares.Give(principal, w)
+		b.shares.Refused(principal)
 		return nil, errs.ResourceExhausted("the node holds %d of its %d bytes of requests in flight (--grpc-request-bytes); "+
 			"a request of %d bytes counts %d: retry later", b.pending.Load(), b.cap, w/requestFootprint, w)
 	}
@@ -70,6 +100,7 @@ func (b *requestBudget) decode(recv func(any) error, m any) (release func(), err
 	release = func() {
 		b.pending.Add(-w)
 		b.sem.Release(w)
+		b.shares.Give(principal, w)
 	}
 	if err := u.Decode(m); err != nil {
 		release()
@@ -91,7 +122,7 @@ func (b *requestBudget) unaryHandler(h func(any, context.Context, func(any) erro
 		}()
 		return h(srv, ctx, func(v any) error {
 			var err error
-			release, err = b.decode(dec, v)
+			release, err = b.decode(fairshare.From(ctx), dec, v)
 			return err
 		}, in)
 	}

@@ -2,14 +2,11 @@ package server
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
-	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/node/client"
@@ -43,21 +40,7 @@ func (h *holdingSessions) Append(_ context.Context, req *sessionv1.AppendRequest
 // larger than the whole budget is served alone.
 func TestLargeRequestsPastTheRequestBudgetAreRefusedUndecoded(t *testing.T) {
 	svc := &holdingSessions{held: make(chan struct{}, 4), release: make(chan struct{})}
-	a, err := newAPIServer(apiServices{
-		Sessions: svc,
-		Plans:    planv1.UnimplementedPlanServiceServer{},
-		Audit:    auditv1.UnimplementedAuditServiceServer{},
-	}, apiOptions{MaxRecvBytes: 4 << 20, RequestBytes: 1 << 20}, newMetrics(), quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = a.srv.Serve(lis) }()
-	t.Cleanup(a.srv.Stop)
-	conn, err := client.Dial(lis.Addr().String(), client.Options{})
+	conn, err := client.Dial(serveSessions(t, svc, apiOptions{MaxRecvBytes: 4 << 20, RequestBytes: 1 << 20}), client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

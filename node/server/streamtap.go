@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentstate/agentstate/actors/fairshare"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/principal"
 	"google.golang.org/grpc"
@@ -43,6 +44,13 @@ type streamTap struct {
 	// request metrics only for these, so strangers cannot mint series.
 	known map[string]bool
 	full  *warnLimiter
+	// shares apportions the max streams among principals (fairshare);
+	// requests, when set, refuses at once a stream of a principal that
+	// holds its share of the unary requests in flight, so that its
+	// request's bytes are never assembled (the transport discards a
+	// refused stream's frames).
+	shares   *fairshare.Ledger
+	requests *requestBudget
 	// released, when set (tests), is called after each admitted stream's
 	// slot is given back.
 	released func()
@@ -52,7 +60,7 @@ func newStreamTap(auth *authenticator, max int, m *metrics, log *slog.Logger) *s
 	if max <= 0 {
 		max = DefaultGRPCMaxStreamsTotal
 	}
-	return &streamTap{auth: auth, m: m, max: int64(max), known: map[string]bool{},
+	return &streamTap{auth: auth, m: m, max: int64(max), known: map[string]bool{}, shares: fairshare.NewLedger(int64(max)),
 		full: newWarnLimiter(log, "refused gRPC stream: the node's streams are all in use (--grpc-max-streams-total)", warnWindow, warnBurst)}
 }
 
@@ -71,13 +79,26 @@ func (t *streamTap) handle(ctx context.Context, info *tap.Info) (context.Context
 		if err != nil {
 			return nil, t.refuse(info.FullMethodName, t.auth.reject(ctx, info.FullMethodName, err))
 		}
-		ctx = withPrincipal(ctx, p)
+		ctx = fairshare.With(withPrincipal(ctx, p), p.Name)
+		if t.requests != nil && t.requests.overShare(p.Name) {
+			t.m.streamsRefused.Inc()
+			return nil, t.refuse(info.FullMethodName, t.requests.refusal(p.Name, 0))
+		}
 	} else {
 		// No authentication (loopback only): the audit trail says so.
 		ctx = principal.With(ctx, principal.Anonymous)
 	}
+	name := fairshare.From(ctx)
+	if !t.shares.Take(name, 1) {
+		t.m.streamsRefused.Inc()
+		return nil, t.refuse(info.FullMethodName, errs.ResourceExhausted(
+			"principal %q holds its share of %d of the node's %d gRPC streams (--grpc-max-streams-total): retry later",
+			name, t.shares.Share(name), t.max))
+	}
 	if n := t.open.Add(1); n > t.max {
 		t.open.Add(-1)
+		t.shares.Give(name, 1)
+		t.shares.Refused(name)
 		t.m.streamsRefused.Inc()
 		t.full.Warn("method", info.FullMethodName, "limit", t.max)
 		return nil, t.refuse(info.FullMethodName, errs.ResourceExhausted(
@@ -90,6 +111,7 @@ func (t *streamTap) handle(ctx context.Context, info *tap.Info) (context.Context
 	// without one.
 	context.AfterFunc(ctx, func() {
 		t.open.Add(-1)
+		t.shares.Give(name, 1)
 		if t.released != nil {
 			t.released()
 		}

@@ -35,7 +35,7 @@ func (a *applier) scopeStates(ds []persistence.ScopeDelta) ([]scopeWrite, error)
 				return nil, err
 			}
 		}
-		next, err := persistence.ApplyDelta("scope "+d.Scope, cur, d.Delta)
+		next, err := d.Apply(cur)
 		if err != nil {
 			return nil, err
 		}

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"tokens", tokenCases},
 		{"state and retention", stateCases},
 		{"scope deltas in batches", scopeBatchCases},
+		{"scope quota", scopeQuotaCases},
 		{"feed", feedCases},
 		{"keyed items", itemCases},
 		{"suffix replacement", suffixCases},

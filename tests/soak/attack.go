@@ -33,6 +33,9 @@ type Attacks struct {
 	// ignoring the node's stream bound; IdleConns connections send the
 	// HTTP/2 preface and nothing more.
 	IdleStreams, IdleConns int
+	// UnreadTails TailSession streams from sequence 0 on Session are
+	// opened on one connection and never read (issue 26); needs Session.
+	UnreadTails int
 	// AuthFlood callers call with a wrong bearer token as fast as they
 	// are answered.
 	AuthFlood int
@@ -53,7 +56,7 @@ type Attacks struct {
 }
 
 // only keeps the attacks named in list (comma-separated: unread,
-// oversized, idle, auth, remote); an empty list keeps them all.
+// oversized, idle, tails, auth, remote); an empty list keeps them all.
 func (a Attacks) only(list string) Attacks {
 	if list == "" || list == "all" {
 		return a
@@ -70,6 +73,9 @@ func (a Attacks) only(list string) Attacks {
 	}
 	if !keep["idle"] {
 		a.IdleStreams, a.IdleConns = 0, 0
+	}
+	if !keep["tails"] {
+		a.UnreadTails = 0
 	}
 	if !keep["auth"] {
 		a.AuthFlood = 0
@@ -131,6 +137,9 @@ func (a Attacks) Run(ctx context.Context, addr string, t *Tally) {
 		spawn(1, func(ctx context.Context, _ int) { idleStreams(ctx, addr, a.IdleStreams, t) })
 	}
 	spawn(a.IdleConns, func(ctx context.Context, i int) { idleConn(ctx, addr, t) })
+	if a.UnreadTails > 0 && a.Session != "" {
+		spawn(1, func(ctx context.Context, _ int) { a.unreadTails(ctx, addr, auth, t) })
+	}
 	spawn(a.AuthFlood, func(ctx context.Context, i int) { authFlood(ctx, addr, t) })
 	if a.RemoteAddr != "" {
 		spawn(1, func(ctx context.Context, _ int) { a.remote(ctx, t) })

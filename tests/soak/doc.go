@@ -1,26 +1,31 @@
 // Package soak drives a `node serve` subprocess, limited in memory, with
-// every hostile load of issue 15 at once while honest clients append, and
-// checks that the node holds: it stays up, its resident memory stays under
-// a stated bound, the honest clients' appends keep succeeding, and the
-// crash checker's verdict on what they were told (tests/checker) is clean.
+// every hostile load of issues 15 and 26 at once, run by one principal,
+// while another principal's honest clients append and tail, and checks
+// that the node holds: it stays up, its resident memory stays under a
+// stated bound, the honest clients' appends keep succeeding (the
+// throughput they keep of what they had alone is measured), and the crash
+// checker's verdict on what they were told (tests/checker) is clean.
 //
-// The attacks (attack.go), all over loopback:
+// The attacks (attack.go, tailattack.go, rawh2.go), all over loopback:
 //
 //   - AppendBatches streams whose client never reads an outcome;
 //   - appends of 3 MiB (three 1 MiB messages), many at once;
+//   - 300 TailSession streams on one connection, never read, on a session
+//     holding the 3 MiB appends;
 //   - 20,000 idle streams on one connection, and idle connections;
 //   - a flood of calls with a wrong bearer token;
 //   - over the Proto.Actor remote endpoint: batches of envelopes naming
 //     thousands of sender addresses, and batches of 20,000 audit reads.
 //
-// BenchmarkSoak runs it once for -soak.duration (20 s by default) and
-// reports the figures (docs/bench/HISTORY.md, Soak under hostile load):
+// BenchmarkSoak runs the honest load alone for -soak.quiet (5 s), then
+// with the attacks for -soak.duration (15 s by default), and reports the
+// figures (docs/bench/HISTORY.md, Soak under hostile load):
 //
 //	go test -run '^$' -bench Soak -benchtime 1x ./tests/soak
 //
 // It runs every attack by default, and so does CI (make test runs every
-// benchmark once); -soak.only names a subset (unread, oversized, idle,
-// auth, remote) to measure one attack alone.
+// benchmark once); -soak.only names a subset (unread, oversized, tails,
+// idle, auth, remote) to measure one attack alone.
 //
 // TestIdleConnectionsCannotLockOutClients is the descriptor half on its
 // own: a node started with 256 open files, held by idle connections.

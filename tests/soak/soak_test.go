@@ -3,12 +3,7 @@ package soak
 import (
 	"context"
 	"flag"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +14,6 @@ import (
 	"github.com/agentstate/agentstate/node/server"
 	"github.com/agentstate/agentstate/tests/checker"
 	"github.com/agentstate/agentstate/tests/proc"
-	"golang.org/x/net/http2"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
@@ -27,7 +21,9 @@ import (
 
 var (
 	nodeBinary = flag.String("soak.node", "", "node binary to drive (default: ./cmd/node built without -race)")
-	duration   = flag.Duration("soak.duration", 20*time.Second, "how long the attacks run")
+	duration   = flag.Duration("soak.duration", 15*time.Second, "how long the attacks run")
+	quiet      = flag.Duration("soak.quiet", 5*time.Second, "how long the honest load runs alone first, to measure its throughput without attacks")
+	minShare   = flag.Float64("soak.min-share", 0, "the honest principal's throughput in every 5 s window of the attacks must be at least this part of its throughput without them (0: measured and reported only; issue 28's target is 0.5, not met on a 2-core machine, docs/BENCHMARKS.md)")
 	asGrowth   = flag.Int64("soak.as-growth", 1<<30, "address space the node may grow by once ready (its RLIMIT_AS is its size then plus this)")
 	rssBound   = flag.Int64("soak.rss-bound", 768<<20, "the node's peak resident memory (VmHWM) must stay below this")
 	memLimit   = flag.String("soak.gomemlimit", "", "the node's GOMEMLIMIT (\"\": none, so the node sets its own from its byte budgets, docs/OPERATIONS.md)")
@@ -57,9 +53,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-const token = "soak-token-0123456789"
-
-func dial(addr string) (*grpc.ClientConn, error) {
+func dial(addr, token string) (*grpc.ClientConn, error) {
 	return nodeclient.Dial(addr, nodeclient.Options{Token: token},
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 300 * time.Millisecond},
@@ -67,28 +61,32 @@ func dial(addr string) (*grpc.ClientConn, error) {
 		}))
 }
 
-// BenchmarkSoak runs every attack of issue 15 at once for -soak.duration
-// against a node whose address space may grow by -soak.as-growth, while
-// eight honest clients (tests/checker's load: appends, a share over
-// AppendBatches, plan errors, audit records) run. It fails unless the node
-// stays up, its VmHWM stays below -soak.rss-bound, the honest clients are
-// acknowledged in every 5 s of the attacks, and the checker's verdict on
-// everything acknowledged is clean. b.N is ignored: one run is the
-// measurement (-benchtime 1x).
+// BenchmarkSoak runs every attack of issues 15 and 26 at once for
+// -soak.duration, as the principal "hostile" (the remote endpoint's
+// attacks as its peers, the wrong-token flood as nobody), against a node
+// whose address space may grow by -soak.as-growth, while the principal
+// "honest" runs eight clients (tests/checker's load: appends, a share over
+// AppendBatches, plan errors, audit records) and tails the change feed.
+// The honest load first runs alone for -soak.quiet, which measures its
+// throughput without attacks. It fails unless the node stays up, its
+// VmHWM stays below -soak.rss-bound, the honest clients are acknowledged
+// in every 5 s of the attacks (and, with -soak.min-share, at that part of
+// their throughput alone), the honest tail is not ended, and the
+// checker's verdict on everything acknowledged is clean. b.N is ignored:
+// one run is the measurement (-benchtime 1x).
 func BenchmarkSoak(b *testing.B) {
 	bin := *nodeBinary
 	if bin == "" {
 		bin = build.Path(b, "", "off", false)
 	}
 	dir := b.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+	idFile, err := writeIdentities(dir)
+	if err != nil {
 		b.Fatal(err)
 	}
-	args := []string{"--auth-token-file", tokenFile, "--grpc-idle-timeout", "5s"}
+	args := []string{"--auth-file", idFile, "--grpc-idle-timeout", "5s"}
 	remoteAddr := ""
 	if *remoteOn {
-		var err error
 		if remoteAddr, err = checker.FreeAddr(); err != nil {
 			b.Fatal(err)
 		}
@@ -130,11 +128,16 @@ func BenchmarkSoak(b *testing.B) {
 	startRSS, _ := proc.Status(pid, "VmRSS")
 	b.Logf("node %d: VmSize %d MiB when ready, RLIMIT_AS %d MiB, VmRSS %d MiB", pid, size>>20, limit>>20, startRSS>>20)
 
-	conn, err := dial(n.GRPCAddr)
+	conn, err := dial(n.GRPCAddr, honestToken)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer conn.Close()
+	hostile, err := dial(n.GRPCAddr, hostileToken)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer hostile.Close()
 	ledger := checker.NewLedger()
 	load := checker.NewLoad(conn, ledger, checker.LoadConfig{Sessions: 16, Clients: 8})
 	if err := load.Setup(ctx); err != nil {
@@ -146,12 +149,24 @@ func BenchmarkSoak(b *testing.B) {
 	if err := load.WaitAcked(ctx, 50); err != nil {
 		b.Fatal(err)
 	}
+	tctx, stopTail := context.WithCancel(ctx)
+	defer stopTail()
+	tail, err := tailChanges(tctx, conn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The honest principal alone, for its throughput without attacks
+	// (a measurement: the sleep paces it).
+	quietAcked, quietTail := load.Acked(), tail.entries.Load()
+	time.Sleep(*quiet)
+	quietRate := float64(load.Acked()-quietAcked) / quiet.Seconds()
+	quietTailRate := float64(tail.entries.Load()-quietTail) / quiet.Seconds()
 
-	attacks := Attacks{UnreadStreams: 40, Oversized: 48, IdleStreams: 20000, IdleConns: 200, AuthFlood: 8,
-		RemoteAddr: remoteAddr, RemoteSenders: *senders, RemoteReads: *reads, RemoteEvery: 2 * time.Second, Token: token}
+	attacks := Attacks{UnreadStreams: 40, Oversized: 48, IdleStreams: 20000, IdleConns: 200, UnreadTails: 300, AuthFlood: 8,
+		RemoteAddr: remoteAddr, RemoteSenders: *senders, RemoteReads: *reads, RemoteEvery: 2 * time.Second, Token: hostileToken}
 	attacks = attacks.only(*only)
 	if !*missing {
-		s, err := sessionv1.NewSessionServiceClient(conn).Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "hostile"})
+		s, err := sessionv1.NewSessionServiceClient(hostile).Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "hostile"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -177,10 +192,10 @@ func BenchmarkSoak(b *testing.B) {
 	// Every 250 ms: the node's RSS; every 5 s: the honest clients'
 	// progress. Sampling, not synchronization.
 	b.ResetTimer()
-	start, ackedBefore := time.Now(), load.Acked()
+	start, ackedBefore, tailBefore := time.Now(), load.Acked(), tail.entries.Load()
 	var peakRSS int64
 	var stalls, windows int
-	windowAcked := ackedBefore
+	windowAcked, worst := ackedBefore, int64(-1)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for i := 1; actx.Err() == nil; i++ {
@@ -198,16 +213,22 @@ func BenchmarkSoak(b *testing.B) {
 		peakRSS = max(peakRSS, rss)
 		if i%20 == 0 {
 			windows++
-			if a := load.Acked(); a == windowAcked {
+			a := load.Acked()
+			if a == windowAcked {
 				stalls++
-			} else {
-				windowAcked = a
 			}
+			if worst < 0 || a-windowAcked < worst {
+				worst = a - windowAcked
+			}
+			windowAcked = a
 		}
 	}
 	attacking.Wait()
 	elapsed := time.Since(start)
 	honest := load.Acked() - ackedBefore
+	tailed := tail.entries.Load() - tailBefore
+	stopTail()
+	<-tail.done
 	hwm, err := proc.Status(pid, "VmHWM")
 	if err != nil {
 		b.Fatalf("the node is gone after the attacks: %v\n%s", err, n.LogTail(3000))
@@ -233,11 +254,16 @@ func BenchmarkSoak(b *testing.B) {
 		}
 	}
 	b.Logf("attacks: %s", tallyText)
-	b.Logf("honest: %d operations acknowledged in %v (%.0f/s), %d of %d 5-second windows without one; failures %s",
-		honest, elapsed.Round(time.Millisecond), float64(honest)/elapsed.Seconds(), stalls, windows, checker.FormatFailures(load.Failures()))
+	worstRate := float64(worst) / 5
+	b.Logf("honest: %.0f operations/s alone (its tail %.0f entries/s); under attack %d operations acknowledged in %v (%.0f/s), "+
+		"worst 5-second window %.0f/s (%.0f%% of alone), %d of %d windows without one; its tail %d entries (%.0f/s); failures %s",
+		quietRate, quietTailRate, honest, elapsed.Round(time.Millisecond), float64(honest)/elapsed.Seconds(),
+		worstRate, 100*worstRate/quietRate, stalls, windows, tailed, float64(tailed)/elapsed.Seconds(), checker.FormatFailures(load.Failures()))
 	b.Logf("node: VmHWM %d MiB, highest VmRSS sampled %d MiB (bound %d MiB)", hwm>>20, peakRSS>>20, *rssBound>>20)
 	b.ReportMetric(float64(hwm)/(1<<20), "VmHWM_MiB")
 	b.ReportMetric(float64(honest)/elapsed.Seconds(), "honest_ops/s")
+	b.ReportMetric(quietRate, "alone_ops/s")
+	b.ReportMetric(worstRate, "worst_window_ops/s")
 
 	// The verdict on what the honest clients were told, read back from a
 	// fresh process after a clean stop.
@@ -261,6 +287,13 @@ func BenchmarkSoak(b *testing.B) {
 	if stalls > 0 {
 		b.Errorf("the honest clients were acknowledged nothing in %d of %d 5-second windows", stalls, windows)
 	}
+	if *minShare > 0 && worstRate < *minShare*quietRate {
+		b.Errorf("the honest principal's worst 5-second window under attack was %.0f operations/s, under %.0f%% of its %.0f/s alone",
+			worstRate, 100**minShare, quietRate)
+	}
+	if tail.err != nil {
+		b.Errorf("the honest tail ended: %v", tail.err)
+	}
 	if err := r.Err(); err != nil {
 		b.Errorf("the checker's verdict: %v", err)
 	}
@@ -283,111 +316,4 @@ func deathNote(log string) string {
 		log = log[len(log)-3000:]
 	}
 	return log
-}
-
-// TestIdleConnectionsCannotLockOutClients starts a node with 256 open
-// files (issue 15: idle connections then locked out new clients and made
-// the node's reads fail "too many open files") and holds 300 idle
-// connections to it. The node sizes its connection bound to leave the
-// database its descriptors, closes the idle connections after
-// --grpc-idle-timeout, and a new client's writes and reads succeed.
-func TestIdleConnectionsCannotLockOutClients(t *testing.T) {
-	bin := *nodeBinary
-	if bin == "" {
-		bin = build.Path(t, "", "off", false)
-	}
-	dir := t.TempDir()
-	wrapper := filepath.Join(dir, "node-256")
-	script := fmt.Sprintf("#!/bin/sh\nulimit -n 256 || exit 1\nexec %q \"$@\"\n", bin)
-	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: wrapper, Dir: dir, Args: []string{"--grpc-idle-timeout", "1s"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	if log := n.LogTail(4000); !strings.Contains(log, "grpc_max_connections=128") {
-		t.Fatalf("the node did not fit its connection bound to 256 descriptors:\n%s", log)
-	}
-
-	const idle = 300
-	var closedByNode sync.WaitGroup
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for range idle {
-		c, err := net.Dial("tcp", n.GRPCAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-		if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
-			t.Fatal(err)
-		}
-		fr := http2.NewFramer(c, c)
-		if err := fr.WriteSettings(); err != nil {
-			t.Fatal(err)
-		}
-		closedByNode.Add(1)
-		go func() {
-			defer closedByNode.Done()
-			for {
-				if _, err := fr.ReadFrame(); err != nil {
-					return
-				}
-			}
-		}()
-	}
-
-	// A new client, while the idle connections are held open by their
-	// clients: it is let in, and its writes and reads succeed.
-	cc, err := nodeclient.Dial(n.GRPCAddr, nodeclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	api := sessionv1.NewSessionServiceClient(cc)
-	created, err := api.Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "newcomer"}, grpc.WaitForReady(true))
-	if err != nil {
-		t.Fatalf("a new client among %d idle connections: %v\n%s", idle, err, n.LogTail(3000))
-	}
-	sid := created.GetSession().GetSessionId()
-	for i := range 20 {
-		if _, err := api.Append(ctx, &sessionv1.AppendRequest{SessionId: sid, Messages: []*sessionv1.NewMessage{
-			{Role: sessionv1.Role_ROLE_USER, Content: fmt.Sprint("message ", i)}}}); err != nil {
-			t.Fatalf("append %d: %v", i, err)
-		}
-		if _, err := api.ListMessages(ctx, &sessionv1.ListMessagesRequest{SessionId: sid}); err != nil {
-			t.Fatalf("read %d: %v", i, err)
-		}
-	}
-	resp, err := http.Get("http://" + n.HTTPAddr + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/readyz answered %d among the idle connections", resp.StatusCode)
-	}
-	// Every idle connection is closed by the node in the end (the test
-	// never closes them before this).
-	allClosed := make(chan struct{})
-	go func() {
-		closedByNode.Wait()
-		close(allClosed)
-	}()
-	select {
-	case <-allClosed:
-	case <-ctx.Done():
-		t.Fatalf("idle connections were still open when the test's time ran out (idle timeout 1 s)")
-	}
-	if log := n.LogTail(1 << 20); strings.Contains(log, "too many open files") {
-		t.Fatalf("the node ran out of descriptors:\n%s", log)
-	}
 }
