@@ -26,7 +26,7 @@ test:
 	# a tiny run of each of its modes keeps the comparison building and honest.
 	cd tests/adk && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 5m ./...
 	# adapters/adk (the ADK session backend) is its own module for the same
-	# reason; it runs adk's own session suite and a runner end to end.
+	# reason; it runs adk v1's and v2's own session suites and a runner end to end.
 	cd adapters/adk && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 5m ./...
 	$(MAKE) test-python
 	$(MAKE) test-typescript
