@@ -20,6 +20,7 @@ type Handler interface {
 	PruneAudit(*PruneAudit) (Result, error)
 	TruncateSession(*TruncateSession) (Result, error)
 	PutSnapshot(*PutSnapshot) (Result, error)
+	ReplaceSuffix(*ReplaceSuffix) (Result, error)
 }
 
 // Dispatch applies cmd through h.

@@ -51,6 +51,9 @@ func (r *recorder) TruncateSession(*persistence.TruncateSession) (persistence.Re
 func (r *recorder) PutSnapshot(*persistence.PutSnapshot) (persistence.Result, error) {
 	return r.hit("PutSnapshot")
 }
+func (r *recorder) ReplaceSuffix(*persistence.ReplaceSuffix) (persistence.Result, error) {
+	return r.hit("ReplaceSuffix")
+}
 
 func TestDispatchCallsEachCommandsMethod(t *testing.T) {
 	e := []*auditv1.AuditEntry{{EventId: "e"}}
@@ -80,6 +83,8 @@ func TestDispatchCallsEachCommandsMethod(t *testing.T) {
 			persistence.Fence{Kind: persistence.OwnerSession, ID: "s", Epoch: 7}, true},
 		{&persistence.PutSnapshot{Epoch: 8, SessionID: "s"}, "PutSnapshot",
 			persistence.Fence{Kind: persistence.OwnerSession, ID: "s", Epoch: 8}, false},
+		{&persistence.ReplaceSuffix{Epoch: 9, SessionID: "s", Audit: e}, "ReplaceSuffix",
+			persistence.Fence{Kind: persistence.OwnerSession, ID: "s", Epoch: 9}, true},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%T", c.cmd), func(t *testing.T) {

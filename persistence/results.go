@@ -49,6 +49,7 @@ type outcome struct {
 	removed       int64
 	plansOrphaned []string
 	recorded      []RecordedAudit
+	suffix        *SuffixResult
 }
 
 // SetDelete sets r's DeleteSession outcome.

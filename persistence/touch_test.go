@@ -34,6 +34,8 @@ func TestTouchesNameWhatACommandWrites(t *testing.T) {
 		{&persistence.DeleteSession{SessionID: "s"}, persistence.Touch{Session: "s"}},
 		{&persistence.TruncateSession{SessionID: "s", Audit: e}, persistence.Touch{Session: "s", Audit: persistence.AuditAppends}},
 		{&persistence.PutSnapshot{SessionID: "s"}, persistence.Touch{Session: "s"}},
+		{&persistence.ReplaceSuffix{SessionID: "s", Audit: e}, persistence.Touch{Session: "s", Audit: persistence.AuditAppends}},
+		{&persistence.ReplaceSuffix{SessionID: "s"}, persistence.Touch{Session: "s"}},
 		{&persistence.PlanWrite{PlanID: "p", Audit: e}, persistence.Touch{Plan: "p", Audit: persistence.AuditAppends}},
 		{&persistence.PlanWrite{PlanID: "p"}, persistence.Touch{Plan: "p"}},
 		{rec, persistence.Touch{Audit: persistence.AuditRecords, Records: e}},

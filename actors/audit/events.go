@@ -34,6 +34,8 @@ const (
 	EventPlanRetryReset    = "plan_retry_reset"
 	EventAuditPruned       = "audit_pruned"
 	EventSessionTruncated  = "session_truncated"
+	EventSessionRewound    = "session_rewound"
+	EventScopesUpdated     = "scopes_updated"
 )
 
 // registry is every event type Record and NewEntry accept. It is never
@@ -47,6 +49,7 @@ var registry = map[string]bool{
 	EventTokenUsageUpdated: true, EventPlanLinked: true, EventSessionImported: true,
 	EventSessionExported: true, EventPlanErrorRecorded: true, EventPlanPolicySet: true,
 	EventPlanRetryReset: true, EventAuditPruned: true, EventSessionTruncated: true,
+	EventSessionRewound: true, EventScopesUpdated: true,
 }
 
 // reserved is agentstate's own event types: each one attests a state change
@@ -58,6 +61,7 @@ var reserved = map[string]bool{
 	EventTokenUsageUpdated: true, EventPlanLinked: true, EventSessionImported: true,
 	EventSessionExported: true, EventPlanErrorRecorded: true, EventPlanPolicySet: true,
 	EventPlanRetryReset: true, EventAuditPruned: true, EventSessionTruncated: true,
+	EventSessionRewound: true, EventScopesUpdated: true,
 }
 
 // ReservedEventType reports whether t is written by agentstate only.

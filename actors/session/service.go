@@ -185,7 +185,7 @@ func routeKey(msg proto.Message) (string, bool, error) {
 	case *sessionv1.CloseSessionRequest, *sessionv1.DeleteSessionRequest, *sessionv1.AppendRequest,
 		*sessionv1.UpdateTokenUsageRequest, *sessionv1.LinkPlanRequest, *sessionv1.UpdateStateRequest,
 		*sessionv1.TruncateRequest, *sessionv1.PutSnapshotRequest, *sessionv1.DeleteSnapshotRequest,
-		*sessionv1.SetExpiryRequest:
+		*sessionv1.SetExpiryRequest, *sessionv1.ReplaceSuffixRequest:
 		id = m.(interface{ GetSessionId() string }).GetSessionId()
 	default:
 		return "", false, nil
@@ -218,6 +218,8 @@ func normalize(msg proto.Message, cfg Config) (proto.Message, error) {
 		return normalizeDeleteSnapshot(m)
 	case *sessionv1.SetExpiryRequest:
 		return normalizeSetExpiry(m)
+	case *sessionv1.ReplaceSuffixRequest:
+		return normalizeReplace(m, cfg)
 	case *sessionv1.CloseSessionRequest, *sessionv1.DeleteSessionRequest:
 		return m, nil // routeKey checked the id, the only field
 	}

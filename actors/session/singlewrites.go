@@ -39,6 +39,8 @@ func (o *owner) startOne(r *lifecycle.Request) {
 		o.deleteSnapshot(r, m)
 	case *sessionv1.SetExpiryRequest:
 		o.setExpiry(r, m)
+	case *sessionv1.ReplaceSuffixRequest:
+		o.replaceSuffix(r, m)
 	default:
 		o.reply(r, nil, errs.InvalidArgument("a session actor cannot serve %T", r.Msg))
 	}

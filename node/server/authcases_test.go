@@ -106,6 +106,18 @@ func matrixCases() map[string]matrixCase {
 		sessionv1.SessionService_SetExpiry_FullMethodName: s(needAdmin, func(e *callEnv) error {
 			return ok(e.n.ss.SetExpiry(e.ctx, &sessionv1.SetExpiryRequest{SessionId: e.f.session, Ttl: durationpb.New(time.Hour)}))
 		}),
+		sessionv1.SessionService_ReplaceSuffix_FullMethodName: s(needWriter, func(e *callEnv) error {
+			// The expectation is read as root: the call is decided on
+			// the replacement alone.
+			got, err := e.n.ss.Get(as(context.Background(), rootPrincipal), &sessionv1.GetSessionRequest{SessionId: e.f.session})
+			if err != nil {
+				return fmt.Errorf("reading the fixture: %w", err)
+			}
+			next := got.GetSession().GetMessageCount()
+			return ok(e.n.ss.ReplaceSuffix(e.ctx, &sessionv1.ReplaceSuffixRequest{SessionId: e.f.session,
+				From: &sessionv1.ReplaceSuffixRequest_RemoveLast{RemoveLast: 0}, ExpectedNextSequence: &next,
+				Messages: []*sessionv1.NewMessage{{Role: sessionv1.Role_ROLE_USER, Content: "replaced"}}, ScopeDeltas: e.scopes()}))
+		}),
 
 		planv1.PlanService_RecordError_FullMethodName: p(needWriter, func(e *callEnv) error {
 			return ok(e.n.pl.RecordError(e.ctx, &planv1.RecordErrorRequest{PlanId: e.f.plan, Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s", ErrorType: "TimeoutError", Message: "again"}))

@@ -66,6 +66,12 @@ func apiRules() map[string]rule {
 		sessionv1.SessionService_GetSnapshot_FullMethodName:    {check: onSession(roleReader, func(m *sessionv1.GetSnapshotRequest) string { return m.GetSessionId() })},
 		sessionv1.SessionService_DeleteSnapshot_FullMethodName: {check: onSession(roleAdmin, func(m *sessionv1.DeleteSnapshotRequest) string { return m.GetSessionId() })},
 		sessionv1.SessionService_SetExpiry_FullMethodName:      {check: onSession(roleAdmin, func(m *sessionv1.SetExpiryRequest) string { return m.GetSessionId() })},
+		// A replacement writes the session as an append does (and its
+		// scopes): it removes only what the writer's own appends could.
+		sessionv1.SessionService_ReplaceSuffix_FullMethodName: {check: func(d *decider, msg any) error {
+			m := msg.(*sessionv1.ReplaceSuffixRequest)
+			return d.sessionWithScopes(m.GetSessionId(), roleWriter, m.GetScopeDeltas())
+		}},
 
 		// Plans: every plan is in defaultNamespace (see there).
 		planv1.PlanService_RecordError_FullMethodName:       {check: onPlan(roleWriter, (*planv1.RecordErrorRequest).GetPlanId)},

@@ -25,6 +25,33 @@ import (
 // (appendBulk); with them, row by row (turn), which is what tells a
 // retried turn (stored message ids) from a taken sequence.
 func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
+	if !a.buffered {
+		return a.appendRows(c)
+	}
+	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
+	at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
+	if err != nil {
+		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
+	}
+	next, state, err := a.appendBulk(c, res.Turns, at)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	v, err := advanceOf(c, next, state)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	// The epoch check and the sequence compare-and-set are pooled too
+	// (see advance); dispatch skipped checkEpoch for this command.
+	a.advances = append(a.advances, v)
+	res.NextSequence = next
+	res.State = state
+	return res, nil
+}
+
+// appendRows stores c turn by turn, row by row, and applies its advance at
+// once: the replay's path, and a ReplaceSuffix's in any attempt.
+func (a *applier) appendRows(c *persistence.AppendMessages) (persistence.Result, error) {
 	res := persistence.Result{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
 	// state is the session's state after the stored turns; it stays ""
@@ -34,34 +61,24 @@ func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Res
 	if err != nil {
 		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
 	}
-	if a.buffered {
-		if next, state, err = a.appendBulk(c, res.Turns, at); err != nil {
+	cur := c.State
+	for i := range c.Turns {
+		tr, n, after, err := a.turn(c.SessionID, &c.Turns[i], next, cur, at)
+		if err != nil {
 			return persistence.Result{}, err
 		}
-	} else {
-		cur := c.State
-		for i := range c.Turns {
-			tr, n, after, err := a.turn(c.SessionID, &c.Turns[i], next, cur, at)
-			if err != nil {
-				return persistence.Result{}, err
-			}
-			res.Turns[i] = tr
-			next += n
-			if after != "" {
-				cur, state = after, after
-			}
+		res.Turns[i] = tr
+		next += n
+		if after != "" {
+			cur, state = after, after
 		}
 	}
 	v, err := advanceOf(c, next, state)
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	if a.buffered {
-		// The epoch check and the sequence compare-and-set are pooled too
-		// (see advance); dispatch skipped checkEpoch for this command.
-		a.advances = append(a.advances, v)
-	} else if err := a.applyAdvance(v); err == errAdvanceMissed {
-		// dispatch checked the epoch: the session moved on or is gone.
+	if err := a.applyAdvance(v); err == errAdvanceMissed {
+		// The epoch was checked: the session moved on or is gone.
 		return persistence.Result{}, a.sequenceMismatch(c.SessionID, c.NextSequence)
 	} else if err != nil {
 		return persistence.Result{}, err

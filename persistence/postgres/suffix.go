@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"errors"
+
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/jackc/pgx/v5"
+)
+
+// ReplaceSuffix is decided by persistence.ApplyReplaceSuffix; the applier
+// is its dialect. It is never pipelined: each step reads what the one
+// before wrote.
+func (a *applier) ReplaceSuffix(c *persistence.ReplaceSuffix) (persistence.Result, error) {
+	if err := a.fence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
+		return persistence.Result{}, err
+	}
+	return persistence.ApplyReplaceSuffix(c, suffixDialect{a})
+}
+
+type suffixDialect struct{ a *applier }
+
+func (d suffixDialect) SuffixHead(id string) (next, first int64, closed bool, err error) {
+	var state int64
+	err = d.a.queryRow(`SELECT next_sequence, first_sequence, state FROM sessions WHERE session_id = $1 FOR UPDATE`,
+		[]any{id}, &next, &first, &state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, false, errs.NotFound("session %s not found", id)
+	}
+	return next, first, state == int64(sessionv1.SessionState_SESSION_STATE_CLOSED), err
+}
+
+func (d suffixDialect) MessagesFrom(id string, from, to int64) ([]*sessionv1.Message, error) {
+	var out []*sessionv1.Message
+	var role, created, event int64
+	m := &sessionv1.Message{}
+	err := d.a.forEachRow(`SELECT sequence, message_id, role, content, metadata_json, created_at, event_at
+		FROM session_messages WHERE session_id = $1 AND sequence >= $2 AND sequence < $3 ORDER BY sequence`,
+		[]any{id, from, to}, []any{&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event}, func() error {
+			out = append(out, &sessionv1.Message{SessionId: id, MessageId: m.MessageId, Sequence: m.Sequence,
+				Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson,
+				CreatedAt: persistence.Stamp(created), EventTime: persistence.Stamp(event)})
+			return nil
+		})
+	return out, err
+}
+
+func (d suffixDialect) StoredIDs(id string, ids []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(ids))
+	var mid string
+	var seq int64
+	err := d.a.forEachRow(`SELECT message_id, sequence FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[])`,
+		[]any{id, ids}, []any{&mid, &seq}, func() error {
+			out[mid] = seq
+			return nil
+		})
+	return out, err
+}
+
+func (d suffixDialect) Cut(id string, from, updatedAt int64) error {
+	if _, err := d.a.exec(`DELETE FROM session_messages WHERE session_id = $1 AND sequence >= $2`, id, from); err != nil {
+		return err
+	}
+	if _, err := d.a.exec(`DELETE FROM session_snapshots WHERE session_id = $1 AND sequence >= $2`, id, from); err != nil {
+		return err
+	}
+	_, err := d.a.exec(`UPDATE sessions SET next_sequence = $2, updated_at = $3 WHERE session_id = $1`, id, from, updatedAt)
+	return err
+}
+
+func (d suffixDialect) Append(c *persistence.AppendMessages) (persistence.Result, error) {
+	return d.a.appendMessages(c)
+}
+
+func (d suffixDialect) Audit(entries []*auditv1.AuditEntry) error { return d.a.audit(entries) }

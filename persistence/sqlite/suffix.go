@@ -1,0 +1,68 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+)
+
+// ReplaceSuffix is decided by persistence.ApplyReplaceSuffix; the applier
+// is its dialect. It runs after the attempt wrote what it pooled (Command),
+// and stores its turn row by row, as a replay does, whatever the attempt.
+func (a *applier) ReplaceSuffix(c *persistence.ReplaceSuffix) (persistence.Result, error) {
+	return persistence.ApplyReplaceSuffix(c, suffixDialect{a})
+}
+
+type suffixDialect struct{ a *applier }
+
+func (d suffixDialect) SuffixHead(id string) (next, first int64, closed bool, err error) {
+	var state int64
+	err = d.a.queryRow(`SELECT next_sequence, first_sequence, state FROM sessions WHERE session_id = ?`, id).Scan(&next, &first, &state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, false, errs.NotFound("session %s not found", id)
+	}
+	return next, first, state == int64(sessionv1.SessionState_SESSION_STATE_CLOSED), err
+}
+
+func (d suffixDialect) MessagesFrom(id string, from, to int64) ([]*sessionv1.Message, error) {
+	rows, err := d.a.tx.QueryContext(d.a.ctx, `SELECT 0, sequence, message_id, role, content, metadata_json, created_at, event_at
+		FROM session_messages WHERE session_id = ? AND sequence >= ? AND sequence < ? ORDER BY sequence`, id, from, to)
+	return page(rows, err, id, false)
+}
+
+func (d suffixDialect) StoredIDs(id string, ids []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(ids))
+	for _, mid := range ids {
+		var seq int64
+		err := d.a.queryRow(`SELECT sequence FROM message_rows WHERE message_id = ? AND session_id = ?`, mid, id).Scan(&seq)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		out[mid] = seq
+	}
+	return out, nil
+}
+
+func (d suffixDialect) Cut(id string, from, updatedAt int64) error {
+	if _, err := d.a.deleteMessages(`session_id = ? AND sequence >= ?`, id, from); err != nil {
+		return err
+	}
+	if _, err := d.a.exec(`DELETE FROM session_snapshots WHERE session_id = ? AND sequence >= ?`, id, from); err != nil {
+		return err
+	}
+	_, err := d.a.exec(`UPDATE sessions SET next_sequence = ?, updated_at = ? WHERE session_id = ?`, from, updatedAt, id)
+	return err
+}
+
+func (d suffixDialect) Append(c *persistence.AppendMessages) (persistence.Result, error) {
+	return d.a.appendRows(c)
+}
+
+func (d suffixDialect) Audit(entries []*auditv1.AuditEntry) error { return d.a.audit(entries) }
