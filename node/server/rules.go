@@ -72,6 +72,8 @@ func apiRules() map[string]rule {
 			m := msg.(*sessionv1.ReplaceSuffixRequest)
 			return d.sessionWithScopes(m.GetSessionId(), roleWriter, m.GetScopeDeltas())
 		}},
+		sessionv1.SessionService_GetItem_FullMethodName:   {check: onSession(roleReader, func(m *sessionv1.GetItemRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_ListItems_FullMethodName: {check: onSession(roleReader, func(m *sessionv1.ListItemsRequest) string { return m.GetSessionId() })},
 
 		// Plans: every plan is in defaultNamespace (see there).
 		planv1.PlanService_RecordError_FullMethodName:       {check: onPlan(roleWriter, (*planv1.RecordErrorRequest).GetPlanId)},

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"scope deltas in batches", scopeBatchCases},
 		{"feed", feedCases},
 		{"suffix replacement", suffixCases},
+		{"keyed items", itemCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
