@@ -190,6 +190,13 @@ export class AgentStateSession implements SessionHistoryTransactionAwareSession 
           }
           return;
         } catch (e) {
+          // A suffix that no longer matches may be this operation's own
+          // doing: another process applying it between the check above
+          // and the read of the suffix.
+          if (e instanceof SuffixMismatch) {
+            if (await this.applied(sid, prefix, d)) return;
+            throw new UserError(e.message);
+          }
           // Another writer got in (or this operation's own earlier attempt,
           // or another transaction under this id): look again.
           const again = e instanceof SequenceMismatch || e instanceof OutcomeUnknown || e instanceof AlreadyExists;
@@ -208,7 +215,7 @@ export class AgentStateSession implements SessionHistoryTransactionAwareSession 
       const r = await this.client.session.listItems({ sessionId: sid, newestFirst: true, limit: n });
       const got = r.messages.slice().reverse();
       if (got.length !== n || got.some((m, i) => canonicalJson(itemOf(m)) !== canonicalJson(expectedSuffix[i]))) {
-        throw new UserError("Session history suffix no longer matches the transaction precondition.");
+        throw new SuffixMismatch("Session history suffix no longer matches the transaction precondition.");
       }
       next = r.messages[0].sequence + 1n;
     }
@@ -280,6 +287,9 @@ export class AgentStateSession implements SessionHistoryTransactionAwareSession 
     }
   }
 }
+
+/** A replacement's expected suffix is not the history's (answered as the SDK's UserError). */
+class SuffixMismatch extends Error {}
 
 /** The SDK's own checks of a transaction's shape (its MemorySession makes them too), before anything is written. */
 function checkArgs(args: SessionHistoryTransactionArgs): { operationId: string; transaction: SessionHistoryTransaction } {
