@@ -22,6 +22,7 @@ func newSessionCommand() *cobra.Command {
 		sessionImportCmd(o), sessionUsageCmd(o), sessionLinkPlanCmd(o), sessionTailCmd(o),
 		sessionStateCmd(o), sessionTruncateCmd(o), sessionSnapshotCmd(o), sessionExpireCmd(o),
 		sessionReplaceSuffixCmd(o), sessionDeleteGroupCmd(o),
+		sessionGetItemCmd(o), sessionItemsCmd(o),
 	)
 	return c
 }

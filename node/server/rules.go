@@ -66,8 +66,8 @@ func apiRules() map[string]rule {
 		sessionv1.SessionService_GetSnapshot_FullMethodName:    {check: onSession(roleReader, func(m *sessionv1.GetSnapshotRequest) string { return m.GetSessionId() })},
 		sessionv1.SessionService_DeleteSnapshot_FullMethodName: {check: onSession(roleAdmin, func(m *sessionv1.DeleteSnapshotRequest) string { return m.GetSessionId() })},
 		sessionv1.SessionService_SetExpiry_FullMethodName:      {check: onSession(roleAdmin, func(m *sessionv1.SetExpiryRequest) string { return m.GetSessionId() })},
-		// A replacement writes the session as an append does (and its
-		// scopes): it removes only what the writer's own appends could.
+		sessionv1.SessionService_GetItem_FullMethodName:        {check: onSession(roleReader, func(m *sessionv1.GetItemRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_ListItems_FullMethodName:      {check: onSession(roleReader, func(m *sessionv1.ListItemsRequest) string { return m.GetSessionId() })},
 		// Scopes written without a session: writer on each scope's
 		// namespace, as a session write's scope deltas are.
 		sessionv1.SessionService_UpdateScopes_FullMethodName: {check: func(d *decider, msg any) error {
@@ -77,6 +77,8 @@ func apiRules() map[string]rule {
 		sessionv1.SessionService_DeleteSessions_FullMethodName: {check: func(d *decider, msg any) error {
 			return d.namespace(orDefault(msg.(*sessionv1.DeleteSessionsRequest).GetNamespace()), roleAdmin)
 		}},
+		// A replacement writes the session as an append does (and its
+		// scopes): it removes only what the writer's own appends could.
 		sessionv1.SessionService_ReplaceSuffix_FullMethodName: {check: func(d *decider, msg any) error {
 			m := msg.(*sessionv1.ReplaceSuffixRequest)
 			return d.sessionWithScopes(m.GetSessionId(), roleWriter, m.GetScopeDeltas())

@@ -12,7 +12,7 @@ import (
 
 // Deleting a group of sessions by client-key prefix (issue 30).
 
-func (h *harness) keyed(ns, key string, msgs ...*sessionv1.Message) *sessionv1.Session {
+func (h *harness) keyedSession(ns, key string, msgs ...*sessionv1.Message) *sessionv1.Session {
 	h.Helper()
 	s := h.session(func(s *sessionv1.Session) { s.Namespace, s.ClientKey = ns, key })
 	h.ok(&persistence.CreateSession{Session: s, Messages: msgs})
@@ -30,10 +30,10 @@ func (h *harness) deleteGroup(ns, prefix string) *persistence.DeleteSessions {
 
 var groupCases = []testCase{
 	{"a group delete removes every session with the prefix in the namespace, atomically and audited", func(h *harness) {
-		a := h.keyed("t", "thread-1/a", h.msgs(3)...)
-		b := h.keyed("t", "thread-1/b")
-		c := h.keyed("t", "thread-10")
-		other := h.keyed("u", "thread-1/a", h.msgs(1)...)
+		a := h.keyedSession("t", "thread-1/a", h.msgs(3)...)
+		b := h.keyedSession("t", "thread-1/b")
+		c := h.keyedSession("t", "thread-10")
+		other := h.keyedSession("u", "thread-1/a", h.msgs(1)...)
 		plain := h.create()
 		// The owner of a is fenced by the delete.
 		epoch := h.activate(persistence.OwnerSession, a.SessionId, 1)
@@ -67,7 +67,7 @@ var groupCases = []testCase{
 	}},
 	{"a group larger than the bound is refused whole", func(h *harness) {
 		for i := range persistence.MaxGroupSessions + 1 {
-			h.keyed("big", fmt.Sprintf("k/%04d", i))
+			h.keyedSession("big", fmt.Sprintf("k/%04d", i))
 		}
 		h.fails(h.deleteGroup("big", "k/"), errs.FailedPreconditionCode)
 		for _, k := range []string{"k/0000", fmt.Sprintf("k/%04d", persistence.MaxGroupSessions)} {

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"suffix replacement", suffixCases},
 		{"group delete", groupCases},
 		{"scopes without a session", scopeCases},
+		{"keyed items", itemCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
