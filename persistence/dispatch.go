@@ -21,6 +21,8 @@ type Handler interface {
 	TruncateSession(*TruncateSession) (Result, error)
 	PutSnapshot(*PutSnapshot) (Result, error)
 	ReplaceSuffix(*ReplaceSuffix) (Result, error)
+	DeleteSessions(*DeleteSessions) (Result, error)
+	UpdateScopes(*UpdateScopes) (Result, error)
 }
 
 // Dispatch applies cmd through h.

@@ -54,6 +54,12 @@ func (r *recorder) PutSnapshot(*persistence.PutSnapshot) (persistence.Result, er
 func (r *recorder) ReplaceSuffix(*persistence.ReplaceSuffix) (persistence.Result, error) {
 	return r.hit("ReplaceSuffix")
 }
+func (r *recorder) DeleteSessions(*persistence.DeleteSessions) (persistence.Result, error) {
+	return r.hit("DeleteSessions")
+}
+func (r *recorder) UpdateScopes(*persistence.UpdateScopes) (persistence.Result, error) {
+	return r.hit("UpdateScopes")
+}
 
 func TestDispatchCallsEachCommandsMethod(t *testing.T) {
 	e := []*auditv1.AuditEntry{{EventId: "e"}}
@@ -83,6 +89,8 @@ func TestDispatchCallsEachCommandsMethod(t *testing.T) {
 			persistence.Fence{Kind: persistence.OwnerSession, ID: "s", Epoch: 7}, true},
 		{&persistence.PutSnapshot{Epoch: 8, SessionID: "s"}, "PutSnapshot",
 			persistence.Fence{Kind: persistence.OwnerSession, ID: "s", Epoch: 8}, false},
+		{&persistence.DeleteSessions{Namespace: "n"}, "DeleteSessions", persistence.Fence{}, true},
+		{&persistence.UpdateScopes{}, "UpdateScopes", persistence.Fence{}, true},
 		{&persistence.ReplaceSuffix{Epoch: 9, SessionID: "s", Audit: e}, "ReplaceSuffix",
 			persistence.Fence{Kind: persistence.OwnerSession, ID: "s", Epoch: 9}, true},
 	}

@@ -50,6 +50,8 @@ type outcome struct {
 	plansOrphaned []string
 	recorded      []RecordedAudit
 	suffix        *SuffixResult
+	group         *GroupResult
+	scopes        *ScopesResult
 }
 
 // SetDelete sets r's DeleteSession outcome.

@@ -95,6 +95,12 @@ type CreateSession struct {
 //     written;
 //   - none stored: the turn's messages and audit entries are inserted.
 //
+// Item keys are resolved first (ResolveKeys): a key a stored message of
+// another id holds fails the turn (ALREADY_EXISTS naming it), or, for a
+// message with KeepStored, drops it for the stored one (TurnResult.Kept),
+// and the rules above apply to the messages left, which take the
+// sequences.
+//
 // A sequence that is already taken (a stale NextSequence) fails the whole
 // command with FAILED_PRECONDITION: the UNIQUE(session_id, sequence)
 // constraint is the backstop. A missing session is NOT_FOUND.

@@ -9,7 +9,8 @@ import auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 // rather than telling commands apart by type, so a new command, or a
 // wrapper such as Activate, cannot hide a write from any of them.
 //
-// Invariant: a command writes no session's rows but Session's, no plan's
+// Invariant: a command writes no session's rows but Session's (any
+// session's when AnySession), no plan's
 // rows but Plan's, and touches the audit chain only if Audit says so. A
 // wrapper reports the write it wraps, as its own.
 type Touch struct {
@@ -17,6 +18,9 @@ type Touch struct {
 	// state, snapshot slot and plan links) the command writes; "" when
 	// none.
 	Session string
+	// AnySession: the command may write the rows of any session (a
+	// group's delete, DeleteSessions), which it names only once applied.
+	AnySession bool
 	// Plan is the plan whose rows (the plan row, its error records and
 	// step counters) the command writes; "" when none.
 	Plan string

@@ -83,6 +83,13 @@ type Passivate struct{}
 // operations use it to force reloads).
 type PassivateAll struct{}
 
+// PassivateKeys makes the directory passivate the live owners of these
+// keys (a group's delete: their owners must not answer from what they
+// hold of the deleted sessions). A request is answered (nil) once they
+// are withdrawn from callers: every call made after the answer reaches a
+// new owner.
+type PassivateKeys struct{ Keys []string }
+
 // CountOwners asks for the number of live owners; the reply is an int.
 type CountOwners struct{}
 
@@ -140,6 +147,15 @@ func (d *directory) Receive(ctx actor.Context) {
 			if !o.stopping {
 				d.stop(ctx, key, o)
 			}
+		}
+	case *PassivateKeys:
+		for _, key := range m.Keys {
+			if o := d.owners[key]; o != nil && !o.stopping {
+				d.stop(ctx, key, o)
+			}
+		}
+		if ctx.Sender() != nil {
+			ctx.Respond(nil)
 		}
 	case *CountOwners:
 		ctx.Respond(len(d.owners))

@@ -92,7 +92,7 @@ func BenchmarkCommitToDelivery(b *testing.B) {
 			// create, then one append (one message) at a time, so the
 			// message of sequence s committed at committed[s+1].
 			var committed []time.Time
-			onCommit := func(cmds []persistence.Command) {
+			onCommit := func(cmds []persistence.Command, results []persistence.Result) {
 				now := time.Now()
 				commitMu.Lock()
 				for _, c := range cmds {
@@ -101,7 +101,7 @@ func BenchmarkCommitToDelivery(b *testing.B) {
 					}
 				}
 				commitMu.Unlock()
-				hub.OnCommit(cmds)
+				hub.OnCommit(cmds, results)
 			}
 			sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 			defer sys.Shutdown()

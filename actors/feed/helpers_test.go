@@ -78,9 +78,9 @@ func newEnvOn(tb testing.TB, store persistence.Store, cfg feed.Config, sessions 
 	hub := feed.New(store.Reader(), cfg)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	e := &env{tb: tb, ctx: context.Background(), store: store, sys: sys, hub: hub}
-	onCommit := func(cmds []persistence.Command) {
+	onCommit := func(cmds []persistence.Command, results []persistence.Result) {
 		e.observe(cmds)
-		hub.OnCommit(cmds)
+		hub.OnCommit(cmds, results)
 	}
 	acfg := actors.Config{Writer: writer.Config{Logger: quiet, OnCommit: onCommit}}
 	acfg.Sessions.AuditMessages = sessions

@@ -98,23 +98,34 @@ func New(r persistence.Reader, cfg Config) *Hub {
 }
 
 // OnCommit is the writer's hook: it is called after each transaction
-// committed, with its commands. It asks each what it wrote
-// (Command.Touches, persistence.Touch) rather than telling commands apart
-// by type: the session whose tails to wake, wrapped in an activation or
-// not, so a tail learns of a cold owner's first write from that write's
-// commit (issue 27), and whether the audit chain changed, which wakes the
-// change tails. A
-// truncation wakes tails too; they learn of it from what they read (a
-// first message past their cursor is reported as a Truncated range). It
-// never blocks (a map lookup per session command and a non-blocking
-// send), so the writer is not slowed by the number or the speed of the
-// tails.
-func (h *Hub) OnCommit(cmds []persistence.Command) {
+// committed, with its commands and their results. It asks each command
+// what it wrote (Command.Touches, persistence.Touch) and each result what
+// it rewound (Result.Rewound) rather than telling commands apart by type:
+// the session whose tails to wake, wrapped in an activation or not, so a
+// tail learns of a cold owner's first write from that write's commit
+// (issue 27), whether the audit chain changed, which wakes the change
+// tails, and a replaced suffix, which its ring learns here, before the
+// replacement is answered (sessionRing.rewind). A truncation wakes tails
+// too; they learn of it from what they read (a first message past their
+// cursor is reported as a Truncated range). It never blocks (a map lookup
+// per session command and a non-blocking send), so the writer is not
+// slowed by the number or the speed of the tails.
+func (h *Hub) OnCommit(cmds []persistence.Command, results []persistence.Result) {
 	h.mu.Lock()
-	for _, c := range cmds {
+	for i, c := range cmds {
 		t := c.Touches()
-		if t.Session != "" && h.sessions[t.Session] != nil {
+		if s := h.sessions[t.Session]; t.Session != "" && s != nil {
 			h.dirty[t.Session] = true
+			if i < len(results) {
+				if rw, ok := results[i].Rewound(); ok {
+					s.rewind(rw)
+				}
+			}
+		}
+		if t.AnySession {
+			for id := range h.sessions {
+				h.dirty[id] = true
+			}
 		}
 		if t.WritesAudit() {
 			h.audit = true

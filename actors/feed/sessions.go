@@ -24,6 +24,12 @@ type sessionRing struct {
 	tails      int
 	waiting    int // tails waiting at the ring's end for it to grow
 	changed    chan struct{}
+	// gen counts the rewinds the ring learned of (rewound.go); rewinds
+	// and floor are their cuts.
+	gen      uint64
+	rewinds  []rewindMark
+	floor    rewindMark
+	hasFloor bool
 }
 
 func (r *sessionRing) broadcast() {
@@ -60,11 +66,13 @@ func (h *Hub) readSession(ctx context.Context, id string) error {
 		h.mu.Unlock()
 		return nil
 	}
-	valid, end := s.valid, s.end
+	valid, end, gen := s.valid, s.end, s.gen
 	h.mu.Unlock()
 	// current reports, under mu, whether s is still the session's ring
-	// at end (its last tail may have left and another made a new one).
-	current := func() bool { return h.sessions[id] == s && s.valid == valid && s.end == end }
+	// at end (its last tail may have left and another made a new one),
+	// and no rewind came since this read began: what it read may be
+	// removed already.
+	current := func() bool { return h.sessions[id] == s && s.valid == valid && s.end == end && s.gen == gen }
 
 	sess, err := h.r.GetSession(ctx, id)
 	if errs.CodeOf(err) == errs.NotFoundCode {
@@ -160,6 +168,10 @@ type SessionTail struct {
 	next   int64
 	ended  bool
 	closed atomic.Bool
+	// gen is the ring's rewind count as of what the tail delivered;
+	// undo, what the last Next's Rewound moved (rewound.go).
+	gen  uint64
+	undo *tailUndo
 }
 
 // TailSession subscribes to a session's messages: those with sequence >=
@@ -197,7 +209,7 @@ func (h *Hub) TailSession(ctx context.Context, req *feedv1.TailSessionRequest) (
 		h.signal()
 	}
 	r.tails++
-	return &SessionTail{h: h, id: id, ring: r, next: from}, nil
+	return &SessionTail{h: h, id: id, ring: r, next: from, gen: r.gen}, nil
 }
 
 // Sequence is the tail's cursor: the next sequence it would deliver.
@@ -207,20 +219,27 @@ func (t *SessionTail) Sequence() int64 { return t.next }
 // events Next returned since are returned again, in order. A sender that
 // has no room to hold a page it read (the gRPC feed streams, under their
 // byte budget) drops it and rewinds instead of holding it while it waits.
-// A seq past the cursor is ignored.
+// A seq past the cursor is ignored, unless it is the cursor a Rewound
+// event of the last Next moved: then that event is returned again.
 func (t *SessionTail) Rewind(seq int64) {
+	if u := t.undo; u != nil && seq == u.next && seq > t.next {
+		t.next, t.gen, t.ended, t.undo = u.next, u.gen, false, nil
+		return
+	}
 	if seq <= t.next {
 		t.next, t.ended = seq, false
 	}
 }
 
 // Next returns the next events, at least one: messages in sequence order,
-// a Truncated marker for sequences removed before they were read, and
-// finally SessionEnded (closed, deleted, or the node stopping). After that
+// a Truncated marker for sequences removed before they were read, a
+// Rewound event (alone) when messages it returned were removed by a
+// replacement, and finally SessionEnded (closed, deleted, or the node stopping). After that
 // (or after Close) it returns io.EOF. It waits for new messages until ctx
 // ends.
 func (t *SessionTail) Next(ctx context.Context) ([]*feedv1.SessionEvent, error) {
 	h, r := t.h, t.ring
+	t.undo = nil
 	for {
 		if t.ended || t.closed.Load() {
 			return nil, io.EOF
@@ -229,6 +248,10 @@ func (t *SessionTail) Next(ctx context.Context) ([]*feedv1.SessionEvent, error) 
 			return nil, err
 		}
 		h.mu.Lock()
+		if out := t.rewound(); out != nil {
+			h.mu.Unlock()
+			return out, nil
+		}
 		if r.valid && t.next >= r.start {
 			if t.next < r.end {
 				out := t.fromRing()
@@ -254,12 +277,19 @@ func (t *SessionTail) Next(ctx context.Context) ([]*feedv1.SessionEvent, error) 
 			}
 			continue
 		}
-		valid, start, ended, closed, changed := r.valid, r.start, r.ended, h.closed, r.changed
+		valid, start, ended, closed, changed, gen := r.valid, r.start, r.ended, h.closed, r.changed, r.gen
 		h.mu.Unlock()
 		// Behind the ring (or no ring yet): read the store.
 		ms, err := h.r.ListMessages(ctx, t.id, t.next, pageLimit)
 		if err != nil {
 			return nil, err
+		}
+		h.mu.Lock()
+		crossed := r.gen != gen
+		h.mu.Unlock()
+		if crossed {
+			// A rewind came while the store was read: look again.
+			continue
 		}
 		if len(ms) > 0 {
 			var out []*feedv1.SessionEvent

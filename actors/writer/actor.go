@@ -201,13 +201,13 @@ type tx struct {
 
 // runTxs applies each transaction it receives and reports it to the actor
 // at self, until txs is closed.
-func runTxs(txs <-chan *tx, pw persistence.Writer, onCommit func([]persistence.Command), root *actor.RootContext, self *actor.PID) {
+func runTxs(txs <-chan *tx, pw persistence.Writer, onCommit func([]persistence.Command, []persistence.Result), root *actor.RootContext, self *actor.PID) {
 	for t := range txs {
 		start := time.Now()
 		t.done.results, t.done.err = pw.Apply(context.Background(), t.cmds)
 		t.done.dur = time.Since(start)
 		if t.done.err == nil && onCommit != nil {
-			onCommit(t.cmds)
+			onCommit(t.cmds, t.done.results)
 		}
 		root.Send(self, &t.done)
 	}

@@ -48,10 +48,11 @@ type Config struct {
 	// "writer".
 	Name string
 	// OnCommit, when set, is called after each transaction committed,
-	// with its commands, before their senders are answered (the live
-	// feeds' hook, feed.Hub.OnCommit). It runs on the transaction
-	// goroutine and must not block; the commands must not be modified.
-	OnCommit func(cmds []persistence.Command)
+	// with its commands and their results (results[i] is cmds[i]'s),
+	// before their senders are answered (the live feeds' hook,
+	// feed.Hub.OnCommit). It runs on the transaction goroutine and must
+	// not block; neither may be modified.
+	OnCommit func(cmds []persistence.Command, results []persistence.Result)
 }
 
 // Observer is told what the writer does, for metrics. Its methods are

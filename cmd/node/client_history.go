@@ -88,3 +88,56 @@ func sessionReplaceSuffixCmd(o *clientOptions) *cobra.Command {
 	})
 	return c
 }
+
+func sessionDeleteGroupCmd(o *clientOptions) *cobra.Command {
+	req := &sessionv1.DeleteSessionsRequest{}
+	c := &cobra.Command{
+		Use:   "delete-group",
+		Short: "Delete every session of a namespace whose client key starts with a prefix, atomically",
+		Long: "Deletes the namespace's sessions whose client key starts with --prefix in one atomic write:\n" +
+			"all of them or none. At most 1,000 sessions; a larger group is refused and nothing deleted.",
+	}
+	c.Flags().StringVar(&req.Namespace, "namespace", "", `namespace (default "local")`)
+	c.Flags().StringVar(&req.ClientKeyPrefix, "prefix", "", "client-key prefix (required)")
+	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if err := requireFlags(cmd, "prefix"); err != nil {
+			return err
+		}
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return sessionv1.NewSessionServiceClient(cl.conn).DeleteSessions(ctx, req)
+		})
+	})
+	return c
+}
+
+func sessionStateScopesCmd(o *clientOptions) *cobra.Command {
+	var (
+		d         deltaFlags
+		requestID string
+	)
+	c := &cobra.Command{
+		Use:   "update-scopes",
+		Short: "Change a shared scope without a session (atomic and audited)",
+		Long: "Applies --set/--delete to the shared scope --scope, with no session. With --request-id a\n" +
+			"retry of the same change is a no-op that prints the scope as it stands (duplicate: true).",
+	}
+	d.register(c)
+	c.Flags().StringVar(&requestID, "request-id", "", "an id (printable ASCII) that makes a retry a no-op")
+	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if err := requireFlags(cmd, "scope"); err != nil {
+			return err
+		}
+		_, scopes, err := d.deltas(cmd)
+		if err != nil {
+			return err
+		}
+		if len(scopes) == 0 {
+			return usagef(cmd, "give --set or --delete")
+		}
+		req := &sessionv1.UpdateScopesRequest{ScopeDeltas: scopes, RequestId: requestID}
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
+			return sessionv1.NewSessionServiceClient(cl.conn).UpdateScopes(ctx, req)
+		})
+	})
+	return c
+}

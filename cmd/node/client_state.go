@@ -20,7 +20,7 @@ import (
 
 func sessionStateCmd(o *clientOptions) *cobra.Command {
 	c := &cobra.Command{Use: "state", Short: "Read or change a session's state and shared scopes"}
-	c.AddCommand(sessionStateGetCmd(o), sessionStateUpdateCmd(o))
+	c.AddCommand(sessionStateGetCmd(o), sessionStateUpdateCmd(o), sessionStateScopesCmd(o))
 	return c
 }
 

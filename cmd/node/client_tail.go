@@ -24,8 +24,11 @@ func sessionTailCmd(o *clientOptions) *cobra.Command {
 		Short: "Follow a session: its messages from a sequence, then each new one, as JSON lines",
 		Long: `Prints the session's messages from --from (or only new ones with --now), one
 SessionEvent per line, then every message as it commits, until the session is
-closed or deleted or the node stops (the last line says which) or Ctrl-C. To
-resume, pass the last sequence printed + 1 as --from.`,
+closed or deleted or the node stops (the last line says which) or Ctrl-C. A
+"rewound" line says the messages from its fromSequence on were replaced: those
+printed from there are no longer current, and their replacements follow. To
+resume, pass the last sequence printed + 1 as --from (after a rewound line, its
+fromSequence).`,
 	}
 	c.Flags().StringVar(&req.SessionId, "session", "", "session id (required)")
 	c.Flags().Int64Var(&req.FromSequence, "from", 0, "first sequence to print")

@@ -189,6 +189,9 @@ func sessionCursor(ev *feedv1.SessionEvent) (int64, bool) {
 	if t := ev.GetTruncated(); t != nil {
 		return t.GetToSequence(), true
 	}
+	if r := ev.GetRewound(); r != nil {
+		return r.GetFromSequence(), true
+	}
 	return 0, false
 }
 

@@ -112,6 +112,12 @@ func matrixCases() map[string]matrixCase {
 		sessionv1.SessionService_SetExpiry_FullMethodName: s(needAdmin, func(e *callEnv) error {
 			return ok(e.n.ss.SetExpiry(e.ctx, &sessionv1.SetExpiryRequest{SessionId: e.f.session, Ttl: durationpb.New(time.Hour)}))
 		}),
+		sessionv1.SessionService_UpdateScopes_FullMethodName: {need: needWriter, call: func(e *callEnv) error {
+			return ok(e.n.ss.UpdateScopes(e.ctx, &sessionv1.UpdateScopesRequest{ScopeDeltas: e.scopes()}))
+		}},
+		sessionv1.SessionService_DeleteSessions_FullMethodName: {need: needAdmin, call: func(e *callEnv) error {
+			return ok(e.n.ss.DeleteSessions(e.ctx, &sessionv1.DeleteSessionsRequest{Namespace: e.f.ns, ClientKeyPrefix: "no-such-thread/"}))
+		}},
 		sessionv1.SessionService_ReplaceSuffix_FullMethodName: s(needWriter, func(e *callEnv) error {
 			// The expectation is read as root: the call is decided on
 			// the replacement alone.

@@ -66,14 +66,23 @@ func apiRules() map[string]rule {
 		sessionv1.SessionService_GetSnapshot_FullMethodName:    {check: onSession(roleReader, func(m *sessionv1.GetSnapshotRequest) string { return m.GetSessionId() })},
 		sessionv1.SessionService_DeleteSnapshot_FullMethodName: {check: onSession(roleAdmin, func(m *sessionv1.DeleteSnapshotRequest) string { return m.GetSessionId() })},
 		sessionv1.SessionService_SetExpiry_FullMethodName:      {check: onSession(roleAdmin, func(m *sessionv1.SetExpiryRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_GetItem_FullMethodName:        {check: onSession(roleReader, func(m *sessionv1.GetItemRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_ListItems_FullMethodName:      {check: onSession(roleReader, func(m *sessionv1.ListItemsRequest) string { return m.GetSessionId() })},
+		// Scopes written without a session: writer on each scope's
+		// namespace, as a session write's scope deltas are.
+		sessionv1.SessionService_UpdateScopes_FullMethodName: {check: func(d *decider, msg any) error {
+			return d.scopes(msg.(*sessionv1.UpdateScopesRequest).GetScopeDeltas(), roleWriter)
+		}},
+		// A group's delete is a namespace's: admin there, as a delete.
+		sessionv1.SessionService_DeleteSessions_FullMethodName: {check: func(d *decider, msg any) error {
+			return d.namespace(orDefault(msg.(*sessionv1.DeleteSessionsRequest).GetNamespace()), roleAdmin)
+		}},
 		// A replacement writes the session as an append does (and its
 		// scopes): it removes only what the writer's own appends could.
 		sessionv1.SessionService_ReplaceSuffix_FullMethodName: {check: func(d *decider, msg any) error {
 			m := msg.(*sessionv1.ReplaceSuffixRequest)
 			return d.sessionWithScopes(m.GetSessionId(), roleWriter, m.GetScopeDeltas())
 		}},
-		sessionv1.SessionService_GetItem_FullMethodName:   {check: onSession(roleReader, func(m *sessionv1.GetItemRequest) string { return m.GetSessionId() })},
-		sessionv1.SessionService_ListItems_FullMethodName: {check: onSession(roleReader, func(m *sessionv1.ListItemsRequest) string { return m.GetSessionId() })},
 
 		// Plans: every plan is in defaultNamespace (see there).
 		planv1.PlanService_RecordError_FullMethodName:       {check: onPlan(roleWriter, (*planv1.RecordErrorRequest).GetPlanId)},

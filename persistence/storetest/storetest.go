@@ -51,6 +51,8 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"scope deltas in batches", scopeBatchCases},
 		{"feed", feedCases},
 		{"suffix replacement", suffixCases},
+		{"group delete", groupCases},
+		{"scopes without a session", scopeCases},
 		{"keyed items", itemCases},
 	}
 	for _, g := range groups {

@@ -76,7 +76,7 @@ export interface TailSessionOptions {
   fromNow?: boolean;
 }
 
-/** A session's events: its messages from a sequence, then each new one as it commits, `truncated`, and a last `ended`. */
+/** A session's events: its messages from a sequence, then each new one as it commits, `truncated`, `rewound` (the messages from its `fromSequence` on were replaced), and a last `ended`. */
 export class SessionTail extends Tail<SessionEvent> {
   /** The sequence to resume from: the last message's + 1. */
   nextSequence: bigint;
@@ -103,6 +103,12 @@ export class SessionTail extends Tail<SessionEvent> {
         return false;
       case "truncated":
         if (ev.event.value.toSequence > this.nextSequence) this.nextSequence = ev.event.value.toSequence;
+        this.fromNow = false;
+        return false;
+      case "rewound":
+        // A replacement removed the messages from fromSequence on: their
+        // replacements follow from there, and a resumed stream starts there.
+        this.nextSequence = ev.event.value.fromSequence;
         this.fromNow = false;
         return false;
       case "ended":

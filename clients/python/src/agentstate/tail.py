@@ -5,7 +5,9 @@ in order; a subscriber that reopens its stream from the last sequence it saw
 + 1 gets the rest, again exactly once. So a tail here keeps that sequence
 (``next_sequence``) and, when its stream breaks with an error the retry
 policy retries (Unavailable: a restart, a lost connection), reopens from it.
-An ``ended`` event is the node's last word (the session was closed or
+A ``rewound`` event says the messages from its ``from_sequence`` on were
+replaced (ReplaceSuffix): drop them; their replacements follow, and a resumed
+tail starts there. An ``ended`` event is the node's last word (the session was closed or
 deleted, or the node is stopping): it is yielded and the tail stops;
 ``next_sequence`` is then where to resume, on another node or after the
 restart. A tail started from now that breaks before its first message is
@@ -55,6 +57,11 @@ class _Cursor:
             self.from_now = False
         elif kind == "truncated":
             self.next_sequence = max(self.next_sequence, ev.truncated.to_sequence)
+            self.from_now = False
+        elif kind == "rewound":
+            # A replacement removed the messages from from_sequence on: the
+            # new ones follow from there, and a resumed stream starts there.
+            self.next_sequence = ev.rewound.from_sequence
             self.from_now = False
         elif kind == "ended":
             self.ended = True

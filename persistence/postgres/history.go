@@ -7,6 +7,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -76,3 +77,66 @@ func (d suffixDialect) Append(c *persistence.AppendMessages) (persistence.Result
 }
 
 func (d suffixDialect) Audit(entries []*auditv1.AuditEntry) error { return d.a.audit(entries) }
+
+// DeleteSessions is decided by persistence.ApplyDeleteSessions; each
+// session's owner row is locked as its epoch is taken, in session_id
+// order.
+func (a *applier) DeleteSessions(c *persistence.DeleteSessions) (persistence.Result, error) {
+	return persistence.ApplyDeleteSessions(c, groupDialect{a}, a)
+}
+
+type groupDialect struct{ *applier }
+
+func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persistence.GroupMember, error) {
+	var out []persistence.GroupMember
+	var m persistence.GroupMember
+	err := d.forEachRow(`SELECT session_id, actor_name, next_sequence FROM sessions
+		WHERE namespace = $1 AND client_key <> '' AND starts_with(client_key, $2) AND state <> $3
+		ORDER BY session_id COLLATE "C" LIMIT $4`, []any{namespace, prefix, int64(persistence.SessionStateStaged), limit},
+		[]any{&m.SessionID, &m.ActorName, &m.Messages}, func() error {
+			out = append(out, m)
+			return nil
+		})
+	return out, err
+}
+
+func (d groupDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }
+
+// UpdateScopes is decided by persistence.ApplyUpdateScopes; the scopes'
+// rows are locked in name order (lockScopes).
+func (a *applier) UpdateScopes(c *persistence.UpdateScopes) (persistence.Result, error) {
+	return persistence.ApplyUpdateScopes(c, scopesDialect{a})
+}
+
+type scopesDialect struct{ *applier }
+
+func (d scopesDialect) StoredAudit(eventID string) (*auditv1.AuditEntry, error) {
+	// Queued entries first: a retry may follow its original in one batch.
+	if err := d.flushAudit(); err != nil {
+		return nil, err
+	}
+	stored, err := sqlstore.StoredAudit(d.ctx, txDB{a: d.applier}, []string{eventID})
+	return stored[eventID], err
+}
+
+func (d scopesDialect) ComputeScopes(ds []persistence.ScopeDelta) ([]persistence.ScopeWrite, error) {
+	ws, bad, err := d.scopeStates(ds)
+	if err == nil {
+		err = bad
+	}
+	out := make([]persistence.ScopeWrite, len(ws))
+	for i, w := range ws {
+		out[i] = persistence.ScopeWrite{Scope: w.scope, State: w.state}
+	}
+	return out, err
+}
+
+func (d scopesDialect) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
+	in := make([]scopeWrite, len(ws))
+	for i, w := range ws {
+		in[i] = scopeWrite{w.Scope, w.State}
+	}
+	return d.writeScopes(in, at)
+}
+
+func (d scopesDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }

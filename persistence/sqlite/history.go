@@ -8,6 +8,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 // ReplaceSuffix is decided by persistence.ApplyReplaceSuffix; the applier
@@ -66,3 +67,66 @@ func (d suffixDialect) Append(c *persistence.AppendMessages) (persistence.Result
 }
 
 func (d suffixDialect) Audit(entries []*auditv1.AuditEntry) error { return d.a.audit(entries) }
+
+// DeleteSessions is decided by persistence.ApplyDeleteSessions.
+func (a *applier) DeleteSessions(c *persistence.DeleteSessions) (persistence.Result, error) {
+	return persistence.ApplyDeleteSessions(c, groupDialect{a}, a)
+}
+
+type groupDialect struct{ *applier }
+
+func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persistence.GroupMember, error) {
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT session_id, actor_name, next_sequence FROM sessions
+		WHERE namespace = ?1 AND client_key != '' AND substr(client_key, 1, length(?2)) = ?2 AND state != ?3
+		ORDER BY session_id LIMIT ?4`, namespace, prefix, int64(persistence.SessionStateStaged), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []persistence.GroupMember
+	for rows.Next() {
+		var m persistence.GroupMember
+		if err := rows.Scan(&m.SessionID, &m.ActorName, &m.Messages); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func (d groupDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }
+
+// UpdateScopes is decided by persistence.ApplyUpdateScopes.
+func (a *applier) UpdateScopes(c *persistence.UpdateScopes) (persistence.Result, error) {
+	return persistence.ApplyUpdateScopes(c, scopesDialect{a})
+}
+
+type scopesDialect struct{ *applier }
+
+func (d scopesDialect) StoredAudit(eventID string) (*auditv1.AuditEntry, error) {
+	// Queued entries first: a retry may follow its original in one batch.
+	if err := d.flushAudit(); err != nil {
+		return nil, err
+	}
+	stored, err := sqlstore.StoredAudit(d.ctx, txDB{a: d.applier}, []string{eventID})
+	return stored[eventID], err
+}
+
+func (d scopesDialect) ComputeScopes(ds []persistence.ScopeDelta) ([]persistence.ScopeWrite, error) {
+	ws, err := d.scopeStates(ds)
+	out := make([]persistence.ScopeWrite, len(ws))
+	for i, w := range ws {
+		out[i] = persistence.ScopeWrite{Scope: w.scope, State: w.state}
+	}
+	return out, err
+}
+
+func (d scopesDialect) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
+	in := make([]scopeWrite, len(ws))
+	for i, w := range ws {
+		in[i] = scopeWrite{w.Scope, w.State}
+	}
+	return d.writeScopes(in, at)
+}
+
+func (d scopesDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }
