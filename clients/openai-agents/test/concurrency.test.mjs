@@ -1,31 +1,20 @@
 // Several processes on one session: pops, appends and one history
 // transaction, all started together, against a live node.
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
-import { createClient } from "@agentstate/client";
+import { OutcomeUnknown, createClient } from "@agentstate/client";
 import { AgentStateSession } from "../dist/index.js";
-import { Node } from "../../typescript/test/node.mjs";
+import { liveNode, user } from "./live.mjs";
 
-let node;
-let client;
-before(async () => {
-  node = await Node.start();
-  client = createClient(node.grpcAddr);
-});
-after(async () => {
-  await client?.close();
-  await node?.stop();
-});
-
-const user = (text) => ({ type: "message", role: "user", content: text });
+const live = liveNode();
 
 /** Starts one worker per job, releases them together once all are ready, and returns their results. */
 async function runWorkers(jobs) {
   const workers = jobs.map((job) => {
-    const proc = spawn(process.execPath, [new URL("./worker.mjs", import.meta.url).pathname, JSON.stringify({ addr: node.grpcAddr, ...job })], {
+    const proc = spawn(process.execPath, [new URL("./worker.mjs", import.meta.url).pathname, JSON.stringify({ addr: live.node.grpcAddr, ...job })], {
       stdio: ["pipe", "pipe", "inherit"],
     });
     const out = createInterface({ input: proc.stdout })[Symbol.asyncIterator]();
@@ -46,7 +35,7 @@ async function runWorkers(jobs) {
 
 test("two processes popping one session take each item exactly once", async () => {
   const sessionId = "concurrent-pops";
-  const s = new AgentStateSession(client, { sessionId });
+  const s = new AgentStateSession(live.client, { sessionId });
   const all = Array.from({ length: 150 }, (_, i) => `item-${i}`);
   await s.addItems(all.map(user));
   const [a, b] = await runWorkers([{ mode: "pop", sessionId }, { mode: "pop", sessionId }]);
@@ -66,7 +55,7 @@ test("appends from several processes are all stored, each turn whole and in its 
   const count = 40;
   const tags = ["p0", "p1", "p2"];
   await runWorkers(tags.map((tag) => ({ mode: "append", sessionId, tag, count })));
-  const got = (await new AgentStateSession(client, { sessionId }).getItems()).map((i) => i.content);
+  const got = (await new AgentStateSession(live.client, { sessionId }).getItems()).map((i) => i.content);
   assert.equal(got.length, tags.length * count);
   assert.equal(new Set(got).size, got.length, "an item was stored twice");
   for (const tag of tags) {
@@ -82,7 +71,7 @@ test("appends from several processes are all stored, each turn whole and in its 
 
 test("one history transaction retried by two processes at once is stored once", async () => {
   const sessionId = "retried-transaction";
-  const s = new AgentStateSession(client, { sessionId });
+  const s = new AgentStateSession(live.client, { sessionId });
   await s.addItems([user("question"), user("draft answer")]);
   const tx = {
     operationId: "turn-7:accepted_replace",
@@ -100,9 +89,8 @@ test("one history transaction retried by two processes at once is stored once", 
 test("a history transaction whose answer was lost is stored once when retried", async () => {
   // The first answer of each write below is dropped after the node applied
   // it, as a broken connection would: the caller sees OutcomeUnknown.
-  const { OutcomeUnknown } = await import("@agentstate/client");
   const lose = new Set();
-  const lossy = createClient(node.grpcAddr, {
+  const lossy = createClient(live.node.grpcAddr, {
     interceptors: [
       (next) => async (req) => {
         const res = await next(req);

@@ -6,31 +6,19 @@
 // shared test suite. Each case runs on a MemorySession and on an
 // AgentStateSession over a live node, so a case that misstates the SDK
 // fails on the first.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { MemorySession, UserError } from "@openai/agents-core";
-import { createClient } from "@agentstate/client";
 import { AgentStateSession } from "../dist/index.js";
-import { Node } from "../../typescript/test/node.mjs";
+import { liveNode, user } from "./live.mjs";
 
-let node;
-let client;
-before(async () => {
-  node = await Node.start();
-  client = createClient(node.grpcAddr);
-});
-after(async () => {
-  await client?.close();
-  await node?.stop();
-});
-
-const user = (text) => ({ type: "message", role: "user", content: text });
+const live = liveNode();
 const reply = (text) => ({ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text }] });
 const texts = (items) => items.map((i) => (typeof i.content === "string" ? i.content : i.content[0].text));
 
 const kinds = {
   memory: (sessionId) => new MemorySession({ sessionId }),
-  agentstate: (sessionId) => new AgentStateSession(client, { sessionId }),
+  agentstate: (sessionId) => new AgentStateSession(live.client, { sessionId }),
 };
 
 for (const [kind, open] of Object.entries(kinds)) {
@@ -40,7 +28,7 @@ for (const [kind, open] of Object.entries(kinds)) {
 
     test("a session answers the id it was given, and makes one when given none", async () => {
       assert.equal(await open("given-id").getSessionId(), "given-id");
-      const s = kind === "memory" ? new MemorySession() : new AgentStateSession(client);
+      const s = kind === "memory" ? new MemorySession() : new AgentStateSession(live.client);
       const id = await s.getSessionId();
       assert.ok(id.length > 0);
       assert.equal(await s.getSessionId(), id);
@@ -171,8 +159,8 @@ for (const [kind, open] of Object.entries(kinds)) {
 // What only a stored session shows: another session object (another
 // process) with the same id sees the same items.
 test("agentstate: two session objects with one id share their items", async () => {
-  const a = new AgentStateSession(client, { sessionId: "shared" });
-  const b = new AgentStateSession(client, { sessionId: "shared" });
+  const a = new AgentStateSession(live.client, { sessionId: "shared" });
+  const b = new AgentStateSession(live.client, { sessionId: "shared" });
   await a.addItems([user("from a")]);
   await b.addItems([user("from b")]);
   assert.deepEqual(texts(await a.getItems()), ["from a", "from b"]);
@@ -185,14 +173,14 @@ test("agentstate: two session objects with one id share their items", async () =
 });
 
 test("agentstate: a compaction replaces the whole history at once", async () => {
-  const s = new AgentStateSession(client, { sessionId: "compaction" });
+  const s = new AgentStateSession(live.client, { sessionId: "compaction" });
   await s.addItems(["1", "2", "3"].map(user));
   await s.replaceHistoryWithCompaction([{ type: "compaction", encrypted_content: "summary" }, user("3")]);
   assert.deepEqual(await s.getItems(), [{ type: "compaction", encrypted_content: "summary" }, user("3")]);
 });
 
 test("agentstate: items that are not JSON are refused before anything is stored", async () => {
-  const s = new AgentStateSession(client, { sessionId: "not-json" });
+  const s = new AgentStateSession(live.client, { sessionId: "not-json" });
   await assert.rejects(s.addItems([user("ok"), { type: "message", role: "user", content: new Uint8Array([1]) }]), UserError);
   assert.deepEqual(await s.getItems(), []);
 });
