@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentstate/agentstate/adapters/adk/internal/adkstore"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -58,6 +59,15 @@ func New(store Store, opts Options) *Service {
 		NoStateKey: session.ErrStateKeyNotExist,
 		NewID:      platform.NewUUID,
 		Decode:     decodeEvent,
+		Encode:     encodeEvent,
+		Fields: func(e *session.Event) (*string, bool, map[string]any, time.Time) {
+			return &e.ID, e.Partial, e.Actions.StateDelta, e.Timestamp
+		},
+		WithDelta: func(e *session.Event, delta map[string]any) *session.Event {
+			c := *e
+			c.Actions.StateDelta = delta
+			return &c
+		},
 	})}
 }
 
@@ -114,33 +124,11 @@ func (s *Service) AppendEvent(ctx context.Context, cur session.Session, event *s
 	if cur == nil {
 		return fmt.Errorf("adk: session is nil")
 	}
-	if event == nil {
-		return fmt.Errorf("adk: event is nil")
-	}
-	if event.Partial {
-		return nil
-	}
 	h, ok := cur.(handle)
 	if !ok {
 		return fmt.Errorf("adk: unexpected session type %T for session %q: AppendEvent takes the sessions this service returned", cur, cur.ID())
 	}
-	if event.ID == "" {
-		event.ID = platform.NewUUID(ctx)
-	}
-	stored := event
-	if kept, had := adkstore.WithoutTemp(event.Actions.StateDelta); had {
-		c := *event
-		c.Actions.StateDelta = kept
-		stored = &c
-	}
-	msg, err := encodeEvent(stored)
-	if err != nil {
-		return err
-	}
-	return s.core.Append(ctx, h.Handle, adkstore.Append[session.Event]{
-		Message: msg, Delta: stored.Actions.StateDelta, FullDelta: event.Actions.StateDelta,
-		Stored: stored, Time: event.Timestamp,
-	})
+	return s.core.AppendEvent(ctx, h.Handle, event)
 }
 
 // handle is the session.Session this package hands out (see

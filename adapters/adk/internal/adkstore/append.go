@@ -9,9 +9,35 @@ import (
 	"github.com/agentstate/agentstate/persistence"
 )
 
-// Append is one event to store through a handle, prepared by the version's
-// package.
-type Append[E any] struct {
+// AppendEvent stores event as the session's next message through h (see
+// append). Partial events are not stored. An event without an ID gets
+// one. What the store keeps and later reads return is the event without
+// its temp: keys; the handle keeps them for the rest of the invocation.
+func (s *Service[E]) AppendEvent(ctx context.Context, h *Handle[E], event *E) error {
+	if event == nil {
+		return fmt.Errorf("adk: event is nil")
+	}
+	id, partial, delta, at := s.v.Fields(event)
+	if partial {
+		return nil
+	}
+	if *id == "" {
+		*id = s.v.NewID(ctx)
+	}
+	stored := event
+	kept, had := WithoutTemp(delta)
+	if had {
+		stored = s.v.WithDelta(event, kept)
+	}
+	msg, err := s.v.Encode(stored)
+	if err != nil {
+		return err
+	}
+	return s.append(ctx, h, appendOf[E]{Message: msg, Delta: kept, FullDelta: delta, Stored: stored, Time: at})
+}
+
+// appendOf is one event to store through a handle.
+type appendOf[E any] struct {
 	// Message is the event without its temp: keys (EventMessage); its
 	// message id is the event's ID.
 	Message *sessionv1.NewMessage
@@ -25,13 +51,13 @@ type Append[E any] struct {
 	Time time.Time
 }
 
-// Append stores a.Message as the session's next message, with a.Delta
+// append stores a.Message as the session's next message, with a.Delta
 // applied in the same transaction: the session's keys to the session's
 // state, app: and user: keys to the shared scopes; temp: keys are applied
 // to the handle only. The append is conditional on the handle's next
 // sequence, so an append through a handle that another writer overtook is
 // refused with ErrStaleSession.
-func (s *Service[E]) Append(ctx context.Context, h *Handle[E], a Append[E]) error {
+func (s *Service[E]) append(ctx context.Context, h *Handle[E], a appendOf[E]) error {
 	d, err := splitDelta(a.Delta)
 	if err != nil {
 		return err

@@ -62,7 +62,7 @@ func (h *Handle[E]) nextSequence() int64 {
 
 // appended records an event the store committed: the handle now stands at
 // next, with the event's full delta (temp: keys included) in its state.
-func (h *Handle[E]) appended(a Append[E], next int64) {
+func (h *Handle[E]) appended(a appendOf[E], next int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	maps.Copy(h.state, a.FullDelta)

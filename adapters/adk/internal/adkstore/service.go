@@ -38,8 +38,15 @@ type Version[E any] struct {
 	// NewID is the version's platform.NewUUID: ids honour a provider
 	// installed on the context.
 	NewID func(context.Context) string
-	// Decode reads an event from a message (IsEvent or not).
+	// Decode reads an event from a message (IsEvent or not); Encode is
+	// the message that stores an event (EventMessage).
 	Decode func(*sessionv1.Message) (*E, error)
+	Encode func(*E) (*sessionv1.NewMessage, error)
+	// Fields are what AppendEvent reads of an event: its ID (set there
+	// when empty), whether it is partial, its state delta and time.
+	Fields func(*E) (id *string, partial bool, delta map[string]any, at time.Time)
+	// WithDelta is a copy of an event with another state delta.
+	WithDelta func(*E, map[string]any) *E
 }
 
 // Service is the ADK session service on agentstate, for the event type E
