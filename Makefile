@@ -10,7 +10,7 @@ PROTOS   := $(shell cd $(PROTO_ROOT) && find agentstate -name '*.proto' | sort)
 RACE     ?= -race
 TESTFLAGS ?=
 
-.PHONY: build run test race bench fuzz lint proto proto-check proto-lint clean python-proto python-proto-check test-python ts-proto ts-proto-check test-typescript
+.PHONY: build run test race bench fuzz lint proto proto-check proto-lint clean python-proto python-proto-check test-python ts-proto ts-proto-check test-typescript test-openai-agents
 
 build:
 	$(GO) build -o bin/node ./cmd/node
@@ -26,10 +26,11 @@ test:
 	# a tiny run of each of its modes keeps the comparison building and honest.
 	cd tests/adk && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 5m ./...
 	# adapters/adk (the ADK session backend) is its own module for the same
-	# reason; it runs adk's own session suite and a runner end to end.
+	# reason; it runs adk v1's and v2's own session suites and a runner end to end.
 	cd adapters/adk && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 5m ./...
 	$(MAKE) test-python
 	$(MAKE) test-typescript
+	$(MAKE) test-openai-agents
 
 race:
 	$(GO) test -race -count=1 ./...
@@ -163,6 +164,24 @@ test-typescript: build
 	set -e; \
 	echo "== TypeScript client tests (node $$(node --version))"; \
 	cd $(TS_DIR); \
+	$(NPM_CI); \
+	AGENTSTATE_NODE=$(CURDIR)/bin/node npm test
+
+# The OpenAI Agents SDK session (clients/openai-agents) against live nodes:
+# it depends on the TypeScript client by path (file:), so that is installed
+# and built first. Skips without Node.js 20+ and npm, except under CI.
+OA_DIR := clients/openai-agents
+test-openai-agents: build
+	@major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
+	if ! command -v npm >/dev/null 2>&1 || [ "$$major" -lt 20 ]; then \
+	  if [ -n "$$CI" ]; then echo "test-openai-agents: needs Node.js 20 or later and npm (found node major $$major)" >&2; exit 1; fi; \
+	  echo "SKIP test-openai-agents: needs Node.js 20 or later and npm (found node major $$major)"; \
+	  exit 0; \
+	fi; \
+	set -e; \
+	echo "== OpenAI Agents session tests (node $$(node --version))"; \
+	(cd $(TS_DIR) && $(NPM_CI)); \
+	cd $(OA_DIR); \
 	$(NPM_CI); \
 	AGENTSTATE_NODE=$(CURDIR)/bin/node npm test
 

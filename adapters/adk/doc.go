@@ -39,5 +39,7 @@
 // size (1 MiB by default) as JSON; a state at most 256 KiB.
 //
 // The package is its own module, so that adk's dependencies stay out of
-// agentstate's go.mod.
+// agentstate's go.mod. Its sub-package v2 serves google.golang.org/adk/v2
+// the same way, on the same sessions; both are thin layers of their
+// version's types over internal/adkstore.
 package adk

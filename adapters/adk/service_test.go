@@ -27,7 +27,7 @@ type backend struct {
 func eachBackend(t *testing.T, test func(t *testing.T, b backend)) {
 	t.Run("embedded", func(t *testing.T) {
 		e, _ := openEmbedded(t, dbPath(t))
-		test(t, backend{svc: e.Svc, raw: e.node.Sessions()})
+		test(t, backend{svc: e.Svc, raw: e.Node.Sessions()})
 	})
 	t.Run("grpc", func(t *testing.T) {
 		svc, api, _ := startNode(t, dbPath(t))
@@ -169,7 +169,7 @@ func (c *counting) ListMessages(ctx context.Context, req *sessionv1.ListMessages
 // the server's filters: only the events returned cross from the store.
 func TestGetReadsOnlyWhatItReturns(t *testing.T) {
 	e, _ := openEmbedded(t, dbPath(t))
-	c := &counting{Store: e.node.Sessions()}
+	c := &counting{Store: e.Node.Sessions()}
 	svc := adk.New(c, adk.Options{})
 	h := create(t, svc, "u1", "s1", nil)
 	const n = 300
@@ -229,7 +229,7 @@ func (l *lossy) Append(ctx context.Context, req *sessionv1.AppendRequest) (*sess
 // sequence and succeeds, and the event is stored once.
 func TestRetryAfterLostAnswer(t *testing.T) {
 	e, _ := openEmbedded(t, dbPath(t))
-	svc := adk.New(&lossy{Store: e.node.Sessions()}, adk.Options{})
+	svc := adk.New(&lossy{Store: e.Node.Sessions()}, adk.Options{})
 	h := create(t, svc, "u1", "s1", nil)
 	ev := event("e1", map[string]any{"k": "v"})
 	if err := svc.AppendEvent(t.Context(), h, ev); errs.CodeOf(err) != errs.OutcomeUnknownCode {
@@ -295,11 +295,11 @@ func TestConcurrentHandlesLoseNoUpdate(t *testing.T) {
 func TestForeignMessageReadsAsText(t *testing.T) {
 	e, _ := openEmbedded(t, dbPath(t))
 	create(t, e.Svc, "u1", "s1", nil)
-	s, err := e.node.Sessions().Get(t.Context(), &sessionv1.GetSessionRequest{Namespace: "adk:app", ClientKey: "u1/s1"})
+	s, err := e.Node.Sessions().Get(t.Context(), &sessionv1.GetSessionRequest{Namespace: "adk:app", ClientKey: "u1/s1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.node.Sessions().Append(t.Context(), &sessionv1.AppendRequest{SessionId: s.GetSession().GetSessionId(),
+	if _, err := e.Node.Sessions().Append(t.Context(), &sessionv1.AppendRequest{SessionId: s.GetSession().GetSessionId(),
 		Messages: []*sessionv1.NewMessage{{Role: sessionv1.Role_ROLE_USER, Content: "hello from the CLI", MessageId: "cli-1"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestGetRacingAnAppendIsConsistent(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := &racing{Store: e.node.Sessions(), race: func() {
+			r := &racing{Store: e.Node.Sessions(), race: func() {
 				if err := e.Svc.AppendEvent(t.Context(), h, event("racer", map[string]any{"k": "racer"})); err != nil {
 					t.Error(err)
 				}
@@ -397,10 +397,10 @@ func TestGetRacingAnAppendIsConsistent(t *testing.T) {
 // Options.SessionTTL gives each created session agentstate's expiry.
 func TestSessionTTL(t *testing.T) {
 	e, _ := openEmbedded(t, dbPath(t))
-	svc := adk.New(e.node.Sessions(), adk.Options{SessionTTL: time.Hour})
+	svc := adk.New(e.Node.Sessions(), adk.Options{SessionTTL: time.Hour})
 	before := time.Now()
 	create(t, svc, "u1", "s1", nil)
-	s, err := e.node.Sessions().Get(t.Context(), &sessionv1.GetSessionRequest{Namespace: "adk:app", ClientKey: "u1/s1"})
+	s, err := e.Node.Sessions().Get(t.Context(), &sessionv1.GetSessionRequest{Namespace: "adk:app", ClientKey: "u1/s1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func TestSessionTTL(t *testing.T) {
 		t.Fatalf("expires_at %v; want an hour after the create", exp)
 	}
 	create(t, e.Svc, "u1", "s2", nil)
-	s, err = e.node.Sessions().Get(t.Context(), &sessionv1.GetSessionRequest{Namespace: "adk:app", ClientKey: "u1/s2"})
+	s, err = e.Node.Sessions().Get(t.Context(), &sessionv1.GetSessionRequest{Namespace: "adk:app", ClientKey: "u1/s2"})
 	if err != nil || s.GetSession().GetExpiresAt() != nil {
 		t.Fatalf("without a TTL: expires_at %v, %v", s.GetSession().GetExpiresAt(), err)
 	}

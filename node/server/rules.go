@@ -80,6 +80,8 @@ func apiRules() map[string]rule {
 		sessionv1.SessionService_DeleteSessions_FullMethodName: {check: func(d *decider, msg any) error {
 			return d.namespace(orDefault(msg.(*sessionv1.DeleteSessionsRequest).GetNamespace()), roleAdmin)
 		}},
+		// A replacement writes the session as an append does (and its
+		// scopes): it removes only what the writer's own appends could.
 		sessionv1.SessionService_ReplaceSuffix_FullMethodName: {check: func(d *decider, msg any) error {
 			m := msg.(*sessionv1.ReplaceSuffixRequest)
 			return d.sessionWithScopes(m.GetSessionId(), roleWriter, m.GetScopeDeltas())

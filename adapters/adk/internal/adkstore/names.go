@@ -1,4 +1,4 @@
-package adk
+package adkstore
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"google.golang.org/adk/session"
 )
 
 // Where an ADK session lives in agentstate. ADK names a session by (app,
@@ -27,6 +26,14 @@ import (
 // the event that carries their delta: scopeApp(app) and scopeUser(app,
 // user), both escaped the same way.
 
+// The state key prefixes of ADK (session.KeyPrefixApp, ...), the same in
+// every ADK version; each version's package checks them in a test.
+const (
+	PrefixApp  = "app:"
+	PrefixUser = "user:"
+	PrefixTemp = "temp:"
+)
+
 // metaKey marks the sessions this package created: their metadata_json is
 // {"adk": {"app": ..., "user": ..., "session": ...}}, so List reads the
 // names back without parsing keys and skips anything else in the namespace.
@@ -38,7 +45,7 @@ type sessionMeta struct {
 	Session string `json:"session"`
 }
 
-func (s *Service) namespace(app string) string { return s.opts.NamespacePrefix + app }
+func (s *Service[E]) namespace(app string) string { return s.opts.NamespacePrefix + app }
 
 func clientKey(user, id string) string { return url.PathEscape(user) + "/" + id }
 
@@ -88,12 +95,12 @@ func splitDelta(delta map[string]any) (deltas, error) {
 	for k, v := range delta {
 		var err error
 		switch {
-		case strings.HasPrefix(k, session.KeyPrefixTemp):
+		case strings.HasPrefix(k, PrefixTemp):
 			continue
-		case strings.HasPrefix(k, session.KeyPrefixApp):
-			err = put(&d.app, strings.TrimPrefix(k, session.KeyPrefixApp), v)
-		case strings.HasPrefix(k, session.KeyPrefixUser):
-			err = put(&d.user, strings.TrimPrefix(k, session.KeyPrefixUser), v)
+		case strings.HasPrefix(k, PrefixApp):
+			err = put(&d.app, strings.TrimPrefix(k, PrefixApp), v)
+		case strings.HasPrefix(k, PrefixUser):
+			err = put(&d.user, strings.TrimPrefix(k, PrefixUser), v)
 		default:
 			err = put(&d.session, k, v)
 		}
@@ -127,9 +134,9 @@ func mergeState(app, user string, resp *sessionv1.GetStateResponse) (map[string]
 		var prefix string
 		switch sc.GetScope() {
 		case scopeApp(app):
-			prefix = session.KeyPrefixApp
+			prefix = PrefixApp
 		case scopeUser(app, user):
-			prefix = session.KeyPrefixUser
+			prefix = PrefixUser
 		default:
 			continue
 		}

@@ -1,4 +1,4 @@
-package adk
+package adkstore
 
 import (
 	"context"
