@@ -40,8 +40,12 @@ CREATE TABLE message_rows (
 	created_at    INTEGER NOT NULL,
 	event_at      INTEGER NOT NULL DEFAULT 0,
 	indexed       INTEGER NOT NULL DEFAULT 0,
+	item_key      TEXT NOT NULL DEFAULT '',
+	kind          TEXT NOT NULL DEFAULT '',
 	UNIQUE (message_id, session_id)
 );
+CREATE UNIQUE INDEX message_rows_by_key ON message_rows(session_id, item_key) WHERE item_key != '';
+CREATE INDEX message_rows_by_kind ON message_rows(session_id, kind, sequence) WHERE kind != '';
 CREATE TABLE message_index (
 	session_id TEXT NOT NULL,
 	sequence   INTEGER NOT NULL,

@@ -137,7 +137,7 @@ func checkBatch(b *sessionv1.AppendBatch) error {
 			return err
 		}
 		for _, m := range r.GetMessages() {
-			if err := checkStrings(m.GetContent(), m.GetMetadataJson(), m.GetMessageId()); err != nil {
+			if err := checkStrings(m.GetContent(), m.GetMetadataJson(), m.GetMessageId(), m.GetItemKey(), m.GetKind()); err != nil {
 				return err
 			}
 		}
