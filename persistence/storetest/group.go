@@ -122,14 +122,16 @@ var scopeCases = []testCase{
 		}
 		h.verifyChain()
 	}},
-	{"a scope update that would make a state too large stores nothing", func(h *harness) {
+	// Past MaxStateKeys a shared scope is its namespace's quota error, as
+	// for a session's scope deltas (scopequota.go).
+	{"a scope update past its namespace's key quota stores nothing", func(h *harness) {
 		h.ok(h.updateScopes("", false, scope("app:w", set("k", `1`))...))
 		big := map[string]string{}
 		for i := range persistence.MaxStateKeys + 1 {
 			big[fmt.Sprint("k", i)] = `1`
 		}
 		ds := append(scope("app:w2", set("x", `1`)), persistence.ScopeDelta{Scope: "app:w", Delta: &sessionv1.StateDelta{SetJson: big}})
-		h.fails(h.updateScopes("", false, ds...), errs.InvalidArgumentCode)
+		h.fails(h.updateScopes("", false, ds...), errs.FailedPreconditionCode)
 		wantJSON(h, "app:w2", h.scopeState("app:w2"), `{}`)
 		h.fails(h.updateScopes("", false), errs.InvalidArgumentCode)
 	}},
