@@ -1,0 +1,176 @@
+// Reader: checkpoint tuples from a thread's items. A tuple is its
+// checkpoint item, the blob of each channel version it names (GetItem each,
+// concurrently) and its pending writes (one ListItems prefix of exactly
+// them), so its cost follows its own size, never the thread's.
+import type { CheckpointMetadata, CheckpointPendingWrite, CheckpointTuple, SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { TASKS, compareWritesSortKeys, maxChannelVersion, writesSortKey } from "@langchain/langgraph-checkpoint";
+import { NotFound } from "@agentstate/client";
+import type { AgentStateClient, sessionv1 } from "@agentstate/client";
+import { load, parse } from "./codec.js";
+import type { BlobItem, CheckpointItem, WriteItem } from "./codec.js";
+import { KIND_CHECKPOINT, KIND_WRITE, blobKey, writesPrefix } from "./keys.js";
+
+type Message = sessionv1.Message;
+
+// A ListItems page is at most 1,000 messages.
+const MAX_PAGE = 1000;
+// Page size of a list that filters on metadata or on "before", where the
+// items it skips cannot be told from the key.
+const FILTER_PAGE = 100;
+
+export interface CheckpointsOptions {
+  limit?: number;
+  /** Only checkpoints whose id sorts before this one. */
+  beforeId?: string;
+  /** Only checkpoints whose metadata has these values. */
+  filter?: Record<string, unknown>;
+}
+
+export class Reader {
+  constructor(
+    private readonly client: AgentStateClient,
+    private readonly serde: SerializerProtocol,
+  ) {}
+
+  /** The tuple of the checkpoint stored under key; undefined when there is none. */
+  async byKey(sessionId: string, key: string): Promise<CheckpointTuple | undefined> {
+    let msg: Message | undefined;
+    try {
+      msg = (await this.client.session.getItem({ sessionId, itemKey: key })).message;
+    } catch (e) {
+      if (e instanceof NotFound) return undefined;
+      throw e;
+    }
+    return msg === undefined ? undefined : this.tuple(sessionId, msg);
+  }
+
+  /**
+   * The checkpoints under prefix, newest first, as tuples. Pages are as
+   * large as what is left to return (filters aside), and a page's tuples
+   * are read concurrently.
+   */
+  async *checkpoints(sessionId: string, keyPrefix: string, opts: CheckpointsOptions): AsyncGenerator<CheckpointTuple> {
+    const filtering = opts.beforeId !== undefined || (opts.filter !== undefined && Object.keys(opts.filter).length > 0);
+    let left = opts.limit;
+    let cursor: bigint | undefined;
+    for (;;) {
+      const want = left === undefined || filtering ? (left === undefined ? MAX_PAGE : Math.max(left, FILTER_PAGE)) : left;
+      const page = await this.client.session.listItems({
+        sessionId,
+        kind: KIND_CHECKPOINT,
+        keyPrefix,
+        newestFirst: true,
+        limit: Math.min(want, MAX_PAGE),
+        cursorSequence: cursor,
+      });
+      const items = page.messages
+        .map((m) => ({ m, item: parse<CheckpointItem>(m.content, m.itemKey) }))
+        .filter(({ item }) => opts.beforeId === undefined || item.id < opts.beforeId);
+      const selected: { m: Message; item: CheckpointItem }[] = [];
+      for (const x of items) {
+        if (left !== undefined && selected.length >= left) break;
+        if (opts.filter !== undefined && !this.matches(await load(this.serde, x.item.metadata), opts.filter)) continue;
+        selected.push(x);
+      }
+      const tuples = await Promise.all(selected.map(({ m, item }) => this.assemble(sessionId, m, item)));
+      for (const t of tuples) yield t;
+      if (left !== undefined) {
+        left -= tuples.length;
+        if (left <= 0) return;
+      }
+      if (page.nextCursorSequence === undefined) return;
+      cursor = page.nextCursorSequence;
+    }
+  }
+
+  /** Whether metadata holds every value of filter. */
+  matches(metadata: CheckpointMetadata | undefined, filter: Record<string, unknown> | undefined): boolean {
+    if (filter === undefined) return true;
+    const md = (metadata ?? {}) as Record<string, unknown>;
+    return Object.entries(filter).every(([k, v]) => md[k] === v);
+  }
+
+  /** The tuple of a checkpoint item. */
+  tuple(sessionId: string, msg: Message): Promise<CheckpointTuple> {
+    return this.assemble(sessionId, msg, parse<CheckpointItem>(msg.content, msg.itemKey));
+  }
+
+  private async assemble(sessionId: string, _msg: Message, item: CheckpointItem): Promise<CheckpointTuple> {
+    const [checkpoint, metadata, pendingWrites] = await Promise.all([
+      load(this.serde, item.checkpoint),
+      load(this.serde, item.metadata),
+      this.writes(sessionId, item.ns, item.id),
+    ]);
+    checkpoint.channel_values = await this.values(sessionId, item.ns, checkpoint.channel_versions ?? {});
+    if (checkpoint.v < 4 && item.parent !== undefined) {
+      await this.migratePendingSends(sessionId, item, checkpoint);
+    }
+    const config = { configurable: { thread_id: item.thread, checkpoint_ns: item.ns, checkpoint_id: item.id } };
+    const tuple: CheckpointTuple = { config, checkpoint, metadata, pendingWrites };
+    if (item.parent !== undefined) {
+      tuple.parentConfig = { configurable: { thread_id: item.thread, checkpoint_ns: item.ns, checkpoint_id: item.parent } };
+    }
+    return tuple;
+  }
+
+  // A channel's value at a version nobody stored (a put whose newVersions
+  // left it out) is absent from the checkpoint, as in LangGraph's savers.
+  private async values(sessionId: string, ns: string, versions: Record<string, string | number>): Promise<Record<string, unknown>> {
+    const entries = await Promise.all(
+      Object.entries(versions).map(async ([channel, version]) => {
+        const key = blobKey(ns, channel, version);
+        try {
+          const m = (await this.client.session.getItem({ sessionId, itemKey: key })).message;
+          const blob = m === undefined ? undefined : parse<BlobItem>(m.content, key);
+          return blob?.value === undefined ? undefined : ([channel, await load(this.serde, blob.value)] as const);
+        } catch (e) {
+          if (e instanceof NotFound) return undefined;
+          throw e;
+        }
+      }),
+    );
+    const out: Record<string, unknown> = {};
+    for (const e of entries) if (e !== undefined) out[e[0]] = e[1];
+    return out;
+  }
+
+  /** A checkpoint's pending writes in LangGraph's order (task path, task id, index). */
+  private async writes(sessionId: string, ns: string, checkpointId: string): Promise<CheckpointPendingWrite[]> {
+    const prefix = writesPrefix(ns, checkpointId);
+    // The newest special write of a (task, index) replaces the older ones.
+    const byTaskIdx = new Map<string, WriteItem>();
+    let cursor: bigint | undefined;
+    for (;;) {
+      const page = await this.client.session.listItems({
+        sessionId,
+        kind: KIND_WRITE,
+        keyPrefix: prefix,
+        limit: MAX_PAGE,
+        cursorSequence: cursor,
+      });
+      for (const m of page.messages) {
+        const w = parse<WriteItem>(m.content, m.itemKey);
+        byTaskIdx.set(JSON.stringify([w.task, w.idx]), w);
+      }
+      if (page.nextCursorSequence === undefined) break;
+      cursor = page.nextCursorSequence;
+    }
+    const ordered = [...byTaskIdx.values()].sort((a, b) =>
+      compareWritesSortKeys(writesSortKey(a.path, a.task, a.idx), writesSortKey(b.path, b.task, b.idx)),
+    );
+    return Promise.all(
+      ordered.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await load(this.serde, w.value)]),
+    );
+  }
+
+  // Checkpoints before version 4 kept pending sends as the parent's TASKS
+  // writes; LangGraph's savers move them into the TASKS channel on read.
+  private async migratePendingSends(sessionId: string, item: CheckpointItem, checkpoint: any): Promise<void> {
+    const parentWrites = await this.writes(sessionId, item.ns, item.parent!);
+    checkpoint.channel_values ??= {};
+    checkpoint.channel_values[TASKS] = parentWrites.filter(([, ch]) => ch === TASKS).map(([, , v]) => v);
+    checkpoint.channel_versions ??= {};
+    const versions = Object.values(checkpoint.channel_versions) as (string | number)[];
+    checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : 1;
+  }
+}
