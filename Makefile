@@ -10,7 +10,7 @@ PROTOS   := $(shell cd $(PROTO_ROOT) && find agentstate -name '*.proto' | sort)
 RACE     ?= -race
 TESTFLAGS ?=
 
-.PHONY: build run test race bench fuzz lint proto proto-check proto-lint clean python-proto python-proto-check test-python ts-proto ts-proto-check test-typescript
+.PHONY: build run test race bench fuzz lint proto proto-check proto-lint clean python-proto python-proto-check test-python ts-proto ts-proto-check test-typescript test-langgraph bench-langgraph
 
 build:
 	$(GO) build -o bin/node ./cmd/node
@@ -30,6 +30,7 @@ test:
 	cd adapters/adk && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 5m ./...
 	$(MAKE) test-python
 	$(MAKE) test-typescript
+	$(MAKE) test-langgraph
 
 race:
 	$(GO) test -race -count=1 ./...
@@ -165,6 +166,32 @@ test-typescript: build
 	cd $(TS_DIR); \
 	$(NPM_CI); \
 	AGENTSTATE_NODE=$(CURDIR)/bin/node npm test
+
+# The LangGraph.js checkpointer (clients/langgraph) and LangGraph's own
+# validation suite against live nodes. It depends on the TypeScript client
+# through a file: link, whose dist/ `npm ci` in clients/typescript builds.
+# Without Node.js 20+ and npm it skips, except under CI.
+LG_DIR := clients/langgraph
+
+test-langgraph: build
+	@major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
+	if ! command -v npm >/dev/null 2>&1 || [ "$$major" -lt 20 ]; then \
+	  if [ -n "$$CI" ]; then echo "test-langgraph: needs Node.js 20 or later and npm (found node major $$major)" >&2; exit 1; fi; \
+	  echo "SKIP test-langgraph: needs Node.js 20 or later and npm (found node major $$major)"; \
+	  exit 0; \
+	fi; \
+	set -e; \
+	echo "== LangGraph.js checkpointer tests (node $$(node --version))"; \
+	(cd $(TS_DIR) && $(NPM_CI)); \
+	cd $(LG_DIR); \
+	$(NPM_CI); \
+	AGENTSTATE_NODE=$(CURDIR)/bin/node npm test
+
+# Read latency of the checkpointer on threads of 10,000 and 100 checkpoints
+# (docs/BENCHMARKS.md); about a minute of writing first.
+bench-langgraph: build
+	(cd $(TS_DIR) && $(NPM_CI))
+	cd $(LG_DIR) && $(NPM_CI) && AGENTSTATE_NODE=$(CURDIR)/bin/node npm run bench
 
 clean:
 	rm -rf bin
