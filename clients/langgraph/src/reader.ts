@@ -8,7 +8,7 @@ import { NotFound } from "@agentstate/client";
 import type { AgentStateClient, sessionv1 } from "@agentstate/client";
 import { load, parse } from "./codec.js";
 import type { BlobItem, CheckpointItem, WriteItem } from "./codec.js";
-import { KIND_CHECKPOINT, KIND_WRITE, blobKey, writesPrefix } from "./keys.js";
+import { KIND_CHECKPOINT, KIND_WRITE, blobKey, checkpointKey, checkpointPrefix, writesPrefix } from "./keys.js";
 
 type Message = sessionv1.Message;
 
@@ -36,12 +36,42 @@ export class Reader {
   async byKey(sessionId: string, key: string): Promise<CheckpointTuple | undefined> {
     let msg: Message | undefined;
     try {
-      msg = (await this.client.session.getItem({ sessionId, itemKey: key })).message;
+      msg = await this.item(sessionId, key);
     } catch (e) {
       if (e instanceof NotFound) return undefined;
       throw e;
     }
     return msg === undefined ? undefined : this.tuple(sessionId, msg);
+  }
+
+  /**
+   * The tuple of checkpoint id of namespace ns: its item and its pending
+   * writes are read together (the writes' prefix is known from the id), then
+   * its channel values. NotFound when there is no such checkpoint.
+   */
+  async byId(sessionId: string, ns: string, id: string): Promise<CheckpointTuple | undefined> {
+    const writes = this.writes(sessionId, ns, id);
+    writes.catch(() => {}); // awaited below unless the checkpoint read fails first
+    const msg = await this.item(sessionId, checkpointKey(ns, id));
+    if (msg === undefined) return undefined;
+    return this.assemble(sessionId, parse<CheckpointItem>(msg.content, msg.itemKey), writes);
+  }
+
+  /** The tuple of the namespace's newest checkpoint; undefined when it has none. */
+  async latest(sessionId: string, ns: string): Promise<CheckpointTuple | undefined> {
+    const page = await this.client.session.listItems({
+      sessionId,
+      kind: KIND_CHECKPOINT,
+      keyPrefix: checkpointPrefix(ns),
+      newestFirst: true,
+      limit: 1,
+    });
+    const msg = page.messages[0];
+    return msg === undefined ? undefined : this.tuple(sessionId, msg);
+  }
+
+  private async item(sessionId: string, itemKey: string): Promise<Message | undefined> {
+    return (await this.client.session.getItem({ sessionId, itemKey })).message;
   }
 
   /**
@@ -72,7 +102,7 @@ export class Reader {
         if (opts.filter !== undefined && !this.matches(await load(this.serde, x.item.metadata), opts.filter)) continue;
         selected.push(x);
       }
-      const tuples = await Promise.all(selected.map(({ m, item }) => this.assemble(sessionId, m, item)));
+      const tuples = await Promise.all(selected.map(({ item }) => this.assemble(sessionId, item)));
       for (const t of tuples) yield t;
       if (left !== undefined) {
         left -= tuples.length;
@@ -92,16 +122,21 @@ export class Reader {
 
   /** The tuple of a checkpoint item. */
   tuple(sessionId: string, msg: Message): Promise<CheckpointTuple> {
-    return this.assemble(sessionId, msg, parse<CheckpointItem>(msg.content, msg.itemKey));
+    return this.assemble(sessionId, parse<CheckpointItem>(msg.content, msg.itemKey));
   }
 
-  private async assemble(sessionId: string, _msg: Message, item: CheckpointItem): Promise<CheckpointTuple> {
-    const [checkpoint, metadata, pendingWrites] = await Promise.all([
-      load(this.serde, item.checkpoint),
+  private async assemble(
+    sessionId: string,
+    item: CheckpointItem,
+    writes: Promise<CheckpointPendingWrite[]> = this.writes(sessionId, item.ns, item.id),
+  ): Promise<CheckpointTuple> {
+    const checkpoint = await load(this.serde, item.checkpoint);
+    const [metadata, pendingWrites, values] = await Promise.all([
       load(this.serde, item.metadata),
-      this.writes(sessionId, item.ns, item.id),
+      writes,
+      this.values(sessionId, item.ns, checkpoint.channel_versions ?? {}),
     ]);
-    checkpoint.channel_values = await this.values(sessionId, item.ns, checkpoint.channel_versions ?? {});
+    checkpoint.channel_values = values;
     if (checkpoint.v < 4 && item.parent !== undefined) {
       await this.migratePendingSends(sessionId, item, checkpoint);
     }

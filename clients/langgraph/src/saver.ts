@@ -78,23 +78,9 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     if (thread === undefined) return undefined;
     const ns: string = config.configurable?.checkpoint_ns ?? "";
     const id = getCheckpointId(config);
-    const session = this.client.session;
     try {
       return await this.threads.withSession(String(thread), false, async (sessionId) => {
-        let msg;
-        if (id) {
-          msg = (await session.getItem({ sessionId, itemKey: checkpointKey(ns, id) })).message;
-        } else {
-          const page = await session.listItems({
-            sessionId,
-            kind: KIND_CHECKPOINT,
-            keyPrefix: checkpointPrefix(ns),
-            newestFirst: true,
-            limit: 1,
-          });
-          msg = page.messages[0];
-        }
-        return msg === undefined ? undefined : this.reader.tuple(sessionId, msg);
+        return id ? this.reader.byId(sessionId, ns, id) : this.reader.latest(sessionId, ns);
       });
     } catch (e) {
       if (e instanceof NotFound) return undefined;
