@@ -16,6 +16,7 @@ import (
 type Reader interface {
 	SessionReader
 	MessageReader
+	ItemReader
 	StateReader
 	PlanReader
 	AuditReader

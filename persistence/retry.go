@@ -8,7 +8,7 @@ import (
 // A client-chosen message id names one message. A turn whose ids are all
 // stored is a retry only if it is the same turn: the same ids in the same
 // order (stored at consecutive sequences), each with the same role,
-// content, metadata and event time. Anything else reusing a stored id is refused with
+// content, metadata, event time, item key and kind. Anything else reusing a stored id is refused with
 // MessageIDTaken and stores nothing; it is never acknowledged as a
 // duplicate, which would drop its content silently. Stores compare only
 // when an id is found stored, so the first attempt costs nothing more.
@@ -28,6 +28,7 @@ func CheckRetry(sessionID string, turn, stored []*sessionv1.Message) error {
 		if s.GetRole() != m.GetRole() || s.GetContent() != m.GetContent() ||
 			emptyObject(s.GetMetadataJson()) != emptyObject(m.GetMetadataJson()) ||
 			CheckedNanos(s.GetEventTime()) != CheckedNanos(m.GetEventTime()) ||
+			s.GetItemKey() != m.GetItemKey() || s.GetKind() != m.GetKind() ||
 			(i > 0 && s.GetSequence() != stored[i-1].GetSequence()+1) {
 			return MessageIDTaken(sessionID, m.GetMessageId())
 		}

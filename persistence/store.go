@@ -135,7 +135,13 @@ func (c *AppendMessages) DecideSequence(head SessionHead) {
 // be set.
 type Turn struct {
 	Messages []*sessionv1.Message
-	Audit    []*auditv1.AuditEntry
+	// KeepStored[i] (nil = all false) says message i, whose item key a
+	// stored message of another id holds, is dropped for that message
+	// (KEY_CONFLICT_KEEP_STORED) instead of failing the turn (ResolveKeys).
+	KeepStored []bool
+	// When Audit holds one entry per message, in message order, a kept
+	// message's entry is dropped with it.
+	Audit []*auditv1.AuditEntry
 	// Normalized (NormalizeDelta) deltas; nil/empty when none.
 	State  *sessionv1.StateDelta
 	Scopes []ScopeDelta
@@ -146,7 +152,8 @@ func (t *Turn) HasDelta() bool { return t.State != nil || len(t.Scopes) > 0 }
 
 // Check is the turn's own validation, the same for every store: a turn
 // stores messages or changes a state, its messages' times can be stored
-// exactly, and no message id appears twice in it. Its error is the turn's
+// exactly, no message id or item key appears twice in it, and keys and
+// kinds are well formed (CheckItemKey, CheckKind). Its error is the turn's
 // (INVALID_ARGUMENT): the turn fails, the rest of the command does not.
 func (t *Turn) Check(sessionID string) error {
 	if len(t.Messages) == 0 && !t.HasDelta() {
@@ -162,7 +169,7 @@ func (t *Turn) Check(sessionID string) error {
 			}
 		}
 	}
-	return nil
+	return t.checkKeys(sessionID)
 }
 
 // UpdateSession changes a session's mutable fields. Zero fields are left
@@ -295,6 +302,14 @@ type Result struct {
 type TurnResult struct {
 	Err       error
 	Duplicate bool
-	// The stored messages, with their sequence and created_at.
+	// The stored messages, with their sequence and created_at, in turn
+	// order.
 	Messages []*sessionv1.Message
+	// Kept[i] (nil = all false): Messages[i] is the stored message that
+	// holds the turn's message i's item key, kept in its place
+	// (Turn.KeepStored); it consumed no sequence.
+	Kept []bool
 }
+
+// IsKept reports whether message i of the turn was kept (TurnResult.Kept).
+func (r *TurnResult) IsKept(i int) bool { return r.Kept != nil && r.Kept[i] }

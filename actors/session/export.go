@@ -84,6 +84,9 @@ type exportMessage struct {
 	MetadataJSON string `json:"metadata_json"`
 	CreatedAt    string `json:"created_at"`
 	EventTime    string `json:"event_time,omitempty"`
+	// Omitted when empty, so an export of unkeyed messages is as before.
+	ItemKey string `json:"item_key,omitempty"`
+	Kind    string `json:"kind,omitempty"`
 }
 
 type exportLink struct {
@@ -231,6 +234,8 @@ func exportMessageOf(m *sessionv1.Message) exportMessage {
 		MetadataJSON: orEmptyObject(m.GetMetadataJson()),
 		CreatedAt:    formatTime(m.GetCreatedAt()),
 		EventTime:    formatTime(m.GetEventTime()),
+		ItemKey:      m.GetItemKey(),
+		Kind:         m.GetKind(),
 	}
 }
 

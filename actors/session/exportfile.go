@@ -268,7 +268,7 @@ func (f *ExportFileReader) message(em exportMessage) (*sessionv1.Message, error)
 	}
 	f.next++
 	return &sessionv1.Message{MessageId: em.MessageID, Sequence: em.Sequence, Role: role, Content: em.Content,
-		MetadataJson: em.MetadataJSON, CreatedAt: created, EventTime: event}, nil
+		MetadataJson: em.MetadataJSON, CreatedAt: created, EventTime: event, ItemKey: em.ItemKey, Kind: em.Kind}, nil
 }
 
 func (f *ExportFileReader) time(field, text string) (*timestamppb.Timestamp, error) {

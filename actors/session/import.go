@@ -175,6 +175,11 @@ func importMessages(in []exportMessage, first int64, id string, cfg Config) ([]*
 		seen[m.MessageId] = i
 		out[i] = m
 	}
+	// The store refuses a key twice too (persistence.CheckImportKeys);
+	// here the refusal names the messages.
+	if err := persistence.CheckImportKeys(id, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -201,6 +206,7 @@ func importMessage(i int, first int64, em exportMessage, id string, cfg Config) 
 	}
 	nm, err := normalizeMessage(i, &sessionv1.NewMessage{
 		Role: role, Content: em.Content, MetadataJson: em.MetadataJSON, MessageId: em.MessageID, EventTime: event,
+		ItemKey: em.ItemKey, Kind: em.Kind,
 	}, cfg)
 	if err != nil {
 		return nil, err
@@ -222,6 +228,8 @@ func importMessage(i int, first int64, em exportMessage, id string, cfg Config) 
 		MetadataJson: nm.MetadataJson,
 		CreatedAt:    created,
 		EventTime:    nm.EventTime,
+		ItemKey:      nm.ItemKey,
+		Kind:         nm.Kind,
 	}, nil
 }
 

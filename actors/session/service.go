@@ -248,6 +248,10 @@ func (s *Service) unkeyed(c *directory.Call) {
 		resp, err = s.getState(ctx, m)
 	case *sessionv1.GetSnapshotRequest:
 		resp, err = s.getSnapshot(ctx, m)
+	case *sessionv1.GetItemRequest:
+		resp, err = s.GetItem(ctx, m)
+	case *sessionv1.ListItemsRequest:
+		resp, err = s.ListItems(ctx, m)
 	default:
 		err = errs.InvalidArgument("the sessions service cannot serve %T", c.Msg)
 	}

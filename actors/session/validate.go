@@ -135,7 +135,11 @@ func normalizeMessage(i int, m *sessionv1.NewMessage, cfg Config) (*sessionv1.Ne
 	if err := checkTime("event_time", m.GetEventTime()); err != nil {
 		return nil, errs.InvalidArgument("messages[%d].%s", i, errs.From(err).Msg)
 	}
-	return &sessionv1.NewMessage{Role: m.GetRole(), Content: m.GetContent(), MetadataJson: md, MessageId: id, EventTime: m.GetEventTime()}, nil
+	if err := checkItem(m); err != nil {
+		return nil, errs.InvalidArgument("messages[%d].%s", i, errs.From(err).Msg)
+	}
+	return &sessionv1.NewMessage{Role: m.GetRole(), Content: m.GetContent(), MetadataJson: md, MessageId: id, EventTime: m.GetEventTime(),
+		ItemKey: m.GetItemKey(), Kind: m.GetKind(), OnKeyConflict: m.GetOnKeyConflict()}, nil
 }
 
 // normalizeAppend validates a turn: 1..MaxTurnMessages messages (or none,
@@ -172,6 +176,9 @@ func normalizeAppend(req *sessionv1.AppendRequest, cfg Config) (*sessionv1.Appen
 	}
 	if i, j, dup := repeatedID(out.Messages); dup {
 		return nil, errs.InvalidArgument("messages[%d].message_id %s repeats messages[%d]", i, out.Messages[i].MessageId, j)
+	}
+	if i, j, dup := repeatedKey(out.Messages); dup {
+		return nil, errs.InvalidArgument("messages[%d].item_key %q repeats messages[%d]", i, out.Messages[i].ItemKey, j)
 	}
 	return out, nil
 }

@@ -129,7 +129,7 @@ func (o *owner) appendable() error {
 
 // turn converts one normalised append into a Turn.
 func (o *owner) turn(a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now time.Time) (persistence.Turn, error) {
-	t := persistence.Turn{Messages: make([]*sessionv1.Message, len(a.Messages)), State: a.StateDelta}
+	t := persistence.Turn{Messages: make([]*sessionv1.Message, len(a.Messages)), State: a.StateDelta, KeepStored: keepStored(a.Messages)}
 	if len(a.ScopeDeltas) > 0 {
 		t.Scopes = fromScopeDeltas(a.ScopeDeltas)
 	}
@@ -142,6 +142,8 @@ func (o *owner) turn(a *sessionv1.AppendRequest, ts *timestamppb.Timestamp, now 
 			MetadataJson: m.MetadataJson,
 			CreatedAt:    ts,
 			EventTime:    m.EventTime,
+			ItemKey:      m.ItemKey,
+			Kind:         m.Kind,
 		}
 	}
 	if o.env.cfg.AuditMessages {
@@ -195,13 +197,17 @@ func (o *owner) appended(carried []*lifecycle.Request, first int64, ts *timestam
 			continue
 		}
 		if !tr.Duplicate {
-			stored = true
-			for _, m := range tr.Messages {
+			for i, m := range tr.Messages {
+				if tr.IsKept(i) {
+					continue // consumed no sequence
+				}
 				if m.GetSequence() != next {
 					o.stale = true // a store bug; reload rather than guess
 				}
 				next++
+				stored = true
 			}
+			stored = stored || a.StateDelta != nil || len(a.ScopeDeltas) > 0
 			resp.NextSequence = next
 		} else {
 			resp.NextSequence = res.NextSequence
@@ -241,7 +247,12 @@ func (o *owner) appended(carried []*lifecycle.Request, first int64, ts *timestam
 // by id, they are matched by id.
 func appendResponse(a *sessionv1.AppendRequest, tr persistence.TurnResult) (*sessionv1.AppendResponse, error) {
 	stored := tr.Messages
-	if !sameIDs(a.Messages, stored) {
+	// A kept message's stored message has another id: the store answers
+	// such a turn in turn order, which is request order.
+	if tr.Kept != nil && len(stored) != len(a.Messages) {
+		return nil, errs.Internal("session %s: the store answered %d messages for %d", a.SessionId, len(stored), len(a.Messages))
+	}
+	if tr.Kept == nil && !sameIDs(a.Messages, stored) {
 		byID := make(map[string]*sessionv1.Message, len(tr.Messages))
 		for _, m := range tr.Messages {
 			byID[m.GetMessageId()] = m
@@ -259,6 +270,7 @@ func appendResponse(a *sessionv1.AppendRequest, tr persistence.TurnResult) (*ses
 			MessageId: s.GetMessageId(),
 			Sequence:  s.GetSequence(),
 			CreatedAt: timestamppb.New(s.GetCreatedAt().AsTime()),
+			Kept:      tr.IsKept(i),
 		}
 	}
 	return out, nil

@@ -123,6 +123,8 @@ var readOnly = map[string]bool{
 	sessionv1.SessionService_Get_FullMethodName:          true,
 	sessionv1.SessionService_List_FullMethodName:         true,
 	sessionv1.SessionService_ListMessages_FullMethodName: true,
+	sessionv1.SessionService_GetItem_FullMethodName:      true,
+	sessionv1.SessionService_ListItems_FullMethodName:    true,
 	sessionv1.SessionService_Export_FullMethodName:       true,
 	planv1.PlanService_History_FullMethodName:            true,
 	planv1.PlanService_ErrorDetails_FullMethodName:       true,

@@ -103,6 +103,12 @@ func matrixCases() map[string]matrixCase {
 		sessionv1.SessionService_DeleteSnapshot_FullMethodName: s(needAdmin, func(e *callEnv) error {
 			return ok(e.n.ss.DeleteSnapshot(e.ctx, &sessionv1.DeleteSnapshotRequest{SessionId: e.f.session, ThroughSequence: 5}))
 		}),
+		sessionv1.SessionService_GetItem_FullMethodName: s(needReader, func(e *callEnv) error {
+			return ok(e.n.ss.GetItem(e.ctx, &sessionv1.GetItemRequest{SessionId: e.f.session, ItemKey: "item"}))
+		}),
+		sessionv1.SessionService_ListItems_FullMethodName: s(needReader, func(e *callEnv) error {
+			return ok(e.n.ss.ListItems(e.ctx, &sessionv1.ListItemsRequest{SessionId: e.f.session, Kind: "k"}))
+		}),
 		sessionv1.SessionService_SetExpiry_FullMethodName: s(needAdmin, func(e *callEnv) error {
 			return ok(e.n.ss.SetExpiry(e.ctx, &sessionv1.SetExpiryRequest{SessionId: e.f.session, Ttl: durationpb.New(time.Hour)}))
 		}),

@@ -163,7 +163,7 @@ func (n *authNode) newFixture(ctx context.Context, t *testing.T, ns string) *fix
 	}
 	f.session = cr.GetSession().GetSessionId()
 	if _, err := n.ss.Append(ctx, &sessionv1.AppendRequest{SessionId: f.session, Messages: []*sessionv1.NewMessage{
-		{Role: sessionv1.Role_ROLE_USER, Content: "one"}, {Role: sessionv1.Role_ROLE_ASSISTANT, Content: "two"}}}); err != nil {
+		{Role: sessionv1.Role_ROLE_USER, Content: "one"}, {Role: sessionv1.Role_ROLE_ASSISTANT, Content: "two", ItemKey: "item", Kind: "k"}}}); err != nil {
 		t.Fatalf("fixture append: %v", err)
 	}
 	if _, err := n.ss.PutSnapshot(ctx, &sessionv1.PutSnapshotRequest{SessionId: f.session, Sequence: 0, Data: []byte("snap")}); err != nil {
@@ -219,6 +219,8 @@ func (n *authNode) fingerprint(ctx context.Context, t *testing.T, fs ...*fixture
 		add(n.ss.ListMessages(ctx, &sessionv1.ListMessagesRequest{SessionId: f.session}))
 		add(n.ss.GetState(ctx, &sessionv1.GetStateRequest{SessionId: f.session, Scopes: []string{f.scope}}))
 		add(n.ss.GetSnapshot(ctx, &sessionv1.GetSnapshotRequest{SessionId: f.session}))
+		add(n.ss.GetItem(ctx, &sessionv1.GetItemRequest{SessionId: f.session, ItemKey: "item"}))
+		add(n.ss.ListItems(ctx, &sessionv1.ListItemsRequest{SessionId: f.session, Kind: "k"}))
 		add(n.pl.History(ctx, &planv1.HistoryRequest{PlanId: f.plan}))
 		add(n.pl.ErrorDetails(ctx, &planv1.ErrorDetailsRequest{PlanId: f.plan}))
 		add(n.au.Get(ctx, &auditv1.GetRequest{EventId: f.auditID}))

@@ -66,6 +66,8 @@ func apiRules() map[string]rule {
 		sessionv1.SessionService_GetSnapshot_FullMethodName:    {check: onSession(roleReader, func(m *sessionv1.GetSnapshotRequest) string { return m.GetSessionId() })},
 		sessionv1.SessionService_DeleteSnapshot_FullMethodName: {check: onSession(roleAdmin, func(m *sessionv1.DeleteSnapshotRequest) string { return m.GetSessionId() })},
 		sessionv1.SessionService_SetExpiry_FullMethodName:      {check: onSession(roleAdmin, func(m *sessionv1.SetExpiryRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_GetItem_FullMethodName:        {check: onSession(roleReader, func(m *sessionv1.GetItemRequest) string { return m.GetSessionId() })},
+		sessionv1.SessionService_ListItems_FullMethodName:      {check: onSession(roleReader, func(m *sessionv1.ListItemsRequest) string { return m.GetSessionId() })},
 
 		// Plans: every plan is in defaultNamespace (see there).
 		planv1.PlanService_RecordError_FullMethodName:       {check: onPlan(roleWriter, (*planv1.RecordErrorRequest).GetPlanId)},

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"slices"
-	"strings"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -65,10 +64,17 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 			return persistence.TurnResult{Err: bad}, 0, "", nil
 		}
 	}
-	tr, n, err := a.turnRows(c, t, seq)
+	k, bad, err := persistence.ResolveKeys(c.SessionID, t, a.storedKeys)
+	if err != nil || bad != nil {
+		return persistence.TurnResult{Err: bad}, 0, "", err
+	}
+	if k.AllKept() {
+		return k.Merge(persistence.TurnResult{}), 0, "", nil
+	}
+	tr, n, err := a.turnRows(c, k.Insert, seq)
 	if err != nil || tr.Err != nil || tr.Duplicate {
 		// A duplicate's deltas were applied with the original.
-		return tr, n, "", err
+		return k.Merge(tr), n, "", err
 	}
 	at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
 	if err != nil {
@@ -77,13 +83,13 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 	if err := a.writeScopes(scopes, at); err != nil {
 		return persistence.TurnResult{}, 0, "", err
 	}
-	return tr, n, after, nil
+	return k.Merge(tr), n, after, nil
 }
 
 // appendTurnSQL inserts a turn's messages, skipping stored ids, and in the
 // same statement moves the session's next_sequence by the rows inserted,
 // and its updated_at when $9 and the whole turn went in ($10 rows).
-var appendTurnSQL = `WITH ins AS (` + strings.Replace(insertMessagesSQL, "$E", "$11", 1) + `
+var appendTurnSQL = `WITH ins AS (` + insertMessages(11) + `
 	ON CONFLICT (session_id, message_id) DO NOTHING RETURNING message_id),
 n AS (SELECT count(*) AS n FROM ins),
 upd AS (UPDATE sessions SET next_sequence = next_sequence + (SELECT n FROM n),
@@ -104,7 +110,7 @@ func (a *applier) turnRows(c *persistence.AppendMessages, t *persistence.Turn, s
 	if err != nil {
 		return persistence.TurnResult{}, 0, persistence.Of("session", sessionID, err)
 	}
-	args := append(rows.args(sessionID), !c.UpdatedAt.IsZero(), int64(len(t.Messages)), updatedAt, rows.events)
+	args := append(append(rows.args(sessionID), !c.UpdatedAt.IsZero(), int64(len(t.Messages)), updatedAt), rows.tail()...)
 	inserted, err := a.insertReturningIDs(appendTurnSQL, args)
 	if err != nil {
 		if uniqueViolation(err) == "session_messages_sequence_key" {
@@ -120,7 +126,8 @@ func (a *applier) turnRows(c *persistence.AppendMessages, t *persistence.Turn, s
 		out := make([]*sessionv1.Message, len(t.Messages))
 		for i, m := range t.Messages {
 			out[i] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: seq + int64(i),
-				Role: m.Role, Content: m.Content, MetadataJson: rows.metas[i], CreatedAt: persistence.Stamp(rows.created[i])}
+				Role: m.Role, Content: m.Content, MetadataJson: rows.metas[i], CreatedAt: persistence.Stamp(rows.created[i]),
+				ItemKey: m.ItemKey, Kind: m.Kind}
 		}
 		return persistence.TurnResult{Messages: out}, int64(len(out)), nil
 	case 0:
@@ -168,17 +175,7 @@ func (a *applier) insertReturningIDs(query string, args []any) ([]string, error)
 // storedMessages returns the stored messages with these ids, in the ids'
 // order; all of them exist.
 func (a *applier) storedMessages(sessionID string, ids []string) ([]*sessionv1.Message, error) {
-	byID := make(map[string]*sessionv1.Message, len(ids))
-	var role, created, event int64
-	m := &sessionv1.Message{}
-	err := a.forEachRow(`SELECT message_id, sequence, role, content, metadata_json, created_at, event_at
-		FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[])`, []any{sessionID, ids},
-		[]any{&m.MessageId, &m.Sequence, &role, &m.Content, &m.MetadataJson, &created, &event}, func() error {
-			byID[m.MessageId] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: m.Sequence,
-				Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: persistence.Stamp(created),
-				EventTime: persistence.Stamp(event)}
-			return nil
-		})
+	byID, err := a.storedWhere(sessionID, "message_id", ids)
 	if err != nil {
 		return nil, err
 	}
@@ -189,4 +186,38 @@ func (a *applier) storedMessages(sessionID string, ids []string) ([]*sessionv1.M
 		}
 	}
 	return out, nil
+}
+
+// storedKeys is ResolveKeys' lookup, in the append's transaction.
+func (a *applier) storedKeys(sessionID string, keys []string) (map[string]*sessionv1.Message, error) {
+	byID, err := a.storedWhere(sessionID, "item_key", keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*sessionv1.Message, len(byID))
+	for _, m := range byID {
+		out[m.ItemKey] = m
+	}
+	return out, nil
+}
+
+// storedWhere reads the session's messages whose column (message_id or
+// item_key, both indexed with the session) is one of values, by id.
+func (a *applier) storedWhere(sessionID, column string, values []string) (map[string]*sessionv1.Message, error) {
+	byID := make(map[string]*sessionv1.Message, len(values))
+	var role, created, event int64
+	m := &sessionv1.Message{}
+	cond := column + ` = ANY($2::text[])`
+	if column == "item_key" {
+		cond += ` AND item_key <> ''`
+	}
+	err := a.forEachRow(`SELECT message_id, sequence, role, content, metadata_json, created_at, event_at, item_key, kind
+		FROM session_messages WHERE session_id = $1 AND `+cond, []any{sessionID, values},
+		[]any{&m.MessageId, &m.Sequence, &role, &m.Content, &m.MetadataJson, &created, &event, &m.ItemKey, &m.Kind}, func() error {
+			byID[m.MessageId] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: m.Sequence,
+				Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: persistence.Stamp(created),
+				EventTime: persistence.Stamp(event), ItemKey: m.ItemKey, Kind: m.Kind}
+			return nil
+		})
+	return byID, err
 }

@@ -86,7 +86,7 @@ func (a *applier) pipeFence(kind persistence.OwnerKind, id string, epoch int64) 
 // moves it, and answers how many messages went in and whether the session
 // row matched. A stale or skipping sequence fails there (or on the
 // sequence key); a missing session matches no row.
-var pipeTurnSQL = `WITH ins AS (` + strings.Replace(insertMessagesSQL, "$E", "$12", 1) + `
+var pipeTurnSQL = `WITH ins AS (` + insertMessages(12) + `
 	ON CONFLICT (session_id, message_id) DO NOTHING RETURNING 1),
 upd AS (UPDATE sessions SET next_sequence = next_sequence + (SELECT count(*) FROM ins),
 	updated_at = CASE WHEN $8::boolean THEN $10::bigint ELSE updated_at END
@@ -144,7 +144,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			return persistence.Result{}, persistence.Of("session", c.SessionID, err)
 		}
 		want := int64(len(t.Messages))
-		args := append(rows.args(c.SessionID), !c.UpdatedAt.IsZero(), want, updatedAt, next, rows.events)
+		args := append(append(rows.args(c.SessionID), !c.UpdatedAt.IsZero(), want, updatedAt, next), rows.tail()...)
 		a.queue(pipeTurnSQL, args...).QueryRow(func(row pgx.Row) error {
 			var inserted, updated int64
 			if err := row.Scan(&inserted, &updated); err != nil || inserted != want || updated != 1 {
@@ -159,7 +159,8 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 		out := make([]*sessionv1.Message, want)
 		for j, m := range t.Messages {
 			out[j] = &sessionv1.Message{SessionId: c.SessionID, MessageId: m.MessageId, Sequence: next + int64(j),
-				Role: m.Role, Content: m.Content, MetadataJson: rows.metas[j], CreatedAt: persistence.Stamp(rows.created[j])}
+				Role: m.Role, Content: m.Content, MetadataJson: rows.metas[j], CreatedAt: persistence.Stamp(rows.created[j]),
+				ItemKey: m.ItemKey, Kind: m.Kind}
 		}
 		res.Turns[i].Messages = out
 		next += want

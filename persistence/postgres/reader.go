@@ -82,8 +82,8 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 	// The byte cap is applied by the server: a row past it is never sent
 	// (pgx would have to read to the end of a result it stopped using).
 	// octet_length of a stored value reads its size, not the value.
-	rows, err := r.pool.Query(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at, event_at
-		FROM (SELECT sequence, message_id, role, content, metadata_json, created_at, event_at,
+	rows, err := r.pool.Query(ctx, `SELECT `+pageColumns+`
+		FROM (SELECT `+pageColumns+`,
 			sum(octet_length(content) + octet_length(metadata_json) + $4) OVER (ORDER BY sequence) AS upto
 			FROM session_messages WHERE session_id = $1 AND sequence >= $2
 			AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = $1 AND state = $6)
@@ -94,6 +94,9 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 	return messages(rows, err, sessionID)
 }
 
+// pageColumns are what messages reads of each row.
+const pageColumns = `sequence, message_id, role, content, metadata_json, created_at, event_at, item_key, kind`
+
 // messages reads the rows of a message query (its page, in sequence
 // order).
 func messages(rows pgx.Rows, err error, sessionID string) ([]*sessionv1.Message, error) {
@@ -103,10 +106,11 @@ func messages(rows pgx.Rows, err error, sessionID string) ([]*sessionv1.Message,
 	var out []*sessionv1.Message
 	var m sessionv1.Message
 	var role, created, event int64
-	_, err = pgx.ForEachRow(rows, []any{&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event,
+		&m.ItemKey, &m.Kind}, func() error {
 		out = append(out, &sessionv1.Message{SessionId: sessionID, Sequence: m.Sequence, MessageId: m.MessageId,
 			Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson, CreatedAt: persistence.Stamp(created),
-			EventTime: persistence.Stamp(event)})
+			EventTime: persistence.Stamp(event), ItemKey: m.ItemKey, Kind: m.Kind})
 		return nil
 	})
 	if err != nil {

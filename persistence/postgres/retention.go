@@ -73,8 +73,8 @@ func (r *reader) ListMessagesWhere(ctx context.Context, f persistence.MessageFil
 		return r.ListMessages(ctx, f.SessionID, f.From, f.Limit)
 	}
 	order, limit, capBytes, after, before := sqlstore.Window(f)
-	rows, err := r.pool.Query(ctx, `SELECT sequence, message_id, role, content, metadata_json, created_at, event_at
-		FROM (SELECT sequence, message_id, role, content, metadata_json, created_at, event_at,
+	rows, err := r.pool.Query(ctx, `SELECT `+pageColumns+`
+		FROM (SELECT `+pageColumns+`,
 			sum(octet_length(content) + octet_length(metadata_json) + $4) OVER (ORDER BY sequence `+order+`) AS upto,
 			row_number() OVER (ORDER BY sequence `+order+`) AS n
 			FROM session_messages WHERE session_id = $1 AND sequence >= $2

@@ -189,6 +189,15 @@ CREATE TABLE session_snapshots (
 DROP INDEX plan_errors_by_phase;
 DROP INDEX plan_errors_by_category;
 `,
+	// 5 (issue 30, keyed items): as the SQLite store's migration 8. The
+	// key is ordered by bytes ("C"), so a prefix is an index range; both
+	// indexes are partial, so unkeyed messages add no entry.
+	`
+ALTER TABLE session_messages ADD COLUMN item_key text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE session_messages ADD COLUMN kind text COLLATE "C" NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX session_messages_by_key ON session_messages (session_id, item_key) WHERE item_key <> '';
+CREATE INDEX session_messages_by_kind ON session_messages (session_id, kind, sequence) WHERE kind <> '';
+`,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
@@ -23,13 +24,21 @@ const (
 	// that is how duplicate turns are found without a lookup per message;
 	// RETURNING tells which rows went in. A taken sequence still fails.
 	//
-	// The event times' array is the statement's last parameter (the
-	// statements that embed this one number theirs before it): $E is
-	// replaced by its number.
+	// The event times', item keys' and kinds' arrays are the statement's
+	// last parameters (the statements that embed this one number theirs
+	// before them): insertMessages numbers them.
 	insertMessagesSQL = `INSERT INTO session_messages (session_id, sequence, message_id, role, content,
-	metadata_json, created_at, event_at)
-	SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $E::bigint[])`
+	metadata_json, created_at, event_at, item_key, kind)
+	SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $E::bigint[],
+		$K::text[], $N::text[])`
 )
+
+// insertMessages is insertMessagesSQL whose last three parameters (see
+// messageRows.tail) are numbered from e.
+func insertMessages(e int) string {
+	return strings.NewReplacer("$E", "$"+strconv.Itoa(e), "$K", "$"+strconv.Itoa(e+1), "$N", "$"+strconv.Itoa(e+2)).
+		Replace(insertMessagesSQL)
+}
 
 // messageRows is a turn's (or an import's) messages as column arrays.
 type messageRows struct {
@@ -37,6 +46,7 @@ type messageRows struct {
 	ids, contents, metas []string
 	roles, created       []int64
 	events               []int64
+	keys, kinds          []string
 }
 
 // newMessageRows fails only for a message that checkTurn refuses.
@@ -54,6 +64,8 @@ func newMessageRows(ms []*sessionv1.Message, first int64) (*messageRows, error) 
 		r.metas = append(r.metas, sqlstore.OrEmptyObject(m.MetadataJson))
 		r.created = append(r.created, created)
 		r.events = append(r.events, persistence.EventNanos(m))
+		r.keys = append(r.keys, m.GetItemKey())
+		r.kinds = append(r.kinds, m.GetKind())
 	}
 	return r, nil
 }
@@ -61,6 +73,9 @@ func newMessageRows(ms []*sessionv1.Message, first int64) (*messageRows, error) 
 func (r *messageRows) args(sessionID string) []any {
 	return []any{sessionID, r.seq, r.ids, r.roles, r.contents, r.metas, r.created}
 }
+
+// tail is the statement's last parameters: event times, item keys, kinds.
+func (r *messageRows) tail() []any { return []any{r.events, r.keys, r.kinds} }
 
 func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Result, error) {
 	row, err := sqlstore.NewSessionRow(c, nil)
@@ -101,7 +116,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 		}
 	}
 	if len(c.Messages) > 0 {
-		if _, err := a.exec(createMessagesSQL, append(rows.args(s.SessionId), rows.events)...); err != nil {
+		if _, err := a.exec(createMessagesSQL, append(rows.args(s.SessionId), rows.tail()...)...); err != nil {
 			if uniqueViolation(err) == "session_messages_message_id_key" {
 				return persistence.Result{}, errs.InvalidArgument("create session %s: a message id appears twice", s.SessionId)
 			}
@@ -112,7 +127,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 }
 
 var (
-	createMessagesSQL = strings.Replace(insertMessagesSQL, "$E", "$8", 1)
+	createMessagesSQL = insertMessages(8)
 	upsertLinkSQL     = sqlstore.Rebind(dialect{}, sqlstore.UpsertLinkSQL)
 )
 

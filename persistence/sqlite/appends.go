@@ -105,15 +105,22 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state s
 			after = ""
 		}
 	}
-	tr, n, err := a.turnRows(sessionID, t, seq)
+	k, bad, err := persistence.ResolveKeys(sessionID, t, a.storedKeys)
+	if err != nil || bad != nil {
+		return persistence.TurnResult{Err: bad}, 0, "", err
+	}
+	if k.AllKept() {
+		return k.Merge(persistence.TurnResult{}), 0, "", nil
+	}
+	tr, n, err := a.turnRows(sessionID, k.Insert, seq)
 	if err != nil || tr.Err != nil || tr.Duplicate {
 		// A duplicate's deltas were applied with the original.
-		return tr, n, "", err
+		return k.Merge(tr), n, "", err
 	}
 	if err := a.writeScopes(scopes, at); err != nil {
 		return persistence.TurnResult{}, 0, "", err
 	}
-	return tr, n, after, nil
+	return k.Merge(tr), n, after, nil
 }
 
 // turnRows stores the messages of turn t (checked by checkTurn).
@@ -128,7 +135,7 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 		}
 		meta := sqlstore.OrEmptyObject(m.MetadataJson)
 		res, err := a.exec(appendMessageSQL, sessionID, seq+inserted, m.MessageId, int64(m.Role), m.Content, meta, created,
-			persistence.EventNanos(m), a.indexed())
+			persistence.EventNanos(m), a.indexed(), m.ItemKey, m.Kind)
 		if err != nil {
 			switch constraint(err) {
 			case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
@@ -150,7 +157,8 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 			continue
 		}
 		out[i] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: seq + inserted,
-			Role: m.Role, Content: m.Content, MetadataJson: meta, CreatedAt: persistence.Stamp(created), EventTime: m.EventTime}
+			Role: m.Role, Content: m.Content, MetadataJson: meta, CreatedAt: persistence.Stamp(created), EventTime: m.EventTime,
+			ItemKey: m.ItemKey, Kind: m.Kind}
 		inserted++
 		a.inserted(1)
 	}
@@ -182,10 +190,17 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 }
 
 func (a *applier) storedMessage(sessionID, messageID string) (*sessionv1.Message, error) {
-	m := &sessionv1.Message{SessionId: sessionID, MessageId: messageID}
+	return a.scanStored(a.queryRow(`SELECT `+storedColumns+` FROM message_rows
+		WHERE message_id = ? AND session_id = ?`, messageID, sessionID), sessionID)
+}
+
+// storedColumns are what scanStored reads of a message_rows row.
+const storedColumns = `message_id, sequence, role, content, metadata_json, created_at, event_at, item_key, kind`
+
+func (a *applier) scanStored(row *sql.Row, sessionID string) (*sessionv1.Message, error) {
+	m := &sessionv1.Message{SessionId: sessionID}
 	var role, created, event int64
-	err := a.queryRow(`SELECT sequence, role, content, metadata_json, created_at, event_at FROM message_rows
-		WHERE message_id = ? AND session_id = ?`, messageID, sessionID).Scan(&m.Sequence, &role, &m.Content, &m.MetadataJson, &created, &event)
+	err := row.Scan(&m.MessageId, &m.Sequence, &role, &m.Content, &m.MetadataJson, &created, &event, &m.ItemKey, &m.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -193,4 +208,22 @@ func (a *applier) storedMessage(sessionID, messageID string) (*sessionv1.Message
 	m.CreatedAt = persistence.Stamp(created)
 	m.EventTime = persistence.Stamp(event)
 	return m, nil
+}
+
+// storedKeys is ResolveKeys' lookup: one probe of message_rows_by_key per
+// key (a turn has few), inside the append's transaction.
+func (a *applier) storedKeys(sessionID string, keys []string) (map[string]*sessionv1.Message, error) {
+	out := make(map[string]*sessionv1.Message, len(keys))
+	for _, k := range keys {
+		m, err := a.scanStored(a.queryRow(`SELECT `+storedColumns+` FROM message_rows
+			WHERE session_id = ? AND item_key = ? AND item_key != ''`, sessionID, k), sessionID)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[k] = m
+	}
+	return out, nil
 }

@@ -25,7 +25,7 @@ var messageChunks = [...]int{256, 128, 64, 32, 16, 8, 4, 2, 1}
 var insertMessagesSQL = map[int]string{}
 
 func init() {
-	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	for _, n := range messageChunks {
 		insertMessagesSQL[n] = insertMessageSQL[:strings.Index(insertMessageSQL, "VALUES")] + "VALUES " +
 			strings.Repeat(row+", ", n-1) + row
@@ -83,7 +83,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 			}
 			out[j] = &sessionv1.Message{SessionId: c.SessionID, MessageId: m.MessageId, Sequence: next,
 				Role: m.Role, Content: m.Content, MetadataJson: sqlstore.OrEmptyObject(m.MetadataJson), CreatedAt: lastOut,
-				EventTime: m.EventTime}
+				EventTime: m.EventTime, ItemKey: m.ItemKey, Kind: m.Kind}
 			next++
 		}
 		turns[i].Messages = out
@@ -154,7 +154,7 @@ func (a *applier) insertMessages(ms []*sessionv1.Message) error {
 	for _, m := range ms {
 		// appendBulk made these messages from ones checkTurn checked.
 		args = append(args, m.SessionId, m.Sequence, m.MessageId, int64(m.Role), m.Content, m.MetadataJson,
-			persistence.CheckedNanos(m.CreatedAt), persistence.EventNanos(m), a.indexed())
+			persistence.CheckedNanos(m.CreatedAt), persistence.EventNanos(m), a.indexed(), m.ItemKey, m.Kind)
 	}
 	err := a.insert(insertMessagesSQL[len(ms)], args)
 	clear(args)

@@ -125,7 +125,7 @@ func (r *reader) ListSessions(ctx context.Context, f persistence.SessionFilter) 
 
 func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64, limit int) ([]*sessionv1.Message, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT length(CAST(content AS BLOB)) + length(CAST(metadata_json AS BLOB)) + ?1,
-		sequence, message_id, role, content, metadata_json, created_at, event_at
+		`+pageColumns+`
 		FROM session_messages WHERE session_id = ?2 AND sequence >= ?3
 		AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?2 AND state = ?5)
 		ORDER BY sequence LIMIT ?4`,
@@ -133,33 +133,47 @@ func (r *reader) ListMessages(ctx context.Context, sessionID string, from int64,
 	return page(rows, err, sessionID, true)
 }
 
-// page reads the rows of a message query (each row's size first, then the
-// message's columns). SQLite steps the statement row by row, so stopping
-// at the byte cap (when capped) reads no further row; the sizes are taken
-// before the values are. A page has at least its first message.
+// pageColumns are what page reads of each row, after its size.
+const pageColumns = `sequence, message_id, role, content, metadata_json, created_at, event_at, item_key, kind`
+
+// page reads the rows of a message query (each row's size first, then
+// pageColumns). SQLite steps the statement row by row, so stopping at the
+// byte cap (when capped) reads no further row; the sizes are taken before
+// the values are. A page has at least its first message.
 func page(rows *sql.Rows, err error, sessionID string, capped bool) ([]*sessionv1.Message, error) {
+	out, _, err := pageUpTo(rows, err, sessionID, capped, -1)
+	return out, err
+}
+
+// pageUpTo is page that keeps at most limit messages (-1: all) and says
+// whether a row was left unread for the cap or the limit: more follow.
+func pageUpTo(rows *sql.Rows, err error, sessionID string, capped bool, limit int) ([]*sessionv1.Message, bool, error) {
 	if err != nil {
-		return nil, storeErr("list messages", err)
+		return nil, false, storeErr("list messages", err)
 	}
 	defer rows.Close()
 	var out []*sessionv1.Message
 	bytes := 0
 	for rows.Next() {
+		if len(out) == limit {
+			return out, true, nil
+		}
 		m := &sessionv1.Message{SessionId: sessionID}
 		var role, created, event, size int64
-		if err := rows.Scan(&size, &m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event); err != nil {
-			return nil, storeErr("list messages", err)
+		if err := rows.Scan(&size, &m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event,
+			&m.ItemKey, &m.Kind); err != nil {
+			return nil, false, storeErr("list messages", err)
 		}
 		if bytes += int(size); capped && len(out) > 0 && bytes > persistence.MaxPageBytes {
-			break
+			return out, true, nil
 		}
 		m.Role, m.CreatedAt, m.EventTime = sessionv1.Role(role), persistence.Stamp(created), persistence.Stamp(event)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, storeErr("list messages", err)
+		return nil, false, storeErr("list messages", err)
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // AuditAnchor reads "" when no prune has written the anchor's row yet.

@@ -71,7 +71,7 @@ func (r *reader) ListMessagesWhere(ctx context.Context, f persistence.MessageFil
 	}
 	order, limit, _, after, before := sqlstore.Window(f)
 	rows, err := r.db.QueryContext(ctx, `SELECT length(CAST(content AS BLOB)) + length(CAST(metadata_json AS BLOB)) + ?1,
-		sequence, message_id, role, content, metadata_json, created_at, event_at
+		`+pageColumns+`
 		FROM session_messages WHERE session_id = ?2 AND sequence >= ?3
 		AND (CASE WHEN event_at != 0 THEN event_at ELSE created_at END) > ?4
 		AND (CASE WHEN event_at != 0 THEN event_at ELSE created_at END) < ?5

@@ -322,6 +322,29 @@ CREATE VIEW session_messages AS
 	SELECT r.id, p.session_id, p.sequence, r.message_id, r.role, r.content, r.metadata_json, r.created_at, r.event_at
 		FROM message_pending p JOIN message_rows r ON r.id = p.id;
 `,
+	// 8 (issue 30, keyed items): a message's item key, unique in its
+	// session, and its kind; '' when none, which every existing row gets.
+	// Both indexes are partial, so a message without a key or kind adds
+	// no entry and the append path of such messages is unchanged.
+	// GetItem and a key-prefix page are a range of message_rows_by_key;
+	// a kind page walks message_rows_by_kind in sequence order. The view
+	// gains the columns (a view cannot be altered: it is recreated).
+	`
+ALTER TABLE message_rows ADD COLUMN item_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE message_rows ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX message_rows_by_key ON message_rows(session_id, item_key) WHERE item_key != '';
+CREATE INDEX message_rows_by_kind ON message_rows(session_id, kind, sequence) WHERE kind != '';
+DROP VIEW session_messages;
+CREATE VIEW session_messages AS
+	SELECT r.id AS id, i.session_id AS session_id, i.sequence AS sequence, r.message_id AS message_id,
+		r.role AS role, r.content AS content, r.metadata_json AS metadata_json,
+		r.created_at AS created_at, r.event_at AS event_at, r.item_key AS item_key, r.kind AS kind
+		FROM message_index i JOIN message_rows r ON r.id = i.id
+	UNION ALL
+	SELECT r.id, p.session_id, p.sequence, r.message_id, r.role, r.content, r.metadata_json, r.created_at, r.event_at,
+		r.item_key, r.kind
+		FROM message_pending p JOIN message_rows r ON r.id = p.id;
+`,
 }
 
 // migrate brings the database to the latest schema version inside one

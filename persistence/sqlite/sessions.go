@@ -22,7 +22,7 @@ const (
 	// (a PRIMARY KEY constraint error). Read through the view
 	// session_messages (schema migrations 5 and 7; settle in writer.go).
 	insertMessageSQL = `INSERT INTO message_rows (session_id, sequence, message_id, role, content,
-	metadata_json, created_at, event_at, indexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	metadata_json, created_at, event_at, indexed, item_key, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// A stored message id is skipped, not an error: that is how duplicate
 	// turns are found without a lookup per message. A taken sequence still
 	// fails.
@@ -67,11 +67,11 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	for i, m := range c.Messages {
 		created, _ := persistence.MessageNanos(m) // checked by NewSessionRow
 		_, err = a.exec(insertMessageSQL, s.SessionId, row.First+int64(i), m.MessageId, int64(m.Role), m.Content,
-			sqlstore.OrEmptyObject(m.MetadataJson), created, persistence.EventNanos(m), a.indexed())
+			sqlstore.OrEmptyObject(m.MetadataJson), created, persistence.EventNanos(m), a.indexed(), m.ItemKey, m.Kind)
 		a.inserted(1)
 		if err != nil {
 			if c := constraint(err); c == sqlite3.ErrConstraintUnique || c == sqlite3.ErrConstraintPrimaryKey {
-				return persistence.Result{}, errs.InvalidArgument("create session %s: message id %s appears twice", s.SessionId, m.MessageId)
+				return persistence.Result{}, errs.InvalidArgument("create session %s: message id %s or item key %q appears twice", s.SessionId, m.MessageId, m.ItemKey)
 			}
 			return persistence.Result{}, err
 		}

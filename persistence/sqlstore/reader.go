@@ -19,6 +19,7 @@ type Own interface {
 	GetSession(ctx context.Context, sessionID string) (*sessionv1.Session, error)
 	ListSessions(ctx context.Context, f persistence.SessionFilter) ([]*sessionv1.Session, error)
 	persistence.MessageReader
+	persistence.ItemReader
 	AuditAnchor(ctx context.Context) (string, error)
 	AuditBounds(ctx context.Context) (anchor, head int64, err error)
 }

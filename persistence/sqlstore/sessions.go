@@ -25,7 +25,7 @@ type SessionRow struct {
 }
 
 // NewSessionRow checks a CreateSession's session and imported messages'
-// times and returns its row: the state ACTIVE unless set, the times and
+// times and item keys and returns its row: the state ACTIVE unless set, the times and
 // expiry as stored, the messages numbered from first_sequence. Every error
 // is the command's own. Args is appended to buf (a writer's reused
 // argument slice, or nil), so that a create allocates no slice for it.
@@ -38,6 +38,9 @@ func NewSessionRow(c *persistence.CreateSession, buf []any) (SessionRow, error) 
 		if _, err := persistence.MessageNanos(m); err != nil {
 			return SessionRow{}, err
 		}
+	}
+	if err := persistence.CheckImportKeys(s.SessionId, c.Messages); err != nil {
+		return SessionRow{}, err
 	}
 	state := s.GetState()
 	if state == sessionv1.SessionState_SESSION_STATE_UNSPECIFIED {

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"state and retention", stateCases},
 		{"scope deltas in batches", scopeBatchCases},
 		{"feed", feedCases},
+		{"keyed items", itemCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
