@@ -37,7 +37,10 @@ test("three chained checkpoints with pending writes survive kill -9, read back b
       config = await saver.put(config, checkpoint, metadata, { messages: step + 1, step: step + 1 });
       const writes = [["messages", [`w${step}`]], ["__error__", `e${step}`]];
       await saver.putWrites(config, writes, `task-${step}`, "path");
-      want.push({ id: checkpoint.id, parent, checkpoint, metadata, pendingWrites: writes.map(([c, v]) => [`task-${step}`, c, v]) });
+      // In LangGraph's order: by task path, task id, then index (the error
+      // write's is -1).
+      const pendingWrites = [[`task-${step}`, "__error__", `e${step}`], [`task-${step}`, "messages", [`w${step}`]]];
+      want.push({ id: checkpoint.id, parent, checkpoint, metadata, pendingWrites });
     }
     await client.close();
 

@@ -23,7 +23,7 @@ test(`LangGraph's checkpointer validation suite: ${CASES} of ${CASES} over gRPC`
     const report = join(node.dir, "vitest.json");
     const child = spawn(
       process.execPath,
-      [VITEST, "run", "--config", "vitest.config.mjs", "--reporter=dot", "--reporter=json", `--outputFile.json=${report}`],
+      [VITEST, "run", "--config", "vitest.config.mjs", "--reporter=json", `--outputFile.json=${report}`],
       { cwd: join(HERE, "validation"), env: { ...process.env, AGENTSTATE_ADDR: node.grpcAddr }, stdio: ["ignore", "inherit", "inherit"] },
     );
     const [code] = await once(child, "exit");
