@@ -21,7 +21,11 @@ export function load(serde: SerializerProtocol, t: Typed): Promise<any> {
   return t[1] !== null ? serde.loadsTyped(t[0], t[1]) : serde.loadsTyped(t[0], new Uint8Array(Buffer.from(t[2], "base64")));
 }
 
-/** A checkpoint item: the checkpoint without its channel values (they are blobs), its metadata and parent. */
+/**
+ * A checkpoint item: the checkpoint without its channel values, its
+ * metadata and parent, and the values of the channels this put changed
+ * (newVersions), each with its version.
+ */
 export interface CheckpointItem {
   thread: string;
   ns: string;
@@ -29,11 +33,16 @@ export interface CheckpointItem {
   parent?: string;
   checkpoint: Typed;
   metadata: Typed;
+  values?: Record<string, [version: string | number, value: Typed]>;
 }
 
-/** A blob item: one channel's value at one version, or none (the channel was emptied). */
+/**
+ * A blob item: where one channel's value at one version is, the id of the
+ * checkpoint (same namespace) whose item holds it; none when the put that
+ * made the version emptied the channel.
+ */
 export interface BlobItem {
-  value?: Typed;
+  at?: string;
 }
 
 /** A pending-write item. */

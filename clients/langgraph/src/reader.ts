@@ -1,16 +1,21 @@
 // Reader: checkpoint tuples from a thread's items. A tuple is its
-// checkpoint item, the blob of each channel version it names (GetItem each,
-// concurrently) and its pending writes (one ListItems prefix of exactly
-// them), so its cost follows its own size, never the thread's.
+// checkpoint item, which holds the values of the channels its put changed;
+// for each other channel, the blob item of its version (GetItem, all
+// concurrently) and the checkpoint item it points at; and its pending
+// writes (one ListItems of exactly their prefix). Its cost follows its own
+// size, never the thread's.
 import type { CheckpointMetadata, CheckpointPendingWrite, CheckpointTuple, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { TASKS, compareWritesSortKeys, maxChannelVersion, writesSortKey } from "@langchain/langgraph-checkpoint";
 import { NotFound } from "@agentstate/client";
 import type { AgentStateClient, sessionv1 } from "@agentstate/client";
 import { load, parse } from "./codec.js";
-import type { BlobItem, CheckpointItem, WriteItem } from "./codec.js";
+import type { BlobItem, CheckpointItem, Typed, WriteItem } from "./codec.js";
 import { KIND_CHECKPOINT, KIND_WRITE, blobKey, checkpointKey, checkpointPrefix, writesPrefix } from "./keys.js";
 
 type Message = sessionv1.Message;
+// Item reads by key, shared by the tuples of one read: the checkpoints of a
+// list page share the versions of the channels they did not change.
+type ItemCache = Map<string, Promise<Message | undefined>>;
 
 // A ListItems page is at most 1,000 messages.
 const MAX_PAGE = 1000;
@@ -83,6 +88,7 @@ export class Reader {
     const filtering = opts.beforeId !== undefined || (opts.filter !== undefined && Object.keys(opts.filter).length > 0);
     let left = opts.limit;
     let cursor: bigint | undefined;
+    const cache: ItemCache = new Map();
     for (;;) {
       const want = left === undefined || filtering ? (left === undefined ? MAX_PAGE : Math.max(left, FILTER_PAGE)) : left;
       const page = await this.client.session.listItems({
@@ -93,6 +99,7 @@ export class Reader {
         limit: Math.min(want, MAX_PAGE),
         cursorSequence: cursor,
       });
+      for (const m of page.messages) cache.set(m.itemKey, Promise.resolve(m));
       const items = page.messages
         .map((m) => ({ m, item: parse<CheckpointItem>(m.content, m.itemKey) }))
         .filter(({ item }) => opts.beforeId === undefined || item.id < opts.beforeId);
@@ -102,7 +109,7 @@ export class Reader {
         if (opts.filter !== undefined && !this.matches(await load(this.serde, x.item.metadata), opts.filter)) continue;
         selected.push(x);
       }
-      const tuples = await Promise.all(selected.map(({ item }) => this.assemble(sessionId, item)));
+      const tuples = await Promise.all(selected.map(({ item }) => this.assemble(sessionId, item, undefined, cache)));
       for (const t of tuples) yield t;
       if (left !== undefined) {
         left -= tuples.length;
@@ -129,12 +136,13 @@ export class Reader {
     sessionId: string,
     item: CheckpointItem,
     writes: Promise<CheckpointPendingWrite[]> = this.writes(sessionId, item.ns, item.id),
+    cache: ItemCache = new Map(),
   ): Promise<CheckpointTuple> {
     const checkpoint = await load(this.serde, item.checkpoint);
     const [metadata, pendingWrites, values] = await Promise.all([
       load(this.serde, item.metadata),
       writes,
-      this.values(sessionId, item.ns, checkpoint.channel_versions ?? {}),
+      this.values(sessionId, item, checkpoint.channel_versions ?? {}, cache),
     ]);
     checkpoint.channel_values = values;
     if (checkpoint.v < 4 && item.parent !== undefined) {
@@ -150,23 +158,50 @@ export class Reader {
 
   // A channel's value at a version nobody stored (a put whose newVersions
   // left it out) is absent from the checkpoint, as in LangGraph's savers.
-  private async values(sessionId: string, ns: string, versions: Record<string, string | number>): Promise<Record<string, unknown>> {
+  private async values(
+    sessionId: string,
+    item: CheckpointItem,
+    versions: Record<string, string | number>,
+    cache: ItemCache,
+  ): Promise<Record<string, unknown>> {
     const entries = await Promise.all(
       Object.entries(versions).map(async ([channel, version]) => {
-        const key = blobKey(ns, channel, version);
-        try {
-          const m = (await this.client.session.getItem({ sessionId, itemKey: key })).message;
-          const blob = m === undefined ? undefined : parse<BlobItem>(m.content, key);
-          return blob?.value === undefined ? undefined : ([channel, await load(this.serde, blob.value)] as const);
-        } catch (e) {
-          if (e instanceof NotFound) return undefined;
-          throw e;
-        }
+        const typed = inline(item, channel, version) ?? (await this.blob(sessionId, item.ns, channel, version, cache));
+        return typed === undefined ? undefined : ([channel, await load(this.serde, typed)] as const);
       }),
     );
     const out: Record<string, unknown> = {};
     for (const e of entries) if (e !== undefined) out[e[0]] = e[1];
     return out;
+  }
+
+  // A channel version's serialized value: its blob item names the checkpoint
+  // whose item holds it. Undefined when never stored or stored empty.
+  private async blob(
+    sessionId: string,
+    ns: string,
+    channel: string,
+    version: string | number,
+    cache: ItemCache,
+  ): Promise<Typed | undefined> {
+    const key = blobKey(ns, channel, version);
+    const pointer = await this.cached(sessionId, key, cache);
+    const at = pointer === undefined ? undefined : parse<BlobItem>(pointer.content, key).at;
+    if (at === undefined) return undefined;
+    const holder = await this.cached(sessionId, checkpointKey(ns, at), cache);
+    return holder === undefined ? undefined : inline(parse<CheckpointItem>(holder.content, holder.itemKey), channel, version);
+  }
+
+  private cached(sessionId: string, key: string, cache: ItemCache): Promise<Message | undefined> {
+    let p = cache.get(key);
+    if (p === undefined) {
+      p = this.item(sessionId, key).catch((e) => {
+        if (e instanceof NotFound) return undefined;
+        throw e;
+      });
+      cache.set(key, p);
+    }
+    return p;
   }
 
   /** A checkpoint's pending writes in LangGraph's order (task path, task id, index). */
@@ -208,4 +243,10 @@ export class Reader {
     const versions = Object.values(checkpoint.channel_versions) as (string | number)[];
     checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : 1;
   }
+}
+
+// The value of channel at version that the checkpoint item holds itself.
+function inline(item: CheckpointItem, channel: string, version: string | number): Typed | undefined {
+  const v = item.values?.[channel];
+  return v !== undefined && String(v[0]) === String(version) ? v[1] : undefined;
 }

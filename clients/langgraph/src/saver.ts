@@ -125,9 +125,9 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   }
 
   /**
-   * Stores a checkpoint as one atomic append: the checkpoint item, one blob
-   * per channel in newVersions (kept if that version is stored already),
-   * and, unless forks are allowed, the parent's child marker, which makes a
+   * Stores a checkpoint as one atomic append: the checkpoint item with the
+   * values of the channels in newVersions, one blob item per such channel
+   * version pointing at it (a pointer stored before is kept), and, unless forks are allowed, the parent's child marker, which makes a
    * second child of the same parent fail whole (CheckpointConflict).
    */
   async put(
@@ -151,14 +151,20 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       checkpoint: await dump(this.serde, rest),
       metadata: await dump(this.serde, metadata),
     };
-    const messages: NewMessage[] = [keyed(checkpointKey(ns, checkpoint.id), KIND_CHECKPOINT, item, false)];
+    const messages: NewMessage[] = [];
+    const changed: NonNullable<CheckpointItem["values"]> = {};
     for (const [channel, version] of Object.entries(newVersions)) {
       const blob: BlobItem = {};
       if (Object.prototype.hasOwnProperty.call(values, channel)) {
-        blob.value = await dump(this.serde, (values as Record<string, unknown>)[channel]);
+        changed[channel] = [version, await dump(this.serde, (values as Record<string, unknown>)[channel])];
+        blob.at = checkpoint.id;
       }
       messages.push(keyed(blobKey(ns, channel, version), KIND_BLOB, blob, true));
     }
+    if (Object.keys(changed).length > 0) item.values = changed;
+    // The checkpoint first: it is always stored (or the append fails), so a
+    // retried append is recognised by its id.
+    messages.unshift(keyed(checkpointKey(ns, checkpoint.id), KIND_CHECKPOINT, item, false));
     const marker = parent !== undefined && !this.allowForks ? childKey(ns, parent) : undefined;
     if (marker !== undefined) messages.push(keyed(marker, KIND_CHILD, { child: checkpoint.id }, false));
     const stored = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
