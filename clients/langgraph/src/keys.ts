@@ -3,8 +3,8 @@
 // read names exactly what it needs (GetItem) or a key prefix whose items are
 // exactly what it returns (ListItems).
 //
-//   c:<ns>:<checkpoint id>             kind "checkpoint"  the checkpoint (without channel values), metadata, parent
-//   b:<ns>:<channel>:<version>         kind "blob"        one channel value at one version, stored once
+//   c:<ns>:<checkpoint id>             kind "checkpoint"  the checkpoint, metadata, parent, the values its put changed
+//   b:<ns>:<channel>:<version>         kind "blob"        the checkpoint holding one channel's value at one version
 //   w:<ns>:<checkpoint id>:<task>:<i>  kind "write"       one pending write; kept once (KEEP_STORED)
 //   w:<ns>:<checkpoint id>:<task>:<i>:<message id>        a special write (error, interrupt...), last one wins
 //   p:<ns>:<parent id>                 kind "child"       the one child of a parent: refuses a second (ownership)
