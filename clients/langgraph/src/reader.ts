@@ -27,6 +27,8 @@ export interface CheckpointsOptions {
   limit?: number;
   /** Only checkpoints whose id sorts before this one. */
   beforeId?: string;
+  /** The namespace of beforeId, when known: the scan then starts at that checkpoint. */
+  beforeNs?: string;
   /** Only checkpoints whose metadata has these values. */
   filter?: Record<string, unknown>;
 }
@@ -85,10 +87,19 @@ export class Reader {
    * are read concurrently.
    */
   async *checkpoints(sessionId: string, keyPrefix: string, opts: CheckpointsOptions): AsyncGenerator<CheckpointTuple> {
-    const filtering = opts.beforeId !== undefined || (opts.filter !== undefined && Object.keys(opts.filter).length > 0);
     let left = opts.limit;
     let cursor: bigint | undefined;
     const cache: ItemCache = new Map();
+    const before = opts.beforeId;
+    if (before !== undefined && opts.beforeNs !== undefined) {
+      // LangGraph's ids are time-ordered, so the checkpoints before it were
+      // stored before it: the scan starts there, not at the newest, and
+      // pages are sized to the limit (the id filter then skips nothing).
+      const m = await this.cached(sessionId, checkpointKey(opts.beforeNs, before), cache);
+      if (m !== undefined) cursor = m.sequence;
+    }
+    const filtering =
+      (before !== undefined && cursor === undefined) || (opts.filter !== undefined && Object.keys(opts.filter).length > 0);
     for (;;) {
       const want = left === undefined || filtering ? (left === undefined ? MAX_PAGE : Math.max(left, FILTER_PAGE)) : left;
       const page = await this.client.session.listItems({
@@ -102,7 +113,7 @@ export class Reader {
       for (const m of page.messages) cache.set(m.itemKey, Promise.resolve(m));
       const items = page.messages
         .map((m) => ({ m, item: parse<CheckpointItem>(m.content, m.itemKey) }))
-        .filter(({ item }) => opts.beforeId === undefined || item.id < opts.beforeId);
+        .filter(({ item }) => before === undefined || item.id < before);
       const selected: { m: Message; item: CheckpointItem }[] = [];
       for (const x of items) {
         if (left !== undefined && selected.length >= left) break;

@@ -115,6 +115,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       const checkpoints = this.reader.checkpoints(sessionId, checkpointPrefix(ns), {
         limit,
         beforeId,
+        beforeNs: before?.configurable?.checkpoint_ns ?? (beforeId === undefined ? undefined : ""),
         filter,
       });
       for await (const t of checkpoints) {
