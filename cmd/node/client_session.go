@@ -21,6 +21,7 @@ func newSessionCommand() *cobra.Command {
 		sessionMessagesCmd(o), sessionCloseCmd(o), sessionDeleteCmd(o), sessionExportCmd(o),
 		sessionImportCmd(o), sessionUsageCmd(o), sessionLinkPlanCmd(o), sessionTailCmd(o),
 		sessionStateCmd(o), sessionTruncateCmd(o), sessionSnapshotCmd(o), sessionExpireCmd(o),
+		sessionGetItemCmd(o), sessionItemsCmd(o),
 	)
 	return c
 }

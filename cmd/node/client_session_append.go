@@ -24,7 +24,8 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 		Long: "Append one atomic turn: all its messages are stored with consecutive sequences, or none is.\n\n" +
 			"Give one message with --role/--content (and optionally --message-id, --metadata), several\n" +
 			"with repeated --message role=content, or a JSON file (--file, - for stdin) holding an array\n" +
-			`of {"role":"user","content":"...","message_id":"<ULID>","metadata":{...}}.` + "\n" +
+			`of {"role":"user","content":"...","message_id":"<ULID>","metadata":{...},` + "\n" +
+			`"item_key":"...","kind":"...","keep_stored":true} (the last three optional).` + "\n" +
 			"Every message gets its id (a ULID) before the first attempt: the one given, or a new one.\n" +
 			"The ids are printed with the answer, and with the error if the append failed: a retry\n" +
 			"with the same message ids (--message-id, or message_id in the file) returns the original\n" +
@@ -45,6 +46,8 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 		eventTime string
 	)
 	d.register(c)
+	var items itemFlags
+	items.register(c)
 	c.Flags().Int64Var(&expect, "expect", 0, "append only if the session's next sequence is this")
 	c.Flags().StringVar(&eventTime, "event-time", "", "the client's time of the message (RFC 3339), with --role/--content")
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
@@ -73,6 +76,9 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 		if sources != 1 {
 			return usagef(cmd, "give the messages one way: --role/--content, --message, or --file")
 		}
+		if items.set() && !single {
+			return usagef(cmd, "--item-key, --kind and --keep-stored go with --role/--content (in --file, give item_key, kind and keep_stored)")
+		}
 		switch {
 		case single:
 			// An empty message is stored only when asked for by name
@@ -85,6 +91,7 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 				return usagef(cmd, "%v", err)
 			}
 			req.Messages = []*sessionv1.NewMessage{{Role: r, Content: content, MetadataJson: metadata, EventTime: event}}
+			items.apply(req.Messages[0])
 		case len(pairs) > 0:
 			for _, p := range pairs {
 				rs, text, ok := strings.Cut(p, "=")
@@ -165,6 +172,10 @@ type turnFileMessage struct {
 	Content   string          `json:"content"`
 	MessageID string          `json:"message_id"`
 	Metadata  json.RawMessage `json:"metadata"`
+	ItemKey   string          `json:"item_key"`
+	Kind      string          `json:"kind"`
+	// KeepStored: if the session holds item_key already, keep that message.
+	KeepStored bool `json:"keep_stored"`
 }
 
 func parseTurnFile(b []byte) ([]*sessionv1.NewMessage, error) {
@@ -185,7 +196,10 @@ func parseTurnFile(b []byte) ([]*sessionv1.NewMessage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
-		nm := &sessionv1.NewMessage{Role: r, Content: m.Content, MessageId: m.MessageID}
+		nm := &sessionv1.NewMessage{Role: r, Content: m.Content, MessageId: m.MessageID, ItemKey: m.ItemKey, Kind: m.Kind}
+		if m.KeepStored {
+			nm.OnKeyConflict = sessionv1.KeyConflict_KEY_CONFLICT_KEEP_STORED
+		}
 		if len(m.Metadata) > 0 && string(m.Metadata) != "null" {
 			nm.MetadataJson = string(m.Metadata)
 		}

@@ -30,3 +30,12 @@ func BenchmarkStore(b *testing.B) {
 		return s
 	})
 }
+
+// BenchmarkItems is the keyed reads' benchmark (storetest.BenchItems):
+// GetItem and ListItems pages on sessions of 100 and 10,000 items.
+func BenchmarkItems(b *testing.B) {
+	storetest.BenchItems(b, func(b *testing.B) persistence.Store {
+		s, _ := openFresh(b)
+		return s
+	})
+}

@@ -106,6 +106,8 @@ type Ledger struct {
 	// sequence <= s is acknowledged (-1: none).
 	ackedSeqs   map[string]map[int64]bool
 	ackedPrefix map[string]int64
+	// keyed: the keyed batches (keyed.go).
+	keyed keyedLedger
 }
 
 // NewLedger returns an empty ledger.

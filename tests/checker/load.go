@@ -34,6 +34,10 @@ type LoadConfig struct {
 	// highest sequence the client saw acknowledged in it. Negative means
 	// never. [17]
 	TruncateEvery int
+	// Every n-th operation of a client appends a batch of keyed messages
+	// (keyed.go) to one of KeyedSessions sessions of their own. Negative
+	// means never. [5, 2]
+	KeyedEvery, KeyedSessions int
 	// Every n-th client (client ids 0, n, 2n, ...) appends through the
 	// AppendBatches stream of its connection (nodeclient.BatchClient,
 	// shared with the other such clients), the others with unary Append.
@@ -66,6 +70,8 @@ func (c LoadConfig) withDefaults() LoadConfig {
 	def(&c.ReplayEvery, 13)
 	def(&c.TruncateEvery, 17)
 	def(&c.BatchEvery, 2)
+	def(&c.KeyedEvery, 5)
+	def(&c.KeyedSessions, 2)
 	if c.RPCTimeout == 0 {
 		c.RPCTimeout = 15 * time.Second
 	}
@@ -84,6 +90,7 @@ type Load struct {
 	targets []target // one per connection; read-only
 
 	sessionIDs []string // set by Setup, read-only after
+	keyedIDs   []string // the keyed batches' sessions (keyed.go), likewise
 	planIDs    []string
 
 	acked        atomic.Int64 // operations acknowledged
@@ -157,6 +164,9 @@ func (ld *Load) Setup(ctx context.Context) error {
 		}
 		ld.ledger.SessionCreated(req.SessionId)
 		ld.sessionIDs = append(ld.sessionIDs, req.SessionId)
+	}
+	if ld.cfg.KeyedEvery > 0 {
+		return ld.setupKeyed(ctx)
 	}
 	return nil
 }
@@ -358,6 +368,8 @@ func (ld *Load) client(ctx context.Context, i int, stop <-chan struct{}) error {
 			err = c.replay(ctx, n)
 		case every(ld.cfg.TruncateEvery):
 			err = c.truncate(ctx, n)
+		case every(ld.cfg.KeyedEvery) && len(ld.keyedIDs) > 0:
+			err = c.keyed(ctx, n)
 		default:
 			err = c.append(ctx, n)
 		}

@@ -33,6 +33,9 @@ func Observe(ctx context.Context, conn grpc.ClientConnInterface, l *Ledger) (*Ob
 		}
 		o.Sessions[sid] = v
 	}
+	if err := observeKeyed(ctx, sessions, l, o); err != nil {
+		return nil, err
+	}
 	plans := planv1.NewPlanServiceClient(conn)
 	for _, pid := range l.Plans() {
 		recs, err := readPlan(ctx, plans, pid)

@@ -121,6 +121,26 @@ class AsyncSessions:
         req = session_pb2.ListMessagesRequest(session_id=session_id, from_sequence=from_sequence, limit=limit)
         return await self._core.unary(self._core.sessions.ListMessages, req, timeout, True, write=False)
 
+    async def get_item(self, session_id: str, item_key: str, *, timeout: Optional[float] = UNSET) -> session_pb2.Message:
+        """See Sessions.get_item."""
+        req = session_pb2.GetItemRequest(session_id=session_id, item_key=item_key)
+        return (await self._core.unary(self._core.sessions.GetItem, req, timeout, True, write=False)).message
+
+    async def list_items(
+        self,
+        session_id: str,
+        *,
+        kind: str = "",
+        key_prefix: str = "",
+        newest_first: bool = False,
+        limit: int = 0,
+        cursor_sequence: Optional[int] = None,
+        timeout: Optional[float] = UNSET,
+    ) -> session_pb2.ListItemsResponse:
+        """See Sessions.list_items."""
+        req = build.list_items_request(session_id, kind, key_prefix, newest_first, limit, cursor_sequence)
+        return await self._core.unary(self._core.sessions.ListItems, req, timeout, True, write=False)
+
     async def export(self, session_id: str, *, timeout: Optional[float] = UNSET) -> session_pb2.ExportSessionResponse:
         req = session_pb2.ExportSessionRequest(session_id=session_id)
         return await self._core.unary(self._core.sessions.Export, req, timeout, True, write=False)

@@ -79,14 +79,39 @@ def new_message(
     content: str,
     metadata: JSONObject = None,
     message_id: Optional[str] = None,
+    *,
+    item_key: str = "",
+    kind: str = "",
+    keep_stored: bool = False,
 ) -> session_pb2.NewMessage:
-    """One message of an append; message_id defaults to a new ULID."""
+    """One message of an append; message_id defaults to a new ULID.
+
+    item_key (unique in the session) and kind make it a keyed item, read by
+    Sessions.get_item and list_items. keep_stored: if the session holds
+    item_key already, the append keeps that message (its AppendedMessage is
+    kept=True) and stores the turn's other messages; otherwise the whole
+    append is AlreadyExists.
+    """
     return session_pb2.NewMessage(
         role=enum_value(session_pb2.Role, "ROLE_", role),
         content=content,
         metadata_json=json_object(metadata, "metadata"),
         message_id=message_id or ids.new_ulid(),
+        item_key=item_key,
+        kind=kind,
+        on_key_conflict=session_pb2.KEY_CONFLICT_KEEP_STORED if keep_stored else session_pb2.KEY_CONFLICT_UNSPECIFIED,
     )
+
+
+def list_items_request(
+    session_id: str, kind: str, key_prefix: str, newest_first: bool, limit: int, cursor_sequence: Optional[int]
+) -> session_pb2.ListItemsRequest:
+    req = session_pb2.ListItemsRequest(
+        session_id=session_id, kind=kind, key_prefix=key_prefix, newest_first=newest_first, limit=limit
+    )
+    if cursor_sequence is not None:
+        req.cursor_sequence = cursor_sequence
+    return req
 
 
 def state_delta(set: Optional[Mapping[str, Any]] = None, delete: Iterable[str] = ()) -> session_pb2.StateDelta:

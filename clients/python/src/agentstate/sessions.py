@@ -206,6 +206,28 @@ class Sessions:
         req = session_pb2.ListMessagesRequest(session_id=session_id, from_sequence=from_sequence, limit=limit)
         return self._core.unary(self._core.sessions.ListMessages, req, timeout, True, write=False)
 
+    def get_item(self, session_id: str, item_key: str, *, timeout: Optional[float] = UNSET) -> session_pb2.Message:
+        """The message the session holds under item_key (NotFound when none)."""
+        req = session_pb2.GetItemRequest(session_id=session_id, item_key=item_key)
+        return self._core.unary(self._core.sessions.GetItem, req, timeout, True, write=False).message
+
+    def list_items(
+        self,
+        session_id: str,
+        *,
+        kind: str = "",
+        key_prefix: str = "",
+        newest_first: bool = False,
+        limit: int = 0,
+        cursor_sequence: Optional[int] = None,
+        timeout: Optional[float] = UNSET,
+    ) -> session_pb2.ListItemsResponse:
+        """One page of the session's messages of kind whose item key starts with key_prefix (either
+        may be empty: any), oldest or newest first; pass the answer's next_cursor_sequence (when
+        HasField) as cursor_sequence for the next page."""
+        req = build.list_items_request(session_id, kind, key_prefix, newest_first, limit, cursor_sequence)
+        return self._core.unary(self._core.sessions.ListItems, req, timeout, True, write=False)
+
     def iter_messages(
         self, session_id: str, *, from_sequence: int = 0, page: int = 1000
     ) -> Iterator[session_pb2.Message]:
