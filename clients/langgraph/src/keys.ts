@@ -3,7 +3,7 @@
 // read names exactly what it needs (GetItem) or a key prefix whose items are
 // exactly what it returns (ListItems).
 //
-//   c:<ns>:<checkpoint id>             kind "checkpoint"  the checkpoint, metadata, parent, the values its put changed
+//   c:<ns>:<checkpoint id>             kind "checkpoint[:<ns>]"  the checkpoint, metadata, parent, the values its put changed
 //   b:<ns>:<channel>:<version>         kind "blob"        the checkpoint holding one channel's value at one version
 //   w:<ns>:<checkpoint id>:<task>:<i>  kind "write"       one pending write; kept once (KEEP_STORED)
 //   w:<ns>:<checkpoint id>:<task>:<i>:<message id>        a special write (error, interrupt...), last one wins
@@ -15,7 +15,7 @@
 // the reader needs of it (the namespace, the task id) is in the item itself.
 import { createHash } from "node:crypto";
 
-export const KIND_CHECKPOINT = "checkpoint";
+const KIND_CHECKPOINT = "checkpoint";
 export const KIND_BLOB = "blob";
 export const KIND_WRITE = "write";
 export const KIND_CHILD = "child";
@@ -31,7 +31,22 @@ export function part(s: string): string {
   return "#" + createHash("sha256").update(s).digest("base64url");
 }
 
-export const checkpointPrefix = (ns?: string) => (ns === undefined ? "c:" : `c:${part(ns)}:`);
+/** The key prefix of every checkpoint of a thread, of all namespaces. */
+export const CHECKPOINTS = "c:";
+
+/**
+ * The kind of a namespace's checkpoints. The node reads a kind through an
+ * index in sequence order, so the newest checkpoints of a namespace are one
+ * index probe however long the thread (a key prefix is an index range in
+ * key order, which would read all of them to find the newest). Kinds are at
+ * most 64 bytes of printable ASCII: a namespace that is not, or is too
+ * long, or holds "#", is named by "#" and its SHA-256.
+ */
+export function checkpointKind(ns: string): string {
+  if (ns === "") return KIND_CHECKPOINT;
+  const raw = /^[\x21-\x7e]{1,53}$/.test(ns) && !ns.includes("#");
+  return `${KIND_CHECKPOINT}:${raw ? ns : "#" + createHash("sha256").update(ns).digest("base64url")}`;
+}
 export const checkpointKey = (ns: string, id: string) => `c:${part(ns)}:${part(id)}`;
 export const blobKey = (ns: string, channel: string, version: string | number) =>
   `b:${part(ns)}:${part(channel)}:${part(String(version))}`;

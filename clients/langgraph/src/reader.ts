@@ -10,7 +10,7 @@ import { NotFound } from "@agentstate/client";
 import type { AgentStateClient, sessionv1 } from "@agentstate/client";
 import { load, parse } from "./codec.js";
 import type { BlobItem, CheckpointItem, Typed, WriteItem } from "./codec.js";
-import { KIND_CHECKPOINT, KIND_WRITE, blobKey, checkpointKey, checkpointPrefix, writesPrefix } from "./keys.js";
+import { CHECKPOINTS, KIND_WRITE, blobKey, checkpointKey, checkpointKind, writesPrefix } from "./keys.js";
 
 type Message = sessionv1.Message;
 // Item reads by key, shared by the tuples of one read: the checkpoints of a
@@ -68,8 +68,7 @@ export class Reader {
   async latest(sessionId: string, ns: string): Promise<CheckpointTuple | undefined> {
     const page = await this.client.session.listItems({
       sessionId,
-      kind: KIND_CHECKPOINT,
-      keyPrefix: checkpointPrefix(ns),
+      kind: checkpointKind(ns),
       newestFirst: true,
       limit: 1,
     });
@@ -86,7 +85,11 @@ export class Reader {
    * large as what is left to return (filters aside), and a page's tuples
    * are read concurrently.
    */
-  async *checkpoints(sessionId: string, keyPrefix: string, opts: CheckpointsOptions): AsyncGenerator<CheckpointTuple> {
+  async *checkpoints(sessionId: string, ns: string | undefined, opts: CheckpointsOptions): AsyncGenerator<CheckpointTuple> {
+    // One namespace: its kind. All of them: the key prefix of every
+    // checkpoint, which the node reads in key order (a list across
+    // namespaces reads the thread's checkpoints to order them).
+    const select = ns !== undefined ? { kind: checkpointKind(ns) } : { keyPrefix: CHECKPOINTS };
     let left = opts.limit;
     let cursor: bigint | undefined;
     const cache: ItemCache = new Map();
@@ -104,8 +107,7 @@ export class Reader {
       const want = left === undefined || filtering ? (left === undefined ? MAX_PAGE : Math.max(left, FILTER_PAGE)) : left;
       const page = await this.client.session.listItems({
         sessionId,
-        kind: KIND_CHECKPOINT,
-        keyPrefix,
+        ...select,
         newestFirst: true,
         limit: Math.min(want, MAX_PAGE),
         cursorSequence: cursor,

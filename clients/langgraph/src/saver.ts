@@ -26,12 +26,11 @@ import type { BlobItem, CheckpointItem, WriteItem } from "./codec.js";
 import { CheckpointConflict } from "./errors.js";
 import {
   KIND_BLOB,
-  KIND_CHECKPOINT,
   KIND_CHILD,
   KIND_WRITE,
   blobKey,
   checkpointKey,
-  checkpointPrefix,
+  checkpointKind,
   childKey,
   writeKey,
 } from "./keys.js";
@@ -112,7 +111,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
         }
         continue;
       }
-      const checkpoints = this.reader.checkpoints(sessionId, checkpointPrefix(ns), {
+      const checkpoints = this.reader.checkpoints(sessionId, ns, {
         limit,
         beforeId,
         beforeNs: before?.configurable?.checkpoint_ns ?? (beforeId === undefined ? undefined : ""),
@@ -165,7 +164,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     if (Object.keys(changed).length > 0) item.values = changed;
     // The checkpoint first: it is always stored (or the append fails), so a
     // retried append is recognised by its id.
-    messages.unshift(keyed(checkpointKey(ns, checkpoint.id), KIND_CHECKPOINT, item, false));
+    messages.unshift(keyed(checkpointKey(ns, checkpoint.id), checkpointKind(ns), item, false));
     const marker = parent !== undefined && !this.allowForks ? childKey(ns, parent) : undefined;
     if (marker !== undefined) messages.push(keyed(marker, KIND_CHILD, { child: checkpoint.id }, false));
     const stored = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
