@@ -127,8 +127,9 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   /**
    * Stores a checkpoint as one atomic append: the checkpoint item with the
    * values of the channels in newVersions, one blob item per such channel
-   * version pointing at it (a pointer stored before is kept), and, unless forks are allowed, the parent's child marker, which makes a
-   * second child of the same parent fail whole (CheckpointConflict).
+   * version pointing at it (a pointer stored before is kept), and, unless
+   * forks are allowed, the parent's child marker, which makes a second child
+   * of the same parent fail whole (CheckpointConflict).
    */
   async put(
     config: RunnableConfig,
