@@ -47,6 +47,7 @@ test(`two processes putting a child of the same checkpoint: one wins, ${ROUNDS} 
     await saver.put({ configurable: { thread_id: thread, checkpoint_ns: "" } }, root, { source: "input", step: -1, parents: {} }, {});
     const writers = [writer(node.grpcAddr, thread, "a"), writer(node.grpcAddr, thread, "b")];
     const line = [root.id];
+    const refused = [];
     for (let round = 0; round < ROUNDS; round++) {
       const loaded = await Promise.all(writers.map((w) => w.ask("load")));
       for (const [, id] of loaded) assert.equal(id, line.at(-1), `round ${round}: both load the latest`);
@@ -58,6 +59,7 @@ test(`two processes putting a child of the same checkpoint: one wins, ${ROUNDS} 
       assert.equal(conflicts.length, 1);
       assert.equal(conflicts[0][1], stored[0][1], "the conflict names the stored child");
       line.push(stored[0][1]);
+      refused.push(conflicts[0][2]);
     }
     await Promise.all(writers.map((w) => w.close()));
 
@@ -69,6 +71,10 @@ test(`two processes putting a child of the same checkpoint: one wins, ${ROUNDS} 
     for (const [i, t] of listed.reverse().entries()) {
       assert.equal(t.parentConfig?.configurable?.checkpoint_id, i === 0 ? undefined : line[i - 1]);
       if (i > 0) assert.equal(t.pendingWrites.length, 1);
+    }
+    // Nothing of a refused put was stored.
+    for (const id of refused) {
+      assert.equal(await saver.getTuple({ configurable: { thread_id: thread, checkpoint_ns: "", checkpoint_id: id } }), undefined);
     }
     await client.close();
   } finally {

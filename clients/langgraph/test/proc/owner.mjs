@@ -1,7 +1,7 @@
 // One of two writers of one thread (ownership.test.mjs). It reads commands
 // from stdin, one per line, and answers each on stdout:
 //   load            -> "loaded <id of the thread's latest checkpoint>"
-//   put             -> "stored <new id>" or "conflict <stored child id>": a
+//   put             -> "stored <new id>" or "conflict <stored child id> <refused id>": a
 //                      child of the checkpoint it loaded, with a pending write
 //   exit
 import { createInterface } from "node:readline";
@@ -33,7 +33,7 @@ for await (const line of createInterface({ input: process.stdin })) {
       console.log(`stored ${checkpoint.id}`);
     } catch (e) {
       if (!(e instanceof CheckpointConflict)) throw e;
-      console.log(`conflict ${e.storedChildId}`);
+      console.log(`conflict ${e.storedChildId} ${e.refusedId}`);
     }
   } else if (line === "exit") {
     break;
