@@ -81,9 +81,9 @@ export class Reader {
   }
 
   /**
-   * The checkpoints under prefix, newest first, as tuples. Pages are as
-   * large as what is left to return (filters aside), and a page's tuples
-   * are read concurrently.
+   * The checkpoints of namespace ns (of all when undefined), newest first,
+   * as tuples. Pages are as large as what is left to return (filters
+   * aside), and a page's tuples are read concurrently, sharing their reads.
    */
   async *checkpoints(sessionId: string, ns: string | undefined, opts: CheckpointsOptions): AsyncGenerator<CheckpointTuple> {
     // One namespace: its kind. All of them: the key prefix of every
@@ -92,7 +92,7 @@ export class Reader {
     const select = ns !== undefined ? { kind: checkpointKind(ns) } : { keyPrefix: CHECKPOINTS };
     let left = opts.limit;
     let cursor: bigint | undefined;
-    const cache: ItemCache = new Map();
+    let cache: ItemCache = new Map();
     const before = opts.beforeId;
     if (before !== undefined && opts.beforeNs !== undefined) {
       // LangGraph's ids are time-ordered, so the checkpoints before it were
@@ -104,7 +104,8 @@ export class Reader {
     const filtering =
       (before !== undefined && cursor === undefined) || (opts.filter !== undefined && Object.keys(opts.filter).length > 0);
     for (;;) {
-      const want = left === undefined || filtering ? (left === undefined ? MAX_PAGE : Math.max(left, FILTER_PAGE)) : left;
+      let want = left ?? MAX_PAGE;
+      if (filtering && left !== undefined) want = Math.max(left, FILTER_PAGE);
       const page = await this.client.session.listItems({
         sessionId,
         ...select,
@@ -112,7 +113,8 @@ export class Reader {
         limit: Math.min(want, MAX_PAGE),
         cursorSequence: cursor,
       });
-      for (const m of page.messages) cache.set(m.itemKey, Promise.resolve(m));
+      // A page's reads are shared by its tuples only, so memory stays a page's.
+      cache = new Map(page.messages.map((m) => [m.itemKey, Promise.resolve(m)]));
       const items = page.messages
         .map((m) => ({ m, item: parse<CheckpointItem>(m.content, m.itemKey) }))
         .filter(({ item }) => before === undefined || item.id < before);
