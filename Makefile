@@ -10,7 +10,7 @@ PROTOS   := $(shell cd $(PROTO_ROOT) && find agentstate -name '*.proto' | sort)
 RACE     ?= -race
 TESTFLAGS ?=
 
-.PHONY: build run test race bench fuzz lint proto proto-check proto-lint clean python-proto python-proto-check test-python ts-proto ts-proto-check test-typescript test-langgraph bench-langgraph
+.PHONY: build run test race bench fuzz lint proto proto-check proto-lint clean python-proto python-proto-check test-python ts-proto ts-proto-check test-typescript
 
 build:
 	$(GO) build -o bin/node ./cmd/node
@@ -29,8 +29,8 @@ test:
 	# reason; it runs adk's own session suite and a runner end to end.
 	cd adapters/adk && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 5m ./...
 	$(MAKE) test-python
-	$(MAKE) test-typescript
 	$(MAKE) test-langgraph
+	$(MAKE) test-typescript
 
 race:
 	$(GO) test -race -count=1 ./...
@@ -151,27 +151,13 @@ ts-proto-check: ts-proto
 	git diff --exit-code -- $(TS_DIR)/src/gen
 	@test -z "$$(git status --porcelain -- $(TS_DIR)/src/gen)" || (git status --porcelain -- $(TS_DIR)/src/gen; exit 1)
 
-# The TypeScript client's tests (node --test) against live nodes, which the
-# tests start from bin/node as the Python client's do. Without Node.js 20+ and
-# npm it skips, except under CI.
-test-typescript: build
-	@major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
-	if ! command -v npm >/dev/null 2>&1 || [ "$$major" -lt 20 ]; then \
-	  if [ -n "$$CI" ]; then echo "test-typescript: needs Node.js 20 or later and npm (found node major $$major)" >&2; exit 1; fi; \
-	  echo "SKIP test-typescript: needs Node.js 20 or later and npm (found node major $$major)"; \
-	  exit 0; \
-	fi; \
-	set -e; \
-	echo "== TypeScript client tests (node $$(node --version))"; \
-	cd $(TS_DIR); \
-	$(NPM_CI); \
-	AGENTSTATE_NODE=$(CURDIR)/bin/node npm test
-
 # The LangGraph.js checkpointer (clients/langgraph) and LangGraph's own
 # validation suite against live nodes. It depends on the TypeScript client
 # through a file: link, whose dist/ `npm ci` in clients/typescript builds.
 # Without Node.js 20+ and npm it skips, except under CI.
 LG_DIR := clients/langgraph
+
+.PHONY: test-langgraph bench-langgraph
 
 test-langgraph: build
 	@major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
@@ -192,6 +178,22 @@ test-langgraph: build
 bench-langgraph: build
 	(cd $(TS_DIR) && $(NPM_CI))
 	cd $(LG_DIR) && $(NPM_CI) && AGENTSTATE_NODE=$(CURDIR)/bin/node npm run bench
+
+# The TypeScript client's tests (node --test) against live nodes, which the
+# tests start from bin/node as the Python client's do. Without Node.js 20+ and
+# npm it skips, except under CI.
+test-typescript: build
+	@major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
+	if ! command -v npm >/dev/null 2>&1 || [ "$$major" -lt 20 ]; then \
+	  if [ -n "$$CI" ]; then echo "test-typescript: needs Node.js 20 or later and npm (found node major $$major)" >&2; exit 1; fi; \
+	  echo "SKIP test-typescript: needs Node.js 20 or later and npm (found node major $$major)"; \
+	  exit 0; \
+	fi; \
+	set -e; \
+	echo "== TypeScript client tests (node $$(node --version))"; \
+	cd $(TS_DIR); \
+	$(NPM_CI); \
+	AGENTSTATE_NODE=$(CURDIR)/bin/node npm test
 
 clean:
 	rm -rf bin
