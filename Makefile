@@ -29,6 +29,7 @@ test:
 	# reason; it runs adk v1's and v2's own session suites and a runner end to end.
 	cd adapters/adk && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 5m ./...
 	$(MAKE) test-python
+	$(MAKE) test-langgraph
 	$(MAKE) test-typescript
 	$(MAKE) test-openai-agents
 
@@ -150,6 +151,34 @@ ts-proto:
 ts-proto-check: ts-proto
 	git diff --exit-code -- $(TS_DIR)/src/gen
 	@test -z "$$(git status --porcelain -- $(TS_DIR)/src/gen)" || (git status --porcelain -- $(TS_DIR)/src/gen; exit 1)
+
+# The LangGraph.js checkpointer (clients/langgraph) and LangGraph's own
+# validation suite against live nodes. It depends on the TypeScript client
+# through a file: link, whose dist/ `npm ci` in clients/typescript builds.
+# Without Node.js 20+ and npm it skips, except under CI.
+LG_DIR := clients/langgraph
+
+.PHONY: test-langgraph bench-langgraph
+
+test-langgraph: build
+	@major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
+	if ! command -v npm >/dev/null 2>&1 || [ "$$major" -lt 20 ]; then \
+	  if [ -n "$$CI" ]; then echo "test-langgraph: needs Node.js 20 or later and npm (found node major $$major)" >&2; exit 1; fi; \
+	  echo "SKIP test-langgraph: needs Node.js 20 or later and npm (found node major $$major)"; \
+	  exit 0; \
+	fi; \
+	set -e; \
+	echo "== LangGraph.js checkpointer tests (node $$(node --version))"; \
+	(cd $(TS_DIR) && $(NPM_CI)); \
+	cd $(LG_DIR); \
+	$(NPM_CI); \
+	AGENTSTATE_NODE=$(CURDIR)/bin/node npm test
+
+# Read latency of the checkpointer on threads of 10,000 and 100 checkpoints
+# (docs/BENCHMARKS.md); about a minute of writing first.
+bench-langgraph: build
+	(cd $(TS_DIR) && $(NPM_CI))
+	cd $(LG_DIR) && $(NPM_CI) && AGENTSTATE_NODE=$(CURDIR)/bin/node npm run bench
 
 # The TypeScript client's tests (node --test) against live nodes, which the
 # tests start from bin/node as the Python client's do. Without Node.js 20+ and

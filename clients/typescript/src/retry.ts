@@ -87,6 +87,8 @@ const READS = new Set([
   "agentstate.session.v1.SessionService/ExportStream",
   "agentstate.session.v1.SessionService/GetState",
   "agentstate.session.v1.SessionService/GetSnapshot",
+  "agentstate.session.v1.SessionService/GetItem",
+  "agentstate.session.v1.SessionService/ListItems",
   "agentstate.plan.v1.PlanService/History",
   "agentstate.plan.v1.PlanService/ErrorDetails",
   "agentstate.audit.v1.AuditService/List",
