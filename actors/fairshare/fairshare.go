@@ -56,9 +56,11 @@ func From(ctx context.Context) string {
 // free list for reuse).
 //
 // Invariants (under mu): holding is the number of accounts with held > 0;
-// every account in the map has held > 0 or is in waiting; waiting holds
-// the accounts with held == 0 refused within Window of their refusal
-// (pruned lazily).
+// waiting holds the accounts with held == 0 refused within Window of
+// their refusal (pruned lazily); an account that holds nothing and is not
+// waiting stays in the map (so a principal's steady use writes no map
+// entry) until the map passes maxIdle such accounts, when they are swept
+// to the free list.
 type Ledger struct {
 	cap    int64
 	window int64
@@ -70,6 +72,11 @@ type Ledger struct {
 	waiting []*account
 	holding int
 }
+
+// maxIdle is how many accounts that hold nothing a Ledger keeps in its map
+// before it sweeps them (principals come and go with an identities
+// file's reloads or a token's claims).
+const maxIdle = 1024
 
 type account struct {
 	name      string
@@ -118,11 +125,12 @@ func (l *Ledger) Take(principal string, w int64) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.now()
-	l.pruneLocked(now)
+	if len(l.waiting) > 0 {
+		l.pruneLocked(l.now())
+	}
 	a := l.users[principal]
 	if a != nil && a.held > 0 && a.held+w > l.shareLocked(a) {
-		l.refuseLocked(a, now)
+		l.refuseLocked(a, l.now())
 		return false
 	}
 	if a == nil {
@@ -152,6 +160,16 @@ func (l *Ledger) Give(principal string, w int64) {
 	a.held -= w
 	if a.held == 0 {
 		l.holding--
+		if len(l.users)-l.holding-len(l.waiting) > maxIdle {
+			l.sweepLocked()
+		}
+	}
+}
+
+// sweepLocked moves the accounts that hold nothing and are not waiting
+// to the free list.
+func (l *Ledger) sweepLocked() {
+	for _, a := range l.users {
 		l.dropLocked(a)
 	}
 }

@@ -170,3 +170,19 @@ func BenchmarkTakeGive(b *testing.B) {
 		}
 	})
 }
+
+// Principals that come and go leave at most maxIdle idle accounts behind.
+func TestIdleAccountsAreSwept(t *testing.T) {
+	l, _ := newTestLedger(100)
+	for i := range 3 * maxIdle {
+		p := string(rune('a'+i%26)) + string(rune(i))
+		l.Take(p, 1)
+		l.Give(p, 1)
+	}
+	if n := len(l.users); n > maxIdle+1 {
+		t.Fatalf("%d accounts kept for principals holding nothing, want at most %d", n, maxIdle+1)
+	}
+	if got := flood(l, "a", 1000); got != 100 {
+		t.Fatalf("after the sweep, a alone took %d of 100", got)
+	}
+}

@@ -180,3 +180,25 @@ func tokenHash(tok string) string {
 	h := sha256.Sum256([]byte(tok))
 	return hex.EncodeToString(h[:])
 }
+
+// TestAlonePrincipalsStreamsAreNotRefusedOnHeaders: a principal alone
+// holding the whole request budget still has its streams admitted on
+// their headers (a tail beside a burst of large requests); once another
+// principal is refused, its streams are refused there until it is under
+// its share.
+func TestAlonePrincipalsStreamsAreNotRefusedOnHeaders(t *testing.T) {
+	b := newRequestBudget(100)
+	b.shares.Take("a", 100)
+	if b.overShare("a") {
+		t.Fatal("a principal alone, holding the whole budget, is refused on its streams' headers")
+	}
+	b.shares.Refused("b")
+	if !b.overShare("a") {
+		t.Fatal("a principal over its half beside a refused one is not refused on its streams' headers")
+	}
+	b.shares.Give("a", 60)
+	if b.overShare("a") {
+		t.Fatal("a principal under its share is refused on its streams' headers")
+	}
+	b.shares.Give("a", 40)
+}

@@ -56,13 +56,16 @@ func newRequestBudget(bytes int64) *requestBudget {
 	return &requestBudget{sem: semaphore.NewWeighted(bytes), cap: bytes, shares: fairshare.NewLedger(bytes)}
 }
 
-// overShare reports whether principal holds its share of the budget now.
+// overShare reports whether principal holds its share of the budget now,
+// while another principal uses it too: alone, a principal's streams are
+// never refused on their headers (its tails and health checks beside a
+// burst of large requests), only its requests that do not fit.
 func (b *requestBudget) overShare(principal string) bool {
 	if principal == "" {
 		return false
 	}
-	held := b.shares.Holds(principal)
-	return held > 0 && held >= b.shares.Share(principal)
+	held, share := b.shares.Holds(principal), b.shares.Share(principal)
+	return held > 0 && held >= share && share < b.cap
 }
 
 // refusal is the answer to principal's request of w bytes (0: not yet

@@ -719,7 +719,9 @@ func (x *NewMessage) GetOnKeyConflict() KeyConflict {
 // starting with "temp:" are never stored (ADK's invocation-only state): they
 // are dropped from a delta, silently. A state is at most 256 KiB of JSON
 // and 1,024 keys; a delta that would pass that is INVALID_ARGUMENT and
-// nothing of its request is stored.
+// nothing of its request is stored, except the 1,024 keys of a shared
+// scope, which are its namespace's quota: FAILED_PRECONDITION naming the
+// namespace and the scope, nothing of the turn stored.
 type StateDelta struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SetJson       map[string]string      `protobuf:"bytes,1,rep,name=set_json,json=setJson,proto3" json:"set_json,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`

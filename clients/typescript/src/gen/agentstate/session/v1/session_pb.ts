@@ -334,7 +334,9 @@ export const NewMessageSchema: GenMessage<NewMessage> = /*@__PURE__*/
  * starting with "temp:" are never stored (ADK's invocation-only state): they
  * are dropped from a delta, silently. A state is at most 256 KiB of JSON
  * and 1,024 keys; a delta that would pass that is INVALID_ARGUMENT and
- * nothing of its request is stored.
+ * nothing of its request is stored, except the 1,024 keys of a shared
+ * scope, which are its namespace's quota: FAILED_PRECONDITION naming the
+ * namespace and the scope, nothing of the turn stored.
  *
  * @generated from message agentstate.session.v1.StateDelta
  */
