@@ -54,7 +54,8 @@ type Command interface {
 	// Fence names the owner the command writes for and its epoch.
 	Fence() Fence
 	// Touches reports what the command writes (Touch): the session, the
-	// plan and the audit effect. A wrapper reports what it wraps.
+	// plan, the audit effect, the message rows, what its own statements
+	// check and the key it activates. A wrapper reports what it wraps.
 	Touches() Touch
 	// applyTo is Dispatch's double dispatch; unexported, it keeps the set
 	// of commands closed.
