@@ -190,14 +190,15 @@ DROP INDEX plan_errors_by_phase;
 DROP INDEX plan_errors_by_category;
 `,
 	// 5 (issue 28): who caused an entry and where it belongs; as the
-	// SQLite store's migration 8.
+	// SQLite store's migration 8 (the namespace index holds the entries
+	// outside the default namespace only).
 	`
 ALTER TABLE audit_log ADD COLUMN principal text NOT NULL DEFAULT '';
 ALTER TABLE audit_log ADD COLUMN namespace text NOT NULL DEFAULT '';
 UPDATE audit_log a SET namespace = COALESCE(
 	(SELECT s.namespace FROM sessions s WHERE s.session_id = a.session_id AND s.namespace <> ''), 'local');
 CREATE INDEX audit_by_principal ON audit_log (principal, position) WHERE principal <> '';
-CREATE INDEX audit_by_namespace ON audit_log (namespace, position);
+CREATE INDEX audit_by_namespace ON audit_log (namespace, position) WHERE namespace <> 'local';
 `,
 }
 

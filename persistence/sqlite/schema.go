@@ -328,14 +328,18 @@ CREATE VIEW session_messages AS
 	// keep their hash. namespace is filled for them from their session
 	// (else "local"), so reads filtered by namespace find them too; for
 	// them it is derived, not covered by the hash. The namespace index
-	// serves the reads of principals limited to some namespaces.
+	// serves the reads of principals limited to some namespaces; it holds
+	// only entries outside the default namespace, which a single-tenant
+	// node's entries all are in, so that node pays no index entry per row
+	// (it cost 10-15% of an audit row's CPU), and a read of the default
+	// namespace walks commit order, where nearly every row matches.
 	`
 ALTER TABLE audit_log ADD COLUMN principal TEXT NOT NULL DEFAULT '';
 ALTER TABLE audit_log ADD COLUMN namespace TEXT NOT NULL DEFAULT '';
 UPDATE audit_log SET namespace = COALESCE(
 	(SELECT s.namespace FROM sessions s WHERE s.session_id = audit_log.session_id AND s.namespace != ''), 'local');
 CREATE INDEX audit_by_principal ON audit_log(principal) WHERE principal != '';
-CREATE INDEX audit_by_namespace ON audit_log(namespace);
+CREATE INDEX audit_by_namespace ON audit_log(namespace) WHERE namespace != 'local';
 `,
 }
 
