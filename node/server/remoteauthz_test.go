@@ -141,14 +141,17 @@ func TestRemotePeersAreAuthorizedAsTheirCertificatesPrincipal(t *testing.T) {
 	screenRequests(t, g, replies, readerA, []remoteRequest{{"sessions", app(inA), errs.PermissionDeniedCode}})
 }
 
-// Until the node's identities are in place, a peer with a certificate is
-// refused UNAVAILABLE: it might name a principal.
+// Until the node's identities are in place, a peer whose certificate
+// names a principal is refused UNAVAILABLE; a member's goes through.
 func TestRemotePeersWaitForTheIdentities(t *testing.T) {
 	g, replies := newTestGuard()
-	g.authRequired = true
-	screenRequests(t, g, replies, &x509.Certificate{DNSNames: []string{"x.example"}}, []remoteRequest{
-		{"sessions", &sessionv1.GetSessionRequest{SessionId: ids.New()}, errs.UnavailableCode},
-	})
+	var err error
+	if g.pending, err = parseIdentities([]byte(`{"principals":[{"name":"x","dns_sans":["x.example"]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	get := &sessionv1.GetSessionRequest{SessionId: ids.New()}
+	screenRequests(t, g, replies, &x509.Certificate{DNSNames: []string{"x.example"}}, []remoteRequest{{"sessions", get, errs.UnavailableCode}})
+	screenRequests(t, g, replies, &x509.Certificate{DNSNames: []string{"node-2.example"}}, []remoteRequest{{"sessions", get, 0}})
 }
 
 func mustURL(t *testing.T, s string) *url.URL {

@@ -91,9 +91,9 @@ type remoteGuard struct {
 	// authz decides each request as the principal of its peer's
 	// certificate, once the node has identities (remoteauthz.go).
 	authz remoteAuthzSlot
-	// authRequired: the node has identities; until authz is set, a peer
-	// with a certificate is refused (it might name a principal).
-	authRequired bool
+	// pending are the node's identities until authz is set: a peer whose
+	// certificate names a principal is refused meanwhile.
+	pending *identities
 }
 
 // typePrefix is the protobuf package prefix of every message a peer may
@@ -290,7 +290,7 @@ func (g *remoteGuard) refuse(ctx context.Context, cert *x509.Certificate, typeNa
 func (g *remoteGuard) authorize(ctx context.Context, cert *x509.Certificate, typeName string, data []byte) (reason string, answer error) {
 	ra := g.authz.p.Load()
 	if ra == nil {
-		if g.authRequired && cert != nil {
+		if g.pending != nil && cert != nil && g.pending.byCert(cert) != nil {
 			return "auth_pending", errs.Unavailable("the node is starting: its identities are not loaded yet")
 		}
 		return "", nil
