@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/node/bench"
+	nodeclient "github.com/agentstate/agentstate/node/client"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -34,6 +35,8 @@ type benchFlags struct {
 	plot         string
 	title        string
 	cpuProfile   string
+	tokenFile    string
+	serveArgs    []string
 }
 
 // benchCommand is `node bench`: the standard workloads, a summary table
@@ -79,6 +82,8 @@ func benchCommand() *cobra.Command {
 	fl.StringVar(&f.plot, "plot", "", "also write a PNG bar chart of appends/s to this file")
 	fl.StringVar(&f.title, "title", "", "the plot's title (default: the workload and machine)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "grpc modes: file holding the bearer credential (token or JWT) to present")
+	fl.StringArrayVar(&f.serveArgs, "serve-arg", nil, "grpc modes: an argument added to the `node serve` started here (repeat; e.g. --serve-arg=--auth-file=ids.json)")
 	cmd.AddCommand(benchReportCommand(), benchIdleCommand())
 	return cmd
 }
@@ -123,6 +128,12 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 		}
 		serve = []string{exe, "serve"}
 	}
+	token := ""
+	if f.tokenFile != "" {
+		if token, err = nodeclient.ReadToken(f.tokenFile); err != nil {
+			return err
+		}
+	}
 	var results []bench.Result
 	for _, w := range runs {
 		idle := w.IdleTimeout
@@ -136,7 +147,7 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 			res, err := benchOne(cmd, f, bench.Config{
 				Mode: m, Name: w.Name, Sessions: w.Sessions, Callers: w.Callers, NewSessions: w.NewSessions, Appends: f.appends,
 				MessageBytes: f.messageBytes, Synchronous: f.durability, Addr: f.addr, DataDir: f.dataDir,
-				IdleTimeout: idle, Serve: serve,
+				IdleTimeout: idle, Serve: serve, ServeArgs: f.serveArgs, Token: token,
 			})
 			if err != nil {
 				return err

@@ -102,6 +102,12 @@ type Config struct {
 	// database, a loopback port and the run's durability, and adds its CPU
 	// time to CPUPerAppend.
 	Serve []string
+	// ServeArgs are added to Serve's arguments (an authenticated node:
+	// --auth-token-file or --auth-file).
+	ServeArgs []string
+	// Token, when set, is presented as the bearer credential on every
+	// gRPC connection.
+	Token string
 	// DataDir holds the databases this run creates; empty means a
 	// temporary directory removed afterwards.
 	DataDir string

@@ -123,11 +123,14 @@ func loopbackServer(n *localNode) (*grpc.Server, string, error) {
 // receive windows as a node's clients use them (client.DialOptions) but
 // without OutcomeOptions,
 // whose per-call bookkeeping the streaming appends do not need.
-func dial(addr string) ([]*grpc.ClientConn, error) {
+func dial(addr, token string) ([]*grpc.ClientConn, error) {
 	var conns []*grpc.ClientConn
 	for range grpcConns() {
 		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec()))}, nodeclient.WindowOptions()...)
+		if token != "" {
+			opts = append(opts, grpc.WithPerRPCCredentials(nodeclient.Bearer(token)))
+		}
 		c, err := grpc.NewClient(addr, opts...)
 		if err != nil {
 			closeConns(conns)

@@ -68,7 +68,7 @@ func runLoopback(ctx context.Context, cfg Config, path string) (Result, error) {
 	if err != nil {
 		return Result{}, errors.Join(err, stopNode(n))
 	}
-	conns, err := dial(addr)
+	conns, err := dial(addr, cfg.Token)
 	if err != nil {
 		srv.Stop()
 		return Result{}, errors.Join(err, stopNode(n))
@@ -88,7 +88,7 @@ func runServed(ctx context.Context, cfg Config, dir string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	conns, err := dial(s.addr)
+	conns, err := dial(s.addr, cfg.Token)
 	if err != nil {
 		return Result{}, errors.Join(err, s.stop())
 	}
@@ -102,7 +102,7 @@ func runServed(ctx context.Context, cfg Config, dir string) (Result, error) {
 // runRemote measures gRPC against the node at cfg.Addr. Its durability is
 // the node's; its commits are not visible from here.
 func runRemote(ctx context.Context, cfg Config) (Result, error) {
-	conns, err := dial(cfg.Addr)
+	conns, err := dial(cfg.Addr, cfg.Token)
 	if err != nil {
 		return Result{}, err
 	}

@@ -36,6 +36,7 @@ func startServed(ctx context.Context, cfg Config, dir string) (*servedNode, erro
 	args := append([]string(nil), cfg.Serve[1:]...)
 	args = append(args, "--data", filepath.Join(dir, "served.db"), "--synchronous", cfg.Synchronous,
 		"--grpc-addr", addr, "--http-addr", "", "--log-level", "warn")
+	args = append(args, cfg.ServeArgs...)
 	if cfg.IdleTimeout != 0 {
 		args = append(args, "--idle-timeout", cfg.IdleTimeout.String())
 	}

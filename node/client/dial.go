@@ -102,3 +102,7 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 // plaintext on loopback and in tests, and refusing it here would hide the
 // node's own answer.
 func (bearer) RequireTransportSecurity() bool { return false }
+
+// Bearer is the per-call credential DialOptions adds for Options.Token,
+// for connections dialled with options of their own.
+func Bearer(token string) credentials.PerRPCCredentials { return bearer(token) }

@@ -14,7 +14,6 @@ import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/principal"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 )
@@ -87,11 +86,14 @@ func (a *authenticator) principal(ctx context.Context, md metadata.MD) (*Princip
 	if !ok || !strings.EqualFold(scheme, "bearer") {
 		return nil, errs.Unauthenticated("authorization metadata is not of the form \"Bearer <token>\"")
 	}
-	p := ids.byToken[sha256.Sum256([]byte(strings.TrimSpace(tok)))]
-	if p == nil {
-		return nil, errs.Unauthenticated("wrong bearer token")
+	tok = strings.TrimSpace(tok)
+	if p := ids.byToken[sha256.Sum256([]byte(tok))]; p != nil {
+		return p, nil
 	}
-	return p, nil
+	if ids.jwt != nil && looksLikeJWT(tok) {
+		return ids.jwt.principal(tok)
+	}
+	return nil, errs.Unauthenticated("wrong bearer token")
 }
 
 // certPrincipal is the principal the connection's client certificate
@@ -100,15 +102,10 @@ func certPrincipal(ctx context.Context, ids *identities) *Principal {
 	if !ids.needsClientCerts {
 		return nil
 	}
-	pr, ok := peer.FromContext(ctx)
-	if !ok {
-		return nil
+	if c := peerCert(ctx); c != nil {
+		return ids.byCert(c)
 	}
-	ti, ok := pr.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
-		return nil
-	}
-	return ids.byCert(ti.State.VerifiedChains[0][0])
+	return nil
 }
 
 func (a *authenticator) reject(ctx context.Context, method string, err error) error {

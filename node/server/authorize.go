@@ -42,6 +42,17 @@ type authorizer struct {
 	// sessionNamespace is a stored session's namespace; NOT_FOUND when
 	// there is none.
 	sessionNamespace func(ctx context.Context, id string) (string, error)
+	// namespaces, when set, remembers sessionNamespace's answers.
+	namespaces *namespaceCache
+}
+
+// namespaceOf is session id's namespace, and whether it was remembered.
+func (z *authorizer) namespaceOf(ctx context.Context, id string) (string, bool, error) {
+	if z.namespaces == nil {
+		ns, err := z.sessionNamespace(ctx, id)
+		return ns, false, err
+	}
+	return z.namespaces.get(ctx, id, z.sessionNamespace)
 }
 
 // rule is how one method is decided.
@@ -164,11 +175,19 @@ func (d *decider) session(id string, need role) error {
 	if err := ids.Check("session_id", id); err != nil {
 		return err // as the handler would answer: a malformed id names nothing
 	}
-	ns, err := d.z.sessionNamespace(d.ctx, id)
+	ns, cached, err := d.z.namespaceOf(d.ctx, id)
 	if err != nil {
 		return err
 	}
-	return d.entity(ns, need, func() error { return errs.NotFound("session %s not found", id) })
+	err = d.entity(ns, need, func() error { return errs.NotFound("session %s not found", id) })
+	if err != nil && cached {
+		// A remembered session may have been deleted since, and a deleted
+		// one is refused NOT_FOUND whatever the role: decide again from
+		// the store.
+		d.z.namespaces.forget(id)
+		return d.session(id, need)
+	}
+	return err
 }
 
 // entity decides need on an entity of namespace ns: one the principal

@@ -15,22 +15,24 @@ import (
 // startMember joins the cluster with the session and plan kinds of node.
 // The member's remote runs behind the same guard as a plain remote
 // endpoint, widened to the cluster's own traffic.
-func startMember(sys *actor.ActorSystem, node *actors.Node, f *Config, c *clusterFlags, router *placement.Router, m *metrics, log *slog.Logger) (*placement.Member, error) {
-	ropts, err := remoteConfig(sys, remoteOptions{
+func startMember(sys *actor.ActorSystem, node *actors.Node, f *Config, c *clusterFlags, router *placement.Router, ids *identities, m *metrics, log *slog.Logger) (*placement.Member, *remoteGuard, error) {
+	ropts, guard, err := guardedRemoteConfig(sys, remoteOptions{
 		Advertise: f.RemoteAdvertise,
 		Cert:      f.RemoteCert, Key: f.RemoteKey, CA: f.RemoteCA,
 		MaxRecvBytes: f.MaxRecvBytes,
 		Exposed:      []string{node.Sessions().PID().Id, node.Plans().PID().Id, node.Audit().PID().Id, feedActorName},
+		Identities:   ids,
 	}, true, m, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return placement.StartMember(sys, placement.MemberConfig{
+	member, err := placement.StartMember(sys, placement.MemberConfig{
 		Name: f.ClusterName, Host: c.host, AutoManagedPort: c.amPort, Peers: c.peers, Etcd: c.etcd,
 		Kinds:         placement.Kinds(node.Sessions(), node.Plans()),
 		RemoteOptions: ropts,
 		Logger:        log,
 	}, router)
+	return member, guard, err
 }
 
 // How watchSplit looks for a split: every splitCheckEvery, and a split is

@@ -106,7 +106,8 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		}
 		a.auditor = newFailureAuditor(svc.Audit, opt.MarkNetwork, m, log)
 		a.auth = newAuthenticatorWith(ids, a.auditor, m, log)
-		a.authz = &authorizer{rules: apiRules(), sessionNamespace: opt.SessionNamespace}
+		a.authz = &authorizer{rules: apiRules(), sessionNamespace: opt.SessionNamespace,
+			namespaces: newNamespaceCache(DefaultNamespaceCacheEntries)}
 	}
 	a.tap = newStreamTap(a.auth, opt.StreamsTotal, m, log)
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

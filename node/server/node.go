@@ -99,14 +99,16 @@ type server struct {
 	store  persistence.Store
 	sys    *actor.ActorSystem
 	member *placement.Member // cluster mode; it owns the remote then
-	node   *actors.Node
-	feeds  *feed.Hub
-	remote *remoteEndpoint
-	api    *apiServer
-	http   *http.Server
-	ready  *readiness
-	failed chan error // a listener's Serve returned
-	serves sync.WaitGroup
+	// memberGuard screens the member's remote (cluster mode).
+	memberGuard *remoteGuard
+	node        *actors.Node
+	feeds       *feed.Hub
+	remote      *remoteEndpoint
+	api         *apiServer
+	http        *http.Server
+	ready       *readiness
+	failed      chan error // a listener's Serve returned
+	serves      sync.WaitGroup
 	// grpcAddr is where the API listens.
 	grpcAddr string
 	// stopWatch ends watchSplit (cluster mode).
@@ -228,7 +230,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	// The remote starts before any gRPC server of ours: it replaces gRPC's
 	// global logger, which must not happen while gRPC goroutines run.
 	if cl != nil {
-		if s.member, err = startMember(s.sys, s.node, f, cl, router, m, log.With("component", "cluster")); err != nil {
+		if s.member, s.memberGuard, err = startMember(s.sys, s.node, f, cl, router, ids, m, log.With("component", "cluster")); err != nil {
 			return s, err
 		}
 		m.clusterGauges(s.member.Members, router.Retries, s.node.Sessions().FencedActivations, s.node.Plans().FencedActivations)
@@ -241,6 +243,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 			Cert: f.RemoteCert, Key: f.RemoteKey, CA: f.RemoteCA,
 			MaxRecvBytes: f.MaxRecvBytes,
 			Exposed:      []string{s.node.Sessions().PID().Id, s.node.Plans().PID().Id, s.node.Audit().PID().Id, feedActorName},
+			Identities:   ids,
 		}, m, log.With("component", "remote"))
 		if err != nil {
 			return s, err
@@ -259,6 +262,15 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		m, log.With("component", "grpc"))
 	if err != nil {
 		return s, err
+	}
+	if s.api.auth != nil {
+		ra := newRemoteAuthz(s.api.auth, s.api.authz)
+		if s.remote != nil {
+			s.remote.guard.authz.p.Store(ra)
+		}
+		if s.memberGuard != nil {
+			s.memberGuard.authz.p.Store(ra)
+		}
 	}
 	grpcLis, err := listenLimited(f.GRPCAddr, maxConns)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentstate/agentstate/messages/principal"
@@ -103,6 +104,8 @@ type identities struct {
 	byDNS   map[string]*Principal
 	// needsClientCerts: some principal authenticates by certificate.
 	needsClientCerts bool
+	// jwt, when set, authenticates bearer credentials that are JWTs.
+	jwt *jwtVerifier
 }
 
 // tokenIdentities is --auth-token-file: one principal, "token", with every
@@ -131,6 +134,7 @@ func (ids *identities) byCert(c *x509.Certificate) *Principal {
 // identitiesFile is the --auth-file format (docs/OPERATIONS.md, Tenants).
 type identitiesFile struct {
 	Principals []principalSpec `json:"principals"`
+	JWT        *jwtSpec        `json:"jwt"`
 }
 
 type principalSpec struct {
@@ -157,14 +161,18 @@ func loadIdentities(path string) (*identities, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--auth-file: %w", err)
 	}
-	ids, err := parseIdentities(b)
+	ids, err := parseIdentitiesIn(b, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("--auth-file %s: %w", path, err)
 	}
 	return ids, nil
 }
 
-func parseIdentities(b []byte) (*identities, error) {
+func parseIdentities(b []byte) (*identities, error) { return parseIdentitiesIn(b, ".") }
+
+// parseIdentitiesIn parses an identities file of directory dir (where a
+// relative jwks_file is).
+func parseIdentitiesIn(b []byte, dir string) (*identities, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var f identitiesFile
@@ -174,29 +182,29 @@ func parseIdentities(b []byte) (*identities, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("text after the identities object")
 	}
-	if len(f.Principals) == 0 {
+	if len(f.Principals) == 0 && (f.JWT == nil || f.JWT.GrantsClaim == "") {
 		return nil, fmt.Errorf("no principals")
 	}
 	ids := &identities{byToken: map[[sha256.Size]byte]*Principal{}, byURI: map[string]*Principal{}, byDNS: map[string]*Principal{}}
-	names := map[string]bool{}
+	byName := map[string]*Principal{}
 	for i, s := range f.Principals {
 		if s.Name == "" {
 			return nil, fmt.Errorf("principals[%d] has no name", i)
 		}
-		if names[s.Name] {
+		if byName[s.Name] != nil {
 			return nil, fmt.Errorf("principal %q appears twice", s.Name)
 		}
 		if principal.Reserved(s.Name) {
 			return nil, fmt.Errorf("principal %q: the name is reserved for the audit trail's own principals", s.Name)
 		}
-		names[s.Name] = true
 		p, err := s.principal()
 		if err != nil {
 			return nil, fmt.Errorf("principal %q: %w", s.Name, err)
 		}
-		if len(s.TokenSHA256)+len(s.URISANs)+len(s.DNSSANs) == 0 {
-			return nil, fmt.Errorf("principal %q has no credential (token_sha256, uri_sans or dns_sans)", s.Name)
+		if len(s.TokenSHA256)+len(s.URISANs)+len(s.DNSSANs) == 0 && f.JWT == nil {
+			return nil, fmt.Errorf("principal %q has no credential (token_sha256, uri_sans or dns_sans; or a \"jwt\" section naming it)", s.Name)
 		}
+		byName[s.Name] = p
 		for _, h := range s.TokenSHA256 {
 			d, err := hex.DecodeString(h)
 			if err != nil || len(d) != sha256.Size {
@@ -215,6 +223,13 @@ func parseIdentities(b []byte) (*identities, error) {
 			return nil, err
 		}
 		ids.needsClientCerts = ids.needsClientCerts || len(s.URISANs)+len(s.DNSSANs) > 0
+	}
+	if f.JWT != nil {
+		v, err := f.JWT.verifier(dir, byName)
+		if err != nil {
+			return nil, err
+		}
+		ids.jwt = v
 	}
 	return ids, nil
 }

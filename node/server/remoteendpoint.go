@@ -30,6 +30,10 @@ type remoteOptions struct {
 	MaxRecvBytes  int
 	// Exposed are the actor ids peers may address.
 	Exposed []string
+	// Identities are the node's, as loaded at start: until the gRPC API
+	// that owns them authorizes the endpoint (remoteAuthz), a peer whose
+	// certificate names one of their principals is refused.
+	Identities *identities
 }
 
 // The record of a cluster member's requests (sentRequests) keeps each for
@@ -75,15 +79,9 @@ func startRemote(sys *actor.ActorSystem, opt remoteOptions, m *metrics, log *slo
 	return &remoteEndpoint{r: r, guard: guard, addr: sys.ProcessRegistry.Address}, nil
 }
 
-// remoteConfig builds the remote's options: the guard (admitting the
-// cluster's own traffic when cluster is set), message size, mutual TLS and
-// the advertised address.
-func remoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *metrics, log *slog.Logger) ([]remote.ConfigOption, error) {
-	opts, _, err := guardedRemoteConfig(sys, opt, cluster, m, log)
-	return opts, err
-}
-
-// guardedRemoteConfig is remoteConfig, also returning the guard.
+// guardedRemoteConfig builds the remote's options — the guard (admitting
+// the cluster's own traffic when cluster is set), message size, mutual TLS
+// and the advertised address — and returns the guard too.
 func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool, m *metrics, log *slog.Logger) ([]remote.ConfigOption, *remoteGuard, error) {
 	exposed := map[string]bool{}
 	for _, id := range opt.Exposed {
@@ -95,6 +93,7 @@ func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool
 		reply:     func(to *actor.PID, msg proto.Message) { sys.Root.Send(to, msg) },
 		cluster:   cluster,
 		m:         m,
+		pending:   opt.Identities,
 		log:       log,
 		drops:     newWarnLimiter(log, "remote: dropped a message", warnWindow, warnBurst),
 		closes:    newWarnLimiter(log, "remote: closed a stream", warnWindow, warnBurst),

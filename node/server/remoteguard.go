@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
 	"log/slog"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
@@ -86,6 +88,13 @@ type remoteGuard struct {
 	// Shutdown holds it. A handler that cannot pass ends its stream as
 	// UNAVAILABLE instead of waiting: the node is going away.
 	quiesce sync.RWMutex
+
+	// authz decides each request as the principal of its peer's
+	// certificate, once the node has identities (remoteauthz.go).
+	authz remoteAuthzSlot
+	// pending are the node's identities until authz is set: a peer whose
+	// certificate names a principal is refused meanwhile.
+	pending *identities
 }
 
 // typePrefix is the protobuf package prefix of every message a peer may
@@ -102,7 +111,7 @@ func (g *remoteGuard) serverOptions() []grpc.ServerOption {
 }
 
 func (g *remoteGuard) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	return handler(srv, &guardedStream{ServerStream: ss, g: g})
+	return handler(srv, &guardedStream{ServerStream: ss, g: g, cert: peerCert(ss.Context())})
 }
 
 // dialOptions are the remote's client-side options the guard needs: the
@@ -128,6 +137,8 @@ type guardedStream struct {
 	// actor system's address); "" before it did. Only the stream's
 	// goroutine reads and writes it.
 	peer string
+	// cert is the peer's verified certificate (nil without mutual TLS).
+	cert *x509.Certificate
 }
 
 func (s *guardedStream) RecvMsg(m any) error {
@@ -161,7 +172,7 @@ func (s *guardedStream) RecvMsg(m any) error {
 		return nil
 	}
 	if b := rm.GetMessageBatch(); b != nil {
-		return s.g.screen(b, s.peer)
+		return s.g.screenAs(s.ServerStream.Context(), b, s.peer, s.cert)
 	}
 	return nil
 }
@@ -181,6 +192,12 @@ func (g *remoteGuard) pass() error {
 // malformed batch, and otherwise removes the envelopes that may not be
 // delivered.
 func (g *remoteGuard) screen(b *remote.MessageBatch, peer string) error {
+	return g.screenAs(context.Background(), b, peer, nil)
+}
+
+// screenAs is screen for a peer whose verified certificate is cert: each
+// request is also decided as the principal it names (remoteAuthz).
+func (g *remoteGuard) screenAs(ctx context.Context, b *remote.MessageBatch, peer string, cert *x509.Certificate) error {
 	for _, p := range b.Targets {
 		if p == nil {
 			return g.fatal("nil_pid", "batch has a nil target PID")
@@ -212,11 +229,12 @@ func (g *remoteGuard) screen(b *remote.MessageBatch, peer string) error {
 			g.drop("sender_not_peer", typeName, target)
 			continue
 		}
-		if reason, msg := g.refuse(typeName, target, env.MessageData, peer); reason != "" {
+		if reason, answer := g.refuse(ctx, cert, typeName, target, env.MessageData, peer); reason != "" {
 			g.drop(reason, typeName, target)
-			g.answer(b, env, msg)
+			g.answer(b, env, answer)
 			continue
 		}
+		g.stampPrincipal(env, cert)
 		kept = append(kept, env)
 	}
 	// Clear the tail so dropped envelopes are not reachable from b.
@@ -227,6 +245,27 @@ func (g *remoteGuard) screen(b *remote.MessageBatch, peer string) error {
 	return nil
 }
 
+// stampPrincipal names, in env's header, the principal the peer's
+// certificate names, over whatever the peer wrote there: the audit entries
+// the request causes name it (principal.Header), and a principal cannot
+// pass for another. A peer naming none is a node of the deployment,
+// trusted as the node: a member forwarding a request names the principal
+// that member authenticated.
+func (g *remoteGuard) stampPrincipal(env *remote.MessageEnvelope, cert *x509.Certificate) {
+	ra := g.authz.p.Load()
+	if ra == nil {
+		return
+	}
+	p := ra.principal(cert)
+	if p == nil {
+		return
+	}
+	if env.MessageHeader == nil || env.MessageHeader.HeaderData == nil {
+		env.MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{}}
+	}
+	env.MessageHeader.HeaderData[principal.Header] = p.Name
+}
+
 // drop counts and logs (rate-limited) an envelope that is not delivered.
 func (g *remoteGuard) drop(reason, typeName string, target *actor.PID) {
 	g.m.remoteRejected.WithLabelValues(reason).Inc()
@@ -234,39 +273,81 @@ func (g *remoteGuard) drop(reason, typeName string, target *actor.PID) {
 }
 
 // refuse says why an envelope of typeName for target, carrying data and
-// received from the peer at address peer, may not be delivered ("" when it
-// may), with the message for its sender ("" for none: a reply is not
-// answered).
-func (g *remoteGuard) refuse(typeName string, target *actor.PID, data []byte, peer string) (reason, msg string) {
+// received from the peer at address peer (whose certificate is cert), may
+// not be delivered ("" when it may), with the error for its sender (nil
+// for none: a reply is not answered).
+func (g *remoteGuard) refuse(ctx context.Context, cert *x509.Certificate, typeName string, target *actor.PID, data []byte, peer string) (reason string, answer error) {
 	if g.cluster && target.GetAddress() == g.localAddr() && clusterTraffic(typeName, target.GetId()) {
 		if isFuture(target.GetId()) && !g.sent.answeredBy(target.GetId(), peer) {
-			return "reply_not_from_requestee", ""
+			return "reply_not_from_requestee", nil
 		}
-		return "", ""
+		if isFuture(target.GetId()) || !strings.HasPrefix(typeName, typePrefix) {
+			return "", nil // replies and the cluster's own protocol
+		}
+		// A request to a session's or plan's activation: decided as any
+		// request is, when the peer is a principal.
+		return g.authorize(ctx, cert, typeName, data)
 	}
 	if !strings.HasPrefix(typeName, typePrefix) {
-		return "type_not_allowed", "message type " + quoteClip(typeName) + " is not accepted from a remote peer"
+		return "type_not_allowed", invalid("message type " + quoteClip(typeName) + " is not accepted from a remote peer")
 	}
 	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(typeName))
 	if err != nil {
-		return "unknown_type", "message type " + quoteClip(typeName) + " is unknown to this node (an older build?)"
+		return "unknown_type", invalid("message type " + quoteClip(typeName) + " is unknown to this node (an older build?)")
 	}
 	if target.GetAddress() != g.localAddr() || !g.exposed[target.GetId()] {
-		return "target_not_exposed", "actor " + quoteClip(target.GetAddress()+"/"+target.GetId()) + " is not served to remote peers"
+		return "target_not_exposed", invalid("actor " + quoteClip(target.GetAddress()+"/"+target.GetId()) + " is not served to remote peers")
 	}
 	// The reader ends the whole stream, answering nobody, on a message it
 	// cannot decode; decoded here first, such a request is refused alone,
 	// as INVALID_ARGUMENT like an undecodable gRPC request.
 	if err := proto.Unmarshal(data, mt.New().Interface()); err != nil {
-		return "undecodable", "the request could not be decoded as " + typeName + ": " + err.Error()
+		return "undecodable", invalid("the request could not be decoded as " + typeName + ": " + err.Error())
 	}
-	return "", ""
+	return g.authorize(ctx, cert, typeName, data)
+}
+
+// authorize decides a request of typeName (an agentstate message this
+// binary links) as the principal cert names (remoteAuthz); a peer naming
+// none costs no decoding.
+func (g *remoteGuard) authorize(ctx context.Context, cert *x509.Certificate, typeName string, data []byte) (reason string, answer error) {
+	ra := g.authz.p.Load()
+	if ra == nil {
+		if g.pending != nil && cert != nil && g.pending.byCert(cert) != nil {
+			return "auth_pending", errs.Unavailable("the node is starting: its identities are not loaded yet")
+		}
+		return "", nil
+	}
+	p := ra.principal(cert)
+	if p == nil {
+		return "", nil
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(typeName))
+	if err != nil {
+		return "unknown_type", invalid("message type " + quoteClip(typeName) + " is unknown to this node")
+	}
+	msg := mt.New().Interface()
+	if err := proto.Unmarshal(data, msg); err != nil {
+		return "undecodable", invalid("the request could not be decoded as " + typeName + ": " + err.Error())
+	}
+	if err := ra.decide(ctx, p, mt.Descriptor().FullName(), msg); err != nil {
+		return "unauthorized", err
+	}
+	return "", nil
+}
+
+// invalid is the INVALID_ARGUMENT answer of a refused envelope. A peer's
+// names reach here decoded as proto3 strings (UTF-8), and clipName keeps
+// them so; the reply must marshal whatever the input, so anything else is
+// replaced rather than left to fail the send.
+func invalid(msg string) error {
+	return errs.InvalidArgument("%s", strings.ToValidUTF8(msg, "\uFFFD"))
 }
 
 // answer replies to the sender of a dropped envelope, if it has one, with
-// an INVALID_ARGUMENT error, so that a peer's request fails fast.
-func (g *remoteGuard) answer(b *remote.MessageBatch, env *remote.MessageEnvelope, msg string) {
-	if env.Sender == 0 || g.reply == nil || msg == "" {
+// the refusal, so that a peer's request fails fast.
+func (g *remoteGuard) answer(b *remote.MessageBatch, env *remote.MessageEnvelope, refusal error) {
+	if env.Sender == 0 || g.reply == nil || refusal == nil {
 		return
 	}
 	to := proto.Clone(b.Senders[env.Sender-1]).(*actor.PID)
@@ -276,10 +357,7 @@ func (g *remoteGuard) answer(b *remote.MessageBatch, env *remote.MessageEnvelope
 	if to.GetAddress() == "" || to.GetAddress() == g.localAddr() {
 		return // never answer ourselves: that would loop through the guard
 	}
-	// A peer's names reach here decoded as proto3 strings (UTF-8), and
-	// clipName keeps them so; the reply must marshal whatever the input,
-	// so anything else is replaced rather than left to fail the send.
-	g.reply(to, errs.ToProto(errs.InvalidArgument("%s", strings.ToValidUTF8(msg, "\uFFFD"))))
+	g.reply(to, errs.ToProto(refusal))
 }
 
 func (g *remoteGuard) fatal(reason, msg string) error {

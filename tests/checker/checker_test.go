@@ -2,8 +2,11 @@ package checker_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -65,7 +68,8 @@ func runContext(t *testing.T) context.Context {
 
 // startNode starts a node on a fresh database and a connection to it; both
 // are closed when the test ends. A failing test prints the node's log.
-func startNode(t *testing.T, ctx context.Context) (*checker.Node, *grpc.ClientConn) {
+// args are more serve flags.
+func startNode(t *testing.T, ctx context.Context, args ...string) (*checker.Node, *grpc.ClientConn) {
 	t.Helper()
 	dir := t.TempDir()
 	if *flagKeep != "" {
@@ -75,7 +79,7 @@ func startNode(t *testing.T, ctx context.Context) (*checker.Node, *grpc.ClientCo
 		}
 		t.Logf("database and node log kept in %s", dir)
 	}
-	n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: nodeBinary(t), Dir: dir})
+	n, err := checker.StartNode(ctx, checker.NodeConfig{Binary: nodeBinary(t), Dir: dir, Args: args})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +105,13 @@ func startNode(t *testing.T, ctx context.Context) (*checker.Node, *grpc.ClientCo
 
 // TestCrashLoop kills the node with SIGKILL at random moments under load,
 // restarts it on the same database each time, and checks every
-// acknowledged message, plan error and audit entry afterwards.
+// acknowledged message, plan error and audit entry afterwards. The node
+// authenticates: the load runs as two tenants, each a principal of its
+// own namespace, and neither finds a write of the other.
 func TestCrashLoop(t *testing.T) {
 	ctx := runContext(t)
 	s := seed(t)
-	n, conn := startNode(t, ctx)
+	n, conn, tenants := startTenantNode(t, ctx)
 	start := time.Now()
 	r, err := checker.CrashLoop(ctx, n, conn, checker.CrashConfig{
 		Load:     loadConfig(s),
@@ -114,6 +120,7 @@ func TestCrashLoop(t *testing.T) {
 		MaxDelay: *flagMaxDelay,
 		Seed:     s,
 		Logf:     t.Logf,
+		Tenants:  tenants,
 	})
 	if err != nil {
 		t.Fatalf("crash loop: %v (figures so far: %s)", err, r.String())
@@ -128,6 +135,39 @@ func TestCrashLoop(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startTenantNode starts a node with an --auth-file: an operator (the
+// read-back's connection) and two tenants, each admin of its namespace
+// and writer of "local" (where plans are), with a connection each.
+func startTenantNode(t *testing.T, ctx context.Context) (*checker.Node, *grpc.ClientConn, []checker.Tenant) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "identities.json")
+	hash := func(tok string) string { h := sha256.Sum256([]byte(tok)); return hex.EncodeToString(h[:]) }
+	file := `{"principals":[{"name":"operator","token_sha256":["` + hash("operator-token") + `"],"operator":true,"grants":[{"namespace":"*","role":"admin"}]}`
+	names := []string{"tenant-a", "tenant-b"}
+	for _, name := range names {
+		file += `,{"name":"` + name + `","token_sha256":["` + hash(name+"-token") + `"],"grants":[{"namespace":"` + name + `","role":"admin"},{"namespace":"local","role":"writer"}]}`
+	}
+	if err := os.WriteFile(path, []byte(file+`]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := startNode(t, ctx, "--auth-file", path)
+	conn, err := n.DialAs("operator-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	var tenants []checker.Tenant
+	for _, name := range names {
+		c, err := n.DialAs(name + "-token")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		tenants = append(tenants, checker.Tenant{Name: name, Namespace: name, Conn: c})
+	}
+	return n, conn, tenants
 }
 
 // A node that cannot start is reported with its exit, not waited on until

@@ -29,6 +29,11 @@ type CrashConfig struct {
 	StopTimeout time.Duration
 	// Logf, when set, gets one line per kill.
 	Logf func(format string, args ...any)
+	// Tenants, when set, run the load as these principals, each in its
+	// own namespace (Tenant); the read-back goes through CrashLoop's conn
+	// (an operator reading every namespace), and CheckIsolation then reads
+	// each tenant's writes as every other tenant.
+	Tenants []Tenant
 }
 
 func (c CrashConfig) withDefaults() CrashConfig {
@@ -71,7 +76,7 @@ func (c CrashConfig) withDefaults() CrashConfig {
 func CrashLoop(ctx context.Context, n *Node, conn grpc.ClientConnInterface, cfg CrashConfig) (Report, error) {
 	cfg = cfg.withDefaults()
 	ledger := NewLedger()
-	load := NewLoad(conn, ledger, cfg.Load)
+	load := newLoads(conn, ledger, cfg.Load, cfg.Tenants)
 	if err := load.Setup(ctx); err != nil {
 		return Report{}, fmt.Errorf("checker: create sessions: %w", err)
 	}
@@ -124,11 +129,15 @@ func CrashLoop(ctx context.Context, n *Node, conn grpc.ClientConnInterface, cfg 
 	if err := n.Start(ctx); err != nil {
 		return Report{Kills: kills}, err
 	}
-	return verify(ctx, conn, ledger, load, kills)
+	r, err := verify(ctx, conn, ledger, load, kills)
+	if err == nil && len(cfg.Tenants) > 0 {
+		err = CheckIsolation(ctx, cfg.Tenants, load, &r)
+	}
+	return r, err
 }
 
 // verify reads back what the ledger holds promises about and judges it.
-func verify(ctx context.Context, conn grpc.ClientConnInterface, ledger *Ledger, load *Load, kills int) (Report, error) {
+func verify(ctx context.Context, conn grpc.ClientConnInterface, ledger *Ledger, load interface{ Fill(*Report) }, kills int) (Report, error) {
 	o, err := Observe(ctx, conn, ledger)
 	if err != nil {
 		return Report{Kills: kills}, err
@@ -141,7 +150,10 @@ func verify(ctx context.Context, conn grpc.ClientConnInterface, ledger *Ledger, 
 
 // waitProgress waits until the load has made n more acknowledgements, for
 // at most timeout.
-func waitProgress(ctx context.Context, load *Load, n int, timeout time.Duration) error {
+func waitProgress(ctx context.Context, load interface {
+	Acked() int64
+	WaitAcked(context.Context, int64) error
+}, n int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return load.WaitAcked(ctx, load.Acked()+int64(n))

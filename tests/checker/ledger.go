@@ -24,6 +24,9 @@ type Msg struct {
 type Turn struct {
 	Session  string
 	Messages []Msg
+	// Namespace is the session's ("" for "checker"): the shared scope
+	// the turn writes is its app scope.
+	Namespace string
 }
 
 // Request is the Append request that carries t.

@@ -39,6 +39,10 @@ type LoadConfig struct {
 	// shared with the other such clients), the others with unary Append.
 	// Negative means none. [2]
 	BatchEvery int
+	// Namespace holds the load's sessions [checker]; its audit entries
+	// then name one of them (so they belong to it). Set for a tenant's
+	// load (Tenant).
+	Namespace string
 	// RPCTimeout bounds one attempt; an attempt that times out is retried
 	// like any other unavailability. [15s]
 	RPCTimeout time.Duration
@@ -66,6 +70,9 @@ func (c LoadConfig) withDefaults() LoadConfig {
 	def(&c.ReplayEvery, 13)
 	def(&c.TruncateEvery, 17)
 	def(&c.BatchEvery, 2)
+	if c.Namespace == "" {
+		c.Namespace = "checker"
+	}
 	if c.RPCTimeout == 0 {
 		c.RPCTimeout = 15 * time.Second
 	}
@@ -79,9 +86,14 @@ func (c LoadConfig) withDefaults() LoadConfig {
 // refused for good (Rejected), or — only a request without a client id —
 // answered "may have been applied" (MaybeApplied).
 type Load struct {
-	cfg     LoadConfig
-	ledger  *Ledger
-	targets []target // one per connection; read-only
+	cfg    LoadConfig
+	tenant bool // cfg.Namespace was given: a tenant's load
+	// clientBase numbers this load's clients after other loads' of the
+	// run (their audit entries name them: each request's content is
+	// unique in the run).
+	clientBase int
+	ledger     *Ledger
+	targets    []target // one per connection; read-only
 
 	sessionIDs []string // set by Setup, read-only after
 	planIDs    []string
@@ -94,6 +106,8 @@ type Load struct {
 	// replays: replays hold it shared, truncations exclusively (state.go).
 	replays  sync.RWMutex
 	failures map[codes.Code]int64
+	// audited are the event ids of the audit entries acknowledged.
+	audited  []string
 	lastErr  map[codes.Code]string // the latest failure message per code
 	rejected []string
 }
@@ -119,9 +133,11 @@ func NewLoad(conn grpc.ClientConnInterface, l *Ledger, cfg LoadConfig) *Load {
 // than one connection an attempt does not wait for a connection to become
 // ready (it fails fast and moves on). conns must not be empty.
 func NewClusterLoad(conns []grpc.ClientConnInterface, l *Ledger, cfg LoadConfig) *Load {
+	tenant := cfg.Namespace != ""
 	cfg = cfg.withDefaults()
 	ld := &Load{
 		cfg:      cfg,
+		tenant:   tenant,
 		ledger:   l,
 		failures: make(map[codes.Code]int64),
 		lastErr:  make(map[codes.Code]string),
@@ -146,7 +162,7 @@ func NewClusterLoad(conns []grpc.ClientConnInterface, l *Ledger, cfg LoadConfig)
 func (ld *Load) Setup(ctx context.Context) error {
 	at := 0
 	for i := range ld.cfg.Sessions {
-		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker", Namespace: "checker",
+		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker", Namespace: ld.cfg.Namespace,
 			MetadataJson: fmt.Sprintf(`{"index":%d}`, i)}
 		err := ld.call(ctx, "create session", &at, true, nil, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 			_, err := ld.targets[conn].sessions.Create(ctx, req, ready)
@@ -180,6 +196,14 @@ func (ld *Load) Run(ctx context.Context, stop <-chan struct{}) error {
 		t.batch.Close()
 	}
 	return err
+}
+
+// auditIDs are the event ids of the audit entries the load saw
+// acknowledged.
+func (ld *Load) auditIDs() []string {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	return append([]string(nil), ld.audited...)
 }
 
 // Acked is the number of operations acknowledged so far.
@@ -337,7 +361,7 @@ func (ld *Load) call(ctx context.Context, what string, at *int, idempotent bool,
 // client is one sequential caller: it sends a request, waits for its
 // answer (retrying), records it, and only then sends the next.
 func (ld *Load) client(ctx context.Context, i int, stop <-chan struct{}) error {
-	c := &client{ld: ld, id: i, at: i % len(ld.targets), rng: rand.New(rand.NewPCG(ld.cfg.Seed, uint64(i))),
+	c := &client{ld: ld, id: ld.clientBase + i, at: i % len(ld.targets), rng: rand.New(rand.NewPCG(ld.cfg.Seed, uint64(i))),
 		batch: ld.cfg.BatchEvery > 0 && i%ld.cfg.BatchEvery == 0}
 	for n := 1; ; n++ {
 		select {

@@ -38,7 +38,7 @@ const probeEventType = "resource_modified"
 var roles = []sessionv1.Role{sessionv1.Role_ROLE_USER, sessionv1.Role_ROLE_ASSISTANT, sessionv1.Role_ROLE_TOOL, sessionv1.Role_ROLE_SYSTEM}
 
 func (c *client) append(ctx context.Context, n int) error {
-	t := Turn{Session: c.ld.sessionIDs[c.rng.IntN(len(c.ld.sessionIDs))]}
+	t := Turn{Session: c.ld.sessionIDs[c.rng.IntN(len(c.ld.sessionIDs))], Namespace: c.ld.cfg.Namespace}
 	for k := range 1 + c.rng.IntN(c.ld.cfg.MaxTurn) {
 		t.Messages = append(t.Messages, Msg{
 			ID:      ids.New(),
@@ -151,6 +151,10 @@ func (c *client) recordAudit(ctx context.Context, n int) error {
 		// it (duplicate=true).
 		EventId: ids.New(),
 	}
+	if c.ld.tenant {
+		// The entry belongs to the session's namespace: the tenant's.
+		req.SessionId = c.ld.sessionIDs[c.rng.IntN(len(c.ld.sessionIDs))]
+	}
 	var resp *auditv1.RecordResponse
 	var failed []codes.Code
 	err := c.ld.call(ctx, "audit record", &c.at, true, &failed, func(ctx context.Context, conn int, ready grpc.CallOption) error {
@@ -164,5 +168,8 @@ func (c *client) recordAudit(ctx context.Context, n int) error {
 	}
 	c.ld.ledger.RetryAnswered("audit record "+req.EventId, failed, resp.GetDuplicate())
 	c.ld.ledger.AuditAcked(req, resp)
+	c.ld.mu.Lock()
+	c.ld.audited = append(c.ld.audited, req.EventId)
+	c.ld.mu.Unlock()
 	return nil
 }

@@ -275,8 +275,12 @@ func (n *Node) RaceReports() int {
 // crash loop. Its unary writes report a connection lost after the send as
 // OUTCOME_UNKNOWN, not UNAVAILABLE (nodeclient.OutcomeOptions, part of
 // nodeclient.DialOptions).
-func (n *Node) Dial() (*grpc.ClientConn, error) {
-	return nodeclient.Dial(n.GRPCAddr, nodeclient.Options{},
+func (n *Node) Dial() (*grpc.ClientConn, error) { return n.DialAs("") }
+
+// DialAs is Dial presenting token (a principal's bearer credential; ""
+// none).
+func (n *Node) DialAs(token string) (*grpc.ClientConn, error) {
+	return nodeclient.Dial(n.GRPCAddr, nodeclient.Options{Token: token},
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 300 * time.Millisecond},
 			MinConnectTimeout: 2 * time.Second,

@@ -28,8 +28,14 @@ import (
 //     within the truncations sent: nothing acknowledged was removed
 //     otherwise.
 
-// stateScope is the shared scope every append writes, one key per session.
-const stateScope = "app:checker"
+// stateScope is the shared scope every append to a session of namespace ns
+// writes, one key per session ("" is "checker").
+func stateScope(ns string) string {
+	if ns == "" {
+		ns = "checker"
+	}
+	return "app:" + ns
+}
 
 // turnDelta is the state delta a turn carries: "last" is its first
 // message id, and one of eight slots (by that id's hash) holds it too, so
@@ -49,7 +55,7 @@ func turnScope(t Turn) []*sessionv1.ScopeDelta {
 	if len(t.Messages) == 0 {
 		return nil
 	}
-	return []*sessionv1.ScopeDelta{{Scope: stateScope, Delta: &sessionv1.StateDelta{
+	return []*sessionv1.ScopeDelta{{Scope: stateScope(t.Namespace), Delta: &sessionv1.StateDelta{
 		SetJson: map[string]string{t.Session: fmt.Sprintf("%q", t.Messages[0].ID)}}}}
 }
 
@@ -153,7 +159,7 @@ func (c *client) truncate(ctx context.Context, n int) error {
 
 // readState reads a session's state and its key of the shared scope.
 func readState(ctx context.Context, c sessionv1.SessionServiceClient, v *SessionView) error {
-	st, err := c.GetState(ctx, &sessionv1.GetStateRequest{SessionId: v.Session.GetSessionId(), Scopes: []string{stateScope}},
+	st, err := c.GetState(ctx, &sessionv1.GetStateRequest{SessionId: v.Session.GetSessionId(), Scopes: []string{stateScope(v.Session.GetNamespace())}},
 		grpc.WaitForReady(true))
 	if err != nil {
 		return fmt.Errorf("checker: state of %s: %w", v.Session.GetSessionId(), err)
@@ -162,7 +168,7 @@ func readState(ctx context.Context, c sessionv1.SessionServiceClient, v *Session
 	v.StateNext = st.GetNextSequence()
 	scope := map[string]any{}
 	if err := json.Unmarshal([]byte(st.GetScopes()[0].GetStateJson()), &scope); err != nil {
-		return fmt.Errorf("checker: scope %s: %w", stateScope, err)
+		return fmt.Errorf("checker: scope %s: %w", stateScope(v.Session.GetNamespace()), err)
 	}
 	if s, ok := scope[v.Session.GetSessionId()].(string); ok {
 		v.ScopeValue = s
@@ -206,7 +212,7 @@ func checkState(l *Ledger, sid string, v *SessionView, r *Report) {
 		r.problem(&r.StateDiffers, "session %s: state %s, but its %d acknowledged turns replay to %v", sid, v.State, len(turns), want)
 	}
 	if v.ScopeValue != scopeWant {
-		r.problem(&r.StateDiffers, "session %s: scope %s holds %q, its last turn is %q", sid, stateScope, v.ScopeValue, scopeWant)
+		r.problem(&r.StateDiffers, "session %s: scope %s holds %q, its last turn is %q", sid, stateScope(v.Session.GetNamespace()), v.ScopeValue, scopeWant)
 	}
 	if v.StateNext != v.Session.GetMessageCount() {
 		r.problem(&r.StateDiffers, "session %s: state read at next sequence %d, the session's is %d", sid, v.StateNext, v.Session.GetMessageCount())

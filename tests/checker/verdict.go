@@ -94,6 +94,9 @@ type Report struct {
 	// StateDiffers: a session's state or scope key is not what its
 	// stored turns' deltas replay to (state.go).
 	StateDiffers int
+	// Leaked: a tenant's session, message or audit entry that another
+	// tenant's principal could read, list or find (tenants.go).
+	Leaked int
 	// Truncated counts the messages truncations removed (not a violation).
 	Truncated int
 
@@ -106,7 +109,7 @@ const maxProblems = 20
 
 // Violations is the number of things a correct node never does.
 func (r *Report) Violations() int {
-	return r.Lost + r.DupAppends + r.DupPlanRecords + r.DupAudit + r.Gaps + r.Changed + r.Reordered + r.Phantom + r.BadAcks + r.ChainBroken + r.FalseUnavailable + r.Rejected + r.StateDiffers
+	return r.Lost + r.DupAppends + r.DupPlanRecords + r.DupAudit + r.Gaps + r.Changed + r.Reordered + r.Phantom + r.BadAcks + r.ChainBroken + r.FalseUnavailable + r.Rejected + r.StateDiffers + r.Leaked
 }
 
 // ErrViolations is returned (wrapped) by Report.Err when the node broke
@@ -126,10 +129,10 @@ func (r *Report) Err() error {
 func (r *Report) String() string {
 	return fmt.Sprintf("sessions=%d appends_acked=%d batch_acked=%d messages_acked=%d replays=%d retried_stored=%d messages_stored=%d "+
 		"plan_errors_acked=%d plan_records=%d audit_acked=%d audit_retried_stored=%d audit_verified=%d kills=%d attempts=%d failed_attempts=%d maybe_applied=%d | "+
-		"truncated=%d | lost=%d dup_appends=%d dup_plan_records=%d dup_audit=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d false_unavailable=%d rejected=%d state_differs=%d",
+		"truncated=%d | lost=%d dup_appends=%d dup_plan_records=%d dup_audit=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d false_unavailable=%d rejected=%d state_differs=%d leaked=%d",
 		r.Sessions, r.AppendsAcked, r.BatchAcked, r.MessagesAcked, r.Replays, r.RetriedStored, r.MessagesStored,
 		r.PlanErrorsAcked, r.PlanRecords, r.AuditAcked, r.AuditRetriedStored, r.AuditChecked, r.Kills, r.Attempts, r.Failed, r.MaybeApplied,
-		r.Truncated, r.Lost, r.DupAppends, r.DupPlanRecords, r.DupAudit, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.FalseUnavailable, r.Rejected, r.StateDiffers)
+		r.Truncated, r.Lost, r.DupAppends, r.DupPlanRecords, r.DupAudit, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.FalseUnavailable, r.Rejected, r.StateDiffers, r.Leaked)
 }
 
 func (r *Report) problem(counter *int, format string, args ...any) {

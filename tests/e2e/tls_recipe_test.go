@@ -43,20 +43,27 @@ func runShell(t *testing.T, dir, script string) {
 // docs/OPERATIONS.md: the recipe operators copy.
 func tlsRecipe(t *testing.T) string {
 	t.Helper()
+	return docRecipe(t, "A TLS recipe")
+}
+
+// docRecipe is the first sh block after the line of docs/OPERATIONS.md
+// that starts with title.
+func docRecipe(t *testing.T, title string) string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	i := strings.Index(doc, "A TLS recipe")
+	i := strings.Index(doc, title)
 	if i < 0 {
-		t.Fatal("docs/OPERATIONS.md has no TLS recipe")
+		t.Fatalf("docs/OPERATIONS.md has no %q", title)
 	}
 	rest := doc[i:]
 	start := strings.Index(rest, "```sh\n")
 	end := strings.Index(rest[start+6:], "```")
 	if start < 0 || end < 0 {
-		t.Fatal("the TLS recipe has no sh block")
+		t.Fatalf("%q has no sh block", title)
 	}
 	return rest[start+6 : start+6+end]
 }

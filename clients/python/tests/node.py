@@ -41,10 +41,12 @@ class Node:
         tls_key: Optional[Path] = None,
         grpc_addr: str = "127.0.0.1:0",
         dir: Optional[Path] = None,
+        args: Optional[List[str]] = None,
     ) -> None:
-        """Starts a node; dir (kept by stop(keep=True)) restarts one on its database."""
+        """Starts a node; dir (kept by stop(keep=True)) restarts one on its database; args are more serve flags."""
         self.dir = dir if dir is not None else Path(tempfile.mkdtemp(prefix="agentstate-py-"))
-        args: List[str] = [
+        extra = list(args or [])
+        args = [
             node_binary(), "serve",
             "--data", str(self.dir / "agentstate.db"),
             "--grpc-addr", grpc_addr,
@@ -58,6 +60,7 @@ class Node:
             args += ["--auth-token-file", str(tok)]
         if tls_cert is not None and tls_key is not None:
             args += ["--tls-cert", str(tls_cert), "--tls-key", str(tls_key)]
+        args += extra
         self.log: List[str] = []
         self._serving = threading.Event()
         self.grpc_addr = ""
