@@ -189,8 +189,8 @@ CREATE TABLE session_snapshots (
 DROP INDEX plan_errors_by_phase;
 DROP INDEX plan_errors_by_category;
 `,
-	// 5 (issue 28): who caused an entry and where it belongs; as the
-	// SQLite store's migration 8 (the namespace index holds the entries
+	// Issue 28: who caused an entry and where it belongs; as the
+	// SQLite store's audit migration (the namespace index holds the entries
 	// outside the default namespace only).
 	`
 ALTER TABLE audit_log ADD COLUMN principal text NOT NULL DEFAULT '';
