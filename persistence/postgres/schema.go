@@ -189,15 +189,21 @@ CREATE TABLE session_snapshots (
 DROP INDEX plan_errors_by_phase;
 DROP INDEX plan_errors_by_category;
 `,
-	// Issue 28: who caused an entry and where it belongs; as the
-	// SQLite store's audit migration (the namespace index holds the entries
-	// outside the default namespace only).
+	// 5 (issue 28): who caused an entry and where it belongs; as the
+	// SQLite store's migration 8.
 	`
 ALTER TABLE audit_log ADD COLUMN principal text NOT NULL DEFAULT '';
 ALTER TABLE audit_log ADD COLUMN namespace text NOT NULL DEFAULT '';
 UPDATE audit_log a SET namespace = COALESCE(
 	(SELECT s.namespace FROM sessions s WHERE s.session_id = a.session_id AND s.namespace <> ''), 'local');
 CREATE INDEX audit_by_principal ON audit_log (principal, position) WHERE principal <> '';
+CREATE INDEX audit_by_namespace ON audit_log (namespace, position);
+`,
+	// (issue 28, after the audit migration above) The namespace index
+	// holds only entries outside the default namespace; as the SQLite
+	// store's migration after its audit one.
+	`
+DROP INDEX audit_by_namespace;
 CREATE INDEX audit_by_namespace ON audit_log (namespace, position) WHERE namespace <> 'local';
 `,
 }
