@@ -22,10 +22,11 @@ const (
 	Remote = "remote"
 )
 
-// Header is the Proto.Actor message header a cluster member names the
-// request's principal in when it forwards the request to the owner's
-// member. Members trust each other's header: every peer of the remote
-// endpoint is authenticated by the cluster's CA.
+// Header is the Proto.Actor message header that names a bare request's
+// principal: a cluster member writes it when it forwards a request to the
+// owner's member, and the node's remote guard writes it over whatever a
+// peer whose certificate names a principal wrote there. A peer naming
+// none is a node of the deployment, trusted as the node.
 const Header = "agentstate-principal"
 
 // Reserved reports whether name is one of the names above, which no

@@ -92,3 +92,17 @@ func TestAuditEntriesNameTheAuthenticatedPrincipal(t *testing.T) {
 		t.Fatalf("verify: %v %v", v, err)
 	}
 }
+
+// The audit trail's own principal names cannot be configured, given to an
+// embedded call, or claimed by a JWT (which names principals the same way).
+func TestReservedPrincipalNamesAreRefused(t *testing.T) {
+	for _, name := range []string{"node", "embedded", "anonymous", "remote"} {
+		if _, err := NewPrincipal(name, false, "a:reader"); err == nil {
+			t.Errorf("NewPrincipal(%q) accepted a reserved name", name)
+		}
+		doc := `{"principals":[{"name":"` + name + `","token_sha256":["` + hashHex("t") + `"],"grants":[{"namespace":"a","role":"reader"}]}]}`
+		if _, err := parseIdentities([]byte(doc)); err == nil {
+			t.Errorf("an identities file naming %q was accepted", name)
+		}
+	}
+}

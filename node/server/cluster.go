@@ -15,13 +15,13 @@ import (
 // startMember joins the cluster with the session and plan kinds of node.
 // The member's remote runs behind the same guard as a plain remote
 // endpoint, widened to the cluster's own traffic.
-func startMember(sys *actor.ActorSystem, node *actors.Node, f *Config, c *clusterFlags, router *placement.Router, authenticated bool, m *metrics, log *slog.Logger) (*placement.Member, *remoteGuard, error) {
+func startMember(sys *actor.ActorSystem, node *actors.Node, f *Config, c *clusterFlags, router *placement.Router, ids *identities, m *metrics, log *slog.Logger) (*placement.Member, *remoteGuard, error) {
 	ropts, guard, err := guardedRemoteConfig(sys, remoteOptions{
 		Advertise: f.RemoteAdvertise,
 		Cert:      f.RemoteCert, Key: f.RemoteKey, CA: f.RemoteCA,
-		MaxRecvBytes:  f.MaxRecvBytes,
-		Exposed:       []string{node.Sessions().PID().Id, node.Plans().PID().Id, node.Audit().PID().Id, feedActorName},
-		Authenticated: authenticated,
+		MaxRecvBytes: f.MaxRecvBytes,
+		Exposed:      []string{node.Sessions().PID().Id, node.Plans().PID().Id, node.Audit().PID().Id, feedActorName},
+		Identities:   ids,
 	}, true, m, log)
 	if err != nil {
 		return nil, nil, err

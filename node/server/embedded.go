@@ -9,6 +9,7 @@ import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/grpc"
 )
@@ -19,6 +20,10 @@ import (
 func NewPrincipal(name string, operator bool, grants ...string) (*Principal, error) {
 	if name == "" {
 		return nil, fmt.Errorf("a principal needs a name")
+	}
+	if principal.Reserved(name) {
+		// A JWT's claim names principals through here too.
+		return nil, fmt.Errorf("principal %q: the name is reserved for the audit trail's own principals", name)
 	}
 	spec := principalSpec{Name: name, Operator: operator}
 	for _, g := range grants {

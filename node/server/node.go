@@ -230,7 +230,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	// The remote starts before any gRPC server of ours: it replaces gRPC's
 	// global logger, which must not happen while gRPC goroutines run.
 	if cl != nil {
-		if s.member, s.memberGuard, err = startMember(s.sys, s.node, f, cl, router, ids != nil, m, log.With("component", "cluster")); err != nil {
+		if s.member, s.memberGuard, err = startMember(s.sys, s.node, f, cl, router, ids, m, log.With("component", "cluster")); err != nil {
 			return s, err
 		}
 		m.clusterGauges(s.member.Members, router.Retries, s.node.Sessions().FencedActivations, s.node.Plans().FencedActivations)
@@ -241,9 +241,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		s.remote, err = startRemote(s.sys, remoteOptions{
 			Addr: f.RemoteAddr, Advertise: f.RemoteAdvertise,
 			Cert: f.RemoteCert, Key: f.RemoteKey, CA: f.RemoteCA,
-			MaxRecvBytes:  f.MaxRecvBytes,
-			Exposed:       []string{s.node.Sessions().PID().Id, s.node.Plans().PID().Id, s.node.Audit().PID().Id, feedActorName},
-			Authenticated: ids != nil,
+			MaxRecvBytes: f.MaxRecvBytes,
+			Exposed:      []string{s.node.Sessions().PID().Id, s.node.Plans().PID().Id, s.node.Audit().PID().Id, feedActorName},
+			Identities:   ids,
 		}, m, log.With("component", "remote"))
 		if err != nil {
 			return s, err

@@ -13,6 +13,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
@@ -141,14 +142,17 @@ func TestRemotePeersAreAuthorizedAsTheirCertificatesPrincipal(t *testing.T) {
 	screenRequests(t, g, replies, readerA, []remoteRequest{{"sessions", app(inA), errs.PermissionDeniedCode}})
 }
 
-// Until the node's identities are in place, a peer with a certificate is
-// refused UNAVAILABLE: it might name a principal.
+// Until the node's identities are in place, a peer whose certificate
+// names a principal is refused UNAVAILABLE; a member's goes through.
 func TestRemotePeersWaitForTheIdentities(t *testing.T) {
 	g, replies := newTestGuard()
-	g.authRequired = true
-	screenRequests(t, g, replies, &x509.Certificate{DNSNames: []string{"x.example"}}, []remoteRequest{
-		{"sessions", &sessionv1.GetSessionRequest{SessionId: ids.New()}, errs.UnavailableCode},
-	})
+	var err error
+	if g.pending, err = parseIdentities([]byte(`{"principals":[{"name":"x","dns_sans":["x.example"]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	get := &sessionv1.GetSessionRequest{SessionId: ids.New()}
+	screenRequests(t, g, replies, &x509.Certificate{DNSNames: []string{"x.example"}}, []remoteRequest{{"sessions", get, errs.UnavailableCode}})
+	screenRequests(t, g, replies, &x509.Certificate{DNSNames: []string{"node-2.example"}}, []remoteRequest{{"sessions", get, 0}})
 }
 
 func mustURL(t *testing.T, s string) *url.URL {
@@ -158,4 +162,43 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// A principal peer's requests carry its name in the header the owners'
+// audit entries read (principal.Header), over any name the peer wrote
+// there; a node of the deployment's header is its own (a member forwards
+// the principal it authenticated).
+func TestRemotePeersCannotNameAnotherPrincipal(t *testing.T) {
+	idents, err := parseIdentities([]byte(`{"principals":[
+		{"name":"writer-a","dns_sans":["writer-a.example"],"grants":[{"namespace":"*","role":"writer"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := &authorizer{rules: apiRules(), sessionNamespace: func(context.Context, string) (string, error) { return "a", nil }}
+	auth := newAuthenticatorWith(idents, nil, newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g, _ := newTestGuard()
+	g.authz.p.Store(newRemoteAuthz(auth, z))
+	headerOf := func(cert *x509.Certificate, forged map[string]string) string {
+		t.Helper()
+		b := &remote.MessageBatch{TypeNames: []string{"agentstate.session.v1.CreateSessionRequest"},
+			Targets: []*actor.PID{{Address: nodeAddr, Id: "sessions"}}, Senders: []*actor.PID{{Address: peerAddr, Id: "future$a"}},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0, Sender: 1,
+				MessageData:   mustMarshal(t, &sessionv1.CreateSessionRequest{Namespace: "a", ActorName: "x"}),
+				MessageHeader: &remote.MessageHeader{HeaderData: forged}}}}
+		if err := g.screenAs(context.Background(), b, peerAddr, cert); err != nil || len(b.Envelopes) != 1 {
+			t.Fatalf("screen: %v, %d delivered", err, len(b.Envelopes))
+		}
+		return b.Envelopes[0].GetMessageHeader().GetHeaderData()[principal.Header]
+	}
+	writerA := &x509.Certificate{DNSNames: []string{"writer-a.example"}}
+	if got := headerOf(writerA, map[string]string{principal.Header: "root"}); got != "writer-a" {
+		t.Errorf("a principal peer's forged header reached the owner as %q, want writer-a", got)
+	}
+	if got := headerOf(writerA, nil); got != "writer-a" {
+		t.Errorf("a principal peer's request names %q, want writer-a", got)
+	}
+	node := &x509.Certificate{DNSNames: []string{"node-2.example"}}
+	if got := headerOf(node, map[string]string{principal.Header: "alice"}); got != "alice" {
+		t.Errorf("a member's forwarded principal reached the owner as %q, want alice", got)
+	}
 }

@@ -30,9 +30,10 @@ type remoteOptions struct {
 	MaxRecvBytes  int
 	// Exposed are the actor ids peers may address.
 	Exposed []string
-	// Authenticated: the node has identities, and authorizes peers whose
-	// certificates name a principal (remoteEndpoint.authorize).
-	Authenticated bool
+	// Identities are the node's, as loaded at start: until the gRPC API
+	// that owns them authorizes the endpoint (remoteAuthz), a peer whose
+	// certificate names one of their principals is refused.
+	Identities *identities
 }
 
 // The record of a cluster member's requests (sentRequests) keeps each for
@@ -87,15 +88,15 @@ func guardedRemoteConfig(sys *actor.ActorSystem, opt remoteOptions, cluster bool
 		exposed[id] = true
 	}
 	guard := &remoteGuard{
-		exposed:      exposed,
-		localAddr:    func() string { return sys.ProcessRegistry.Address },
-		reply:        func(to *actor.PID, msg proto.Message) { sys.Root.Send(to, msg) },
-		cluster:      cluster,
-		m:            m,
-		authRequired: opt.Authenticated,
-		log:          log,
-		drops:        newWarnLimiter(log, "remote: dropped a message", warnWindow, warnBurst),
-		closes:       newWarnLimiter(log, "remote: closed a stream", warnWindow, warnBurst),
+		exposed:   exposed,
+		localAddr: func() string { return sys.ProcessRegistry.Address },
+		reply:     func(to *actor.PID, msg proto.Message) { sys.Root.Send(to, msg) },
+		cluster:   cluster,
+		m:         m,
+		pending:   opt.Identities,
+		log:       log,
+		drops:     newWarnLimiter(log, "remote: dropped a message", warnWindow, warnBurst),
+		closes:    newWarnLimiter(log, "remote: closed a stream", warnWindow, warnBurst),
 	}
 	if cluster {
 		guard.sent = newSentRequests(sentRequestsKeep, sentRequestsMax)

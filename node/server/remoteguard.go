@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
@@ -91,9 +92,9 @@ type remoteGuard struct {
 	// authz decides each request as the principal of its peer's
 	// certificate, once the node has identities (remoteauthz.go).
 	authz remoteAuthzSlot
-	// authRequired: the node has identities; until authz is set, a peer
-	// with a certificate is refused (it might name a principal).
-	authRequired bool
+	// pending are the node's identities until authz is set: a peer whose
+	// certificate names a principal is refused meanwhile.
+	pending *identities
 }
 
 // typePrefix is the protobuf package prefix of every message a peer may
@@ -233,6 +234,7 @@ func (g *remoteGuard) screenAs(ctx context.Context, b *remote.MessageBatch, peer
 			g.answer(b, env, answer)
 			continue
 		}
+		g.stampPrincipal(env, cert)
 		kept = append(kept, env)
 	}
 	// Clear the tail so dropped envelopes are not reachable from b.
@@ -241,6 +243,27 @@ func (g *remoteGuard) screenAs(ctx context.Context, b *remote.MessageBatch, peer
 	}
 	b.Envelopes = kept
 	return nil
+}
+
+// stampPrincipal names, in env's header, the principal the peer's
+// certificate names, over whatever the peer wrote there: the audit entries
+// the request causes name it (principal.Header), and a principal cannot
+// pass for another. A peer naming none is a node of the deployment,
+// trusted as the node: a member forwarding a request names the principal
+// that member authenticated.
+func (g *remoteGuard) stampPrincipal(env *remote.MessageEnvelope, cert *x509.Certificate) {
+	ra := g.authz.p.Load()
+	if ra == nil {
+		return
+	}
+	p := ra.principal(cert)
+	if p == nil {
+		return
+	}
+	if env.MessageHeader == nil || env.MessageHeader.HeaderData == nil {
+		env.MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{}}
+	}
+	env.MessageHeader.HeaderData[principal.Header] = p.Name
 }
 
 // drop counts and logs (rate-limited) an envelope that is not delivered.
@@ -290,7 +313,7 @@ func (g *remoteGuard) refuse(ctx context.Context, cert *x509.Certificate, typeNa
 func (g *remoteGuard) authorize(ctx context.Context, cert *x509.Certificate, typeName string, data []byte) (reason string, answer error) {
 	ra := g.authz.p.Load()
 	if ra == nil {
-		if g.authRequired && cert != nil {
+		if g.pending != nil && cert != nil && g.pending.byCert(cert) != nil {
 			return "auth_pending", errs.Unavailable("the node is starting: its identities are not loaded yet")
 		}
 		return "", nil

@@ -208,6 +208,13 @@ UPDATE audit_log a SET namespace = COALESCE(
 CREATE INDEX audit_by_principal ON audit_log (principal, position) WHERE principal <> '';
 CREATE INDEX audit_by_namespace ON audit_log (namespace, position);
 `,
+	// (issue 28, after the audit migration above) The namespace index
+	// holds only entries outside the default namespace; as the SQLite
+	// store's migration after its audit one.
+	`
+DROP INDEX audit_by_namespace;
+CREATE INDEX audit_by_namespace ON audit_log (namespace, position) WHERE namespace <> 'local';
+`,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

@@ -277,4 +277,10 @@ func TestMigrationKeepsAnOldAuditChainVerifiable(t *testing.T) {
 	if got[0].Hash != old[0].Hash || got[1].Hash != old[1].Hash {
 		t.Fatal("the migration changed an old entry's hash")
 	}
+	// A principal written into an old entry afterwards breaks its link.
+	forged := got[0]
+	forged.Principal = "mallory"
+	if persistence.AuditHash("", forged) == old[0].Hash {
+		t.Fatal("a principal added to an old entry keeps its hash")
+	}
 }

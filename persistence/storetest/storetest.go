@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"plans", planCases},
 		{"audit", auditCases},
 		{"audit ids", clientAuditCases},
+		{"audit principals", auditPrincipalCases},
 		{"batch", batchCases},
 		{"pool", poolCases},
 		{"reader", readerCases},
