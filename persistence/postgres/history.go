@@ -37,12 +37,12 @@ func (d suffixDialect) MessagesFrom(id string, from, to int64) ([]*sessionv1.Mes
 	var out []*sessionv1.Message
 	var role, created, event int64
 	m := &sessionv1.Message{}
-	err := d.a.forEachRow(`SELECT sequence, message_id, role, content, metadata_json, created_at, event_at
+	err := d.a.forEachRow(`SELECT sequence, message_id, role, content, metadata_json, created_at, event_at, item_key, kind
 		FROM session_messages WHERE session_id = $1 AND sequence >= $2 AND sequence < $3 ORDER BY sequence`,
-		[]any{id, from, to}, []any{&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event}, func() error {
+		[]any{id, from, to}, []any{&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event, &m.ItemKey, &m.Kind}, func() error {
 			out = append(out, &sessionv1.Message{SessionId: id, MessageId: m.MessageId, Sequence: m.Sequence,
 				Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson,
-				CreatedAt: persistence.Stamp(created), EventTime: persistence.Stamp(event)})
+				CreatedAt: persistence.Stamp(created), EventTime: persistence.Stamp(event), ItemKey: m.ItemKey, Kind: m.Kind})
 			return nil
 		})
 	return out, err

@@ -30,7 +30,7 @@ func (d suffixDialect) SuffixHead(id string) (next, first int64, closed bool, er
 }
 
 func (d suffixDialect) MessagesFrom(id string, from, to int64) ([]*sessionv1.Message, error) {
-	rows, err := d.a.tx.QueryContext(d.a.ctx, `SELECT 0, sequence, message_id, role, content, metadata_json, created_at, event_at
+	rows, err := d.a.tx.QueryContext(d.a.ctx, `SELECT 0, `+pageColumns+`
 		FROM session_messages WHERE session_id = ? AND sequence >= ? AND sequence < ? ORDER BY sequence`, id, from, to)
 	return page(rows, err, id, false)
 }
