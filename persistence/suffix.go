@@ -67,8 +67,11 @@ type SuffixResult struct {
 	// Removed are the removed messages, in sequence order (none for a
 	// duplicate).
 	Removed []*sessionv1.Message
-	// Messages are the stored messages of Turn, in its order.
+	// Messages are the stored messages of Turn, in its order; Kept[i]
+	// (nil = all false) says Messages[i] is a stored message that held
+	// the new one's item key (KEY_CONFLICT_KEEP_STORED).
 	Messages     []*sessionv1.Message
+	Kept         []bool
 	NextSequence int64
 	// State is the session's state after the command; "" when unchanged.
 	State     string
@@ -216,7 +219,7 @@ func ApplyReplaceSuffix(c *ReplaceSuffix, d SuffixDialect) (Result, error) {
 			}
 			return Result{}, tr.Err
 		}
-		out.Messages, out.NextSequence, out.State = a.Turns[0].Messages, a.NextSequence, a.State
+		out.Messages, out.Kept, out.NextSequence, out.State = a.Turns[0].Messages, a.Turns[0].Kept, a.NextSequence, a.State
 	}
 	if err := d.Audit(c.Audit); err != nil {
 		return Result{}, err

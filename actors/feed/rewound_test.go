@@ -208,3 +208,28 @@ func TestSessionTailFollowsRacingReplacements(t *testing.T) {
 		})
 	}
 }
+
+// A group's delete ends the tails of its sessions with REASON_DELETED.
+func TestSessionTailEndsOnGroupDelete(t *testing.T) {
+	e := newEnv(t, feed.Config{}, false)
+	r, err := e.node.Sessions().Create(e.ctx, &sessionv1.CreateSessionRequest{ActorName: "g", ClientKey: "grp/1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.GetSession().GetSessionId()
+	e.appendN(id, 2)
+	tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Close()
+	var v sessionView
+	readSession(t, tail, &v, 2)
+	if _, err := e.node.Sessions().DeleteSessions(e.ctx, &sessionv1.DeleteSessionsRequest{ClientKeyPrefix: "grp/"}); err != nil {
+		t.Fatal(err)
+	}
+	readToEnd(t, tail, &v)
+	if v.ended != feedv1.SessionEnded_REASON_DELETED {
+		t.Fatalf("ended %v, want deleted", v.ended)
+	}
+}

@@ -140,7 +140,7 @@ func replaceResponse(m *sessionv1.ReplaceSuffixRequest, sr persistence.SuffixRes
 		Messages: make([]*sessionv1.AppendedMessage, len(sr.Messages))}
 	for i, s := range sr.Messages {
 		out.Messages[i] = &sessionv1.AppendedMessage{MessageId: s.GetMessageId(), Sequence: s.GetSequence(),
-			CreatedAt: timestamppb.New(s.GetCreatedAt().AsTime())}
+			CreatedAt: timestamppb.New(s.GetCreatedAt().AsTime()), Kept: sr.Kept != nil && sr.Kept[i]}
 	}
 	return out
 }

@@ -130,7 +130,7 @@ func TestCrashLoop(t *testing.T) {
 		t.Errorf("%d kills delivered, want %d", r.Kills, *flagKills)
 	}
 	if r.AppendsAcked == 0 || r.BatchAcked == 0 || r.PlanErrorsAcked == 0 || r.AuditAcked == 0 || r.Replays == 0 ||
-		r.KeyedAcked == 0 || r.KeyedKept == 0 {
+		r.KeyedAcked == 0 || r.KeyedKept == 0 || r.SuffixReplaced == 0 {
 		t.Errorf("the load did not exercise every operation: %s", r.String())
 	}
 	if err := r.Err(); err != nil {

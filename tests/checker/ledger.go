@@ -111,6 +111,8 @@ type Ledger struct {
 	ackedPrefix map[string]int64
 	// keyed: the keyed batches (keyed.go).
 	keyed keyedLedger
+	// suffix: the suffix replacements (suffix.go).
+	suffix suffixLedger
 }
 
 // NewLedger returns an empty ledger.

@@ -38,6 +38,9 @@ type LoadConfig struct {
 	// (keyed.go) to one of KeyedSessions sessions of their own. Negative
 	// means never. [5, 2]
 	KeyedEvery, KeyedSessions int
+	// Every n-th operation of a client replaces the newest messages of a
+	// session of its own (suffix.go). Negative means never. [19]
+	SuffixEvery int
 	// Every n-th client (client ids 0, n, 2n, ...) appends through the
 	// AppendBatches stream of its connection (nodeclient.BatchClient,
 	// shared with the other such clients), the others with unary Append.
@@ -76,6 +79,7 @@ func (c LoadConfig) withDefaults() LoadConfig {
 	def(&c.BatchEvery, 2)
 	def(&c.KeyedEvery, 5)
 	def(&c.KeyedSessions, 2)
+	def(&c.SuffixEvery, 19)
 	if c.Namespace == "" {
 		c.Namespace = "checker"
 	}
@@ -103,6 +107,7 @@ type Load struct {
 
 	sessionIDs []string // set by Setup, read-only after
 	keyedIDs   []string // the keyed batches' sessions (keyed.go), likewise
+	suffixIDs  []string // the replacements' sessions, one per client (suffix.go), likewise
 	planIDs    []string
 
 	acked        atomic.Int64 // operations acknowledged
@@ -182,7 +187,12 @@ func (ld *Load) Setup(ctx context.Context) error {
 		ld.sessionIDs = append(ld.sessionIDs, req.SessionId)
 	}
 	if ld.cfg.KeyedEvery > 0 {
-		return ld.setupKeyed(ctx)
+		if err := ld.setupKeyed(ctx); err != nil {
+			return err
+		}
+	}
+	if ld.cfg.SuffixEvery > 0 {
+		return ld.setupSuffix(ctx)
 	}
 	return nil
 }
@@ -394,6 +404,8 @@ func (ld *Load) client(ctx context.Context, i int, stop <-chan struct{}) error {
 			err = c.truncate(ctx, n)
 		case every(ld.cfg.KeyedEvery) && len(ld.keyedIDs) > 0:
 			err = c.keyed(ctx, n)
+		case every(ld.cfg.SuffixEvery) && len(ld.suffixIDs) > 0:
+			err = c.replaceSuffix(ctx, n)
 		default:
 			err = c.append(ctx, n)
 		}

@@ -28,6 +28,11 @@ type client struct {
 	lastSeq map[string]int64
 	// batch: appends go over AppendBatches (see LoadConfig.BatchEvery).
 	batch bool
+	// suffixHistory: the client's replacement session as acknowledged;
+	// suffixDone once a replacement there was refused for good
+	// (suffix.go).
+	suffixHistory []string
+	suffixDone    bool
 }
 
 // probeEventType is the type of the load's audit entries: the node only

@@ -36,6 +36,9 @@ func Observe(ctx context.Context, conn grpc.ClientConnInterface, l *Ledger) (*Ob
 	if err := observeKeyed(ctx, sessions, l, o); err != nil {
 		return nil, err
 	}
+	if err := observeSuffix(ctx, sessions, l, o); err != nil {
+		return nil, err
+	}
 	plans := planv1.NewPlanServiceClient(conn)
 	for _, pid := range l.Plans() {
 		recs, err := readPlan(ctx, plans, pid)

@@ -31,6 +31,8 @@ type Observed struct {
 	// Keyed maps each keyed batches' session to its messages (keyed.go);
 	// a missing key means Get answered NOT_FOUND.
 	Keyed map[string][]*sessionv1.Message
+	// Suffix maps each replacements' session to its messages (suffix.go).
+	Suffix map[string][]*sessionv1.Message
 }
 
 // SessionView is one session as read: Get, then ListMessages paged from 0.
@@ -106,6 +108,9 @@ type Report struct {
 	// their messages answered as kept (a stored one held the key), and
 	// the keyed sessions' messages stored (keyed.go).
 	KeyedAcked, KeyedKept, KeyedStored int
+	// SuffixReplaced, SuffixRemoved: replacements acknowledged and the
+	// messages they removed, legitimately gone (suffix.go).
+	SuffixReplaced, SuffixRemoved int
 
 	// Problems describes the first violations found.
 	Problems []string
@@ -136,10 +141,10 @@ func (r *Report) Err() error {
 func (r *Report) String() string {
 	return fmt.Sprintf("sessions=%d appends_acked=%d batch_acked=%d messages_acked=%d replays=%d retried_stored=%d messages_stored=%d "+
 		"plan_errors_acked=%d plan_records=%d audit_acked=%d audit_retried_stored=%d audit_verified=%d kills=%d attempts=%d failed_attempts=%d maybe_applied=%d | "+
-		"truncated=%d keyed_acked=%d keyed_kept=%d keyed_stored=%d | lost=%d dup_appends=%d dup_plan_records=%d dup_audit=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d false_unavailable=%d rejected=%d state_differs=%d leaked=%d",
+		"truncated=%d keyed_acked=%d keyed_kept=%d keyed_stored=%d suffix_replaced=%d suffix_removed=%d | lost=%d dup_appends=%d dup_plan_records=%d dup_audit=%d gaps=%d changed=%d reordered=%d phantom=%d bad_acks=%d chain_broken=%d false_unavailable=%d rejected=%d state_differs=%d leaked=%d",
 		r.Sessions, r.AppendsAcked, r.BatchAcked, r.MessagesAcked, r.Replays, r.RetriedStored, r.MessagesStored,
 		r.PlanErrorsAcked, r.PlanRecords, r.AuditAcked, r.AuditRetriedStored, r.AuditChecked, r.Kills, r.Attempts, r.Failed, r.MaybeApplied,
-		r.Truncated, r.KeyedAcked, r.KeyedKept, r.KeyedStored, r.Lost, r.DupAppends, r.DupPlanRecords, r.DupAudit, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.FalseUnavailable, r.Rejected, r.StateDiffers, r.Leaked)
+		r.Truncated, r.KeyedAcked, r.KeyedKept, r.KeyedStored, r.SuffixReplaced, r.SuffixRemoved, r.Lost, r.DupAppends, r.DupPlanRecords, r.DupAudit, r.Gaps, r.Changed, r.Reordered, r.Phantom, r.BadAcks, r.ChainBroken, r.FalseUnavailable, r.Rejected, r.StateDiffers, r.Leaked)
 }
 
 func (r *Report) problem(counter *int, format string, args ...any) {
@@ -168,6 +173,7 @@ func Check(l *Ledger, o *Observed) Report {
 	checkPlans(l, o, &r)
 	checkAudit(l, o, &r)
 	checkKeyed(l, o, &r)
+	checkSuffix(l, o, &r)
 	for _, p := range l.falseUnavailable {
 		r.problem(&r.FalseUnavailable, "%s", p)
 	}

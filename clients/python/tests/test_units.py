@@ -339,3 +339,21 @@ class AuditFilterTest(unittest.TestCase):
         f = audit_filter(actor_name="bot", principal="alice", namespace="team-a")
         self.assertEqual((f.actor_name, f.principal, f.namespace), ("bot", "alice", "team-a"))
         self.assertEqual(audit_filter().principal, "")
+
+
+class TailCursorTest(unittest.TestCase):
+    """A tail's cursor follows messages, truncations and rewinds."""
+
+    def test_rewound_moves_the_cursor_back_to_the_cut(self) -> None:
+        from agentstate.feed.v1 import feed_pb2
+        from agentstate.tail import _Cursor
+
+        cur = _Cursor("s", 0, False, RetryPolicy())
+        for seq in range(5):
+            cur.see(feed_pb2.SessionEvent(message=session_pb2.Message(sequence=seq)))
+        self.assertEqual(cur.next_sequence, 5)
+        cur.see(feed_pb2.SessionEvent(rewound=feed_pb2.Rewound(from_sequence=3, previous_next_sequence=5)))
+        self.assertEqual(cur.next_sequence, 3)
+        self.assertEqual(cur.request().from_sequence, 3)
+        cur.see(feed_pb2.SessionEvent(message=session_pb2.Message(sequence=3)))
+        self.assertEqual(cur.next_sequence, 4)

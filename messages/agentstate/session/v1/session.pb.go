@@ -4082,10 +4082,18 @@ func (x *ListItemsResponse) GetNextCursorSequence() int64 {
 // messages. Tails and the change feed report the rewind as an event of its
 // own; the audit trail records it. A removed message's id may be used again
 // only by a message with the same content, so a retried replacement is a
-// no-op (duplicate = true). A closed session refuses it.
+// no-op (duplicate = true): the store answers a replacement whose messages
+// the session already ends with, from its cut on, as a duplicate. A
+// replacement that stores no message cannot be told from a stale one: its
+// retry after a lost answer is FAILED_PRECONDITION with a SequenceMismatch
+// naming where the session stands. At most 1,000 messages (3 MiB of
+// content and metadata) are removed at once, else FAILED_PRECONDITION. A
+// closed session refuses it.
 type ReplaceSuffixRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Required: one of the two.
+	//
 	// Types that are valid to be assigned to From:
 	//
 	//	*ReplaceSuffixRequest_FromSequence

@@ -1929,7 +1929,13 @@ export const ListItemsResponseSchema: GenMessage<ListItemsResponse> = /*@__PURE_
  * messages. Tails and the change feed report the rewind as an event of its
  * own; the audit trail records it. A removed message's id may be used again
  * only by a message with the same content, so a retried replacement is a
- * no-op (duplicate = true). A closed session refuses it.
+ * no-op (duplicate = true): the store answers a replacement whose messages
+ * the session already ends with, from its cut on, as a duplicate. A
+ * replacement that stores no message cannot be told from a stale one: its
+ * retry after a lost answer is FAILED_PRECONDITION with a SequenceMismatch
+ * naming where the session stands. At most 1,000 messages (3 MiB of
+ * content and metadata) are removed at once, else FAILED_PRECONDITION. A
+ * closed session refuses it.
  *
  * @generated from message agentstate.session.v1.ReplaceSuffixRequest
  */
@@ -1940,6 +1946,8 @@ export type ReplaceSuffixRequest = Message$1<"agentstate.session.v1.ReplaceSuffi
   sessionId: string;
 
   /**
+   * Required: one of the two.
+   *
    * @generated from oneof agentstate.session.v1.ReplaceSuffixRequest.from
    */
   from: {
