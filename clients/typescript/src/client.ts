@@ -24,7 +24,8 @@ import type {
 import { AppendRequestSchema, CreateSessionRequestSchema, Role, SessionService } from "./gen/agentstate/session/v1/session_pb.js";
 import { BatchAppender } from "./batch.js";
 import { Internal, InvalidArgument, forWrite, fromError } from "./errors.js";
-import { DEFAULT_RETRY, errorsAndRetries, withRetries } from "./retry.js";
+import { DEFAULT_RETRY, errorsAndRetries, isRead, withRetries } from "./retry.js";
+import { leanReads } from "./unary.js";
 import type { RetryPolicy } from "./retry.js";
 import { ChangesTail, SessionTail } from "./tail.js";
 import type { TailChangesOptions, TailSessionOptions } from "./tail.js";
@@ -113,7 +114,14 @@ export class AgentStateClient {
     const outer = [...(opts.interceptors ?? []), ...auth];
     const transport = (interceptors: Interceptor[]): Transport =>
       createGrpcTransport({ baseUrl, sessionManager: this.sessions, interceptors });
-    const typed = transport([...outer, errorsAndRetries(this.retry)]);
+    let typed = transport([...outer, errorsAndRetries(this.retry)]);
+    // Reads skip Connect's per-call machinery unless the caller's own
+    // interceptors must see every call.
+    if (opts.interceptors === undefined || opts.interceptors.length === 0) {
+      const headers: Record<string, string> = { "user-agent": "agentstate-ts" };
+      if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token.trim()}`;
+      typed = leanReads(typed, this.sessions, headers, this.retry, isRead);
+    }
     this.session = connectClient(SessionService, typed);
     this.plan = connectClient(PlanService, typed);
     this.audit = connectClient(AuditService, typed);

@@ -99,6 +99,11 @@ const READS = new Set([
   "agentstate.feed.v1.FeedService/TailChanges",
 ]);
 
+/** Whether the method (service type name, method name) changes nothing. */
+export function isRead(typeName: string, method: string): boolean {
+  return READS.has(`${typeName}/${method}`);
+}
+
 function fullName(req: { service: { typeName: string }; method: { name: string } }): string {
   return `${req.service.typeName}/${req.method.name}`;
 }
