@@ -81,7 +81,7 @@ func (l *Ledger) SuffixSessions() []string {
 func (ld *Load) setupSuffix(ctx context.Context) error {
 	at := 0
 	for range ld.cfg.Clients {
-		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker-suffix", Namespace: "checker"}
+		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker-suffix", Namespace: ld.cfg.Namespace}
 		err := ld.call(ctx, "create suffix session", &at, true, nil, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 			_, err := ld.targets[conn].sessions.Create(ctx, req, ready)
 			return err
