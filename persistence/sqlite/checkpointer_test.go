@@ -160,17 +160,32 @@ func TestCheckpointerRestartsAfterHeldReader(t *testing.T) {
 		}
 		seq += 4
 	}
-	write()
-	tx, err := s.rdb.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
+	// The snapshot must need WAL frames: a reader that starts when the
+	// checkpointer has copied every frame reads the database file alone,
+	// and SQLite may then restart the WAL under it. The copied count is
+	// read after the snapshot began; nothing writes in between and it only
+	// grows, so copied < log then means frames were uncopied when it began.
+	var tx *sql.Tx
+	for try := 0; ; try++ {
+		if try == 200 {
+			t.Fatalf("the checkpointer copied every frame before each of %d snapshots", try)
+		}
+		write()
+		var err error
+		if tx, err = s.rdb.BeginTx(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM session_messages`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if log, copied := state(); copied < log {
+			break
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var n int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM session_messages`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	// The snapshot was taken after a commit: the WAL is not empty, and a
-	// restart now would have to drop frames the reader may read.
 	last := frames()
 	for i := 0; i < 100; i++ {
 		write()
