@@ -69,7 +69,14 @@ func startEtcdMember(sys *actor.ActorSystem, cfg MemberConfig, router *Router) (
 	m.etcd.repair = &watchRepair{client: client, prefix: cfg.Etcd.Prefix + "/" + cfg.Name + "/", selfKey: m.etcd.key,
 		has: func(addr string) bool { return m.topo.load().has(addr) }, log: log, missing: map[string]*missingMember{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	m.stopEtcd = cancel
+	reaper := newPeerReaper(client, cfg.Etcd.Prefix+"/"+cfg.Name+"/", func() bool { return m.etcd.Problem() == "" },
+		func(addr string) bool { t := m.topo.load(); return t != nil && t.has(addr) && addr != m.Address() }, log)
+	sub := sys.EventStream.Subscribe(func(ev any) { reaper.event(ctx, ev) })
+	m.stopEtcd = func() {
+		cancel()
+		sys.EventStream.Unsubscribe(sub)
+		reaper.wait()
+	}
 	m.etcd.check(ctx) // registered by StartMember: ready at once
 	go m.etcd.run(ctx)
 	return m, nil
