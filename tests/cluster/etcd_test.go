@@ -105,7 +105,7 @@ func TestClusterEtcdMembership(t *testing.T) {
 		} else if err := dead.Kill(); err != nil {
 			abort("SIGKILL member %d: %v", slices.Index(ms, dead), err)
 		}
-		took, err := served.probe(ctx, t0, live, ledger, sessions)
+		took, err := served.probe(ctx, t0, live, ledger, "", sessions)
 		if exited != nil {
 			if err := <-exited; err != nil {
 				abort("SIGTERM member %d: %v", slices.Index(ms, dead), err)
@@ -139,7 +139,7 @@ func TestClusterEtcdMembership(t *testing.T) {
 	t.Logf("%s\nfailures: %s\n%s\nload's failover: %d outages p50=%v max=%v open=%d", &r, checker.FormatFailures(load.Failures()),
 		served, st.N, st.P50.Round(time.Millisecond), st.Max.Round(time.Millisecond), st.Open)
 	if err := r.Err(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, strings.Join(r.Problems, "\n"))
 	}
 	if _, _, p99, _ := served.stats(); p99 > servedBound {
 		t.Errorf("sessions served again after a member's death: p99 %v, want at most %v", p99.Round(time.Millisecond), servedBound)

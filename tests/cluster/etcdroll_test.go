@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,7 +78,7 @@ func TestClusterEtcdRollingRestart(t *testing.T) {
 		others := append(append([]*member(nil), ms[:i]...), ms[i+1:]...)
 		t0 := time.Now()
 		exited := stopAsync(m)
-		took, err := left.probe(ctx, t0, others, ledger, sessions)
+		took, err := left.probe(ctx, t0, others, ledger, "tenant", sessions)
 		if err := <-exited; err != nil {
 			abort("SIGTERM member %d: %v", i, err)
 		}
@@ -90,7 +91,7 @@ func TestClusterEtcdRollingRestart(t *testing.T) {
 		}
 		waitAllMembers(t, ctx, ms)
 		back := time.Since(t1)
-		took2, err := rejoined.probe(ctx, time.Now(), ms, ledger, sessions)
+		took2, err := rejoined.probe(ctx, time.Now(), ms, ledger, "tenant", sessions)
 		if err != nil {
 			abort("after member %d rejoined: %v", i, err)
 		}
@@ -112,7 +113,7 @@ func TestClusterEtcdRollingRestart(t *testing.T) {
 	load.Fill(&r)
 	t.Logf("%s\nfailures: %s\nleaves: %s\nrejoins: %s", &r, checker.FormatFailures(load.Failures()), left, rejoined)
 	if err := r.Err(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, strings.Join(r.Problems, "\n"))
 	}
 	if r.AppendsAcked == 0 || r.PlanErrorsAcked == 0 || r.AuditAcked == 0 {
 		t.Errorf("the load did not exercise appends, plan records and audited writes: %s", &r)

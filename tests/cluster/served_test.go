@@ -37,7 +37,8 @@ type served struct {
 	samples []time.Duration
 }
 
-// probe appends one message to every session right after a member died at
+// probe appends one message to every session (of namespace; "" for the
+// load's default) right after a member died at
 // t0, through the live members in turn (the next one after a failed
 // attempt), and records for each session how long after t0 it was
 // acknowledged. It is the test's own client, not the load's: the load's
@@ -45,7 +46,7 @@ type served struct {
 // death measures their sampling as well as the cluster. A failed attempt is
 // retried 20 ms later (pacing, so that an UNAVAILABLE answered at once does
 // not spin); each attempt is recorded in the ledger like the load's.
-func (s *served) probe(ctx context.Context, t0 time.Time, live []*member, ledger *checker.Ledger, sessions []string) (time.Duration, error) {
+func (s *served) probe(ctx context.Context, t0 time.Time, live []*member, ledger *checker.Ledger, namespace string, sessions []string) (time.Duration, error) {
 	ctx, cancel := context.WithDeadline(ctx, t0.Add(probeGiveUp))
 	defer cancel()
 	took := make([]time.Duration, len(sessions))
@@ -55,7 +56,7 @@ func (s *served) probe(ctx context.Context, t0 time.Time, live []*member, ledger
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			took[i], errs[i] = probeOne(ctx, t0, live, ledger, sid, i)
+			took[i], errs[i] = probeOne(ctx, t0, live, ledger, checker.Turn{Session: sid, Namespace: namespace}, i)
 		}()
 	}
 	wg.Wait()
@@ -70,9 +71,12 @@ func (s *served) probe(ctx context.Context, t0 time.Time, live []*member, ledger
 	return slices.Max(took), nil
 }
 
-func probeOne(ctx context.Context, t0 time.Time, live []*member, ledger *checker.Ledger, sid string, at int) (time.Duration, error) {
+// probeOne sends tr (its session and namespace; the message is made here)
+// until acknowledged.
+func probeOne(ctx context.Context, t0 time.Time, live []*member, ledger *checker.Ledger, tr checker.Turn, at int) (time.Duration, error) {
 	id := ids.New()
-	tr := checker.Turn{Session: sid, Messages: []checker.Msg{{ID: id, Role: sessionv1.Role_ROLE_USER, Content: "probe " + id}}}
+	sid := tr.Session
+	tr.Messages = []checker.Msg{{ID: id, Role: sessionv1.Role_ROLE_USER, Content: "probe " + id}}
 	var failed []codes.Code
 	var last error
 	for ctx.Err() == nil {
