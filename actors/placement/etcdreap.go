@@ -21,7 +21,10 @@ import (
 // notices. Its sessions go unserved all that time.
 //
 // A member whose remote connection to a peer breaks (EndpointTerminatedEvent)
-// probes the peer's remote port; when the port refuses the connection
+// probes the peer's remote port at once, and every reapSweep it probes every
+// peer of its topology (a connection exists only to peers it sent to: one
+// that just joined, or that no request went to, breaks none); when the
+// port refuses the connection
 // reapProbes times in a row, no process listens there any more — the peer
 // is gone, not merely unreachable — and its registration is deleted from
 // etcd. The provider's watch on every member then reports the departure at
@@ -43,12 +46,14 @@ type peerReaper struct {
 	prefix  string                 // PREFIX/CLUSTER/
 	healthy func() bool            // this member's own registration is confirmed
 	has     func(addr string) bool // the topology holds addr
+	peers   func() []string        // the topology's other members
 	dial    func(ctx context.Context, addr string) error
 	log     *slog.Logger
 
-	mu   sync.Mutex
-	busy map[string]bool // addresses being probed
-	wg   sync.WaitGroup
+	mu     sync.Mutex
+	busy   map[string]bool // addresses being probed
+	closed bool            // wait was called: no more reaps start
+	wg     sync.WaitGroup
 }
 
 const (
@@ -56,10 +61,14 @@ const (
 	reapProbeGap = 50 * time.Millisecond  // between them
 	reapDial     = 500 * time.Millisecond // a probe's connect timeout
 	reapTimeout  = 3 * time.Second        // a whole reap, etcd included
+	// reapSweep is how often every peer is probed: a refused connection
+	// costs its peer nothing (nothing listens); an accepted one is closed
+	// before anything is sent, which the gRPC server drops silently.
+	reapSweep = 250 * time.Millisecond
 )
 
-func newPeerReaper(kv clientv3.KV, prefix string, healthy func() bool, has func(string) bool, log *slog.Logger) *peerReaper {
-	return &peerReaper{kv: kv, prefix: prefix, healthy: healthy, has: has, log: log, busy: map[string]bool{},
+func newPeerReaper(kv clientv3.KV, prefix string, healthy func() bool, has func(string) bool, peers func() []string, log *slog.Logger) *peerReaper {
+	return &peerReaper{kv: kv, prefix: prefix, healthy: healthy, has: has, peers: peers, log: log, busy: map[string]bool{},
 		dial: func(ctx context.Context, addr string) error {
 			c, err := (&net.Dialer{Timeout: reapDial}).DialContext(ctx, "tcp", addr)
 			if err == nil {
@@ -70,28 +79,51 @@ func newPeerReaper(kv clientv3.KV, prefix string, healthy func() bool, has func(
 }
 
 // event is the reaper's event-stream subscriber: a broken connection to a
-// member of the topology starts one reap of its address (none while one
-// runs). ctx ends the reaps when the member leaves.
+// member of the topology starts a reap of its address. ctx ends the reaps
+// when the member leaves.
 func (r *peerReaper) event(ctx context.Context, ev any) {
-	e, ok := ev.(*remote.EndpointTerminatedEvent)
-	if !ok || !r.has(e.Address) || ctx.Err() != nil {
+	if e, ok := ev.(*remote.EndpointTerminatedEvent); ok {
+		r.start(ctx, e.Address)
+	}
+}
+
+// run starts a reap of every peer each reapSweep until ctx ends.
+func (r *peerReaper) run(ctx context.Context) {
+	t := time.NewTicker(reapSweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, addr := range r.peers() {
+			r.start(ctx, addr)
+		}
+	}
+}
+
+// start reaps addr in the background if it is a member of the topology
+// and no reap of it runs.
+func (r *peerReaper) start(ctx context.Context, addr string) {
+	if !r.has(addr) || ctx.Err() != nil {
 		return
 	}
 	r.mu.Lock()
-	if r.busy[e.Address] {
+	if r.busy[addr] || r.closed {
 		r.mu.Unlock()
 		return
 	}
-	r.busy[e.Address] = true
-	r.mu.Unlock()
+	r.busy[addr] = true
 	r.wg.Add(1)
+	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
 		ctx, cancel := context.WithTimeout(ctx, reapTimeout)
 		defer cancel()
-		r.reap(ctx, e.Address)
+		r.reap(ctx, addr)
 		r.mu.Lock()
-		delete(r.busy, e.Address)
+		delete(r.busy, addr)
 		r.mu.Unlock()
 	}()
 }
@@ -141,5 +173,11 @@ func (r *peerReaper) reap(ctx context.Context, addr string) bool {
 	return reaped
 }
 
-// wait waits for the reaps under way (they end with the member's context).
-func (r *peerReaper) wait() { r.wg.Wait() }
+// wait starts no more reaps and waits for those under way (they end with
+// the member's context).
+func (r *peerReaper) wait() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.wg.Wait()
+}

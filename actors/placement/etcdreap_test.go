@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/remote"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -20,6 +21,7 @@ type reapKV struct {
 	clientv3.KV // other methods are not called
 	kvs         []*mvccpb.KeyValue
 	deleted     []string
+	onDelete    func() // when set, called after a delete
 }
 
 func (f *reapKV) Get(context.Context, string, ...clientv3.OpOption) (*clientv3.GetResponse, error) {
@@ -61,6 +63,9 @@ func (t *reapTxn) Commit() (*clientv3.TxnResponse, error) {
 		key := string(op.KeyBytes())
 		t.kv.deleted = append(t.kv.deleted, key)
 		t.kv.kvs = slices.DeleteFunc(t.kv.kvs, func(kv *mvccpb.KeyValue) bool { return string(kv.Key) == key })
+		if t.kv.onDelete != nil {
+			t.kv.onDelete()
+		}
 	}
 	return &clientv3.TxnResponse{Succeeded: true}, nil
 }
@@ -99,7 +104,7 @@ func TestPeerReaperDeletesOnlyRefusingMembers(t *testing.T) {
 	kv := &reapKV{kvs: []*mvccpb.KeyValue{reg("/p/c/c@dead", dead, 5, 5), reg("/p/c/c@alive", alive, 6, 6)}}
 	healthy := true
 	topo := map[string]bool{dead: true, alive: true}
-	r := newPeerReaper(kv, "/p/c/", func() bool { return healthy }, func(a string) bool { return topo[a] },
+	r := newPeerReaper(kv, "/p/c/", func() bool { return healthy }, func(a string) bool { return topo[a] }, nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx := t.Context()
 
@@ -113,7 +118,7 @@ func TestPeerReaperDeletesOnlyRefusingMembers(t *testing.T) {
 	healthy = true
 	// Registered again between the read and the delete: the comparison fails.
 	kv2 := &raceKV{reapKV: &reapKV{kvs: []*mvccpb.KeyValue{reg("/p/c/c@dead", dead, 5, 5)}}}
-	r2 := newPeerReaper(kv2, "/p/c/", func() bool { return true }, func(string) bool { return true }, r.log)
+	r2 := newPeerReaper(kv2, "/p/c/", func() bool { return true }, func(string) bool { return true }, nil, r.log)
 	if r2.reap(ctx, dead) || len(kv2.deleted) != 0 {
 		t.Fatalf("deleted a registration that changed since it was read: %v", kv2.deleted)
 	}
@@ -122,6 +127,23 @@ func TestPeerReaperDeletesOnlyRefusingMembers(t *testing.T) {
 	r.event(ctx, &remote.EndpointTerminatedEvent{Address: "127.0.0.1:1"}) // not in the topology
 	r.event(ctx, &remote.EndpointTerminatedEvent{Address: alive})
 	r.event(ctx, &remote.EndpointTerminatedEvent{Address: dead})
+	r.wait()
+	if want := []string{"/p/c/c@dead"}; !slices.Equal(kv.deleted, want) {
+		t.Fatalf("deleted %v, want %v", kv.deleted, want)
+	}
+}
+
+// A killed member that no connection of this one broke on (none was open)
+// is found by the sweep over the topology.
+func TestPeerReaperSweepFindsDeadMembers(t *testing.T) {
+	dead, alive := addrs(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	kv := &reapKV{kvs: []*mvccpb.KeyValue{reg("/p/c/c@dead", dead, 5, 5), reg("/p/c/c@alive", alive, 6, 6)}, onDelete: cancel}
+	topo := map[string]bool{dead: true, alive: true}
+	r := newPeerReaper(kv, "/p/c/", func() bool { return true }, func(a string) bool { return topo[a] },
+		func() []string { return []string{alive, dead} }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r.run(ctx) // returns once the delete cancelled ctx (or at its deadline)
 	r.wait()
 	if want := []string{"/p/c/c@dead"}; !slices.Equal(kv.deleted, want) {
 		t.Fatalf("deleted %v, want %v", kv.deleted, want)
