@@ -20,7 +20,8 @@
 //     activations refused UNAVAILABLE, held sessions served; etcd back:
 //     ready and activating again.
 //   - TestClusterEtcdRollingRestart: three etcd members, authentication on
-//     (identities file, tenant load) and mutual TLS between members, each
+//     (TLS with client certificates, an identities file, the load as a
+//     tenant) and mutual TLS between members, each
 //     restarted in turn under load; every session served again after each
 //     leave and rejoin, the verdict clean.
 //   - TestClusterEtcdTLSAndCredentials: a member reaches etcd over TLS with

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"os"
 	"path/filepath"
@@ -10,8 +11,13 @@ import (
 	"testing"
 	"time"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	nodeclient "github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/tests/checker"
+	"github.com/agentstate/agentstate/tests/testpki"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // TestClusterEtcdRollingRestart restarts every member of a three-member
@@ -24,32 +30,54 @@ import (
 // acknowledged write lost, duplicated or reordered, the audit chain
 // verifies.
 //
-// Authentication is on, as in production: the nodes take an identities
-// file (an operator and a tenant principal, bearer tokens), the load runs
-// as the tenant in its own namespace, the read-back and the probes as the
-// operator; members reach each other over mutual TLS.
+// Authentication is on, as in production (docs/OPERATIONS.md, "Tenants"):
+// the gRPC API takes TLS and client certificates (--tls-client-ca), the
+// identities file names an operator (bearer token) and a tenant (its
+// certificate's SPIFFE id); the load runs as the tenant in its own
+// namespace, the read-back and the probes as the operator; members reach
+// each other over mutual TLS.
 func TestClusterEtcdRollingRestart(t *testing.T) {
 	ctx := runContext(t)
 	etcd := startEtcd(t, ctx, "http", plainHTTP)
 	dsn := database(t)
 	s := seed(t)
-	auth := identities(t)
-	args := append([]string{"--data", dsn, "--cluster", "R", "--membership", "etcd", "--etcd-endpoints", etcd.Endpoint,
-		"--log-level", "warn", "--auth-file", auth}, newClusterPKI(t).mtlsFlags()...)
+	pki := testpki.New(t)
+	cert, key := pki.Leaf(t, "member")
+	tenantCert, tenantKey := pki.ClientLeaf(t, "tenant", nil, []string{tenantID})
+	args := []string{"--data", dsn, "--cluster", "R", "--membership", "etcd", "--etcd-endpoints", etcd.Endpoint,
+		"--log-level", "warn", "--auth-file", identities(t),
+		"--tls-cert", cert, "--tls-key", key, "--tls-client-ca", pki.CA,
+		"--remote-tls-cert", cert, "--remote-tls-key", key, "--remote-tls-ca", pki.CA}
+	roots, err := nodeclient.LoadCertPool(pki.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(tenantCert, tenantKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	nodeBinary(t) // built before the clock starts
 	begin := time.Now()
-	ms := startMembersAs(t, ctx, "operator-token", [][]string{args, args, args})
+	ms := startMembersWith(t, ctx, nodeclient.Options{RootCAs: roots, Token: "operator-token"}, [][]string{args, args, args})
 	t.Logf("etcd and 3 members ready in %v", time.Since(begin).Round(time.Millisecond))
 	waitAllMembers(t, ctx, ms)
 
 	var tenantConns []grpc.ClientConnInterface
 	for _, m := range ms {
-		c, err := m.DialAs("tenant-token")
+		c, err := m.DialWith(nodeclient.Options{RootCAs: roots, Certificates: []tls.Certificate{pair}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
 		tenantConns = append(tenantConns, c)
+	}
+	// The tenant is its certificate's principal: another namespace is
+	// refused to it, on every member.
+	for i, c := range tenantConns {
+		_, err := sessionv1.NewSessionServiceClient(c).Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "x", Namespace: "other"})
+		if status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("member %d: the tenant created a session in another namespace: %v, want PERMISSION_DENIED", i, err)
+		}
 	}
 	ledger := checker.NewLedger()
 	load := checker.NewClusterLoad(tenantConns, ledger, checker.LoadConfig{
@@ -146,16 +174,19 @@ func waitAllMembers(t *testing.T, ctx context.Context, ms []*member) {
 	}
 }
 
+// tenantID is the tenant's SPIFFE id, its client certificate's URI SAN.
+const tenantID = "spiffe://agentstate.test/tenant"
+
 // identities writes an identities file (docs/OPERATIONS.md, "Tenants"):
-// an operator, admin everywhere, and a tenant, admin of its namespace
-// "tenant" and writer of "local" (where plans are), each with a bearer
-// token ("operator-token", "tenant-token").
+// an operator, admin everywhere, with the bearer token "operator-token",
+// and a tenant, admin of its namespace "tenant" and writer of "local"
+// (where plans are), known by its client certificate (tenantID).
 func identities(t *testing.T) string {
 	t.Helper()
-	hash := func(tok string) string { h := sha256.Sum256([]byte(tok)); return hex.EncodeToString(h[:]) }
+	h := sha256.Sum256([]byte("operator-token"))
 	file := `{"principals":[` +
-		`{"name":"operator","token_sha256":["` + hash("operator-token") + `"],"operator":true,"grants":[{"namespace":"*","role":"admin"}]},` +
-		`{"name":"tenant","token_sha256":["` + hash("tenant-token") + `"],"grants":[{"namespace":"tenant","role":"admin"},{"namespace":"local","role":"writer"}]}]}`
+		`{"name":"operator","token_sha256":["` + hex.EncodeToString(h[:]) + `"],"operator":true,"grants":[{"namespace":"*","role":"admin"}]},` +
+		`{"name":"tenant","uri_sans":["` + tenantID + `"],"grants":[{"namespace":"tenant","role":"admin"},{"namespace":"local","role":"writer"}]}]}`
 	path := filepath.Join(t.TempDir(), "identities.json")
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	nodeclient "github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/persistence/postgres/pgtest"
 	"github.com/agentstate/agentstate/tests/checker"
 	"google.golang.org/grpc"
@@ -130,12 +131,12 @@ func startClusterArgs(t *testing.T, ctx context.Context, dsn string, extra []str
 // test prints each one's log tail.
 func startMembers(t *testing.T, ctx context.Context, args [][]string) []*member {
 	t.Helper()
-	return startMembersAs(t, ctx, "", args)
+	return startMembersWith(t, ctx, nodeclient.Options{}, args)
 }
 
-// startMembersAs is startMembers whose connections present token (a
-// principal's bearer credential; "" none).
-func startMembersAs(t *testing.T, ctx context.Context, token string, args [][]string) []*member {
+// startMembersWith is startMembers whose connections are dialled with o
+// (TLS, a principal's credential).
+func startMembersWith(t *testing.T, ctx context.Context, o nodeclient.Options, args [][]string) []*member {
 	t.Helper()
 	bin := nodeBinary(t)
 	members := make([]*member, len(args))
@@ -183,7 +184,7 @@ func startMembersAs(t *testing.T, ctx context.Context, token string, args [][]st
 	}
 	for _, m := range members {
 		var err error
-		if m.conn, err = m.DialAs(token); err != nil {
+		if m.conn, err = m.DialWith(o); err != nil {
 			t.Fatal(err)
 		}
 	}
