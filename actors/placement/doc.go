@@ -46,6 +46,8 @@
 // its own registration (Member.Membership) and, while etcd does not answer
 // or dropped it, refuses new activations UNAVAILABLE (activationGate) and
 // its Router stops retrying: its view of the cluster is frozen, and another
-// member may own what it would activate. Embedders may use the library's
+// member may own what it would activate. Its peers delete a killed member's
+// registration as soon as its remote port refuses connections (peerReaper),
+// rather than waiting out the library's 3 s lease. Embedders may use the library's
 // consul or kubernetes providers with the same Kinds and Router.
 package placement

@@ -69,10 +69,36 @@ func startEtcdMember(sys *actor.ActorSystem, cfg MemberConfig, router *Router) (
 	m.etcd.repair = &watchRepair{client: client, prefix: cfg.Etcd.Prefix + "/" + cfg.Name + "/", selfKey: m.etcd.key,
 		has: func(addr string) bool { return m.topo.load().has(addr) }, log: log, missing: map[string]*missingMember{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	m.stopEtcd = cancel
+	reaper := newPeerReaper(client, cfg.Etcd.Prefix+"/"+cfg.Name+"/", func() bool { return m.etcd.Problem() == "" },
+		func(addr string) bool { t := m.topo.load(); return t != nil && t.has(addr) && addr != m.Address() },
+		m.peerAddrs, log)
+	sub := sys.EventStream.Subscribe(func(ev any) { reaper.event(ctx, ev) })
+	go reaper.run(ctx)
+	m.stopEtcd = func() {
+		cancel()
+		sys.EventStream.Unsubscribe(sub)
+		reaper.wait()
+	}
 	m.etcd.check(ctx) // registered by StartMember: ready at once
 	go m.etcd.run(ctx)
 	return m, nil
+}
+
+// peerAddrs returns the remote addresses of the other members of the
+// topology.
+func (m *Member) peerAddrs() []string {
+	t := m.topo.load()
+	if t == nil {
+		return nil
+	}
+	self := m.Address()
+	out := make([]string, 0, len(t.members))
+	for addr := range t.members {
+		if addr != self {
+			out = append(out, addr)
+		}
+	}
+	return out
 }
 
 // Membership says why this member should take no new work, "" when it

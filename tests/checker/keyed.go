@@ -82,6 +82,7 @@ func (l *Ledger) KeyedAcked(session string, ms []*sessionv1.NewMessage, resp *se
 func (ld *Load) setupKeyed(ctx context.Context) error {
 	at := 0
 	for range ld.cfg.KeyedSessions {
+		// In the load's namespace: a tenant's principal may write only its own.
 		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker-keyed", Namespace: ld.cfg.Namespace}
 		err := ld.call(ctx, "create keyed session", &at, true, nil, func(ctx context.Context, conn int, ready grpc.CallOption) error {
 			_, err := ld.targets[conn].sessions.Create(ctx, req, ready)

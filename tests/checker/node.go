@@ -280,7 +280,13 @@ func (n *Node) Dial() (*grpc.ClientConn, error) { return n.DialAs("") }
 // DialAs is Dial presenting token (a principal's bearer credential; ""
 // none).
 func (n *Node) DialAs(token string) (*grpc.ClientConn, error) {
-	return nodeclient.Dial(n.GRPCAddr, nodeclient.Options{Token: token},
+	return n.DialWith(nodeclient.Options{Token: token})
+}
+
+// DialWith is Dial with o's credentials (TLS, a client certificate, a
+// token).
+func (n *Node) DialWith(o nodeclient.Options) (*grpc.ClientConn, error) {
+	return nodeclient.Dial(n.GRPCAddr, o,
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 300 * time.Millisecond},
 			MinConnectTimeout: 2 * time.Second,

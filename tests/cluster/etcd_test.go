@@ -2,7 +2,10 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,16 +19,12 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// servedBound is the longest a session may go unserved after a member
-// leaves or dies: the etcd provider's lease is 3 s, the rest is slack for
-// a loaded CI machine. The measured figures are logged.
-const servedBound = 20 * time.Second
-
 // TestClusterEtcdMembership: three members that find each other in etcd
 // serve the checker's load; a fourth joins at runtime and takes over
-// sessions; one member leaves gracefully and one is SIGKILLed, and after
-// each every session is acknowledged again within servedBound; the killed
-// one is replaced under a new address, which takes its share. The verdict
+// sessions; one member leaves gracefully and one is SIGKILLed (-etcd-kills
+// more for measurement), and after each every session is probed until
+// served again, the p99 held to servedBound; a killed one is replaced under
+// a new address, which takes its share. The verdict
 // is the checker's: nothing acknowledged lost, sequences dense. Then etcd
 // dies: the members report not ready on /readyz, saying why, refuse new
 // activations with UNAVAILABLE and keep serving the sessions they hold;
@@ -45,15 +44,11 @@ func TestClusterEtcdMembership(t *testing.T) {
 		waitMetric(t, ctx, ms[i], `agentstate_cluster_members`, func(v float64) bool { return v == 3 })
 	}
 
-	served := newServedTracker()
 	fo := cluster.NewFailover()
 	ledger := checker.NewLedger()
 	load := checker.NewClusterLoad(conns(ms), ledger, checker.LoadConfig{
 		Sessions: 12, Clients: 6, Plans: 2, Seed: s, RPCTimeout: 5 * time.Second,
-		OnAppend: func(_ int, session string, err error) {
-			fo.Append(session, err, time.Now())
-			served.append(session, err)
-		},
+		OnAppend: func(_ int, session string, err error) { fo.Append(session, err, time.Now()) },
 	})
 	if err := load.Setup(ctx); err != nil {
 		t.Fatalf("create sessions: %v", err)
@@ -78,68 +73,110 @@ func TestClusterEtcdMembership(t *testing.T) {
 	// its share of the sessions the load goes on appending to.
 	fourth, _ := joinMember(t, ctx, etcd, args, ms, ledger, sessions, "member 3")
 	ms = append(ms, fourth)
+	live := slices.Clone(ms)
 
-	// One member leaves gracefully, one dies; every session is served
-	// again after each.
-	for _, leave := range []struct {
-		name  string
-		index int
-		do    func(m *member) error
-	}{
-		{"SIGTERM", 0, func(m *member) error { return m.Stop(30 * time.Second) }},
-		{"SIGKILL", 1, func(m *member) error { return m.Kill() }},
-	} {
+	// Members leave and die; after each, every session is served again
+	// (probed through the members still up), and a killed member is
+	// replaced under a new address without touching the others.
+	leaves, kills := &served{}, &served{}
+	rng := rand.New(rand.NewPCG(s, 0x65746364))
+	for i := 0; i <= *flagEtcdKills; i++ {
 		if err := waitProgress(ctx, load, 30); err != nil {
-			abort("before %s: %v", leave.name, err)
+			abort("before death %d: %v", i+1, err)
 		}
+		// The first death is a graceful leave (SIGTERM) of member 0, the
+		// next a SIGKILL of member 1, later ones SIGKILLs of random members.
+		how, victim := "SIGKILL", 0
+		switch i {
+		case 0:
+			how = "SIGTERM"
+		case 1:
+			victim = slices.Index(live, ms[1])
+		default:
+			victim = rng.IntN(len(live))
+		}
+		dead := live[victim]
+		live = slices.Delete(live, victim, victim+1)
 		t0 := time.Now()
-		served.reset(t0)
 		fo.Killed(t0)
-		if err := leave.do(ms[leave.index]); err != nil {
-			abort("%s member %d: %v", leave.name, leave.index, err)
+		var exited <-chan error
+		if how == "SIGTERM" {
+			exited = stopAsync(dead)
+		} else if err := dead.Kill(); err != nil {
+			abort("SIGKILL member %d: %v", slices.Index(ms, dead), err)
 		}
-		took, err := served.wait(ctx, sessions, servedBound)
+		samples := kills
+		if how == "SIGTERM" {
+			samples = leaves
+		}
+		took, err := samples.probe(ctx, t0, live, ledger, "", sessions)
+		if exited != nil {
+			if err := <-exited; err != nil {
+				abort("SIGTERM member %d: %v", slices.Index(ms, dead), err)
+			}
+		}
 		if err != nil {
-			abort("after %s of member %d: %v", leave.name, leave.index, err)
+			abort("after %s of member %d: %v", how, slices.Index(ms, dead), err)
 		}
-		t.Logf("%s of member %d: all %d sessions acknowledged again within %v", leave.name, leave.index, len(sessions), took.Round(time.Millisecond))
+		t.Logf("%s of member %d: all %d sessions served again within %v", how, slices.Index(ms, dead), len(sessions), took.Round(time.Millisecond))
+		switch {
+		case i == 1:
+			next, _ := joinMember(t, ctx, etcd, args, live, ledger, sessions,
+				fmt.Sprintf("member %d (replaces member %d)", len(ms), slices.Index(ms, dead)))
+			ms, live = append(ms, next), append(live, next)
+		case i > 1:
+			// Restarted in place: the load's connections (to the first
+			// members' gRPC ports) keep reaching members; the cluster sees
+			// a new member (new id and remote port) all the same.
+			if err := dead.Start(ctx); err != nil {
+				abort("restart member %d: %v", slices.Index(ms, dead), err)
+			}
+			live = append(live, dead)
+			waitAllMembers(t, ctx, live)
+		}
 	}
-	// The killed member is replaced under a new address: the others are
-	// not touched, and the replacement owns its share.
-	fifth, held := joinMember(t, ctx, etcd, args, ms[2:], ledger, sessions, "member 4 (replaces member 1)")
-	ms = append(ms, fifth)
 	if err := waitProgress(ctx, load, 30); err != nil {
 		abort("after the replacement: %v", err)
 	}
+	// A session activated since the last change of membership, for the
+	// etcd outage below: its activation predates the outage.
+	held := ids.New()
+	createVia(t, ctx, live[0], ledger, held)
+	appendVia(t, ctx, live[0], ledger, held)
 	close(stop)
 	if err := <-ran; err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	o, err := checker.Observe(ctx, ms[2].conn, ledger)
+	o, err := checker.Observe(ctx, live[0].conn, ledger)
 	if err != nil {
 		t.Fatalf("observe: %v", err)
 	}
 	r := checker.Check(ledger, o)
 	load.Fill(&r)
 	st := fo.Stats()
-	t.Logf("%s\nfailures: %s\nfailover: %d outages p50=%v max=%v open=%d", &r, checker.FormatFailures(load.Failures()),
-		st.N, st.P50.Round(time.Millisecond), st.Max.Round(time.Millisecond), st.Open)
+	t.Logf("%s\nfailures: %s\nSIGTERM: %s\nSIGKILL: %s\nload's failover: %d outages p50=%v max=%v open=%d", &r, checker.FormatFailures(load.Failures()),
+		leaves, kills, st.N, st.P50.Round(time.Millisecond), st.Max.Round(time.Millisecond), st.Open)
 	if err := r.Err(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, strings.Join(r.Problems, "\n"))
+	}
+	for how, smp := range map[string]*served{"SIGTERM": leaves, "SIGKILL": kills} {
+		if _, _, p99, _ := smp.stats(); p99 > servedBound {
+			t.Errorf("sessions served again after a member's %s: p99 %v, want at most %v", how, p99.Round(time.Millisecond), servedBound)
+		}
 	}
 
-	etcdOutage(t, ctx, etcd, ms[2:], ledger, held)
+	etcdOutage(t, ctx, etcd, live, ledger, held)
 	// The append made during the outage is stored like the others.
-	if o, err = checker.Observe(ctx, ms[3].conn, ledger); err != nil {
+	if o, err = checker.Observe(ctx, live[1].conn, ledger); err != nil {
 		t.Fatalf("observe after the outage: %v", err)
 	}
 	if r := checker.Check(ledger, o); r.Err() != nil {
 		t.Fatalf("after the outage: %v", r.Err())
 	}
 
-	for i := 2; i < len(ms); i++ {
-		if err := ms[i].Stop(30 * time.Second); err != nil {
-			t.Errorf("member %d: SIGTERM: %v", i, err)
+	for _, m := range live {
+		if err := m.Stop(30 * time.Second); err != nil {
+			t.Errorf("member %d: SIGTERM: %v", slices.Index(ms, m), err)
 		}
 	}
 }

@@ -3,8 +3,6 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -135,71 +133,6 @@ func waitReadyz(t *testing.T, ctx context.Context, m *member, code int) string {
 		case <-ctx.Done():
 			t.Fatalf("/readyz of %s stayed %d %q: %v", m.HTTPAddr, got, body, ctx.Err())
 		case <-tick.C:
-		}
-	}
-}
-
-// servedTracker records, per session, the first acknowledged append since
-// the latest reset.
-type servedTracker struct {
-	mu      sync.Mutex
-	since   time.Time
-	first   map[string]time.Time
-	changed chan struct{} // closed and replaced on every new session
-}
-
-func newServedTracker() *servedTracker {
-	return &servedTracker{first: map[string]time.Time{}, changed: make(chan struct{})}
-}
-
-func (s *servedTracker) reset(t0 time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.since, s.first = t0, map[string]time.Time{}
-}
-
-func (s *servedTracker) append(session string, err error) {
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil || s.since.IsZero() || now.Before(s.since) {
-		return
-	}
-	if _, ok := s.first[session]; !ok {
-		s.first[session] = now
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
-}
-
-// wait waits until every session was acknowledged since the reset and
-// returns how long the last one took, or fails after bound.
-func (s *servedTracker) wait(ctx context.Context, sessions []string, bound time.Duration) (time.Duration, error) {
-	s.mu.Lock()
-	deadline := s.since.Add(bound)
-	s.mu.Unlock()
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	for {
-		s.mu.Lock()
-		var last time.Duration
-		missing := 0
-		for _, id := range sessions {
-			if at, ok := s.first[id]; ok {
-				last = max(last, at.Sub(s.since))
-			} else {
-				missing++
-			}
-		}
-		changed := s.changed
-		s.mu.Unlock()
-		if missing == 0 {
-			return last, nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("%d of %d sessions not acknowledged within %v: %w", missing, len(sessions), bound, ctx.Err())
-		case <-changed:
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	nodeclient "github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/persistence/postgres/pgtest"
 	"github.com/agentstate/agentstate/tests/checker"
 	"google.golang.org/grpc"
@@ -18,13 +19,14 @@ import (
 
 // Sizes. The defaults are the CI run; docs/OPERATIONS.md has the long run.
 var (
-	flagKills    = flag.Int("kills", 10, "SIGKILLs of random members in TestClusterCrashLoop")
-	flagSessions = flag.Int("sessions", 16, "sessions the load appends to")
-	flagClients  = flag.Int("clients", 9, "concurrent load clients, spread over the members")
-	flagPlans    = flag.Int("plans", 4, "plans the load records errors for")
-	flagProgress = flag.Int("progress", 40, "operations acknowledged after each restart before the next kill")
-	flagMaxDelay = flag.Duration("max-delay", 500*time.Millisecond, "longest random delay before a kill")
-	flagSeed     = flag.Uint64("seed", 0, "seed for kill choices and load (0: from the clock; printed)")
+	flagKills     = flag.Int("kills", 10, "SIGKILLs of random members in TestClusterCrashLoop")
+	flagSessions  = flag.Int("sessions", 16, "sessions the load appends to")
+	flagClients   = flag.Int("clients", 9, "concurrent load clients, spread over the members")
+	flagPlans     = flag.Int("plans", 4, "plans the load records errors for")
+	flagEtcdKills = flag.Int("etcd-kills", 1, "SIGKILLs (each followed by a replacement) in TestClusterEtcdMembership")
+	flagProgress  = flag.Int("progress", 40, "operations acknowledged after each restart before the next kill")
+	flagMaxDelay  = flag.Duration("max-delay", 500*time.Millisecond, "longest random delay before a kill")
+	flagSeed      = flag.Uint64("seed", 0, "seed for kill choices and load (0: from the clock; printed)")
 	// Three -race nodes plus a -race test binary do not fit the CI budget on
 	// two cores; the single-node checker runs its node under -race.
 	flagNodeRace = flag.String("node-race", "off", "build the node with -race: on, off, or auto (as this test binary)")
@@ -129,6 +131,13 @@ func startClusterArgs(t *testing.T, ctx context.Context, dsn string, extra []str
 // test prints each one's log tail.
 func startMembers(t *testing.T, ctx context.Context, args [][]string) []*member {
 	t.Helper()
+	return startMembersWith(t, ctx, nodeclient.Options{}, args)
+}
+
+// startMembersWith is startMembers whose connections are dialled with o
+// (TLS, a principal's credential).
+func startMembersWith(t *testing.T, ctx context.Context, o nodeclient.Options, args [][]string) []*member {
+	t.Helper()
 	bin := nodeBinary(t)
 	members := make([]*member, len(args))
 	errs := make([]error, len(args))
@@ -175,7 +184,7 @@ func startMembers(t *testing.T, ctx context.Context, args [][]string) []*member 
 	}
 	for _, m := range members {
 		var err error
-		if m.conn, err = m.Dial(); err != nil {
+		if m.conn, err = m.DialWith(o); err != nil {
 			t.Fatal(err)
 		}
 	}
