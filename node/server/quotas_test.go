@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/agentstate/agentstate/persistence"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -151,5 +153,34 @@ func TestParseQuotas(t *testing.T) {
 	}
 	if ids, err := parseIdentities([]byte(appIdentities("t"))); err != nil || ids.storeQuotas() != nil {
 		t.Errorf("a file without quotas: %v, %v; want the defaults", ids.storeQuotas(), err)
+	}
+}
+
+// The example of docs/OPERATIONS.md (Tenants: quotas) loads and means what
+// the text says: the most specific entry wins, absent fields are defaults.
+func TestOperationsExampleQuotas(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/OPERATIONS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "### Tenants: quotas")
+	_, block, ok2 := strings.Cut(section, "```json\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/OPERATIONS.md has no Tenants: quotas section with a JSON example")
+	}
+	ids, err := parseIdentities([]byte(block))
+	if err != nil {
+		t.Fatalf("the example does not load: %v", err)
+	}
+	q := ids.storeQuotas()
+	for ns, want := range map[string]persistence.Quota{
+		"anything": {MaxSessions: 100000},
+		"team-x":   {MaxSessions: 1000, MaxScopeKeys: 256},
+		"support":  {MaxSessions: 5000},
+	} {
+		if got := q.Quota(ns); got != want {
+			t.Errorf("namespace %q: %+v, want %+v", ns, got, want)
+		}
 	}
 }
