@@ -34,15 +34,18 @@ func ScopeNamespace(name string) string {
 }
 
 // Apply returns the scope's state after d (from state, "" when never
-// written). A scope that would hold more than MaxStateKeys keys is its
-// namespace's quota of keys per shared scope, FAILED_PRECONDITION (a
+// written). A scope that would hold more keys than its namespace's quota
+// of keys per shared scope allows (q's; MaxStateKeys by default) is that
+// quota's error, FAILED_PRECONDITION (a
 // stored quota: retrying does not help until keys of the scope are
 // deleted, unlike the RESOURCE_EXHAUSTED of a full backlog), naming the
 // namespace and the scope; the turn fails and stores nothing. Other
 // defects are ApplyDelta's.
-func (d ScopeDelta) Apply(state string) (string, error) {
-	return applyDelta("scope "+d.Scope, state, d.Delta, func(n int) error {
+func (d ScopeDelta) Apply(state string, q Quotas) (string, error) {
+	ns := ScopeNamespace(d.Scope)
+	max := QuotaOf(q, ns).scopeKeys()
+	return applyDelta("scope "+d.Scope, state, d.Delta, max, func(n int) error {
 		return errs.FailedPrecondition("namespace %q: its quota of %d keys per shared scope is reached: scope %q would hold %d keys; "+
-			"delete keys of the scope first", ScopeNamespace(d.Scope), MaxStateKeys, d.Scope, n)
+			"delete keys of the scope first", ns, max, d.Scope, n)
 	})
 }

@@ -7,6 +7,7 @@ func TestScopeNamespace(t *testing.T) {
 		"app:myapp":          "myapp",
 		"user:myapp/alice":   "myapp",
 		"app:my%20app":       "my app",
+		"app:my%2Fapp":       "my/app",
 		"app:":               DefaultScopeNamespace,
 		"plain":              DefaultScopeNamespace,
 		"user:team-a/x/y":    "team-a",

@@ -120,14 +120,14 @@ func compactJSON(v string) (string, error) {
 // orders map keys), so equal states are equal strings. A result past
 // MaxStateBytes or MaxStateKeys is INVALID_ARGUMENT naming what.
 func ApplyDelta(what, state string, d *sessionv1.StateDelta) (string, error) {
-	return applyDelta(what, state, d, func(n int) error {
+	return applyDelta(what, state, d, MaxStateKeys, func(n int) error {
 		return errs.InvalidArgument("%s: the state would have %d keys; at most %d", what, n, MaxStateKeys)
 	})
 }
 
 // applyDelta is ApplyDelta with tooMany the error of a result of n keys,
-// past MaxStateKeys.
-func applyDelta(what, state string, d *sessionv1.StateDelta, tooMany func(n int) error) (string, error) {
+// past maxKeys (at most MaxStateKeys).
+func applyDelta(what, state string, d *sessionv1.StateDelta, maxKeys int, tooMany func(n int) error) (string, error) {
 	if d == nil || (len(d.GetSetJson()) == 0 && len(d.GetDelete()) == 0) {
 		if state == "" {
 			return EmptyState, nil
@@ -146,7 +146,7 @@ func applyDelta(what, state string, d *sessionv1.StateDelta, tooMany func(n int)
 	for _, k := range d.GetDelete() {
 		delete(m, k)
 	}
-	if len(m) > MaxStateKeys {
+	if len(m) > maxKeys {
 		return "", tooMany(len(m))
 	}
 	// Without HTML escaping: values are stored as the client wrote them

@@ -21,6 +21,10 @@ type Store interface {
 	// read-only connections, and sees every transaction committed before
 	// the call started.
 	Reader() Reader
+	// SetQuotas makes q the namespaces' quotas (Quotas; nil: the
+	// defaults) from the writer's next transaction on. They are the
+	// database's: every handle of it in the process shares them.
+	SetQuotas(q Quotas)
 	// Close releases this handle. Implementations that share one database
 	// among handles close it when the last handle is closed.
 	Close() error

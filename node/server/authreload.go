@@ -40,11 +40,19 @@ func (a *apiServer) reload(load func() (*identities, error)) error {
 func (n *Node) ReloadAuth() error { return n.s.reloadAuth() }
 
 func (s *server) reloadAuth() error {
-	err := s.api.reload(s.identities.load)
+	var loaded *identities
+	err := s.api.reload(func() (*identities, error) {
+		ids, err := s.identities.load()
+		loaded = ids
+		return ids, err
+	})
 	if err != nil {
 		s.log.Error("auth reload failed", "err", err)
 		return err
 	}
+	// The quotas change with the principals: the same file, the same
+	// reload (a failed one keeps both).
+	s.store.SetQuotas(loaded.storeQuotas())
 	s.log.Info("auth reloaded", "file", s.identities.authFile+s.identities.tokenFile)
 	return nil
 }

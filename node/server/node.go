@@ -189,6 +189,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	if s.store, err = openStore(f.Data, url); err != nil {
 		return s, err
 	}
+	s.store.SetQuotas(ids.storeQuotas())
 	reader := s.store.Reader()
 	s.ready.probe = probeNotFound(func(ctx context.Context) error {
 		_, err := reader.GetAudit(ctx, "00000000000000000000000000")

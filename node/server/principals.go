@@ -106,6 +106,9 @@ type identities struct {
 	needsClientCerts bool
 	// jwt, when set, authenticates bearer credentials that are JWTs.
 	jwt *jwtVerifier
+	// quotas are the namespaces' quotas (nil: the defaults), which the
+	// store enforces (quotas.go).
+	quotas *namespaceQuotas
 }
 
 // tokenIdentities is --auth-token-file: one principal, "token", with every
@@ -135,6 +138,7 @@ func (ids *identities) byCert(c *x509.Certificate) *Principal {
 type identitiesFile struct {
 	Principals []principalSpec `json:"principals"`
 	JWT        *jwtSpec        `json:"jwt"`
+	Quotas     []quotaSpec     `json:"quotas"`
 }
 
 type principalSpec struct {
@@ -185,7 +189,12 @@ func parseIdentitiesIn(b []byte, dir string) (*identities, error) {
 	if len(f.Principals) == 0 && (f.JWT == nil || f.JWT.GrantsClaim == "") {
 		return nil, fmt.Errorf("no principals")
 	}
-	ids := &identities{byToken: map[[sha256.Size]byte]*Principal{}, byURI: map[string]*Principal{}, byDNS: map[string]*Principal{}}
+	quotas, err := parseQuotas(f.Quotas)
+	if err != nil {
+		return nil, err
+	}
+	ids := &identities{byToken: map[[sha256.Size]byte]*Principal{}, byURI: map[string]*Principal{}, byDNS: map[string]*Principal{},
+		quotas: quotas}
 	byName := map[string]*Principal{}
 	for i, s := range f.Principals {
 		if s.Name == "" {

@@ -66,16 +66,6 @@ func TestGrantsGiveTheHighestMatchingRole(t *testing.T) {
 	}
 }
 
-func TestScopeNamespaceFollowsTheADKNames(t *testing.T) {
-	for name, want := range map[string]string{
-		"app:myapp": "myapp", "user:myapp/alice": "myapp", "app:my%2Fapp": "my/app", "plain": defaultNamespace, "app:": defaultNamespace,
-	} {
-		if got := scopeNamespace(name); got != want {
-			t.Errorf("scopeNamespace(%q) = %q, want %q", name, got, want)
-		}
-	}
-}
-
 func sha(t *testing.T, tok string) [sha256.Size]byte {
 	t.Helper()
 	return sha256Of(tok)

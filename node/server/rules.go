@@ -2,8 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"net/url"
-	"strings"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
@@ -11,6 +9,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/node/codec"
+	"github.com/agentstate/agentstate/persistence"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
@@ -19,7 +18,7 @@ import (
 // defaultNamespace is the namespace of a session created without one, of
 // every plan, and of audit entries that name no session
 // (docs/OPERATIONS.md, Tenants).
-const defaultNamespace = "local"
+const defaultNamespace = persistence.DefaultScopeNamespace
 
 const appendMethod = sessionv1.SessionService_Append_FullMethodName
 
@@ -232,7 +231,7 @@ func checkGetState(d *decider, msg any) error {
 		return err
 	}
 	for _, sc := range m.GetScopes() {
-		if err := d.namespace(scopeNamespace(sc), roleReader); err != nil {
+		if err := d.namespace(persistence.ScopeNamespace(sc), roleReader); err != nil {
 			return err
 		}
 	}
@@ -253,27 +252,11 @@ func (d *decider) scopes(scopes []*sessionv1.ScopeDelta, need role) error {
 		return nil
 	}
 	for _, sc := range scopes {
-		if err := d.namespace(scopeNamespace(sc.GetScope()), need); err != nil {
+		if err := d.namespace(persistence.ScopeNamespace(sc.GetScope()), need); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// scopeNamespace is the namespace a shared scope belongs to, read from its
-// name as the ADK backend writes them: "<kind>:<namespace>" or
-// "<kind>:<namespace>/<rest>", the namespace path-escaped ("app:myapp",
-// "user:myapp/alice"). A name without a kind belongs to defaultNamespace.
-func scopeNamespace(name string) string {
-	_, rest, ok := strings.Cut(name, ":")
-	if !ok {
-		return defaultNamespace
-	}
-	ns, _, _ := strings.Cut(rest, "/")
-	if u, err := url.PathUnescape(ns); err == nil {
-		ns = u
-	}
-	return orDefault(ns)
 }
 
 // importInto decides an import into namespace ns: a writer of it, or the

@@ -31,6 +31,9 @@ type applier struct {
 	buffered bool
 	pending  []*auditv1.AuditEntry
 	pipe     *pgx.Batch
+	// quotas are the namespaces' quotas for this transaction (nil: the
+	// defaults).
+	quotas persistence.Quotas
 }
 
 // begin starts the transaction and takes its id and its locks in their

@@ -90,6 +90,9 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err := a.fence(persistence.OwnerSession, s.SessionId, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
+	if err := a.checkSessionsQuota(s.GetNamespace()); err != nil {
+		return persistence.Result{}, err
+	}
 	tag, err := a.exec(insertSessionSQL, row.Args...)
 	if err != nil {
 		if uniqueViolation(err) == "sessions_by_client_key" {

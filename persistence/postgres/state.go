@@ -65,7 +65,7 @@ func (a *applier) scopeStates(ds []persistence.ScopeDelta) (ws []scopeWrite, bad
 	}
 	out := make([]scopeWrite, 0, len(ds))
 	for _, d := range ds {
-		next, err := d.Apply(cur[d.Scope])
+		next, err := d.Apply(cur[d.Scope], a.quotas)
 		if err != nil {
 			return nil, err, nil
 		}

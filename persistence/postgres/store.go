@@ -25,6 +25,8 @@ type Store struct {
 	key string
 	// The registry's open-once bookkeeping (registry.go).
 	persistence.Shared
+	// The namespaces' quotas, read once per transaction.
+	persistence.QuotaSlot
 
 	// Set by open, read-only afterwards.
 	wcfg          *pgx.ConnConfig

@@ -98,7 +98,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		}
 		return finished, err
 	}
-	a := &applier{ctx: ctx, buffered: !savepoints}
+	a := &applier{ctx: ctx, buffered: !savepoints, quotas: s.QuotasNow()}
 	a.Savepoints = sqlstore.NewSavepoints(a, "ROLLBACK TO SAVEPOINT cmd")
 	var owners ownerLocks
 	if !s.unordered {

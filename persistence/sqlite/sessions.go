@@ -37,6 +37,9 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	s := c.Session
+	if err := a.checkSessionsQuota(s.GetNamespace()); err != nil {
+		return persistence.Result{}, err
+	}
 	scopes, err := a.scopeStates(c.Scopes)
 	if err != nil {
 		return persistence.Result{}, err

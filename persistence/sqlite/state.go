@@ -35,7 +35,7 @@ func (a *applier) scopeStates(ds []persistence.ScopeDelta) ([]scopeWrite, error)
 				return nil, err
 			}
 		}
-		next, err := d.Apply(cur)
+		next, err := d.Apply(cur, a.quotas)
 		if err != nil {
 			return nil, err
 		}

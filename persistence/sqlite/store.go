@@ -50,6 +50,8 @@ type Store struct {
 	loc location
 	// The registry's open-once bookkeeping (registry.go).
 	persistence.Shared
+	// The namespaces' quotas, read once per transaction.
+	persistence.QuotaSlot
 
 	// Set by open, read-only afterwards.
 	wdb           *sql.DB

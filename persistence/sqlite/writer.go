@@ -67,7 +67,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		return nil, false, storeErr("load audit chain", err)
 	}
 	bufs := statementBufs.Get().(*argBufs)
-	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, args: bufs.args, nvs: bufs.nvs,
+	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, args: bufs.args, nvs: bufs.nvs, quotas: s.QuotasNow(),
 		pendingRows: pendingLayout(batch)}
 	a.Savepoints = sqlstore.NewSavepoints(a, "ROLLBACK TO cmd; RELEASE cmd")
 	defer func() {
@@ -242,6 +242,9 @@ type applier struct {
 	// inserted (see settle; an overcount only settles a little early).
 	pendingRows bool
 	rows        int64
+	// quotas are the namespaces' quotas for this transaction (nil: the
+	// defaults).
+	quotas persistence.Quotas
 }
 
 // pendingRowsPerSession is the most message rows per session, on average

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"state and retention", stateCases},
 		{"scope deltas in batches", scopeBatchCases},
 		{"scope quota", scopeQuotaCases},
+		{"namespace quotas", quotaCases},
 		{"feed", feedCases},
 		{"keyed items", itemCases},
 		{"suffix replacement", suffixCases},
