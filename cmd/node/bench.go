@@ -30,6 +30,7 @@ type benchFlags struct {
 	durability   string
 	addr         string
 	dataDir      string
+	postgres     string
 	json         bool
 	markdown     bool
 	plot         string
@@ -60,6 +61,8 @@ func benchCommand() *cobra.Command {
 			"baseline (the seed design: count-then-insert on pooled database/sql), raw (one goroutine,\n" +
 			"1000-row transactions: the SQLite ceiling), raw-closed (the same with transactions of C rows:\n" +
 			"the most C closed-loop callers can share). Each mode gets a fresh database under --data-dir.\n" +
+			"--postgres measures the PostgreSQL store instead (a fresh database per mode on that server; raw and\n" +
+			"raw-closed then write the same rows with a plain pgx client, one pipelined commit per transaction).\n" +
 			"A progress bar goes to stderr; the table (or --json) to stdout. It fails when agentstate lost,\n" +
 			"duplicated or reordered an acknowledged message.",
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
@@ -76,6 +79,8 @@ func benchCommand() *cobra.Command {
 	fl.IntVar(&f.messageBytes, "message-bytes", bench.DefaultMessageBytes, "content size of each message")
 	fl.StringVar(&f.durability, "durability", bench.DefaultSynchronous, "SQLite synchronous: full (fsync per commit) or normal")
 	fl.StringVar(&f.addr, "addr", "", "grpc modes: a running node's gRPC address (default: start one on loopback)")
+	fl.StringVar(&f.postgres, "postgres", "", "measure the PostgreSQL store on this server (a postgres:// URL of a role that may create databases):\n"+
+		"each mode on a database of its own, dropped after; raw and raw-closed are PostgreSQL's ceiling for the same rows")
 	fl.StringVar(&f.dataDir, "data-dir", "", "where the runs' databases go (default: the system's temp dir); removed after")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of tables")
 	fl.BoolVar(&f.markdown, "markdown", false, "print the tables as Markdown")
@@ -146,7 +151,7 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 			}
 			res, err := benchOne(cmd, f, bench.Config{
 				Mode: m, Name: w.Name, Sessions: w.Sessions, Callers: w.Callers, NewSessions: w.NewSessions, Appends: f.appends,
-				MessageBytes: f.messageBytes, Synchronous: f.durability, Addr: f.addr, DataDir: f.dataDir,
+				MessageBytes: f.messageBytes, Synchronous: f.durability, Addr: f.addr, DataDir: f.dataDir, Postgres: f.postgres,
 				IdleTimeout: idle, Serve: serve, ServeArgs: f.serveArgs, Token: token,
 			})
 			if err != nil {

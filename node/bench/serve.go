@@ -34,8 +34,10 @@ func startServed(ctx context.Context, cfg Config, dir string) (*servedNode, erro
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	args := append([]string(nil), cfg.Serve[1:]...)
-	args = append(args, "--data", filepath.Join(dir, "served.db"), "--synchronous", cfg.Synchronous,
-		"--grpc-addr", addr, "--http-addr", "", "--log-level", "warn")
+	if cfg.Postgres == "" { // on PostgreSQL, Serve names the run's database
+		args = append(args, "--data", filepath.Join(dir, "served.db"), "--synchronous", cfg.Synchronous)
+	}
+	args = append(args, "--grpc-addr", addr, "--http-addr", "", "--log-level", "warn")
 	args = append(args, cfg.ServeArgs...)
 	if cfg.IdleTimeout != 0 {
 		args = append(args, "--idle-timeout", cfg.IdleTimeout.String())
