@@ -89,7 +89,7 @@ func benchCommand() *cobra.Command {
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "grpc modes: file holding the bearer credential (token or JWT) to present")
 	fl.StringArrayVar(&f.serveArgs, "serve-arg", nil, "grpc modes: an argument added to the `node serve` started here (repeat; e.g. --serve-arg=--auth-file=ids.json)")
-	cmd.AddCommand(benchReportCommand(), benchIdleCommand())
+	cmd.AddCommand(benchReportCommand(), benchIdleCommand(), benchClusterCommand())
 	return cmd
 }
 
@@ -102,15 +102,11 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 		return usagef(cmd, "--durability %q: want full or normal", f.durability)
 	}
 	if f.cpuProfile != "" {
-		out, err := os.Create(f.cpuProfile)
+		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
 			return err
 		}
-		defer out.Close()
-		if err := pprof.StartCPUProfile(out); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	runs := []bench.Workload{{Sessions: f.sessions, Callers: f.callers, IdleTimeout: f.idleTimeout}}
 	if f.clients > 0 {
@@ -188,6 +184,19 @@ func benchOne(cmd *cobra.Command, f benchFlags, cfg bench.Config) (bench.Result,
 		return res, fmt.Errorf("bench %s: %w", label, err)
 	}
 	return res, nil
+}
+
+// startCPUProfile profiles this process's CPU into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); out.Close() }, nil
 }
 
 // agentstateIntact fails when an agentstate mode lost an acknowledged

@@ -83,7 +83,16 @@ func newServeCommand() *cobra.Command {
 		"membership", "etcd-endpoints", "etcd-prefix", "etcd-tls-ca", "etcd-tls-cert", "etcd-tls-key", "etcd-username", "etcd-password-file", "feed-poll-interval", "feed-bytes", "feed-conn-bytes", "feed-stall-timeout",
 		"grpc-max-streams", "grpc-max-streams-total", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes",
 		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes")
+	var cpuProfile string
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this node to this file, from start until it drains (go tool pprof)")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		if cpuProfile != "" {
+			stop, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 		log, err := server.NewLogger(cmd.ErrOrStderr(), f.LogFormat, f.LogLevel)
 		if err != nil {
 			return usagef(cmd, "%v", err)

@@ -72,6 +72,11 @@ func (s *servedNode) stop() error {
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
+	return s.wait()
+}
+
+// wait waits for the node to exit, killing it after stopTimeout.
+func (s *servedNode) wait() error {
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
 	select {
