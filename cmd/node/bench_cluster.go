@@ -35,8 +35,9 @@ func benchClusterCommand() *cobra.Command {
 		Long: "cluster starts, for each --members count and each --kind, that many `node serve --cluster` processes of\n" +
 			"this binary (automanaged membership on loopback) on a fresh database of the --postgres server, and drives\n" +
 			"them over gRPC with --callers unary callers, caller c on member c mod N, --ops writes in all: append (one\n" +
-			"message to one of --sessions sessions; no audit entry), create (a session; audited), state (UpdateState\n" +
-			"of one session; audited) or plan (RecordError on one of --sessions plans; audited). It reports writes/s,\n" +
+			"message to one of --sessions sessions), state (UpdateState of a session's own state), create (a session;\n" +
+			"audited), scope (UpdateState of a shared scope, one per session; audited) or plan (RecordError on one of\n" +
+			"--sessions plans; audited). Audited writes take PostgreSQL's audit chain lock. It reports writes/s,\n" +
 			"each member's CPU per write, the database's commits per write, the share of busy backends waiting on a\n" +
 			"lock (pg_stat_activity sampled every 5ms) and the top wait events, and each count's rate over the first's.",
 		RunE: func(cmd *cobra.Command, _ []string) error {

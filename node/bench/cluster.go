@@ -21,9 +21,10 @@ import (
 )
 
 // ClusterKinds are the write kinds a cluster run measures, in report
-// order: appends (no audit entry), session creates, state changes and
-// plan error records (each with an audit entry).
-var ClusterKinds = []string{"append", "create", "state", "plan"}
+// order: appends and session state changes (no audit entry), session
+// creates, shared-scope state changes and plan error records (each with an
+// audit entry, so each takes the audit chain's lock on PostgreSQL).
+var ClusterKinds = []string{"append", "state", "create", "scope", "plan"}
 
 // ClusterConfig is one cluster measurement: Members `node serve
 // --cluster` processes (automanaged membership on loopback) on one fresh

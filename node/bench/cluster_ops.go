@@ -33,6 +33,14 @@ var clusterOps = map[string]clusterOp{
 			StateDelta: &sessionv1.StateDelta{SetJson: map[string]string{"step": strconv.Itoa(i)}}})
 		return err
 	}},
+	// A state change with a shared-scope delta: audited (scopes_updated),
+	// unlike a session's own state.
+	"scope": {setup: clusterSessions, write: func(ctx context.Context, conn *grpc.ClientConn, t []string, i int) error {
+		_, err := sessionv1.NewSessionServiceClient(conn).UpdateState(ctx, &sessionv1.UpdateStateRequest{SessionId: t[i%len(t)],
+			ScopeDeltas: []*sessionv1.ScopeDelta{{Scope: "app:bench-" + strconv.Itoa(i%len(t)),
+				Delta: &sessionv1.StateDelta{SetJson: map[string]string{"step": strconv.Itoa(i)}}}}})
+		return err
+	}},
 	"plan": {setup: clusterPlans, write: func(ctx context.Context, conn *grpc.ClientConn, t []string, i int) error {
 		_, err := planv1.NewPlanServiceClient(conn).RecordError(ctx, &planv1.RecordErrorRequest{PlanId: t[i%len(t)],
 			Phase: planv1.Phase_PHASE_EXECUTE, StepId: "step-" + strconv.Itoa(i/len(t)), ErrorType: "TimeoutError",

@@ -15,7 +15,7 @@ import (
 
 // The raw ceiling: the rows agentstate stores for the workload — the
 // message tables of persistence/sqlite, same columns, same keys, same
-// triggers, same layout (schema migrations 5 and 7: content rows in
+// triggers, same layout (schema migrations 5, 7 and the keyed items' key and kind: content rows in
 // message_rows, each with an entry in message_pending or message_index,
 // written pending and settled into message_index once sqlite.SettleRows are
 // pending, or settled at once in transactions of many rows per session;
@@ -40,8 +40,12 @@ CREATE TABLE message_rows (
 	created_at    INTEGER NOT NULL,
 	event_at      INTEGER NOT NULL DEFAULT 0,
 	indexed       INTEGER NOT NULL DEFAULT 0,
+	item_key      TEXT NOT NULL DEFAULT '',
+	kind          TEXT NOT NULL DEFAULT '',
 	UNIQUE (message_id, session_id)
 );
+CREATE UNIQUE INDEX message_rows_by_key ON message_rows(session_id, item_key) WHERE item_key != '';
+CREATE INDEX message_rows_by_kind ON message_rows(session_id, kind, sequence) WHERE kind != '';
 CREATE TABLE message_index (
 	session_id TEXT NOT NULL,
 	sequence   INTEGER NOT NULL,
