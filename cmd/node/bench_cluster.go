@@ -35,10 +35,10 @@ func benchClusterCommand() *cobra.Command {
 		Long: "cluster starts, for each --members count and each --kind, that many `node serve --cluster` processes of\n" +
 			"this binary (automanaged membership on loopback) on a fresh database of the --postgres server, and drives\n" +
 			"them over gRPC with --callers unary callers, caller c on member c mod N, --ops writes in all: append (one\n" +
-			"message to one of --sessions sessions), state (UpdateState of a session's own state), create (a session;\n" +
-			"audited), scope (UpdateState of a shared scope, one per session; audited) or plan (RecordError on one of\n" +
+			"message to one of --sessions sessions), state (UpdateState of a session's own state), scope (UpdateState\n" +
+			"changing a shared scope, one per session), create (a session; audited) or plan (RecordError on one of\n" +
 			"--sessions plans; audited). Audited writes take PostgreSQL's audit chain lock. It reports writes/s,\n" +
-			"each member's CPU per write, the database's commits per write, the share of busy backends waiting on a\n" +
+			"each member's CPU per write, the database's commits and WAL bytes per write, the share of busy backends waiting on a\n" +
 			"lock (pg_stat_activity sampled every 5ms) and the top wait events, and each count's rate over the first's.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if postgres == "" {
@@ -107,7 +107,7 @@ func parseCounts(s string) ([]int, error) {
 // the lock-wait share with the top wait events.
 func writeClusterTable(w io.Writer, rs []bench.ClusterResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kind\tmembers\twrites\terrors\twrites/s\tvs first\tp50\tp99\tcpu/write per member\tclient cpu/write\tcommits/write\tlock wait\ttop waits\tload\t")
+	fmt.Fprintln(tw, "kind\tmembers\twrites\terrors\twrites/s\tvs first\tp50\tp99\tcpu/write per member\tclient cpu/write\tcommits/write\tWAL/write\tlock wait\ttop waits\tload\t")
 	first := map[string]float64{}
 	for _, r := range rs {
 		if _, ok := first[r.Kind]; !ok {
@@ -121,8 +121,8 @@ func writeClusterTable(w io.Writer, rs []bench.ClusterResult) error {
 		if f := first[r.Kind]; f > 0 {
 			ratio = fmt.Sprintf("%.2f", r.OpsPerSec/f)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.1f%%\t%s\t%s\t\n", r.Kind, r.Members, r.Ops, r.Errors,
-			r.OpsPerSec, ratio, ms(r.P50), ms(r.P99), strings.Join(cpu, " "), us(r.ClientCPUPerOp), r.CommitsPerOp,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.0fB\t%.1f%%\t%s\t%s\t\n", r.Kind, r.Members, r.Ops, r.Errors,
+			r.OpsPerSec, ratio, ms(r.P50), ms(r.P99), strings.Join(cpu, " "), us(r.ClientCPUPerOp), r.CommitsPerOp, r.WALBytesPerOp,
 			100*r.LockWaitShare, topWaits(r.Waits, 3), r.Load)
 	}
 	if err := tw.Flush(); err != nil {

@@ -21,10 +21,11 @@ import (
 )
 
 // ClusterKinds are the write kinds a cluster run measures, in report
-// order: appends and session state changes (no audit entry), session
-// creates, shared-scope state changes and plan error records (each with an
-// audit entry, so each takes the audit chain's lock on PostgreSQL).
-var ClusterKinds = []string{"append", "state", "create", "scope", "plan"}
+// order: appends, session state changes and shared-scope changes made
+// through a session (no audit entry), session creates and plan error
+// records (each with an audit entry, so each takes the audit chain's lock
+// on PostgreSQL).
+var ClusterKinds = []string{"append", "state", "scope", "create", "plan"}
 
 // ClusterConfig is one cluster measurement: Members `node serve
 // --cluster` processes (automanaged membership on loopback) on one fresh
@@ -68,6 +69,8 @@ type ClusterResult struct {
 	// CommitsPerOp is the database's committed transactions in the window
 	// (pg_stat_database, every connection to it) per write.
 	CommitsPerOp float64 `json:"commits_per_op"`
+	// WALBytesPerOp is the server's WAL written in the window per write.
+	WALBytesPerOp float64 `json:"wal_bytes_per_op"`
 	// LockWaitShare is the share of the sampled busy backends of the
 	// run's database (pg_stat_activity, every few milliseconds) that were
 	// waiting on a heavyweight lock (wait_event_type Lock): near 0, the
@@ -268,6 +271,7 @@ func driveCluster(ctx context.Context, cfg ClusterConfig, dsn string, op cluster
 		}
 		res.ClientCPUPerOp = selfCPU / time.Duration(res.Ops)
 		res.CommitsPerOp = float64(samples.commits) / float64(res.Ops)
+		res.WALBytesPerOp = float64(samples.walBytes) / float64(res.Ops)
 	}
 	res.LockWaitShare, res.Waits = samples.lockShare(), samples.waits
 	res.Load = loadAverage()

@@ -33,8 +33,8 @@ var clusterOps = map[string]clusterOp{
 			StateDelta: &sessionv1.StateDelta{SetJson: map[string]string{"step": strconv.Itoa(i)}}})
 		return err
 	}},
-	// A state change with a shared-scope delta: audited (scopes_updated),
-	// unlike a session's own state.
+	// A session's state change that changes a shared scope (one per
+	// session here, so callers do not contend on one scope row).
 	"scope": {setup: clusterSessions, write: func(ctx context.Context, conn *grpc.ClientConn, t []string, i int) error {
 		_, err := sessionv1.NewSessionServiceClient(conn).UpdateState(ctx, &sessionv1.UpdateStateRequest{SessionId: t[i%len(t)],
 			ScopeDeltas: []*sessionv1.ScopeDelta{{Scope: "app:bench-" + strconv.Itoa(i%len(t)),

@@ -20,6 +20,7 @@ type sampler struct {
 	stopped  chan struct{}
 	finished chan error
 	commits0 int64
+	wal0     string
 	// queries counts the sampler's own statements, each a transaction
 	// pg_stat_database counts, to take them off the commits.
 	queries int64
@@ -33,6 +34,9 @@ type samples struct {
 	busy    int
 	locked  int
 	commits int64
+	// walBytes is the WAL the server wrote in the window (the whole
+	// server's: run nothing else on it while measuring).
+	walBytes int64
 }
 
 // lockShare is the share of busy backend samples waiting on a lock.
@@ -59,6 +63,10 @@ func startSampler(ctx context.Context, dsn string) (*sampler, error) {
 	s := &sampler{conn: conn, stopped: make(chan struct{}), finished: make(chan error, 1),
 		samples: samples{waits: map[string]int{}}}
 	if s.commits0, err = s.readCommits(ctx); err != nil {
+		conn.Close(ctx)
+		return nil, err
+	}
+	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&s.wal0); err != nil {
 		conn.Close(ctx)
 		return nil, err
 	}
@@ -124,8 +132,13 @@ func (s *sampler) stop(ctx context.Context) (samples, error) {
 	// Waiting for the server's statistics interval, not synchronization
 	// with anything of ours.
 	time.Sleep(1500 * time.Millisecond)
+	var werr error
+	if err == nil {
+		werr = s.conn.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint", s.wal0).Scan(&s.samples.walBytes)
+	}
 	n, cerr := s.readCommits(ctx)
-	// Less the sampler's statements and the two of the first read.
-	s.samples.commits = n - s.commits0 - s.queries - 2
+	// Less the sampler's statements and the three of its first reads.
+	s.samples.commits = n - s.commits0 - s.queries - 3
+	cerr = errors.Join(werr, cerr)
 	return s.samples, errors.Join(err, cerr)
 }
