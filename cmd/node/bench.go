@@ -46,7 +46,7 @@ func benchCommand() *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure appends/s and latency: agentstate in-process and over gRPC, the seed baseline, the raw SQLite ceiling",
+		Short: "Measure appends/s and latency: agentstate in-process and over gRPC, the seed baseline, the raw SQLite (or PostgreSQL) ceiling",
 		Long: "bench runs the append workload — C concurrent callers in total (--callers), each a closed loop with\n" +
 			"one append outstanding, append i going to session i mod S (--sessions), --appends in all — against\n" +
 			"each --mode, then reads every session back and checks that every acknowledged message is stored,\n" +
