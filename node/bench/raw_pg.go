@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentstate/agentstate/messages/ids"
@@ -63,25 +62,12 @@ func runRawPG(ctx context.Context, cfg Config, dsn string, batch int) (Result, e
 	}
 	content := strings.Repeat("x", cfg.MessageBytes)
 
-	var done atomic.Int64
-	stopProgress := progress(cfg, &done)
-	cpu0, t0 := processCPU(), time.Now()
-	commits := 0
-	for lo := 0; lo < cfg.Appends; lo += batch {
-		hi := min(lo+batch, cfg.Appends)
-		if err := rawPGBatch(ctx, conn, sessions, msgIDs, content, lo, hi); err != nil {
-			stopProgress()
-			return res, fmt.Errorf("raw insert: %w", err)
-		}
-		commits++
-		done.Store(int64(hi))
+	err = timeBatches(cfg, batch, &res, func(lo, hi int) error {
+		return rawPGBatch(ctx, conn, sessions, msgIDs, content, lo, hi)
+	})
+	if err != nil {
+		return res, err
 	}
-	res.Duration = time.Since(t0)
-	cpu := processCPU() - cpu0
-	stopProgress()
-	res.Appends = cfg.Appends
-	res.MeanBatch = float64(cfg.Appends) / float64(commits)
-	res.rate(cpu)
 	return res, verifyRawPG(ctx, conn, cfg, &res)
 }
 
