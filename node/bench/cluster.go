@@ -67,7 +67,8 @@ type ClusterResult struct {
 	MemberCPUPerOp []time.Duration `json:"member_cpu_per_op_ns"`
 	ClientCPUPerOp time.Duration   `json:"client_cpu_per_op_ns"`
 	// CommitsPerOp is the database's committed transactions in the window
-	// (pg_stat_database, every connection to it) per write.
+	// (pg_stat_database: every connection to it, the members' reads
+	// included, the sampler's own left out) per write.
 	CommitsPerOp float64 `json:"commits_per_op"`
 	// WALBytesPerOp is the server's WAL written in the window per write.
 	WALBytesPerOp float64 `json:"wal_bytes_per_op"`
