@@ -59,6 +59,9 @@ func redactURL(s string) string {
 	return "(not a URL)"
 }
 
+// pgDurabilityPrefix starts the durability of every PostgreSQL result.
+const pgDurabilityPrefix = "pg "
+
 // pgDurability names the server's durability for the results' durability
 // column: fsync and synchronous_commit as the server runs them.
 func pgDurability(ctx context.Context, conn *pgx.Conn) (string, error) {
@@ -66,7 +69,7 @@ func pgDurability(ctx context.Context, conn *pgx.Conn) (string, error) {
 	if err := conn.QueryRow(ctx, "SELECT current_setting('fsync'), current_setting('synchronous_commit')").Scan(&fsync, &sc); err != nil {
 		return "", err
 	}
-	return "pg fsync=" + fsync + " sc=" + sc, nil
+	return pgDurabilityPrefix + "fsync=" + fsync + " sc=" + sc, nil
 }
 
 // runPostgres measures one mode on a fresh database of the server
