@@ -30,6 +30,7 @@ type benchFlags struct {
 	durability   string
 	addr         string
 	dataDir      string
+	postgres     string
 	json         bool
 	markdown     bool
 	plot         string
@@ -45,7 +46,7 @@ func benchCommand() *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure appends/s and latency: agentstate in-process and over gRPC, the seed baseline, the raw SQLite ceiling",
+		Short: "Measure appends/s and latency: agentstate in-process and over gRPC, the seed baseline, the raw SQLite (or PostgreSQL) ceiling",
 		Long: "bench runs the append workload — C concurrent callers in total (--callers), each a closed loop with\n" +
 			"one append outstanding, append i going to session i mod S (--sessions), --appends in all — against\n" +
 			"each --mode, then reads every session back and checks that every acknowledged message is stored,\n" +
@@ -60,6 +61,8 @@ func benchCommand() *cobra.Command {
 			"baseline (the seed design: count-then-insert on pooled database/sql), raw (one goroutine,\n" +
 			"1000-row transactions: the SQLite ceiling), raw-closed (the same with transactions of C rows:\n" +
 			"the most C closed-loop callers can share). Each mode gets a fresh database under --data-dir.\n" +
+			"--postgres measures the PostgreSQL store instead (a fresh database per mode on that server; raw and\n" +
+			"raw-closed then write the same rows with a plain pgx client, one pipelined commit per transaction).\n" +
 			"A progress bar goes to stderr; the table (or --json) to stdout. It fails when agentstate lost,\n" +
 			"duplicated or reordered an acknowledged message.",
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
@@ -76,6 +79,8 @@ func benchCommand() *cobra.Command {
 	fl.IntVar(&f.messageBytes, "message-bytes", bench.DefaultMessageBytes, "content size of each message")
 	fl.StringVar(&f.durability, "durability", bench.DefaultSynchronous, "SQLite synchronous: full (fsync per commit) or normal")
 	fl.StringVar(&f.addr, "addr", "", "grpc modes: a running node's gRPC address (default: start one on loopback)")
+	fl.StringVar(&f.postgres, "postgres", "", "measure the PostgreSQL store on this server (a postgres:// URL of a role that may create databases):\n"+
+		"each mode on a database of its own, dropped after; raw and raw-closed are PostgreSQL's ceiling for the same rows")
 	fl.StringVar(&f.dataDir, "data-dir", "", "where the runs' databases go (default: the system's temp dir); removed after")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of tables")
 	fl.BoolVar(&f.markdown, "markdown", false, "print the tables as Markdown")
@@ -84,7 +89,7 @@ func benchCommand() *cobra.Command {
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "grpc modes: file holding the bearer credential (token or JWT) to present")
 	fl.StringArrayVar(&f.serveArgs, "serve-arg", nil, "grpc modes: an argument added to the `node serve` started here (repeat; e.g. --serve-arg=--auth-file=ids.json)")
-	cmd.AddCommand(benchReportCommand(), benchIdleCommand())
+	cmd.AddCommand(benchReportCommand(), benchIdleCommand(), benchClusterCommand())
 	return cmd
 }
 
@@ -97,15 +102,11 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 		return usagef(cmd, "--durability %q: want full or normal", f.durability)
 	}
 	if f.cpuProfile != "" {
-		out, err := os.Create(f.cpuProfile)
+		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
 			return err
 		}
-		defer out.Close()
-		if err := pprof.StartCPUProfile(out); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	runs := []bench.Workload{{Sessions: f.sessions, Callers: f.callers, IdleTimeout: f.idleTimeout}}
 	if f.clients > 0 {
@@ -146,7 +147,7 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 			}
 			res, err := benchOne(cmd, f, bench.Config{
 				Mode: m, Name: w.Name, Sessions: w.Sessions, Callers: w.Callers, NewSessions: w.NewSessions, Appends: f.appends,
-				MessageBytes: f.messageBytes, Synchronous: f.durability, Addr: f.addr, DataDir: f.dataDir,
+				MessageBytes: f.messageBytes, Synchronous: f.durability, Addr: f.addr, DataDir: f.dataDir, Postgres: f.postgres,
 				IdleTimeout: idle, Serve: serve, ServeArgs: f.serveArgs, Token: token,
 			})
 			if err != nil {
@@ -183,6 +184,19 @@ func benchOne(cmd *cobra.Command, f benchFlags, cfg bench.Config) (bench.Result,
 		return res, fmt.Errorf("bench %s: %w", label, err)
 	}
 	return res, nil
+}
+
+// startCPUProfile profiles this process's CPU into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); out.Close() }, nil
 }
 
 // agentstateIntact fails when an agentstate mode lost an acknowledged

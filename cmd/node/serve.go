@@ -75,6 +75,9 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.StreamSendTimeout, "stream-send-timeout", f.StreamSendTimeout, "end an AppendBatches stream (RESOURCE_EXHAUSTED) when a send of its outcomes stays blocked this long: its client does not read")
 	fs.IntVar(&f.StreamTotalAppends, "stream-total-appends", f.StreamTotalAppends, "appends of all AppendBatches streams together served at once; past it a stream that receives waits (flow control)")
 	fs.Int64Var(&f.StreamTotalBytes, "stream-total-bytes", f.StreamTotalBytes, "bytes of requests of all AppendBatches streams together served at once; past it a stream that receives waits (flow control)")
+	// Not a server setting: a diagnosis of this process (node bench cluster --profile-dir uses it).
+	var cpuProfile string
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this node to this file, from start until it drains (go tool pprof)")
 	// Every flag of serve is a server setting.
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file", "auth-file", "tls-client-ca",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
@@ -82,8 +85,15 @@ func newServeCommand() *cobra.Command {
 		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait",
 		"membership", "etcd-endpoints", "etcd-prefix", "etcd-tls-ca", "etcd-tls-cert", "etcd-tls-key", "etcd-username", "etcd-password-file", "feed-poll-interval", "feed-bytes", "feed-conn-bytes", "feed-stall-timeout",
 		"grpc-max-streams", "grpc-max-streams-total", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes",
-		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes")
+		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes", "cpuprofile")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		if cpuProfile != "" {
+			stop, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 		log, err := server.NewLogger(cmd.ErrOrStderr(), f.LogFormat, f.LogLevel)
 		if err != nil {
 			return usagef(cmd, "%v", err)

@@ -108,6 +108,13 @@ type Config struct {
 	// Token, when set, is presented as the bearer credential on every
 	// gRPC connection.
 	Token string
+	// Postgres, when set, is a PostgreSQL server's postgres:// URL (of a
+	// role that may create databases): the run measures the PostgreSQL
+	// store instead of SQLite, on a database of its own created for the
+	// run and dropped after it, and raw and raw-closed are PostgreSQL's
+	// ceiling (raw_pg.go). Synchronous is then the server's (fsync and
+	// synchronous_commit, as reported); baseline has no PostgreSQL variant.
+	Postgres string
 	// DataDir holds the databases this run creates; empty means a
 	// temporary directory removed afterwards.
 	DataDir string

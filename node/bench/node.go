@@ -17,6 +17,7 @@ import (
 	"github.com/agentstate/agentstate/node/appendstream"
 	nodeclient "github.com/agentstate/agentstate/node/client"
 	"github.com/agentstate/agentstate/node/codec"
+	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlite"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/grpc"
@@ -44,7 +45,7 @@ func (c *commitCounter) AsyncLost(int, error)    {}
 // localNode is an agentstate node in this process, on its own actor system
 // and its own database file.
 type localNode struct {
-	store   *sqlite.Store
+	store   persistence.Store
 	sys     *actor.ActorSystem
 	node    *actors.Node
 	commits commitCounter
@@ -66,6 +67,13 @@ func startNodeURL(url string, idle time.Duration) (*localNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startNodeStore(store, idle)
+}
+
+// startNodeStore starts a node on store, which it closes when it stops
+// (or fails to start).
+func startNodeStore(store persistence.Store, idle time.Duration) (*localNode, error) {
+	var err error
 	n := &localNode{store: store}
 	// protoactor's default logger prints every actor start at INFO.
 	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {

@@ -15,7 +15,7 @@ import (
 
 // The raw ceiling: the rows agentstate stores for the workload — the
 // message tables of persistence/sqlite, same columns, same keys, same
-// triggers, same layout (schema migrations 5 and 7: content rows in
+// triggers, same layout (schema migrations 5, 7 and the keyed items' key and kind: content rows in
 // message_rows, each with an entry in message_pending or message_index,
 // written pending and settled into message_index once sqlite.SettleRows are
 // pending, or settled at once in transactions of many rows per session;
@@ -107,9 +107,6 @@ func runRaw(ctx context.Context, cfg Config, path string, batch int) (Result, er
 	}
 	content := strings.Repeat("x", cfg.MessageBytes)
 
-	var done atomic.Int64
-	stopProgress := progress(cfg, &done)
-	cpu0, t0 := processCPU(), time.Now()
 	// As the store's writer: rows pending where a transaction carries
 	// fewer than sqlite.PendingRowsPerSession per session, settled at once
 	// otherwise.
@@ -117,9 +114,8 @@ func runRaw(ctx context.Context, cfg Config, path string, batch int) (Result, er
 	if batch >= sqlite.PendingRowsPerSession*min(cfg.Sessions, batch) {
 		indexed = 1
 	}
-	commits, pending := 0, 0
-	for lo := 0; lo < cfg.Appends; lo += batch {
-		hi := min(lo+batch, cfg.Appends)
+	pending := 0
+	err = timeBatches(cfg, batch, &res, func(lo, hi int) error {
 		if indexed == 0 {
 			pending += hi - lo
 		}
@@ -127,24 +123,41 @@ func runRaw(ctx context.Context, cfg Config, path string, batch int) (Result, er
 		if settle {
 			pending = 0
 		}
-		if err := rawBatch(ctx, db, sessions, msgIDs, content, lo, hi, indexed, settle); err != nil {
-			stopProgress()
-			return res, fmt.Errorf("raw insert: %w", err)
+		return rawBatch(ctx, db, sessions, msgIDs, content, lo, hi, indexed, settle)
+	})
+	if err != nil {
+		return res, err
+	}
+
+	if err := verifyRaw(ctx, db, cfg, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// timeBatches writes the run's appends through write, batch rows per
+// call (one transaction each), timed, and fills res's duration, rate, CPU
+// per append and rows per transaction.
+func timeBatches(cfg Config, batch int, res *Result, write func(lo, hi int) error) error {
+	var done atomic.Int64
+	stopProgress := progress(cfg, &done)
+	defer stopProgress()
+	cpu0, t0 := processCPU(), time.Now()
+	commits := 0
+	for lo := 0; lo < cfg.Appends; lo += batch {
+		hi := min(lo+batch, cfg.Appends)
+		if err := write(lo, hi); err != nil {
+			return fmt.Errorf("raw insert: %w", err)
 		}
 		commits++
 		done.Store(int64(hi))
 	}
 	res.Duration = time.Since(t0)
 	cpu := processCPU() - cpu0
-	stopProgress()
 	res.Appends = cfg.Appends
 	res.MeanBatch = float64(cfg.Appends) / float64(commits)
 	res.rate(cpu)
-
-	if err := verifyRaw(ctx, db, cfg, &res); err != nil {
-		return res, err
-	}
-	return res, nil
+	return nil
 }
 
 // rawSessions creates n sessions in one transaction (not timed).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -83,6 +84,10 @@ func (r Result) Workload() string {
 	}
 	return w
 }
+
+// OnPostgres reports whether the result was measured on PostgreSQL
+// (Config.Postgres): its durability then names the server's settings.
+func (r Result) OnPostgres() bool { return strings.HasPrefix(r.Synchronous, pgDurabilityPrefix) }
 
 // TotalCallers is C, also for results that recorded callers per session.
 func (r Result) TotalCallers() int {

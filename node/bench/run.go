@@ -28,6 +28,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("bench: data dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	if cfg.Postgres != "" {
+		return runPostgres(ctx, cfg, dir)
+	}
 	path := filepath.Join(dir, cfg.Mode+".db")
 
 	switch cfg.Mode {
@@ -64,6 +67,11 @@ func runLoopback(ctx context.Context, cfg Config, path string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	return runLoopbackNode(ctx, cfg, n)
+}
+
+// runLoopbackNode measures gRPC against n served on loopback, and stops n.
+func runLoopbackNode(ctx context.Context, cfg Config, n *localNode) (Result, error) {
 	srv, addr, err := loopbackServer(n)
 	if err != nil {
 		return Result{}, errors.Join(err, stopNode(n))

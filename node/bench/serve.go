@@ -34,8 +34,10 @@ func startServed(ctx context.Context, cfg Config, dir string) (*servedNode, erro
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	args := append([]string(nil), cfg.Serve[1:]...)
-	args = append(args, "--data", filepath.Join(dir, "served.db"), "--synchronous", cfg.Synchronous,
-		"--grpc-addr", addr, "--http-addr", "", "--log-level", "warn")
+	if cfg.Postgres == "" { // on PostgreSQL, Serve names the run's database
+		args = append(args, "--data", filepath.Join(dir, "served.db"), "--synchronous", cfg.Synchronous)
+	}
+	args = append(args, "--grpc-addr", addr, "--http-addr", "", "--log-level", "warn")
 	args = append(args, cfg.ServeArgs...)
 	if cfg.IdleTimeout != 0 {
 		args = append(args, "--idle-timeout", cfg.IdleTimeout.String())
@@ -70,6 +72,11 @@ func (s *servedNode) stop() error {
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
+	return s.wait()
+}
+
+// wait waits for the node to exit, killing it after stopTimeout.
+func (s *servedNode) wait() error {
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
 	select {

@@ -92,3 +92,29 @@ func TestTables(t *testing.T) {
 		t.Errorf("markdown checks:\n%s", b.String())
 	}
 }
+
+// On PostgreSQL, W1 is held to in-process ≥ 0.5 of raw-closed, and
+// SQLite's target against raw does not apply.
+func TestChecksOnPostgres(t *testing.T) {
+	pg := pgDurabilityPrefix + "fsync=on sc=on"
+	rs := []Result{
+		{Mode: ModeInProcess, Sessions: 64, Callers: 64, AppendsPerSec: 3000, Synchronous: pg},
+		{Mode: ModeRaw, Sessions: 64, Callers: 64, AppendsPerSec: 20000, Synchronous: pg},
+		{Mode: ModeRawClosed, Sessions: 64, Callers: 64, AppendsPerSec: 8000, Synchronous: pg},
+	}
+	var closed, raw *Check
+	for _, c := range Checks(rs) {
+		switch c.Name {
+		case "inprocess / raw-closed appends/s":
+			closed = &c
+		case "inprocess / raw appends/s":
+			raw = &c
+		}
+	}
+	if closed == nil || !closed.Target || closed.Want != 0.5 || closed.Pass {
+		t.Fatalf("raw-closed check: %+v", closed)
+	}
+	if raw == nil || raw.Target {
+		t.Fatalf("raw check: %+v", raw)
+	}
+}
