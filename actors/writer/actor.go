@@ -138,7 +138,11 @@ func (w *committer) accept(ctx actor.Context, it *item) {
 		w.answer(ctx, it, persistence.Result{Err: errs.Unavailable("the writer is stopping")})
 		return
 	}
-	w.queue.push(it, nanotime())
+	var now int64 // only named lanes keep time (lanes.go)
+	if it.lane != "" {
+		now = nanotime()
+	}
+	w.queue.push(it, now)
 	w.kick(ctx)
 }
 
