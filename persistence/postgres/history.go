@@ -2,13 +2,13 @@ package postgres
 
 import (
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 // The history operations are decided in persistence (ApplyReplaceSuffix,
-// ApplyDeleteSessions, ApplyUpdateScopes); the applier is their dialect.
+// ApplyDeleteSessions, ApplyUpdateScopes); the applier is their dialect,
+// with sqlstore's shared reads for ReplaceSuffix (sqlstore.SuffixDialect).
 // ReplaceSuffix is never pipelined: each step reads what the one before
 // wrote. DeleteSessions locks each session's owner row as its epoch is
 // taken, in session_id order; UpdateScopes locks the scopes' rows in name
@@ -18,16 +18,7 @@ func (a *applier) ReplaceSuffix(c *persistence.ReplaceSuffix) (persistence.Resul
 	if err := a.fence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.ApplyReplaceSuffix(c, a)
-}
-
-// SuffixHead (persistence.SuffixDialect) locks the session's row.
-func (a *applier) SuffixHead(id string) (next, first int64, closed bool, err error) {
-	return sqlstore.SuffixHead(txDB{a: a}, id, " FOR UPDATE")
-}
-
-func (a *applier) MessagesFrom(id string, from, to int64) ([]*sessionv1.Message, error) {
-	return sqlstore.MessagesFrom(txDB{a: a}, id, from, to)
+	return persistence.ApplyReplaceSuffix(c, sqlstore.SuffixDialect(txDB{a: a}, " FOR UPDATE", a))
 }
 
 // StoredIDs looks the ids up in one statement.

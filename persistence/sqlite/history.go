@@ -5,27 +5,18 @@ import (
 	"errors"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
 // The history operations are decided in persistence (ApplyReplaceSuffix,
-// ApplyDeleteSessions, ApplyUpdateScopes); the applier is their dialect.
+// ApplyDeleteSessions, ApplyUpdateScopes); the applier is their dialect,
+// with sqlstore's shared reads for ReplaceSuffix (sqlstore.SuffixDialect).
 // ReplaceSuffix runs after the attempt wrote what it pooled (Command),
 // and stores its turn row by row, as a replay does, whatever the attempt.
 
 func (a *applier) ReplaceSuffix(c *persistence.ReplaceSuffix) (persistence.Result, error) {
-	return persistence.ApplyReplaceSuffix(c, a)
-}
-
-// SuffixHead: see persistence.SuffixDialect.
-func (a *applier) SuffixHead(id string) (next, first int64, closed bool, err error) {
-	return sqlstore.SuffixHead(txDB{a: a}, id, "")
-}
-
-func (a *applier) MessagesFrom(id string, from, to int64) ([]*sessionv1.Message, error) {
-	return sqlstore.MessagesFrom(txDB{a: a}, id, from, to)
+	return persistence.ApplyReplaceSuffix(c, sqlstore.SuffixDialect(txDB{a: a}, "", a))
 }
 
 // StoredIDs probes the (message_id, session_id) key once per id.

@@ -9,28 +9,53 @@ import (
 	"github.com/agentstate/agentstate/persistence"
 )
 
-// SuffixHead reads what a ReplaceSuffix is checked against
-// (persistence.SuffixDialect) in the writer's transaction tx; lock is the
-// clause that locks the session's row (PostgreSQL's FOR UPDATE), or ""
-// where the transaction holds the whole database.
-func SuffixHead(tx DB, sessionID, lock string) (next, first int64, closed bool, err error) {
+// SuffixOwn is the part of persistence.SuffixDialect that is a store's
+// own: its lookup of stored ids, its removal and append paths, its audit.
+type SuffixOwn interface {
+	StoredIDs(sessionID string, ids []string) (map[string]int64, error)
+	Cut(sessionID string, from, updatedAt int64) error
+	Append(c *persistence.AppendMessages) (persistence.Result, error)
+	Audit(entries []*auditv1.AuditEntry) error
+}
+
+// SuffixDialect is persistence.SuffixDialect of a store: the reads, run
+// in its writer's transaction tx, and own. lock is the clause that locks
+// the session's row as its head is read (PostgreSQL's " FOR UPDATE"), or
+// "" where the transaction holds the whole database.
+func SuffixDialect(tx DB, lock string, own SuffixOwn) persistence.SuffixDialect {
+	return suffixDialect{SuffixReads{tx, lock}, own}
+}
+
+type suffixDialect struct {
+	SuffixReads
+	SuffixOwn
+}
+
+// SuffixReads are the reads of persistence.SuffixDialect (see
+// SuffixDialect).
+type SuffixReads struct {
+	Tx   DB
+	Lock string
+}
+
+// SuffixHead reads what a ReplaceSuffix is checked against.
+func (r SuffixReads) SuffixHead(sessionID string) (next, first int64, closed bool, err error) {
 	var state int64
-	err = tx.QueryRow(context.Background(), Rebind(tx, `SELECT next_sequence, first_sequence, state FROM sessions
-		WHERE session_id = ?`+lock), []any{sessionID}, []any{&next, &first, &state})
-	if tx.NoRows(err) {
+	err = r.Tx.QueryRow(context.Background(), Rebind(r.Tx, `SELECT next_sequence, first_sequence, state FROM sessions
+		WHERE session_id = ?`+r.Lock), []any{sessionID}, []any{&next, &first, &state})
+	if r.Tx.NoRows(err) {
 		return 0, 0, false, errs.NotFound("session %s not found", sessionID)
 	}
 	return next, first, state == int64(sessionv1.SessionState_SESSION_STATE_CLOSED), err
 }
 
 // MessagesFrom reads a session's messages with from <= sequence < to, in
-// sequence order, in the writer's transaction tx: what a ReplaceSuffix
-// removes or finds stored (persistence.SuffixDialect).
-func MessagesFrom(tx DB, sessionID string, from, to int64) ([]*sessionv1.Message, error) {
+// sequence order: what a ReplaceSuffix removes or finds stored.
+func (r SuffixReads) MessagesFrom(sessionID string, from, to int64) ([]*sessionv1.Message, error) {
 	var out []*sessionv1.Message
 	var role, created, event int64
 	m := &sessionv1.Message{}
-	err := tx.Query(context.Background(), Rebind(tx, `SELECT sequence, message_id, role, content, metadata_json,
+	err := r.Tx.Query(context.Background(), Rebind(r.Tx, `SELECT sequence, message_id, role, content, metadata_json,
 		created_at, event_at, item_key, kind
 		FROM session_messages WHERE session_id = ? AND sequence >= ? AND sequence < ? ORDER BY sequence`),
 		[]any{sessionID, from, to},
