@@ -64,11 +64,7 @@ func TestSessionTailSeesColdOwnersFirstAppend(t *testing.T) {
 			e := newEnvOn(t, s.open(t), feed.Config{}, false)
 			id := e.create()
 			e.appendN(id, 1)
-			tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tail.Close()
+			tail := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 			var v sessionView
 			readSession(t, tail, &v, 1)
 			e.passivate()

@@ -22,11 +22,7 @@ func TestSessionTailCatchesUpThenLive(t *testing.T) {
 	e := newEnv(t, feed.Config{}, false)
 	id := e.create()
 	e.appendN(id, 5)
-	tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tail.Close()
+	tail := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 	var v sessionView
 	readSession(t, tail, &v, 5)
 	e.appendN(id, 7)
@@ -52,16 +48,8 @@ func TestSessionTailResumesAndFromNow(t *testing.T) {
 	e := newEnv(t, feed.Config{}, false)
 	id := e.create()
 	e.appendN(id, 10)
-	resumed, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id, FromSequence: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resumed.Close()
-	now, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id, FromNow: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer now.Close()
+	resumed := e.tailSession(&feedv1.TailSessionRequest{SessionId: id, FromSequence: 6})
+	now := e.tailSession(&feedv1.TailSessionRequest{SessionId: id, FromNow: true})
 	e.appendN(id, 3)
 	var rv, nv sessionView
 	readSession(t, resumed, &rv, 7)
@@ -100,11 +88,7 @@ func TestSessionTailRefusesBadRequests(t *testing.T) {
 func TestSessionTailOutlivesPassivation(t *testing.T) {
 	e := newEnv(t, feed.Config{}, false)
 	id := e.create()
-	tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tail.Close()
+	tail := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 	e.appendN(id, 3)
 	var v sessionView
 	readSession(t, tail, &v, 3)
@@ -125,11 +109,7 @@ func TestSessionTailEndsOnDelete(t *testing.T) {
 	e := newEnv(t, feed.Config{}, false)
 	id := e.create()
 	e.appendN(id, 2)
-	tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tail.Close()
+	tail := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 	var v sessionView
 	readSession(t, tail, &v, 2)
 	if _, err := e.node.Sessions().Delete(e.ctx, &sessionv1.DeleteSessionRequest{SessionId: id}); err != nil {
@@ -147,11 +127,7 @@ func TestSessionTailEndsOnDelete(t *testing.T) {
 func TestSlowSessionTailCatchesUpFromStore(t *testing.T) {
 	e := newEnv(t, feed.Config{SessionRingBytes: 1}, false)
 	id := e.create()
-	tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tail.Close()
+	tail := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 	e.appendN(id, 50)
 	var v sessionView
 	readSession(t, tail, &v, 50)
@@ -301,11 +277,7 @@ func TestChangeTailReportsPrunedRange(t *testing.T) {
 func TestCloseDeliversEverythingThenEnds(t *testing.T) {
 	e := newEnv(t, feed.Config{}, true)
 	id := e.create()
-	st, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 	ct, err := e.hub.TailChanges(e.ctx, &feedv1.TailChangesRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -131,6 +131,18 @@ func (e *env) appendN(id string, n int) {
 	}
 }
 
+// tailSession opens a tail of req, closed when the test ends (before
+// the node stops).
+func (e *env) tailSession(req *feedv1.TailSessionRequest) *feed.SessionTail {
+	e.tb.Helper()
+	tail, err := e.hub.TailSession(e.ctx, req)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	e.tb.Cleanup(tail.Close)
+	return tail
+}
+
 // storedMessages reads all of a session's messages from the store.
 func (e *env) storedMessages(id string) []*sessionv1.Message {
 	e.tb.Helper()

@@ -23,11 +23,7 @@ func TestSessionTailDeliversItemKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tail.Close()
+	tail := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 	var got []*sessionv1.Message
 	for len(got) < 2 {
 		evs, err := tail.Next(e.ctx)

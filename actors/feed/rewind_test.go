@@ -18,11 +18,7 @@ func TestRewindDeliversThePageAgain(t *testing.T) {
 	e := newEnv(t, feed.Config{}, true)
 	id := e.create()
 	e.appendN(id, 5)
-	tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tail.Close()
+	tail := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 	again := func() []*feedv1.SessionEvent {
 		t.Helper()
 		mark := tail.Sequence()

@@ -21,6 +21,18 @@ type currentView struct {
 	rewound []*feedv1.Rewound
 }
 
+// readWhile takes the tail's events while waiting says more are due.
+func (v *currentView) readWhile(e *env, tail *feed.SessionTail, waiting func() bool) {
+	e.tb.Helper()
+	for waiting() {
+		evs, err := tail.Next(e.ctx)
+		if err != nil {
+			e.tb.Fatal(err)
+		}
+		v.take(e.tb, evs)
+	}
+}
+
 func (v *currentView) take(tb testing.TB, evs []*feedv1.SessionEvent) {
 	tb.Helper()
 	for _, ev := range evs {
@@ -85,27 +97,11 @@ func TestSessionTailRewoundAtTheCut(t *testing.T) {
 			e := newEnv(t, feed.Config{SessionRingBytes: ring}, false)
 			id := e.create()
 			e.appendN(id, 5)
-			tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tail.Close()
+			tail := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 			v := &currentView{ids: map[int64]string{}}
-			for len(v.ids) < 5 {
-				evs, err := tail.Next(e.ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				v.take(t, evs)
-			}
+			v.readWhile(e, tail, func() bool { return len(v.ids) < 5 })
 			e.replace(id, 2, "x", "y", "z")
-			for len(v.rewound) == 0 || len(v.ids) < 6 {
-				evs, err := tail.Next(e.ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				v.take(t, evs)
-			}
+			v.readWhile(e, tail, func() bool { return len(v.rewound) == 0 || len(v.ids) < 6 })
 			if r := v.rewound[0]; len(v.rewound) != 1 || r.GetFromSequence() != 3 || r.GetPreviousNextSequence() != 5 {
 				t.Fatalf("rewound %v", v.rewound)
 			}
@@ -113,13 +109,7 @@ func TestSessionTailRewoundAtTheCut(t *testing.T) {
 			// A pop below the tail's cursor, then an append.
 			e.replace(id, 4)
 			e.appendN(id, 1)
-			for len(v.rewound) < 2 || len(v.ids) < 3 {
-				evs, err := tail.Next(e.ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				v.take(t, evs)
-			}
+			v.readWhile(e, tail, func() bool { return len(v.rewound) < 2 || len(v.ids) < 3 })
 			v.matches(t, e.storedMessages(id))
 		})
 	}
@@ -131,19 +121,9 @@ func TestSessionTailRewindRepeatsRewound(t *testing.T) {
 	e := newEnv(t, feed.Config{}, false)
 	id := e.create()
 	e.appendN(id, 3)
-	tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tail.Close()
+	tail := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 	v := &currentView{ids: map[int64]string{}}
-	for len(v.ids) < 3 {
-		evs, err := tail.Next(e.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v.take(t, evs)
-	}
+	v.readWhile(e, tail, func() bool { return len(v.ids) < 3 })
 	e.replace(id, 1, "new")
 	mark := tail.Sequence()
 	evs, err := tail.Next(e.ctx)
@@ -154,13 +134,7 @@ func TestSessionTailRewindRepeatsRewound(t *testing.T) {
 	if tail.Sequence() != mark {
 		t.Fatalf("cursor %d after Rewind(%d)", tail.Sequence(), mark)
 	}
-	for len(v.rewound) == 0 || len(v.ids) < 3 {
-		evs, err := tail.Next(e.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v.take(t, evs)
-	}
+	v.readWhile(e, tail, func() bool { return len(v.rewound) == 0 || len(v.ids) < 3 })
 	v.matches(t, e.storedMessages(id))
 }
 
@@ -171,11 +145,7 @@ func TestSessionTailFollowsRacingReplacements(t *testing.T) {
 		t.Run(fmt.Sprintf("ring %d bytes", ring), func(t *testing.T) {
 			e := newEnv(t, feed.Config{SessionRingBytes: ring}, false)
 			id := e.create()
-			tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tail.Close()
+			tail := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 			final := ids.New()
 			go func() {
 				for i := range 60 {
@@ -218,11 +188,7 @@ func TestSessionTailEndsOnGroupDelete(t *testing.T) {
 	}
 	id := r.GetSession().GetSessionId()
 	e.appendN(id, 2)
-	tail, err := e.hub.TailSession(e.ctx, &feedv1.TailSessionRequest{SessionId: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tail.Close()
+	tail := e.tailSession(&feedv1.TailSessionRequest{SessionId: id})
 	var v sessionView
 	readSession(t, tail, &v, 2)
 	if _, err := e.node.Sessions().DeleteSessions(e.ctx, &sessionv1.DeleteSessionsRequest{ClientKeyPrefix: "grp/"}); err != nil {

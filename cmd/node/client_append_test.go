@@ -37,6 +37,33 @@ func (l *lostAnswer) Append(ctx context.Context, req *sessionv1.AppendRequest) (
 	return nil, ctx.Err()
 }
 
+// startSessionForCLI starts a node (startNodeForCLI) and creates a
+// session on it; it returns the node's address and the session's id.
+func startSessionForCLI(t *testing.T, req *sessionv1.CreateSessionRequest) (addr, sessionID string) {
+	t.Helper()
+	conn, addr := startNodeForCLI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	created, err := sessionv1.NewSessionServiceClient(conn).Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr, created.GetSession().GetSessionId()
+}
+
+// cliRunner runs the CLI against the node at addr (--addr added): it
+// fails the test unless the exit code is want, and returns stdout.
+func cliRunner(t *testing.T, addr string) func(want int, args ...string) string {
+	return func(want int, args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if c := run(append(args, "--addr", addr), &stdout, &stderr); c != want {
+			t.Fatalf("%v: exit %d, want %d; stderr: %s", args, c, want, stderr.String())
+		}
+		return stdout.String()
+	}
+}
+
 // startNodeForCLI runs a node on a fresh SQLite file and returns its gRPC
 // client connection and address.
 func startNodeForCLI(t *testing.T) (*grpc.ClientConn, string) {

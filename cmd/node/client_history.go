@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/spf13/cobra"
@@ -58,22 +56,13 @@ func sessionReplaceSuffixCmd(o *clientOptions) *cobra.Command {
 		if len(pairs) > 0 && file != "" {
 			return usagef(cmd, "give the new messages one way: --message or --file")
 		}
-		for _, p := range pairs {
-			rs, text, ok := strings.Cut(p, "=")
-			r, err := parseRole(rs)
-			if !ok || err != nil {
-				return usagef(cmd, "--message %q: want role=content with role user, assistant, system or tool", p)
-			}
-			req.Messages = append(req.Messages, &sessionv1.NewMessage{Role: r, Content: text})
+		if len(pairs) > 0 {
+			req.Messages, err = pairMessages(cmd, pairs)
+		} else if file != "" {
+			req.Messages, err = fileMessages(cmd, file)
 		}
-		if file != "" {
-			b, err := readInput(cmd, file)
-			if err != nil {
-				return err
-			}
-			if req.Messages, err = parseTurnFile(b); err != nil {
-				return fmt.Errorf("%s: %w", file, err)
-			}
+		if err != nil {
+			return err
 		}
 		if err := setMessageIDs(cmd, req.Messages, messageIDs); err != nil {
 			return err

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"testing"
-	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -13,22 +10,8 @@ import (
 // The history operations through the CLI: replace-suffix (and its retry
 // with the same ids), delete-group, state update-scopes (and its retry).
 func TestCLIHistoryOperations(t *testing.T) {
-	conn, addr := startNodeForCLI(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	created, err := sessionv1.NewSessionServiceClient(conn).Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "cli", ClientKey: "t/1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid := created.GetSession().GetSessionId()
-	cli := func(want int, args ...string) string {
-		t.Helper()
-		var stdout, stderr bytes.Buffer
-		if c := run(append(args, "--addr", addr), &stdout, &stderr); c != want {
-			t.Fatalf("%v: exit %d, want %d; stderr: %s", args, c, want, stderr.String())
-		}
-		return stdout.String()
-	}
+	addr, sid := startSessionForCLI(t, &sessionv1.CreateSessionRequest{ActorName: "cli", ClientKey: "t/1"})
+	cli := cliRunner(t, addr)
 	cli(exitOK, "session", "append", "--session", sid, "--message", "user=a", "--message", "assistant=b")
 	const id = "01J00000000000000000000001"
 	var r sessionv1.ReplaceSuffixResponse

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -16,21 +13,11 @@ import (
 // with --keep-stored answers the stored message (kept), a file's messages
 // carry keys, get-item reads one and items lists by kind and prefix.
 func TestCLIKeyedItems(t *testing.T) {
-	conn, addr := startNodeForCLI(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	created, err := sessionv1.NewSessionServiceClient(conn).Create(ctx, &sessionv1.CreateSessionRequest{ActorName: "cli"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid := created.GetSession().GetSessionId()
+	addr, sid := startSessionForCLI(t, &sessionv1.CreateSessionRequest{ActorName: "cli"})
+	node := cliRunner(t, addr)
 	cli := func(want int, args ...string) string {
 		t.Helper()
-		var stdout, stderr bytes.Buffer
-		if c := run(append([]string{"session", args[0], "--addr", addr, "--session", sid}, args[1:]...), &stdout, &stderr); c != want {
-			t.Fatalf("%v: exit %d, want %d; stderr: %s", args, c, want, stderr.String())
-		}
-		return stdout.String()
+		return node(want, append([]string{"session", args[0], "--session", sid}, args[1:]...)...)
 	}
 	cli(exitOK, "append", "--role", "tool", "--content", "first", "--item-key", "cp:1", "--kind", "checkpoint")
 	var r sessionv1.AppendResponse

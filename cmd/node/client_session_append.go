@@ -93,21 +93,12 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 			req.Messages = []*sessionv1.NewMessage{{Role: r, Content: content, MetadataJson: metadata, EventTime: event}}
 			items.apply(req.Messages[0])
 		case len(pairs) > 0:
-			for _, p := range pairs {
-				rs, text, ok := strings.Cut(p, "=")
-				r, err := parseRole(rs)
-				if !ok || err != nil {
-					return usagef(cmd, "--message %q: want role=content with role user, assistant, system or tool", p)
-				}
-				req.Messages = append(req.Messages, &sessionv1.NewMessage{Role: r, Content: text})
-			}
-		default:
-			b, err := readInput(cmd, file)
-			if err != nil {
+			if req.Messages, err = pairMessages(cmd, pairs); err != nil {
 				return err
 			}
-			if req.Messages, err = parseTurnFile(b); err != nil {
-				return fmt.Errorf("%s: %w", file, err)
+		default:
+			if req.Messages, err = fileMessages(cmd, file); err != nil {
+				return err
 			}
 		}
 		if err := setMessageIDs(cmd, req.Messages, messageIDs); err != nil {
@@ -128,6 +119,34 @@ func sessionAppendCmd(o *clientOptions) *cobra.Command {
 // attempt: the --message-id flags in order (with --file, the file's ids
 // instead), else a new ULID. An id chosen here rather than by the node
 // is what makes the retry after an unknown outcome safe: it is the same.
+// pairMessages are the new messages of --message role=content pairs.
+func pairMessages(cmd *cobra.Command, pairs []string) ([]*sessionv1.NewMessage, error) {
+	out := make([]*sessionv1.NewMessage, 0, len(pairs))
+	for _, p := range pairs {
+		rs, text, ok := strings.Cut(p, "=")
+		r, err := parseRole(rs)
+		if !ok || err != nil {
+			return nil, usagef(cmd, "--message %q: want role=content with role user, assistant, system or tool", p)
+		}
+		out = append(out, &sessionv1.NewMessage{Role: r, Content: text})
+	}
+	return out, nil
+}
+
+// fileMessages are the new messages of a turn file (parseTurnFile; "-"
+// is stdin).
+func fileMessages(cmd *cobra.Command, file string) ([]*sessionv1.NewMessage, error) {
+	b, err := readInput(cmd, file)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := parseTurnFile(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return msgs, nil
+}
+
 func setMessageIDs(cmd *cobra.Command, msgs []*sessionv1.NewMessage, flagged []string) error {
 	if len(flagged) > 0 {
 		if cmd.Flags().Changed("file") {

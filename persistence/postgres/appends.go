@@ -54,7 +54,7 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 	if err := t.Check(c.SessionID); err != nil {
 		return persistence.TurnResult{Err: err}, 0, "", nil
 	}
-	after, scopes := "", []scopeWrite(nil)
+	after, scopes := "", []persistence.ScopeWrite(nil)
 	if t.HasDelta() {
 		var bad, err error
 		if after, scopes, bad, err = a.turnDeltas(c.SessionID, state, t); err != nil {
@@ -80,7 +80,7 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 	if err != nil {
 		return persistence.TurnResult{}, 0, "", persistence.Of("session", c.SessionID, err)
 	}
-	if err := a.writeScopes(scopes, at); err != nil {
+	if err := a.WriteScopes(scopes, at); err != nil {
 		return persistence.TurnResult{}, 0, "", err
 	}
 	return k.Merge(tr), n, after, nil
@@ -120,7 +120,7 @@ func (a *applier) turnRows(c *persistence.AppendMessages, t *persistence.Turn, s
 	}
 	switch len(inserted) {
 	case len(t.Messages):
-		if err := a.audit(t.Audit); err != nil {
+		if err := a.Audit(t.Audit); err != nil {
 			return persistence.TurnResult{}, 0, err
 		}
 		out := make([]*sessionv1.Message, len(t.Messages))

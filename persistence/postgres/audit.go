@@ -14,12 +14,13 @@ const insertAuditSQL = `INSERT INTO audit_log (position, event_id, event_type, p
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
 		$7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[])`
 
-// audit appends entries to the chain: each gets the next position, the
+// Audit (sqlstore.Tx's, the persistence dialects') appends entries to
+// the chain: each gets the next position, the
 // current tail's hash as PrevHash, and its own Hash. Rows are only queued;
 // flushAudit writes them in one statement (per command with savepoints,
 // per transaction without, where a duplicate event id fails the whole
 // attempt and the retry with savepoints tells which command it belongs to).
-func (a *applier) audit(entries []*auditv1.AuditEntry) error {
+func (a *applier) Audit(entries []*auditv1.AuditEntry) error {
 	for _, e := range entries {
 		if err := persistence.PrepareEntry(e); err != nil {
 			return err
@@ -118,7 +119,7 @@ func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 			return persistence.Result{}, err
 		}
 	}
-	if err := a.audit(c.Audit); err != nil {
+	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
 	return persistence.RemovedResult{Removed: removed}.Result(), nil
@@ -131,5 +132,5 @@ var errStopScan = errors.New("stop scan")
 // which holds the chain lock (needsChain): another writer on the database
 // must take it to add an entry, so the lookup sees every entry committed.
 func (a *applier) RecordClientAudit(c *persistence.RecordClientAudit) (persistence.Result, error) {
-	return sqlstore.RecordClientAudit(txDB{a: a}, c, a.flushAudit, a.audit)
+	return sqlstore.RecordClientAudit(txDB{a: a}, c, a.flushAudit, a.Audit)
 }

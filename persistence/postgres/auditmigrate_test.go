@@ -6,11 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/ids"
-	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/storetest"
 	"github.com/jackc/pgx/v5"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // The migration that adds principal and namespace keeps a trail written by
@@ -47,59 +45,17 @@ func TestMigrationKeepsAnOldAuditChainVerifiable(t *testing.T) {
 		VALUES ($1, 'a', 'team-a', '', '{}', 1, 1, 1)`, session); err != nil {
 		t.Fatal(err)
 	}
-	old := []*auditv1.AuditEntry{
-		{EventId: ids.New(), EventType: "session_created", SessionId: session, ActorName: "a", DetailsJson: "{}", CreatedAt: timestamppb.Now()},
-		{EventId: ids.New(), EventType: "config_changed", DetailsJson: "{}", CreatedAt: timestamppb.Now()},
-	}
-	prev := ""
-	for i, e := range old {
-		e.Position, e.PrevHash = int64(i+1), prev
-		e.Hash = persistence.AuditHash(prev, e) // no principal: the form old builds wrote
-		prev = e.Hash
+	old := storetest.OldAuditChain(session)
+	for _, e := range old {
 		if _, err := conn.Exec(ctx, `INSERT INTO audit_log (position, event_id, event_type, plan_id, session_id, project_name,
 			actor_name, user_identity, details_json, created_at, prev_hash, hash) VALUES ($1, $2, $3, '', $4, '', $5, '', $6, $7, $8, $9)`,
 			e.Position, e.EventId, e.EventType, e.SessionId, e.ActorName, e.DetailsJson, e.CreatedAt.AsTime().UnixNano(), e.PrevHash, e.Hash); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := conn.Exec(ctx, `UPDATE audit_chain SET tail_position = 2, tail_hash = $1`, prev); err != nil {
+	if _, err := conn.Exec(ctx, `UPDATE audit_chain SET tail_position = 2, tail_hash = $1`, old[1].Hash); err != nil {
 		t.Fatal(err)
 	}
 
-	s := mustOpen(t, dsn)
-	w, err := s.Writer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh := &auditv1.AuditEntry{EventId: ids.New(), EventType: "config_changed", Principal: "alice", CreatedAt: timestamppb.Now()}
-	res, err := w.Apply(ctx, []persistence.Command{&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{fresh}}})
-	w.Release()
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("record after the migration: %v / %v", err, res[0].Err)
-	}
-	got, err := s.Reader().ScanAudit(ctx, 0, 10)
-	if err != nil || len(got) != 3 {
-		t.Fatalf("%d entries after the migration (%v), want 3", len(got), err)
-	}
-	wantNS := []string{"team-a", persistence.DefaultNamespace, persistence.DefaultNamespace}
-	wantPrincipal := []string{"", "", "alice"}
-	link := ""
-	for i, e := range got {
-		if e.Namespace != wantNS[i] || e.Principal != wantPrincipal[i] {
-			t.Errorf("entry %d: principal %q namespace %q, want %q %q", i, e.Principal, e.Namespace, wantPrincipal[i], wantNS[i])
-		}
-		if e.PrevHash != link || persistence.AuditHash(link, e) != e.Hash {
-			t.Fatalf("entry %d does not verify after the migration: %v", i, e)
-		}
-		link = e.Hash
-	}
-	if got[0].Hash != old[0].Hash || got[1].Hash != old[1].Hash {
-		t.Fatal("the migration changed an old entry's hash")
-	}
-	// A principal written into an old entry afterwards breaks its link.
-	forged := got[0]
-	forged.Principal = "mallory"
-	if persistence.AuditHash("", forged) == old[0].Hash {
-		t.Fatal("a principal added to an old entry keeps its hash")
-	}
+	storetest.CheckMigratedAuditChain(t, mustOpen(t, dsn), old)
 }

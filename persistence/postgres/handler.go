@@ -24,5 +24,5 @@ func (a *applier) UpdateSession(c *persistence.UpdateSession) (persistence.Resul
 }
 
 func (a *applier) RecordAudit(c *persistence.RecordAudit) (persistence.Result, error) {
-	return persistence.Result{}, a.audit(c.Entries)
+	return persistence.Result{}, a.Audit(c.Entries)
 }

@@ -1,58 +1,32 @@
 package postgres
 
 import (
-	"errors"
-
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlstore"
-	"github.com/jackc/pgx/v5"
 )
 
-// ReplaceSuffix is decided by persistence.ApplyReplaceSuffix; the applier
-// is its dialect. It is never pipelined: each step reads what the one
-// before wrote.
+// The history operations are decided in persistence (ApplyReplaceSuffix,
+// ApplyDeleteSessions, ApplyUpdateScopes); the applier is their dialect,
+// with sqlstore's shared reads for ReplaceSuffix (sqlstore.SuffixDialect).
+// ReplaceSuffix is never pipelined: each step reads what the one before
+// wrote. DeleteSessions locks each session's owner row as its epoch is
+// taken, in session_id order; UpdateScopes locks the scopes' rows in name
+// order (lockScopes).
+
 func (a *applier) ReplaceSuffix(c *persistence.ReplaceSuffix) (persistence.Result, error) {
 	if err := a.fence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.ApplyReplaceSuffix(c, suffixDialect{a})
+	return persistence.ApplyReplaceSuffix(c, sqlstore.SuffixDialect(txDB{a: a}, " FOR UPDATE", a))
 }
 
-type suffixDialect struct{ a *applier }
-
-func (d suffixDialect) SuffixHead(id string) (next, first int64, closed bool, err error) {
-	var state int64
-	err = d.a.queryRow(`SELECT next_sequence, first_sequence, state FROM sessions WHERE session_id = $1 FOR UPDATE`,
-		[]any{id}, &next, &first, &state)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, 0, false, errs.NotFound("session %s not found", id)
-	}
-	return next, first, state == int64(sessionv1.SessionState_SESSION_STATE_CLOSED), err
-}
-
-func (d suffixDialect) MessagesFrom(id string, from, to int64) ([]*sessionv1.Message, error) {
-	var out []*sessionv1.Message
-	var role, created, event int64
-	m := &sessionv1.Message{}
-	err := d.a.forEachRow(`SELECT sequence, message_id, role, content, metadata_json, created_at, event_at, item_key, kind
-		FROM session_messages WHERE session_id = $1 AND sequence >= $2 AND sequence < $3 ORDER BY sequence`,
-		[]any{id, from, to}, []any{&m.Sequence, &m.MessageId, &role, &m.Content, &m.MetadataJson, &created, &event, &m.ItemKey, &m.Kind}, func() error {
-			out = append(out, &sessionv1.Message{SessionId: id, MessageId: m.MessageId, Sequence: m.Sequence,
-				Role: sessionv1.Role(role), Content: m.Content, MetadataJson: m.MetadataJson,
-				CreatedAt: persistence.Stamp(created), EventTime: persistence.Stamp(event), ItemKey: m.ItemKey, Kind: m.Kind})
-			return nil
-		})
-	return out, err
-}
-
-func (d suffixDialect) StoredIDs(id string, ids []string) (map[string]int64, error) {
+// StoredIDs looks the ids up in one statement.
+func (a *applier) StoredIDs(id string, ids []string) (map[string]int64, error) {
 	out := make(map[string]int64, len(ids))
 	var mid string
 	var seq int64
-	err := d.a.forEachRow(`SELECT message_id, sequence FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[])`,
+	err := a.forEachRow(`SELECT message_id, sequence FROM session_messages WHERE session_id = $1 AND message_id = ANY($2::text[])`,
 		[]any{id, ids}, []any{&mid, &seq}, func() error {
 			out[mid] = seq
 			return nil
@@ -60,36 +34,33 @@ func (d suffixDialect) StoredIDs(id string, ids []string) (map[string]int64, err
 	return out, err
 }
 
-func (d suffixDialect) Cut(id string, from, updatedAt int64) error {
-	if _, err := d.a.exec(`DELETE FROM session_messages WHERE session_id = $1 AND sequence >= $2`, id, from); err != nil {
-		return err
+// Cut: see persistence.SuffixDialect.
+func (a *applier) Cut(id string, from, updatedAt int64) error {
+	for _, stmt := range []string{
+		`DELETE FROM session_messages WHERE session_id = $1 AND sequence >= $2`,
+		`DELETE FROM session_snapshots WHERE session_id = $1 AND sequence >= $2`,
+	} {
+		if _, err := a.exec(stmt, id, from); err != nil {
+			return err
+		}
 	}
-	if _, err := d.a.exec(`DELETE FROM session_snapshots WHERE session_id = $1 AND sequence >= $2`, id, from); err != nil {
-		return err
-	}
-	_, err := d.a.exec(`UPDATE sessions SET next_sequence = $2, updated_at = $3 WHERE session_id = $1`, id, from, updatedAt)
+	_, err := a.exec(`UPDATE sessions SET next_sequence = $2, updated_at = $3 WHERE session_id = $1`, id, from, updatedAt)
 	return err
 }
 
-func (d suffixDialect) Append(c *persistence.AppendMessages) (persistence.Result, error) {
-	return d.a.appendMessages(c)
+func (a *applier) Append(c *persistence.AppendMessages) (persistence.Result, error) {
+	return a.appendMessages(c)
 }
 
-func (d suffixDialect) Audit(entries []*auditv1.AuditEntry) error { return d.a.audit(entries) }
-
-// DeleteSessions is decided by persistence.ApplyDeleteSessions; each
-// session's owner row is locked as its epoch is taken, in session_id
-// order.
 func (a *applier) DeleteSessions(c *persistence.DeleteSessions) (persistence.Result, error) {
-	return persistence.ApplyDeleteSessions(c, groupDialect{a}, a)
+	return persistence.ApplyDeleteSessions(c, a, a)
 }
 
-type groupDialect struct{ *applier }
-
-func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persistence.GroupMember, error) {
+// GroupMembers: see persistence.GroupDialect.
+func (a *applier) GroupMembers(namespace, prefix string, limit int) ([]persistence.GroupMember, error) {
 	var out []persistence.GroupMember
 	var m persistence.GroupMember
-	err := d.forEachRow(`SELECT session_id, actor_name, next_sequence FROM sessions
+	err := a.forEachRow(`SELECT session_id, actor_name, next_sequence FROM sessions
 		WHERE namespace = $1 AND client_key <> '' AND starts_with(client_key, $2) AND state <> $3
 		ORDER BY session_id COLLATE "C" LIMIT $4`, []any{namespace, prefix, int64(persistence.SessionStateStaged), limit},
 		[]any{&m.SessionID, &m.ActorName, &m.Messages}, func() error {
@@ -99,43 +70,11 @@ func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persi
 	return out, err
 }
 
-func (d groupDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }
-
-// UpdateScopes is decided by persistence.ApplyUpdateScopes; the scopes'
-// rows are locked in name order (lockScopes).
 func (a *applier) UpdateScopes(c *persistence.UpdateScopes) (persistence.Result, error) {
-	return persistence.ApplyUpdateScopes(c, scopesDialect{a})
+	return persistence.ApplyUpdateScopes(c, a)
 }
 
-type scopesDialect struct{ *applier }
-
-func (d scopesDialect) StoredAudit(eventID string) (*auditv1.AuditEntry, error) {
-	// Queued entries first: a retry may follow its original in one batch.
-	if err := d.flushAudit(); err != nil {
-		return nil, err
-	}
-	stored, err := sqlstore.StoredAudit(d.ctx, txDB{a: d.applier}, []string{eventID})
-	return stored[eventID], err
+// StoredAudit: see persistence.ScopesDialect.
+func (a *applier) StoredAudit(eventID string) (*auditv1.AuditEntry, error) {
+	return sqlstore.StoredAuditEntry(txDB{a: a}, a.flushAudit, eventID)
 }
-
-func (d scopesDialect) ComputeScopes(ds []persistence.ScopeDelta) ([]persistence.ScopeWrite, error) {
-	ws, bad, err := d.scopeStates(ds)
-	if err == nil {
-		err = bad
-	}
-	out := make([]persistence.ScopeWrite, len(ws))
-	for i, w := range ws {
-		out[i] = persistence.ScopeWrite{Scope: w.scope, State: w.state}
-	}
-	return out, err
-}
-
-func (d scopesDialect) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
-	in := make([]scopeWrite, len(ws))
-	for i, w := range ws {
-		in[i] = scopeWrite{w.Scope, w.State}
-	}
-	return d.writeScopes(in, at)
-}
-
-func (d scopesDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }

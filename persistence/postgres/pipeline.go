@@ -127,7 +127,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			if err != nil {
 				return persistence.Result{}, persistence.Of("session", c.SessionID, err)
 			}
-			if err := a.writeScopes(scopes, at); err != nil {
+			if err := a.WriteScopes(scopes, at); err != nil {
 				return persistence.Result{}, err
 			}
 			if after != "" {
@@ -153,7 +153,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			return nil
 		})
 		checked = true
-		if err := a.audit(t.Audit); err != nil {
+		if err := a.Audit(t.Audit); err != nil {
 			return persistence.Result{}, err
 		}
 		out := make([]*sessionv1.Message, want)
@@ -205,7 +205,7 @@ func (a *applier) pipeUpdate(c *persistence.UpdateSession) (persistence.Result, 
 	if c.LinkPlan != nil {
 		a.queue(upsertLinkSQL, c.SessionID, c.LinkPlan.PlanId, c.LinkPlan.Phase, c.LinkPlan.State)
 	}
-	if err := a.audit(c.Audit); err != nil {
+	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
 	return persistence.Result{}, nil

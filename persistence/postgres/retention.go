@@ -31,7 +31,7 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 		c.SessionID, cut, at); err != nil {
 		return persistence.Result{}, err
 	}
-	if err := a.audit(c.Audit); err != nil {
+	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
 	return persistence.RemovedResult{Removed: tag.RowsAffected()}.Result(), nil

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
@@ -110,7 +109,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	if err := a.writeScopes(scopes, row.UpdatedAt); err != nil {
+	if err := a.WriteScopes(scopes, row.UpdatedAt); err != nil {
 		return persistence.Result{}, err
 	}
 	if c.Snapshot != nil {
@@ -133,9 +132,6 @@ var (
 	createMessagesSQL = insertMessages(8)
 	upsertLinkSQL     = sqlstore.Rebind(dialect{}, sqlstore.UpsertLinkSQL)
 )
-
-// Audit is audit, for sqlstore.Tx.
-func (a *applier) Audit(entries []*auditv1.AuditEntry) error { return a.audit(entries) }
 
 // Link upserts a session's link to a plan.
 func (a *applier) Link(sessionID string, l *sessionv1.LinkedPlan) error {
@@ -207,7 +203,7 @@ func (a *applier) updateSession(c *persistence.UpdateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 	}
-	if err := a.audit(c.Audit); err != nil {
+	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
 	return persistence.Result{}, nil
@@ -256,7 +252,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = $1`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
-	if err := a.audit(c.Audit); err != nil {
+	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
 	return res.Result(), nil

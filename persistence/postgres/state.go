@@ -17,10 +17,6 @@ import (
 // all computed before any is written, so a delta that fails fails its
 // turn with nothing of it written.
 
-type scopeWrite struct {
-	scope, state string
-}
-
 func (a *applier) lockScopes(ds []persistence.ScopeDelta) (map[string]string, error) {
 	names := make([]string, 0, len(ds))
 	for _, d := range ds {
@@ -55,7 +51,7 @@ func (a *applier) lockScopes(ds []persistence.ScopeDelta) (map[string]string, er
 // rollback) is right: as the turn's error, the earlier turn would be
 // answered as stored where it is not, or later statements would run in the
 // aborted transaction (SQLSTATE 25P02).
-func (a *applier) scopeStates(ds []persistence.ScopeDelta) (ws []scopeWrite, bad, err error) {
+func (a *applier) scopeStates(ds []persistence.ScopeDelta) (ws []persistence.ScopeWrite, bad, err error) {
 	if len(ds) == 0 {
 		return nil, nil, nil
 	}
@@ -63,29 +59,39 @@ func (a *applier) scopeStates(ds []persistence.ScopeDelta) (ws []scopeWrite, bad
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]scopeWrite, 0, len(ds))
+	out := make([]persistence.ScopeWrite, 0, len(ds))
 	for _, d := range ds {
 		next, err := d.Apply(cur[d.Scope], a.quotas)
 		if err != nil {
 			return nil, err, nil
 		}
 		cur[d.Scope] = next
-		out = append(out, scopeWrite{d.Scope, next})
+		out = append(out, persistence.ScopeWrite{Scope: d.Scope, State: next})
 	}
 	return out, nil, nil
 }
 
 const updateScopeSQL = `UPDATE state_scopes SET state_json = $2, updated_at = $3 WHERE scope = $1`
 
-// writeScopes writes the states (rows locked by scopeStates): queued in
+// ComputeScopes is scopeStates for a command of its own
+// (persistence.ScopesDialect), where a delta's failure fails the command.
+func (a *applier) ComputeScopes(ds []persistence.ScopeDelta) ([]persistence.ScopeWrite, error) {
+	ws, bad, err := a.scopeStates(ds)
+	if err == nil {
+		err = bad
+	}
+	return ws, err
+}
+
+// WriteScopes writes the states (rows locked by scopeStates): queued in
 // the pipeline, or at once in a replay.
-func (a *applier) writeScopes(ws []scopeWrite, at int64) error {
+func (a *applier) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
 	for _, w := range ws {
 		if a.buffered {
-			a.queue(updateScopeSQL, w.scope, w.state, at)
+			a.queue(updateScopeSQL, w.Scope, w.State, at)
 			continue
 		}
-		if _, err := a.exec(updateScopeSQL, w.scope, w.state, at); err != nil {
+		if _, err := a.exec(updateScopeSQL, w.Scope, w.State, at); err != nil {
 			return err
 		}
 	}
@@ -95,7 +101,7 @@ func (a *applier) writeScopes(ws []scopeWrite, at int64) error {
 // turnDeltas computes what turn t changes: the session's state after it
 // (from state; "" when t has no session delta) and its scopes' states.
 // bad fails the turn alone; err fails its command (see scopeStates).
-func (a *applier) turnDeltas(sessionID, state string, t *persistence.Turn) (after string, ws []scopeWrite, bad, err error) {
+func (a *applier) turnDeltas(sessionID, state string, t *persistence.Turn) (after string, ws []persistence.ScopeWrite, bad, err error) {
 	if t.State != nil {
 		if after, bad = persistence.ApplyDelta("session "+sessionID, state, t.State); bad != nil {
 			return "", nil, bad, nil

@@ -109,7 +109,7 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state s
 	if err := t.Check(sessionID); err != nil {
 		return persistence.TurnResult{Err: err}, 0, "", nil
 	}
-	after, scopes := "", []scopeWrite(nil)
+	after, scopes := "", []persistence.ScopeWrite(nil)
 	if t.HasDelta() {
 		var err error
 		if after, scopes, err = a.turnDeltas(sessionID, state, t); err != nil {
@@ -134,7 +134,7 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state s
 		// A duplicate's deltas were applied with the original.
 		return k.Merge(tr), n, "", err
 	}
-	if err := a.writeScopes(scopes, at); err != nil {
+	if err := a.WriteScopes(scopes, at); err != nil {
 		return persistence.TurnResult{}, 0, "", err
 	}
 	return k.Merge(tr), n, after, nil
@@ -181,7 +181,7 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 	}
 	switch {
 	case skipped == 0:
-		if err := a.audit(t.Audit); err != nil {
+		if err := a.Audit(t.Audit); err != nil {
 			return persistence.TurnResult{}, 0, err
 		}
 		return persistence.TurnResult{Messages: out}, inserted, nil

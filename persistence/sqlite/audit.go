@@ -29,13 +29,14 @@ func init() {
 	}
 }
 
-// audit appends entries to the chain: each gets the next position, the
+// Audit (sqlstore.Tx's, the persistence dialects') appends entries to
+// the chain: each gets the next position, the
 // current tail's hash as PrevHash, and its own Hash. Without savepoints
 // (a.buffered) rows are only queued, and flushAudit writes them in
 // multi-row statements; a duplicate event id then fails the whole attempt,
 // and the retry with savepoints, which inserts row by row, tells which
 // command it belongs to.
-func (a *applier) audit(entries []*auditv1.AuditEntry) error {
+func (a *applier) Audit(entries []*auditv1.AuditEntry) error {
 	for _, e := range entries {
 		if err := persistence.PrepareEntry(e); err != nil {
 			return err
@@ -131,7 +132,7 @@ func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 			return persistence.Result{}, err
 		}
 	}
-	if err := a.audit(c.Audit); err != nil {
+	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
 	return persistence.RemovedResult{Removed: removed}.Result(), nil
@@ -139,5 +140,5 @@ func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 
 // RecordClientAudit is sqlstore.RecordClientAudit in this transaction.
 func (a *applier) RecordClientAudit(c *persistence.RecordClientAudit) (persistence.Result, error) {
-	return sqlstore.RecordClientAudit(txDB{a: a}, c, a.flushAudit, a.audit)
+	return sqlstore.RecordClientAudit(txDB{a: a}, c, a.flushAudit, a.Audit)
 }

@@ -66,7 +66,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 				turns[i].Err = err
 				continue
 			}
-			if err := a.writeScopes(scopes, at); err != nil {
+			if err := a.WriteScopes(scopes, at); err != nil {
 				return 0, "", err
 			}
 			if t.State != nil {
@@ -99,7 +99,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 	// writes them.
 	for i := range c.Turns {
 		if turns[i].Err == nil {
-			if err := a.audit(c.Turns[i].Audit); err != nil {
+			if err := a.Audit(c.Turns[i].Audit); err != nil {
 				return 0, "", err
 			}
 		}

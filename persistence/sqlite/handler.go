@@ -8,5 +8,5 @@ import "github.com/agentstate/agentstate/persistence"
 // one.
 
 func (a *applier) RecordAudit(c *persistence.RecordAudit) (persistence.Result, error) {
-	return persistence.Result{}, a.audit(c.Entries)
+	return persistence.Result{}, a.Audit(c.Entries)
 }

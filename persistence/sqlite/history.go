@@ -5,41 +5,26 @@ import (
 	"errors"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlstore"
 )
 
-// ReplaceSuffix is decided by persistence.ApplyReplaceSuffix; the applier
-// is its dialect. It runs after the attempt wrote what it pooled (Command),
+// The history operations are decided in persistence (ApplyReplaceSuffix,
+// ApplyDeleteSessions, ApplyUpdateScopes); the applier is their dialect,
+// with sqlstore's shared reads for ReplaceSuffix (sqlstore.SuffixDialect).
+// ReplaceSuffix runs after the attempt wrote what it pooled (Command),
 // and stores its turn row by row, as a replay does, whatever the attempt.
+
 func (a *applier) ReplaceSuffix(c *persistence.ReplaceSuffix) (persistence.Result, error) {
-	return persistence.ApplyReplaceSuffix(c, suffixDialect{a})
+	return persistence.ApplyReplaceSuffix(c, sqlstore.SuffixDialect(txDB{a: a}, "", a))
 }
 
-type suffixDialect struct{ a *applier }
-
-func (d suffixDialect) SuffixHead(id string) (next, first int64, closed bool, err error) {
-	var state int64
-	err = d.a.queryRow(`SELECT next_sequence, first_sequence, state FROM sessions WHERE session_id = ?`, id).Scan(&next, &first, &state)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, false, errs.NotFound("session %s not found", id)
-	}
-	return next, first, state == int64(sessionv1.SessionState_SESSION_STATE_CLOSED), err
-}
-
-func (d suffixDialect) MessagesFrom(id string, from, to int64) ([]*sessionv1.Message, error) {
-	rows, err := d.a.tx.QueryContext(d.a.ctx, `SELECT 0, `+pageColumns+`
-		FROM session_messages WHERE session_id = ? AND sequence >= ? AND sequence < ? ORDER BY sequence`, id, from, to)
-	return page(rows, err, id, false)
-}
-
-func (d suffixDialect) StoredIDs(id string, ids []string) (map[string]int64, error) {
+// StoredIDs probes the (message_id, session_id) key once per id.
+func (a *applier) StoredIDs(id string, ids []string) (map[string]int64, error) {
 	out := make(map[string]int64, len(ids))
 	for _, mid := range ids {
 		var seq int64
-		err := d.a.queryRow(`SELECT sequence FROM message_rows WHERE message_id = ? AND session_id = ?`, mid, id).Scan(&seq)
+		err := a.queryRow(`SELECT sequence FROM message_rows WHERE message_id = ? AND session_id = ?`, mid, id).Scan(&seq)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			continue
@@ -51,32 +36,30 @@ func (d suffixDialect) StoredIDs(id string, ids []string) (map[string]int64, err
 	return out, nil
 }
 
-func (d suffixDialect) Cut(id string, from, updatedAt int64) error {
-	if _, err := d.a.deleteMessages(`session_id = ? AND sequence >= ?`, id, from); err != nil {
-		return err
+// Cut: see persistence.SuffixDialect. Messages go through message_rows
+// (deleteMessages), whose triggers clear their index entries.
+func (a *applier) Cut(id string, from, updatedAt int64) error {
+	_, err := a.deleteMessages(`session_id = ? AND sequence >= ?`, id, from)
+	if err == nil {
+		_, err = a.exec(`DELETE FROM session_snapshots WHERE session_id = ? AND sequence >= ?`, id, from)
 	}
-	if _, err := d.a.exec(`DELETE FROM session_snapshots WHERE session_id = ? AND sequence >= ?`, id, from); err != nil {
-		return err
+	if err == nil {
+		_, err = a.exec(`UPDATE sessions SET next_sequence = ?, updated_at = ? WHERE session_id = ?`, from, updatedAt, id)
 	}
-	_, err := d.a.exec(`UPDATE sessions SET next_sequence = ?, updated_at = ? WHERE session_id = ?`, from, updatedAt, id)
 	return err
 }
 
-func (d suffixDialect) Append(c *persistence.AppendMessages) (persistence.Result, error) {
-	return d.a.appendRows(c)
+func (a *applier) Append(c *persistence.AppendMessages) (persistence.Result, error) {
+	return a.appendRows(c)
 }
 
-func (d suffixDialect) Audit(entries []*auditv1.AuditEntry) error { return d.a.audit(entries) }
-
-// DeleteSessions is decided by persistence.ApplyDeleteSessions.
 func (a *applier) DeleteSessions(c *persistence.DeleteSessions) (persistence.Result, error) {
-	return persistence.ApplyDeleteSessions(c, groupDialect{a}, a)
+	return persistence.ApplyDeleteSessions(c, a, a)
 }
 
-type groupDialect struct{ *applier }
-
-func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persistence.GroupMember, error) {
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT session_id, actor_name, next_sequence FROM sessions
+// GroupMembers: see persistence.GroupDialect.
+func (a *applier) GroupMembers(namespace, prefix string, limit int) ([]persistence.GroupMember, error) {
+	rows, err := a.tx.QueryContext(a.ctx, `SELECT session_id, actor_name, next_sequence FROM sessions
 		WHERE namespace = ?1 AND client_key != '' AND substr(client_key, 1, length(?2)) = ?2 AND state != ?3
 		ORDER BY session_id LIMIT ?4`, namespace, prefix, int64(persistence.SessionStateStaged), limit)
 	if err != nil {
@@ -94,39 +77,11 @@ func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persi
 	return out, rows.Err()
 }
 
-func (d groupDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }
-
-// UpdateScopes is decided by persistence.ApplyUpdateScopes.
 func (a *applier) UpdateScopes(c *persistence.UpdateScopes) (persistence.Result, error) {
-	return persistence.ApplyUpdateScopes(c, scopesDialect{a})
+	return persistence.ApplyUpdateScopes(c, a)
 }
 
-type scopesDialect struct{ *applier }
-
-func (d scopesDialect) StoredAudit(eventID string) (*auditv1.AuditEntry, error) {
-	// Queued entries first: a retry may follow its original in one batch.
-	if err := d.flushAudit(); err != nil {
-		return nil, err
-	}
-	stored, err := sqlstore.StoredAudit(d.ctx, txDB{a: d.applier}, []string{eventID})
-	return stored[eventID], err
+// StoredAudit: see persistence.ScopesDialect.
+func (a *applier) StoredAudit(eventID string) (*auditv1.AuditEntry, error) {
+	return sqlstore.StoredAuditEntry(txDB{a: a}, a.flushAudit, eventID)
 }
-
-func (d scopesDialect) ComputeScopes(ds []persistence.ScopeDelta) ([]persistence.ScopeWrite, error) {
-	ws, err := d.scopeStates(ds)
-	out := make([]persistence.ScopeWrite, len(ws))
-	for i, w := range ws {
-		out[i] = persistence.ScopeWrite{Scope: w.scope, State: w.state}
-	}
-	return out, err
-}
-
-func (d scopesDialect) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
-	in := make([]scopeWrite, len(ws))
-	for i, w := range ws {
-		in[i] = scopeWrite{w.Scope, w.State}
-	}
-	return d.writeScopes(in, at)
-}
-
-func (d scopesDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }

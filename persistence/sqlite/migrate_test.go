@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/storetest"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -220,15 +220,8 @@ func TestMigrationKeepsAnOldAuditChainVerifiable(t *testing.T) {
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, session, "a", "team-a", 0, "{}", 1, 0, 0, 0.0, 0, 1, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	prev := ""
-	old := []*auditv1.AuditEntry{
-		{EventId: ids.New(), EventType: "session_created", SessionId: session, ActorName: "a", DetailsJson: "{}", CreatedAt: timestamppb.Now()},
-		{EventId: ids.New(), EventType: "config_changed", DetailsJson: "{}", CreatedAt: timestamppb.Now()},
-	}
-	for i, e := range old {
-		e.Position, e.PrevHash = int64(i+1), prev
-		e.Hash = persistence.AuditHash(prev, e) // no principal: the form old builds wrote
-		prev = e.Hash
+	old := storetest.OldAuditChain(session)
+	for _, e := range old {
 		if _, err := db.Exec(`INSERT INTO audit_log (position, event_id, event_type, plan_id, session_id, project_name,
 	actor_name, user_identity, details_json, created_at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			e.Position, e.EventId, e.EventType, "", e.SessionId, "", e.ActorName, "", e.DetailsJson,
@@ -245,42 +238,5 @@ func TestMigrationKeepsAnOldAuditChainVerifiable(t *testing.T) {
 
 	s := mustOpen(t, path)
 	defer mustClose(t, s)
-	w, err := s.Writer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Release()
-	fresh := &auditv1.AuditEntry{EventId: ids.New(), EventType: "config_changed", Principal: "alice", CreatedAt: timestamppb.Now()}
-	res, err := w.Apply(context.Background(), []persistence.Command{&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{fresh}}})
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("record after the migration: %v / %v", err, res[0].Err)
-	}
-	got, err := s.Reader().ScanAudit(context.Background(), 0, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantNS := []string{"team-a", persistence.DefaultNamespace, persistence.DefaultNamespace}
-	wantPrincipal := []string{"", "", "alice"}
-	if len(got) != 3 {
-		t.Fatalf("%d entries after the migration, want 3", len(got))
-	}
-	link := ""
-	for i, e := range got {
-		if e.Namespace != wantNS[i] || e.Principal != wantPrincipal[i] {
-			t.Errorf("entry %d: principal %q namespace %q, want %q %q", i, e.Principal, e.Namespace, wantPrincipal[i], wantNS[i])
-		}
-		if e.PrevHash != link || persistence.AuditHash(link, e) != e.Hash {
-			t.Fatalf("entry %d does not verify after the migration: %v", i, e)
-		}
-		link = e.Hash
-	}
-	if got[0].Hash != old[0].Hash || got[1].Hash != old[1].Hash {
-		t.Fatal("the migration changed an old entry's hash")
-	}
-	// A principal written into an old entry afterwards breaks its link.
-	forged := got[0]
-	forged.Principal = "mallory"
-	if persistence.AuditHash("", forged) == old[0].Hash {
-		t.Fatal("a principal added to an old entry keeps its hash")
-	}
+	storetest.CheckMigratedAuditChain(t, s, old)
 }

@@ -89,7 +89,7 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 			return persistence.Result{}, err
 		}
 	}
-	if err := a.audit(c.Audit); err != nil {
+	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
 	return persistence.Result{}, nil

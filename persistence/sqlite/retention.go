@@ -37,7 +37,7 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 		cut, at, at, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
-	if err := a.audit(c.Audit); err != nil {
+	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
 	return persistence.RemovedResult{Removed: removed}.Result(), nil

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"errors"
 
-	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
@@ -31,7 +30,7 @@ const (
 
 func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Result, error) {
 	// row.Args lives in a.args until the insert below: nothing between
-	// them runs a statement through a.args (scopeStates only queries).
+	// them runs a statement through a.args (ComputeScopes only queries).
 	row, err := sqlstore.NewSessionRow(c, a.args[:0])
 	if err != nil {
 		return persistence.Result{}, err
@@ -40,7 +39,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err := a.checkSessionsQuota(s.GetNamespace()); err != nil {
 		return persistence.Result{}, err
 	}
-	scopes, err := a.scopeStates(c.Scopes)
+	scopes, err := a.ComputeScopes(c.Scopes)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -59,7 +58,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 		}
 		return persistence.Result{}, err
 	}
-	if err := a.writeScopes(scopes, row.UpdatedAt); err != nil {
+	if err := a.WriteScopes(scopes, row.UpdatedAt); err != nil {
 		return persistence.Result{}, err
 	}
 	if c.Snapshot != nil {
@@ -87,9 +86,6 @@ func (a *applier) sessionExists(id string) bool {
 	var one int
 	return a.queryRow(`SELECT 1 FROM sessions WHERE session_id = ?`, id).Scan(&one) == nil
 }
-
-// Audit is audit, for sqlstore.Tx.
-func (a *applier) Audit(entries []*auditv1.AuditEntry) error { return a.audit(entries) }
 
 // Link upserts a session's link to a plan.
 func (a *applier) Link(sessionID string, l *sessionv1.LinkedPlan) error {
@@ -137,7 +133,7 @@ func (a *applier) UpdateSession(c *persistence.UpdateSession) (persistence.Resul
 			return persistence.Result{}, err
 		}
 	}
-	if err := a.audit(c.Audit); err != nil {
+	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
 	return persistence.Result{}, nil
@@ -197,7 +193,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = ?`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
-	if err := a.audit(c.Audit); err != nil {
+	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
 	return res.Result(), nil

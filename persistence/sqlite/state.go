@@ -13,20 +13,17 @@ import (
 // fails its turn with nothing of it written, also in an attempt without
 // savepoints, which cannot undo a statement.
 
-type scopeWrite struct {
-	scope, state string
-}
-
-// scopeStates computes the new states of ds, reading each scope's stored
-// one (or the one an earlier delta of ds produced).
-func (a *applier) scopeStates(ds []persistence.ScopeDelta) ([]scopeWrite, error) {
-	out := make([]scopeWrite, 0, len(ds))
+// ComputeScopes (persistence.ScopesDialect) computes the new states of
+// ds, reading each scope's stored one (or the one an earlier delta of ds
+// produced).
+func (a *applier) ComputeScopes(ds []persistence.ScopeDelta) ([]persistence.ScopeWrite, error) {
+	out := make([]persistence.ScopeWrite, 0, len(ds))
 	for _, d := range ds {
 		cur := ""
 		found := false
 		for i := range out {
-			if out[i].scope == d.Scope {
-				cur, found = out[i].state, true
+			if out[i].Scope == d.Scope {
+				cur, found = out[i].State, true
 			}
 		}
 		if !found {
@@ -39,16 +36,17 @@ func (a *applier) scopeStates(ds []persistence.ScopeDelta) ([]scopeWrite, error)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, scopeWrite{d.Scope, next})
+		out = append(out, persistence.ScopeWrite{Scope: d.Scope, State: next})
 	}
 	return out, nil
 }
 
-func (a *applier) writeScopes(ws []scopeWrite, at int64) error {
+// WriteScopes stores the states (persistence.ScopesDialect).
+func (a *applier) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
 	for _, w := range ws {
 		if _, err := a.exec(`INSERT INTO state_scopes (scope, state_json, updated_at) VALUES (?, ?, ?)
 			ON CONFLICT (scope) DO UPDATE SET state_json = excluded.state_json, updated_at = excluded.updated_at`,
-			w.scope, w.state, at); err != nil {
+			w.Scope, w.State, at); err != nil {
 			return err
 		}
 	}
@@ -58,13 +56,13 @@ func (a *applier) writeScopes(ws []scopeWrite, at int64) error {
 // turnDeltas computes what turn t changes: the session's state after it
 // (from state) and its scopes' states. Its error is the turn's own
 // (persistence.IsCommandError tells a store failure apart).
-func (a *applier) turnDeltas(sessionID, state string, t *persistence.Turn) (string, []scopeWrite, error) {
+func (a *applier) turnDeltas(sessionID, state string, t *persistence.Turn) (string, []persistence.ScopeWrite, error) {
 	if t.State != nil {
 		var err error
 		if state, err = persistence.ApplyDelta("session "+sessionID, state, t.State); err != nil {
 			return "", nil, err
 		}
 	}
-	ws, err := a.scopeStates(t.Scopes)
+	ws, err := a.ComputeScopes(t.Scopes)
 	return state, ws, err
 }

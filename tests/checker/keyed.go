@@ -78,25 +78,6 @@ func (l *Ledger) KeyedAcked(session string, ms []*sessionv1.NewMessage, resp *se
 	l.keyed.acks = append(l.keyed.acks, KeyedAck{Session: session, Sent: ms, Got: resp.GetMessages()})
 }
 
-// setupKeyed creates the keyed batches' sessions.
-func (ld *Load) setupKeyed(ctx context.Context) error {
-	at := 0
-	for range ld.cfg.KeyedSessions {
-		// In the load's namespace: a tenant's principal may write only its own.
-		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker-keyed", Namespace: ld.cfg.Namespace}
-		err := ld.call(ctx, "create keyed session", &at, true, nil, func(ctx context.Context, conn int, ready grpc.CallOption) error {
-			_, err := ld.targets[conn].sessions.Create(ctx, req, ready)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		ld.ledger.KeyedSessionCreated(req.SessionId)
-		ld.keyedIDs = append(ld.keyedIDs, req.SessionId)
-	}
-	return nil
-}
-
 // keyed appends one keyed batch (see above) until it is acknowledged.
 func (c *client) keyed(ctx context.Context, n int) error {
 	sid := c.ld.keyedIDs[c.rng.IntN(len(c.ld.keyedIDs))]
@@ -125,21 +106,6 @@ func (c *client) keyed(ctx context.Context, n int) error {
 	}
 	c.ld.ledger.RetryAnswered("keyed append of "+req.Messages[0].MessageId+" to "+sid, failed, resp.GetDuplicate())
 	c.ld.ledger.KeyedAcked(sid, req.Messages, resp)
-	return nil
-}
-
-// observeKeyed reads the keyed sessions' messages into o.Keyed.
-func observeKeyed(ctx context.Context, c sessionv1.SessionServiceClient, l *Ledger, o *Observed) error {
-	o.Keyed = map[string][]*sessionv1.Message{}
-	for _, sid := range l.KeyedSessions() {
-		v, err := readSession(ctx, c, sid)
-		if err != nil {
-			return err
-		}
-		if v != nil {
-			o.Keyed[sid] = v.Messages
-		}
-	}
 	return nil
 }
 

@@ -169,34 +169,6 @@ func NewClusterLoad(conns []grpc.ClientConnInterface, l *Ledger, cfg LoadConfig)
 	return ld
 }
 
-// Setup creates the sessions, each with a client-chosen id so that a
-// retried Create is idempotent.
-func (ld *Load) Setup(ctx context.Context) error {
-	at := 0
-	for i := range ld.cfg.Sessions {
-		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker", Namespace: ld.cfg.Namespace,
-			MetadataJson: fmt.Sprintf(`{"index":%d}`, i)}
-		err := ld.call(ctx, "create session", &at, true, nil, func(ctx context.Context, conn int, ready grpc.CallOption) error {
-			_, err := ld.targets[conn].sessions.Create(ctx, req, ready)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		ld.ledger.SessionCreated(req.SessionId)
-		ld.sessionIDs = append(ld.sessionIDs, req.SessionId)
-	}
-	if ld.cfg.KeyedEvery > 0 {
-		if err := ld.setupKeyed(ctx); err != nil {
-			return err
-		}
-	}
-	if ld.cfg.SuffixEvery > 0 {
-		return ld.setupSuffix(ctx)
-	}
-	return nil
-}
-
 // Run starts the clients and returns when stop is closed and each client
 // has finished its current request (retrying it until answered), or when
 // ctx ends (with ctx's error). Call Setup first.

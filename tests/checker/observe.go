@@ -33,10 +33,11 @@ func Observe(ctx context.Context, conn grpc.ClientConnInterface, l *Ledger) (*Ob
 		}
 		o.Sessions[sid] = v
 	}
-	if err := observeKeyed(ctx, sessions, l, o); err != nil {
+	var err error
+	if o.Keyed, err = readMessages(ctx, sessions, l.KeyedSessions()); err != nil {
 		return nil, err
 	}
-	if err := observeSuffix(ctx, sessions, l, o); err != nil {
+	if o.Suffix, err = readMessages(ctx, sessions, l.SuffixSessions()); err != nil {
 		return nil, err
 	}
 	plans := planv1.NewPlanServiceClient(conn)
@@ -76,6 +77,22 @@ func Observe(ctx context.Context, conn grpc.ClientConnInterface, l *Ledger) (*Ob
 	}
 	o.Chain = chain
 	return o, nil
+}
+
+// readMessages reads the messages of each of sids; a session the node
+// does not know is absent from the map.
+func readMessages(ctx context.Context, c sessionv1.SessionServiceClient, sids []string) (map[string][]*sessionv1.Message, error) {
+	out := map[string][]*sessionv1.Message{}
+	for _, sid := range sids {
+		v, err := readSession(ctx, c, sid)
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			out[sid] = v.Messages
+		}
+	}
+	return out, nil
 }
 
 // readSession returns nil for a session the node does not know.

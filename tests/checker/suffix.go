@@ -77,24 +77,6 @@ func (l *Ledger) SuffixSessions() []string {
 	return out
 }
 
-// setupSuffix creates one session per client for its replacements.
-func (ld *Load) setupSuffix(ctx context.Context) error {
-	at := 0
-	for range ld.cfg.Clients {
-		req := &sessionv1.CreateSessionRequest{SessionId: ids.New(), ActorName: "checker-suffix", Namespace: ld.cfg.Namespace}
-		err := ld.call(ctx, "create suffix session", &at, true, nil, func(ctx context.Context, conn int, ready grpc.CallOption) error {
-			_, err := ld.targets[conn].sessions.Create(ctx, req, ready)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		ld.ledger.SuffixSessionCreated(req.SessionId)
-		ld.suffixIDs = append(ld.suffixIDs, req.SessionId)
-	}
-	return nil
-}
-
 // replaceSuffix replaces the newest messages of the client's session
 // until answered (see above).
 func (c *client) replaceSuffix(ctx context.Context, n int) error {
@@ -129,21 +111,6 @@ func (c *client) replaceSuffix(ctx context.Context, n int) error {
 	c.ld.ledger.RetryAnswered("replacement of "+req.Messages[0].MessageId+" in "+sid, failed, resp.GetDuplicate())
 	c.suffixHistory = after
 	c.ld.ledger.SuffixAcked(sid, after, remove, resp.GetNextSequence())
-	return nil
-}
-
-// observeSuffix reads the replacements' sessions into o.Suffix.
-func observeSuffix(ctx context.Context, c sessionv1.SessionServiceClient, l *Ledger, o *Observed) error {
-	o.Suffix = map[string][]*sessionv1.Message{}
-	for _, sid := range l.SuffixSessions() {
-		v, err := readSession(ctx, c, sid)
-		if err != nil {
-			return err
-		}
-		if v != nil {
-			o.Suffix[sid] = v.Messages
-		}
-	}
 	return nil
 }
 
