@@ -32,6 +32,9 @@ type Store struct {
 	pool          *pgxpool.Pool
 	reader        *sqlstore.Reader
 	migrationRuns int
+	// chains is the audit trail's chain count as last read (chains.go);
+	// guarded by wmu after open.
+	chains int
 
 	// wmu serializes everything that uses the writer connection: Apply,
 	// Writer, reconnects and the test hooks. It guards the fields below.
@@ -80,6 +83,9 @@ func (s *Store) open(ctx context.Context) (err error) {
 	}
 	if s.migrationRuns, err = migrate(ctx, s.wconn); err != nil {
 		return storeErr("migrate "+s.key, err)
+	}
+	if err := s.wconn.QueryRow(ctx, "SELECT count(*) FROM audit_chains").Scan(&s.chains); err != nil {
+		return storeErr("open "+s.key, err)
 	}
 	// Reads can never write, whatever the code asks of them.
 	s.pcfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
