@@ -147,6 +147,9 @@ func (s *Store) PartitionAudit(ctx context.Context, n int) error {
 	_, err = conn.Exec(ctx, `INSERT INTO audit_chains (chain, tail_position, tail_hash, anchor_position, anchor_hash)
 		SELECT c, (SELECT max(tail_position) FROM audit_chains), '', 0, ''
 		FROM generate_series(0, $1::int - 1) AS c ON CONFLICT (chain) DO NOTHING`, n)
+	if err == nil {
+		err = conn.QueryRow(ctx, "SELECT count(*) FROM audit_chains").Scan(&s.chains)
+	}
 	return storeErr(fmt.Sprintf("partition the audit trail into %d chains", n), err)
 }
 
