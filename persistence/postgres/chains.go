@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -144,7 +145,12 @@ func (s *Store) PartitionAudit(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	_, err = conn.Exec(ctx, `INSERT INTO audit_chains (chain, tail_position, tail_hash, anchor_position, anchor_hash)
+	return s.partition(ctx, conn, n)
+}
+
+// partition is PartitionAudit on conn, with wmu held (or from open).
+func (s *Store) partition(ctx context.Context, conn *pgx.Conn, n int) error {
+	_, err := conn.Exec(ctx, `INSERT INTO audit_chains (chain, tail_position, tail_hash, anchor_position, anchor_hash)
 		SELECT c, (SELECT max(tail_position) FROM audit_chains), '', 0, ''
 		FROM generate_series(0, $1::int - 1) AS c ON CONFLICT (chain) DO NOTHING`, n)
 	if err == nil {
@@ -176,4 +182,19 @@ func (a *applier) holdsAll() bool {
 		}
 	}
 	return true
+}
+
+// auditChainsParam takes the audit_chains parameter out of a DSN's
+// parameters (it is the store's, not the server's): 0 when absent.
+func auditChainsParam(c *pgx.ConnConfig) (int, error) {
+	v, ok := c.RuntimeParams["audit_chains"]
+	if !ok {
+		return 0, nil
+	}
+	delete(c.RuntimeParams, "audit_chains")
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > persistence.MaxAuditChains {
+		return 0, errs.InvalidArgument("postgres DSN: audit_chains=%q; want 1 to %d", v, persistence.MaxAuditChains)
+	}
+	return n, nil
 }

@@ -192,3 +192,17 @@ func TestFeedAcrossChainsIsExactlyOnce(t *testing.T) {
 		}
 	}
 }
+
+// The DSN's audit_chains parameter partitions the trail at Open; a bad
+// value is refused and opens nothing.
+func TestOpenPartitionsByDSN(t *testing.T) {
+	dsn := freshDSN(t)
+	s := mustOpen(t, withParam(dsn, "audit_chains", "16"), Unshared())
+	heads, err := s.Reader().(persistence.ChainReader).AuditChainHeads(context.Background())
+	if err != nil || len(heads) != persistence.MaxAuditChains {
+		t.Fatalf("%d chain heads (%v), want %d", len(heads), err, persistence.MaxAuditChains)
+	}
+	if _, err := Open(context.Background(), withParam(dsn, "audit_chains", "17"), Unshared()); err == nil {
+		t.Fatal("audit_chains=17 opened")
+	}
+}
