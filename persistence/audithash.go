@@ -17,11 +17,21 @@ import (
 // Every Writer implementation must set Hash = AuditHash(PrevHash, e) on each
 // audit entry it commits, and the audit service's Verify recomputes it with
 // this very function; the two must never diverge.
-func AuditHash(prev string, e *auditv1.AuditEntry) string {
+func AuditHash(prev string, e *auditv1.AuditEntry) string { return AuditChainHash(prev, 0, e) }
+
+// AuditChainHash is AuditHash of an entry of chain: for chain 0 (the only
+// chain before partitioning, so every older entry) the same; for another
+// chain, an entry with a principal has the chain's number appended to its
+// canonical form as one more netstring, so moving an entry to another
+// chain breaks its link even where prev_hash would match.
+func AuditChainHash(prev string, chain int, e *auditv1.AuditEntry) string {
 	// One buffer for prev and the canonical form, one digest, one string:
 	// the writer hashes every entry it commits, on its one serial path.
 	var stack [1024]byte
 	b := appendCanonical(append(stack[:0], prev...), e)
+	if chain != 0 && e.GetPrincipal() != "" {
+		b = appendNetstring(b, strconv.Itoa(chain))
+	}
 	sum := sha256.Sum256(b)
 	var out [2 * sha256.Size]byte
 	hex.Encode(out[:], sum[:])

@@ -6,60 +6,112 @@ import (
 	"github.com/agentstate/agentstate/messages/principal"
 )
 
-// ChainTail is one transaction's view of the audit hash chain: the tail it
-// started from, advanced by every entry it has assigned, and those entries.
-// Each store's writer keeps one per attempt; the SQL that stores the rows
-// is the store's, the chain's arithmetic is here.
+// ChainTail is one transaction's view of the audit hash chains it holds:
+// each chain's tail it started from, advanced by every entry it has
+// assigned, and those entries. Each store's writer keeps one per attempt;
+// the SQL that stores the rows is the store's, the chains' arithmetic is
+// here. A store with one chain uses Start and Assign; a partitioned one
+// StartChains and AssignTo.
 //
-// Invariants: Position and Hash are the last committed entry's advanced by
-// the entries assigned since Start, in order; each assigned entry carries
-// Position = previous + 1, PrevHash = the previous Hash and its own Hash;
-// Restore(m) unassigns exactly the entries assigned after m (zeroing their
-// position and hashes), so an entry of a rolled-back command or
-// transaction never looks committed.
+// Invariants: each held chain's Position and Hash are its last committed
+// entry's advanced by the entries assigned to it since Start, in order;
+// each assigned entry carries Position = NextChainPosition of its chain,
+// PrevHash = the chain's previous Hash and its own Hash
+// (AuditChainHash); Restore(m) unassigns exactly the entries assigned
+// after m (zeroing their position and hashes), so an entry of a
+// rolled-back command or transaction never looks committed.
 type ChainTail struct {
-	pos      int64
-	hash     string
-	assigned []*auditv1.AuditEntry
+	heads    map[int]chainHead
+	started  map[int]chainHead
+	n        int
+	floor    int64
+	assigned []assignedEntry
+}
+
+type chainHead struct {
+	pos  int64
+	hash string
+}
+
+type assignedEntry struct {
+	e     *auditv1.AuditEntry
+	chain int
+	prev  chainHead
 }
 
 // ChainMark is a ChainTail's state at a savepoint; the zero mark is the
 // state before any entry, for a transaction that is abandoned whole.
-type ChainMark struct {
-	pos  int64
-	hash string
-	n    int
-}
+type ChainMark struct{ n int }
 
-// Start begins a transaction's view at the committed tail.
+// Start begins a one-chain view at the committed tail.
 func (c *ChainTail) Start(pos int64, hash string) {
-	c.pos, c.hash, c.assigned = pos, hash, c.assigned[:0]
+	c.StartChains(map[int]ChainHead{0: {TailPosition: pos, TailHash: hash}}, 1, pos)
 }
 
-// Position and Hash are the tail as far as this transaction has assigned.
-func (c *ChainTail) Position() int64 { return c.pos }
-func (c *ChainTail) Hash() string    { return c.hash }
-
-// Assign gives e the next position and its hashes, and advances the tail.
-// The caller stores e's row; if that fails, Restore to a mark taken before
-// unassigns e.
-func (c *ChainTail) Assign(e *auditv1.AuditEntry) {
-	e.Position = c.pos + 1
-	e.PrevHash = c.hash
-	e.Hash = AuditHash(c.hash, e)
-	c.assigned = append(c.assigned, e)
-	c.pos, c.hash = e.Position, e.Hash
+// StartChains begins a view of the chains held (by chain number) of a
+// trail of n chains; floor is the highest committed tail of any chain
+// (NextChainPosition).
+func (c *ChainTail) StartChains(held map[int]ChainHead, n int, floor int64) {
+	c.heads, c.started = make(map[int]chainHead, len(held)), make(map[int]chainHead, len(held))
+	for ch, h := range held {
+		c.heads[ch] = chainHead{h.TailPosition, h.TailHash}
+		c.started[ch] = c.heads[ch]
+	}
+	c.n, c.floor, c.assigned = max(n, 1), floor, c.assigned[:0]
 }
 
-func (c *ChainTail) Mark() ChainMark { return ChainMark{pos: c.pos, hash: c.hash, n: len(c.assigned)} }
+// Position and Hash are chain 0's tail as far as this transaction has
+// assigned (the one chain of an unpartitioned store).
+func (c *ChainTail) Position() int64 { return c.heads[0].pos }
+func (c *ChainTail) Hash() string    { return c.heads[0].hash }
 
-// Restore unassigns every entry assigned after m and moves the tail back.
+// Holds reports whether the view holds chain.
+func (c *ChainTail) Holds(chain int) bool {
+	_, ok := c.heads[chain]
+	return ok
+}
+
+// Chains is the number of chains of the trail.
+func (c *ChainTail) Chains() int { return max(c.n, 1) }
+
+// Assign is AssignTo chain 0.
+func (c *ChainTail) Assign(e *auditv1.AuditEntry) { c.AssignTo(0, e) }
+
+// AssignTo gives e the next position of chain and its hashes, and advances
+// the chain's tail. The caller holds chain (Holds) and stores e's row; if
+// that fails, Restore to a mark taken before unassigns e.
+func (c *ChainTail) AssignTo(chain int, e *auditv1.AuditEntry) {
+	h := c.heads[chain]
+	e.Position = NextChainPosition(h.pos, c.floor, chain, c.n)
+	e.PrevHash = h.hash
+	e.Hash = AuditChainHash(h.hash, chain, e)
+	c.assigned = append(c.assigned, assignedEntry{e: e, chain: chain, prev: h})
+	c.heads[chain] = chainHead{e.Position, e.Hash}
+}
+
+// Advanced returns the chains whose tail moved, with their new tails, in
+// chain order.
+func (c *ChainTail) Advanced() []ChainHead {
+	var out []ChainHead
+	for ch := range c.Chains() {
+		h, ok := c.heads[ch]
+		if ok && h != c.started[ch] {
+			out = append(out, ChainHead{Chain: ch, TailPosition: h.pos, TailHash: h.hash})
+		}
+	}
+	return out
+}
+
+func (c *ChainTail) Mark() ChainMark { return ChainMark{n: len(c.assigned)} }
+
+// Restore unassigns every entry assigned after m and moves the tails back.
 func (c *ChainTail) Restore(m ChainMark) {
-	for _, e := range c.assigned[m.n:] {
-		e.Position, e.Hash, e.PrevHash = 0, "", ""
+	for i := len(c.assigned) - 1; i >= m.n; i-- {
+		a := c.assigned[i]
+		a.e.Position, a.e.Hash, a.e.PrevHash = 0, "", ""
+		c.heads[a.chain] = a.prev
 	}
 	c.assigned = c.assigned[:m.n]
-	c.pos, c.hash = m.pos, m.hash
 }
 
 // PrepareEntry checks an entry a command asks to store, as every store

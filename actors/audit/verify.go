@@ -2,6 +2,8 @@ package audit
 
 import (
 	"context"
+	"fmt"
+	"math"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -15,17 +17,22 @@ const (
 	verifyAttempts = 5
 )
 
-// Verify walks the chain in commit order from the anchor (the hash of the
-// last pruned entry, "" before any prune) and checks every link: an
-// entry's prev_hash must be the previous entry's hash, and its hash must be
-// persistence.AuditHash(prev_hash, entry). It reports the first entry
-// where either fails. It reads on read-only connections while writes go
-// on; entries committed during the walk are checked when the walk reaches
-// them.
+// Verify walks every chain of the trail (persistence.ChainReader; a store
+// without it has one) in its order from its anchor (the hash of its last
+// pruned entry, "" before any prune) up to its head as read at the start,
+// and checks every link: an entry's prev_hash must be the previous entry's
+// hash, and its hash must be persistence.AuditChainHash(prev_hash, chain,
+// entry); and the chain's last entry must be its head. It reports the
+// first entry where any fails, naming the chain and position. It reads on
+// read-only connections while writes go on; entries committed during the
+// walk are checked by the next one.
 //
 // What it detects: any changed field of a stored entry, an entry removed
-// or inserted anywhere but at the very end, reordering. What it cannot:
-// removing the newest entries (nothing after them links to them).
+// or inserted anywhere in a chain (at its end too: the head names the last
+// entry), reordering, an entry moved to another chain, and a chain's
+// entries left without a head. What it cannot: a chain dropped together
+// with its head row, or a chain truncated together with its head rewritten
+// (no record outside the heads commits to them yet).
 func (s *Service) Verify(ctx context.Context, _ *auditv1.VerifyRequest) (*auditv1.VerifyResponse, error) {
 	for range verifyAttempts {
 		resp, pruned, err := s.verifyOnce(ctx)
@@ -40,9 +47,114 @@ func (s *Service) Verify(ctx context.Context, _ *auditv1.VerifyRequest) (*auditv
 }
 
 // verifyOnce walks once. pruned reports that a link looked broken while
-// the anchor moved under the walk: a prune removed entries ahead of it,
+// an anchor moved under the walk: a prune removed entries ahead of it,
 // so the walk must start over rather than report tampering.
 func (s *Service) verifyOnce(ctx context.Context) (resp *auditv1.VerifyResponse, pruned bool, err error) {
+	cr, ok := s.reader.(persistence.ChainReader)
+	if !ok {
+		return s.verifyOne(ctx)
+	}
+	heads, err := cr.AuditChainHeads(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	var n int64
+	for i, h := range heads {
+		if h.Chain != i {
+			return &auditv1.VerifyResponse{EntriesChecked: n,
+				Reason: fmt.Sprintf("chain %d has no head: the chains' heads are %d, want 0 to %d", i, h.Chain, len(heads)-1)}, false, nil
+		}
+		r, checked, err := s.walkChain(ctx, cr, h)
+		n += checked
+		if err != nil || r != nil {
+			if r != nil {
+				r.EntriesChecked = n
+				if moved, err := s.anchorsMoved(ctx, cr, heads); err != nil || moved {
+					return nil, moved, err
+				}
+			}
+			return r, false, err
+		}
+	}
+	// Entries of a chain past the last head: its head row was dropped.
+	for ch := len(heads); ch < persistence.MaxAuditChains; ch++ {
+		es, err := cr.ScanAuditChain(ctx, ch, 0, math.MaxInt64, 1)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(es) > 0 {
+			return &auditv1.VerifyResponse{EntriesChecked: n, FirstBrokenEventId: es[0].GetEventId(),
+				Reason: fmt.Sprintf("chain %d has entries but no head (%d chains have heads)", ch, len(heads))}, false, nil
+		}
+	}
+	return &auditv1.VerifyResponse{Ok: true, EntriesChecked: n}, false, nil
+}
+
+// walkChain checks one chain from its anchor up to its head's tail: every
+// link, and that the last entry is the head's tail, so that deleting the
+// chain's newest entries, or all of them, is found too. It returns a
+// response only for a broken chain.
+func (s *Service) walkChain(ctx context.Context, cr persistence.ChainReader, h persistence.ChainHead) (*auditv1.VerifyResponse, int64, error) {
+	prev := h.AnchorHash
+	var pos, n int64
+	last := ""
+	for {
+		es, err := cr.ScanAuditChain(ctx, h.Chain, pos, h.TailPosition, verifyChunk)
+		if err != nil {
+			return nil, n, err
+		}
+		for _, e := range es {
+			if reason := linkBroken(prev, h.Chain, e); reason != "" {
+				return &auditv1.VerifyResponse{FirstBrokenEventId: e.GetEventId(),
+					Reason: fmt.Sprintf("chain %d at position %d: %s", h.Chain, e.GetPosition(), reason)}, n, nil
+			}
+			prev, pos, last = e.GetHash(), e.GetPosition(), e.GetEventId()
+			n++
+		}
+		if len(es) < verifyChunk {
+			break
+		}
+	}
+	if prev != h.TailHash {
+		return &auditv1.VerifyResponse{FirstBrokenEventId: last,
+			Reason: fmt.Sprintf("chain %d ends at hash %s (position %d), but its head is %s (position %d): entries at its end are missing",
+				h.Chain, short(prev), pos, short(h.TailHash), h.TailPosition)}, n, nil
+	}
+	return nil, n, nil
+}
+
+// linkBroken says why e does not extend the chain whose last hash is prev
+// ("" when it does).
+func linkBroken(prev string, chain int, e *auditv1.AuditEntry) string {
+	switch {
+	case e.GetPrevHash() != prev:
+		return "prev_hash " + short(e.GetPrevHash()) + " does not match the previous link " + short(prev)
+	case persistence.AuditChainHash(prev, chain, e) != e.GetHash():
+		return "hash does not match the entry's content"
+	}
+	return ""
+}
+
+// anchorsMoved reports whether a prune moved any chain's anchor since
+// heads were read.
+func (s *Service) anchorsMoved(ctx context.Context, cr persistence.ChainReader, heads []persistence.ChainHead) (bool, error) {
+	now, err := cr.AuditChainHeads(ctx)
+	if err != nil {
+		return false, err
+	}
+	if len(now) != len(heads) {
+		return false, nil
+	}
+	for i := range now {
+		if now[i].AnchorHash != heads[i].AnchorHash {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// verifyOne walks a reader's one chain in commit order.
+func (s *Service) verifyOne(ctx context.Context) (resp *auditv1.VerifyResponse, pruned bool, err error) {
 	anchor, err := s.reader.AuditAnchor(ctx)
 	if err != nil {
 		return nil, false, err
@@ -55,14 +167,7 @@ func (s *Service) verifyOnce(ctx context.Context) (resp *auditv1.VerifyResponse,
 			return nil, false, err
 		}
 		for _, e := range es {
-			reason := ""
-			switch {
-			case e.GetPrevHash() != prev:
-				reason = "prev_hash " + short(e.GetPrevHash()) + " does not match the previous link " + short(prev)
-			case persistence.AuditHash(prev, e) != e.GetHash():
-				reason = "hash does not match the entry's content"
-			}
-			if reason != "" {
+			if reason := linkBroken(prev, 0, e); reason != "" {
 				now, err := s.reader.AuditAnchor(ctx)
 				if err != nil {
 					return nil, false, err

@@ -20,39 +20,40 @@ type applier struct {
 	// xid is the transaction's id, to look up its outcome if COMMIT's
 	// answer is lost.
 	xid string
-	// chain: the tail row is locked; startPos is the tail as loaded.
-	chain    bool
-	startPos int64
-	tail     persistence.ChainTail
+	// chain: the transaction holds the chains it writes (chains.go), and
+	// tail is its view of them; cmdChain is the chain of the running
+	// command's entries (-1: each entry's own); chainCount is the count
+	// found when it differs from the Store's (errChainCount).
+	chain      bool
+	tail       persistence.ChainTail
+	cmdChain   int
+	chainCount int
 	// buffered: the attempt without savepoints. Audit rows wait in pending
 	// for one multi-row insert at the end, and the common commands are
 	// queued in pipe (see pipeline.go); a failure of either aborts the
 	// attempt, and the replay with savepoints runs command by command.
 	buffered bool
 	pending  []*auditv1.AuditEntry
-	pipe     *pgx.Batch
+	// pendingChains are the chains of pending, in order.
+	pendingChains []int16
+	pipe          *pgx.Batch
 	// quotas are the namespaces' quotas for this transaction (nil: the
 	// defaults).
 	quotas persistence.Quotas
 }
 
 // begin starts the transaction and takes its id and its locks in their
-// global order (see lockorder.go): when the batch writes audit entries the
-// lock on the chain's tail, then the owner rows of owners, all in one round
-// trip. The returned tx is nil only when BEGIN never ran.
-func (a *applier) begin(conn *pgx.Conn, chain bool, owners ownerLocks) (pgx.Tx, error) {
+// global order (see lockorder.go): the locks of the audit chains the batch
+// writes (chains, of a trail of n), ascending, then the owner rows of
+// owners, all in one round trip. The returned tx is nil only when BEGIN
+// never ran.
+func (a *applier) begin(conn *pgx.Conn, chains []int, n int, owners ownerLocks) (pgx.Tx, error) {
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if chain {
+	a.cmdChain = -1
+	if len(chains) > 0 {
 		a.chain = true
-		b.Queue(`SELECT pg_current_xact_id()::text, tail_position, tail_hash FROM audit_chain WHERE id = 1 FOR UPDATE`).
-			QueryRow(func(row pgx.Row) error {
-				var pos int64
-				var hash string
-				err := row.Scan(&a.xid, &pos, &hash)
-				a.tail.Start(pos, hash)
-				return err
-			})
+		a.lockChains(b, chains, n)
 	} else {
 		b.Queue("SELECT pg_current_xact_id()::text").QueryRow(func(row pgx.Row) error { return row.Scan(&a.xid) })
 	}
@@ -65,7 +66,6 @@ func (a *applier) begin(conn *pgx.Conn, chain bool, owners ownerLocks) (pgx.Tx, 
 	br := conn.SendBatch(a.ctx, b)
 	a.tx = br.Tx()
 	err := br.Close()
-	a.startPos = a.tail.Position()
 	return a.tx, err
 }
 
@@ -78,10 +78,10 @@ func (a *applier) finish() error {
 		}
 	} else if len(a.pending) > 0 {
 		a.queue(insertAuditSQL, a.auditArgs()...)
-		a.pending = a.pending[:0]
+		a.pending, a.pendingChains = a.pending[:0], a.pendingChains[:0]
 	}
-	if a.chain && a.tail.Position() != a.startPos {
-		a.queue("UPDATE audit_chain SET tail_position = $1, tail_hash = $2 WHERE id = 1", a.tail.Position(), a.tail.Hash())
+	if a.chain {
+		a.moveChains()
 	}
 	return a.sendPipe()
 }
@@ -92,7 +92,7 @@ func (a *applier) finish() error {
 // zero mark abandons the transaction.
 func (a *applier) restore(m persistence.ChainMark) {
 	a.tail.Restore(m)
-	a.pending = nil
+	a.pending, a.pendingChains = nil, nil
 	a.pipe = nil
 }
 
@@ -102,7 +102,11 @@ func (a *applier) restore(m persistence.ChainMark) {
 // replay with its audit rows written at once, so that a duplicate event id
 // fails its own command.
 func (a *applier) Command(cmd persistence.Command) (persistence.Result, error) {
+	if cmd != nil {
+		a.cmdChain = commandChain(cmd.Touches(), a.tail.Chains())
+	}
 	res, err := a.dispatch(cmd)
+	a.cmdChain = -1
 	if err == nil && !a.buffered {
 		err = a.flushAudit()
 	}

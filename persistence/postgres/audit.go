@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"slices"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -10,9 +11,11 @@ import (
 )
 
 const insertAuditSQL = `INSERT INTO audit_log (position, event_id, event_type, plan_id, session_id,
-	project_name, actor_name, user_identity, details_json, created_at, prev_hash, hash, principal, namespace)
+	project_name, actor_name, user_identity, details_json, created_at, prev_hash, hash, principal, namespace,
+	chain)
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-		$7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[])`
+		$7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[],
+		$15::smallint[])`
 
 // Audit (sqlstore.Tx's, the persistence dialects') appends entries to
 // the chain: each gets the next position, the
@@ -26,13 +29,15 @@ func (a *applier) Audit(entries []*auditv1.AuditEntry) error {
 			return err
 		}
 	}
-	if len(entries) > 0 && !a.chain {
-		// needsChain missed a command kind: a bug, and never a fork.
-		return errs.Internal("audit entries written without the chain lock")
-	}
 	for _, e := range entries {
-		a.tail.Assign(e)
+		ch := a.entryChain(e)
+		if !a.chain || !a.tail.Holds(ch) {
+			// chainsOf missed a command kind: a bug, and never a fork.
+			return errs.Internal("audit entry %s written without its chain's lock (chain %d)", e.GetEventId(), ch)
+		}
+		a.tail.AssignTo(ch, e)
 		a.pending = append(a.pending, e)
+		a.pendingChains = append(a.pendingChains, int16(ch))
 	}
 	return nil
 }
@@ -52,7 +57,8 @@ func (a *applier) auditArgs() []any {
 		cols[4][i], cols[5][i], cols[6][i], cols[7][i] = e.ProjectName, e.ActorName, e.UserIdentity, e.DetailsJson
 		cols[8][i], cols[9][i], cols[10][i], cols[11][i] = e.PrevHash, e.Hash, e.Principal, e.Namespace
 	}
-	return []any{pos, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], created, cols[8], cols[9], cols[10], cols[11]}
+	return []any{pos, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], created, cols[8], cols[9], cols[10], cols[11],
+		slices.Clone(a.pendingChains[:n])}
 }
 
 // flushAudit writes the queued entries in one statement (without
@@ -63,7 +69,7 @@ func (a *applier) flushAudit() error {
 	}
 	if a.buffered {
 		a.queue(insertAuditSQL, a.auditArgs()...)
-		a.pending = a.pending[:0]
+		a.pending, a.pendingChains = a.pending[:0], a.pendingChains[:0]
 		return a.sendPipe()
 	}
 	if _, err := a.exec(insertAuditSQL, a.auditArgs()...); err != nil {
@@ -75,21 +81,21 @@ func (a *applier) flushAudit() error {
 		}
 		return err
 	}
-	a.pending = a.pending[:0]
+	a.pending, a.pendingChains = a.pending[:0], a.pendingChains[:0]
 	return nil
 }
 
 // PruneAudit removes the oldest entries, in position order, while they were
 // created before OlderThan, at most Limit. Only a prefix of the chain goes,
 // so the rest stays verifiable from the anchor: the last removed entry's
-// hash and position, kept in audit_chain. The transaction holds the chain
-// lock, so no other writer appends meanwhile.
+// hash and position, kept per chain in audit_chains. The transaction holds
+// every chain's lock (chainsOf), so no other writer appends meanwhile.
 func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, error) {
 	if c.Limit <= 0 {
 		return persistence.Result{}, errs.InvalidArgument("prune limit %d; want at least 1", c.Limit)
 	}
-	if !a.chain {
-		return persistence.Result{}, errs.Internal("prune without the chain lock")
+	if !a.chain || !a.holdsAll() {
+		return persistence.Result{}, errs.Internal("prune without every chain's lock")
 	}
 	if err := a.flushAudit(); err != nil {
 		return persistence.Result{}, err
@@ -98,24 +104,27 @@ func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 	// The first entry that must stay bounds the prefix: the first one not
 	// older than the cutoff, or the one past the limit.
 	var removed, lastPos, pos, created int64
-	var lastHash, hash string
+	var hash string
 	err := a.forEachRow(`SELECT position, created_at, hash FROM audit_log ORDER BY position LIMIT $1`, []any{c.Limit},
 		[]any{&pos, &created, &hash}, func() error {
 			if created >= cutoff {
 				return errStopScan
 			}
-			removed, lastPos, lastHash = removed+1, pos, hash
+			removed, lastPos = removed+1, pos
 			return nil
 		})
 	if err != nil && !errors.Is(err, errStopScan) {
 		return persistence.Result{}, err
 	}
 	if removed > 0 {
-		if _, err := a.exec(`DELETE FROM audit_log WHERE position <= $1`, lastPos); err != nil {
+		// Each chain's anchor becomes its last removed entry.
+		if _, err := a.exec(`UPDATE audit_chains c SET anchor_position = d.position, anchor_hash = d.hash
+			FROM (SELECT DISTINCT ON (chain) chain, position, hash FROM audit_log WHERE position <= $1
+				ORDER BY chain, position DESC) d
+			WHERE c.chain = d.chain`, lastPos); err != nil {
 			return persistence.Result{}, err
 		}
-		if _, err := a.exec(`UPDATE audit_chain SET anchor_position = $1, anchor_hash = $2 WHERE id = 1`,
-			lastPos, lastHash); err != nil {
+		if _, err := a.exec(`DELETE FROM audit_log WHERE position <= $1`, lastPos); err != nil {
 			return persistence.Result{}, err
 		}
 	}

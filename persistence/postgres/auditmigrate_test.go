@@ -6,9 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/storetest"
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // The migration that adds principal and namespace keeps a trail written by
@@ -57,5 +60,54 @@ func TestMigrationKeepsAnOldAuditChainVerifiable(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	storetest.CheckMigratedAuditChain(t, mustOpen(t, dsn), old)
+	s := mustOpen(t, dsn)
+	storetest.CheckMigratedAuditChain(t, s, old)
+	got, err := s.Reader().ScanAudit(ctx, 0, 10)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("%d entries after the migration (%v), want 3", len(got), err)
+	}
+	// The chains migration made that trail chain 0 in place: its head is
+	// the old tail advanced by the new entry, and after partitioning a new
+	// chain's entries start past it while chain 0 still verifies.
+	cr := s.Reader().(persistence.ChainReader)
+	heads, err := cr.AuditChainHeads(ctx)
+	if err != nil || len(heads) != 1 || heads[0].TailHash != got[2].Hash || heads[0].TailPosition != 3 {
+		t.Fatalf("chain heads after the migration: %+v (%v), want chain 0 at 3, %s", heads, err, got[2].Hash)
+	}
+	if err := s.PartitionAudit(ctx, persistence.MaxAuditChains); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var later []*auditv1.AuditEntry
+	for i := range 8 {
+		later = append(later, &auditv1.AuditEntry{EventId: ids.New(), EventType: "config_changed", SessionId: "s" + string(rune('a'+i)),
+			CreatedAt: timestamppb.Now()})
+	}
+	res, err := w.Apply(ctx, []persistence.Command{&persistence.RecordAudit{Entries: later}})
+	w.Release()
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("record after partitioning: %v / %v", err, res[0].Err)
+	}
+	if heads, err = cr.AuditChainHeads(ctx); err != nil || len(heads) != persistence.MaxAuditChains {
+		t.Fatalf("%d heads after partitioning (%v)", len(heads), err)
+	}
+	for _, h := range heads {
+		es, err := cr.ScanAuditChain(ctx, h.Chain, 0, h.TailPosition, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		link := h.AnchorHash
+		for _, e := range es {
+			if e.Position <= 3 && h.Chain != 0 || e.PrevHash != link || persistence.AuditChainHash(link, h.Chain, e) != e.Hash {
+				t.Fatalf("chain %d does not verify at %d: %v", h.Chain, e.Position, e)
+			}
+			link = e.Hash
+		}
+		if link != h.TailHash {
+			t.Fatalf("chain %d ends at %s, its head is %s", h.Chain, link, h.TailHash)
+		}
+	}
 }

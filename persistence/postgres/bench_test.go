@@ -68,7 +68,7 @@ func appendBatch(sessions []string, next []int64) []persistence.Command {
 // one message and one audit entry, in distinct sessions), as the audit
 // actor's group commit sends them. nodes=2 runs two writers (two Stores on
 // one schema) at once, each doing b.N ops: their chain transactions take
-// turns on the audit_chain lock. Reports ns/append (wall clock over all
+// turns on the audit chain locks. Reports ns/append (wall clock over all
 // nodes' appends). The test cluster of .ci/postgres.sh runs with fsync off,
 // so commits there cost no disk flush.
 func BenchmarkAppend(b *testing.B) {

@@ -31,12 +31,14 @@
 // them correct (SERIALIZABLE would abort and retry far more often under
 // group commit):
 //
-//   - The audit chain is one row, audit_chain (tail position and hash, and
-//     the prune anchor). A transaction that may write audit entries locks it
-//     first (SELECT ... FOR UPDATE), reads the tail, assigns positions and
-//     hashes, and moves the tail before it commits. So chain transactions of
-//     all nodes take turns, positions rise in commit order, and every entry
-//     chains on the entry committed before it: one verifiable chain.
+//   - The audit trail is one or more hash chains (chains.go), each with a
+//     row in audit_chains (tail position and hash, and the prune anchor)
+//     and an advisory lock. A transaction that may write audit entries locks
+//     the chains it writes first, reads their tails, assigns positions and
+//     hashes, and moves the tails before it commits. So transactions of one
+//     chain take turns, and those of different chains do not; within a
+//     chain positions rise in commit order and every entry chains on the
+//     one committed before it.
 //   - Fencing (persistence.Activate): owner_epochs holds each session's and
 //     plan's epoch. A fenced write reads its key's row FOR SHARE and compares
 //     the epoch; Activate increments it with an upsert, which waits for those

@@ -2,23 +2,60 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/jackc/pgx/v5"
 )
 
-// AuditBounds reads the chain row, which every transaction that writes
-// audit entries locks and advances before it commits: its tail_position is
-// the head of what is committed, and since the lock serializes those
-// transactions, every position up to it is committed too.
+// AuditBounds finds a head below which every position is settled: each
+// entry at or below it is committed, and none will ever be.
+//
+// With one chain, that is its tail: its lock serializes the writers, and
+// positions are dense. With several, writers of different chains commit
+// in any order, so it is the least of:
+//   - the tail of every chain a writer holds now (its lock is taken): that
+//     writer's entries land past its chain's tail;
+//   - the highest tail of all: a writer that takes a chain after this
+//     read starts past it (persistence.NextChainPosition's floor).
+//
+// The chain locks are tried, shared, in the same statement that reads the
+// tails, within a read-only transaction that ends at once: a writer that
+// wants one waits only that long, and the reader never waits. A writer
+// whose lock was free when tried had committed (its entries are visible
+// to the next statement) or has not begun (its entries land past every
+// tail read here). The anchor is the highest prune point of any chain.
 func (r *reader) AuditBounds(ctx context.Context) (anchor, head int64, err error) {
-	err = r.pool.QueryRow(ctx, `SELECT anchor_position, tail_position FROM audit_chain WHERE id = 1`).Scan(&anchor, &head)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, 0, errs.Internal("audit bounds: the chain row is missing")
-	}
+	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return 0, 0, storeErr("audit bounds", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx, `SELECT tail_position, anchor_position,
+		pg_try_advisory_xact_lock_shared($1::int4, chain::int4) FROM audit_chains ORDER BY chain`, auditLockClass)
+	if err != nil {
+		return 0, 0, storeErr("audit bounds", err)
+	}
+	var tail, anch, top int64
+	busy := int64(-1)
+	var free bool
+	n := 0
+	_, err = pgx.ForEachRow(rows, []any{&tail, &anch, &free}, func() error {
+		n++
+		anchor, top = max(anchor, anch), max(top, tail)
+		if !free && (busy < 0 || tail < busy) {
+			busy = tail
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, storeErr("audit bounds", err)
+	}
+	if n == 0 {
+		return 0, 0, errs.Internal("audit bounds: the chain rows are missing")
+	}
+	head = top
+	if busy >= 0 && n > 1 {
+		head = busy
 	}
 	return anchor, max(anchor, head), nil
 }

@@ -20,8 +20,9 @@ import (
 // So every transaction takes its locks in one global order, all of them
 // before its first command:
 //
-//  1. the audit_chain row, when the batch may write audit entries
-//     (needsChain);
+//  1. the advisory lock of each audit chain the batch may write entries
+//     on (chainsOf in chains.go), in ascending chain order: writers of
+//     different chains share none;
 //  2. the owner_epochs rows of every session and plan the batch writes,
 //     FOR UPDATE, in (kind, id) order, id in byte order (COLLATE "C"), in
 //     two sorted passes: first the insert of the rows that a command of the

@@ -217,7 +217,7 @@ func TestUnreachableServerIsUnavailable(t *testing.T) {
 // The read pool's connections refuse writes whatever the SQL says.
 func TestReadPoolIsReadOnly(t *testing.T) {
 	s, _ := openFresh(t)
-	_, err := s.pool.Exec(context.Background(), "UPDATE audit_chain SET tail_hash = 'forged'")
+	_, err := s.pool.Exec(context.Background(), "UPDATE audit_chains SET tail_hash = 'forged'")
 	if err == nil {
 		t.Fatalf("a write through the read pool succeeded")
 	}

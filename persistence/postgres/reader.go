@@ -121,7 +121,7 @@ func messages(rows pgx.Rows, err error, sessionID string) ([]*sessionv1.Message,
 
 func (r *reader) AuditAnchor(ctx context.Context) (string, error) {
 	var hash string
-	err := r.pool.QueryRow(ctx, `SELECT anchor_hash FROM audit_chain WHERE id = 1`).Scan(&hash)
+	err := r.pool.QueryRow(ctx, `SELECT anchor_hash FROM audit_chains WHERE chain = 0`).Scan(&hash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", errs.Internal("audit anchor: the chain row is missing")
 	}

@@ -37,7 +37,9 @@ func Unshared() Option { return func(o *options) { o.unshared = true } }
 // dsn is a libpq connection string, URL or key=value form, with pgxpool's
 // pool_* parameters for the read pool (pool_max_conns, ...). The schema is
 // the first of search_path (a search_path parameter selects another; it
-// must exist). ctx bounds connecting and migrating.
+// must exist). An audit_chains=N parameter partitions the audit trail into
+// N chains (PartitionAudit) if it has fewer. ctx bounds connecting and
+// migrating.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	var o options
 	for _, opt := range opts {
@@ -47,8 +49,16 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, errs.InvalidArgument("postgres DSN: %v", err)
 	}
+	chains, err := auditChainsParam(cfg.ConnConfig)
+	if err != nil {
+		return nil, err
+	}
 	key := registryKey(cfg.ConnConfig)
-	mk := func() *Store { return newStore(key, cfg) }
+	mk := func() *Store {
+		s := newStore(key, cfg)
+		s.wantChains = chains
+		return s
+	}
 	open := func(s *Store) error { return s.open(ctx) }
 	if o.unshared {
 		return registry.OpenUnshared(key, mk, open)

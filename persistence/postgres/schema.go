@@ -215,6 +215,28 @@ CREATE INDEX audit_by_namespace ON audit_log (namespace, position);
 DROP INDEX audit_by_namespace;
 CREATE INDEX audit_by_namespace ON audit_log (namespace, position) WHERE namespace <> 'local';
 `,
+	// (issue 29, after the namespace index above) The trail partitioned
+	// into chains (persistence.MaxAuditChains at most), each with its own
+	// head row in audit_chains, which its writers lock (an advisory lock
+	// per chain, lockorder.go) instead of the one audit_chain row. The
+	// existing trail becomes chain 0 in place: its rows, positions and
+	// hashes unchanged, its tail and anchor copied. Only chain 0 exists
+	// until Store.PartitionAudit adds the others; a trail's chain count is
+	// the number of its rows.
+	`
+ALTER TABLE audit_log ADD COLUMN chain smallint NOT NULL DEFAULT 0;
+CREATE INDEX audit_by_chain ON audit_log (chain, position);
+CREATE TABLE audit_chains (
+	chain           smallint PRIMARY KEY CHECK (chain >= 0 AND chain < 16),
+	tail_position   bigint NOT NULL,
+	tail_hash       text NOT NULL,
+	anchor_position bigint NOT NULL,
+	anchor_hash     text NOT NULL
+);
+INSERT INTO audit_chains (chain, tail_position, tail_hash, anchor_position, anchor_hash)
+	SELECT 0, tail_position, tail_hash, anchor_position, anchor_hash FROM audit_chain;
+DROP TABLE audit_chain;
+`,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

@@ -34,6 +34,9 @@ type Store struct {
 	pool          *pgxpool.Pool
 	reader        *sqlstore.Reader
 	migrationRuns int
+	// chains is the audit trail's chain count as last read (chains.go);
+	// guarded by wmu after open. wantChains is the DSN's audit_chains.
+	chains, wantChains int
 
 	// wmu serializes everything that uses the writer connection: Apply,
 	// Writer, reconnects and the test hooks. It guards the fields below.
@@ -82,6 +85,14 @@ func (s *Store) open(ctx context.Context) (err error) {
 	}
 	if s.migrationRuns, err = migrate(ctx, s.wconn); err != nil {
 		return storeErr("migrate "+s.key, err)
+	}
+	if err := s.wconn.QueryRow(ctx, "SELECT count(*) FROM audit_chains").Scan(&s.chains); err != nil {
+		return storeErr("open "+s.key, err)
+	}
+	if s.wantChains > s.chains {
+		if err := s.partition(ctx, s.wconn, s.wantChains); err != nil {
+			return err
+		}
 	}
 	// Reads can never write, whatever the code asks of them.
 	s.pcfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlstore"
@@ -104,7 +105,8 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	if !s.unordered {
 		owners = batchOwners(batch)
 	}
-	tx, err := a.begin(conn, needsChain(batch), owners)
+	n := max(s.chains, 1)
+	tx, err := a.begin(conn, chainsOf(batch, n), n, owners)
 	abort := func(err error) ([]persistence.Result, outcome, error) {
 		a.restore(persistence.ChainMark{})
 		if tx != nil {
@@ -115,6 +117,11 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		next, err := failed(err)
 		s.afterFailure()
 		return nil, next, err
+	}
+	if errors.Is(err, errChainCount) {
+		s.chains = a.chainCount
+		abort(nil)
+		return nil, runAgain, err
 	}
 	if err != nil {
 		return abort(err)
@@ -152,16 +159,4 @@ func (s *Store) afterFailure() {
 	if s.wconn != nil && s.wconn.IsClosed() {
 		s.dropConn()
 	}
-}
-
-// needsChain reports whether batch may write audit entries, and so must
-// lock the chain's tail first. Taking that lock first, before any row lock,
-// keeps the writers of all nodes from deadlocking on it.
-func needsChain(batch []persistence.Command) bool {
-	for _, cmd := range batch {
-		if cmd != nil && cmd.Touches().WritesAudit() {
-			return true
-		}
-	}
-	return false
 }

@@ -1,7 +1,14 @@
 // Feeds: live, resumable tails of one session's messages and of the node's
-// change stream (the audit trail in commit order). Catch-up from the store,
-// then live; a subscriber resumes from the last sequence or position it saw
-// and gets everything after it exactly once, in order.
+// change stream (the audit trail in position order). Catch-up from the
+// store, then live; a subscriber resumes from the last sequence or position it
+// saw and gets everything after it exactly once, in order.
+//
+// Order of the change stream: the trail is partitioned into hash chains (one
+// session's, or one plan's, entries are all on one chain). Within a chain,
+// position order is commit order; across chains it is not. A position names
+// a place in every chain (chains' positions are disjoint, and everything at or
+// below a delivered position is settled), so resuming from one is exactly once
+// across chains.
 //
 // Field numbers are never reused; rpc methods are only ever appended.
 
@@ -321,7 +328,8 @@ export type ChangeEvent = Message<"agentstate.feed.v1.ChangeEvent"> & {
    */
   event: {
     /**
-     * The next matching entry in commit order.
+     * The next matching entry in position order (commit order within its
+     * chain).
      *
      * @generated from field: agentstate.audit.v1.AuditEntry entry = 1;
      */

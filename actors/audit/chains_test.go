@@ -1,0 +1,185 @@
+package audit_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentstate/agentstate/actors/audit"
+	"github.com/agentstate/agentstate/actors/audit/audittest"
+	"github.com/agentstate/agentstate/actors/writer"
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/postgres"
+	"github.com/agentstate/agentstate/persistence/postgres/pgtest"
+	"github.com/jackc/pgx/v5"
+)
+
+// chainTrail is a trail of 16 chains on PostgreSQL, with entries of many
+// sessions spread over them, and a raw connection to tamper with it.
+type chainTrail struct {
+	svc  *audit.Service
+	conn *pgx.Conn
+	// byChain lists each chain's entries in the chain's order.
+	byChain map[int][]*auditv1.AuditEntry
+}
+
+func openChainTrail(t *testing.T) *chainTrail {
+	t.Helper()
+	ctx := context.Background()
+	dsn := pgtest.Schema(t, "chains_")
+	st, err := postgres.Open(ctx, dsn, postgres.Unshared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Entries before partitioning stay on chain 0.
+	svc := audittest.Start(t, audittest.NewSystem(t), st, writer.Config{})
+	tr := &chainTrail{svc: svc, byChain: map[int][]*auditv1.AuditEntry{}}
+	for i := range 3 {
+		e := audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventResourceModified, Sync: true,
+			SessionId: "before-" + strconv.Itoa(i)})
+		tr.byChain[0] = append(tr.byChain[0], e)
+	}
+	if err := st.PartitionAudit(ctx, persistence.MaxAuditChains); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 160 {
+		session := "s-" + strconv.Itoa(i%40)
+		e := audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventResourceModified, Sync: i%20 == 0,
+			SessionId: session, DetailsJson: `{"i":` + strconv.Itoa(i) + `}`})
+		ch := persistence.AuditChainOf(session, persistence.MaxAuditChains)
+		tr.byChain[ch] = append(tr.byChain[ch], e)
+	}
+	if _, err := svc.Flush(ctx, &auditv1.FlushRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.byChain) < 8 {
+		t.Fatalf("entries on %d chains; want them spread", len(tr.byChain))
+	}
+	if v := audittest.MustVerify(t, svc); v.EntriesChecked != 163 {
+		t.Fatalf("checked %d entries, want 163", v.EntriesChecked)
+	}
+	if tr.conn, err = pgx.Connect(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.conn.Close(context.Background()) })
+	// Each chain's order is its commit order, which batching may make
+	// differ from recording order: read it back.
+	rows, err := tr.conn.Query(ctx, `SELECT chain, event_id, position, details_json FROM audit_log ORDER BY chain, position`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[int][]*auditv1.AuditEntry{}
+	var chain int
+	var e auditv1.AuditEntry
+	if _, err := pgx.ForEachRow(rows, []any{&chain, &e.EventId, &e.Position, &e.DetailsJson}, func() error {
+		stored[chain] = append(stored[chain], &auditv1.AuditEntry{EventId: e.EventId, Position: e.Position, DetailsJson: e.DetailsJson})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for ch, es := range tr.byChain {
+		if len(stored[ch]) != len(es) {
+			t.Fatalf("chain %d holds %d entries, want %d", ch, len(stored[ch]), len(es))
+		}
+	}
+	tr.byChain = stored
+	return tr
+}
+
+func (tr *chainTrail) exec(t *testing.T, q string, args ...any) {
+	t.Helper()
+	if _, err := tr.conn.Exec(context.Background(), q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// broken checks that Verify fails at event (any when "") with a reason
+// containing every one of want.
+func (tr *chainTrail) broken(t *testing.T, event string, want ...string) {
+	t.Helper()
+	v, err := tr.svc.Verify(context.Background(), &auditv1.VerifyRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Ok || event != "" && v.FirstBrokenEventId != event {
+		t.Fatalf("verify = %v; want broken at %q", v, event)
+	}
+	for _, w := range want {
+		if !strings.Contains(v.Reason, w) {
+			t.Fatalf("verify reason %q; want it to name %q", v.Reason, w)
+		}
+	}
+}
+
+// busiest is the partitioned chain (not 0) with the most entries.
+func (tr *chainTrail) busiest() int {
+	best := 1
+	for ch := 2; ch < persistence.MaxAuditChains; ch++ {
+		if len(tr.byChain[ch]) > len(tr.byChain[best]) {
+			best = ch
+		}
+	}
+	return best
+}
+
+// Tampering with any one chain of a partitioned trail fails Verify naming
+// the chain and the place; restoring passes again.
+func TestVerifyDetectsTamperingPerChain(t *testing.T) {
+	ch := 0
+	t.Run("alter", func(t *testing.T) {
+		tr := openChainTrail(t)
+		ch = tr.busiest()
+		victim := tr.byChain[ch][2]
+		tr.exec(t, `UPDATE audit_log SET details_json = '{"forged":1}' WHERE event_id = $1`, victim.EventId)
+		tr.broken(t, victim.EventId, "chain "+strconv.Itoa(ch)+" ", "hash does not match")
+		tr.exec(t, `UPDATE audit_log SET details_json = $2 WHERE event_id = $1`, victim.EventId, victim.DetailsJson)
+		audittest.MustVerify(t, tr.svc)
+	})
+	t.Run("alter a migrated entry", func(t *testing.T) {
+		tr := openChainTrail(t)
+		victim := tr.byChain[0][1]
+		tr.exec(t, `UPDATE audit_log SET event_type = 'forged' WHERE event_id = $1`, victim.EventId)
+		tr.broken(t, victim.EventId, "chain 0 ")
+	})
+	t.Run("delete", func(t *testing.T) {
+		tr := openChainTrail(t)
+		es := tr.byChain[tr.busiest()]
+		tr.exec(t, `DELETE FROM audit_log WHERE event_id = $1`, es[1].EventId)
+		tr.broken(t, es[2].EventId, "chain "+strconv.Itoa(tr.busiest())+" ", "prev_hash")
+	})
+	t.Run("delete the newest", func(t *testing.T) {
+		tr := openChainTrail(t)
+		es := tr.byChain[tr.busiest()]
+		tr.exec(t, `DELETE FROM audit_log WHERE event_id = $1`, es[len(es)-1].EventId)
+		tr.broken(t, es[len(es)-2].EventId, "chain "+strconv.Itoa(tr.busiest())+" ", "missing")
+	})
+	t.Run("reorder", func(t *testing.T) {
+		tr := openChainTrail(t)
+		es := tr.byChain[tr.busiest()]
+		a, b := es[1], es[2]
+		tr.exec(t, `UPDATE audit_log SET position = -1 WHERE event_id = $1`, a.EventId)
+		tr.exec(t, `UPDATE audit_log SET position = $2 WHERE event_id = $1`, b.EventId, a.Position)
+		tr.exec(t, `UPDATE audit_log SET position = $2 WHERE event_id = $1`, a.EventId, b.Position)
+		tr.broken(t, b.EventId, "chain "+strconv.Itoa(tr.busiest())+" ", "at position "+strconv.FormatInt(a.Position, 10))
+	})
+	t.Run("move to another chain", func(t *testing.T) {
+		tr := openChainTrail(t)
+		es := tr.byChain[tr.busiest()]
+		tr.exec(t, `UPDATE audit_log SET chain = 0 WHERE event_id = $1`, es[0].EventId)
+		tr.broken(t, "", "chain ")
+	})
+	t.Run("drop a chain", func(t *testing.T) {
+		tr := openChainTrail(t)
+		ch := tr.busiest()
+		tr.exec(t, `DELETE FROM audit_log WHERE chain = $1`, ch)
+		tr.broken(t, "", "chain "+strconv.Itoa(ch)+" ", "missing")
+	})
+	t.Run("drop a chain's head", func(t *testing.T) {
+		tr := openChainTrail(t)
+		ch := tr.busiest()
+		tr.exec(t, `DELETE FROM audit_chains WHERE chain = $1`, ch)
+		tr.broken(t, "", "chain "+strconv.Itoa(ch)+" has ", "no head")
+	})
+}

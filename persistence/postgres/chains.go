@@ -1,0 +1,200 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
+	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/persistence"
+	"github.com/jackc/pgx/v5"
+)
+
+// The audit trail is partitioned into chains (persistence.MaxAuditChains
+// at most; as many as audit_chains has rows). A transaction that writes
+// audit entries locks the chains it writes, and only those: an advisory
+// transaction lock per chain, (auditLockClass, chain), taken in ascending
+// chain order before the owner rows (lockorder.go). Two writers on
+// different chains share no lock. The advisory lock, not the head row's
+// lock, is what a change feed's reader can test without writing
+// (AuditBounds): its read-only transactions may take advisory locks but
+// not row locks.
+const auditLockClass int32 = 0x61756474 // "audt"
+
+// errChainCount: the trail's chain count changed (PartitionAudit on some
+// node) since this Store read it; the attempt is run again with the new
+// count, before it wrote anything.
+var errChainCount = errors.New("the audit trail's chain count changed")
+
+// chainsOf returns the chains batch writes audit entries on, ascending,
+// for a trail of n chains. An entry of a command with an owner key goes on
+// its key's chain (entryChain), so a session's or a plan's entries are on
+// one chain; a command whose entries the store cannot know before running
+// it (a prune, a write of any session) takes every chain.
+func chainsOf(batch []persistence.Command, n int) []int {
+	var held [persistence.MaxAuditChains]bool
+	all, any := false, false
+	for _, cmd := range batch {
+		if cmd == nil {
+			continue
+		}
+		t := cmd.Touches()
+		if !t.WritesAudit() {
+			continue
+		}
+		any = true
+		switch {
+		case t.Audit == persistence.AuditPrunes || t.AnySession:
+			all = true
+		case t.Session != "" || t.Plan != "":
+			held[commandChain(t, n)] = true
+		case len(t.Records) > 0:
+			for _, e := range t.Records {
+				held[persistence.AuditChainOf(persistence.EntryChainKey(e), n)] = true
+			}
+		default:
+			all = true
+		}
+	}
+	if !any {
+		return nil
+	}
+	var out []int
+	for ch := range n {
+		if all || held[ch] {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// commandChain is the chain of a command's entries: its session's, else
+// its plan's; -1 when it has neither (each entry then goes by its own
+// key, persistence.EntryChainKey).
+func commandChain(t persistence.Touch, n int) int {
+	switch {
+	case t.Session != "":
+		return persistence.AuditChainOf(t.Session, n)
+	case t.Plan != "":
+		return persistence.AuditChainOf(t.Plan, n)
+	}
+	return -1
+}
+
+// entryChain is the chain e goes on within the current command.
+func (a *applier) entryChain(e *auditv1.AuditEntry) int {
+	if a.cmdChain >= 0 {
+		return a.cmdChain
+	}
+	return persistence.AuditChainOf(persistence.EntryChainKey(e), a.tail.Chains())
+}
+
+// lockChains queues the chain locks and the read of the held chains'
+// heads into b (begin's first round trip).
+func (a *applier) lockChains(b *pgx.Batch, chains []int, n int) {
+	for _, ch := range chains {
+		b.Queue(`SELECT pg_advisory_xact_lock($1::int4, $2::int4)`, auditLockClass, int32(ch))
+	}
+	b.Queue(`SELECT chain, tail_position, tail_hash, count(*) OVER (), max(tail_position) OVER (),
+		pg_current_xact_id()::text FROM audit_chains ORDER BY chain`).Query(func(rows pgx.Rows) error {
+		held := make(map[int]persistence.ChainHead, len(chains))
+		var count, floor int64
+		var h persistence.ChainHead
+		_, err := pgx.ForEachRow(rows, []any{&h.Chain, &h.TailPosition, &h.TailHash, &count, &floor, &a.xid}, func() error {
+			held[h.Chain] = h
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if int(count) != n {
+			a.chainCount = int(count)
+			return errChainCount
+		}
+		mine := make(map[int]persistence.ChainHead, len(chains))
+		for _, ch := range chains {
+			mine[ch] = held[ch]
+		}
+		a.tail.StartChains(mine, n, floor)
+		return nil
+	})
+}
+
+// moveChains queues the update of every chain whose tail the transaction
+// moved.
+func (a *applier) moveChains() {
+	for _, h := range a.tail.Advanced() {
+		a.queue(`UPDATE audit_chains SET tail_position = $2, tail_hash = $3 WHERE chain = $1`,
+			int16(h.Chain), h.TailPosition, h.TailHash)
+	}
+}
+
+// PartitionAudit raises the trail's chain count to n (at most
+// persistence.MaxAuditChains; a count never goes down, since entries stay
+// on their chains). Writers of every node pick the new count up at their
+// next transaction. The chains added start past every committed position.
+func (s *Store) PartitionAudit(ctx context.Context, n int) error {
+	if n < 1 || n > persistence.MaxAuditChains {
+		return errs.InvalidArgument("audit chains %d; want 1 to %d", n, persistence.MaxAuditChains)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	conn, err := s.liveConn(ctx)
+	if err != nil {
+		return err
+	}
+	return s.partition(ctx, conn, n)
+}
+
+// partition is PartitionAudit on conn, with wmu held (or from open).
+func (s *Store) partition(ctx context.Context, conn *pgx.Conn, n int) error {
+	_, err := conn.Exec(ctx, `INSERT INTO audit_chains (chain, tail_position, tail_hash, anchor_position, anchor_hash)
+		SELECT c, (SELECT max(tail_position) FROM audit_chains), '', 0, ''
+		FROM generate_series(0, $1::int - 1) AS c ON CONFLICT (chain) DO NOTHING`, n)
+	if err == nil {
+		err = conn.QueryRow(ctx, "SELECT count(*) FROM audit_chains").Scan(&s.chains)
+	}
+	return storeErr(fmt.Sprintf("partition the audit trail into %d chains", n), err)
+}
+
+// AuditChainHeads reads every chain's head in one statement.
+func (r *reader) AuditChainHeads(ctx context.Context) ([]persistence.ChainHead, error) {
+	rows, err := r.pool.Query(ctx, `SELECT chain, anchor_hash, tail_position, tail_hash FROM audit_chains ORDER BY chain`)
+	if err != nil {
+		return nil, storeErr("audit chain heads", err)
+	}
+	var out []persistence.ChainHead
+	var h persistence.ChainHead
+	_, err = pgx.ForEachRow(rows, []any{&h.Chain, &h.AnchorHash, &h.TailPosition, &h.TailHash}, func() error {
+		out = append(out, h)
+		return nil
+	})
+	return out, storeErr("audit chain heads", err)
+}
+
+// holdsAll reports whether the transaction holds every chain.
+func (a *applier) holdsAll() bool {
+	for ch := range a.tail.Chains() {
+		if !a.tail.Holds(ch) {
+			return false
+		}
+	}
+	return true
+}
+
+// auditChainsParam takes the audit_chains parameter out of a DSN's
+// parameters (it is the store's, not the server's): 0 when absent.
+func auditChainsParam(c *pgx.ConnConfig) (int, error) {
+	v, ok := c.RuntimeParams["audit_chains"]
+	if !ok {
+		return 0, nil
+	}
+	delete(c.RuntimeParams, "audit_chains")
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > persistence.MaxAuditChains {
+		return 0, errs.InvalidArgument("postgres DSN: audit_chains=%q; want 1 to %d", v, persistence.MaxAuditChains)
+	}
+	return n, nil
+}
