@@ -27,6 +27,7 @@ func benchClusterCommand() *cobra.Command {
 		ops        int
 		sessions   int
 		profileDir string
+		nodeBinary string
 		asJSON     bool
 	)
 	cmd := &cobra.Command{
@@ -48,9 +49,11 @@ func benchClusterCommand() *cobra.Command {
 			if err != nil {
 				return usagef(cmd, "--members: %v", err)
 			}
-			exe, err := os.Executable()
-			if err != nil {
-				return err
+			exe := nodeBinary
+			if exe == "" {
+				if exe, err = os.Executable(); err != nil {
+					return err
+				}
 			}
 			var rs []bench.ClusterResult
 			for _, kind := range strings.Split(kinds, ",") {
@@ -85,6 +88,7 @@ func benchClusterCommand() *cobra.Command {
 	fl.IntVar(&callers, "callers", 64, "concurrent unary callers in total, spread over the members")
 	fl.IntVar(&ops, "ops", 8192, "writes per run")
 	fl.IntVar(&sessions, "sessions", 64, "sessions (plans) the appends, state changes (plan records) go to")
+	fl.StringVar(&nodeBinary, "node-binary", "", "the program the members run as `node serve` (default: this binary)")
 	fl.StringVar(&profileDir, "profile-dir", "", "write each member's CPU profile under this directory (a folder per run)")
 	fl.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	return cmd

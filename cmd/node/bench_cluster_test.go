@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentstate/agentstate/node/bench"
 	"github.com/agentstate/agentstate/persistence/postgres/pgtest"
+	"github.com/agentstate/agentstate/tests/checker"
 )
 
 // TestBenchCluster runs node bench cluster with 1 and 2 members (this
@@ -17,13 +18,17 @@ import (
 // other, each member's CPU and the database's commits and WAL are counted (the
 // WAL is the server's, which other tests may share, so only its presence),
 // and each member wrote a CPU profile. Without the server it skips (fails
-// under CI).
+// under CI). The members run a node built without the race detector, as
+// tests/cluster's do: Proto.Actor's cluster races inside itself under it.
 func TestBenchCluster(t *testing.T) {
 	base := pgtest.Base(t)
-	t.Setenv(nodeEnv, "1")
+	nodeBin := filepath.Join(t.TempDir(), "node")
+	if err := checker.BuildNode(t.Context(), nodeBin, false); err != nil {
+		t.Fatal(err)
+	}
 	profiles := t.TempDir()
 	var out, errOut bytes.Buffer
-	code := run([]string{"bench", "cluster", "--postgres", base, "--members", "1,2", "--kind", "create",
+	code := run([]string{"bench", "cluster", "--postgres", base, "--node-binary", nodeBin, "--members", "1,2", "--kind", "create",
 		"--ops", "64", "--callers", "8", "--sessions", "4", "--profile-dir", profiles, "--json"}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
