@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"strings"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -89,13 +90,16 @@ type groupDialect struct{ *applier }
 func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persistence.GroupMember, error) {
 	var out []persistence.GroupMember
 	var m persistence.GroupMember
-	err := d.forEachRow(`SELECT session_id, actor_name, next_sequence FROM sessions
-		WHERE namespace = $1 AND client_key <> '' AND starts_with(client_key, $2) AND state <> $3
-		ORDER BY session_id COLLATE "C" LIMIT $4`, []any{namespace, prefix, int64(persistence.SessionStateStaged), limit},
-		[]any{&m.SessionID, &m.ActorName, &m.Messages}, func() error {
-			out = append(out, m)
+	var key string
+	w := sqlstore.NewWhere(dialect{})
+	err := d.forEachRow(sqlstore.GroupQuery(w, namespace, prefix, limit), w.Args(),
+		[]any{&m.SessionID, &m.ActorName, &m.Messages, &key}, func() error {
+			if strings.HasPrefix(key, prefix) {
+				out = append(out, m)
+			}
 			return nil
 		})
+	sqlstore.SortGroup(out)
 	return out, err
 }
 

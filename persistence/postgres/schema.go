@@ -215,6 +215,13 @@ CREATE INDEX audit_by_namespace ON audit_log (namespace, position);
 DROP INDEX audit_by_namespace;
 CREATE INDEX audit_by_namespace ON audit_log (namespace, position) WHERE namespace <> 'local';
 `,
+	// (issue 30, after the namespace index above) Client keys are
+	// ordered by bytes ("C"), so DeleteSessions' prefix is a range of
+	// sessions_by_client_key (rebuilt by the change); equality, all other
+	// uses make of a key, is the same under every deterministic collation.
+	`
+ALTER TABLE sessions ALTER COLUMN client_key TYPE text COLLATE "C";
+`,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

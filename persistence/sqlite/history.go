@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"errors"
+	"strings"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
@@ -76,9 +77,8 @@ func (a *applier) DeleteSessions(c *persistence.DeleteSessions) (persistence.Res
 type groupDialect struct{ *applier }
 
 func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persistence.GroupMember, error) {
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT session_id, actor_name, next_sequence FROM sessions
-		WHERE namespace = ?1 AND client_key != '' AND substr(client_key, 1, length(?2)) = ?2 AND state != ?3
-		ORDER BY session_id LIMIT ?4`, namespace, prefix, int64(persistence.SessionStateStaged), limit)
+	w := sqlstore.NewWhere(dialect{})
+	rows, err := d.tx.QueryContext(d.ctx, sqlstore.GroupQuery(w, namespace, prefix, limit), w.Args()...)
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +86,15 @@ func (d groupDialect) GroupMembers(namespace, prefix string, limit int) ([]persi
 	var out []persistence.GroupMember
 	for rows.Next() {
 		var m persistence.GroupMember
-		if err := rows.Scan(&m.SessionID, &m.ActorName, &m.Messages); err != nil {
+		var key string
+		if err := rows.Scan(&m.SessionID, &m.ActorName, &m.Messages, &key); err != nil {
 			return nil, err
 		}
-		out = append(out, m)
+		if strings.HasPrefix(key, prefix) {
+			out = append(out, m)
+		}
 	}
+	sqlstore.SortGroup(out)
 	return out, rows.Err()
 }
 
