@@ -78,6 +78,28 @@ func (d suffixDialect) Append(c *persistence.AppendMessages) (persistence.Result
 
 func (d suffixDialect) Audit(entries []*auditv1.AuditEntry) error { return d.a.audit(entries) }
 
+func (d suffixDialect) RememberRemoved(id string, removed []persistence.RemovedID) error {
+	ids, digests := make([]string, len(removed)), make([]string, len(removed))
+	for i, r := range removed {
+		ids[i], digests[i] = r.MessageID, r.Digest
+	}
+	_, err := d.a.exec(`INSERT INTO removed_message_ids (session_id, message_id, digest)
+		SELECT $1, m, g FROM unnest($2::text[], $3::text[]) AS u(m, g)
+		ON CONFLICT (session_id, message_id) DO UPDATE SET digest = excluded.digest`, id, ids, digests)
+	return err
+}
+
+func (d suffixDialect) RemovedDigests(id string, ids []string) (map[string]string, error) {
+	out := make(map[string]string)
+	var mid, dg string
+	err := d.a.forEachRow(`SELECT message_id, digest FROM removed_message_ids WHERE session_id = $1 AND message_id = ANY($2::text[])`,
+		[]any{id, ids}, []any{&mid, &dg}, func() error {
+			out[mid] = dg
+			return nil
+		})
+	return out, err
+}
+
 // DeleteSessions is decided by persistence.ApplyDeleteSessions; each
 // session's owner row is locked as its epoch is taken, in session_id
 // order.

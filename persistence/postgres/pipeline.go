@@ -101,6 +101,16 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 	if err := a.pipeFence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
+	// A session with ids a replacement removed is appended to by the
+	// replay, which checks the turns' ids against them (lockAppend).
+	a.queue(`SELECT EXISTS (SELECT 1 FROM removed_message_ids WHERE session_id = $1)`, c.SessionID).
+		QueryRow(func(row pgx.Row) error {
+			var removed bool
+			if err := row.Scan(&removed); err != nil || removed {
+				return errPipeline
+			}
+			return nil
+		})
 	res := persistence.AppendResult{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
 	checked := false

@@ -222,6 +222,16 @@ CREATE INDEX audit_by_namespace ON audit_log (namespace, position) WHERE namespa
 	`
 ALTER TABLE sessions ALTER COLUMN client_key TYPE text COLLATE "C";
 `,
+	// (issue 30, after the client-key collation above) As the SQLite
+	// store's removed_message_ids.
+	`
+CREATE TABLE removed_message_ids (
+	session_id text COLLATE "C" NOT NULL,
+	message_id text COLLATE "C" NOT NULL,
+	digest     text NOT NULL,
+	PRIMARY KEY (session_id, message_id)
+);
+`,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

@@ -69,6 +69,32 @@ func (d suffixDialect) Append(c *persistence.AppendMessages) (persistence.Result
 
 func (d suffixDialect) Audit(entries []*auditv1.AuditEntry) error { return d.a.audit(entries) }
 
+func (d suffixDialect) RememberRemoved(id string, removed []persistence.RemovedID) error {
+	for _, r := range removed {
+		if _, err := d.a.exec(`INSERT INTO removed_message_ids (session_id, message_id, digest) VALUES (?, ?, ?)
+			ON CONFLICT (session_id, message_id) DO UPDATE SET digest = excluded.digest`, id, r.MessageID, r.Digest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d suffixDialect) RemovedDigests(id string, ids []string) (map[string]string, error) {
+	out := make(map[string]string)
+	for _, mid := range ids {
+		var dg string
+		err := d.a.queryRow(`SELECT digest FROM removed_message_ids WHERE session_id = ? AND message_id = ?`, id, mid).Scan(&dg)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		out[mid] = dg
+	}
+	return out, nil
+}
+
 // DeleteSessions is decided by persistence.ApplyDeleteSessions.
 func (a *applier) DeleteSessions(c *persistence.DeleteSessions) (persistence.Result, error) {
 	return persistence.ApplyDeleteSessions(c, groupDialect{a}, a)
@@ -134,3 +160,21 @@ func (d scopesDialect) WriteScopes(ws []persistence.ScopeWrite, at int64) error 
 }
 
 func (d scopesDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }
+
+// hasRemovedIDs tells whether a replacement removed ids of the session
+// (one probe of removed_message_ids' key): the gate of removedReuse.
+func (a *applier) hasRemovedIDs(sessionID string) (bool, error) {
+	var n int64
+	err := a.queryRow(`SELECT EXISTS (SELECT 1 FROM removed_message_ids WHERE session_id = ?)`, sessionID).Scan(&n)
+	return n != 0, err
+}
+
+// removedReuse is the turn-level error of a turn that uses a removed id
+// with other content (persistence.ReusedRemovedID), or nil.
+func (a *applier) removedReuse(sessionID string, t *persistence.Turn) (error, error) {
+	digests, err := suffixDialect{a}.RemovedDigests(sessionID, persistence.MessageIDs(t.Messages))
+	if err != nil {
+		return nil, err
+	}
+	return persistence.ReusedRemovedID(sessionID, t.Messages, digests), nil
+}
