@@ -70,6 +70,7 @@ func (d suffixDialect) Append(c *persistence.AppendMessages) (persistence.Result
 func (d suffixDialect) Audit(entries []*auditv1.AuditEntry) error { return d.a.audit(entries) }
 
 func (d suffixDialect) RememberRemoved(id string, removed []persistence.RemovedID) error {
+	d.a.removedTable = rowsSome
 	for _, r := range removed {
 		if _, err := d.a.exec(`INSERT INTO removed_message_ids (session_id, message_id, digest) VALUES (?, ?, ?)
 			ON CONFLICT (session_id, message_id) DO UPDATE SET digest = excluded.digest`, id, r.MessageID, r.Digest); err != nil {
@@ -161,9 +162,32 @@ func (d scopesDialect) WriteScopes(ws []persistence.ScopeWrite, at int64) error 
 
 func (d scopesDialect) Audit(entries []*auditv1.AuditEntry) error { return d.audit(entries) }
 
-// hasRemovedIDs tells whether a replacement removed ids of the session
-// (one probe of removed_message_ids' key): the gate of removedReuse.
+type tableRows int8
+
+const (
+	rowsUnknown tableRows = iota
+	rowsNone
+	rowsSome
+)
+
+// hasRemovedIDs tells whether a replacement removed ids of the session:
+// the gate of removedReuse. While no replacement removed any id in the
+// database, a transaction pays one probe in all; else one probe of
+// removed_message_ids' key per append command.
 func (a *applier) hasRemovedIDs(sessionID string) (bool, error) {
+	if a.removedTable == rowsUnknown {
+		var n int64
+		if err := a.queryRow(`SELECT EXISTS (SELECT 1 FROM removed_message_ids)`).Scan(&n); err != nil {
+			return false, err
+		}
+		a.removedTable = rowsNone
+		if n != 0 {
+			a.removedTable = rowsSome
+		}
+	}
+	if a.removedTable == rowsNone {
+		return false, nil
+	}
 	var n int64
 	err := a.queryRow(`SELECT EXISTS (SELECT 1 FROM removed_message_ids WHERE session_id = ?)`, sessionID).Scan(&n)
 	return n != 0, err
