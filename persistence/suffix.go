@@ -28,9 +28,9 @@ import (
 //     its snapshot covers one of them, Turn stored from From as an
 //     append's turn (its deltas, its audit entries), Audit appended.
 //
-// A new message's id may be one the command removes only if it keeps its
-// content (role, content, metadata); any other stored id is
-// ALREADY_EXISTS. A closed session is FAILED_PRECONDITION, a missing one
+// A new message's id may be one the command removes, or one an earlier
+// replacement removed (removedids.go), only if it keeps its content
+// (role, content, metadata); any other stored id is ALREADY_EXISTS. A closed session is FAILED_PRECONDITION, a missing one
 // NOT_FOUND.
 type ReplaceSuffix struct {
 	Epoch     int64
@@ -151,6 +151,11 @@ type SuffixDialect interface {
 	Append(c *AppendMessages) (Result, error)
 	// Audit appends entries to the chain.
 	Audit(entries []*auditv1.AuditEntry) error
+	// RememberRemoved records (or overwrites) the session's removed ids.
+	RememberRemoved(sessionID string, removed []RemovedID) error
+	// RemovedDigests reads the remembered digest of each of ids (absent
+	// ids are not in the map).
+	RemovedDigests(sessionID string, ids []string) (map[string]string, error)
 }
 
 // ApplyReplaceSuffix applies c (see ReplaceSuffix) through the store's
@@ -200,6 +205,11 @@ func ApplyReplaceSuffix(c *ReplaceSuffix, d SuffixDialect) (Result, error) {
 	}
 	if err := d.Cut(id, c.From, at); err != nil {
 		return Result{}, err
+	}
+	if len(removed) > 0 {
+		if err := d.RememberRemoved(id, removedIDs(removed)); err != nil {
+			return Result{}, err
+		}
 	}
 	out := SuffixResult{Removed: removed, NextSequence: c.From, Rewind: Rewind{From: c.From, Previous: next}}
 	if len(msgs) > 0 || c.Turn.HasDelta() {
@@ -287,6 +297,9 @@ func checkReusedIDs(d SuffixDialect, id string, from int64, msgs, removed []*ses
 	byID := make(map[string]*sessionv1.Message, len(removed))
 	for _, m := range removed {
 		byID[m.GetMessageId()] = m
+	}
+	if err := checkRemembered(d, id, msgs, seqs); err != nil {
+		return err
 	}
 	for _, m := range msgs {
 		seq, ok := seqs[m.GetMessageId()]

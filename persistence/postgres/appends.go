@@ -16,7 +16,7 @@ func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Res
 	if err := a.fence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
-	next, err := a.lockSession(c.SessionID)
+	next, gate, err := a.lockAppend(c.SessionID)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -27,6 +27,16 @@ func (a *applier) appendMessages(c *persistence.AppendMessages) (persistence.Res
 	res := persistence.AppendResult{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	cur := c.State
 	for i := range c.Turns {
+		if gate {
+			digests, err := a.RemovedDigests(c.SessionID, persistence.MessageIDs(c.Turns[i].Messages))
+			if err != nil {
+				return persistence.Result{}, err
+			}
+			if bad := persistence.ReusedRemovedID(c.SessionID, c.Turns[i].Messages, digests); bad != nil {
+				res.Turns[i].Err = bad
+				continue
+			}
+		}
 		tr, n, after, err := a.turn(c, &c.Turns[i], next, cur)
 		if err != nil {
 			return persistence.Result{}, err

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"strings"
+
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/sqlstore"
@@ -52,6 +54,30 @@ func (a *applier) Append(c *persistence.AppendMessages) (persistence.Result, err
 	return a.appendMessages(c)
 }
 
+// RememberRemoved: see persistence.SuffixDialect.
+func (a *applier) RememberRemoved(id string, removed []persistence.RemovedID) error {
+	ids, digests := make([]string, len(removed)), make([]string, len(removed))
+	for i, r := range removed {
+		ids[i], digests[i] = r.MessageID, r.Digest
+	}
+	_, err := a.exec(`INSERT INTO removed_message_ids (session_id, message_id, digest)
+		SELECT $1, m, g FROM unnest($2::text[], $3::text[]) AS u(m, g)
+		ON CONFLICT (session_id, message_id) DO UPDATE SET digest = excluded.digest`, id, ids, digests)
+	return err
+}
+
+// RemovedDigests: see persistence.SuffixDialect.
+func (a *applier) RemovedDigests(id string, ids []string) (map[string]string, error) {
+	out := make(map[string]string)
+	var mid, dg string
+	err := a.forEachRow(`SELECT message_id, digest FROM removed_message_ids WHERE session_id = $1 AND message_id = ANY($2::text[])`,
+		[]any{id, ids}, []any{&mid, &dg}, func() error {
+			out[mid] = dg
+			return nil
+		})
+	return out, err
+}
+
 func (a *applier) DeleteSessions(c *persistence.DeleteSessions) (persistence.Result, error) {
 	return persistence.ApplyDeleteSessions(c, a, a)
 }
@@ -60,13 +86,16 @@ func (a *applier) DeleteSessions(c *persistence.DeleteSessions) (persistence.Res
 func (a *applier) GroupMembers(namespace, prefix string, limit int) ([]persistence.GroupMember, error) {
 	var out []persistence.GroupMember
 	var m persistence.GroupMember
-	err := a.forEachRow(`SELECT session_id, actor_name, next_sequence FROM sessions
-		WHERE namespace = $1 AND client_key <> '' AND starts_with(client_key, $2) AND state <> $3
-		ORDER BY session_id COLLATE "C" LIMIT $4`, []any{namespace, prefix, int64(persistence.SessionStateStaged), limit},
-		[]any{&m.SessionID, &m.ActorName, &m.Messages}, func() error {
-			out = append(out, m)
+	var key string
+	w := sqlstore.NewWhere(dialect{})
+	err := a.forEachRow(sqlstore.GroupQuery(w, namespace, prefix, limit), w.Args(),
+		[]any{&m.SessionID, &m.ActorName, &m.Messages, &key}, func() error {
+			if strings.HasPrefix(key, prefix) {
+				out = append(out, m)
+			}
 			return nil
 		})
+	sqlstore.SortGroup(out)
 	return out, err
 }
 

@@ -101,6 +101,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 	if err := a.pipeFence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
+	a.pipeRemovedIDs(c)
 	res := persistence.AppendResult{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
 	checked := false
@@ -181,6 +182,41 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 	}
 	res.NextSequence = next
 	return res.Result(), nil
+}
+
+// pipeRemovedIDs queues the read of the remembered digests of c's message
+// ids (persistence/removedids.go): one that another content uses fails the
+// attempt, and the replay refuses that turn (appendMessages). Digests are
+// computed only for the ids found, so an append to a session no
+// replacement touched pays one queued index probe per id.
+func (a *applier) pipeRemovedIDs(c *persistence.AppendMessages) {
+	byID := make(map[string]*sessionv1.Message)
+	for i := range c.Turns {
+		for _, m := range c.Turns[i].Messages {
+			byID[m.GetMessageId()] = m
+		}
+	}
+	if len(byID) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	a.queue(`SELECT message_id, digest FROM removed_message_ids WHERE session_id = $1 AND message_id = ANY($2::text[])`,
+		c.SessionID, ids).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var id, digest string
+			if err := rows.Scan(&id, &digest); err != nil {
+				return err
+			}
+			if m := byID[id]; m != nil && persistence.ContentDigest(m) != digest {
+				return errPipeline
+			}
+		}
+		return rows.Err()
+	})
 }
 
 // pipeUpdate queues updateSession: fence, the update checked to have found

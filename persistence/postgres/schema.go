@@ -237,6 +237,23 @@ INSERT INTO audit_chains (chain, tail_position, tail_hash, anchor_position, anch
 	SELECT 0, tail_position, tail_hash, anchor_position, anchor_hash FROM audit_chain;
 DROP TABLE audit_chain;
 `,
+	// (issue 30, after the namespace index above) Client keys are
+	// ordered by bytes ("C"), so DeleteSessions' prefix is a range of
+	// sessions_by_client_key (rebuilt by the change); equality, all other
+	// uses make of a key, is the same under every deterministic collation.
+	`
+ALTER TABLE sessions ALTER COLUMN client_key TYPE text COLLATE "C";
+`,
+	// (issue 30, after the client-key collation above) As the SQLite
+	// store's removed_message_ids.
+	`
+CREATE TABLE removed_message_ids (
+	session_id text COLLATE "C" NOT NULL,
+	message_id text COLLATE "C" NOT NULL,
+	digest     text NOT NULL,
+	PRIMARY KEY (session_id, message_id)
+);
+`,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

@@ -147,12 +147,20 @@ func (a *applier) Link(sessionID string, l *sessionv1.LinkedPlan) error {
 // appends to the same session (which fencing should already prevent) waits
 // here, and then sees this transaction's result.
 func (a *applier) lockSession(sessionID string) (int64, error) {
-	var next int64
-	err := a.queryRow(`SELECT next_sequence FROM sessions WHERE session_id = $1 FOR UPDATE`, []any{sessionID}, &next)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, errs.NotFound("session %s not found", sessionID)
-	}
+	next, _, err := a.lockAppend(sessionID)
 	return next, err
+}
+
+// lockAppend is lockSession that also tells, in the same round trip,
+// whether a replacement removed ids of the session (the gate of an
+// append's check of them, removedReuse).
+func (a *applier) lockAppend(sessionID string) (next int64, removed bool, err error) {
+	err = a.queryRow(`SELECT next_sequence, EXISTS (SELECT 1 FROM removed_message_ids WHERE session_id = $1)
+		FROM sessions WHERE session_id = $1 FOR UPDATE`, []any{sessionID}, &next, &removed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, errs.NotFound("session %s not found", sessionID)
+	}
+	return next, removed, err
 }
 
 // updateSessionSQL changes the fields that are set, adds the token delta.
@@ -247,6 +255,9 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	}
 	res.MessagesRemoved += tag.RowsAffected()
 	if _, err := a.exec(`DELETE FROM session_snapshots WHERE session_id = $1`, c.SessionID); err != nil {
+		return persistence.Result{}, err
+	}
+	if _, err := a.exec(`DELETE FROM removed_message_ids WHERE session_id = $1`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = $1`, c.SessionID); err != nil {

@@ -62,7 +62,21 @@ func (a *applier) appendRows(c *persistence.AppendMessages) (persistence.Result,
 		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
 	}
 	cur := c.State
+	gate, err := a.hasRemovedIDs(c.SessionID)
+	if err != nil {
+		return persistence.Result{}, err
+	}
 	for i := range c.Turns {
+		if gate {
+			bad, err := a.removedReuse(c.SessionID, &c.Turns[i])
+			if err != nil {
+				return persistence.Result{}, err
+			}
+			if bad != nil {
+				res.Turns[i].Err = bad
+				continue
+			}
+		}
 		tr, n, after, err := a.turn(c.SessionID, &c.Turns[i], next, cur, at)
 		if err != nil {
 			return persistence.Result{}, err

@@ -51,11 +51,25 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 	next := c.NextSequence
 	cur, state := c.State, ""
 	var lastIn, lastOut *timestamppb.Timestamp
+	gate, err := a.hasRemovedIDs(c.SessionID)
+	if err != nil {
+		return 0, "", err
+	}
 	for i := range c.Turns {
 		t := &c.Turns[i]
 		if err := t.Check(c.SessionID); err != nil {
 			turns[i].Err = err
 			continue
+		}
+		if gate {
+			bad, err := a.removedReuse(c.SessionID, t)
+			if err != nil {
+				return 0, "", err
+			}
+			if bad != nil {
+				turns[i].Err = bad
+				continue
+			}
 		}
 		if t.HasDelta() {
 			after, scopes, err := a.turnDeltas(c.SessionID, cur, t)

@@ -370,6 +370,17 @@ CREATE INDEX audit_by_namespace ON audit_log(namespace);
 DROP INDEX audit_by_namespace;
 CREATE INDEX audit_by_namespace ON audit_log(namespace) WHERE namespace != 'local';
 `,
+	// (issue 30, after the namespace index above) The ids replacements
+	// removed, with their content's digest (persistence/removedids.go):
+	// written by ReplaceSuffix, deleted with the session.
+	`
+CREATE TABLE removed_message_ids (
+	session_id TEXT NOT NULL,
+	message_id TEXT NOT NULL,
+	digest     TEXT NOT NULL,
+	PRIMARY KEY (session_id, message_id)
+) WITHOUT ROWID;
+`,
 }
 
 // migrate brings the database to the latest schema version inside one

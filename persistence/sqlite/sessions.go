@@ -190,6 +190,9 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.exec(`DELETE FROM session_snapshots WHERE session_id = ?`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
+	if _, err := a.exec(`DELETE FROM removed_message_ids WHERE session_id = ?`, c.SessionID); err != nil {
+		return persistence.Result{}, err
+	}
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = ?`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}

@@ -245,6 +245,9 @@ type applier struct {
 	// quotas are the namespaces' quotas for this transaction (nil: the
 	// defaults).
 	quotas persistence.Quotas
+	// removedTable: whether removed_message_ids has rows, as this
+	// transaction knows (hasRemovedIDs): unknown, empty or not.
+	removedTable tableRows
 }
 
 // pendingRowsPerSession is the most message rows per session, on average

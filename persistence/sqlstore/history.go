@@ -16,6 +16,8 @@ type SuffixOwn interface {
 	Cut(sessionID string, from, updatedAt int64) error
 	Append(c *persistence.AppendMessages) (persistence.Result, error)
 	Audit(entries []*auditv1.AuditEntry) error
+	RememberRemoved(sessionID string, removed []persistence.RemovedID) error
+	RemovedDigests(sessionID string, ids []string) (map[string]string, error)
 }
 
 // SuffixDialect is persistence.SuffixDialect of a store: the reads, run

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"feed", feedCases},
 		{"keyed items", itemCases},
 		{"suffix replacement", suffixCases},
+		{"removed ids", removedIDCases},
 		{"group delete", groupCases},
 		{"scopes without a session", scopeCases},
 	}
