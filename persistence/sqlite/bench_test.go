@@ -279,7 +279,7 @@ func benchRawTx(b *testing.B, nSessions, perSession int) {
 		txStmt := tx.StmtContext(ctx, stmt)
 		for k, sid := range sessions {
 			for j := 0; j < perSession; j++ {
-				if _, err := txStmt.ExecContext(ctx, sid, seq+int64(j), msgIDs[k*perSession+j], int64(1), benchContent, "{}", created, int64(0), indexed); err != nil {
+				if _, err := txStmt.ExecContext(ctx, sid, seq+int64(j), msgIDs[k*perSession+j], int64(1), benchContent, "{}", created, int64(0), indexed, "", ""); err != nil {
 					_ = tx.Rollback() // the store's cleanup would wait on the open transaction
 					b.Fatal(err)
 				}
