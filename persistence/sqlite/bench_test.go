@@ -192,7 +192,7 @@ func BenchmarkRawAuditTx(b *testing.B) {
 				e := benchSyncEntry(now)
 				h := persistence.AuditHash(prev, e)
 				rows[i] = []any{int64(i + 1), e.EventId, e.EventType, e.PlanId, e.SessionId, e.ProjectName,
-					e.ActorName, e.UserIdentity, e.DetailsJson, now.AsTime().UnixNano(), prev, h}
+					e.ActorName, e.UserIdentity, e.DetailsJson, now.AsTime().UnixNano(), prev, h, e.Principal, persistence.DefaultNamespace}
 				prev = h
 			}
 			args := make([]any, 0, auditColumnsN*auditChunks[0])
@@ -212,6 +212,7 @@ func BenchmarkRawAuditTx(b *testing.B) {
 					return err
 				})
 				if err != nil {
+					_ = tx.Rollback() // the store's cleanup would wait on the open transaction
 					b.Fatal(err)
 				}
 				if err := tx.Commit(); err != nil {
