@@ -260,7 +260,7 @@ func (s *shell) deliver(ctx actor.Context, rd lifecycle.Ready) {
 	}
 	if w := rd.Submit; w != nil {
 		s.sent = time.Now()
-		ctx.Request(s.spec.Writer, &writer.Submit{Cmd: w.Cmd, Tag: w.Tag, Principal: writePrincipal(w)})
+		ctx.Request(s.spec.Writer, &writer.Submit{Cmd: w.Cmd, Tag: w.Tag})
 	}
 	if h := rd.Hold; h.For > 0 && !s.stopping {
 		// One window is open at a time; the timer of an earlier one
@@ -365,15 +365,4 @@ func (l *LiveCount) WaitNone(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// writePrincipal is whose write w is, for the writer's lanes: the principal
-// of the first request it carries ("" for the owner's own writes, such as
-// its activation). A write carrying several principals' requests is
-// charged to the first; a session's callers are usually one principal.
-func writePrincipal(w *lifecycle.Write) string {
-	if len(w.Carried) == 0 {
-		return ""
-	}
-	return w.Carried[0].Principal
 }

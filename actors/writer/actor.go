@@ -39,12 +39,6 @@ type item struct {
 	// taken as principal.
 	slot      *Backlog
 	principal string
-	// lane names the writer lane the item queues in (its principal, ""
-	// when unapportioned); from is that lane, seq its acceptance order
-	// (lanes.go).
-	lane string
-	from *lane
-	seq  uint64
 }
 
 // Messages the writer actor receives besides *Submit.
@@ -87,9 +81,9 @@ type committer struct {
 	// one transaction in flight: handing a batch over never blocks.
 	txs chan *tx
 
-	queue     *lanes
+	queue     []*item
+	cmds      int // items in queue with a command (not flush markers)
 	win       window
-	fairHeld  bool // a timer will kick the writer after deferring every queued lane
 	inflight  bool
 	pausing   bool // a backoff timer will send resume
 	backoff   time.Duration
@@ -102,7 +96,7 @@ type committer struct {
 func (w *committer) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Submit:
-		it := &item{cmd: m.Cmd, tag: m.Tag, sender: ctx.Sender(), lane: m.Principal}
+		it := &item{cmd: m.Cmd, tag: m.Tag, sender: ctx.Sender()}
 		if m.Cmd == nil {
 			w.answer(ctx, it, persistence.Result{Err: errs.InvalidArgument("writer.Submit without a command")})
 			return
@@ -115,9 +109,6 @@ func (w *committer) Receive(ctx actor.Context) {
 		w.finish(ctx, m)
 	case *windowClosed:
 		w.closeWindow(ctx, m)
-	case laneWake:
-		w.fairHeld = false
-		w.kick(ctx)
 	case *resume:
 		w.pausing = false
 		w.kick(ctx)
@@ -138,11 +129,10 @@ func (w *committer) accept(ctx actor.Context, it *item) {
 		w.answer(ctx, it, persistence.Result{Err: errs.Unavailable("the writer is stopping")})
 		return
 	}
-	var now int64 // only named lanes keep time (lanes.go)
-	if it.lane != "" {
-		now = nanotime()
+	w.queue = append(w.queue, it)
+	if it.cmd != nil {
+		w.cmds++
 	}
-	w.queue.push(it, now)
 	w.kick(ctx)
 }
 
@@ -159,38 +149,41 @@ func (w *committer) kick(ctx actor.Context) {
 	if w.pausing {
 		return
 	}
-	for !w.queue.empty() && !w.inflight {
+	for len(w.queue) > 0 && !w.inflight {
 		if w.hold(ctx) {
 			return
 		}
-		if !w.start(ctx) {
-			return
-		}
+		w.start(ctx)
 	}
-	if !w.inflight && w.queue.empty() && w.draining {
+	if !w.inflight && len(w.queue) == 0 && w.draining {
 		w.close(ctx)
 	}
 }
 
-// start takes the next transaction's items (lanes.pick: per principal,
-// within the batch bounds) and applies their commands in one transaction on
-// the transaction goroutine. It returns false when it started nothing
-// because every queued lane is deferred (a timer kicks the writer later).
-func (w *committer) start(ctx actor.Context) bool {
-	batch, n, bytes := w.queue.pick(nil, nanotime(), w.cfg.MaxBatchCommands, w.cfg.MaxBatchBytes)
-	if n == 0 {
-		for _, it := range batch { // flush markers with nothing queued before them
+// start takes the pending items in order, up to the batch bounds, and
+// applies their commands in one transaction on the transaction goroutine.
+func (w *committer) start(ctx actor.Context) {
+	n, bytes := 0, 0
+	var batch []*item
+	for len(w.queue) > 0 {
+		it := w.queue[0]
+		if it.cmd != nil {
+			if n > 0 && (n >= w.cfg.MaxBatchCommands || bytes+it.size > w.cfg.MaxBatchBytes) {
+				break
+			}
+			n++
+			bytes += it.size
+		}
+		batch = append(batch, it)
+		w.queue[0] = nil
+		w.queue = w.queue[1:]
+	}
+	w.cmds -= n
+	if n == 0 { // only flush markers, with nothing left before them
+		for _, it := range batch {
 			w.answer(ctx, it, persistence.Result{})
 		}
-		if d := w.queue.wake; d > 0 {
-			if !w.fairHeld {
-				w.fairHeld = true
-				self, root := ctx.Self(), ctx.ActorSystem().Root
-				time.AfterFunc(d, func() { root.Send(self, laneWake{}) })
-			}
-			return false
-		}
-		return true
+		return
 	}
 	cmds, idx, sub := commands(batch)
 	w.inflight = true
@@ -199,16 +192,7 @@ func (w *committer) start(ctx actor.Context) bool {
 		go runTxs(w.txs, w.w, w.cfg.OnCommit, ctx.ActorSystem().Root, ctx.Self())
 	}
 	w.txs <- &tx{cmds: cmds, done: applied{batch: batch, idx: idx, sub: sub, commands: n, bytes: bytes}}
-	return true
 }
-
-// laneWake is the timer of a hold that deferred every queued lane.
-type laneWake struct{}
-
-// nanotime is the writer's clock for its lanes: monotonic nanoseconds.
-func nanotime() int64 { return int64(time.Since(epoch)) }
-
-var epoch = time.Now()
 
 // tx is one transaction for the transaction goroutine: its commands, and
 // the applied message to complete and send back.
@@ -296,14 +280,12 @@ func clientOutcome(m *applied, i int, r persistence.Result) persistence.Result {
 
 func (w *committer) finish(ctx actor.Context, m *applied) {
 	w.inflight = false
-	now := nanotime()
-	w.queue.charge(m.batch, m.dur, now)
 	if o := w.cfg.Observer; o != nil {
 		o.BatchCommitted(m.commands, m.bytes, m.dur, m.err)
 	}
 	if m.err == nil {
 		w.backoff = w.cfg.RetryBackoff
-		w.win.committed(m.commands, m.bytes, w.queue.cmds, m.dur)
+		w.win.committed(m.commands, m.bytes, w.cmds, m.dur)
 		for i, it := range m.batch {
 			var r persistence.Result
 			switch {
@@ -331,7 +313,8 @@ func (w *committer) finish(ctx actor.Context, m *applied) {
 		w.answer(ctx, it, persistence.Result{Err: err})
 	}
 	if len(retry) > 0 {
-		w.queue.requeue(retry, now)
+		w.queue = append(retry, w.queue...)
+		w.cmds += len(retry)
 		if o := w.cfg.Observer; o != nil {
 			o.AsyncRetried(len(retry), err)
 		}
@@ -371,9 +354,11 @@ func (w *committer) answer(ctx actor.Context, it *item, r persistence.Result) {
 // Writer and tells Stop.
 func (w *committer) close(ctx actor.Context) {
 	gone := errs.Unavailable("the writer stopped before this command was committed")
-	for _, it := range w.queue.drainAll() {
+	for _, it := range w.queue {
 		w.answer(ctx, it, persistence.Result{Err: gone})
 	}
+	w.queue = nil
+	w.cmds = 0
 	w.closed = true
 	if w.txs != nil {
 		close(w.txs) // nothing is in flight: kick closes only when idle

@@ -17,12 +17,9 @@
 //
 // # Group commit
 //
-// The actor keeps a queue, one FIFO lane per principal (lanes.go). When no
-// transaction runs, it takes what is queued, lane by lane in round robin
-// (in arrival order when one principal uses it), up to
-// Config.MaxBatchCommands commands and Config.MaxBatchBytes bytes, except
-// that a principal over its share of the writer's time waits while another
-// under it has commands queued or is coming back; and applies it with one Writer.Apply — one
+// The actor keeps a queue. When no transaction runs, it takes everything
+// queued, in arrival order, up to Config.MaxBatchCommands commands and
+// Config.MaxBatchBytes bytes, and applies it with one Writer.Apply — one
 // transaction — on a long-lived goroutine of its own, so it keeps
 // receiving while the transaction runs and the next batch forms meanwhile.
 // Stand-alone records in a batch (those whose Command.Touches says
@@ -31,8 +28,7 @@
 // (the live feeds' hook) sees the transaction's commands; then every
 // sender in the batch is answered with its own result: a *Submit's sender gets *Applied,
 // in-process callers their return value. With synchronous=FULL, answered
-// means durable. Commands of one sender commit in the order it sent them;
-// the writer reorders across senders only.
+// means durable. Commands of one sender commit in the order it sent them.
 //
 // After a commit, the next transaction may wait a little for the senders
 // the commit answered: they typically send their next command at once, and

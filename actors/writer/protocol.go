@@ -12,10 +12,6 @@ type Submit struct {
 	Cmd persistence.Command
 	// Tag is echoed in Applied, so a sender can match replies.
 	Tag uint64
-	// Principal is whose command Cmd is (the principal of the requests
-	// the write carries; "": the node's own): the writer shares its time
-	// among principals by it (lanes.go).
-	Principal string
 }
 
 // Applied answers a Submit.

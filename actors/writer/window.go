@@ -153,7 +153,7 @@ func (win *window) close(gen uint64, queued int) bool {
 // hold reports whether the writer holds the next batch, opening the
 // window's timer when one opens.
 func (w *committer) hold(ctx actor.Context) bool {
-	wait, d := w.win.hold(w.queue.cmds, w.queue.cmds >= w.cfg.MaxBatchCommands, w.draining, w.cfg.CommitWindow)
+	wait, d := w.win.hold(w.cmds, w.cmds >= w.cfg.MaxBatchCommands, w.draining, w.cfg.CommitWindow)
 	if d > 0 {
 		gen, self, root := w.win.gen, ctx.Self(), ctx.ActorSystem().Root
 		time.AfterFunc(d, func() { root.Send(self, &windowClosed{gen: gen}) })
@@ -163,7 +163,7 @@ func (w *committer) hold(ctx actor.Context) bool {
 
 // closeWindow starts what is queued when the open window's timer fires.
 func (w *committer) closeWindow(ctx actor.Context, m *windowClosed) {
-	if w.win.close(m.gen, w.queue.cmds) {
+	if w.win.close(m.gen, w.cmds) {
 		w.kick(ctx)
 	}
 }

@@ -52,7 +52,7 @@ func Start(sys *actor.ActorSystem, store persistence.Store, cfg Config) (*Writer
 	}
 	// The producer returns the same instance on every call, so a restart
 	// after a panic keeps the queue and the in-flight batch.
-	c := &committer{svc: s, w: pw, cfg: cfg, log: cfg.Logger, backoff: cfg.RetryBackoff, queue: newLanes()}
+	c := &committer{svc: s, w: pw, cfg: cfg, log: cfg.Logger, backoff: cfg.RetryBackoff}
 	pid, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return c },
 		actor.WithDispatcher(dispatch.Shared())), cfg.Name)
 	if err != nil {
@@ -162,7 +162,7 @@ func (s *Writer) hand(ctx context.Context, it *item, slot bool) error {
 		if err != nil {
 			return err
 		}
-		it.slot, it.principal, it.lane = s.backlog, principal, principal
+		it.slot, it.principal = s.backlog, principal
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -149,11 +149,8 @@ type connTracker struct {
 	// onClose, when set, is called with a connection's key once it
 	// closed (the feed streams give back what its transport held).
 	onClose func(key string)
-	// over, when set, reports a principal over its share of the requests
-	// in flight: its marked connections are paced (connpace.go).
-	over  func(principal string) bool
-	mu    sync.Mutex
-	conns map[string]net.Conn
+	mu      sync.Mutex
+	conns   map[string]net.Conn
 }
 
 func (t *connTracker) Accept() (net.Conn, error) {
@@ -187,8 +184,6 @@ type trackedConn struct {
 	t    *connTracker
 	key  string
 	once sync.Once
-	// paced is the principal this connection is paced as (connpace.go).
-	paced pacedPrincipal
 }
 
 func (c *trackedConn) Close() error {

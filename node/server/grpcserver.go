@@ -149,7 +149,6 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	a.srv = grpc.NewServer(sopts...)
 	reg := decodeErrors{Server: a.srv, requests: newRequestBudget(opt.RequestBytes)}
 	a.tap.requests = reg.requests
-	a.tap.conns, a.conns.over, reg.requests.refused = a.conns, reg.requests.overShare, a.conns.markPaced
 	sessions := svc.Sessions
 	if a.authz != nil {
 		reg.received = a.authz.received

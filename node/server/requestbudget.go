@@ -47,10 +47,6 @@ type requestBudget struct {
 	cap     int64
 	pending atomic.Int64 // bytes charged, for the refusal's message
 	shares  *fairshare.Ledger
-	// refused, when set, is told of each request refused for want of
-	// room, with its stream's context (its connection is then paced,
-	// connpace.go).
-	refused func(ctx context.Context, principal string)
 }
 
 func newRequestBudget(bytes int64) *requestBudget {
@@ -129,11 +125,7 @@ func (b *requestBudget) unaryHandler(h func(any, context.Context, func(any) erro
 		}()
 		return h(srv, ctx, func(v any) error {
 			var err error
-			p := fairshare.From(ctx)
-			release, err = b.decode(p, dec, v)
-			if err != nil && b.refused != nil && p != "" && errs.From(err).Code == errs.ResourceExhaustedCode {
-				b.refused(ctx, p)
-			}
+			release, err = b.decode(fairshare.From(ctx), dec, v)
 			return err
 		}, in)
 	}

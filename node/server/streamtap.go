@@ -51,9 +51,6 @@ type streamTap struct {
 	// refused stream's frames).
 	shares   *fairshare.Ledger
 	requests *requestBudget
-	// conns, when set, paces the connection of a stream refused for its
-	// principal's share of the requests in flight (connpace.go).
-	conns *connTracker
 	// released, when set (tests), is called after each admitted stream's
 	// slot is given back.
 	released func()
@@ -85,9 +82,6 @@ func (t *streamTap) handle(ctx context.Context, info *tap.Info) (context.Context
 		ctx = fairshare.With(withPrincipal(ctx, p), p.Name)
 		if t.requests != nil && t.requests.overShare(p.Name) {
 			t.m.streamsRefused.Inc()
-			if t.conns != nil {
-				t.conns.markPaced(ctx, p.Name)
-			}
 			return nil, t.refuse(info.FullMethodName, t.requests.refusal(p.Name, 0))
 		}
 	} else {
