@@ -62,7 +62,15 @@ func From(ctx context.Context) string {
 // entry) until the map passes maxIdle such accounts, when they are swept
 // to the free list.
 type Ledger struct {
-	cap    int64
+	cap int64
+	// contended, when > 0, is the most a principal's share may be while
+	// another principal uses the budget (WithContendedShare).
+	contended int64
+	// takers are the last two distinct principals that took, and when:
+	// with a contended share, another principal that took within Window
+	// makes the budget contended even when it holds nothing now (its
+	// requests come and go; the flood's stay).
+	takers [2]taker
 	window int64
 	now    func() int64
 
@@ -77,6 +85,11 @@ type Ledger struct {
 // before it sweeps them (principals come and go with an identities
 // file's reloads or a token's claims).
 const maxIdle = 1024
+
+type taker struct {
+	name string
+	at   int64
+}
 
 type account struct {
 	name      string
@@ -109,7 +122,45 @@ func (l *Ledger) shareLocked(a *account) int64 {
 	if a == nil || (a.held == 0 && !a.waiting) {
 		n++ // the asker, not yet counted
 	}
-	return l.cap / int64(max(n, 1))
+	share := l.cap / int64(max(n, 1))
+	if l.contended > 0 && (n > 1 || (a != nil && l.tookBesides(a.name))) {
+		share = min(share, l.contended)
+	}
+	return share
+}
+
+// tookBesides reports whether a principal other than name took within
+// Window.
+func (l *Ledger) tookBesides(name string) bool {
+	now := l.now()
+	for _, t := range l.takers {
+		if t.name != "" && t.name != name && now-t.at < l.window {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *Ledger) tookLocked(name string) {
+	if l.contended == 0 {
+		return
+	}
+	now := l.now()
+	if l.takers[0].name != name {
+		l.takers[1] = l.takers[0]
+	}
+	l.takers[0] = taker{name: name, at: now}
+}
+
+// WithContendedShare caps a principal's share at max while another
+// principal uses the budget, and returns l. An equal share of a large
+// budget is still a long queue: a principal that holds half of the
+// writer's in-flight appends (thousands) makes every transaction, and so
+// every other principal's wait, as long as its own work. A principal
+// alone still has the whole budget.
+func (l *Ledger) WithContendedShare(max int64) *Ledger {
+	l.contended = max
+	return l
 }
 
 // Take takes w units for principal if that keeps it within its share (or
@@ -143,6 +194,7 @@ func (l *Ledger) Take(principal string, w int64) bool {
 		}
 	}
 	a.held += w
+	l.tookLocked(principal)
 	return true
 }
 

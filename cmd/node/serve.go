@@ -70,6 +70,7 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.GRPCIdleTimeout, "grpc-idle-timeout", f.GRPCIdleTimeout, "close a gRPC connection that has had no stream for this long (clients reconnect)")
 	fs.DurationVar(&f.GRPCKeepaliveMinTime, "grpc-keepalive-min-time", f.GRPCKeepaliveMinTime, "shortest interval at which a client may ping; a client pinging more often is disconnected")
 	fs.Int64Var(&f.GRPCRequestBytes, "grpc-request-bytes", f.GRPCRequestBytes, "bytes of unary gRPC requests decoded and served at once, each counted twice its size; past it a request is refused RESOURCE_EXHAUSTED undecoded")
+	fs.Int64Var(&f.GRPCShareRate, "grpc-share-rate", f.GRPCShareRate, "work per second (bytes, plus 8 KiB per operation) shared equally among the principals using the node at once; a principal ahead of its share waits (0: 32 MiB)")
 	fs.IntVar(&f.StreamMaxAppends, "stream-max-appends", f.StreamMaxAppends, "appends of one AppendBatches stream served at once; past it the node stops reading the stream")
 	fs.Int64Var(&f.StreamMaxBytes, "stream-max-bytes", f.StreamMaxBytes, "bytes of requests of one AppendBatches stream served at once; past it the node stops reading the stream")
 	fs.DurationVar(&f.StreamSendTimeout, "stream-send-timeout", f.StreamSendTimeout, "end an AppendBatches stream (RESOURCE_EXHAUSTED) when a send of its outcomes stays blocked this long: its client does not read")

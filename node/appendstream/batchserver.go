@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentstate/agentstate/actors/fairshare"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"google.golang.org/grpc"
@@ -120,6 +121,7 @@ func (s *Server) receiveBatches(ctx, admit context.Context, stream grpc.BidiStre
 	done := make(chan struct{})
 	defer close(done)
 	batches := receive(stream.Recv, done)
+	principal := fairshare.From(ctx)
 	for {
 		var r received[sessionv1.AppendBatch]
 		select {
@@ -154,12 +156,12 @@ func (s *Server) receiveBatches(ctx, admit context.Context, stream grpc.BidiStre
 			}
 			// The node's room, shared by all streams, given back once
 			// the outcome is decided (Limits.TotalAppends).
-			if err := work.shared.acquire(admit, size); err != nil {
+			if err := work.shared.acquire(admit, principal, size); err != nil {
 				out.budget.release(1, out.budget.weight(size))
 				return context.Cause(admit)
 			}
 			serving.Add(1)
-			ans := &answer{s: s, out: out, tag: tag, size: size, shared: work.shared}
+			ans := &answer{s: s, out: out, tag: tag, size: size, shared: work.shared, principal: principal}
 			if async, ok := s.SessionServiceServer.(asyncAppender); ok && req != nil {
 				s.serveAsync(ctx, async, req, ans)
 				continue
@@ -178,19 +180,22 @@ type asyncAppender interface {
 
 // answer takes one append's outcome to the outbox, once.
 type answer struct {
-	s        *Server
-	out      *outbox
-	tag      uint64
-	size     int64
-	shared   *shared // the node's room, given back once the outcome is decided
-	answered atomic.Bool
+	s      *Server
+	out    *outbox
+	tag    uint64
+	size   int64
+	shared *shared // the node's room, given back once the outcome is decided
+	// principal is the stream's (fairshare.From), whose share of the
+	// node's room the append holds.
+	principal string
+	answered  atomic.Bool
 }
 
 func (a *answer) done(resp *sessionv1.AppendResponse, err error) {
 	if !a.answered.CompareAndSwap(false, true) {
 		return
 	}
-	a.shared.release(a.size)
+	a.shared.release(a.principal, a.size)
 	if a.s.Observe != nil {
 		a.s.Observe(resp, err)
 	}

@@ -2,9 +2,11 @@ package appendstream
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/agentstate/agentstate/actors/fairshare"
 	"github.com/agentstate/agentstate/messages/errs"
 	"golang.org/x/sync/semaphore"
 )
@@ -35,6 +37,12 @@ const (
 	DefaultTotalAppends = 4096
 	// DefaultTotalBytes bounds the encoded requests of those appends.
 	DefaultTotalBytes = 32 << 20
+	// ContendedShare is the most appends one principal's streams have
+	// served at once while another principal's streams append too (alone,
+	// a principal may use all of TotalAppends): a few hundred keep group
+	// commit's transactions full, and bound what another principal's
+	// appends wait behind in the writer.
+	ContendedShare = 32
 )
 
 // Limits bound what one AppendBatches stream may hold of the node. Past
@@ -83,6 +91,15 @@ type shared struct {
 	appends  *semaphore.Weighted
 	bytes    *semaphore.Weighted
 	maxBytes int64
+	// shares apportions the appends being served among the streams'
+	// principals (fairshare): one principal's streams that stopped
+	// reading, or that flood one session, hold at most an equal share
+	// while another principal's appends wait. wake is closed (and
+	// replaced) whenever room is given back, for the streams waiting for
+	// their principal's share.
+	shares *fairshare.Ledger
+	mu     sync.Mutex
+	wake   chan struct{}
 	// idle counts the workers of all streams waiting for a job; a worker
 	// that finds maxIdle others waiting ends instead.
 	idle    atomic.Int64
@@ -95,27 +112,48 @@ func (s *Server) shared() *shared {
 	s.sharedOnce.Do(func() {
 		l := s.Limits.withDefaults()
 		s.sharedRoom = &shared{appends: semaphore.NewWeighted(int64(l.TotalAppends)), bytes: semaphore.NewWeighted(l.TotalBytes),
-			maxBytes: l.TotalBytes, maxIdle: int64(l.TotalAppends)}
+			maxBytes: l.TotalBytes, maxIdle: int64(l.TotalAppends), shares: fairshare.NewLedger(int64(l.TotalAppends)).WithContendedShare(ContendedShare),
+			wake: make(chan struct{})}
 	})
 	return s.sharedRoom
 }
 
-// acquire waits for room to serve one append of size bytes, or until ctx
-// ends.
-func (r *shared) acquire(ctx context.Context, size int64) error {
+// acquire waits for room to serve one append of size bytes for principal
+// ("": not apportioned) within its share, or until ctx ends.
+func (r *shared) acquire(ctx context.Context, principal string, size int64) error {
+	for {
+		r.mu.Lock()
+		wake := r.wake
+		r.mu.Unlock()
+		if r.shares.Take(principal, 1) {
+			break
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if err := r.appends.Acquire(ctx, 1); err != nil {
+		r.shares.Give(principal, 1)
 		return err
 	}
 	if err := r.bytes.Acquire(ctx, min(size, r.maxBytes)); err != nil {
 		r.appends.Release(1)
+		r.shares.Give(principal, 1)
 		return err
 	}
 	return nil
 }
 
-// release gives back what acquire took, once the append's outcome is
-// decided.
-func (r *shared) release(size int64) {
+// release gives back what acquire took for principal, once the append's
+// outcome is decided.
+func (r *shared) release(principal string, size int64) {
+	r.shares.Give(principal, 1)
+	r.mu.Lock()
+	close(r.wake)
+	r.wake = make(chan struct{})
+	r.mu.Unlock()
 	r.bytes.Release(min(size, r.maxBytes))
 	r.appends.Release(1)
 }

@@ -71,6 +71,11 @@ type Config struct {
 	// DefaultGRPCRequestBytes); past it a request is refused
 	// RESOURCE_EXHAUSTED before it is decoded.
 	GRPCRequestBytes int64
+	// GRPCShareRate is the work per second (bytes, plus
+	// fairshare.OpCost per operation) apportioned among the principals
+	// using the node at once: each is held to an equal share of it while
+	// another is active (fairshare.Pacer). 0: fairshare.DefaultRate.
+	GRPCShareRate int64
 	// GRPCMaxStreamsTotal bounds the gRPC streams open on all connections
 	// together (0: DefaultGRPCMaxStreamsTotal); past it a stream is
 	// refused RESOURCE_EXHAUSTED on its headers.

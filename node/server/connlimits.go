@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -184,6 +185,45 @@ type trackedConn struct {
 	t    *connTracker
 	key  string
 	once sync.Once
+	// pausedUntil (ns since connEpoch; 0: never paused) is when reading
+	// may go on (pause).
+	pausedUntil atomic.Int64
+}
+
+var connEpoch = time.Now()
+
+// pause stops reading the connection of the stream whose context is ctx
+// for d (pacing.go says when): its client's next bytes wait in the
+// kernel's buffers and its own, and a client that retries in a loop is
+// held to one try per pause. Streams of the connection already read go
+// on; only the connection's next frames wait.
+func (t *connTracker) pause(ctx context.Context, d time.Duration) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return
+	}
+	t.mu.Lock()
+	c, _ := t.conns[p.Addr.String()].(*trackedConn)
+	t.mu.Unlock()
+	if c == nil {
+		return
+	}
+	until := int64(time.Since(connEpoch) + d)
+	for {
+		old := c.pausedUntil.Load()
+		if old >= until || c.pausedUntil.CompareAndSwap(old, until) {
+			return
+		}
+	}
+}
+
+func (c *trackedConn) Read(b []byte) (int, error) {
+	if until := c.pausedUntil.Load(); until != 0 {
+		if d := time.Duration(until) - time.Since(connEpoch); d > 0 {
+			time.Sleep(d) // pacing the client, not synchronization
+		}
+	}
+	return c.Conn.Read(b)
 }
 
 func (c *trackedConn) Close() error {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/agentstate/agentstate/actors/fairshare"
 	"github.com/agentstate/agentstate/actors/feed"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
@@ -55,6 +56,9 @@ type apiOptions struct {
 	// AppendBatches stream may hold.
 	Conns   connLimits
 	Streams appendstream.Limits
+	// ShareRate is the work per second apportioned among the principals
+	// using the node at once (fairshare.Pacer; 0: fairshare.DefaultRate).
+	ShareRate int64
 	// RequestBytes bounds the unary requests in flight (requestBudget;
 	// 0: DefaultGRPCRequestBytes).
 	RequestBytes int64
@@ -85,6 +89,8 @@ type apiServer struct {
 	conns *connTracker
 	// tap admits streams: the token and the node-wide stream bound.
 	tap *streamTap
+	// pace holds each principal to its share of the work rate.
+	pace *fairshare.Pacer
 }
 
 // serve serves the API on lis until it is stopped.
@@ -110,6 +116,9 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 			namespaces: newNamespaceCache(DefaultNamespaceCacheEntries)}
 	}
 	a.tap = newStreamTap(a.auth, opt.StreamsTotal, m, log)
+	a.tap.conns = a.conns
+	a.pace = fairshare.NewPacer(opt.ShareRate, 0)
+	pace := pacing{p: a.pace}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "agentstate_grpc_streams_open", Help: "gRPC streams admitted and not yet ended (bounded by --grpc-max-streams-total).",
 	}, func() float64 { return float64(a.tap.inUse()) }))
@@ -123,6 +132,8 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		grpc.ForceServerCodecV2(codec.Codec()),
 		grpc.ChainUnaryInterceptor(unaryChain(m, opt.MarkNetwork, log)...),
 		grpc.ChainStreamInterceptor(streamChain(m, log)...),
+		grpc.ChainStreamInterceptor(pace.stream),
+		grpc.StatsHandler(pace),
 	}
 	if a.authz != nil {
 		// Innermost: a refusal is counted and logged as any answer.
@@ -149,6 +160,9 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	a.srv = grpc.NewServer(sopts...)
 	reg := decodeErrors{Server: a.srv, requests: newRequestBudget(opt.RequestBytes)}
 	a.tap.requests = reg.requests
+	reg.requests.pace = pace.p
+	reg.requests.refused = a.conns.pause
+	a.tap.pace = a.pace
 	sessions := svc.Sessions
 	if a.authz != nil {
 		reg.received = a.authz.received

@@ -167,6 +167,9 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.GRPCShareRate < 0 {
+		return nil, fmt.Errorf("--grpc-share-rate must not be negative")
+	}
 	if f.GRPCRequestBytes < 0 {
 		return nil, fmt.Errorf("--grpc-request-bytes must not be negative")
 	}
@@ -259,7 +262,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 				return sess.GetNamespace(), err
 			},
 			MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: writer.NoWait,
-			Conns: conns, Streams: streams, RequestBytes: f.GRPCRequestBytes, StreamsTotal: f.GRPCMaxStreamsTotal, Feeds: feeds},
+			Conns: conns, Streams: streams, RequestBytes: f.GRPCRequestBytes, ShareRate: f.GRPCShareRate, StreamsTotal: f.GRPCMaxStreamsTotal, Feeds: feeds},
 		m, log.With("component", "grpc"))
 	if err != nil {
 		return s, err
@@ -268,6 +271,10 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		ra := newRemoteAuthz(s.api.auth, s.api.authz)
 		if s.remote != nil {
 			s.remote.guard.authz.p.Store(ra)
+			// The remote endpoint's peers take their share of the same
+			// work rate as the API's principals (not a cluster's members,
+			// whose traffic is the API's, forwarded).
+			s.remote.guard.pace.Store(s.api.pace)
 		}
 		if s.memberGuard != nil {
 			s.memberGuard.authz.p.Store(ra)

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/agentstate/agentstate/actors/fairshare"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/principal"
 	"github.com/asynkron/protoactor-go/actor"
@@ -95,6 +97,9 @@ type remoteGuard struct {
 	// pending are the node's identities until authz is set: a peer whose
 	// certificate names a principal is refused meanwhile.
 	pending *identities
+	// pace, once set (a plain remote endpoint of a node with identities),
+	// holds the peers to their share of the node's work rate.
+	pace atomic.Pointer[fairshare.Pacer]
 }
 
 // typePrefix is the protobuf package prefix of every message a peer may
@@ -172,9 +177,28 @@ func (s *guardedStream) RecvMsg(m any) error {
 		return nil
 	}
 	if b := rm.GetMessageBatch(); b != nil {
-		return s.g.screenAs(s.ServerStream.Context(), b, s.peer, s.cert)
+		if err := s.g.screenAs(s.ServerStream.Context(), b, s.peer, s.cert); err != nil {
+			return err
+		}
+		return s.g.paceBatch(s.ServerStream.Context(), b)
 	}
 	return nil
+}
+
+// paceBatch charges what a screened batch asks of the node to the remote
+// endpoint's peers (fairshare.RemotePeers) and waits out their lead: the
+// stream is not read meanwhile, so a flooding peer is held by flow control.
+func (g *remoteGuard) paceBatch(ctx context.Context, b *remote.MessageBatch) error {
+	p := g.pace.Load()
+	if p == nil || len(b.Envelopes) == 0 {
+		return nil
+	}
+	cost := int64(len(b.Envelopes)) * fairshare.OpCost
+	for _, env := range b.Envelopes {
+		cost += int64(len(env.GetMessageData()))
+	}
+	p.Charge(fairshare.RemotePeers, cost)
+	return p.Wait(ctx, fairshare.RemotePeers)
 }
 
 // pass returns UNAVAILABLE while the endpoint is shutting down (see

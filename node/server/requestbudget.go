@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentstate/agentstate/actors/fairshare"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -47,6 +48,11 @@ type requestBudget struct {
 	cap     int64
 	pending atomic.Int64 // bytes charged, for the refusal's message
 	shares  *fairshare.Ledger
+	// pace, when set, delays a principal's request past its share of the
+	// node's work rate before it is decoded (pacing.go); refused, when
+	// set, is told of the stream of each request refused for want of room.
+	pace    *fairshare.Pacer
+	refused func(ctx context.Context, d time.Duration)
 }
 
 func newRequestBudget(bytes int64) *requestBudget {
@@ -82,7 +88,7 @@ func (b *requestBudget) weight(size int) int64 { return min(int64(size)*requestF
 // principal ("": not apportioned), and decodes them into m. It returns
 // the func that gives the charge back (nil when nothing was charged):
 // call it once the handler returned.
-func (b *requestBudget) decode(principal string, recv func(any) error, m any) (release func(), err error) {
+func (b *requestBudget) decode(ctx context.Context, principal string, recv func(any) error, m any) (release func(), err error) {
 	var u codec.Undecoded
 	if err := recv(&u); err != nil {
 		return nil, err
@@ -90,12 +96,14 @@ func (b *requestBudget) decode(principal string, recv func(any) error, m any) (r
 	w := b.weight(u.Len())
 	if !b.shares.Take(principal, w) {
 		u.Free()
+		b.refuse(ctx)
 		return nil, b.refusal(principal, w)
 	}
 	if !b.sem.TryAcquire(w) {
 		u.Free()
 		b.shares.Give(principal, w)
 		b.shares.Refused(principal)
+		b.refuse(ctx)
 		return nil, errs.ResourceExhausted("the node holds %d of its %d bytes of requests in flight (--grpc-request-bytes); "+
 			"a request of %d bytes counts %d: retry later", b.pending.Load(), b.cap, w/requestFootprint, w)
 	}
@@ -105,11 +113,35 @@ func (b *requestBudget) decode(principal string, recv func(any) error, m any) (r
 		b.sem.Release(w)
 		b.shares.Give(principal, w)
 	}
+	if b.pace != nil {
+		// Held here, its bytes counted in the budget: the principal's
+		// further requests are refused on their headers once it holds
+		// its share, and their connections paused.
+		if d := b.pace.Delay(principal); d > maxUnaryWait {
+			u.Free()
+			release()
+			b.pauseFor(ctx, d)
+			return nil, ahead(principal, d)
+		}
+		if err := b.pace.Wait(ctx, principal); err != nil {
+			u.Free()
+			release()
+			return nil, errs.From(err)
+		}
+	}
 	if err := u.Decode(m); err != nil {
 		release()
 		return nil, err
 	}
 	return release, nil
+}
+
+func (b *requestBudget) refuse(ctx context.Context) { b.pauseFor(ctx, pauseAfterShareRefusal) }
+
+func (b *requestBudget) pauseFor(ctx context.Context, d time.Duration) {
+	if b.refused != nil {
+		b.refused(ctx, d)
+	}
 }
 
 // unaryHandler wraps a unary method's handler so that its request is
@@ -125,7 +157,7 @@ func (b *requestBudget) unaryHandler(h func(any, context.Context, func(any) erro
 		}()
 		return h(srv, ctx, func(v any) error {
 			var err error
-			release, err = b.decode(fairshare.From(ctx), dec, v)
+			release, err = b.decode(ctx, fairshare.From(ctx), dec, v)
 			return err
 		}, in)
 	}

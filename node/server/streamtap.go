@@ -51,6 +51,12 @@ type streamTap struct {
 	// refused stream's frames).
 	shares   *fairshare.Ledger
 	requests *requestBudget
+	// conns, when set, pauses the connection of a refused stream
+	// (pacing.go), so that a client retrying in a loop does not spin.
+	conns *connTracker
+	// pace, when set, refuses the streams of a principal too far ahead of
+	// its share of the work rate (maxUnaryWait), pausing their connection.
+	pace *fairshare.Pacer
 	// released, when set (tests), is called after each admitted stream's
 	// slot is given back.
 	released func()
@@ -77,11 +83,20 @@ func (t *streamTap) handle(ctx context.Context, info *tap.Info) (context.Context
 	if t.auth != nil {
 		p, err := t.auth.principal(ctx, info.Header)
 		if err != nil {
+			t.pause(ctx, pauseAfterAuthFailure)
 			return nil, t.refuse(info.FullMethodName, t.auth.reject(ctx, info.FullMethodName, err))
 		}
 		ctx = fairshare.With(withPrincipal(ctx, p), p.Name)
+		if t.pace != nil {
+			if d := t.pace.Delay(p.Name); d > maxUnaryWait {
+				t.m.streamsRefused.Inc()
+				t.pause(ctx, d)
+				return nil, t.refuse(info.FullMethodName, ahead(p.Name, d))
+			}
+		}
 		if t.requests != nil && t.requests.overShare(p.Name) {
 			t.m.streamsRefused.Inc()
+			t.pause(ctx, pauseAfterShareRefusal)
 			return nil, t.refuse(info.FullMethodName, t.requests.refusal(p.Name, 0))
 		}
 	} else {
@@ -91,6 +106,7 @@ func (t *streamTap) handle(ctx context.Context, info *tap.Info) (context.Context
 	name := fairshare.From(ctx)
 	if !t.shares.Take(name, 1) {
 		t.m.streamsRefused.Inc()
+		t.pause(ctx, pauseAfterShareRefusal)
 		return nil, t.refuse(info.FullMethodName, errs.ResourceExhausted(
 			"principal %q holds its share of %d of the node's %d gRPC streams (--grpc-max-streams-total): retry later",
 			name, t.shares.Share(name), t.max))
@@ -117,6 +133,13 @@ func (t *streamTap) handle(ctx context.Context, info *tap.Info) (context.Context
 		}
 	})
 	return ctx, nil
+}
+
+// pause pauses the connection of the stream whose context is ctx.
+func (t *streamTap) pause(ctx context.Context, d time.Duration) {
+	if t.conns != nil {
+		t.conns.pause(ctx, d)
+	}
 }
 
 // refuse counts a refused stream in the request metrics as the

@@ -195,6 +195,7 @@ func BenchmarkSoak(b *testing.B) {
 	start, ackedBefore, tailBefore := time.Now(), load.Acked(), tail.entries.Load()
 	var peakRSS int64
 	var stalls, windows int
+	var perWindow []int64 // acknowledgements in each 5 s window, for the log
 	windowAcked, worst := ackedBefore, int64(-1)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -220,6 +221,7 @@ func BenchmarkSoak(b *testing.B) {
 			if worst < 0 || a-windowAcked < worst {
 				worst = a - windowAcked
 			}
+			perWindow = append(perWindow, a-windowAcked)
 			windowAcked = a
 		}
 	}
@@ -259,6 +261,7 @@ func BenchmarkSoak(b *testing.B) {
 		"worst 5-second window %.0f/s (%.0f%% of alone), %d of %d windows without one; its tail %d entries (%.0f/s); failures %s",
 		quietRate, quietTailRate, honest, elapsed.Round(time.Millisecond), float64(honest)/elapsed.Seconds(),
 		worstRate, 100*worstRate/quietRate, stalls, windows, tailed, float64(tailed)/elapsed.Seconds(), checker.FormatFailures(load.Failures()))
+	b.Logf("honest acknowledgements in each 5-second window of the attacks: %v", perWindow)
 	b.Logf("node: VmHWM %d MiB, highest VmRSS sampled %d MiB (bound %d MiB)", hwm>>20, peakRSS>>20, *rssBound>>20)
 	b.ReportMetric(float64(hwm)/(1<<20), "VmHWM_MiB")
 	b.ReportMetric(float64(honest)/elapsed.Seconds(), "honest_ops/s")

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentstate/agentstate/actors/fairshare"
+	"github.com/agentstate/agentstate/messages/errs"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/stats"
+)
+
+// pacing holds each principal to its share of the node's work rate
+// (fairshare.Pacer): a stats handler charges every message received and
+// sent to its stream's principal (its wire bytes, plus OpCost per
+// operation it carries), and the node waits out a principal's lead before
+// it decodes a unary request (requestBudget.decode) and before it returns
+// a stream's next message or sends its next answer. A waiting unary call
+// holds its caller; a waiting stream stops reading, so TCP flow control
+// holds a streaming client at its share too.
+type pacing struct {
+	p *fairshare.Pacer
+}
+
+// operations is what a message carries that the node executes one by one
+// (sessionv1.AppendBatch); any other message is one operation.
+type operations interface{ Operations() int }
+
+func (g pacing) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (g pacing) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (g pacing) HandleConn(context.Context, stats.ConnStats) {}
+
+func (g pacing) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	switch s := s.(type) {
+	case *stats.InPayload:
+		ops := 1
+		if m, ok := s.Payload.(operations); ok {
+			ops = max(1, m.Operations())
+		}
+		g.p.Charge(fairshare.From(ctx), int64(s.WireLength)+int64(ops)*fairshare.OpCost)
+	case *stats.OutPayload:
+		g.p.Charge(fairshare.From(ctx), int64(s.WireLength))
+	}
+}
+
+// stream waits out the principal's lead on every message of a stream.
+func (g pacing) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	name := fairshare.From(ss.Context())
+	if name == "" {
+		return handler(srv, ss)
+	}
+	return handler(srv, &pacedStream{ServerStream: ss, g: g, name: name})
+}
+
+type pacedStream struct {
+	grpc.ServerStream
+	g    pacing
+	name string
+}
+
+func (s *pacedStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return s.g.p.Wait(s.Context(), s.name)
+}
+
+func (s *pacedStream) SendMsg(m any) error {
+	if err := s.g.p.Wait(s.Context(), s.name); err != nil {
+		return err
+	}
+	return s.ServerStream.SendMsg(m)
+}
+
+// maxUnaryWait is the longest a unary request waits for its principal's
+// share before it is decoded. A principal further ahead (a flood of large
+// requests, each charged on arrival) has its requests refused
+// RESOURCE_EXHAUSTED instead, and its new streams refused on their
+// headers (streamTap), with its connection paused for the lead: holding
+// its requests longer would hold their bytes, and letting them through
+// after a bounded wait would let a flood through at its concurrency
+// divided by the wait.
+const maxUnaryWait = 500 * time.Millisecond
+
+// ahead is the refusal of a request of principal, which runs ahead of its
+// share of the node's work rate by lead.
+func ahead(principal string, lead time.Duration) error {
+	return errs.ResourceExhausted("principal %q is %v ahead of its share of the node's work rate (--grpc-share-rate) while others use the node: retry later",
+		principal, lead.Round(time.Millisecond))
+}
+
+// pauseAfterAuthFailure is how long a connection is not read after one of
+// its streams presented no valid credential: a client retrying a wrong
+// token in a loop is answered four times a second per connection, not as
+// fast as the node can refuse (each refusal costs the node a credential
+// check and an audit entry's rate-limited attempt).
+const pauseAfterAuthFailure = 250 * time.Millisecond
+
+// pauseAfterShareRefusal is how long, at most, a connection is not read
+// after one of its streams was refused for its principal's share: the
+// client's retries of a refused large request would otherwise send its
+// bytes again and again as fast as they are refused.
+const pauseAfterShareRefusal = 200 * time.Millisecond
