@@ -36,6 +36,9 @@ type Tracked struct {
 	encoded atomic.Bool
 }
 
+// SizeVT is the encoded size of the message (what its send costs).
+func (t *Tracked) SizeVT() int { return t.Message.SizeVT() }
+
 // Encoded reports whether the codec took the message; if not, Released
 // has not run and will not.
 func (t *Tracked) Encoded() bool { return t.encoded.Load() }

@@ -132,6 +132,7 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		grpc.ForceServerCodecV2(codec.Codec()),
 		grpc.ChainUnaryInterceptor(unaryChain(m, opt.MarkNetwork, log)...),
 		grpc.ChainStreamInterceptor(streamChain(m, log)...),
+		grpc.ChainUnaryInterceptor(pace.unary),
 		grpc.ChainStreamInterceptor(pace.stream),
 		grpc.StatsHandler(pace),
 	}
@@ -164,8 +165,14 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 	reg.requests.refused = a.conns.pause
 	a.tap.pace = a.pace
 	sessions := svc.Sessions
+	reg.received = func(ctx context.Context, _ string, msg any) error { return pace.received(ctx, msg) }
 	if a.authz != nil {
-		reg.received = a.authz.received
+		reg.received = func(ctx context.Context, method string, msg any) error {
+			if err := pace.received(ctx, msg); err != nil {
+				return err
+			}
+			return a.authz.received(ctx, method, msg)
+		}
 		sessions = a.authz.authorizeAppends(sessions)
 	}
 	// AppendStream is served on top of the same façade as Append; the

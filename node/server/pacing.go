@@ -11,11 +11,14 @@ import (
 )
 
 // pacing holds each principal to its share of the node's work rate
-// (fairshare.Pacer): a stats handler charges every message received and
-// sent to its stream's principal (its wire bytes, plus OpCost per
-// operation it carries), and the node waits out a principal's lead before
-// it decodes a unary request (requestBudget.decode) and before it returns
-// a stream's next message or sends its next answer. A waiting unary call
+// (fairshare.Pacer): a stats handler charges every message received to
+// its stream's principal (its wire bytes, plus OpCost per operation it
+// carries), a stream's sends and a unary call's answer are charged their
+// size, and the node waits out a principal's lead before it decodes a
+// unary request (requestBudget.decode), before it returns a stream's next
+// message and before it sends a stream's next message (charged first, so
+// that hundreds of tails starting at once are paced from their first
+// message on). A waiting unary call
 // holds its caller; a waiting stream stops reading, so TCP flow control
 // holds a streaming client at its share too.
 type pacing struct {
@@ -40,9 +43,41 @@ func (g pacing) HandleRPC(ctx context.Context, s stats.RPCStats) {
 			ops = max(1, m.Operations())
 		}
 		g.p.Charge(fairshare.From(ctx), int64(s.WireLength)+int64(ops)*fairshare.OpCost)
-	case *stats.OutPayload:
-		g.p.Charge(fairshare.From(ctx), int64(s.WireLength))
 	}
+}
+
+// sized is a message that knows its encoded size (vtprotobuf's
+// generated code, codec.Tracked).
+type sized interface{ SizeVT() int }
+
+func sizeOf(m any) int64 {
+	if s, ok := m.(sized); ok {
+		return int64(s.SizeVT())
+	}
+	return 0
+}
+
+// unary charges a unary call's answer to its principal.
+func (g pacing) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	if name := fairshare.From(ctx); name != "" && resp != nil {
+		g.p.Charge(name, sizeOf(resp))
+	}
+	return resp, err
+}
+
+// received charges the operations a stream's decoded message carries
+// beyond the one its receipt was charged (a stream's messages reach the
+// stats handler undecoded: codec.Undecoded), and waits out the lead.
+func (g pacing) received(ctx context.Context, msg any) error {
+	name := fairshare.From(ctx)
+	if name == "" {
+		return nil
+	}
+	if m, ok := msg.(operations); ok && m.Operations() > 1 {
+		g.p.Charge(name, int64(m.Operations()-1)*fairshare.OpCost)
+	}
+	return g.p.Wait(ctx, name)
 }
 
 // stream waits out the principal's lead on every message of a stream.
@@ -68,6 +103,7 @@ func (s *pacedStream) RecvMsg(m any) error {
 }
 
 func (s *pacedStream) SendMsg(m any) error {
+	s.g.p.Charge(s.name, sizeOf(m))
 	if err := s.g.p.Wait(s.Context(), s.name); err != nil {
 		return err
 	}

@@ -36,6 +36,9 @@ type Attacks struct {
 	// UnreadTails TailSession streams from sequence 0 on Session are
 	// opened on one connection and never read (issue 26); needs Session.
 	UnreadTails int
+	// DeepImports callers send Imports of 200 KiB nesting 100,000 levels
+	// deep, one after another (issue 26).
+	DeepImports int
 	// AuthFlood callers call with a wrong bearer token as fast as they
 	// are answered.
 	AuthFlood int
@@ -56,7 +59,8 @@ type Attacks struct {
 }
 
 // only keeps the attacks named in list (comma-separated: unread,
-// oversized, idle, tails, auth, remote); an empty list keeps them all.
+// oversized, idle, tails, deep, auth, remote); an empty list keeps them
+// all.
 func (a Attacks) only(list string) Attacks {
 	if list == "" || list == "all" {
 		return a
@@ -76,6 +80,9 @@ func (a Attacks) only(list string) Attacks {
 	}
 	if !keep["tails"] {
 		a.UnreadTails = 0
+	}
+	if !keep["deep"] {
+		a.DeepImports = 0
 	}
 	if !keep["auth"] {
 		a.AuthFlood = 0
@@ -140,6 +147,7 @@ func (a Attacks) Run(ctx context.Context, addr string, t *Tally) {
 	if a.UnreadTails > 0 && a.Session != "" {
 		spawn(1, func(ctx context.Context, _ int) { a.unreadTails(ctx, addr, auth, t) })
 	}
+	spawn(a.DeepImports, func(ctx context.Context, i int) { a.deepImports(ctx, addr, auth, t) })
 	spawn(a.AuthFlood, func(ctx context.Context, i int) { authFlood(ctx, addr, t) })
 	if a.RemoteAddr != "" {
 		spawn(1, func(ctx context.Context, _ int) { a.remote(ctx, t) })

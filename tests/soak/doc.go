@@ -6,12 +6,13 @@
 // throughput they keep of what they had alone is measured), and the crash
 // checker's verdict on what they were told (tests/checker) is clean.
 //
-// The attacks (attack.go, tailattack.go, rawh2.go), all over loopback:
+// The attacks (attack.go, memattack.go, rawh2.go), all over loopback:
 //
 //   - AppendBatches streams whose client never reads an outcome;
 //   - appends of 3 MiB (three 1 MiB messages), many at once;
 //   - 300 TailSession streams on one connection, never read, on a session
 //     holding the 3 MiB appends;
+//   - Imports of 200 KiB nesting 100,000 levels deep, four at once;
 //   - 20,000 idle streams on one connection, and idle connections;
 //   - a flood of calls with a wrong bearer token;
 //   - over the Proto.Actor remote endpoint: batches of envelopes naming
@@ -25,7 +26,7 @@
 //
 // It runs every attack by default, and so does CI (make test runs every
 // benchmark once); -soak.only names a subset (unread, oversized, tails,
-// idle, auth, remote) to measure one attack alone.
+// deep, idle, auth, remote) to measure one attack alone.
 //
 // TestIdleConnectionsCannotLockOutClients is the descriptor half on its
 // own: a node started with 256 open files, held by idle connections.

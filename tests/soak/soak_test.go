@@ -31,7 +31,7 @@ var (
 	senders    = flag.Int("soak.remote-senders", 5000, "sender addresses named by each remote batch of refused envelopes")
 	reads      = flag.Int("soak.remote-reads", 20000, "audit reads in each remote batch")
 	remoteOn   = flag.Bool("soak.remote", true, "include the remote endpoint's attacks")
-	only       = flag.String("soak.only", "all", "run only these attacks, comma-separated (unread, oversized, idle, auth, remote), or all")
+	only       = flag.String("soak.only", "all", "run only these attacks, comma-separated (unread, oversized, idle, tails, deep, auth, remote), or all")
 	// remoteArgs are the serve flags of the remote endpoint the attacks
 	// reach; a build that needs more to listen on loopback without mutual
 	// TLS is given them here.
@@ -162,7 +162,7 @@ func BenchmarkSoak(b *testing.B) {
 	quietRate := float64(load.Acked()-quietAcked) / quiet.Seconds()
 	quietTailRate := float64(tail.entries.Load()-quietTail) / quiet.Seconds()
 
-	attacks := Attacks{UnreadStreams: 40, Oversized: 48, IdleStreams: 20000, IdleConns: 200, UnreadTails: 300, AuthFlood: 8,
+	attacks := Attacks{UnreadStreams: 40, Oversized: 48, IdleStreams: 20000, IdleConns: 200, UnreadTails: 300, DeepImports: 4, AuthFlood: 8,
 		RemoteAddr: remoteAddr, RemoteSenders: *senders, RemoteReads: *reads, RemoteEvery: 2 * time.Second, Token: hostileToken}
 	attacks = attacks.only(*only)
 	if !*missing {

@@ -1,13 +1,18 @@
 package soak
 
+// The memory attacks of issue 26, as the soak runs them.
+
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 )
@@ -62,5 +67,25 @@ func (a Attacks) unreadTails(ctx context.Context, addr string, opts []grpc.DialO
 		wg.Wait()
 		conn.Close()
 		pause(ctx, 50*time.Millisecond)
+	}
+}
+
+// deepImports is issue 26's other memory attack: Imports of 200 KiB of
+// JSON nesting 100,000 levels deep, one after another on each caller.
+func (a Attacks) deepImports(ctx context.Context, addr string, opts []grpc.DialOption, t *Tally) {
+	conn, err := grpc.NewClient(addr, opts...)
+	if err != nil {
+		t.add("deep:dial_error", 1)
+		return
+	}
+	defer conn.Close()
+	api := sessionv1.NewSessionServiceClient(conn)
+	req := &sessionv1.ImportSessionRequest{Data: strings.Repeat("[", 100<<10) + strings.Repeat("]", 100<<10)}
+	for ctx.Err() == nil {
+		_, err := api.Import(ctx, req)
+		t.add("deep:"+status.Code(err).String(), 1)
+		if status.Code(err) == codes.Unavailable { // the connection broke: do not spin
+			pause(ctx, 50*time.Millisecond)
+		}
 	}
 }
