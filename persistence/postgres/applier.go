@@ -37,6 +37,13 @@ type applier struct {
 	// pendingChains are the chains of pending, in order.
 	pendingChains []int16
 	pipe          *pgx.Batch
+	// set gathers the pipelined appends until the next statement is
+	// queued (appendset.go).
+	set appendSet
+	// epochs are the owner rows' epochs as the transaction locked them
+	// (lockorder.go), kept current by its own TakeEpoch; nil when it
+	// locked none.
+	epochs map[ownerKey]int64
 	// quotas are the namespaces' quotas for this transaction (nil: the
 	// defaults).
 	quotas persistence.Quotas
@@ -61,7 +68,18 @@ func (a *applier) begin(conn *pgx.Conn, chains []int, n int, owners ownerLocks) 
 		b.Queue(insertOwnersSQL, keyArgs(owners.create)...)
 	}
 	if len(owners.all) > 0 {
-		b.Queue(lockOwnersSQL, keyArgs(owners.all)...)
+		a.epochs = make(map[ownerKey]int64, len(owners.all))
+		b.Queue(lockOwnersSQL, keyArgs(owners.all)...).Query(func(rows pgx.Rows) error {
+			var kind int16
+			var k ownerKey
+			var epoch int64
+			_, err := pgx.ForEachRow(rows, []any{&kind, &k.id, &epoch}, func() error {
+				k.kind = persistence.OwnerKind(kind)
+				a.epochs[k] = epoch
+				return nil
+			})
+			return err
+		})
 	}
 	br := conn.SendBatch(a.ctx, b)
 	a.tx = br.Tx()
@@ -94,6 +112,7 @@ func (a *applier) restore(m persistence.ChainMark) {
 	a.tail.Restore(m)
 	a.pending, a.pendingChains = nil, nil
 	a.pipe = nil
+	a.set = appendSet{}
 }
 
 // The applier is the persistence.Attempt of a PostgreSQL transaction.
