@@ -173,11 +173,19 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 		}
 		return server.ServerCPU()
 	}
+	dbCPU := func() time.Duration {
+		if cfg.dbCPU == nil {
+			return 0
+		}
+		return cfg.dbCPU()
+	}
+	db0 := dbCPU()
 	cpu0, scpu0, t0 := processCPU(), serverCPU(), time.Now()
 	close(start)
 	wg.Wait()
 	res.Duration = time.Since(t0)
 	cpu := processCPU() - cpu0 + serverCPU() - scpu0
+	db := dbCPU() - db0
 	stopProgress()
 
 	var lat []time.Duration
@@ -194,6 +202,9 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 	}
 	res.percentiles(lat)
 	res.rate(cpu)
+	if res.Appends > 0 {
+		res.DBCPUPerAppend = db / time.Duration(res.Appends)
+	}
 	if committer != nil {
 		n, busy := committer.Commits()
 		if n -= commits0; n > 0 {

@@ -85,6 +85,12 @@ func runPostgres(ctx context.Context, cfg Config, dir string) (res Result, err e
 	if err != nil {
 		return Result{}, err
 	}
+	d, err := newDBCPU(ctx, dsn)
+	if err != nil {
+		return Result{}, err
+	}
+	defer d.close()
+	cfg.dbCPU = func() time.Duration { return d.read(ctx) }
 	res, err = runPostgresMode(ctx, cfg, dsn, dir)
 	res.Synchronous = durability
 	return res, err
