@@ -3,9 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
+	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
 )
 
@@ -74,5 +77,51 @@ func TestAppendSetChainsAppendsOfOneSession(t *testing.T) {
 	}
 	if n := len(verifyChain(t, a.store.Reader())); n != 3 {
 		t.Fatalf("%d audit entries, want 3", n)
+	}
+}
+
+// plainAppend is appendCmd without audit entries: its batch locks no
+// chain, so BEGIN and the owner locks go with the pipeline and the fences
+// are checked when their answer comes (checkFences).
+func plainAppend(id string, epoch, next int64, ms ...*sessionv1.Message) *persistence.AppendMessages {
+	return &persistence.AppendMessages{Epoch: epoch, SessionID: id, NextSequence: next, Turns: []persistence.Turn{{Messages: ms}}}
+}
+
+// Without an audit entry, BEGIN and the locks are sent with the first
+// statements: an append of an epoch that is not the key's fails alone
+// (fenced), and one of a key never activated too; the others go in
+// without a replay when all hold.
+func TestAppendSetDeferredFences(t *testing.T) {
+	a, _ := twoNodes(t)
+	ss := ownedSessions(a, 2)
+	before, connects := a.store.replays, a.store.connects
+	res := a.apply(plainAppend(ss[0], 1, 0, message("a")), plainAppend(ss[1], 1, 0, message("b")))
+	if res[0].Err != nil || res[1].Err != nil || a.store.replays != before {
+		t.Fatalf("results %v %v, %d replays", res[0].Err, res[1].Err, a.store.replays-before)
+	}
+	// The future epoch's append is right in all but its fence.
+	res = a.apply(plainAppend(ss[0], 1, 1, message("c")), plainAppend(ss[1], 2, 1, message("future epoch")))
+	if a.store.replays != before+1 {
+		t.Fatalf("%d replays, want 1", a.store.replays-before)
+	}
+	if !errors.Is(res[1].Err, persistence.ErrFenced) || res[0].Err != nil {
+		t.Fatalf("results: %v, %v; want the second fenced", res[0].Err, res[1].Err)
+	}
+	res = a.apply(plainAppend(ids.New(), 1, 0, message("never activated")))
+	if !errors.Is(res[0].Err, persistence.ErrFenced) {
+		t.Fatalf("an append to a key never activated: %v", res[0].Err)
+	}
+	for i, want := range []string{"a c", "b"} {
+		ms, err := a.store.Reader().ListMessages(context.Background(), ss[i], 0, 0)
+		var got []string
+		for _, m := range ms {
+			got = append(got, m.Content)
+		}
+		if err != nil || strings.Join(got, " ") != want {
+			t.Fatalf("session %d holds %q (%v), want %q", i, got, err, want)
+		}
+	}
+	if a.store.connects != connects {
+		t.Fatalf("the writer reconnected")
 	}
 }

@@ -50,11 +50,19 @@ func (a *applier) sendPipe() error {
 	}
 	b := a.pipe
 	a.pipe = nil
-	err := a.tx.SendBatch(a.ctx, b).Close()
+	var err error
+	if a.tx == nil {
+		// The batch opens with BEGIN and the locks (begin).
+		br := a.conn.SendBatch(a.ctx, b)
+		a.tx = br.Tx()
+		err = br.Close()
+	} else {
+		err = a.tx.SendBatch(a.ctx, b).Close()
+	}
 	var pe *pgconn.PgError
 	switch {
 	case err == nil:
-		return nil
+		return a.checkFences()
 	case errors.Is(err, errPipeline):
 		return errPipeline
 	case errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23") || pe.Code == "25P02"):
@@ -68,18 +76,22 @@ func (a *applier) sendPipe() error {
 // read there are current until a command of its own takes a new one
 // (TakeEpoch keeps them), so the check needs no statement: the FOR UPDATE
 // lock is stronger than the share lock fence takes, and an epoch-0 key's
-// row was inserted before it. Otherwise it queues fence's statements: for
-// epoch 0 the insert of the key's row, then the share lock on the row with
-// the epoch's check.
+// row was inserted before it. The check waits for the locks' answer when
+// it is still to come (checkFences). Otherwise it queues fence's
+// statements: for epoch 0 the insert of the key's row, then the share lock
+// on the row with the epoch's check.
 func (a *applier) pipeFence(kind persistence.OwnerKind, id string, epoch int64) error {
 	if epoch < 0 {
 		return errs.InvalidArgument("%s: negative epoch %d", ownerName(kind, id), epoch)
 	}
 	if a.epochs != nil {
-		if current, ok := a.epochs[ownerKey{kind, id}]; !ok || current != epoch {
-			return errPipeline
+		f := fenceCheck{ownerKey{kind, id}, epoch}
+		if a.tx == nil {
+			// The locks' answer comes with the pipeline's.
+			a.fences = append(a.fences, f)
+			return nil
 		}
-		return nil
+		return a.fenceHolds(f)
 	}
 	if epoch == 0 {
 		a.queue(`INSERT INTO owner_epochs (kind, id, epoch) VALUES ($1, $2, 0) ON CONFLICT (kind, id) DO NOTHING`,
@@ -93,6 +105,33 @@ func (a *applier) pipeFence(kind persistence.OwnerKind, id string, epoch int64) 
 			}
 			return nil
 		})
+	return nil
+}
+
+// fenceCheck is a pipelined command's fence: the key's epoch it expects.
+type fenceCheck struct {
+	key   ownerKey
+	epoch int64
+}
+
+func (a *applier) fenceHolds(f fenceCheck) error {
+	if current, ok := a.epochs[f.key]; !ok || current != f.epoch {
+		return errPipeline
+	}
+	return nil
+}
+
+// checkFences checks the fences queued before the locks' answer, once it
+// came: every one was queued before any TakeEpoch of this transaction
+// (which reads, so sends the pipeline first), so the epochs read are
+// theirs.
+func (a *applier) checkFences() error {
+	for _, f := range a.fences {
+		if err := a.fenceHolds(f); err != nil {
+			return err
+		}
+	}
+	a.fences = a.fences[:0]
 	return nil
 }
 
