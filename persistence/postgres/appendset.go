@@ -9,10 +9,10 @@ import (
 
 // The append set. In the pipelined attempt, consecutive appends do not each
 // queue their statements: their rows gather in one appendSet, written by
-// three statements whatever its size — the read of the remembered digests
-// of its message ids, and one statement that inserts every message and
-// moves every session's next_sequence (and updated_at) from the sequence
-// its appends expected. The set is queued (flushSet) before any other
+// two statements whatever its size — the read of the remembered digests of
+// its message ids, and one that inserts every message and moves every
+// session's next_sequence (and updated_at) from the sequence its appends
+// expected, a compare-and-set per session. The set is queued (flushSet) before any other
 // statement is, so statements still run on the server in command order: a
 // command that reads or writes anything else sees what earlier appends
 // wrote.
