@@ -185,7 +185,8 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 	wg.Wait()
 	res.Duration = time.Since(t0)
 	cpu := processCPU() - cpu0 + serverCPU() - scpu0
-	db := dbCPU() - db0
+	// A backend that exited in the window takes its CPU along.
+	db := max(dbCPU()-db0, 0)
 	stopProgress()
 
 	var lat []time.Duration

@@ -69,7 +69,7 @@ func runRawPG(ctx context.Context, cfg Config, dsn string, batch int) (Result, e
 	if err != nil {
 		return res, err
 	}
-	res.DBCPUPerAppend = (cfg.dbCPU() - db0) / time.Duration(max(res.Appends, 1))
+	res.DBCPUPerAppend = max(cfg.dbCPU()-db0, 0) / time.Duration(max(res.Appends, 1))
 	return res, verifyRawPG(ctx, conn, cfg, &res)
 }
 
