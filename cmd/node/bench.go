@@ -62,7 +62,8 @@ func benchCommand() *cobra.Command {
 			"1000-row transactions: the SQLite ceiling), raw-closed (the same with transactions of C rows:\n" +
 			"the most C closed-loop callers can share). Each mode gets a fresh database under --data-dir.\n" +
 			"--postgres measures the PostgreSQL store instead (a fresh database per mode on that server; raw and\n" +
-			"raw-closed then write the same rows with a plain pgx client, one pipelined commit per transaction).\n" +
+			"raw-closed then write the same rows with a plain pgx client, one pipelined commit per transaction;\n" +
+			"db cpu/append is the CPU of the server's backends of the run's database, when it runs on this machine).\n" +
 			"A progress bar goes to stderr; the table (or --json) to stdout. It fails when agentstate lost,\n" +
 			"duplicated or reordered an acknowledged message.",
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },

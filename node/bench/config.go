@@ -115,6 +115,9 @@ type Config struct {
 	// ceiling (raw_pg.go). Synchronous is then the server's (fsync and
 	// synchronous_commit, as reported); baseline has no PostgreSQL variant.
 	Postgres string
+	// dbCPU, when set, reads the CPU time of the PostgreSQL backends of
+	// the run's database (Result.DBCPUPerAppend).
+	dbCPU func() time.Duration
 	// DataDir holds the databases this run creates; empty means a
 	// temporary directory removed afterwards.
 	DataDir string

@@ -173,11 +173,20 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 		}
 		return server.ServerCPU()
 	}
+	dbCPU := func() time.Duration {
+		if cfg.dbCPU == nil {
+			return 0
+		}
+		return cfg.dbCPU()
+	}
+	db0 := dbCPU()
 	cpu0, scpu0, t0 := processCPU(), serverCPU(), time.Now()
 	close(start)
 	wg.Wait()
 	res.Duration = time.Since(t0)
 	cpu := processCPU() - cpu0 + serverCPU() - scpu0
+	// A backend that exited in the window takes its CPU along.
+	db := max(dbCPU()-db0, 0)
 	stopProgress()
 
 	var lat []time.Duration
@@ -194,6 +203,9 @@ func Drive(ctx context.Context, cfg Config, t Target) (Result, error) {
 	}
 	res.percentiles(lat)
 	res.rate(cpu)
+	if res.Appends > 0 {
+		res.DBCPUPerAppend = db / time.Duration(res.Appends)
+	}
 	if committer != nil {
 		n, busy := committer.Commits()
 		if n -= commits0; n > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence/postgres"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // dropTimeout bounds dropping a run's database.
@@ -42,7 +43,16 @@ func pgDatabase(ctx context.Context, base string) (dsn string, drop func() error
 			return fmt.Errorf("bench: drop database %s: %w", name, err)
 		}
 		defer c.Close(dctx)
-		if _, err := c.Exec(dctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		_, err = c.Exec(dctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42501" {
+			// insufficient_privilege: FORCE may not terminate an
+			// autovacuum worker that the run's writes started (it has
+			// no role of ours); a plain DROP stops it, once the run's
+			// own connections are gone, as they are by now.
+			_, err = c.Exec(dctx, "DROP DATABASE IF EXISTS "+name)
+		}
+		if err != nil {
 			return fmt.Errorf("bench: drop database %s: %w", name, err)
 		}
 		return nil
@@ -85,6 +95,12 @@ func runPostgres(ctx context.Context, cfg Config, dir string) (res Result, err e
 	if err != nil {
 		return Result{}, err
 	}
+	d, err := newDBCPU(ctx, dsn)
+	if err != nil {
+		return Result{}, err
+	}
+	defer d.close()
+	cfg.dbCPU = func() time.Duration { return d.read(ctx) }
 	res, err = runPostgresMode(ctx, cfg, dsn, dir)
 	res.Synchronous = durability
 	return res, err

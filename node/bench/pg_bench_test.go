@@ -36,6 +36,8 @@ func BenchmarkPostgresW1(b *testing.B) {
 	b.ReportMetric(res.AppendsPerSec, "appends/s")
 	b.ReportMetric(float64(res.CPUPerAppend.Nanoseconds())/1e3, "cpu-µs/append")
 	b.ReportMetric(float64(res.P99.Microseconds()), "p99-µs")
+	b.ReportMetric(float64(res.DBCPUPerAppend.Nanoseconds())/1e3, "db-cpu-µs/append")
+	b.ReportMetric(float64(raw.DBCPUPerAppend.Nanoseconds())/1e3, "raw-db-cpu-µs/append")
 	b.ReportMetric(res.MeanBatch, "appends/commit")
 	b.ReportMetric(raw.AppendsPerSec, "raw-appends/s")
 	b.ReportMetric(res.AppendsPerSec/raw.AppendsPerSec, "of-raw")

@@ -62,12 +62,14 @@ func runRawPG(ctx context.Context, cfg Config, dsn string, batch int) (Result, e
 	}
 	content := strings.Repeat("x", cfg.MessageBytes)
 
+	db0 := cfg.dbCPU()
 	err = timeBatches(cfg, batch, &res, func(lo, hi int) error {
 		return rawPGBatch(ctx, conn, sessions, msgIDs, content, lo, hi)
 	})
 	if err != nil {
 		return res, err
 	}
+	res.DBCPUPerAppend = max(cfg.dbCPU()-db0, 0) / time.Duration(max(res.Appends, 1))
 	return res, verifyRawPG(ctx, conn, cfg, &res)
 }
 

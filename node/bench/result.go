@@ -53,6 +53,10 @@ type Result struct {
 	// acknowledged append. Unlike the rate it hardly depends on what else
 	// the machine runs.
 	CPUPerAppend time.Duration `json:"cpu_per_append_ns"`
+	// DBCPUPerAppend is, on PostgreSQL, the CPU time the server's backends
+	// of the run's database used in the timed window per acknowledged
+	// append (pg_cpu.go); 0 when unknown (SQLite, or a server elsewhere).
+	DBCPUPerAppend time.Duration `json:"db_cpu_per_append_ns,omitempty"`
 	// MeanBatch is appends per committed transaction, when the system
 	// reports its commits; 0 when unknown.
 	MeanBatch float64 `json:"mean_batch,omitempty"`

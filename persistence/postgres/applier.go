@@ -15,8 +15,11 @@ import (
 type applier struct {
 	// Savepoints are the savepoint steps of persistence.Attempt.
 	sqlstore.Savepoints
-	ctx context.Context
-	tx  pgx.Tx
+	ctx  context.Context
+	conn *pgx.Conn
+	// tx is nil until BEGIN is sent: with begin's batch when it locks
+	// audit chains, else with the pipeline's first statements (sendPipe).
+	tx pgx.Tx
 	// xid is the transaction's id, to look up its outcome if COMMIT's
 	// answer is lost.
 	xid string
@@ -37,6 +40,15 @@ type applier struct {
 	// pendingChains are the chains of pending, in order.
 	pendingChains []int16
 	pipe          *pgx.Batch
+	// set gathers the pipelined appends until the next statement is
+	// queued (appendset.go).
+	set appendSet
+	// epochs are the owner rows' epochs as the transaction locked them
+	// (lockorder.go), kept current by its own TakeEpoch; nil when it
+	// locked none. fences are the pipelined commands' checks queued while
+	// the locks' answer was still to come (pipeFence).
+	epochs map[ownerKey]int64
+	fences []fenceCheck
 	// quotas are the namespaces' quotas for this transaction (nil: the
 	// defaults).
 	quotas persistence.Quotas
@@ -45,9 +57,13 @@ type applier struct {
 // begin starts the transaction and takes its id and its locks in their
 // global order (see lockorder.go): the locks of the audit chains the batch
 // writes (chains, of a trail of n), ascending, then the owner rows of
-// owners, all in one round trip. The returned tx is nil only when BEGIN
-// never ran.
-func (a *applier) begin(conn *pgx.Conn, chains []int, n int, owners ownerLocks) (pgx.Tx, error) {
+// owners, all in one round trip. A transaction that writes no audit entry
+// needs nothing from that round trip before its commands run (their fence
+// checks wait for the epochs, pipeFence): in the attempt without
+// savepoints its BEGIN and locks open the pipeline instead, sent with the
+// first statements that must be. a.tx is nil while BEGIN was not sent.
+func (a *applier) begin(conn *pgx.Conn, chains []int, n int, owners ownerLocks) error {
+	a.conn = conn
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	a.cmdChain = -1
@@ -61,12 +77,26 @@ func (a *applier) begin(conn *pgx.Conn, chains []int, n int, owners ownerLocks) 
 		b.Queue(insertOwnersSQL, keyArgs(owners.create)...)
 	}
 	if len(owners.all) > 0 {
-		b.Queue(lockOwnersSQL, keyArgs(owners.all)...)
+		a.epochs = make(map[ownerKey]int64, len(owners.all))
+		b.Queue(lockOwnersSQL, keyArgs(owners.all)...).Query(func(rows pgx.Rows) error {
+			var kind int16
+			var k ownerKey
+			var epoch int64
+			_, err := pgx.ForEachRow(rows, []any{&kind, &k.id, &epoch}, func() error {
+				k.kind = persistence.OwnerKind(kind)
+				a.epochs[k] = epoch
+				return nil
+			})
+			return err
+		})
+	}
+	if a.buffered && !a.chain {
+		a.pipe = b
+		return nil
 	}
 	br := conn.SendBatch(a.ctx, b)
 	a.tx = br.Tx()
-	err := br.Close()
-	return a.tx, err
+	return br.Close()
 }
 
 // finish writes the queued audit rows and moves the chain's tail; without
@@ -94,6 +124,8 @@ func (a *applier) restore(m persistence.ChainMark) {
 	a.tail.Restore(m)
 	a.pending, a.pendingChains = nil, nil
 	a.pipe = nil
+	a.set = appendSet{}
+	a.fences = nil
 }
 
 // The applier is the persistence.Attempt of a PostgreSQL transaction.

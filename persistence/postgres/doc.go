@@ -62,11 +62,15 @@
 //
 // Writing. Writer.Apply runs a batch in one transaction: see
 // persistence.Writer for the result semantics. BEGIN, the chain lock and
-// the owner locks go in one round trip. Then it runs the batch without savepoints: appends and
-// session updates are pipelined (their statements queued with a check of
-// each answer, see pipeline.go) and sent with the batch's audit rows, in
-// array (unnest) INSERTs, and the chain's move, in one more round trip; the
-// other commands run statement by statement. Only if a command fails on its
+// the owner locks go in one round trip (for a batch that writes no audit
+// entry, so needs no chain head first, in the pipeline's first one); the
+// owner rows' epochs read there are the pipelined commands' fences. Then
+// it runs the batch without savepoints: consecutive appends gather in one
+// set written by one statement for all their rows and session heads
+// (appendset.go), session updates are pipelined (their statements queued
+// with a check of each answer, see pipeline.go), and all is sent with the
+// batch's audit rows, in array (unnest) INSERTs, and the chain's move, in
+// one more round trip; the other commands run statement by statement. Only if a command fails on its
 // own, or a pipelined check does not hold, does it roll back and run the
 // batch again with one SAVEPOINT per command. A transaction that lost its
 // connection before COMMIT, or that the server aborted for a deadlock, is

@@ -26,6 +26,9 @@ func (a *applier) TakeEpoch(kind persistence.OwnerKind, id string, _ bool) (int6
 	err := a.queryRow(`INSERT INTO owner_epochs (kind, id, epoch) VALUES ($1, $2, 1)
 		ON CONFLICT (kind, id) DO UPDATE SET epoch = owner_epochs.epoch + 1 RETURNING epoch`,
 		[]any{int16(kind), id}, &epoch)
+	if err == nil && a.epochs != nil {
+		a.epochs[ownerKey{kind, id}] = epoch
+	}
 	return epoch, err
 }
 

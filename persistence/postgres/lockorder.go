@@ -56,7 +56,8 @@ const (
 	ORDER BY k.kind, k.id COLLATE "C"
 	ON CONFLICT (kind, id) DO NOTHING`
 	// ORDER BY is applied before FOR UPDATE: rows are locked in key order.
-	lockOwnersSQL = `SELECT o.epoch FROM owner_epochs o
+	// The epochs read are the fences' (pipeFence).
+	lockOwnersSQL = `SELECT o.kind, o.id, o.epoch FROM owner_epochs o
 	JOIN unnest($1::smallint[], $2::text[]) AS k(kind, id) ON o.kind = k.kind AND o.id = k.id
 	ORDER BY o.kind, o.id
 	FOR UPDATE OF o`

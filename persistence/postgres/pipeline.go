@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/jackc/pgx/v5"
@@ -30,7 +29,10 @@ import (
 // never reaches a Result: it only makes Apply replay with savepoints.
 var errPipeline = errs.FailedPrecondition("a pipelined command did not hold; replay command by command")
 
+// queue adds a statement to the pipeline, after the appends gathered so
+// far (appendset.go), so that it runs after them on the server.
 func (a *applier) queue(query string, args ...any) *pgx.QueuedQuery {
+	a.flushSet()
 	if a.pipe == nil {
 		a.pipe = &pgx.Batch{}
 	}
@@ -42,16 +44,25 @@ func (a *applier) queue(query string, args ...any) *pgx.QueuedQuery {
 // and 23, and 25P02 for the statements after it), is errPipeline; other
 // errors are the transaction's.
 func (a *applier) sendPipe() error {
+	a.flushSet()
 	if a.pipe == nil || a.pipe.Len() == 0 {
 		return nil
 	}
 	b := a.pipe
 	a.pipe = nil
-	err := a.tx.SendBatch(a.ctx, b).Close()
+	var err error
+	if a.tx == nil {
+		// The batch opens with BEGIN and the locks (begin).
+		br := a.conn.SendBatch(a.ctx, b)
+		a.tx = br.Tx()
+		err = br.Close()
+	} else {
+		err = a.tx.SendBatch(a.ctx, b).Close()
+	}
 	var pe *pgconn.PgError
 	switch {
 	case err == nil:
-		return nil
+		return a.checkFences()
 	case errors.Is(err, errPipeline):
 		return errPipeline
 	case errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23") || pe.Code == "25P02"):
@@ -60,11 +71,27 @@ func (a *applier) sendPipe() error {
 	return err
 }
 
-// pipeFence queues fence's statements: for epoch 0 the insert of the key's
-// row, then the share lock on the row with the epoch's check.
+// pipeFence checks fence's condition for the pipeline. When the
+// transaction locked its owner rows up front (lockorder.go), the epochs it
+// read there are current until a command of its own takes a new one
+// (TakeEpoch keeps them), so the check needs no statement: the FOR UPDATE
+// lock is stronger than the share lock fence takes, and an epoch-0 key's
+// row was inserted before it. The check waits for the locks' answer when
+// it is still to come (checkFences). Otherwise it queues fence's
+// statements: for epoch 0 the insert of the key's row, then the share lock
+// on the row with the epoch's check.
 func (a *applier) pipeFence(kind persistence.OwnerKind, id string, epoch int64) error {
 	if epoch < 0 {
 		return errs.InvalidArgument("%s: negative epoch %d", ownerName(kind, id), epoch)
+	}
+	if a.epochs != nil {
+		f := fenceCheck{ownerKey{kind, id}, epoch}
+		if a.tx == nil {
+			// The locks' answer comes with the pipeline's.
+			a.fences = append(a.fences, f)
+			return nil
+		}
+		return a.fenceHolds(f)
 	}
 	if epoch == 0 {
 		a.queue(`INSERT INTO owner_epochs (kind, id, epoch) VALUES ($1, $2, 0) ON CONFLICT (kind, id) DO NOTHING`,
@@ -81,27 +108,49 @@ func (a *applier) pipeFence(kind persistence.OwnerKind, id string, epoch int64) 
 	return nil
 }
 
-// pipeTurnSQL is appendTurnSQL for the pipeline: it also checks the
-// session's next sequence ($11, where the turn starts), in the UPDATE that
-// moves it, and answers how many messages went in and whether the session
-// row matched. A stale or skipping sequence fails there (or on the
-// sequence key); a missing session matches no row.
-var pipeTurnSQL = `WITH ins AS (` + insertMessages(12) + `
-	ON CONFLICT (session_id, message_id) DO NOTHING RETURNING 1),
-upd AS (UPDATE sessions SET next_sequence = next_sequence + (SELECT count(*) FROM ins),
-	updated_at = CASE WHEN $8::boolean THEN $10::bigint ELSE updated_at END
-	WHERE session_id = $1 AND next_sequence = $11::bigint AND (SELECT count(*) FROM ins) = $9::bigint
-	RETURNING 1)
-SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM upd)`
+// fenceCheck is a pipelined command's fence: the key's epoch it expects.
+type fenceCheck struct {
+	key   ownerKey
+	epoch int64
+}
 
-// pipeAppend queues appendMessages: fence, then one pipeTurnSQL per turn,
-// each checked to have inserted the whole turn at the expected sequence. A
-// turn that fails its own checks is skipped as appendMessages skips it.
+func (a *applier) fenceHolds(f fenceCheck) error {
+	if current, ok := a.epochs[f.key]; !ok || current != f.epoch {
+		return errPipeline
+	}
+	return nil
+}
+
+// checkFences checks the fences queued before the locks' answer, once it
+// came: every one was queued before any TakeEpoch of this transaction
+// (which reads, so sends the pipeline first), so the epochs read are
+// theirs.
+func (a *applier) checkFences() error {
+	for _, f := range a.fences {
+		if err := a.fenceHolds(f); err != nil {
+			return err
+		}
+	}
+	a.fences = a.fences[:0]
+	return nil
+}
+
+// pipeAppend gathers appendMessages into the append set (appendset.go):
+// fence, then each turn's rows, as if every check will hold. A turn that
+// fails its own checks is skipped as appendMessages skips it.
 func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result, error) {
 	if err := a.pipeFence(persistence.OwnerSession, c.SessionID, c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
-	a.pipeRemovedIDs(c)
+	if n, ok := a.set.next(c.SessionID); ok && n != c.NextSequence {
+		// An earlier append of the set leaves the session elsewhere.
+		return persistence.Result{}, errPipeline
+	}
+	for i := range c.Turns {
+		for _, m := range c.Turns[i].Messages {
+			a.set.watch(c.SessionID, m)
+		}
+	}
 	res := persistence.AppendResult{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
 	checked := false
@@ -135,36 +184,21 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 				cur, res.State = after, after
 			}
 		}
-		rows, err := newMessageRows(t.Messages, next)
-		if err != nil {
-			res.Turns[i].Err = err
-			continue
-		}
 		updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
 		if err != nil {
 			return persistence.Result{}, persistence.Of("session", c.SessionID, err)
 		}
-		want := int64(len(t.Messages))
-		args := append(append(rows.args(c.SessionID), !c.UpdatedAt.IsZero(), want, updatedAt, next), rows.tail()...)
-		a.queue(pipeTurnSQL, args...).QueryRow(func(row pgx.Row) error {
-			var inserted, updated int64
-			if err := row.Scan(&inserted, &updated); err != nil || inserted != want || updated != 1 {
-				return errPipeline
-			}
-			return nil
-		})
+		out, err := a.set.add(c.SessionID, t.Messages, next, updatedAt, !c.UpdatedAt.IsZero())
+		if err != nil {
+			res.Turns[i].Err = err
+			continue
+		}
 		checked = true
 		if err := a.Audit(t.Audit); err != nil {
 			return persistence.Result{}, err
 		}
-		out := make([]*sessionv1.Message, want)
-		for j, m := range t.Messages {
-			out[j] = &sessionv1.Message{SessionId: c.SessionID, MessageId: m.MessageId, Sequence: next + int64(j),
-				Role: m.Role, Content: m.Content, MetadataJson: rows.metas[j], CreatedAt: persistence.Stamp(rows.created[j]),
-				ItemKey: m.ItemKey, Kind: m.Kind}
-		}
 		res.Turns[i].Messages = out
-		next += want
+		next += int64(len(out))
 	}
 	if !checked {
 		// No turn checked the session: do it alone.
@@ -182,41 +216,6 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 	}
 	res.NextSequence = next
 	return res.Result(), nil
-}
-
-// pipeRemovedIDs queues the read of the remembered digests of c's message
-// ids (persistence/removedids.go): one that another content uses fails the
-// attempt, and the replay refuses that turn (appendMessages). Digests are
-// computed only for the ids found, so an append to a session no
-// replacement touched pays one queued index probe per id.
-func (a *applier) pipeRemovedIDs(c *persistence.AppendMessages) {
-	byID := make(map[string]*sessionv1.Message)
-	for i := range c.Turns {
-		for _, m := range c.Turns[i].Messages {
-			byID[m.GetMessageId()] = m
-		}
-	}
-	if len(byID) == 0 {
-		return
-	}
-	ids := make([]string, 0, len(byID))
-	for id := range byID {
-		ids = append(ids, id)
-	}
-	a.queue(`SELECT message_id, digest FROM removed_message_ids WHERE session_id = $1 AND message_id = ANY($2::text[])`,
-		c.SessionID, ids).Query(func(rows pgx.Rows) error {
-		defer rows.Close()
-		for rows.Next() {
-			var id, digest string
-			if err := rows.Scan(&id, &digest); err != nil {
-				return err
-			}
-			if m := byID[id]; m != nil && persistence.ContentDigest(m) != digest {
-				return errPipeline
-			}
-		}
-		return rows.Err()
-	})
 }
 
 // pipeUpdate queues updateSession: fence, the update checked to have found

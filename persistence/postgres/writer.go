@@ -106,12 +106,12 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		owners = batchOwners(batch)
 	}
 	n := max(s.chains, 1)
-	tx, err := a.begin(conn, chainsOf(batch, n), n, owners)
+	err = a.begin(conn, chainsOf(batch, n), n, owners)
 	abort := func(err error) ([]persistence.Result, outcome, error) {
 		a.restore(persistence.ChainMark{})
-		if tx != nil {
+		if a.tx != nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
-			_ = tx.Rollback(rctx)
+			_ = a.tx.Rollback(rctx)
 			cancel()
 		}
 		next, err := failed(err)
@@ -145,7 +145,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	case persistence.Abandon:
 		return abort(err)
 	}
-	if next, err := s.commitTx(ctx, conn, tx, a.xid); err != nil {
+	if next, err := s.commitTx(ctx, conn, a.tx, a.xid); err != nil {
 		a.restore(persistence.ChainMark{})
 		s.afterFailure()
 		return nil, next, err
