@@ -96,3 +96,26 @@ func TestPacerBoundsOneWait(t *testing.T) {
 		t.Fatal("Wait on an ended context returned nil")
 	}
 }
+
+// BenchmarkPacer is what pacing adds to a request of a principal alone and
+// of two principals at once: a charge on receipt, the delay check and a
+// charge of the answer.
+func BenchmarkPacer(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		others int
+	}{{"alone", 0}, {"contended", 1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := NewPacer(1<<40, 0) // never delays: the bookkeeping alone
+			for i := range tc.others {
+				p.Charge(string(rune('b'+i)), 1)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Charge("a", 512+OpCost)
+				_ = p.Delay("a")
+				p.Charge("a", 64)
+			}
+		})
+	}
+}
