@@ -23,8 +23,10 @@ type applier struct {
 	// chain: the transaction holds the chains it writes (chains.go), and
 	// tail is its view of them; cmdChain is the chain of the running
 	// command's entries (-1: each entry's own); chainCount is the count
-	// found when it differs from the Store's (errChainCount).
+	// found when it differs from the Store's (errChainCount); checkpoint:
+	// finish also writes a checkpoint (checkpoint.go).
 	chain      bool
+	checkpoint bool
 	tail       persistence.ChainTail
 	cmdChain   int
 	chainCount int
@@ -82,6 +84,9 @@ func (a *applier) finish() error {
 	}
 	if a.chain {
 		a.moveChains()
+		if a.checkpoint {
+			a.queueCheckpoint()
+		}
 	}
 	return a.sendPipe()
 }

@@ -127,6 +127,12 @@ func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 		if _, err := a.exec(`DELETE FROM audit_log WHERE position <= $1`, lastPos); err != nil {
 			return persistence.Result{}, err
 		}
+		// Checkpoints go with the entries of their time, but the latest
+		// stays: it still commits to every chain.
+		if _, err := a.exec(`DELETE FROM audit_checkpoints WHERE created_at < $1
+			AND seq < (SELECT max(seq) FROM audit_checkpoints)`, cutoff); err != nil {
+			return persistence.Result{}, err
+		}
 	}
 	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
