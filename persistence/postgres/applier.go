@@ -24,12 +24,13 @@ type applier struct {
 	// tail is its view of them; cmdChain is the chain of the running
 	// command's entries (-1: each entry's own); chainCount is the count
 	// found when it differs from the Store's (errChainCount); checkpoint:
-	// finish also writes a checkpoint (checkpoint.go).
-	chain      bool
-	checkpoint bool
-	tail       persistence.ChainTail
-	cmdChain   int
-	chainCount int
+	// finish also writes a checkpoint (checkpoint.go), checkpointed: it
+	// did.
+	chain                    bool
+	checkpoint, checkpointed bool
+	tail                     persistence.ChainTail
+	cmdChain                 int
+	chainCount               int
 	// buffered: the attempt without savepoints. Audit rows wait in pending
 	// for one multi-row insert at the end, and the common commands are
 	// queued in pipe (see pipeline.go); a failure of either aborts the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Checkpoints (persistence.AuditCheckpoint) are rows of
@@ -62,8 +63,8 @@ func (s *Store) checkpointDue() bool {
 	return s.sinceCheckpoint+1 >= checkpointEvery || time.Since(s.lastCheckpoint) >= checkpointInterval
 }
 
-// committedChains counts a committed transaction that held chains.
-// Called with wmu held.
+// committedChains counts a committed transaction that held chains;
+// checkpointed: it wrote a checkpoint. Called with wmu held.
 func (s *Store) committedChains(checkpointed bool) {
 	s.sinceCheckpoint++
 	if checkpointed {
@@ -71,9 +72,14 @@ func (s *Store) committedChains(checkpointed bool) {
 	}
 }
 
-// queueCheckpoint queues checkpointSQL into the transaction's pipeline.
+// queueCheckpoint queues checkpointSQL into the transaction's pipeline;
+// a.checkpointed reports whether it wrote one (it did not when another
+// writer held the lock).
 func (a *applier) queueCheckpoint() {
-	a.queue(checkpointSQL, time.Now().UnixNano(), checkpointLockClass)
+	a.queue(checkpointSQL, time.Now().UnixNano(), checkpointLockClass).Exec(func(tag pgconn.CommandTag) error {
+		a.checkpointed = tag.RowsAffected() == 1
+		return nil
+	})
 }
 
 // CheckpointAudit writes a checkpoint of every chain's committed head now,

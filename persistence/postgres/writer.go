@@ -152,7 +152,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		return nil, next, err
 	}
 	if a.chain {
-		s.committedChains(a.checkpoint)
+		s.committedChains(a.checkpointed)
 	}
 	return results, finished, nil
 }
