@@ -195,11 +195,15 @@ func (a *applier) holdsAll() bool {
 }
 
 // auditChainsParam takes the audit_chains parameter out of a DSN's
-// parameters (it is the store's, not the server's): 0 when absent.
+// parameters (it is the store's, not the server's): MaxAuditChains when
+// absent. Chains are on by default because they are what lets members'
+// writers run side by side (one chain makes every audited write of every
+// member take turns on its lock); audit_chains=1 keeps a trail of one
+// chain as it is.
 func auditChainsParam(c *pgx.ConnConfig) (int, error) {
 	v, ok := c.RuntimeParams["audit_chains"]
 	if !ok {
-		return 0, nil
+		return persistence.MaxAuditChains, nil
 	}
 	delete(c.RuntimeParams, "audit_chains")
 	n, err := strconv.Atoi(v)
