@@ -15,7 +15,9 @@ import (
 //
 // Invariants: each held chain's Position and Hash are its last committed
 // entry's advanced by the entries assigned to it since Start, in order;
-// each assigned entry carries Position = NextChainPosition of its chain,
+// each assigned entry carries Position = NextChainPosition of its chain
+// (with the floor raised past every entry assigned before it, so a
+// transaction's entries are in position order),
 // PrevHash = the chain's previous Hash and its own Hash
 // (AuditChainHash); Restore(m) unassigns exactly the entries assigned
 // after m (zeroing their position and hashes), so an entry of a
