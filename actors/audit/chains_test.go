@@ -225,8 +225,10 @@ func TestVerifyDetectsTamperingPerChain(t *testing.T) {
 		tr := openChainTrail(t)
 		ch := tr.busiest()
 		tr.rewrite(t, ch, 1)
-		es := tr.byChain[ch]
-		tr.broken(t, es[len(es)-1].EventId, "chain "+strconv.Itoa(ch)+" at position "+pos(es[len(es)-1]), "checkpoint")
+		// The first entry a checkpoint names past the rewrite: the last
+		// one (named by the checkpoint written at the end), or one a
+		// writer's periodic checkpoint named before.
+		tr.broken(t, "", "chain "+strconv.Itoa(ch)+" at position ", "but checkpoint")
 	})
 	t.Run("alter the checkpoint", func(t *testing.T) {
 		tr := openChainTrail(t)

@@ -1,8 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,8 +28,18 @@ type node struct {
 	pid   uint32
 }
 
-// twoNodes opens two unshared Stores on one fresh schema.
+// twoNodes opens two unshared Stores on one fresh schema whose audit
+// trail is one chain (audit_chains=1): positions are dense, so a test sees
+// exactly which positions an attempt took.
 func twoNodes(t *testing.T) (*node, *node) {
+	t.Helper()
+	dsn := withParam(freshDSN(t), "audit_chains", "1")
+	return newNode(t, dsn), newNode(t, dsn)
+}
+
+// twoChainedNodes is twoNodes on the default trail of
+// persistence.MaxAuditChains chains.
+func twoChainedNodes(t *testing.T) (*node, *node) {
 	t.Helper()
 	dsn := freshDSN(t)
 	return newNode(t, dsn), newNode(t, dsn)
@@ -80,38 +93,54 @@ func message(content string) *sessionv1.Message {
 // 1..n without gaps, each entry chaining on the one before.
 func verifyChain(t *testing.T, r persistence.Reader) []*auditv1.AuditEntry {
 	t.Helper()
+	ctx := context.Background()
+	cr := r.(persistence.ChainReader)
+	heads, err := cr.AuditChainHeads(ctx)
+	if err != nil {
+		t.Fatalf("AuditChainHeads: %v", err)
+	}
 	var all []*auditv1.AuditEntry
-	for {
-		after := int64(0)
-		if len(all) > 0 {
-			after = all[len(all)-1].Position
+	for _, h := range heads {
+		prev, last := h.AnchorHash, int64(0)
+		for {
+			page, err := cr.ScanAuditChain(ctx, h.Chain, last, math.MaxInt64, 1000)
+			if err != nil {
+				t.Fatalf("ScanAuditChain: %v", err)
+			}
+			for _, e := range page {
+				if e.PrevHash != prev || e.Hash != persistence.AuditChainHash(prev, h.Chain, e) {
+					t.Fatalf("chain %d: entry at position %d does not chain on its predecessor", h.Chain, e.Position)
+				}
+				prev, last = e.Hash, e.Position
+			}
+			all = append(all, page...)
+			if len(page) < 1000 {
+				break
+			}
 		}
-		page, err := r.ScanAudit(context.Background(), after, 1000)
-		if err != nil {
-			t.Fatalf("ScanAudit: %v", err)
-		}
-		all = append(all, page...)
-		if len(page) < 1000 {
-			break
+		if prev != h.TailHash {
+			t.Fatalf("chain %d ends at %q, its head is %q", h.Chain, prev, h.TailHash)
 		}
 	}
-	prev := ""
+	slices.SortFunc(all, func(a, b *auditv1.AuditEntry) int { return cmp.Compare(a.Position, b.Position) })
 	for i, e := range all {
-		if e.Position != int64(i+1) {
+		if len(heads) == 1 && e.Position != int64(i+1) {
 			t.Fatalf("entry %d at position %d", i, e.Position)
 		}
-		if e.PrevHash != prev || e.Hash != persistence.AuditHash(prev, e) {
-			t.Fatalf("entry at position %d does not chain on its predecessor", e.Position)
-		}
-		prev = e.Hash
 	}
 	return all
 }
 
-// Two nodes writing audit entries at the same time keep one chain: every
-// entry chains on the one committed before it, whichever node wrote it.
+// Two nodes writing audit entries at the same time keep their chains:
+// every entry chains on the one committed before it on its chain,
+// whichever node wrote it; on one chain as on 16.
 func TestTwoWritersKeepOneChain(t *testing.T) {
-	a, b := twoNodes(t)
+	t.Run("one chain", func(t *testing.T) { twoWritersKeepTheirChains(t, twoNodes) })
+	t.Run("16 chains", func(t *testing.T) { twoWritersKeepTheirChains(t, twoChainedNodes) })
+}
+
+func twoWritersKeepTheirChains(t *testing.T, open func(*testing.T) (*node, *node)) {
+	a, b := open(t)
 	const rounds = 40
 	written := make([][]*auditv1.AuditEntry, 2)
 	var wg sync.WaitGroup
