@@ -1,11 +1,8 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"math"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/storetest"
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -93,42 +91,7 @@ func message(content string) *sessionv1.Message {
 // 1..n without gaps, each entry chaining on the one before.
 func verifyChain(t *testing.T, r persistence.Reader) []*auditv1.AuditEntry {
 	t.Helper()
-	ctx := context.Background()
-	cr := r.(persistence.ChainReader)
-	heads, err := cr.AuditChainHeads(ctx)
-	if err != nil {
-		t.Fatalf("AuditChainHeads: %v", err)
-	}
-	var all []*auditv1.AuditEntry
-	for _, h := range heads {
-		prev, last := h.AnchorHash, int64(0)
-		for {
-			page, err := cr.ScanAuditChain(ctx, h.Chain, last, math.MaxInt64, 1000)
-			if err != nil {
-				t.Fatalf("ScanAuditChain: %v", err)
-			}
-			for _, e := range page {
-				if e.PrevHash != prev || e.Hash != persistence.AuditChainHash(prev, h.Chain, e) {
-					t.Fatalf("chain %d: entry at position %d does not chain on its predecessor", h.Chain, e.Position)
-				}
-				prev, last = e.Hash, e.Position
-			}
-			all = append(all, page...)
-			if len(page) < 1000 {
-				break
-			}
-		}
-		if prev != h.TailHash {
-			t.Fatalf("chain %d ends at %q, its head is %q", h.Chain, prev, h.TailHash)
-		}
-	}
-	slices.SortFunc(all, func(a, b *auditv1.AuditEntry) int { return cmp.Compare(a.Position, b.Position) })
-	for i, e := range all {
-		if len(heads) == 1 && e.Position != int64(i+1) {
-			t.Fatalf("entry %d at position %d", i, e.Position)
-		}
-	}
-	return all
+	return storetest.VerifyChains(t, r)
 }
 
 // Two nodes writing audit entries at the same time keep their chains:

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"context"
 	"math"
+	"testing"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/persistence"
@@ -24,24 +26,32 @@ func (h *harness) chains() int {
 	return max(len(heads), 1)
 }
 
-// verifyChain checks every chain from its anchor to its head: positions
-// rise, each entry's PrevHash is its chain's previous Hash, each Hash is
-// persistence.AuditChainHash, and the last entry is the head. It returns
-// every entry in position order.
+// verifyChain is VerifyChains on the harness's store.
 func (h *harness) verifyChain() []*auditv1.AuditEntry {
 	h.Helper()
-	cr := h.r.(persistence.ChainReader)
-	heads, err := cr.AuditChainHeads(h.ctx)
+	return VerifyChains(h.T, h.r)
+}
+
+// VerifyChains checks every chain of r's trail from its anchor to its
+// head: positions rise, each entry's PrevHash is its chain's previous
+// Hash, each Hash is persistence.AuditChainHash, the last entry is the
+// head, and the chains hold every entry of the trail; with one chain,
+// positions are dense too. It returns every entry in position order.
+func VerifyChains(tb testing.TB, r persistence.Reader) []*auditv1.AuditEntry {
+	tb.Helper()
+	ctx := context.Background()
+	cr := r.(persistence.ChainReader)
+	heads, err := cr.AuditChainHeads(ctx)
 	if err != nil {
-		h.Fatalf("AuditChainHeads: %v", err)
+		tb.Fatalf("AuditChainHeads: %v", err)
 	}
 	walked := 0
 	for _, hd := range heads {
 		var es []*auditv1.AuditEntry
 		for after := int64(0); ; {
-			page, err := cr.ScanAuditChain(h.ctx, hd.Chain, after, math.MaxInt64, 1000)
+			page, err := cr.ScanAuditChain(ctx, hd.Chain, after, math.MaxInt64, 1000)
 			if err != nil {
-				h.Fatalf("ScanAuditChain(%d): %v", hd.Chain, err)
+				tb.Fatalf("ScanAuditChain(%d): %v", hd.Chain, err)
 			}
 			es = append(es, page...)
 			if len(page) < 1000 {
@@ -52,24 +62,40 @@ func (h *harness) verifyChain() []*auditv1.AuditEntry {
 		prev, lastPos := hd.AnchorHash, int64(0)
 		for _, e := range es {
 			if e.Position <= lastPos {
-				h.Fatalf("chain %d: entry %s at position %d after %d", hd.Chain, e.EventId, e.Position, lastPos)
+				tb.Fatalf("chain %d: entry %s at position %d after %d", hd.Chain, e.EventId, e.Position, lastPos)
 			}
 			if e.PrevHash != prev {
-				h.Fatalf("chain %d: entry %s (position %d): prev_hash %q, want %q", hd.Chain, e.EventId, e.Position, e.PrevHash, prev)
+				tb.Fatalf("chain %d: entry %s (position %d): prev_hash %q, want %q", hd.Chain, e.EventId, e.Position, e.PrevHash, prev)
 			}
 			if want := persistence.AuditChainHash(prev, hd.Chain, e); e.Hash != want {
-				h.Fatalf("chain %d: entry %s: hash %q, want %q", hd.Chain, e.EventId, e.Hash, want)
+				tb.Fatalf("chain %d: entry %s: hash %q, want %q", hd.Chain, e.EventId, e.Hash, want)
 			}
 			prev, lastPos = e.Hash, e.Position
 		}
 		if len(es) > 0 && prev != hd.TailHash {
-			h.Fatalf("chain %d ends at %q, its head is %q", hd.Chain, prev, hd.TailHash)
+			tb.Fatalf("chain %d ends at %q, its head is %q", hd.Chain, prev, hd.TailHash)
 		}
 		walked += len(es)
 	}
-	all := h.scan()
+	var all []*auditv1.AuditEntry
+	for after := int64(0); ; {
+		page, err := r.ScanAudit(ctx, after, 1000)
+		if err != nil {
+			tb.Fatalf("ScanAudit: %v", err)
+		}
+		all = append(all, page...)
+		if len(page) < 1000 {
+			break
+		}
+		after = page[len(page)-1].Position
+	}
 	if walked != len(all) {
-		h.Fatalf("the chains hold %d entries, the trail %d", walked, len(all))
+		tb.Fatalf("the chains hold %d entries, the trail %d", walked, len(all))
+	}
+	for i, e := range all {
+		if len(heads) == 1 && heads[0].AnchorHash == "" && e.Position != int64(i+1) {
+			tb.Fatalf("entry %d of one chain at position %d", i, e.Position)
+		}
 	}
 	return all
 }
