@@ -66,10 +66,11 @@ func NextChainPosition(last, floor int64, chain, n int) int64 {
 // remaining entry links to (the last pruned entry of the chain, "" and 0
 // before any prune) and its tail (its last committed entry).
 type ChainHead struct {
-	Chain        int
-	AnchorHash   string
-	TailPosition int64
-	TailHash     string
+	Chain          int
+	AnchorPosition int64
+	AnchorHash     string
+	TailPosition   int64
+	TailHash       string
 }
 
 // ChainReader is a Reader whose audit trail is partitioned into chains

@@ -15,7 +15,9 @@ import (
 //
 // Invariants: each held chain's Position and Hash are its last committed
 // entry's advanced by the entries assigned to it since Start, in order;
-// each assigned entry carries Position = NextChainPosition of its chain,
+// each assigned entry carries Position = NextChainPosition of its chain
+// (with the floor raised past every entry assigned before it, so a
+// transaction's entries are in position order),
 // PrevHash = the chain's previous Hash and its own Hash
 // (AuditChainHash); Restore(m) unassigns exactly the entries assigned
 // after m (zeroing their position and hashes), so an entry of a
@@ -37,6 +39,7 @@ type assignedEntry struct {
 	e     *auditv1.AuditEntry
 	chain int
 	prev  chainHead
+	floor int64
 }
 
 // ChainMark is a ChainTail's state at a savepoint; the zero mark is the
@@ -85,8 +88,11 @@ func (c *ChainTail) AssignTo(chain int, e *auditv1.AuditEntry) {
 	e.Position = NextChainPosition(h.pos, c.floor, chain, c.n)
 	e.PrevHash = h.hash
 	e.Hash = AuditChainHash(h.hash, chain, e)
-	c.assigned = append(c.assigned, assignedEntry{e: e, chain: chain, prev: h})
+	c.assigned = append(c.assigned, assignedEntry{e: e, chain: chain, prev: h, floor: c.floor})
 	c.heads[chain] = chainHead{e.Position, e.Hash}
+	// The transaction's next entry, on any chain, lands past this one: a
+	// transaction's entries are in position order as it assigned them.
+	c.floor = max(c.floor, e.Position)
 }
 
 // Advanced returns the chains whose tail moved, with their new tails, in
@@ -109,7 +115,7 @@ func (c *ChainTail) Restore(m ChainMark) {
 	for i := len(c.assigned) - 1; i >= m.n; i-- {
 		a := c.assigned[i]
 		a.e.Position, a.e.Hash, a.e.PrevHash = 0, "", ""
-		c.heads[a.chain] = a.prev
+		c.heads[a.chain], c.floor = a.prev, a.floor
 	}
 	c.assigned = c.assigned[:m.n]
 }

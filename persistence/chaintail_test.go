@@ -60,3 +60,23 @@ func TestPrepareEntryRefusesWhatCannotBeStored(t *testing.T) {
 		t.Fatalf("a good entry: %v, details %q", err, e.DetailsJson)
 	}
 }
+
+// Within one transaction on several chains, each entry lands past the
+// one assigned before it, whatever its chain; a restore brings the floor
+// back too, so the next entry takes the place the rolled-back one had.
+func TestChainTailKeepsATransactionInPositionOrder(t *testing.T) {
+	var c persistence.ChainTail
+	c.StartChains(map[int]persistence.ChainHead{1: {Chain: 1, TailPosition: 17}, 9: {Chain: 9, TailPosition: 25}}, 16, 30)
+	a, x, b := chainEntry("a"), chainEntry("x"), chainEntry("b")
+	c.AssignTo(9, a)
+	m := c.Mark()
+	c.AssignTo(9, x)
+	if a.Position != 41 || x.Position != 57 {
+		t.Fatalf("chain 9 from floor 30: %d, %d; want 41, 57", a.Position, x.Position)
+	}
+	c.Restore(m)
+	c.AssignTo(1, b)
+	if b.Position != 49 {
+		t.Fatalf("chain 1 after 41 (x rolled back): %d, want 49", b.Position)
+	}
+}

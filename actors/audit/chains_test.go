@@ -19,6 +19,7 @@ import (
 // chainTrail is a trail of 16 chains on PostgreSQL, with entries of many
 // sessions spread over them, and a raw connection to tamper with it.
 type chainTrail struct {
+	st   *postgres.Store
 	svc  *audit.Service
 	conn *pgx.Conn
 	// byChain lists each chain's entries in the chain's order.
@@ -29,13 +30,13 @@ func openChainTrail(t *testing.T) *chainTrail {
 	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.Schema(t, "chains_")
-	st, err := postgres.Open(ctx, dsn, postgres.Unshared())
+	st, err := postgres.Open(ctx, oneChain(dsn), postgres.Unshared())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Entries before partitioning stay on chain 0.
 	svc := audittest.Start(t, audittest.NewSystem(t), st, writer.Config{})
-	tr := &chainTrail{svc: svc, byChain: map[int][]*auditv1.AuditEntry{}}
+	tr := &chainTrail{st: st, svc: svc, byChain: map[int][]*auditv1.AuditEntry{}}
 	for i := range 3 {
 		e := audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventResourceModified, Sync: true,
 			SessionId: "before-" + strconv.Itoa(i)})
@@ -52,6 +53,10 @@ func openChainTrail(t *testing.T) *chainTrail {
 		tr.byChain[ch] = append(tr.byChain[ch], e)
 	}
 	if _, err := svc.Flush(ctx, &auditv1.FlushRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	// A checkpoint names every chain's newest entry.
+	if err := st.CheckpointAudit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if len(tr.byChain) < 8 {
@@ -182,4 +187,95 @@ func TestVerifyDetectsTamperingPerChain(t *testing.T) {
 		tr.exec(t, `DELETE FROM audit_chains WHERE chain = $1`, ch)
 		tr.broken(t, "", "chain "+strconv.Itoa(ch)+" has ", "no head")
 	})
+	t.Run("drop a whole chain with its head", func(t *testing.T) {
+		tr := openChainTrail(t)
+		ch := tr.busiest()
+		es := tr.byChain[ch]
+		tr.exec(t, `DELETE FROM audit_log WHERE chain = $1`, ch)
+		tr.exec(t, `DELETE FROM audit_chains WHERE chain = $1`, ch)
+		tr.broken(t, "", "chain "+strconv.Itoa(ch)+" has no head", "position "+pos(es[len(es)-1]))
+	})
+	t.Run("drop the last chain with its head", func(t *testing.T) {
+		tr := openChainTrail(t)
+		last := persistence.MaxAuditChains - 1
+		tr.exec(t, `DELETE FROM audit_log WHERE chain = $1`, last)
+		tr.exec(t, `DELETE FROM audit_chains WHERE chain = $1`, last)
+		tr.broken(t, "", "chain "+strconv.Itoa(last)+" has no head", "checkpoint")
+	})
+	t.Run("empty a chain and reset its head", func(t *testing.T) {
+		tr := openChainTrail(t)
+		ch := tr.busiest()
+		es := tr.byChain[ch]
+		tr.exec(t, `DELETE FROM audit_log WHERE chain = $1`, ch)
+		tr.exec(t, `UPDATE audit_chains SET tail_position = 3, tail_hash = '' WHERE chain = $1`, ch)
+		tr.broken(t, "", "chain "+strconv.Itoa(ch)+": its head is at position 3, behind", "position "+pos(es[len(es)-1]))
+	})
+	t.Run("cut a chain back and rewind its head", func(t *testing.T) {
+		tr := openChainTrail(t)
+		ch := tr.busiest()
+		es := tr.byChain[ch]
+		keep := es[len(es)-3]
+		tr.exec(t, `DELETE FROM audit_log WHERE chain = $1 AND position > $2`, ch, keep.Position)
+		tr.exec(t, `UPDATE audit_chains SET tail_position = $2, tail_hash = (SELECT hash FROM audit_log WHERE position = $2)
+			WHERE chain = $1`, ch, keep.Position)
+		tr.broken(t, "", "chain "+strconv.Itoa(ch)+": its head is at position "+pos(keep), "behind", pos(es[len(es)-1]))
+	})
+	t.Run("rewrite a chain with every later hash recomputed", func(t *testing.T) {
+		tr := openChainTrail(t)
+		ch := tr.busiest()
+		tr.rewrite(t, ch, 1)
+		// The first entry a checkpoint names past the rewrite: the last
+		// one (named by the checkpoint written at the end), or one a
+		// writer's periodic checkpoint named before.
+		tr.broken(t, "", "chain "+strconv.Itoa(ch)+" at position ", "but checkpoint")
+	})
+	t.Run("alter the checkpoint", func(t *testing.T) {
+		tr := openChainTrail(t)
+		ch := tr.busiest()
+		tr.exec(t, `UPDATE audit_checkpoints SET positions[$1] = positions[$1] - 1
+			WHERE seq = (SELECT max(seq) FROM audit_checkpoints)`, ch+1)
+		tr.broken(t, "", "checkpoint ", "digest does not match")
+	})
+	t.Run("delete a checkpoint between two", func(t *testing.T) {
+		tr := openChainTrail(t)
+		if err := tr.st.CheckpointAudit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		tr.exec(t, `DELETE FROM audit_checkpoints WHERE seq = (SELECT max(seq) - 1 FROM audit_checkpoints)`)
+		tr.broken(t, "", "checkpoints ", "are missing")
+	})
+}
+
+func pos(e *auditv1.AuditEntry) string { return strconv.FormatInt(e.Position, 10) }
+
+// rewrite alters chain's entry i and recomputes every later hash of the
+// chain and its head, as a writer of the database who knows the hash
+// function could: the chain links again, and only a checkpoint naming
+// its old head tells.
+func (tr *chainTrail) rewrite(t *testing.T, chain, i int) {
+	t.Helper()
+	ctx := context.Background()
+	es := tr.byChain[chain]
+	prev := ""
+	for k, stored := range es {
+		e, err := tr.st.Reader().GetAudit(ctx, stored.EventId)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 {
+			prev = e.PrevHash
+		}
+		if k < i {
+			prev = e.Hash
+			continue
+		}
+		if k == i {
+			e.DetailsJson = `{"forged":1}`
+		}
+		e.PrevHash, e.Hash = prev, persistence.AuditChainHash(prev, chain, e)
+		tr.exec(t, `UPDATE audit_log SET details_json = $2, prev_hash = $3, hash = $4 WHERE event_id = $1`,
+			e.EventId, e.DetailsJson, e.PrevHash, e.Hash)
+		prev = e.Hash
+	}
+	tr.exec(t, `UPDATE audit_chains SET tail_hash = $2 WHERE chain = $1`, chain, prev)
 }

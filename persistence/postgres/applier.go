@@ -26,11 +26,14 @@ type applier struct {
 	// chain: the transaction holds the chains it writes (chains.go), and
 	// tail is its view of them; cmdChain is the chain of the running
 	// command's entries (-1: each entry's own); chainCount is the count
-	// found when it differs from the Store's (errChainCount).
-	chain      bool
-	tail       persistence.ChainTail
-	cmdChain   int
-	chainCount int
+	// found when it differs from the Store's (errChainCount); checkpoint:
+	// finish also writes a checkpoint (checkpoint.go), checkpointed: it
+	// did.
+	chain                    bool
+	checkpoint, checkpointed bool
+	tail                     persistence.ChainTail
+	cmdChain                 int
+	chainCount               int
 	// buffered: the attempt without savepoints. Audit rows wait in pending
 	// for one multi-row insert at the end, and the common commands are
 	// queued in pipe (see pipeline.go); a failure of either aborts the
@@ -112,6 +115,9 @@ func (a *applier) finish() error {
 	}
 	if a.chain {
 		a.moveChains()
+		if a.checkpoint {
+			a.queueCheckpoint()
+		}
 	}
 	return a.sendPipe()
 }

@@ -127,6 +127,15 @@ func (a *applier) PruneAudit(c *persistence.PruneAudit) (persistence.Result, err
 		if _, err := a.exec(`DELETE FROM audit_log WHERE position <= $1`, lastPos); err != nil {
 			return persistence.Result{}, err
 		}
+		// Checkpoints go with the entries of their time, as a prefix (the
+		// ones before the first written since the cutoff: members' clocks
+		// may disagree, and a gap would look like a removed checkpoint),
+		// and never the latest: it still commits to every chain.
+		if _, err := a.exec(`DELETE FROM audit_checkpoints WHERE seq < COALESCE(
+			(SELECT min(seq) FROM audit_checkpoints WHERE created_at >= $1),
+			(SELECT max(seq) FROM audit_checkpoints))`, cutoff); err != nil {
+			return persistence.Result{}, err
+		}
 	}
 	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err

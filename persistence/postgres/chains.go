@@ -148,26 +148,36 @@ func (s *Store) PartitionAudit(ctx context.Context, n int) error {
 	return s.partition(ctx, conn, n)
 }
 
-// partition is PartitionAudit on conn, with wmu held (or from open).
+// partition is PartitionAudit on conn, with wmu held (or from open): the
+// chains added and a checkpoint that commits to them, in one transaction.
 func (s *Store) partition(ctx context.Context, conn *pgx.Conn, n int) error {
-	_, err := conn.Exec(ctx, `INSERT INTO audit_chains (chain, tail_position, tail_hash, anchor_position, anchor_hash)
-		SELECT c, (SELECT max(tail_position) FROM audit_chains), '', 0, ''
-		FROM generate_series(0, $1::int - 1) AS c ON CONFLICT (chain) DO NOTHING`, n)
-	if err == nil {
-		err = conn.QueryRow(ctx, "SELECT count(*) FROM audit_chains").Scan(&s.chains)
-	}
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_chains (chain, tail_position, tail_hash, anchor_position, anchor_hash)
+			SELECT c, (SELECT max(tail_position) FROM audit_chains), '', 0, ''
+			FROM generate_series(0, $1::int - 1) AS c ON CONFLICT (chain) DO NOTHING`, n); err != nil {
+			return err
+		}
+		if err := checkpointIn(ctx, tx); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, "SELECT count(*) FROM audit_chains").Scan(&s.chains)
+	})
 	return storeErr(fmt.Sprintf("partition the audit trail into %d chains", n), err)
 }
 
 // AuditChainHeads reads every chain's head in one statement.
 func (r *reader) AuditChainHeads(ctx context.Context) ([]persistence.ChainHead, error) {
-	rows, err := r.pool.Query(ctx, `SELECT chain, anchor_hash, tail_position, tail_hash FROM audit_chains ORDER BY chain`)
+	return chainHeads(ctx, r.pool)
+}
+
+func chainHeads(ctx context.Context, q querier) ([]persistence.ChainHead, error) {
+	rows, err := q.Query(ctx, `SELECT chain, anchor_position, anchor_hash, tail_position, tail_hash FROM audit_chains ORDER BY chain`)
 	if err != nil {
 		return nil, storeErr("audit chain heads", err)
 	}
 	var out []persistence.ChainHead
 	var h persistence.ChainHead
-	_, err = pgx.ForEachRow(rows, []any{&h.Chain, &h.AnchorHash, &h.TailPosition, &h.TailHash}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&h.Chain, &h.AnchorPosition, &h.AnchorHash, &h.TailPosition, &h.TailHash}, func() error {
 		out = append(out, h)
 		return nil
 	})
@@ -185,11 +195,15 @@ func (a *applier) holdsAll() bool {
 }
 
 // auditChainsParam takes the audit_chains parameter out of a DSN's
-// parameters (it is the store's, not the server's): 0 when absent.
+// parameters (it is the store's, not the server's): MaxAuditChains when
+// absent. Chains are on by default because they are what lets members'
+// writers run side by side (one chain makes every audited write of every
+// member take turns on its lock); audit_chains=1 keeps a trail of one
+// chain as it is.
 func auditChainsParam(c *pgx.ConnConfig) (int, error) {
 	v, ok := c.RuntimeParams["audit_chains"]
 	if !ok {
-		return 0, nil
+		return persistence.MaxAuditChains, nil
 	}
 	delete(c.RuntimeParams, "audit_chains")
 	n, err := strconv.Atoi(v)

@@ -12,6 +12,8 @@ import (
 // errors_test.go.
 var _ storetest.ReadOnlySwitch = (*Store)(nil)
 
+// TestConformance runs the suite on the default trail of
+// persistence.MaxAuditChains chains.
 func TestConformance(t *testing.T) {
 	requireServer(t)
 	storetest.Run(t, func(t *testing.T) persistence.Store {

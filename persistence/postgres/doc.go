@@ -38,7 +38,9 @@
 //     hashes, and moves the tails before it commits. So transactions of one
 //     chain take turns, and those of different chains do not; within a
 //     chain positions rise in commit order and every entry chains on the
-//     one committed before it.
+//     one committed before it. A trail has 16 chains unless the DSN's
+//     audit_chains says fewer; checkpoints (checkpoint.go) commit to all
+//     of their heads at once.
 //   - Fencing (persistence.Activate): owner_epochs holds each session's and
 //     plan's epoch. A fenced write reads its key's row FOR SHARE and compares
 //     the epoch; Activate increments it with an upsert, which waits for those

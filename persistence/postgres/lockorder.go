@@ -33,6 +33,11 @@ import (
 //     while holding a lock of the second, and each pass goes in one order,
 //     so no wait-for cycle can form.
 //
+// The one lock taken later, the checkpoint lock (checkpoint.go), is only
+// tried (pg_try_advisory_xact_lock), in the transaction's last round trip:
+// a writer that does not get it at once writes no checkpoint, so it never
+// waits for it and it cannot close a cycle.
+//
 // After that, a command only locks rows that belong to a key whose owner
 // row the transaction holds exclusively: the session's row, messages and
 // links; the plan's row, records and step counters (every command that

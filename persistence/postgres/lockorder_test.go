@@ -248,7 +248,12 @@ func TestOppositeOrdersDoNotDeadlock(t *testing.T) {
 // order no transaction is ever aborted for a deadlock, and every change is
 // applied exactly once.
 func TestRandomOrdersNeverDeadlock(t *testing.T) {
-	a, b := twoNodes(t)
+	t.Run("one chain", func(t *testing.T) { randomOrdersNeverDeadlock(t, twoNodes) })
+	t.Run("16 chains", func(t *testing.T) { randomOrdersNeverDeadlock(t, twoChainedNodes) })
+}
+
+func randomOrdersNeverDeadlock(t *testing.T, open func(*testing.T) (*node, *node)) {
+	a, b := open(t)
 	const keys, rounds = 6, 15
 	sessions, plans := make([]string, keys), make([]string, keys)
 	for i := range sessions {

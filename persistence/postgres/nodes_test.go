@@ -13,6 +13,7 @@ import (
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/storetest"
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -25,8 +26,18 @@ type node struct {
 	pid   uint32
 }
 
-// twoNodes opens two unshared Stores on one fresh schema.
+// twoNodes opens two unshared Stores on one fresh schema whose audit
+// trail is one chain (audit_chains=1): positions are dense, so a test sees
+// exactly which positions an attempt took.
 func twoNodes(t *testing.T) (*node, *node) {
+	t.Helper()
+	dsn := withParam(freshDSN(t), "audit_chains", "1")
+	return newNode(t, dsn), newNode(t, dsn)
+}
+
+// twoChainedNodes is twoNodes on the default trail of
+// persistence.MaxAuditChains chains.
+func twoChainedNodes(t *testing.T) (*node, *node) {
 	t.Helper()
 	dsn := freshDSN(t)
 	return newNode(t, dsn), newNode(t, dsn)
@@ -80,38 +91,19 @@ func message(content string) *sessionv1.Message {
 // 1..n without gaps, each entry chaining on the one before.
 func verifyChain(t *testing.T, r persistence.Reader) []*auditv1.AuditEntry {
 	t.Helper()
-	var all []*auditv1.AuditEntry
-	for {
-		after := int64(0)
-		if len(all) > 0 {
-			after = all[len(all)-1].Position
-		}
-		page, err := r.ScanAudit(context.Background(), after, 1000)
-		if err != nil {
-			t.Fatalf("ScanAudit: %v", err)
-		}
-		all = append(all, page...)
-		if len(page) < 1000 {
-			break
-		}
-	}
-	prev := ""
-	for i, e := range all {
-		if e.Position != int64(i+1) {
-			t.Fatalf("entry %d at position %d", i, e.Position)
-		}
-		if e.PrevHash != prev || e.Hash != persistence.AuditHash(prev, e) {
-			t.Fatalf("entry at position %d does not chain on its predecessor", e.Position)
-		}
-		prev = e.Hash
-	}
-	return all
+	return storetest.VerifyChains(t, r)
 }
 
-// Two nodes writing audit entries at the same time keep one chain: every
-// entry chains on the one committed before it, whichever node wrote it.
+// Two nodes writing audit entries at the same time keep their chains:
+// every entry chains on the one committed before it on its chain,
+// whichever node wrote it; on one chain as on 16.
 func TestTwoWritersKeepOneChain(t *testing.T) {
-	a, b := twoNodes(t)
+	t.Run("one chain", func(t *testing.T) { twoWritersKeepTheirChains(t, twoNodes) })
+	t.Run("16 chains", func(t *testing.T) { twoWritersKeepTheirChains(t, twoChainedNodes) })
+}
+
+func twoWritersKeepTheirChains(t *testing.T, open func(*testing.T) (*node, *node)) {
+	a, b := open(t)
 	const rounds = 40
 	written := make([][]*auditv1.AuditEntry, 2)
 	var wg sync.WaitGroup

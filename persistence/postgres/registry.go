@@ -37,8 +37,9 @@ func Unshared() Option { return func(o *options) { o.unshared = true } }
 // dsn is a libpq connection string, URL or key=value form, with pgxpool's
 // pool_* parameters for the read pool (pool_max_conns, ...). The schema is
 // the first of search_path (a search_path parameter selects another; it
-// must exist). An audit_chains=N parameter partitions the audit trail into
-// N chains (PartitionAudit) if it has fewer. ctx bounds connecting and
+// must exist). The audit trail is partitioned into audit_chains=N chains
+// (PartitionAudit; persistence.MaxAuditChains without the parameter) if
+// it has fewer; audit_chains=1 keeps one. ctx bounds connecting and
 // migrating.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	var o options

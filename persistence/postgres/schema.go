@@ -254,6 +254,28 @@ CREATE TABLE removed_message_ids (
 	PRIMARY KEY (session_id, message_id)
 );
 `,
+	// (issue 29, after removed_message_ids above) Checkpoints of the
+	// partitioned trail (persistence.AuditCheckpoint, checkpoint.go): each
+	// row commits to every chain's head (positions[i], hashes[i] are
+	// chain i's) and, through prev_digest, to the checkpoint before it.
+	// The first one commits to the trail as migrated, so dropping a chain
+	// of it is found from the start.
+	`
+CREATE TABLE audit_checkpoints (
+	seq         bigint PRIMARY KEY,
+	positions   bigint[] NOT NULL,
+	hashes      text[] NOT NULL,
+	prev_digest text NOT NULL,
+	digest      text NOT NULL,
+	created_at  bigint NOT NULL
+);
+INSERT INTO audit_checkpoints (seq, positions, hashes, prev_digest, digest, created_at)
+SELECT 1, array_agg(tail_position ORDER BY chain), array_agg(tail_hash ORDER BY chain), '',
+	encode(sha256(convert_to('agentstate audit checkpoint' || E'\n' || '1' || E'\n' || E'\n' ||
+		string_agg(chain || ' ' || tail_position || ' ' || tail_hash || E'\n', '' ORDER BY chain), 'UTF8')), 'hex'),
+	(extract(epoch FROM clock_timestamp()) * 1e9)::bigint
+FROM audit_chains HAVING count(*) > 0;
+`,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

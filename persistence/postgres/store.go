@@ -37,6 +37,11 @@ type Store struct {
 	// chains is the audit trail's chain count as last read (chains.go);
 	// guarded by wmu after open. wantChains is the DSN's audit_chains.
 	chains, wantChains int
+	// sinceCheckpoint counts this Store's chain transactions since it
+	// last wrote a checkpoint, at lastCheckpoint (checkpoint.go); guarded
+	// by wmu.
+	sinceCheckpoint int
+	lastCheckpoint  time.Time
 
 	// wmu serializes everything that uses the writer connection: Apply,
 	// Writer, reconnects and the test hooks. It guards the fields below.
@@ -66,10 +71,11 @@ var _ persistence.Store = (*Store)(nil)
 
 func newStore(key string, cfg *pgxpool.Config) *Store {
 	return &Store{
-		key:    key,
-		wcfg:   cfg.ConnConfig.Copy(),
-		pcfg:   cfg,
-		commit: func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
+		key:            key,
+		wcfg:           cfg.ConnConfig.Copy(),
+		pcfg:           cfg,
+		commit:         func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
+		lastCheckpoint: time.Now(),
 	}
 }
 

@@ -126,6 +126,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	if err != nil {
 		return abort(err)
 	}
+	a.checkpoint = a.chain && s.checkpointDue()
 	var after func(int) error
 	if s.afterCommand != nil {
 		after = func(i int) error {
@@ -149,6 +150,9 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		a.restore(persistence.ChainMark{})
 		s.afterFailure()
 		return nil, next, err
+	}
+	if a.chain {
+		s.committedChains(a.checkpointed)
 	}
 	return results, finished, nil
 }

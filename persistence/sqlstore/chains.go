@@ -48,3 +48,24 @@ func (r *Reader) ScanAuditChain(ctx context.Context, chain int, after, upto int6
 	return r.audit(ctx, "SELECT "+AuditColumns+" FROM audit_log"+w.Clause()+
 		" ORDER BY position LIMIT "+w.Arg(persistence.ClampLimit(limit)), w.Args()...)
 }
+
+var _ persistence.CheckpointReader = (*Reader)(nil)
+
+// AuditHeadsAndCheckpoint is the store's own, or, for a store without
+// checkpoints (one chain: SQLite), its heads and no checkpoint.
+func (r *Reader) AuditHeadsAndCheckpoint(ctx context.Context) ([]persistence.ChainHead, *persistence.AuditCheckpoint, error) {
+	if c, ok := r.Own.(persistence.CheckpointReader); ok {
+		return c.AuditHeadsAndCheckpoint(ctx)
+	}
+	heads, err := r.AuditChainHeads(ctx)
+	return heads, nil, err
+}
+
+// AuditCheckpoints is the store's own; a store without checkpoints has
+// none.
+func (r *Reader) AuditCheckpoints(ctx context.Context, after, upto int64, limit int) ([]*persistence.AuditCheckpoint, error) {
+	if c, ok := r.Own.(persistence.CheckpointReader); ok {
+		return c.AuditCheckpoints(ctx, after, upto, limit)
+	}
+	return nil, nil
+}

@@ -40,12 +40,8 @@ var auditCases = []testCase{
 			h.ok(&persistence.RecordAudit{Entries: batch})
 			in = append(in, batch...)
 		}
-		for i, e := range in {
-			if e.Position != int64(i+1) {
-				h.Fatalf("entry %d: position %d", i, e.Position)
-			}
-		}
-		if in[0].PrevHash != "" || in[0].Hash != persistence.AuditHash("", in[0]) {
+		h.inOrder(1, in...)
+		if in[0].PrevHash != "" || !h.hashOK(in[0]) {
 			h.Fatalf("first entry: prev %q hash %q", in[0].PrevHash, in[0].Hash)
 		}
 		stored := h.verifyChain()
@@ -63,18 +59,17 @@ var auditCases = []testCase{
 		}
 		_, err = h.r.GetAudit(h.ctx, ids.New())
 		wantCode(h.T, err, errs.NotFoundCode)
-		if page, _ := h.r.ScanAudit(h.ctx, 4, 0); !slices.Equal(eventIDs(page), eventIDs(in[4:])) {
+		if page, _ := h.r.ScanAudit(h.ctx, in[3].Position, 0); !slices.Equal(eventIDs(page), eventIDs(in[4:])) {
 			h.Fatalf("ScanAudit after 4: %v", eventIDs(page))
 		}
 	}},
 	{"chain continues after the writer is re-acquired", func(h *harness) {
-		h.ok(&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{h.entry("a")}})
+		first := h.entry("a")
+		h.ok(&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{first}})
 		h.reacquire()
 		e := h.entry("b")
 		h.ok(&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}})
-		if e.Position != 2 {
-			h.Fatalf("position %d after re-acquire, want 2", e.Position)
-		}
+		h.inOrder(1, first, e)
 		h.verifyChain()
 	}},
 	{"duplicate event id is ALREADY_EXISTS", func(h *harness) {
@@ -191,31 +186,26 @@ var auditCases = []testCase{
 		all[6].CreatedAt = all[0].CreatedAt
 		h.ok(&persistence.RecordAudit{Entries: all})
 		cutoff := all[5].CreatedAt.AsTime()
+		chain2, chain4 := h.chainOf(all[2]), h.chainOf(all[4])
 
 		cmd := &persistence.PruneAudit{OlderThan: cutoff, Limit: 3}
 		if n := cmd.ResultOf(h.ok(cmd)).Removed; n != 3 {
 			h.Fatalf("removed %d, want 3 (the limit)", n)
 		}
-		if a, _ := h.r.AuditAnchor(h.ctx); a != all[2].Hash {
-			h.Fatalf("anchor %q, want entry 2's hash %q", a, all[2].Hash)
-		}
+		h.anchorIs(chain2, all[2])
 		h.verifyChain()
 		pruneEntry := h.entry("audit_pruned")
 		cmd = &persistence.PruneAudit{OlderThan: cutoff, Limit: 100, Audit: []*auditv1.AuditEntry{pruneEntry}}
 		if n := cmd.ResultOf(h.ok(cmd)).Removed; n != 2 {
 			h.Fatalf("removed %d, want 2 (up to the first newer entry)", n)
 		}
-		if a, _ := h.r.AuditAnchor(h.ctx); a != all[4].Hash {
-			h.Fatalf("anchor %q, want entry 4's hash", a)
-		}
+		h.anchorIs(chain4, all[4])
 		left := h.verifyChain()
 		want := append(eventIDs(all[5:]), pruneEntry.EventId)
 		if !slices.Equal(eventIDs(left), want) {
 			h.Fatalf("left %v, want %v", eventIDs(left), want)
 		}
-		if pruneEntry.Position != 11 {
-			h.Fatalf("prune's own entry at position %d, want 11", pruneEntry.Position)
-		}
+		h.follows(all[9], pruneEntry)
 		_, err = h.r.ListAudit(h.ctx, nil, all[0].EventId, 0)
 		wantCode(h.T, err, errs.NotFoundCode)
 		if cmd := (&persistence.PruneAudit{OlderThan: cutoff, Limit: 100}); cmd.ResultOf(h.ok(cmd)).Removed != 0 {
@@ -232,9 +222,7 @@ var auditCases = []testCase{
 		h.reacquire()
 		e := h.entry("c")
 		h.ok(&persistence.RecordAudit{Entries: []*auditv1.AuditEntry{e}})
-		if e.Position != 3 || e.PrevHash != es[1].Hash {
-			h.Fatalf("after prune-all: position %d prev %q, want 3 and %q", e.Position, e.PrevHash, es[1].Hash)
-		}
+		h.follows(es[1], e)
 		h.verifyChain()
 	}},
 	{"bad prune is INVALID_ARGUMENT", func(h *harness) {

@@ -31,9 +31,11 @@ var feedCases = []testCase{
 		h.ok(&persistence.RecordAudit{Entries: all[:7]})
 		h.ok(&persistence.RecordAudit{Entries: all[7:]})
 		anchor, head, err := h.r.AuditBounds(h.ctx)
-		if err != nil || anchor != 0 || head != 12 {
-			h.Fatalf("AuditBounds = %d, %d, %v; want 0, 12", anchor, head, err)
+		if err != nil || anchor != 0 || head != all[11].Position {
+			h.Fatalf("AuditBounds = %d, %d, %v; want 0, %d", anchor, head, err, all[11].Position)
 		}
+		h.inOrder(1, all...)
+		at := func(i int) int64 { return all[i].Position }
 		pick := func(keep func(i int, e *auditv1.AuditEntry) bool) []string {
 			var out []string
 			for i, e := range all {
@@ -51,8 +53,8 @@ var feedCases = []testCase{
 			want        []string
 		}{
 			{"all", nil, 0, head, 0, pick(func(int, *auditv1.AuditEntry) bool { return true })},
-			{"range", nil, 3, 9, 0, pick(func(i int, _ *auditv1.AuditEntry) bool { return i >= 3 && i < 9 })},
-			{"limit", nil, 2, head, 4, pick(func(i int, _ *auditv1.AuditEntry) bool { return i >= 2 && i < 6 })},
+			{"range", nil, at(2), at(8), 0, pick(func(i int, _ *auditv1.AuditEntry) bool { return i >= 3 && i < 9 })},
+			{"limit", nil, at(1), head, 4, pick(func(i int, _ *auditv1.AuditEntry) bool { return i >= 2 && i < 6 })},
 			{"types", &persistence.FeedFilter{EventTypes: []string{"a", "c"}}, 0, head, 0,
 				pick(func(i int, _ *auditv1.AuditEntry) bool { return i%3 != 1 })},
 			{"session", &persistence.FeedFilter{SessionID: s.SessionId}, 0, head, 0,
@@ -61,7 +63,7 @@ var feedCases = []testCase{
 				pick(func(i int, _ *auditv1.AuditEntry) bool { return i%4 == 0 })},
 			{"everything", &persistence.FeedFilter{EventTypes: []string{"b"}, SessionID: s.SessionId, PlanID: "plan-1"}, 0, head, 0,
 				pick(func(i int, _ *auditv1.AuditEntry) bool { return i%4 == 0 && i%3 == 1 })},
-			{"empty range", nil, 5, 5, 0, nil},
+			{"empty range", nil, at(4), at(4), 0, nil},
 		} {
 			got, err := h.r.FeedAudit(h.ctx, c.f, c.after, c.upto, c.limit)
 			if err != nil {
@@ -80,15 +82,17 @@ var feedCases = []testCase{
 	{"bounds after a prune", func(h *harness) {
 		es := []*auditv1.AuditEntry{h.entry("a"), h.entry("b"), h.entry("c")}
 		h.ok(&persistence.RecordAudit{Entries: es})
+		h.inOrder(1, es...)
 		h.ok(&persistence.PruneAudit{OlderThan: es[2].CreatedAt.AsTime(), Limit: 10})
-		if a, hd, err := h.r.AuditBounds(h.ctx); err != nil || a != 2 || hd != 3 {
-			h.Fatalf("AuditBounds = %d, %d, %v; want 2, 3", a, hd, err)
+		p1, p2 := es[1].Position, es[2].Position
+		if a, hd, err := h.r.AuditBounds(h.ctx); err != nil || a != p1 || hd != p2 {
+			h.Fatalf("AuditBounds = %d, %d, %v; want %d, %d", a, hd, err, p1, p2)
 		}
 		h.ok(&persistence.PruneAudit{OlderThan: h.now().Add(time.Hour), Limit: 10})
-		if a, hd, err := h.r.AuditBounds(h.ctx); err != nil || a != 3 || hd != 3 {
-			h.Fatalf("after pruning everything: AuditBounds = %d, %d, %v; want 3, 3", a, hd, err)
+		if a, hd, err := h.r.AuditBounds(h.ctx); err != nil || a != p2 || hd != p2 {
+			h.Fatalf("after pruning everything: AuditBounds = %d, %d, %v; want %d, %d", a, hd, err, p2, p2)
 		}
-		got, err := h.r.FeedAudit(h.ctx, nil, 0, 3, 0)
+		got, err := h.r.FeedAudit(h.ctx, nil, 0, p2, 0)
 		if err != nil || len(got) != 0 {
 			h.Fatalf("FeedAudit after prune-all = %v, %v", eventIDs(got), err)
 		}

@@ -240,29 +240,3 @@ func (h *harness) scan() []*auditv1.AuditEntry {
 		after = page[len(page)-1].Position
 	}
 }
-
-// verifyChain checks the stored chain from the anchor: positions rise,
-// each entry's PrevHash is its predecessor's Hash, each Hash is
-// persistence.AuditHash.
-func (h *harness) verifyChain() []*auditv1.AuditEntry {
-	h.Helper()
-	anchor, err := h.r.AuditAnchor(h.ctx)
-	if err != nil {
-		h.Fatalf("AuditAnchor: %v", err)
-	}
-	all := h.scan()
-	prev, lastPos := anchor, int64(0)
-	for _, e := range all {
-		if e.Position <= lastPos {
-			h.Fatalf("entry %s: position %d after %d", e.EventId, e.Position, lastPos)
-		}
-		if e.PrevHash != prev {
-			h.Fatalf("entry %s (position %d): prev_hash %q, want %q", e.EventId, e.Position, e.PrevHash, prev)
-		}
-		if want := persistence.AuditHash(prev, e); e.Hash != want {
-			h.Fatalf("entry %s: hash %q, want %q", e.EventId, e.Hash, want)
-		}
-		prev, lastPos = e.Hash, e.Position
-	}
-	return all
-}
