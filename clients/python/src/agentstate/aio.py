@@ -46,9 +46,9 @@ class AsyncPlans:
         timeout: Optional[float] = _UNSET,
     ) -> plan_pb2.RecordErrorResponse:
         req = build.record_error_request(
-            plan_id, phase, step_id, error_type, message, tool, actor_name, stack_summary, attributes, record_id,
-            namespace=namespace,
+            plan_id, phase, step_id, error_type, message, tool, actor_name, stack_summary, attributes, record_id
         )
+        req.namespace = namespace
         return await self._core.unary(self._core.plans.RecordError, req, timeout, True)
 
     async def history(
@@ -62,7 +62,8 @@ class AsyncPlans:
         namespace: str = "",
         timeout: Optional[float] = _UNSET,
     ) -> plan_pb2.HistoryResponse:
-        req = build.history_request(plan_id, phase, category, from_sequence, limit, namespace=namespace)
+        req = build.history_request(plan_id, phase, category, from_sequence, limit)
+        req.namespace = namespace
         return await self._core.unary(self._core.plans.History, req, timeout, True, write=False)
 
     async def error_details(

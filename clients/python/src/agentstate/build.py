@@ -299,10 +299,8 @@ def record_error_request(
     stack_summary: str,
     attributes: JSONObject,
     record_id: Optional[str],
-    namespace: str = "",
 ) -> plan_pb2.RecordErrorRequest:
     return plan_pb2.RecordErrorRequest(
-        namespace=namespace,
         plan_id=plan_id,
         phase=enum_value(plan_pb2.Phase, "PHASE_", phase),
         step_id=step_id,
@@ -322,10 +320,8 @@ def history_request(
     category: Union[str, int, None],
     from_sequence: int,
     limit: int,
-    namespace: str = "",
 ) -> plan_pb2.HistoryRequest:
     return plan_pb2.HistoryRequest(
-        namespace=namespace,
         plan_id=plan_id,
         phase=enum_value(plan_pb2.Phase, "PHASE_", phase),
         category=enum_value(plan_pb2.ErrorCategory, "ERROR_CATEGORY_", category),

@@ -55,9 +55,9 @@ class Plans:
         stored already answers the stored record with duplicate=True.
         """
         req = build.record_error_request(
-            plan_id, phase, step_id, error_type, message, tool, actor_name, stack_summary, attributes, record_id,
-            namespace=namespace,
+            plan_id, phase, step_id, error_type, message, tool, actor_name, stack_summary, attributes, record_id
         )
+        req.namespace = namespace
         return self._core.unary(self._core.plans.RecordError, req, timeout, True)
 
     def set_policy(
@@ -95,7 +95,8 @@ class Plans:
         timeout: Optional[float] = _UNSET,
     ) -> plan_pb2.HistoryResponse:
         """One page of the plan's error records (next_sequence is -1 after the last)."""
-        req = build.history_request(plan_id, phase, category, from_sequence, limit, namespace=namespace)
+        req = build.history_request(plan_id, phase, category, from_sequence, limit)
+        req.namespace = namespace
         return self._core.unary(self._core.plans.History, req, timeout, True, write=False)
 
     def error_details(
