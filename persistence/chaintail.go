@@ -154,5 +154,6 @@ func PrepareEntry(e *auditv1.AuditEntry) error {
 }
 
 // DefaultNamespace is the namespace of a session created without one, of
-// every plan, and of audit entries that name no session.
+// a plan request that names none, and of audit entries that name no
+// session.
 const DefaultNamespace = "local"

@@ -58,7 +58,7 @@ func (c *CreateSession) Fence() Fence     { return Fence{OwnerSession, c.Session
 func (c *AppendMessages) Fence() Fence    { return Fence{OwnerSession, c.SessionID, c.Epoch} }
 func (c *UpdateSession) Fence() Fence     { return Fence{OwnerSession, c.SessionID, c.Epoch} }
 func (c *DeleteSession) Fence() Fence     { return Fence{OwnerSession, c.SessionID, c.Epoch} }
-func (c *PlanWrite) Fence() Fence         { return Fence{OwnerPlan, c.PlanID, c.Epoch} }
+func (c *PlanWrite) Fence() Fence         { return Fence{OwnerPlan, PlanKey(c.Namespace, c.PlanID), c.Epoch} }
 func (c *RecordAudit) Fence() Fence       { return Fence{} }
 func (c *RecordClientAudit) Fence() Fence { return Fence{} }
 func (c *PruneAudit) Fence() Fence        { return Fence{} }

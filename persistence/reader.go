@@ -62,9 +62,10 @@ type StateReader interface {
 
 // PlanReader reads plans.
 type PlanReader interface {
-	// GetPlan returns the plan's stored state. NOT_FOUND when nothing was
-	// ever written for it.
-	GetPlan(ctx context.Context, planID string) (*PlanState, error)
+	// GetPlan returns the stored state of plan planID of namespace ns
+	// ("" is DefaultNamespace). NOT_FOUND when nothing was ever written
+	// for it.
+	GetPlan(ctx context.Context, ns, planID string) (*PlanState, error)
 	// PlanHistory returns error records in sequence order.
 	PlanHistory(ctx context.Context, f PlanFilter) ([]*planv1.ErrorRecord, error)
 }
@@ -129,6 +130,8 @@ type SessionFilter struct {
 
 // PlanFilter selects a plan's error records.
 type PlanFilter struct {
+	// The plan is (Namespace, PlanID); "" is DefaultNamespace.
+	Namespace    string
 	PlanID       string
 	Phase        planv1.Phase
 	Category     planv1.ErrorCategory
@@ -138,6 +141,7 @@ type PlanFilter struct {
 
 // PlanState is what a plan actor reloads on activation.
 type PlanState struct {
+	Namespace        string
 	PlanID           string
 	MaxRetries       int32
 	NextSequence     int64

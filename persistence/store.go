@@ -224,15 +224,18 @@ type DeleteSession struct {
 // first write (with max_retries 3 unless MaxRetries is set).
 type PlanWrite struct {
 	// Epoch fences the write (see Activate); 0 = unfenced.
-	Epoch  int64
-	PlanID string
+	Epoch int64
+	// The plan is (Namespace, PlanID); "" is DefaultNamespace.
+	Namespace string
+	PlanID    string
 	// nil leaves the policy alone.
 	MaxRetries *int32
 	// Sequences are assigned by the plan actor and must continue the
 	// plan's dense sequence; a taken sequence fails the command with
 	// FAILED_PRECONDITION. Record ids must be distinct within the command
 	// (INVALID_ARGUMENT otherwise); a record id stored already, for this
-	// plan or another, fails the command with a *RecordsExistError.
+	// plan or another, fails the command with a *RecordsExistError. A
+	// record's namespace is the write's.
 	Records []*planv1.ErrorRecord
 	// Upserted step counters.
 	StepRetries []StepRetry
@@ -246,7 +249,8 @@ type PlanWrite struct {
 // wraps an ALREADY_EXISTS *errs.Error (errors.As finds both). Stored holds,
 // for each such id, the stored record: one of this plan is a retry's
 // original, to be answered as is (a retry must not be recorded again, nor
-// bump a counter or a sequence); one of another plan (its PlanId says so)
+// bump a counter or a sequence); one of another plan (its Namespace or
+// PlanId says so)
 // is a conflict. The writer checks this inside its transaction, so it
 // holds however the plan's actors came and went.
 type RecordsExistError struct {

@@ -24,8 +24,11 @@ type Touch struct {
 	// AnySession: the command may write the rows of any session (a
 	// group's delete, DeleteSessions), which it names only once applied.
 	AnySession bool
-	// Plan is the plan whose rows (the plan row, its error records and
-	// step counters) the command writes; "" when none.
+	// Plan is the plan id whose rows (the plan row, its error records and
+	// step counters) the command writes; "" when none. It is the bare id,
+	// without the namespace, because it picks the audit chain of the
+	// command's entries, which EntryChainKey finds from the entries' plan
+	// id: plans of one id in two namespaces share a chain.
 	Plan string
 	// Audit is what the command does to the audit chain.
 	Audit AuditEffect

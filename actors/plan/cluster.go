@@ -9,7 +9,8 @@ import (
 )
 
 // ClusterKind is the Proto.Actor cluster kind plan actors are registered
-// under; the cluster identity is the plan id.
+// under; the cluster identity is the plan's persistence.PlanKey (its
+// namespace and id).
 const ClusterKind = "plan"
 
 // Router is the one router of every kind of owner (directory.Router).

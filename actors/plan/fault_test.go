@@ -125,11 +125,11 @@ type failingReader struct {
 	failing atomic.Bool
 }
 
-func (f *failingReader) GetPlan(ctx context.Context, planID string) (*persistence.PlanState, error) {
+func (f *failingReader) GetPlan(ctx context.Context, ns, planID string) (*persistence.PlanState, error) {
 	if f.failing.Load() {
 		return nil, errs.Unavailable("injected: database unreadable")
 	}
-	return f.Reader.GetPlan(ctx, planID)
+	return f.Reader.GetPlan(ctx, ns, planID)
 }
 
 // A plan whose state cannot be loaded decides nothing: its requests fail

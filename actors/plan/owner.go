@@ -37,8 +37,10 @@ import (
 //     is a retry of a committed record (retry.go): it is answered with that
 //     record as soon as the actor or the store knows it.
 type owner struct {
-	planID string
-	env    *env
+	// key is the plan's persistence.PlanKey, its identity as an owner
+	// (routing, fencing); ns and planID are what it names.
+	key, ns, planID string
+	env             *env
 
 	committed *state
 	working   *state
@@ -62,13 +64,16 @@ type env struct {
 	owners *directory.OwnerSpec
 }
 
-func newOwner(planID string, e *env) *owner { return &owner{planID: planID, env: e} }
+func newOwner(key string, e *env) *owner {
+	ns, planID := persistence.SplitPlanKey(key)
+	return &owner{key: key, ns: ns, planID: planID, env: e}
+}
 
-func (o *owner) Describe() (string, string) { return "plan", o.planID }
+func (o *owner) Describe() (string, string) { return "plan", o.key }
 
 // Activate: see fencing.go.
 func (o *owner) Activate() persistence.Command {
-	return &persistence.Activate{Kind: persistence.OwnerPlan, ID: o.planID}
+	return &persistence.Activate{Kind: persistence.OwnerPlan, ID: o.key}
 }
 
 // Load reads the plan's committed state: after the activation (so it
@@ -78,7 +83,7 @@ func (o *owner) Activate() persistence.Command {
 func (o *owner) Load() error {
 	lctx, cancel := context.WithTimeout(context.Background(), o.env.cfg.AskTimeout)
 	defer cancel()
-	ps, err := o.env.reader.GetPlan(lctx, o.planID)
+	ps, err := o.env.reader.GetPlan(lctx, o.ns, o.planID)
 	var s *state
 	switch {
 	case errors.Is(err, errs.ErrNotFound):
@@ -111,6 +116,11 @@ func (o *owner) Accept(r *lifecycle.Request, a *lifecycle.Answers) bool {
 }
 
 func (o *owner) opOf(r *lifecycle.Request) (*op, error) {
+	// Routing keys a request by its plan: one naming another reached
+	// this owner by mistake, and is not this plan's to store.
+	if m, ok := r.Msg.(planRequest); ok && persistence.PlanKey(m.GetNamespace(), m.GetPlanId()) != o.key {
+		return nil, errs.InvalidArgument("plan %s: a request for plan %q of namespace %q reached it", o.key, m.GetPlanId(), m.GetNamespace())
+	}
 	maxBytes := o.env.cfg.MaxMessageBytes
 	switch m := r.Msg.(type) {
 	case *planv1.RecordErrorRequest:
@@ -123,19 +133,19 @@ func (o *owner) opOf(r *lifecycle.Request) (*op, error) {
 			id = ids.New()
 		}
 		return &op{
-			kind: opRecordError, planID: o.planID, recordErr: rr, req: r,
+			kind: opRecordError, ns: o.ns, planID: o.planID, recordErr: rr, req: r,
 			step: stepKey{rr.GetPhase(), rr.GetStepId()}, recordID: id, recordedAt: time.Now(),
 		}, nil
 	case *planv1.SetPolicyRequest:
 		if err := validateSetPolicy(m); err != nil {
 			return nil, err
 		}
-		return &op{kind: opSetPolicy, planID: o.planID, policy: m.GetMaxRetries(), req: r}, nil
+		return &op{kind: opSetPolicy, ns: o.ns, planID: o.planID, policy: m.GetMaxRetries(), req: r}, nil
 	case *planv1.RecordSuccessRequest:
 		if err := validateRecordSuccess(m); err != nil {
 			return nil, err
 		}
-		return &op{kind: opRecordSuccess, planID: o.planID, step: stepKey{m.GetPhase(), m.GetStepId()}, req: r}, nil
+		return &op{kind: opRecordSuccess, ns: o.ns, planID: o.planID, step: stepKey{m.GetPhase(), m.GetStepId()}, req: r}, nil
 	case *planv1.MergeErrorDetailsRequest:
 		if err := ids.CheckPlanID("plan_id", m.GetPlanId()); err != nil {
 			return nil, err
@@ -147,7 +157,7 @@ func (o *owner) opOf(r *lifecycle.Request) (*op, error) {
 		if err := o.checkDetailsSize(add); err != nil {
 			return nil, err
 		}
-		return &op{kind: opMergeDetails, planID: o.planID, merge: add, req: r}, nil
+		return &op{kind: opMergeDetails, ns: o.ns, planID: o.planID, merge: add, req: r}, nil
 	default:
 		return nil, errs.InvalidArgument("a plan actor cannot serve %T", r.Msg)
 	}
@@ -184,7 +194,7 @@ func opsOf(rs []*lifecycle.Request) []*op {
 func (o *owner) Decide(run []*lifecycle.Request, epoch int64, a *lifecycle.Answers) *lifecycle.Write {
 	o.ans = a
 	ops := opsOf(run)
-	w, err := writeOf(o.planID, o.committed, ops, time.Now())
+	w, err := writeOf(o.ns, o.planID, o.committed, ops, time.Now())
 	if err != nil {
 		// Only a bug gets here; the run fails and the kernel rebases
 		// the rest.

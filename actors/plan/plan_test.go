@@ -13,6 +13,7 @@ import (
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
+	"github.com/agentstate/agentstate/persistence"
 )
 
 const (
@@ -46,7 +47,7 @@ func TestRecordErrorFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &planv1.ErrorRecord{
-		RecordId: r.GetRecordId(), PlanId: "plan-a", Sequence: 0, Phase: planv1.Phase_PHASE_APPLY,
+		RecordId: r.GetRecordId(), Namespace: persistence.DefaultNamespace, PlanId: "plan-a", Sequence: 0, Phase: planv1.Phase_PHASE_APPLY,
 		StepId: "write-files", ErrorType: "MergeConflict", Message: "conflict in main.go", Tool: "git",
 		ActorName: "applier", StackSummary: "apply.py:12", AttributesJson: `{"file":"main.go"}`,
 		Category: merge, IsRetriable: false, RetryCount: 1, MaxRetries: 3, RecoveryAction: revert,
@@ -251,7 +252,7 @@ func TestValidationErrors(t *testing.T) {
 	if recs := history(t, h.svc, "p"); len(recs) != 0 {
 		t.Fatalf("rejected requests stored %d records", len(recs))
 	}
-	if _, err := h.store.Reader().GetPlan(ctx, "p"); !errors.Is(err, errs.ErrNotFound) {
+	if _, err := h.store.Reader().GetPlan(ctx, "", "p"); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("rejected requests created the plan: %v", err)
 	}
 }

@@ -153,7 +153,7 @@ func (o *owner) recordsExist(carried []*lifecycle.Request, e *persistence.Record
 		switch {
 		case !ok || op.kind != opRecordError:
 			resend = append(resend, req)
-		case r.GetPlanId() == o.planID:
+		case r.GetPlanId() == o.planID && r.GetNamespace() == o.ns:
 			// A stored record of this plan that committed does not
 			// count means memory and store disagree: reload.
 			stale = stale || r.GetSequence() >= o.committed.nextSeq
@@ -163,12 +163,14 @@ func (o *owner) recordsExist(carried []*lifecycle.Request, e *persistence.Record
 			}
 			o.answer(op, &planv1.RecordErrorResponse{Record: r, Duplicate: true}, nil)
 		default:
+			// Which plan, or namespace, is not said: it may be one the
+			// caller cannot read.
 			o.answer(op, nil, errs.AlreadyExists("record_id %s is recorded for another plan; a record_id names one record of one plan", op.recordID))
 		}
 	}
 	if len(resend) == len(carried) {
 		// The store named no record of the write: resending would fail again.
-		o.fail(opsOf(carried), errs.Internal("plan %s: the store refused a write for stored record ids it did not name: %v", o.planID, e))
+		o.fail(opsOf(carried), errs.Internal("plan %s: the store refused a write for stored record ids it did not name: %v", o.key, e))
 		return lifecycle.Outcome{Rebase: true}
 	}
 	return lifecycle.Outcome{Requeue: resend, Stale: stale, Rebase: true}

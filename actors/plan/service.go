@@ -67,13 +67,15 @@ func (s *Service) closed() error {
 	return nil
 }
 
-// planKey routes writes to the plan's owner. Reads are unkeyed: they need
-// no owner, because the reader sees every acknowledged write.
+// planKey routes writes to the owner of the plan (namespace, plan_id),
+// keyed by persistence.PlanKey. Reads are unkeyed: they need no owner,
+// because the reader sees every acknowledged write.
 func planKey(msg proto.Message) (string, bool, error) {
-	var id string
+	var id, ns string
 	switch msg.(type) {
 	case *planv1.RecordErrorRequest, *planv1.SetPolicyRequest, *planv1.RecordSuccessRequest, *planv1.MergeErrorDetailsRequest:
-		id = msg.(interface{ GetPlanId() string }).GetPlanId()
+		m := msg.(planRequest)
+		id, ns = m.GetPlanId(), m.GetNamespace()
 	case *planv1.HistoryRequest, *planv1.ErrorDetailsRequest:
 		return "", false, nil
 	default:
@@ -82,7 +84,16 @@ func planKey(msg proto.Message) (string, bool, error) {
 	if err := ids.CheckPlanID("plan_id", id); err != nil {
 		return "", false, err
 	}
-	return id, true, nil
+	if err := ids.CheckNamespace("namespace", ns); err != nil {
+		return "", false, err
+	}
+	return persistence.PlanKey(ns, id), true, nil
+}
+
+// planRequest is what every plan request names: its plan.
+type planRequest interface {
+	GetNamespace() string
+	GetPlanId() string
 }
 
 // PID is the plans directory. Remote and future senders send it bare
@@ -262,7 +273,10 @@ func (s *Service) errorDetails(ctx context.Context, r *planv1.ErrorDetailsReques
 	if err := ids.CheckPlanID("plan_id", r.GetPlanId()); err != nil {
 		return nil, err
 	}
-	ps, err := s.env.reader.GetPlan(ctx, r.GetPlanId())
+	if err := ids.CheckNamespace("namespace", r.GetNamespace()); err != nil {
+		return nil, err
+	}
+	ps, err := s.env.reader.GetPlan(ctx, r.GetNamespace(), r.GetPlanId())
 	if errors.Is(err, errs.ErrNotFound) {
 		return &planv1.ErrorDetailsResponse{
 			Details: &planv1.ErrorDetails{}, DetailsJson: "{}", MaxRetries: persistence.DefaultMaxRetries,

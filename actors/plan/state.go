@@ -84,6 +84,7 @@ const (
 // follows, and recomputed if that state is rolled back before it is sent.
 type op struct {
 	kind       opKind
+	ns         string // the plan's namespace, never ""
 	planID     string
 	recordErr  *planv1.RecordErrorRequest // validated and normalized
 	policy     int32
@@ -119,10 +120,10 @@ func (s *state) apply(o *op) {
 		r := o.recordErr
 		count := s.steps[o.step] + 1
 		class := Classify(r.GetErrorType(), r.GetMessage())
-		d := Decide(class, o.planID, count, s.maxRetries)
+		d := Decide(class, o.planID, count, s.maxRetries).InNamespace(o.ns)
 		o.stepCount = count
 		o.record = &planv1.ErrorRecord{
-			RecordId: o.recordID, PlanId: o.planID, Sequence: s.nextSeq,
+			RecordId: o.recordID, Namespace: o.ns, PlanId: o.planID, Sequence: s.nextSeq,
 			Phase: r.GetPhase(), StepId: r.GetStepId(), ErrorType: r.GetErrorType(),
 			Message: r.GetMessage(), Tool: r.GetTool(), ActorName: r.GetActorName(),
 			StackSummary: r.GetStackSummary(), AttributesJson: r.GetAttributesJson(),

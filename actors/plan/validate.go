@@ -143,6 +143,9 @@ func historyQuery(r *planv1.HistoryRequest) (persistence.PlanFilter, error) {
 	if err := ids.CheckPlanID("plan_id", r.GetPlanId()); err != nil {
 		return persistence.PlanFilter{}, err
 	}
+	if err := ids.CheckNamespace("namespace", r.GetNamespace()); err != nil {
+		return persistence.PlanFilter{}, err
+	}
 	if err := checkPhase("phase", r.GetPhase(), true); err != nil {
 		return persistence.PlanFilter{}, err
 	}
@@ -162,7 +165,7 @@ func historyQuery(r *planv1.HistoryRequest) (persistence.PlanFilter, error) {
 		limit = MaxHistoryLimit
 	}
 	return persistence.PlanFilter{
-		PlanID: r.GetPlanId(), Phase: r.GetPhase(), Category: r.GetCategory(),
+		Namespace: persistence.PlanNamespace(r.GetNamespace()), PlanID: r.GetPlanId(), Phase: r.GetPhase(), Category: r.GetCategory(),
 		FromSequence: r.GetFromSequence(), Limit: limit,
 	}, nil
 }

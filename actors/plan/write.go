@@ -23,8 +23,8 @@ const (
 // writeOf builds the one PlanWrite that stores ops (whose outcomes were
 // computed in order, starting from committed) together with one audit entry
 // per state change. committed itself is not changed.
-func writeOf(planID string, committed *state, ops []*op, now time.Time) (*persistence.PlanWrite, error) {
-	w := &persistence.PlanWrite{PlanID: planID}
+func writeOf(ns, planID string, committed *state, ops []*op, now time.Time) (*persistence.PlanWrite, error) {
+	w := &persistence.PlanWrite{Namespace: ns, PlanID: planID}
 	stepAt := map[stepKey]int{}
 	setStep := func(k stepKey, count int32) {
 		if i, ok := stepAt[k]; ok {
@@ -93,8 +93,8 @@ func writeOf(planID string, committed *state, ops []*op, now time.Time) (*persis
 		if err != nil {
 			return nil, errs.Internal("plan %s: audit entry: %v", planID, err)
 		}
-		// Every plan is in the default namespace (docs/OPERATIONS.md).
-		e.Principal, e.Namespace = o.principal(), persistence.DefaultNamespace
+		// The entry belongs to the plan's namespace: its readers see it.
+		e.Principal, e.Namespace = o.principal(), ns
 		w.Audit = append(w.Audit, e)
 	}
 	if touched {

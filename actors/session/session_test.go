@@ -245,7 +245,7 @@ func TestDeleteReportsAndKeepsPlans(t *testing.T) {
 	wantCode(t, err, errs.NotFoundCode)
 	_, err = n.svc.Delete(ctx, &sessionv1.DeleteSessionRequest{SessionId: id})
 	wantCode(t, err, errs.NotFoundCode)
-	if _, err := n.store.Reader().GetPlan(ctx, p1); err != nil {
+	if _, err := n.store.Reader().GetPlan(ctx, "", p1); err != nil {
 		t.Fatalf("the linked plan did not survive its session: %v", err)
 	}
 }

@@ -19,15 +19,18 @@ func newPlanCommand() *cobra.Command {
 	return c
 }
 
-func planFlag(c *cobra.Command, p *string) {
-	c.Flags().StringVar(p, "plan", "", "plan id (required)")
+// planFlags are the flags naming the plan: a plan is (namespace, plan id),
+// so the same --plan in another --namespace is another plan.
+func planFlags(c *cobra.Command, planID, namespace *string) {
+	c.Flags().StringVar(planID, "plan", "", "plan id (required)")
+	c.Flags().StringVar(namespace, "namespace", "", `the plan's namespace (default "local")`)
 }
 
 func planRecordErrorCmd(o *clientOptions) *cobra.Command {
 	req := &planv1.RecordErrorRequest{}
 	var phase string
 	c := &cobra.Command{Use: "record-error", Short: "Record an error of a plan step; prints the record with its recovery advice"}
-	planFlag(c, &req.PlanId)
+	planFlags(c, &req.PlanId, &req.Namespace)
 	c.Flags().StringVar(&phase, "phase", "", "phase: action, strategize, execute or apply (required)")
 	c.Flags().StringVar(&req.StepId, "step", "", "step id")
 	c.Flags().StringVar(&req.ErrorType, "type", "", "error type, e.g. TimeoutError (required)")
@@ -59,7 +62,7 @@ func planHistoryCmd(o *clientOptions) *cobra.Command {
 	var phase, category string
 	var all bool
 	c := &cobra.Command{Use: "history", Short: "List a plan's error records in sequence order, one page per line"}
-	planFlag(c, &req.PlanId)
+	planFlags(c, &req.PlanId, &req.Namespace)
 	c.Flags().StringVar(&phase, "phase", "", "only this phase")
 	c.Flags().StringVar(&category, "category", "", "only this category, e.g. transient, auth, validation")
 	c.Flags().Int64Var(&req.FromSequence, "from", 0, "first sequence to list")
@@ -97,7 +100,7 @@ func planHistoryCmd(o *clientOptions) *cobra.Command {
 func planDetailsCmd(o *clientOptions) *cobra.Command {
 	req := &planv1.ErrorDetailsRequest{}
 	c := &cobra.Command{Use: "details", Short: "Show a plan's error details, recovery summary and retry policy"}
-	planFlag(c, &req.PlanId)
+	planFlags(c, &req.PlanId, &req.Namespace)
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
 		if err := requireFlags(cmd, "plan"); err != nil {
 			return err
@@ -112,7 +115,7 @@ func planDetailsCmd(o *clientOptions) *cobra.Command {
 func planPolicyCmd(o *clientOptions) *cobra.Command {
 	req := &planv1.SetPolicyRequest{}
 	c := &cobra.Command{Use: "policy", Short: "Set a plan's retry policy"}
-	planFlag(c, &req.PlanId)
+	planFlags(c, &req.PlanId, &req.Namespace)
 	c.Flags().Int32Var(&req.MaxRetries, "max-retries", 0, "retries allowed per step, 0..100 (required)")
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
 		if err := requireFlags(cmd, "plan", "max-retries"); err != nil {
@@ -129,7 +132,7 @@ func planRecordSuccessCmd(o *clientOptions) *cobra.Command {
 	req := &planv1.RecordSuccessRequest{}
 	var phase string
 	c := &cobra.Command{Use: "record-success", Short: "Record a step's success: its retry count goes back to 0"}
-	planFlag(c, &req.PlanId)
+	planFlags(c, &req.PlanId, &req.Namespace)
 	c.Flags().StringVar(&phase, "phase", "", "phase of the step (required)")
 	c.Flags().StringVar(&req.StepId, "step", "", "step id")
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
@@ -151,7 +154,7 @@ func planRecordSuccessCmd(o *clientOptions) *cobra.Command {
 func planMergeDetailsCmd(o *clientOptions) *cobra.Command {
 	req := &planv1.MergeErrorDetailsRequest{}
 	c := &cobra.Command{Use: "merge-details", Short: "Merge top-level keys into a plan's error_details object"}
-	planFlag(c, &req.PlanId)
+	planFlags(c, &req.PlanId, &req.Namespace)
 	c.Flags().StringVar(&req.DetailsJson, "details", "", "a JSON object whose keys are merged (required)")
 	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
 		if err := requireFlags(cmd, "plan", "details"); err != nil {

@@ -6,6 +6,7 @@ package ids
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/oklog/ulid/v2"
@@ -55,4 +56,23 @@ func clip(s string) string {
 		return s[:40] + "..."
 	}
 	return s
+}
+
+// MaxNamespaceBytes bounds a namespace name, as a session's.
+const MaxNamespaceBytes = 256
+
+// CheckNamespace returns an INVALID_ARGUMENT error naming field unless s
+// can name a namespace as a session's namespace can: at most
+// MaxNamespaceBytes bytes of UTF-8 without NUL. Empty is allowed: it is
+// the default namespace.
+func CheckNamespace(field, s string) error {
+	switch {
+	case len(s) > MaxNamespaceBytes:
+		return errs.InvalidArgument("%s is %d bytes; at most %d", field, len(s), MaxNamespaceBytes)
+	case !utf8.ValidString(s):
+		return errs.InvalidArgument("%s is not valid UTF-8", field)
+	case strings.IndexByte(s, 0) >= 0:
+		return errs.InvalidArgument("%s contains a NUL byte", field)
+	}
+	return nil
 }

@@ -44,9 +44,14 @@ func TestAuditEntriesNameTheAuthenticatedPrincipal(t *testing.T) {
 	}
 	sa := write(writerA, nsA)
 	sb := write(adminB, nsB)
-	if _, err := n.pl.RecordError(as(ctx, writerA), &planv1.RecordErrorRequest{PlanId: ids.New(), Phase: planv1.Phase_PHASE_EXECUTE,
-		StepId: "s", ErrorType: "TimeoutError", Message: "slow"}); err != nil {
-		t.Fatalf("plan record: %v", err)
+	nsOf := map[string]string{writerA.name: nsA, adminB.name: nsB}
+	// One plan id, two plans: each one's entries belong to its namespace.
+	plan := ids.New()
+	for _, p := range []testPrincipal{writerA, adminB} {
+		if _, err := n.pl.RecordError(as(ctx, p), &planv1.RecordErrorRequest{Namespace: nsOf[p.name], PlanId: plan,
+			Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s", ErrorType: "TimeoutError", Message: "slow"}); err != nil {
+			t.Fatalf("%s's plan record: %v", p.name, err)
+		}
 	}
 
 	byPrincipal := func(name string) []*auditv1.AuditEntry {
@@ -59,10 +64,9 @@ func TestAuditEntriesNameTheAuthenticatedPrincipal(t *testing.T) {
 	}
 	want := map[string]map[string]bool{
 		writerA.name: {"session_created": true, "session_closed": true, "resource_modified": true, "plan_error_recorded": true},
-		adminB.name:  {"session_created": true, "session_closed": true, "resource_modified": true},
+		adminB.name:  {"session_created": true, "session_closed": true, "resource_modified": true, "plan_error_recorded": true},
 	}
 	sessionOf := map[string]string{writerA.name: sa, adminB.name: sb}
-	nsOf := map[string]string{writerA.name: nsA, adminB.name: nsB}
 	for name, types := range want {
 		got := byPrincipal(name)
 		seen := map[string]bool{}
@@ -74,8 +78,8 @@ func TestAuditEntriesNameTheAuthenticatedPrincipal(t *testing.T) {
 			if e.GetSessionId() != "" && (e.GetSessionId() != sessionOf[name] || e.GetNamespace() != nsOf[name]) {
 				t.Errorf("%s's entry %s: session %s namespace %q, want %s %q", name, e.GetEventType(), e.GetSessionId(), e.GetNamespace(), sessionOf[name], nsOf[name])
 			}
-			if e.GetPlanId() != "" && e.GetNamespace() != defaultNamespace {
-				t.Errorf("plan entry in namespace %q, want %q", e.GetNamespace(), defaultNamespace)
+			if e.GetPlanId() != "" && (e.GetPlanId() != plan || e.GetNamespace() != nsOf[name]) {
+				t.Errorf("%s's plan entry: plan %s namespace %q, want %s %q", name, e.GetPlanId(), e.GetNamespace(), plan, nsOf[name])
 			}
 		}
 		for ty := range types {

@@ -23,7 +23,7 @@ func TestAuditReadsShowOnlyReadableNamespaces(t *testing.T) {
 	operator := testPrincipal{name: "operator", token: "tok-operator", operator: true}
 	n := startAuthNode(t, writeIdentities(t, t.TempDir(), rootPrincipal, readerA, onlyB, multi, operator), nil)
 	ctx := context.Background()
-	fa, fb := n.newFixture(ctx, t, nsA), n.newFixture(ctx, t, nsB)
+	fa, fb := n.newFixtures(ctx, t)
 	// The last entry of each namespace: a tail has seen everything of it
 	// once it delivered the marker.
 	marker := func(f *fixture) string {

@@ -132,22 +132,22 @@ func matrixCases() map[string]matrixCase {
 		}),
 
 		planv1.PlanService_RecordError_FullMethodName: p(needWriter, func(e *callEnv) error {
-			return ok(e.n.pl.RecordError(e.ctx, &planv1.RecordErrorRequest{PlanId: e.f.plan, Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s", ErrorType: "TimeoutError", Message: "again"}))
+			return ok(e.n.pl.RecordError(e.ctx, &planv1.RecordErrorRequest{Namespace: e.f.ns, PlanId: e.f.plan, Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s", ErrorType: "TimeoutError", Message: "again"}))
 		}),
 		planv1.PlanService_SetPolicy_FullMethodName: p(needWriter, func(e *callEnv) error {
-			return ok(e.n.pl.SetPolicy(e.ctx, &planv1.SetPolicyRequest{PlanId: e.f.plan, MaxRetries: 7}))
+			return ok(e.n.pl.SetPolicy(e.ctx, &planv1.SetPolicyRequest{Namespace: e.f.ns, PlanId: e.f.plan, MaxRetries: 7}))
 		}),
 		planv1.PlanService_RecordSuccess_FullMethodName: p(needWriter, func(e *callEnv) error {
-			return ok(e.n.pl.RecordSuccess(e.ctx, &planv1.RecordSuccessRequest{PlanId: e.f.plan, Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s"}))
+			return ok(e.n.pl.RecordSuccess(e.ctx, &planv1.RecordSuccessRequest{Namespace: e.f.ns, PlanId: e.f.plan, Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s"}))
 		}),
 		planv1.PlanService_History_FullMethodName: p(needReader, func(e *callEnv) error {
-			return ok(e.n.pl.History(e.ctx, &planv1.HistoryRequest{PlanId: e.f.plan}))
+			return ok(e.n.pl.History(e.ctx, &planv1.HistoryRequest{Namespace: e.f.ns, PlanId: e.f.plan}))
 		}),
 		planv1.PlanService_ErrorDetails_FullMethodName: p(needReader, func(e *callEnv) error {
-			return ok(e.n.pl.ErrorDetails(e.ctx, &planv1.ErrorDetailsRequest{PlanId: e.f.plan}))
+			return ok(e.n.pl.ErrorDetails(e.ctx, &planv1.ErrorDetailsRequest{Namespace: e.f.ns, PlanId: e.f.plan}))
 		}),
 		planv1.PlanService_MergeErrorDetails_FullMethodName: p(needWriter, func(e *callEnv) error {
-			return ok(e.n.pl.MergeErrorDetails(e.ctx, &planv1.MergeErrorDetailsRequest{PlanId: e.f.plan, DetailsJson: `{"note":"x"}`}))
+			return ok(e.n.pl.MergeErrorDetails(e.ctx, &planv1.MergeErrorDetailsRequest{Namespace: e.f.ns, PlanId: e.f.plan, DetailsJson: `{"note":"x"}`}))
 		}),
 
 		auditv1.AuditService_Record_FullMethodName: s(needWriter, func(e *callEnv) error {
@@ -213,7 +213,7 @@ func sessionCase(n need, call func(*callEnv) error) matrixCase {
 }
 
 func planCase(n need, call func(*callEnv) error) matrixCase {
-	return matrixCase{need: n, hide: true, plan: true, call: call}
+	return matrixCase{need: n, hide: true, call: call}
 }
 
 func (e *callEnv) appendReq() *sessionv1.AppendRequest {

@@ -24,8 +24,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// The namespaces of the authorization tests: A is the default namespace,
-// which also holds every plan; B is another tenant's.
+// The namespaces of the authorization tests: A is the default namespace;
+// B is another tenant's.
 const (
 	nsA = defaultNamespace
 	nsB = "b"
@@ -151,10 +151,18 @@ type fixture struct {
 	chunks []*sessionv1.ExportChunk
 }
 
-func (n *authNode) newFixture(ctx context.Context, t *testing.T, ns string) *fixture {
+// newFixtures are the fixtures of A and B. Their plans have one plan id,
+// which names two plans, one in each namespace.
+func (n *authNode) newFixtures(ctx context.Context, t *testing.T) (a, b *fixture) {
+	t.Helper()
+	plan := ids.New()
+	return n.newFixture(ctx, t, nsA, plan), n.newFixture(ctx, t, nsB, plan)
+}
+
+func (n *authNode) newFixture(ctx context.Context, t *testing.T, ns, plan string) *fixture {
 	t.Helper()
 	ctx = as(ctx, rootPrincipal)
-	f := &fixture{ns: ns, plan: ids.New(), scope: "app:" + ns}
+	f := &fixture{ns: ns, plan: plan, scope: "app:" + ns}
 	cr, err := n.ss.Create(ctx, &sessionv1.CreateSessionRequest{Namespace: ns, ActorName: "fixture",
 		StateDelta:  &sessionv1.StateDelta{SetJson: map[string]string{"k": "1"}},
 		ScopeDeltas: []*sessionv1.ScopeDelta{{Scope: f.scope, Delta: &sessionv1.StateDelta{SetJson: map[string]string{"x": "1"}}}}})
@@ -169,7 +177,7 @@ func (n *authNode) newFixture(ctx context.Context, t *testing.T, ns string) *fix
 	if _, err := n.ss.PutSnapshot(ctx, &sessionv1.PutSnapshotRequest{SessionId: f.session, Sequence: 0, Data: []byte("snap")}); err != nil {
 		t.Fatalf("fixture snapshot: %v", err)
 	}
-	if _, err := n.pl.RecordError(ctx, &planv1.RecordErrorRequest{PlanId: f.plan, Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s", ErrorType: "TimeoutError", Message: "slow"}); err != nil {
+	if _, err := n.pl.RecordError(ctx, &planv1.RecordErrorRequest{Namespace: ns, PlanId: f.plan, Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s", ErrorType: "TimeoutError", Message: "slow"}); err != nil {
 		t.Fatalf("fixture plan: %v", err)
 	}
 	l, err := n.au.List(ctx, &auditv1.ListRequest{Filter: &auditv1.Filter{SessionId: f.session}, Limit: 1})
@@ -221,8 +229,8 @@ func (n *authNode) fingerprint(ctx context.Context, t *testing.T, fs ...*fixture
 		add(n.ss.GetSnapshot(ctx, &sessionv1.GetSnapshotRequest{SessionId: f.session}))
 		add(n.ss.GetItem(ctx, &sessionv1.GetItemRequest{SessionId: f.session, ItemKey: "item"}))
 		add(n.ss.ListItems(ctx, &sessionv1.ListItemsRequest{SessionId: f.session, Kind: "k"}))
-		add(n.pl.History(ctx, &planv1.HistoryRequest{PlanId: f.plan}))
-		add(n.pl.ErrorDetails(ctx, &planv1.ErrorDetailsRequest{PlanId: f.plan}))
+		add(n.pl.History(ctx, &planv1.HistoryRequest{Namespace: f.ns, PlanId: f.plan}))
+		add(n.pl.ErrorDetails(ctx, &planv1.ErrorDetailsRequest{Namespace: f.ns, PlanId: f.plan}))
 		add(n.au.Get(ctx, &auditv1.GetRequest{EventId: f.auditID}))
 	}
 	return string(out)

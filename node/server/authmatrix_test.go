@@ -61,8 +61,6 @@ type matrixCase struct {
 	// hide: the request names an entity, so a principal that cannot
 	// read its namespace gets NOT_FOUND; else PERMISSION_DENIED.
 	hide bool
-	// plan: the object is a plan, which is always in nsA.
-	plan bool
 	call func(e *callEnv) error
 }
 
@@ -114,16 +112,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 		for _, target := range []string{nsA, nsB} {
 			for _, p := range matrixPrincipals {
 				if dirty {
-					fA, fB = n.newFixture(ctx, t, nsA), n.newFixture(ctx, t, nsB)
+					fA, fB = n.newFixtures(ctx, t)
 					_, cursor = n.auditSince(ctx, t, cursor, true)
 					dirty = false
 				}
 				f, ns := fA, target
 				if target == nsB {
 					f = fB
-				}
-				if c.plan {
-					ns = nsA
 				}
 				before := n.fingerprint(ctx, t, fA, fB)
 				cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)

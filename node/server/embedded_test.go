@@ -98,6 +98,20 @@ func TestEmbeddedAPIDecidesTheContextsPrincipal(t *testing.T) {
 			_, err := api.Plans.History(as(writerA), &planv1.HistoryRequest{PlanId: ids.New()})
 			return err
 		}, codes.NotFound},
+		{"writer records on a plan of a", func() error {
+			_, err := api.Plans.RecordError(as(writerA), &planv1.RecordErrorRequest{Namespace: "a", PlanId: "p",
+				Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s", ErrorType: "TimeoutError"})
+			return err
+		}, codes.OK},
+		{"reader records on a plan of a", func() error {
+			_, err := api.Plans.RecordSuccess(as(readerA), &planv1.RecordSuccessRequest{Namespace: "a", PlanId: "p",
+				Phase: planv1.Phase_PHASE_EXECUTE, StepId: "s"})
+			return err
+		}, codes.PermissionDenied},
+		{"writer records on the same plan id in b", func() error {
+			_, err := api.Plans.SetPolicy(as(writerA), &planv1.SetPolicyRequest{Namespace: "b", PlanId: "p", MaxRetries: 1})
+			return err
+		}, codes.NotFound},
 		{"the program appends in b", func() error { return app(ctx, inB) }, codes.OK},
 		{"the program verifies the audit chain", func() error {
 			_, err := api.Audit.Verify(ctx, &auditv1.VerifyRequest{})

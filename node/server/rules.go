@@ -16,7 +16,8 @@ import (
 )
 
 // defaultNamespace is the namespace of a session created without one, of
-// every plan, and of audit entries that name no session
+// a plan request that names none, and of audit entries that name no
+// session
 // (docs/OPERATIONS.md, Tenants).
 const defaultNamespace = persistence.DefaultScopeNamespace
 
@@ -86,13 +87,14 @@ func apiRules() map[string]rule {
 			return d.sessionWithScopes(m.GetSessionId(), roleWriter, m.GetScopeDeltas())
 		}},
 
-		// Plans: every plan is in defaultNamespace (see there).
-		planv1.PlanService_RecordError_FullMethodName:       {check: onPlan(roleWriter, (*planv1.RecordErrorRequest).GetPlanId)},
-		planv1.PlanService_SetPolicy_FullMethodName:         {check: onPlan(roleWriter, (*planv1.SetPolicyRequest).GetPlanId)},
-		planv1.PlanService_RecordSuccess_FullMethodName:     {check: onPlan(roleWriter, (*planv1.RecordSuccessRequest).GetPlanId)},
-		planv1.PlanService_History_FullMethodName:           {check: onPlan(roleReader, (*planv1.HistoryRequest).GetPlanId)},
-		planv1.PlanService_ErrorDetails_FullMethodName:      {check: onPlan(roleReader, (*planv1.ErrorDetailsRequest).GetPlanId)},
-		planv1.PlanService_MergeErrorDetails_FullMethodName: {check: onPlan(roleWriter, (*planv1.MergeErrorDetailsRequest).GetPlanId)},
+		// Plans: a plan is (namespace, plan_id), in the namespace its
+		// request names (empty: defaultNamespace).
+		planv1.PlanService_RecordError_FullMethodName:       {check: onPlan(roleWriter)},
+		planv1.PlanService_SetPolicy_FullMethodName:         {check: onPlan(roleWriter)},
+		planv1.PlanService_RecordSuccess_FullMethodName:     {check: onPlan(roleWriter)},
+		planv1.PlanService_History_FullMethodName:           {check: onPlan(roleReader)},
+		planv1.PlanService_ErrorDetails_FullMethodName:      {check: onPlan(roleReader)},
+		planv1.PlanService_MergeErrorDetails_FullMethodName: {check: onPlan(roleWriter)},
 
 		// Audit: an entry belongs to its session's namespace, else to
 		// defaultNamespace, and stores it (AuditEntry.namespace): reads
@@ -158,12 +160,21 @@ func onSession[M any](need role, id func(*M) string) func(*decider, any) error {
 	return func(d *decider, msg any) error { return d.session(id(msg.(*M)), need) }
 }
 
-// onPlan is the rule of a plan request: every plan is in
-// defaultNamespace, and a principal that cannot read it finds no plan.
-func onPlan[M any](need role, id func(*M) string) func(*decider, any) error {
+// onPlan is the rule of a plan request: need on the plan's namespace. A
+// principal that cannot read that namespace finds no plan there: NOT_FOUND,
+// as for a plan nothing was recorded for, whether or not the namespace
+// has plans.
+func onPlan(need role) func(*decider, any) error {
 	return func(d *decider, msg any) error {
-		return d.entity(defaultNamespace, need, func() error { return errs.NotFound("plan %s not found", id(msg.(*M))) })
+		m := msg.(planRequest)
+		return d.entity(orDefault(m.GetNamespace()), need, func() error { return errs.NotFound("plan %s not found", m.GetPlanId()) })
 	}
+}
+
+// planRequest is what every plan request names: its plan.
+type planRequest interface {
+	GetNamespace() string
+	GetPlanId() string
 }
 
 func orDefault(ns string) string {

@@ -249,7 +249,7 @@ func TestFencingAcrossWriters(t *testing.T) {
 		if !errors.Is(res[0].Err, persistence.ErrFenced) {
 			t.Fatalf("write after the activation: %v, want ErrFenced", res[0].Err)
 		}
-		if p, err := b.store.Reader().GetPlan(context.Background(), "p"); err != nil || p.NextSequence != 1 {
+		if p, err := b.store.Reader().GetPlan(context.Background(), "", "p"); err != nil || p.NextSequence != 1 {
 			t.Fatalf("plan: %+v %v", p, err)
 		}
 	})

@@ -13,31 +13,32 @@ const (
 	// The upsert also locks the plan row until commit, so that two writers
 	// appending records to one plan take turns, and the second's insert
 	// sees the first's records when it checks the sequence.
-	upsertPlanSQL = `INSERT INTO plans (plan_id, max_retries, error_details_json)
-	VALUES ($1, COALESCE($2::bigint, $4::bigint), CASE WHEN $3::text = '' THEN '{}' ELSE $3::text END)
-	ON CONFLICT (plan_id) DO UPDATE SET
+	upsertPlanSQL = `INSERT INTO plans (namespace, plan_id, max_retries, error_details_json)
+	VALUES ($5, $1, COALESCE($2::bigint, $4::bigint), CASE WHEN $3::text = '' THEN '{}' ELSE $3::text END)
+	ON CONFLICT (namespace, plan_id) DO UPDATE SET
 		max_retries = COALESCE($2::bigint, plans.max_retries),
 		error_details_json = CASE WHEN $3::text = '' THEN plans.error_details_json ELSE $3::text END`
 	// A write's records are inserted only where they continue the plan's
 	// sequence: the first ($20) at 0 or after a stored $20 - 1, the rest
-	// consecutive (checked before); with UNIQUE (plan_id, sequence)
+	// consecutive (checked before); with the key (namespace, plan_id,
+	// sequence)
 	// refusing a taken one, that keeps the sequence dense without a
 	// separate read of the plan's last sequence. The check covers the
 	// whole statement: it inserts all of the records or none. A stored
 	// record id is skipped rather than an error (which would abort the
 	// transaction until the savepoint's rollback), so that the command can
 	// look up which record it is (notInserted).
-	insertErrorsSQL = `INSERT INTO plan_errors (plan_id, record_id, sequence, phase, step_id, error_type,
+	insertErrorsSQL = `INSERT INTO plan_errors (namespace, plan_id, record_id, sequence, phase, step_id, error_type,
 	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
 	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
-	SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[],
+	SELECT $21, $1, * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::boolean[], $14::bigint[],
 		$15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::bigint[])
-	WHERE $20::bigint = 0 OR EXISTS (SELECT 1 FROM plan_errors p WHERE p.plan_id = $1 AND p.sequence = $20::bigint - 1)
+	WHERE $20::bigint = 0 OR EXISTS (SELECT 1 FROM plan_errors p WHERE p.namespace = $21 AND p.plan_id = $1 AND p.sequence = $20::bigint - 1)
 	ON CONFLICT (record_id) DO NOTHING
 	RETURNING record_id`
-	upsertStepSQL = `INSERT INTO plan_step_retries (plan_id, phase, step_id, count) VALUES ($1, $2, $3, $4)
-	ON CONFLICT (plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
+	upsertStepSQL = `INSERT INTO plan_step_retries (namespace, plan_id, phase, step_id, count) VALUES ($5, $1, $2, $3, $4)
+	ON CONFLICT (namespace, plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
 )
 
 // PlanWrite upserts the plan row first (so records and step counters have
@@ -48,24 +49,25 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 	if err != nil {
 		return persistence.Result{}, err
 	}
+	ns := persistence.PlanNamespace(c.Namespace)
 	for i := range c.Records {
-		if _, err := sqlstore.CheckRecord(c.PlanID, c.Records, i); err != nil {
+		if _, err := sqlstore.CheckRecord(ns, c.PlanID, c.Records, i); err != nil {
 			return persistence.Result{}, err
 		}
 	}
-	if err := a.fence(persistence.OwnerPlan, c.PlanID, c.Epoch); err != nil {
+	if err := a.fence(persistence.OwnerPlan, persistence.PlanKey(ns, c.PlanID), c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
-	if _, err := a.exec(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, int64(persistence.DefaultMaxRetries)); err != nil {
+	if _, err := a.exec(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, int64(persistence.DefaultMaxRetries), ns); err != nil {
 		return persistence.Result{}, err
 	}
 	if len(c.Records) > 0 {
-		if err := a.insertRecords(c.PlanID, c.Records); err != nil {
+		if err := a.insertRecords(ns, c.PlanID, c.Records); err != nil {
 			return persistence.Result{}, err
 		}
 	}
 	for _, sr := range c.StepRetries {
-		if _, err := a.exec(upsertStepSQL, c.PlanID, int64(sr.Phase), sr.StepID, int64(sr.Count)); err != nil {
+		if _, err := a.exec(upsertStepSQL, c.PlanID, int64(sr.Phase), sr.StepID, int64(sr.Count), ns); err != nil {
 			return persistence.Result{}, err
 		}
 	}
@@ -78,7 +80,7 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 // insertRecords inserts records, consecutive already, in one statement
 // that checks they continue the plan's sequence. Called with the plan's
 // owner row locked.
-func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) error {
+func (a *applier) insertRecords(ns, planID string, records []*planv1.ErrorRecord) error {
 	n := len(records)
 	var (
 		ids, steps, types, msgs, tools, actors, stacks, attrs, hints, cmds = make([]string, n), make([]string, n),
@@ -99,7 +101,7 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 	inserted := make(map[string]bool, n)
 	var id string
 	err := a.forEachRow(insertErrorsSQL, []any{planID, ids, seqs, phases, steps, types, msgs, tools, actors, stacks, attrs,
-		cats, retriable, retries, maxes, actions, hints, cmds, recorded, seqs[0]}, []any{&id}, func() error {
+		cats, retriable, retries, maxes, actions, hints, cmds, recorded, seqs[0], ns}, []any{&id}, func() error {
 		inserted[id] = true
 		return nil
 	})
@@ -116,7 +118,7 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 	if len(inserted) == n {
 		return nil
 	}
-	return a.notInserted(planID, records, ids, inserted)
+	return a.notInserted(ns, planID, records, ids, inserted)
 }
 
 // notInserted explains why some of records (with ids) were not inserted,
@@ -131,7 +133,7 @@ func (a *applier) insertRecords(planID string, records []*planv1.ErrorRecord) er
 // one's stored record, so that one failed write resolves all of them; an
 // id twice in the command (inserted once, skipped once) is
 // INVALID_ARGUMENT instead. The command rolls back either way.
-func (a *applier) notInserted(planID string, records []*planv1.ErrorRecord, ids []string, inserted map[string]bool) error {
+func (a *applier) notInserted(ns, planID string, records []*planv1.ErrorRecord, ids []string, inserted map[string]bool) error {
 	seen := make(map[string]bool, len(ids))
 	var missing []string
 	for _, id := range ids {
@@ -155,8 +157,8 @@ func (a *applier) notInserted(planID string, records []*planv1.ErrorRecord, ids 
 		return &persistence.RecordsExistError{PlanID: planID, Stored: stored}
 	}
 	var next int64
-	if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE plan_id = $1`,
-		[]any{planID}, &next); err != nil {
+	if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE namespace = $1 AND plan_id = $2`,
+		[]any{ns, planID}, &next); err != nil {
 		return err
 	}
 	return errs.FailedPrecondition("plan %s: error record %s has sequence %d, but the next sequence is %d",

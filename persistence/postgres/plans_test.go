@@ -15,7 +15,7 @@ import (
 )
 
 func planRecord(planID string, seq int64) *planv1.ErrorRecord {
-	return &planv1.ErrorRecord{RecordId: ids.New(), PlanId: planID, Sequence: seq, Phase: planv1.Phase_PHASE_EXECUTE,
+	return &planv1.ErrorRecord{RecordId: ids.New(), Namespace: persistence.DefaultNamespace, PlanId: planID, Sequence: seq, Phase: planv1.Phase_PHASE_EXECUTE,
 		ErrorType: "TimeoutError", Category: planv1.ErrorCategory_ERROR_CATEGORY_TRANSIENT, AttributesJson: "{}",
 		RecordedAt: timestamppb.Now()}
 }
@@ -56,7 +56,7 @@ func TestPlanWriteRefusals(t *testing.T) {
 		t.Fatalf("got %v, want a RecordsExistError with record %s as stored", err, r0.RecordId)
 	}
 
-	p, err := n.store.Reader().GetPlan(context.Background(), "p")
+	p, err := n.store.Reader().GetPlan(context.Background(), "", "p")
 	if err != nil || p.NextSequence != 2 {
 		t.Fatalf("after the refused writes: plan %+v, %v; want next sequence 2", p, err)
 	}

@@ -276,6 +276,29 @@ SELECT 1, array_agg(tail_position ORDER BY chain), array_agg(tail_hash ORDER BY 
 	(extract(epoch FROM clock_timestamp()) * 1e9)::bigint
 FROM audit_chains HAVING count(*) > 0;
 `,
+	// (issue 28, plan namespaces) As the SQLite store's: a plan is named
+	// by (namespace, plan_id), and every plan stored before is in
+	// "local". The keys and the foreign keys of the plan tables gain the
+	// namespace (the sequence key keeps its name, which PlanWrite tells a
+	// taken sequence by); record_id stays unique across all plans. The
+	// column's default only fills the existing rows: every write names it.
+	`
+ALTER TABLE plan_step_retries DROP CONSTRAINT plan_step_retries_plan_id_fkey;
+ALTER TABLE plan_errors DROP CONSTRAINT plan_errors_plan_id_fkey;
+ALTER TABLE plans ADD COLUMN namespace text COLLATE "C" NOT NULL DEFAULT 'local';
+ALTER TABLE plan_step_retries ADD COLUMN namespace text COLLATE "C" NOT NULL DEFAULT 'local';
+ALTER TABLE plan_errors ADD COLUMN namespace text COLLATE "C" NOT NULL DEFAULT 'local';
+ALTER TABLE plans DROP CONSTRAINT plans_pkey, ADD CONSTRAINT plans_pkey PRIMARY KEY (namespace, plan_id),
+	ALTER COLUMN namespace DROP DEFAULT;
+ALTER TABLE plan_step_retries DROP CONSTRAINT plan_step_retries_pkey,
+	ADD CONSTRAINT plan_step_retries_pkey PRIMARY KEY (namespace, plan_id, phase, step_id),
+	ADD CONSTRAINT plan_step_retries_plan_fkey FOREIGN KEY (namespace, plan_id) REFERENCES plans (namespace, plan_id),
+	ALTER COLUMN namespace DROP DEFAULT;
+ALTER TABLE plan_errors DROP CONSTRAINT plan_errors_sequence_key,
+	ADD CONSTRAINT plan_errors_sequence_key PRIMARY KEY (namespace, plan_id, sequence),
+	ADD CONSTRAINT plan_errors_plan_fkey FOREIGN KEY (namespace, plan_id) REFERENCES plans (namespace, plan_id),
+	ALTER COLUMN namespace DROP DEFAULT;
+`,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -239,4 +241,48 @@ func TestMigrationKeepsAnOldAuditChainVerifiable(t *testing.T) {
 	s := mustOpen(t, path)
 	defer mustClose(t, s)
 	storetest.CheckMigratedAuditChain(t, s, old)
+}
+
+// The plan-namespace migration puts the plans of an older build in the
+// default namespace (storetest.CheckMigratedPlans).
+func TestMigrationPutsOldPlansInTheDefaultNamespace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plans.db")
+	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, "CREATE TABLE plans_ns") })
+	if before < 1 {
+		t.Fatal("no migration gives plans a namespace")
+	}
+	for _, m := range migrations[:before] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO plans (plan_id, max_retries, error_details_json) VALUES ('` + storetest.OldPlanID + `', 5, '{}')`,
+		`INSERT INTO plan_step_retries (plan_id, phase, step_id, count) VALUES ('` + storetest.OldPlanID + `', 3, 's', 2)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, id := range storetest.OldPlanRecordIDs {
+		if _, err := db.Exec(`INSERT INTO plan_errors (record_id, plan_id, sequence, phase, step_id, error_type, message,
+		tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
+		recovery_action, recovery_hint, recovery_command, recorded_at)
+		VALUES (?, ?, ?, 3, 's', 'E', '', '', '', '', '{}', 6, 0, 1, 5, 1, '', '', 1)`, id, storetest.OldPlanID, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", before)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, path)
+	defer mustClose(t, s)
+	storetest.CheckMigratedPlans(t, s)
 }

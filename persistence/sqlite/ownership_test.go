@@ -67,7 +67,7 @@ func TestReaderConnectionsCannotWrite(t *testing.T) {
 				}
 				c.Close()
 			}
-			if _, err := s.Reader().GetPlan(ctx, "p"); errs.CodeOf(err) != errs.NotFoundCode {
+			if _, err := s.Reader().GetPlan(ctx, "", "p"); errs.CodeOf(err) != errs.NotFoundCode {
 				t.Fatalf("a reader's write was stored: %v", err)
 			}
 		})

@@ -14,42 +14,44 @@ import (
 const (
 	// The plan write's first statement is also its fencing check: the row
 	// is inserted or updated only where the write's epoch (?6) is the
-	// plan's in owners (none counts as 0), so a fenced write changes
+	// plan's in owners (none counts as 0; the plan's row there is keyed
+	// by persistence.PlanKey, ?7), so a fenced write changes
 	// nothing and reports no change, and the writer runs no separate
 	// epoch query for it (applier.dispatch). owners is another table, so
 	// SQLite need not materialize the SELECT.
-	upsertPlanSQL = `INSERT INTO plans (plan_id, max_retries, error_details_json)
-	SELECT ?1, COALESCE(?2, ?4), CASE WHEN ?3 = '' THEN '{}' ELSE ?3 END
-	WHERE COALESCE((SELECT epoch FROM owners WHERE kind = ?5 AND id = ?1), 0) = ?6
-	ON CONFLICT (plan_id) DO UPDATE SET
+	upsertPlanSQL = `INSERT INTO plans (namespace, plan_id, max_retries, error_details_json)
+	SELECT ?8, ?1, COALESCE(?2, ?4), CASE WHEN ?3 = '' THEN '{}' ELSE ?3 END
+	WHERE COALESCE((SELECT epoch FROM owners WHERE kind = ?5 AND id = ?7), 0) = ?6
+	ON CONFLICT (namespace, plan_id) DO UPDATE SET
 		max_retries = COALESCE(?2, max_retries),
 		error_details_json = CASE WHEN ?3 = '' THEN error_details_json ELSE ?3 END`
 	// A record is inserted only where it continues the plan's sequence:
 	// at 0, or after a stored sequence - 1 (the trigger plan_errors_dense
-	// refuses it otherwise; see its migration in schema.go); with UNIQUE (plan_id,
-	// sequence) (a taken sequence is an error) that keeps the sequence
+	// refuses it otherwise; see its migration in schema.go); with UNIQUE
+	// (namespace, plan_id, sequence) (a taken sequence is an error) that keeps the sequence
 	// dense without a separate read of the plan's last sequence. A stored
 	// record id fails the insert too (UNIQUE (record_id)). Whichever
 	// refused it, nothing is inserted, and notInserted tells which.
-	insertErrorSQL = `INSERT INTO plan_errors (record_id, plan_id, sequence, phase, step_id, error_type,
+	insertErrorSQL = `INSERT INTO plan_errors (record_id, namespace, plan_id, sequence, phase, step_id, error_type,
 	message, tool, actor_name, stack_summary, attributes_json, category, is_retriable, retry_count,
 	max_retries, recovery_action, recovery_hint, recovery_command, recorded_at)
-	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)`
-	upsertStepSQL = `INSERT INTO plan_step_retries (plan_id, phase, step_id, count) VALUES (?, ?, ?, ?)
-	ON CONFLICT (plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
+	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)`
+	upsertStepSQL = `INSERT INTO plan_step_retries (namespace, plan_id, phase, step_id, count) VALUES (?, ?, ?, ?, ?)
+	ON CONFLICT (namespace, plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
 )
 
 // PlanWrite upserts the plan row first (its fencing check, and the parent
 // of records and step counters), then appends records, which must
 // continue the plan's dense sequence exactly (plan_errors_dense and
-// UNIQUE (plan_id, sequence) check it).
+// UNIQUE (namespace, plan_id, sequence) check it).
 func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
 	maxRetries, err := sqlstore.MaxRetries(c)
 	if err != nil {
 		return persistence.Result{}, err
 	}
+	ns := persistence.PlanNamespace(c.Namespace)
 	res, err := a.exec(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, persistence.DefaultMaxRetries,
-		int64(persistence.OwnerPlan), c.Epoch)
+		int64(persistence.OwnerPlan), c.Epoch, persistence.PlanKey(ns, c.PlanID), ns)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -66,11 +68,11 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 	// (applier.insert: arguments bound and the statement run in one cgo
 	// crossing, where Exec crosses once per text argument).
 	for i, r := range c.Records {
-		recorded, err := sqlstore.CheckRecord(c.PlanID, c.Records, i)
+		recorded, err := sqlstore.CheckRecord(ns, c.PlanID, c.Records, i)
 		if err != nil {
 			return persistence.Result{}, err
 		}
-		err = a.statement(insertErrorSQL, r.RecordId, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
+		err = a.statement(insertErrorSQL, r.RecordId, ns, c.PlanID, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType,
 			r.Message, r.Tool, r.ActorName, r.StackSummary, sqlstore.OrEmptyObject(r.AttributesJson), int64(r.Category),
 			boolInt(r.IsRetriable), int64(r.RetryCount), int64(r.MaxRetries), int64(r.RecoveryAction),
 			r.RecoveryHint, r.RecoveryCommand, recorded)
@@ -79,13 +81,13 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 			case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintTrigger:
 				// A stored record id, a taken sequence, or a gap
 				// (plan_errors_dense).
-				return persistence.Result{}, a.notInserted(c.PlanID, c.Records, i)
+				return persistence.Result{}, a.notInserted(ns, c.PlanID, c.Records, i)
 			}
 			return persistence.Result{}, err
 		}
 	}
 	for _, sr := range c.StepRetries {
-		if err := a.statement(upsertStepSQL, c.PlanID, int64(sr.Phase), sr.StepID, int64(sr.Count)); err != nil {
+		if err := a.statement(upsertStepSQL, ns, c.PlanID, int64(sr.Phase), sr.StepID, int64(sr.Count)); err != nil {
 			return persistence.Result{}, err
 		}
 	}
@@ -108,7 +110,7 @@ func (a *applier) statement(query string, args ...any) error {
 // notInserted explains why records[i] was not inserted: its record id is
 // stored already (recordsExist), or its sequence does not continue the
 // plan's.
-func (a *applier) notInserted(planID string, records []*planv1.ErrorRecord, i int) error {
+func (a *applier) notInserted(ns, planID string, records []*planv1.ErrorRecord, i int) error {
 	r := records[i]
 	if _, err := a.storedRecord(r.RecordId); err == nil {
 		return a.recordsExist(planID, records, i)
@@ -116,7 +118,7 @@ func (a *applier) notInserted(planID string, records []*planv1.ErrorRecord, i in
 		return err
 	}
 	var next int64
-	if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE plan_id = ?`, planID).Scan(&next); err != nil {
+	if err := a.queryRow(`SELECT COALESCE(MAX(sequence) + 1, 0) FROM plan_errors WHERE namespace = ? AND plan_id = ?`, ns, planID).Scan(&next); err != nil {
 		return err
 	}
 	if r.Sequence < next {

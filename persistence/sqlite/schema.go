@@ -373,4 +373,6 @@ CREATE TABLE removed_message_ids (
 	PRIMARY KEY (session_id, message_id)
 ) WITHOUT ROWID;
 `,
+	// (issue 28, plan namespaces) See planNamespaces.
+	planNamespaces,
 }

@@ -24,10 +24,10 @@ func MaxRetries(c *persistence.PlanWrite) (any, error) {
 }
 
 // CheckRecord checks the i-th error record of a PlanWrite of plan planID
-// and returns its recorded_at as stored: it has an id, belongs to the plan
-// (or names none), continues the sequence of the record before it, and
+// of namespace ns and returns its recorded_at as stored: it has an id,
+// belongs to the plan and its namespace (or names none), continues the sequence of the record before it, and
 // has a storable time. Every error is the command's own.
-func CheckRecord(planID string, records []*planv1.ErrorRecord, i int) (int64, error) {
+func CheckRecord(ns, planID string, records []*planv1.ErrorRecord, i int) (int64, error) {
 	r := records[i]
 	switch {
 	case r == nil:
@@ -36,6 +36,8 @@ func CheckRecord(planID string, records []*planv1.ErrorRecord, i int) (int64, er
 		return 0, errs.InvalidArgument("plan %s: error record has no record_id", planID)
 	case r.GetPlanId() != "" && r.GetPlanId() != planID:
 		return 0, errs.InvalidArgument("plan %s: error record %s belongs to plan %s", planID, r.RecordId, r.PlanId)
+	case r.GetNamespace() != "" && r.GetNamespace() != persistence.PlanNamespace(ns):
+		return 0, errs.InvalidArgument("plan %s: error record %s belongs to namespace %q", planID, r.RecordId, r.Namespace)
 	case i > 0 && r.GetSequence() != records[i-1].GetSequence()+1:
 		return 0, errs.FailedPrecondition("plan %s: error record %s has sequence %d after %d",
 			planID, r.RecordId, r.Sequence, records[i-1].GetSequence())

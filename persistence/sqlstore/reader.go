@@ -41,10 +41,10 @@ var _ persistence.Reader = (*Reader)(nil)
 func NewReader(db DB, own Own) *Reader {
 	return &Reader{Own: own, DB: db,
 		getPlan: Rebind(db, `SELECT p.max_retries, p.error_details_json,
-		(SELECT COALESCE(MAX(e.sequence) + 1, 0) FROM plan_errors e WHERE e.plan_id = p.plan_id),
+		(SELECT COALESCE(MAX(e.sequence) + 1, 0) FROM plan_errors e WHERE e.namespace = p.namespace AND e.plan_id = p.plan_id),
 		s.phase, s.step_id, s.count
-		FROM plans p LEFT JOIN plan_step_retries s ON s.plan_id = p.plan_id
-		WHERE p.plan_id = ? ORDER BY s.phase, s.step_id`),
+		FROM plans p LEFT JOIN plan_step_retries s ON s.namespace = p.namespace AND s.plan_id = p.plan_id
+		WHERE p.namespace = ? AND p.plan_id = ? ORDER BY s.phase, s.step_id`),
 		getAudit:     Rebind(db, "SELECT "+AuditColumns+" FROM audit_log WHERE event_id = ?"),
 		scanAudit:    Rebind(db, "SELECT "+AuditColumns+" FROM audit_log WHERE position > ? ORDER BY position LIMIT ?"),
 		sessionState: Rebind(db, `SELECT state_json, next_sequence FROM sessions WHERE session_id = ? AND state != ?`),
@@ -112,16 +112,17 @@ func SessionsQuery(d Dialect, f persistence.SessionFilter) (string, []any) {
 	return "SELECT * FROM sessions" + w.Clause() + " ORDER BY session_id LIMIT " + w.Arg(persistence.ClampLimit(f.Limit)), w.Args()
 }
 
-func (r *Reader) GetPlan(ctx context.Context, planID string) (*persistence.PlanState, error) {
+func (r *Reader) GetPlan(ctx context.Context, ns, planID string) (*persistence.PlanState, error) {
+	ns = persistence.PlanNamespace(ns)
 	var p *persistence.PlanState
 	var maxRetries, next int64
 	var details string
 	var phase, count *int64
 	var step *string
-	err := r.DB.Query(ctx, r.getPlan, []any{planID},
+	err := r.DB.Query(ctx, r.getPlan, []any{ns, planID},
 		[]any{&maxRetries, &details, &next, &phase, &step, &count}, func() error {
 			if p == nil {
-				p = &persistence.PlanState{PlanID: planID, MaxRetries: int32(maxRetries), NextSequence: next, ErrorDetailsJSON: details}
+				p = &persistence.PlanState{Namespace: ns, PlanID: planID, MaxRetries: int32(maxRetries), NextSequence: next, ErrorDetailsJSON: details}
 			}
 			if step != nil {
 				p.StepRetries = append(p.StepRetries, persistence.StepRetry{
@@ -140,6 +141,7 @@ func (r *Reader) GetPlan(ctx context.Context, planID string) (*persistence.PlanS
 
 func (r *Reader) PlanHistory(ctx context.Context, f persistence.PlanFilter) ([]*planv1.ErrorRecord, error) {
 	w := NewWhere(r.DB)
+	w.Cond("namespace = " + w.Arg(persistence.PlanNamespace(f.Namespace)))
 	w.Cond("plan_id = " + w.Arg(f.PlanID))
 	w.Cond("sequence >= " + w.Arg(f.FromSequence))
 	if f.Phase != planv1.Phase_PHASE_UNSPECIFIED {

@@ -35,7 +35,7 @@ func (r *auditRow) entry() *auditv1.AuditEntry {
 }
 
 // RecordColumns are the columns of a plan_errors row, in recordRow's order.
-const RecordColumns = `record_id, plan_id, sequence, phase, step_id, error_type, message, tool,
+const RecordColumns = `record_id, namespace, plan_id, sequence, phase, step_id, error_type, message, tool,
 	actor_name, stack_summary, attributes_json, category, is_retriable, retry_count, max_retries,
 	recovery_action, recovery_hint, recovery_command, recorded_at`
 
@@ -49,7 +49,7 @@ type recordRow struct {
 func newRecordRow() *recordRow {
 	r := &recordRow{}
 	e := &r.e
-	r.dest = []any{&e.RecordId, &e.PlanId, &e.Sequence, &r.phase, &e.StepId, &e.ErrorType, &e.Message, &e.Tool,
+	r.dest = []any{&e.RecordId, &e.Namespace, &e.PlanId, &e.Sequence, &r.phase, &e.StepId, &e.ErrorType, &e.Message, &e.Tool,
 		&e.ActorName, &e.StackSummary, &e.AttributesJson, &r.category, &e.IsRetriable, &r.retries, &r.maxes,
 		&r.action, &e.RecoveryHint, &e.RecoveryCommand, &r.recorded}
 	return r
@@ -58,7 +58,7 @@ func newRecordRow() *recordRow {
 // record is a new record with the row's values.
 func (r *recordRow) record() *planv1.ErrorRecord {
 	e := &r.e
-	return &planv1.ErrorRecord{RecordId: e.RecordId, PlanId: e.PlanId, Sequence: e.Sequence,
+	return &planv1.ErrorRecord{RecordId: e.RecordId, Namespace: e.Namespace, PlanId: e.PlanId, Sequence: e.Sequence,
 		Phase: planv1.Phase(r.phase), StepId: e.StepId, ErrorType: e.ErrorType, Message: e.Message, Tool: e.Tool,
 		ActorName: e.ActorName, StackSummary: e.StackSummary, AttributesJson: e.AttributesJson,
 		Category: planv1.ErrorCategory(r.category), IsRetriable: e.IsRetriable, RetryCount: int32(r.retries),

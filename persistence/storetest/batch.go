@@ -44,7 +44,7 @@ func (h *harness) assertUntouched(s *sessionv1.Session, es []*auditv1.AuditEntry
 	if got.MessageCount != 0 || got.TokenUsage.GetInputTokens() != 0 {
 		h.Fatalf("session changed by a failed transaction: %v", got)
 	}
-	if _, err := h.r.GetPlan(h.ctx, "p"); errs.CodeOf(err) != errs.NotFoundCode {
+	if _, err := h.r.GetPlan(h.ctx, "", "p"); errs.CodeOf(err) != errs.NotFoundCode {
 		h.Fatalf("plan of a failed transaction: %v", err)
 	}
 	if all, _ := h.r.ListSessions(h.ctx, persistence.SessionFilter{}); len(all) != 1 {
@@ -107,7 +107,7 @@ var batchCases = []testCase{
 		}
 		wantCode(h.T, res[1].Err, errs.FailedPreconditionCode)
 		wantCode(h.T, res[2].Err, errs.NotFoundCode)
-		if _, err := h.r.GetPlan(h.ctx, "p"); errs.CodeOf(err) != errs.NotFoundCode {
+		if _, err := h.r.GetPlan(h.ctx, "", "p"); errs.CodeOf(err) != errs.NotFoundCode {
 			h.Fatalf("rolled-back plan write left a plan: %v", err)
 		}
 		if bad.Position != 0 || bad.Hash != "" {

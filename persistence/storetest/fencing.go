@@ -164,7 +164,7 @@ var fencingCases = []testCase{
 		h.activate(persistence.OwnerPlan, "q", 1)
 		h.activate(persistence.OwnerPlan, "q", 2)
 		h.fencedOnly(&persistence.PlanWrite{Epoch: 1, PlanID: "q"})
-		_, err := h.r.GetPlan(h.ctx, "q")
+		_, err := h.r.GetPlan(h.ctx, "", "q")
 		wantCode(h.T, err, errs.NotFoundCode)
 	}},
 	{"epoch 0 after activation is fenced", func(h *harness) {

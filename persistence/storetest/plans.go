@@ -17,13 +17,13 @@ func (h *harness) record(planID string, seq int64, phase planv1.Phase, cat planv
 	return &planv1.ErrorRecord{RecordId: ids.New(), PlanId: planID, Sequence: seq, Phase: phase, StepId: "step-1",
 		ErrorType: "TimeoutError", Message: fmt.Sprintf("error %d", seq), Tool: "shell", ActorName: "actor",
 		StackSummary: "at main", AttributesJson: `{"n":1}`, Category: cat, IsRetriable: true, RetryCount: 2,
-		MaxRetries: 3, RecoveryAction: planv1.RecoveryAction_RECOVERY_ACTION_RETRY, RecoveryHint: "wait",
+		MaxRetries: 3, RecoveryAction: planv1.RecoveryAction_RECOVERY_ACTION_RETRY, RecoveryHint: "wait", Namespace: persistence.DefaultNamespace,
 		RecoveryCommand: "retry", RecordedAt: h.ts()}
 }
 
 func (h *harness) plan(id string) *persistence.PlanState {
 	h.Helper()
-	p, err := h.r.GetPlan(h.ctx, id)
+	p, err := h.r.GetPlan(h.ctx, "", id)
 	if err != nil {
 		h.Fatalf("GetPlan(%s): %v", id, err)
 	}
@@ -43,7 +43,7 @@ func int32p(n int32) *int32 { return &n }
 
 var planCases = []testCase{
 	{"missing plan is NOT_FOUND", func(h *harness) {
-		_, err := h.r.GetPlan(h.ctx, "nope")
+		_, err := h.r.GetPlan(h.ctx, "", "nope")
 		wantCode(h.T, err, errs.NotFoundCode)
 		if rs := h.history(persistence.PlanFilter{PlanID: "nope"}); len(rs) != 0 {
 			h.Fatalf("history of a missing plan: %v", rs)
@@ -196,7 +196,7 @@ var planCases = []testCase{
 		if !errors.As(err, &exist) || len(exist.Stored) != 1 || !proto.Equal(exist.Stored[0], r) {
 			h.Fatalf("got %v, want a RecordsExistError with plan other's record", err)
 		}
-		if _, err := h.r.GetPlan(h.ctx, "p"); errs.CodeOf(err) != errs.NotFoundCode {
+		if _, err := h.r.GetPlan(h.ctx, "", "p"); errs.CodeOf(err) != errs.NotFoundCode {
 			h.Fatalf("the refused first write created plan p: %v", err)
 		}
 	}},
@@ -212,7 +212,7 @@ var planCases = []testCase{
 	{"new plan with a failing first write is not created", func(h *harness) {
 		h.fails(&persistence.PlanWrite{PlanID: "q", Records: []*planv1.ErrorRecord{
 			h.record("q", 5, planv1.Phase_PHASE_ACTION, planv1.ErrorCategory_ERROR_CATEGORY_TOOL)}}, errs.FailedPreconditionCode)
-		_, err := h.r.GetPlan(h.ctx, "q")
+		_, err := h.r.GetPlan(h.ctx, "", "q")
 		wantCode(h.T, err, errs.NotFoundCode)
 	}},
 	{"history filters and pages", func(h *harness) {

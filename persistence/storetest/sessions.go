@@ -136,7 +136,7 @@ var sessionCases = []testCase{
 			h.Fatalf("%d messages left after delete", len(ms))
 		}
 		for _, p := range []string{"plan-z", "plan-a"} {
-			if _, err := h.r.GetPlan(h.ctx, p); err != nil {
+			if _, err := h.r.GetPlan(h.ctx, "", p); err != nil {
 				h.Fatalf("plan %s did not survive its session: %v", p, err)
 			}
 		}

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"sessions", sessionCases},
 		{"append", appendCases},
 		{"plans", planCases},
+		{"plan namespaces", planNamespaceCases},
 		{"audit", auditCases},
 		{"audit ids", clientAuditCases},
 		{"audit principals", auditPrincipalCases},

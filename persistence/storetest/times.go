@@ -73,7 +73,7 @@ var timeCases = []testCase{
 			r := h.record("p-"+live.SessionId, 0, planv1.Phase_PHASE_EXECUTE, planv1.ErrorCategory_ERROR_CATEGORY_TRANSIENT)
 			r.RecordedAt = bad
 			h.fails(&persistence.PlanWrite{PlanID: r.PlanId, Records: []*planv1.ErrorRecord{r}}, errs.InvalidArgumentCode)
-			_, err = h.r.GetPlan(h.ctx, r.PlanId)
+			_, err = h.r.GetPlan(h.ctx, "", r.PlanId)
 			wantCode(h.T, err, errs.NotFoundCode)
 
 			h.Logf("%s: audit entry", name)

@@ -140,7 +140,8 @@ func TestCrashLoop(t *testing.T) {
 
 // startTenantNode starts a node with an --auth-file: an operator (the
 // read-back's connection) and two tenants, each admin of its namespace
-// and writer of "local" (where plans are), with a connection each.
+// (where its sessions, plans and audit entries are) and of nothing else,
+// with a connection each.
 func startTenantNode(t *testing.T, ctx context.Context) (*checker.Node, *grpc.ClientConn, []checker.Tenant) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "identities.json")
@@ -148,7 +149,7 @@ func startTenantNode(t *testing.T, ctx context.Context) (*checker.Node, *grpc.Cl
 	file := `{"principals":[{"name":"operator","token_sha256":["` + hash("operator-token") + `"],"operator":true,"grants":[{"namespace":"*","role":"admin"}]}`
 	names := []string{"tenant-a", "tenant-b"}
 	for _, name := range names {
-		file += `,{"name":"` + name + `","token_sha256":["` + hash(name+"-token") + `"],"grants":[{"namespace":"` + name + `","role":"admin"},{"namespace":"local","role":"writer"}]}`
+		file += `,{"name":"` + name + `","token_sha256":["` + hash(name+"-token") + `"],"grants":[{"namespace":"` + name + `","role":"admin"}]}`
 	}
 	if err := os.WriteFile(path, []byte(file+`]}`), 0o600); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
@@ -90,7 +91,7 @@ type Ledger struct {
 	sessionSet   map[string]bool
 	sent         map[string]map[string]Msg // session → message id → message
 	appends      []AppendAck
-	planAttempts map[string]int // plan → RecordError attempts sent (acked or not)
+	planAttempts map[string]int // plan (planRef) → RecordError attempts sent (acked or not)
 	// planNamed: plan → record ids its requests named; planUnnamed: plan →
 	// attempts of requests that named none (each may have stored a record).
 	planNamed   map[string]map[string]bool
@@ -190,7 +191,7 @@ func (l *Ledger) AppendAcked(client int, t Turn, replay bool, resp *sessionv1.Ap
 func (l *Ledger) PlanErrorSent(req *planv1.RecordErrorRequest) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	plan := req.GetPlanId()
+	plan := PlanRef(req.GetNamespace(), req.GetPlanId())
 	l.planAttempts[plan]++
 	if id := req.GetRecordId(); id != "" {
 		if l.planNamed[plan] == nil {
@@ -252,7 +253,7 @@ func (l *Ledger) Sessions() []string {
 	return slices.Clone(l.sessions)
 }
 
-// Plans returns every plan a RecordError was sent for, sorted.
+// Plans returns every plan a RecordError was sent for (planRef), sorted.
 func (l *Ledger) Plans() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -273,4 +274,14 @@ func (l *Ledger) AuditEventIDs() []string {
 		out = append(out, a.Resp.GetEntry().GetEventId())
 	}
 	return out
+}
+
+// PlanRef is the ledger's one string for plan planID of namespace ns: a
+// plan is (namespace, plan id). Plan ids never contain '/', so
+// splitPlanRef cuts it at the last one.
+func PlanRef(ns, planID string) string { return ns + "/" + planID }
+
+func splitPlanRef(ref string) (ns, planID string) {
+	i := strings.LastIndexByte(ref, '/')
+	return ref[:i], ref[i+1:]
 }

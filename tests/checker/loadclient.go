@@ -118,6 +118,8 @@ func (c *client) send(ctx context.Context, t Turn, replay bool) error {
 
 func (c *client) recordPlanError(ctx context.Context, n int) error {
 	req := &planv1.RecordErrorRequest{
+		// The load's plans are in its namespace: a tenant's are its own.
+		Namespace: c.ld.cfg.Namespace,
 		PlanId:    c.ld.planIDs[c.rng.IntN(len(c.ld.planIDs))],
 		Phase:     planv1.Phase_PHASE_EXECUTE,
 		StepId:    fmt.Sprintf("step-%d", c.rng.IntN(4)),

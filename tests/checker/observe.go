@@ -41,12 +41,13 @@ func Observe(ctx context.Context, conn grpc.ClientConnInterface, l *Ledger) (*Ob
 		return nil, err
 	}
 	plans := planv1.NewPlanServiceClient(conn)
-	for _, pid := range l.Plans() {
-		recs, err := readPlan(ctx, plans, pid)
+	for _, ref := range l.Plans() {
+		ns, pid := splitPlanRef(ref)
+		recs, err := readPlan(ctx, plans, ns, pid)
 		if err != nil {
 			return nil, err
 		}
-		o.Plans[pid] = recs
+		o.Plans[ref] = recs
 	}
 	audit := auditv1.NewAuditServiceClient(conn)
 	for _, id := range l.AuditEventIDs() {
@@ -127,11 +128,12 @@ func readSession(ctx context.Context, c sessionv1.SessionServiceClient, sid stri
 	}
 }
 
-func readPlan(ctx context.Context, c planv1.PlanServiceClient, pid string) ([]*planv1.ErrorRecord, error) {
+func readPlan(ctx context.Context, c planv1.PlanServiceClient, ns, pid string) ([]*planv1.ErrorRecord, error) {
 	var out []*planv1.ErrorRecord
 	from := int64(0)
 	for {
-		page, err := c.History(ctx, &planv1.HistoryRequest{PlanId: pid, FromSequence: from, Limit: readPage}, grpc.WaitForReady(true))
+		page, err := c.History(ctx, &planv1.HistoryRequest{Namespace: ns, PlanId: pid, FromSequence: from, Limit: readPage},
+			grpc.WaitForReady(true))
 		if status.Code(err) == codes.NotFound {
 			return out, nil
 		}

@@ -8,6 +8,7 @@ import (
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	feedv1 "github.com/agentstate/agentstate/messages/agentstate/feed/v1"
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -15,10 +16,9 @@ import (
 )
 
 // Tenant is one principal of a node with authentication: its share of the
-// load (sessions, appends, state, truncations, audit entries) runs in its
-// own namespace through Conn, which presents its credential. Its
-// principal needs admin on Namespace (truncations) and writer on the
-// namespace of plans ("local").
+// load (sessions, appends, state, truncations, plan errors, audit entries)
+// runs in its own namespace through Conn, which presents its credential.
+// Its principal needs admin on Namespace (truncations).
 type Tenant struct {
 	Name      string
 	Namespace string
@@ -45,6 +45,13 @@ func newLoads(conn grpc.ClientConnInterface, l *Ledger, cfg LoadConfig, tenants 
 		c.Seed = cfg.Seed + uint64(i)
 		ld := NewLoad(t.Conn, l, c)
 		ld.clientBase = i * c.Clients
+		if i > 0 {
+			// Every tenant records errors for the same plan ids: in
+			// its own namespace they are its own plans, so a record
+			// of another tenant in one is a leak (verdict: a record
+			// no request of the plan named).
+			ld.planIDs = ls[0].planIDs
+		}
 		ls = append(ls, ld)
 	}
 	return ls
@@ -116,7 +123,8 @@ func (ls loads) Fill(r *Report) {
 // CheckIsolation reads, as each tenant's principal, everything the other
 // tenants' loads wrote: each of their sessions must be NOT_FOUND (get,
 // messages, state, export, tail, its audit entries), and absent from the
-// tenant's session list; each of their audit entries NOT_FOUND. It counts
+// tenant's session list; each of their audit entries NOT_FOUND; each of
+// their plans (the same plan ids in their namespaces) NOT_FOUND. It counts
 // every one the tenant could see in r.Leaked.
 func CheckIsolation(ctx context.Context, tenants []Tenant, ls loads, r *Report) error {
 	for i, t := range tenants {
@@ -158,6 +166,16 @@ func CheckIsolation(ctx context.Context, tenants []Tenant, ls loads, r *Report) 
 					if err := call(); status.Code(err) != codes.NotFound {
 						r.problem(&r.Leaked, "%s's %s of %s's session %s: %v, want NOT_FOUND", t.Name, what, tenants[j].Name, sid, err)
 					}
+				}
+			}
+			pl := planv1.NewPlanServiceClient(t.Conn)
+			for _, pid := range other.planIDs {
+				ns := other.cfg.Namespace
+				if _, err := pl.History(ctx, &planv1.HistoryRequest{Namespace: ns, PlanId: pid}); status.Code(err) != codes.NotFound {
+					r.problem(&r.Leaked, "%s's history of %s's plan %s: %v, want NOT_FOUND", t.Name, tenants[j].Name, pid, err)
+				}
+				if _, err := pl.ErrorDetails(ctx, &planv1.ErrorDetailsRequest{Namespace: ns, PlanId: pid}); status.Code(err) != codes.NotFound {
+					r.problem(&r.Leaked, "%s's error details of %s's plan %s: %v, want NOT_FOUND", t.Name, tenants[j].Name, pid, err)
 				}
 			}
 			for _, id := range other.auditIDs() {

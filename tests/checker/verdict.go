@@ -18,7 +18,8 @@ type Observed struct {
 	// Sessions maps each ledger session to what was read; a missing key
 	// or a nil view means Get answered NOT_FOUND.
 	Sessions map[string]*SessionView
-	// Plans maps each ledger plan to its History, in read order.
+	// Plans maps each ledger plan (PlanRef of its namespace and id) to its
+	// History, in read order.
 	Plans map[string][]*planv1.ErrorRecord
 	// Audit maps each acknowledged event id to the stored entry; nil or
 	// missing means Get answered NOT_FOUND.

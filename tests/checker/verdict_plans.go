@@ -46,15 +46,16 @@ func checkPlans(l *Ledger, o *Observed, r *Report) {
 			r.problem(&r.BadAcks, "plan %s: request for record %s acknowledged with record %s", a.Req.GetPlanId(), named, id)
 			continue
 		}
-		if rec.GetPlanId() != a.Req.GetPlanId() || rec.GetMessage() != a.Req.GetMessage() {
-			r.problem(&r.BadAcks, "plan %s: acknowledged record %s belongs to plan %q with message %q", a.Req.GetPlanId(), id, rec.GetPlanId(), rec.GetMessage())
+		if rec.GetPlanId() != a.Req.GetPlanId() || rec.GetNamespace() != a.Req.GetNamespace() || rec.GetMessage() != a.Req.GetMessage() {
+			r.problem(&r.BadAcks, "plan %s: acknowledged record %s belongs to plan %q of namespace %q with message %q",
+				a.Req.GetPlanId(), id, rec.GetPlanId(), rec.GetNamespace(), rec.GetMessage())
 			continue
 		}
 		s := stored[id]
 		switch {
 		case s == nil:
 			r.problem(&r.Lost, "plan %s: acknowledged record %s (sequence %d) not found", rec.GetPlanId(), id, rec.GetSequence())
-		case s.GetPlanId() != rec.GetPlanId() || s.GetSequence() != rec.GetSequence() || s.GetMessage() != rec.GetMessage() ||
+		case s.GetPlanId() != rec.GetPlanId() || s.GetNamespace() != rec.GetNamespace() || s.GetSequence() != rec.GetSequence() || s.GetMessage() != rec.GetMessage() ||
 			s.GetStepId() != rec.GetStepId() || s.GetPhase() != rec.GetPhase():
 			r.problem(&r.Changed, "plan %s: record %s acknowledged as sequence %d, stored as %d in plan %s", rec.GetPlanId(), id, rec.GetSequence(), s.GetSequence(), s.GetPlanId())
 		}

@@ -73,7 +73,7 @@ func newWorld(t *testing.T) *world {
 		}
 		rec := &planv1.ErrorRecord{RecordId: ids.New(), PlanId: w.plan, Sequence: int64(i), Phase: req.Phase, StepId: "s", Message: req.Message}
 		w.l.PlanErrorAcked(req, &planv1.RecordErrorResponse{Record: rec})
-		w.o.Plans[w.plan] = append(w.o.Plans[w.plan], proto.Clone(rec).(*planv1.ErrorRecord))
+		w.o.Plans[checker.PlanRef("", w.plan)] = append(w.o.Plans[checker.PlanRef("", w.plan)], proto.Clone(rec).(*planv1.ErrorRecord))
 	}
 	// A named request sent three times (two answers lost), stored once,
 	// its last retry answered with the original.
@@ -83,7 +83,7 @@ func newWorld(t *testing.T) *world {
 	}
 	rec := &planv1.ErrorRecord{RecordId: named.RecordId, PlanId: w.plan, Sequence: 3, Phase: named.Phase, StepId: "s", Message: named.Message}
 	w.l.PlanErrorAcked(named, &planv1.RecordErrorResponse{Record: rec, Duplicate: true})
-	w.o.Plans[w.plan] = append(w.o.Plans[w.plan], proto.Clone(rec).(*planv1.ErrorRecord))
+	w.o.Plans[checker.PlanRef("", w.plan)] = append(w.o.Plans[checker.PlanRef("", w.plan)], proto.Clone(rec).(*planv1.ErrorRecord))
 
 	// Two synchronous audit records with client ids; the second was sent
 	// twice (its first answer lost) and its retry answered as a duplicate.
@@ -211,33 +211,33 @@ func TestCheckDetects(t *testing.T) {
 			v.Session.MessageCount = 9
 		}, badAcks, 1},
 		{"plan record lost", func(w *world) {
-			recs := w.o.Plans[w.plan]
-			w.o.Plans[w.plan] = recs[:len(recs)-1]
+			recs := w.o.Plans[checker.PlanRef("", w.plan)]
+			w.o.Plans[checker.PlanRef("", w.plan)] = recs[:len(recs)-1]
 		}, lost, 1},
 		{"plan record sequence gap", func(w *world) {
-			recs := w.o.Plans[w.plan]
-			w.o.Plans[w.plan] = append(recs[:2:2], recs[3:]...)
+			recs := w.o.Plans[checker.PlanRef("", w.plan)]
+			w.o.Plans[checker.PlanRef("", w.plan)] = append(recs[:2:2], recs[3:]...)
 		}, gaps, 1},
 		{"plan record id stored twice", func(w *world) {
-			recs := w.o.Plans[w.plan]
+			recs := w.o.Plans[checker.PlanRef("", w.plan)]
 			dup := proto.Clone(recs[2]).(*planv1.ErrorRecord)
 			dup.Sequence = 3
-			w.o.Plans[w.plan] = append(recs, dup)
+			w.o.Plans[checker.PlanRef("", w.plan)] = append(recs, dup)
 		}, dupPlanRecords, 1},
 		{"more plan records than attempts", func(w *world) {
-			recs := w.o.Plans[w.plan]
+			recs := w.o.Plans[checker.PlanRef("", w.plan)]
 			for s := int64(3); s < 6; s++ {
 				recs = append(recs, &planv1.ErrorRecord{RecordId: ids.New(), PlanId: w.plan, Sequence: s})
 			}
-			w.o.Plans[w.plan] = recs
+			w.o.Plans[checker.PlanRef("", w.plan)] = recs
 		}, phantom, 2},
-		{"plan record changed", func(w *world) { w.o.Plans[w.plan][1].Message = "other" }, changed, 1},
+		{"plan record changed", func(w *world) { w.o.Plans[checker.PlanRef("", w.plan)][1].Message = "other" }, changed, 1},
 		{"named plan request acknowledged with another record", func(w *world) {
 			req := &planv1.RecordErrorRequest{PlanId: w.plan, Message: "e4", RecordId: ids.New()}
 			w.l.PlanErrorSent(req)
 			rec := &planv1.ErrorRecord{RecordId: ids.New(), PlanId: w.plan, Sequence: 4, Message: "e4"}
 			w.l.PlanErrorAcked(req, &planv1.RecordErrorResponse{Record: rec})
-			w.o.Plans[w.plan] = append(w.o.Plans[w.plan], proto.Clone(rec).(*planv1.ErrorRecord))
+			w.o.Plans[checker.PlanRef("", w.plan)] = append(w.o.Plans[checker.PlanRef("", w.plan)], proto.Clone(rec).(*planv1.ErrorRecord))
 		}, badAcks, 1},
 		{"plan records of named requests do not cover unnamed ones", func(w *world) {
 			// A named request retried: its attempts cover its one
@@ -246,7 +246,7 @@ func TestCheckDetects(t *testing.T) {
 			named := &planv1.RecordErrorRequest{PlanId: w.plan, Message: "e4", RecordId: ids.New()}
 			w.l.PlanErrorSent(named)
 			w.l.PlanErrorSent(named)
-			w.o.Plans[w.plan] = append(w.o.Plans[w.plan],
+			w.o.Plans[checker.PlanRef("", w.plan)] = append(w.o.Plans[checker.PlanRef("", w.plan)],
 				&planv1.ErrorRecord{RecordId: named.RecordId, PlanId: w.plan, Sequence: 4, Message: "e4"},
 				&planv1.ErrorRecord{RecordId: ids.New(), PlanId: w.plan, Sequence: 5},
 				&planv1.ErrorRecord{RecordId: ids.New(), PlanId: w.plan, Sequence: 6})

@@ -179,14 +179,15 @@ const tenantID = "spiffe://agentstate.test/tenant"
 
 // identities writes an identities file (docs/OPERATIONS.md, "Tenants"):
 // an operator, admin everywhere, with the bearer token "operator-token",
-// and a tenant, admin of its namespace "tenant" and writer of "local"
-// (where plans are), known by its client certificate (tenantID).
+// and a tenant, admin of its namespace "tenant" (its sessions, plans and
+// audit entries) and of nothing else, known by its client certificate
+// (tenantID).
 func identities(t *testing.T) string {
 	t.Helper()
 	h := sha256.Sum256([]byte("operator-token"))
 	file := `{"principals":[` +
 		`{"name":"operator","token_sha256":["` + hex.EncodeToString(h[:]) + `"],"operator":true,"grants":[{"namespace":"*","role":"admin"}]},` +
-		`{"name":"tenant","uri_sans":["` + tenantID + `"],"grants":[{"namespace":"tenant","role":"admin"},{"namespace":"local","role":"writer"}]}]}`
+		`{"name":"tenant","uri_sans":["` + tenantID + `"],"grants":[{"namespace":"tenant","role":"admin"}]}]}`
 	path := filepath.Join(t.TempDir(), "identities.json")
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)

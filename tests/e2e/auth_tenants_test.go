@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 )
 
@@ -87,6 +88,28 @@ func TestAuthFileTenantsAndTokenRotation(t *testing.T) {
 	n.cli(other, "session", "create", "--actor", "o", "--namespace", "other").ok(t, &theirs)
 	n.cli(oldTok, "session", "get", "--session", theirs.GetSession().GetSessionId()).fails(t, exitNotFound, "NOT_FOUND")
 	n.cli(oldTok, "session", "delete", "--yes", "--session", theirs.GetSession().GetSessionId()).fails(t, exitNotFound, "NOT_FOUND")
+	// A plan is (namespace, plan id): one plan id is two plans in two
+	// namespaces, and the other tenant's is, for app, missing.
+	recordOn := func(tok []string, ns string) *planv1.ErrorRecord {
+		t.Helper()
+		var r planv1.RecordErrorResponse
+		n.cli(tok, "plan", "record-error", "--namespace", ns, "--plan", "deploy", "--phase", "execute", "--type", "TimeoutError").ok(t, &r)
+		return r.GetRecord()
+	}
+	if a, b := recordOn(oldTok, "team"), recordOn(other, "other"); a.GetSequence() != 0 || b.GetSequence() != 0 ||
+		a.GetNamespace() != "team" || b.GetNamespace() != "other" {
+		t.Fatalf("the first records of team's and other's plan deploy: %v, %v", a, b)
+	}
+	recordOn(oldTok, "team")
+	var hist planv1.HistoryResponse
+	n.cli(auditor, "plan", "history", "--namespace", "team", "--plan", "deploy").ok(t, &hist)
+	if len(hist.GetRecords()) != 2 {
+		t.Fatalf("team's plan deploy has %d records, want 2", len(hist.GetRecords()))
+	}
+	n.cli(auditor, "plan", "record-success", "--namespace", "team", "--plan", "deploy", "--phase", "execute").
+		fails(t, exitPermissionDenied, "PERMISSION_DENIED")
+	n.cli(oldTok, "plan", "history", "--namespace", "other", "--plan", "deploy").fails(t, exitNotFound, "NOT_FOUND")
+	n.cli(oldTok, "plan", "policy", "--namespace", "other", "--plan", "deploy", "--max-retries", "1").fails(t, exitNotFound, "NOT_FOUND")
 	hup := func() {
 		if err := n.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)

@@ -42,7 +42,8 @@ def setUpModule() -> None:
     jwks = {"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k1", "alg": "EdDSA", "x": b64url(raw)}]}
     (confdir / "jwks.json").write_text(json.dumps(jwks))
     (confdir / "identities.json").write_text(json.dumps({
-        "principals": [{"name": "team-app", "grants": [{"namespace": "team", "role": "writer"}]}],
+        "principals": [{"name": "team-app", "grants": [{"namespace": "team", "role": "writer"}]},
+                       {"name": "other-app", "grants": [{"namespace": "other", "role": "writer"}]}],
         "jwt": {"jwks_file": "jwks.json", "issuer": ISSUER, "audience": AUDIENCE},
     }))
     node = Node(args=["--auth-file", str(confdir / "identities.json")])
@@ -66,6 +67,27 @@ class JWTTest(unittest.TestCase):
             self.assertEqual(c.sessions.append(sid, [("user", "by JWT")]).messages[0].sequence, 0)
             with self.assertRaises(errors.PermissionDenied):
                 c.sessions.create("py", namespace="elsewhere")
+
+    def test_a_plan_is_in_its_namespace(self) -> None:
+        # One plan id, two tenants: two plans, and the other's is missing.
+        with Client(self.addr(), token=jwt("team-app"), retry=NO_RETRY) as team, \
+                Client(self.addr(), token=jwt("other-app"), retry=NO_RETRY) as other:
+            mine = team.plans.record_error("deploy", phase="execute", error_type="timeout", namespace="team")
+            theirs = other.plans.record_error("deploy", phase="execute", error_type="timeout", namespace="other")
+            self.assertEqual((mine.record.sequence, mine.record.namespace), (0, "team"))
+            self.assertEqual((theirs.record.sequence, theirs.record.namespace), (0, "other"))
+            team.plans.set_policy("deploy", 5, namespace="team")
+            team.plans.record_success("deploy", phase="execute", namespace="team")
+            team.plans.merge_error_details("deploy", {"note": 1}, namespace="team")
+            self.assertEqual(team.plans.error_details("deploy", namespace="team").max_retries, 5)
+            self.assertEqual(len(team.plans.history("deploy", namespace="team").records), 1)
+            with self.assertRaises(errors.NotFound):
+                team.plans.history("deploy", namespace="other")
+            with self.assertRaises(errors.NotFound):
+                team.plans.set_policy("deploy", 1, namespace="other")
+            with self.assertRaises(errors.NotFound):
+                team.plans.error_details("deploy")  # the default namespace is not team-app's
+            self.assertEqual(other.plans.error_details("deploy", namespace="other").max_retries, 3)
 
     def test_an_expired_or_foreign_jwt_is_unauthenticated(self) -> None:
         for token in (jwt("team-app", exp_in=-60), jwt("team-app", iss="https://other.example"), jwt("nobody")):

@@ -42,11 +42,13 @@ class AsyncPlans:
         stack_summary: str = "",
         attributes: build.JSONObject = None,
         record_id: Optional[str] = None,
+        namespace: str = "",
         timeout: Optional[float] = _UNSET,
     ) -> plan_pb2.RecordErrorResponse:
         req = build.record_error_request(
             plan_id, phase, step_id, error_type, message, tool, actor_name, stack_summary, attributes, record_id
         )
+        req.namespace = namespace
         return await self._core.unary(self._core.plans.RecordError, req, timeout, True)
 
     async def history(
@@ -57,32 +59,49 @@ class AsyncPlans:
         category: Enum = None,
         from_sequence: int = 0,
         limit: int = 0,
+        namespace: str = "",
         timeout: Optional[float] = _UNSET,
     ) -> plan_pb2.HistoryResponse:
         req = build.history_request(plan_id, phase, category, from_sequence, limit)
+        req.namespace = namespace
         return await self._core.unary(self._core.plans.History, req, timeout, True, write=False)
 
-    async def error_details(self, plan_id: str, *, timeout: Optional[float] = _UNSET) -> plan_pb2.ErrorDetailsResponse:
-        req = plan_pb2.ErrorDetailsRequest(plan_id=plan_id)
+    async def error_details(
+        self, plan_id: str, *, namespace: str = "", timeout: Optional[float] = _UNSET
+    ) -> plan_pb2.ErrorDetailsResponse:
+        req = plan_pb2.ErrorDetailsRequest(plan_id=plan_id, namespace=namespace)
         return await self._core.unary(self._core.plans.ErrorDetails, req, timeout, True, write=False)
 
 
-    async def set_policy(self, plan_id: str, max_retries: int, *, timeout: Optional[float] = _UNSET) -> plan_pb2.SetPolicyResponse:
-        req = plan_pb2.SetPolicyRequest(plan_id=plan_id, max_retries=max_retries)
+    async def set_policy(
+        self, plan_id: str, max_retries: int, *, namespace: str = "", timeout: Optional[float] = _UNSET
+    ) -> plan_pb2.SetPolicyResponse:
+        req = plan_pb2.SetPolicyRequest(plan_id=plan_id, max_retries=max_retries, namespace=namespace)
         return await self._core.unary(self._core.plans.SetPolicy, req, timeout, True)
 
     async def record_success(
-        self, plan_id: str, *, phase: Enum = None, step_id: str = "", timeout: Optional[float] = _UNSET
+        self,
+        plan_id: str,
+        *,
+        phase: Enum = None,
+        step_id: str = "",
+        namespace: str = "",
+        timeout: Optional[float] = _UNSET,
     ) -> plan_pb2.RecordSuccessResponse:
         req = plan_pb2.RecordSuccessRequest(
-            plan_id=plan_id, phase=build.enum_value(plan_pb2.Phase, "PHASE_", phase), step_id=step_id
+            plan_id=plan_id,
+            phase=build.enum_value(plan_pb2.Phase, "PHASE_", phase),
+            step_id=step_id,
+            namespace=namespace,
         )
         return await self._core.unary(self._core.plans.RecordSuccess, req, timeout, False)
 
     async def merge_error_details(
-        self, plan_id: str, details: build.JSONObject, *, timeout: Optional[float] = _UNSET
+        self, plan_id: str, details: build.JSONObject, *, namespace: str = "", timeout: Optional[float] = _UNSET
     ) -> plan_pb2.MergeErrorDetailsResponse:
-        req = plan_pb2.MergeErrorDetailsRequest(plan_id=plan_id, details_json=build.json_object(details, "details"))
+        req = plan_pb2.MergeErrorDetailsRequest(
+            plan_id=plan_id, details_json=build.json_object(details, "details"), namespace=namespace
+        )
         return await self._core.unary(self._core.plans.MergeErrorDetails, req, timeout, True)
 
 

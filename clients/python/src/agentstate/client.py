@@ -23,7 +23,12 @@ _UNSET = UNSET
 
 
 class Plans:
-    """Plans: per-plan error histories, retry accounting and recovery advice."""
+    """Plans: per-plan error histories, retry accounting and recovery advice.
+
+    A plan is (namespace, plan_id): every method takes ``namespace=``, empty
+    for the default namespace "local", and the same plan_id in another
+    namespace is another plan.
+    """
 
     def __init__(self, core: Core) -> None:
         self._core = core
@@ -41,6 +46,7 @@ class Plans:
         stack_summary: str = "",
         attributes: build.JSONObject = None,
         record_id: Optional[str] = None,
+        namespace: str = "",
         timeout: Optional[float] = _UNSET,
     ) -> plan_pb2.RecordErrorResponse:
         """Records an error; phase is a name ("execute") or plan_pb2.Phase.
@@ -51,17 +57,29 @@ class Plans:
         req = build.record_error_request(
             plan_id, phase, step_id, error_type, message, tool, actor_name, stack_summary, attributes, record_id
         )
+        req.namespace = namespace
         return self._core.unary(self._core.plans.RecordError, req, timeout, True)
 
-    def set_policy(self, plan_id: str, max_retries: int, *, timeout: Optional[float] = _UNSET) -> plan_pb2.SetPolicyResponse:
-        req = plan_pb2.SetPolicyRequest(plan_id=plan_id, max_retries=max_retries)
+    def set_policy(
+        self, plan_id: str, max_retries: int, *, namespace: str = "", timeout: Optional[float] = _UNSET
+    ) -> plan_pb2.SetPolicyResponse:
+        req = plan_pb2.SetPolicyRequest(plan_id=plan_id, max_retries=max_retries, namespace=namespace)
         return self._core.unary(self._core.plans.SetPolicy, req, timeout, True)
 
     def record_success(
-        self, plan_id: str, *, phase: Enum = None, step_id: str = "", timeout: Optional[float] = _UNSET
+        self,
+        plan_id: str,
+        *,
+        phase: Enum = None,
+        step_id: str = "",
+        namespace: str = "",
+        timeout: Optional[float] = _UNSET,
     ) -> plan_pb2.RecordSuccessResponse:
         req = plan_pb2.RecordSuccessRequest(
-            plan_id=plan_id, phase=build.enum_value(plan_pb2.Phase, "PHASE_", phase), step_id=step_id
+            plan_id=plan_id,
+            phase=build.enum_value(plan_pb2.Phase, "PHASE_", phase),
+            step_id=step_id,
+            namespace=namespace,
         )
         return self._core.unary(self._core.plans.RecordSuccess, req, timeout, False)
 
@@ -73,20 +91,26 @@ class Plans:
         category: Enum = None,
         from_sequence: int = 0,
         limit: int = 0,
+        namespace: str = "",
         timeout: Optional[float] = _UNSET,
     ) -> plan_pb2.HistoryResponse:
         """One page of the plan's error records (next_sequence is -1 after the last)."""
         req = build.history_request(plan_id, phase, category, from_sequence, limit)
+        req.namespace = namespace
         return self._core.unary(self._core.plans.History, req, timeout, True, write=False)
 
-    def error_details(self, plan_id: str, *, timeout: Optional[float] = _UNSET) -> plan_pb2.ErrorDetailsResponse:
-        req = plan_pb2.ErrorDetailsRequest(plan_id=plan_id)
+    def error_details(
+        self, plan_id: str, *, namespace: str = "", timeout: Optional[float] = _UNSET
+    ) -> plan_pb2.ErrorDetailsResponse:
+        req = plan_pb2.ErrorDetailsRequest(plan_id=plan_id, namespace=namespace)
         return self._core.unary(self._core.plans.ErrorDetails, req, timeout, True, write=False)
 
     def merge_error_details(
-        self, plan_id: str, details: build.JSONObject, *, timeout: Optional[float] = _UNSET
+        self, plan_id: str, details: build.JSONObject, *, namespace: str = "", timeout: Optional[float] = _UNSET
     ) -> plan_pb2.MergeErrorDetailsResponse:
-        req = plan_pb2.MergeErrorDetailsRequest(plan_id=plan_id, details_json=build.json_object(details, "details"))
+        req = plan_pb2.MergeErrorDetailsRequest(
+            plan_id=plan_id, details_json=build.json_object(details, "details"), namespace=namespace
+        )
         return self._core.unary(self._core.plans.MergeErrorDetails, req, timeout, True)
 
 

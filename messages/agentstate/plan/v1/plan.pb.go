@@ -237,8 +237,10 @@ type ErrorRecord struct {
 	RecoveryHint    string                 `protobuf:"bytes,17,opt,name=recovery_hint,json=recoveryHint,proto3" json:"recovery_hint,omitempty"`
 	RecoveryCommand string                 `protobuf:"bytes,18,opt,name=recovery_command,json=recoveryCommand,proto3" json:"recovery_command,omitempty"`
 	RecordedAt      *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=recorded_at,json=recordedAt,proto3" json:"recorded_at,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The namespace of the record's plan ("local" when none was named).
+	Namespace     string `protobuf:"bytes,20,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ErrorRecord) Reset() {
@@ -404,6 +406,13 @@ func (x *ErrorRecord) GetRecordedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ErrorRecord) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
 // ErrorDetails is the recovery summary of the plan's latest error, merged
 // into the plan's error_details object under these keys.
 type ErrorDetails struct {
@@ -528,7 +537,10 @@ type RecordErrorRequest struct {
 	// for another plan is ALREADY_EXISTS. Not a
 	// ULID is INVALID_ARGUMENT. Empty: the plan actor makes a new ULID, and a
 	// retry may record the error twice.
-	RecordId      string `protobuf:"bytes,10,opt,name=record_id,json=recordId,proto3" json:"record_id,omitempty"`
+	RecordId string `protobuf:"bytes,10,opt,name=record_id,json=recordId,proto3" json:"record_id,omitempty"`
+	// The plan's namespace; empty is "local". A plan is named by (namespace,
+	// plan_id): the same plan_id in two namespaces names two plans.
+	Namespace     string `protobuf:"bytes,11,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -633,6 +645,13 @@ func (x *RecordErrorRequest) GetRecordId() string {
 	return ""
 }
 
+func (x *RecordErrorRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
 type RecordErrorResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Record *ErrorRecord           `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
@@ -691,7 +710,10 @@ type SetPolicyRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	PlanId string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
 	// 0..100; the default policy is 3.
-	MaxRetries    int32 `protobuf:"varint,2,opt,name=max_retries,json=maxRetries,proto3" json:"max_retries,omitempty"`
+	MaxRetries int32 `protobuf:"varint,2,opt,name=max_retries,json=maxRetries,proto3" json:"max_retries,omitempty"`
+	// The plan's namespace; empty is "local". A plan is named by (namespace,
+	// plan_id): the same plan_id in two namespaces names two plans.
+	Namespace     string `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -738,6 +760,13 @@ func (x *SetPolicyRequest) GetMaxRetries() int32 {
 		return x.MaxRetries
 	}
 	return 0
+}
+
+func (x *SetPolicyRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
 }
 
 type SetPolicyResponse struct {
@@ -793,10 +822,13 @@ func (x *SetPolicyResponse) GetMaxRetries() int32 {
 }
 
 type RecordSuccessRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PlanId        string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
-	Phase         Phase                  `protobuf:"varint,2,opt,name=phase,proto3,enum=agentstate.plan.v1.Phase" json:"phase,omitempty"`
-	StepId        string                 `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	PlanId string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	Phase  Phase                  `protobuf:"varint,2,opt,name=phase,proto3,enum=agentstate.plan.v1.Phase" json:"phase,omitempty"`
+	StepId string                 `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// The plan's namespace; empty is "local". A plan is named by (namespace,
+	// plan_id): the same plan_id in two namespaces names two plans.
+	Namespace     string `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -848,6 +880,13 @@ func (x *RecordSuccessRequest) GetPhase() Phase {
 func (x *RecordSuccessRequest) GetStepId() string {
 	if x != nil {
 		return x.StepId
+	}
+	return ""
+}
+
+func (x *RecordSuccessRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
 	}
 	return ""
 }
@@ -906,7 +945,10 @@ type HistoryRequest struct {
 	// Cursor: records with sequence >= from_sequence.
 	FromSequence int64 `protobuf:"varint,4,opt,name=from_sequence,json=fromSequence,proto3" json:"from_sequence,omitempty"`
 	// Default 100, at most 1000.
-	Limit         int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// The plan's namespace; empty is "local". A plan is named by (namespace,
+	// plan_id): the same plan_id in two namespaces names two plans.
+	Namespace     string `protobuf:"bytes,6,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -976,6 +1018,13 @@ func (x *HistoryRequest) GetLimit() int32 {
 	return 0
 }
 
+func (x *HistoryRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
 type HistoryResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Records []*ErrorRecord         `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
@@ -1030,8 +1079,11 @@ func (x *HistoryResponse) GetNextSequence() int64 {
 }
 
 type ErrorDetailsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PlanId        string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	PlanId string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	// The plan's namespace; empty is "local". A plan is named by (namespace,
+	// plan_id): the same plan_id in two namespaces names two plans.
+	Namespace     string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1069,6 +1121,13 @@ func (*ErrorDetailsRequest) Descriptor() ([]byte, []int) {
 func (x *ErrorDetailsRequest) GetPlanId() string {
 	if x != nil {
 		return x.PlanId
+	}
+	return ""
+}
+
+func (x *ErrorDetailsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
 	}
 	return ""
 }
@@ -1138,9 +1197,12 @@ func (x *ErrorDetailsResponse) GetMaxRetries() int32 {
 // MergeErrorDetailsRequest lets other writers add keys to a plan's
 // error_details. Keys are merged at the top level; nothing else is removed.
 type MergeErrorDetailsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PlanId        string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
-	DetailsJson   string                 `protobuf:"bytes,2,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	PlanId      string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	DetailsJson string                 `protobuf:"bytes,2,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
+	// The plan's namespace; empty is "local". A plan is named by (namespace,
+	// plan_id): the same plan_id in two namespaces names two plans.
+	Namespace     string `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1185,6 +1247,13 @@ func (x *MergeErrorDetailsRequest) GetPlanId() string {
 func (x *MergeErrorDetailsRequest) GetDetailsJson() string {
 	if x != nil {
 		return x.DetailsJson
+	}
+	return ""
+}
+
+func (x *MergeErrorDetailsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
 	}
 	return ""
 }
@@ -1237,7 +1306,7 @@ var File_agentstate_plan_v1_plan_proto protoreflect.FileDescriptor
 
 const file_agentstate_plan_v1_plan_proto_rawDesc = "" +
 	"\n" +
-	"\x1dagentstate/plan/v1/plan.proto\x12\x12agentstate.plan.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\x05\n" +
+	"\x1dagentstate/plan/v1/plan.proto\x12\x12agentstate.plan.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x05\n" +
 	"\vErrorRecord\x12\x1b\n" +
 	"\trecord_id\x18\x01 \x01(\tR\brecordId\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x12\x1a\n" +
@@ -1263,7 +1332,8 @@ const file_agentstate_plan_v1_plan_proto_rawDesc = "" +
 	"\rrecovery_hint\x18\x11 \x01(\tR\frecoveryHint\x12)\n" +
 	"\x10recovery_command\x18\x12 \x01(\tR\x0frecoveryCommand\x12;\n" +
 	"\vrecorded_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"recordedAt\"\x96\x03\n" +
+	"recordedAt\x12\x1c\n" +
+	"\tnamespace\x18\x14 \x01(\tR\tnamespace\"\x96\x03\n" +
 	"\fErrorDetails\x12H\n" +
 	"\x0eerror_category\x18\x01 \x01(\x0e2!.agentstate.plan.v1.ErrorCategoryR\rerrorCategory\x12:\n" +
 	"\verror_phase\x18\x02 \x01(\x0e2\x19.agentstate.plan.v1.PhaseR\n" +
@@ -1275,7 +1345,7 @@ const file_agentstate_plan_v1_plan_proto_rawDesc = "" +
 	"\fis_retriable\x18\x05 \x01(\bR\visRetriable\x12K\n" +
 	"\x0frecovery_action\x18\x06 \x01(\x0e2\".agentstate.plan.v1.RecoveryActionR\x0erecoveryAction\x12#\n" +
 	"\rrecovery_hint\x18\a \x01(\tR\frecoveryHint\x12)\n" +
-	"\x10recovery_command\x18\b \x01(\tR\x0frecoveryCommand\"\xce\x02\n" +
+	"\x10recovery_command\x18\b \x01(\tR\x0frecoveryCommand\"\xec\x02\n" +
 	"\x12RecordErrorRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12/\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x19.agentstate.plan.v1.PhaseR\x05phase\x12\x17\n" +
@@ -1289,43 +1359,49 @@ const file_agentstate_plan_v1_plan_proto_rawDesc = "" +
 	"\rstack_summary\x18\b \x01(\tR\fstackSummary\x12'\n" +
 	"\x0fattributes_json\x18\t \x01(\tR\x0eattributesJson\x12\x1b\n" +
 	"\trecord_id\x18\n" +
-	" \x01(\tR\brecordId\"l\n" +
+	" \x01(\tR\brecordId\x12\x1c\n" +
+	"\tnamespace\x18\v \x01(\tR\tnamespace\"l\n" +
 	"\x13RecordErrorResponse\x127\n" +
 	"\x06record\x18\x01 \x01(\v2\x1f.agentstate.plan.v1.ErrorRecordR\x06record\x12\x1c\n" +
-	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"L\n" +
+	"\tduplicate\x18\x02 \x01(\bR\tduplicate\"j\n" +
 	"\x10SetPolicyRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x1f\n" +
 	"\vmax_retries\x18\x02 \x01(\x05R\n" +
-	"maxRetries\"M\n" +
+	"maxRetries\x12\x1c\n" +
+	"\tnamespace\x18\x03 \x01(\tR\tnamespace\"M\n" +
 	"\x11SetPolicyResponse\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x1f\n" +
 	"\vmax_retries\x18\x02 \x01(\x05R\n" +
-	"maxRetries\"y\n" +
+	"maxRetries\"\x97\x01\n" +
 	"\x14RecordSuccessRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12/\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x19.agentstate.plan.v1.PhaseR\x05phase\x12\x17\n" +
-	"\astep_id\x18\x03 \x01(\tR\x06stepId\"I\n" +
+	"\astep_id\x18\x03 \x01(\tR\x06stepId\x12\x1c\n" +
+	"\tnamespace\x18\x04 \x01(\tR\tnamespace\"I\n" +
 	"\x15RecordSuccessResponse\x120\n" +
-	"\x14previous_retry_count\x18\x01 \x01(\x05R\x12previousRetryCount\"\xd4\x01\n" +
+	"\x14previous_retry_count\x18\x01 \x01(\x05R\x12previousRetryCount\"\xf2\x01\n" +
 	"\x0eHistoryRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12/\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x19.agentstate.plan.v1.PhaseR\x05phase\x12=\n" +
 	"\bcategory\x18\x03 \x01(\x0e2!.agentstate.plan.v1.ErrorCategoryR\bcategory\x12#\n" +
 	"\rfrom_sequence\x18\x04 \x01(\x03R\ffromSequence\x12\x14\n" +
-	"\x05limit\x18\x05 \x01(\x05R\x05limit\"q\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1c\n" +
+	"\tnamespace\x18\x06 \x01(\tR\tnamespace\"q\n" +
 	"\x0fHistoryResponse\x129\n" +
 	"\arecords\x18\x01 \x03(\v2\x1f.agentstate.plan.v1.ErrorRecordR\arecords\x12#\n" +
-	"\rnext_sequence\x18\x02 \x01(\x03R\fnextSequence\".\n" +
+	"\rnext_sequence\x18\x02 \x01(\x03R\fnextSequence\"L\n" +
 	"\x13ErrorDetailsRequest\x12\x17\n" +
-	"\aplan_id\x18\x01 \x01(\tR\x06planId\"\x96\x01\n" +
+	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\"\x96\x01\n" +
 	"\x14ErrorDetailsResponse\x12:\n" +
 	"\adetails\x18\x01 \x01(\v2 .agentstate.plan.v1.ErrorDetailsR\adetails\x12!\n" +
 	"\fdetails_json\x18\x02 \x01(\tR\vdetailsJson\x12\x1f\n" +
 	"\vmax_retries\x18\x03 \x01(\x05R\n" +
-	"maxRetries\"V\n" +
+	"maxRetries\"t\n" +
 	"\x18MergeErrorDetailsRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12!\n" +
-	"\fdetails_json\x18\x02 \x01(\tR\vdetailsJson\">\n" +
+	"\fdetails_json\x18\x02 \x01(\tR\vdetailsJson\x12\x1c\n" +
+	"\tnamespace\x18\x03 \x01(\tR\tnamespace\">\n" +
 	"\x19MergeErrorDetailsResponse\x12!\n" +
 	"\fdetails_json\x18\x01 \x01(\tR\vdetailsJson*j\n" +
 	"\x05Phase\x12\x15\n" +

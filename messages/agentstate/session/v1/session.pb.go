@@ -247,6 +247,8 @@ func (x *TokenUsage) GetCost() float64 {
 	return 0
 }
 
+// A plan a session links: the plan plan_id of the session's own namespace
+// (a plan is named by namespace and plan_id; see plan.proto).
 type LinkedPlan struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	PlanId        string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`

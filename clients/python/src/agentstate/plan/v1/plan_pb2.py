@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentstate/plan/v1/plan.proto\x12\x12\x61gentstate.plan.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x89\x04\n\x0b\x45rrorRecord\x12\x11\n\trecord_id\x18\x01 \x01(\t\x12\x0f\n\x07plan_id\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12(\n\x05phase\x18\x04 \x01(\x0e\x32\x19.agentstate.plan.v1.Phase\x12\x0f\n\x07step_id\x18\x05 \x01(\t\x12\x12\n\nerror_type\x18\x06 \x01(\t\x12\x0f\n\x07message\x18\x07 \x01(\t\x12\x0c\n\x04tool\x18\x08 \x01(\t\x12\x12\n\nactor_name\x18\t \x01(\t\x12\x15\n\rstack_summary\x18\n \x01(\t\x12\x17\n\x0f\x61ttributes_json\x18\x0b \x01(\t\x12\x33\n\x08\x63\x61tegory\x18\x0c \x01(\x0e\x32!.agentstate.plan.v1.ErrorCategory\x12\x14\n\x0cis_retriable\x18\r \x01(\x08\x12\x13\n\x0bretry_count\x18\x0e \x01(\x05\x12\x13\n\x0bmax_retries\x18\x0f \x01(\x05\x12;\n\x0frecovery_action\x18\x10 \x01(\x0e\x32\".agentstate.plan.v1.RecoveryAction\x12\x15\n\rrecovery_hint\x18\x11 \x01(\t\x12\x18\n\x10recovery_command\x18\x12 \x01(\t\x12/\n\x0brecorded_at\x18\x13 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xa7\x02\n\x0c\x45rrorDetails\x12\x39\n\x0e\x65rror_category\x18\x01 \x01(\x0e\x32!.agentstate.plan.v1.ErrorCategory\x12.\n\x0b\x65rror_phase\x18\x02 \x01(\x0e\x32\x19.agentstate.plan.v1.Phase\x12\x13\n\x0bretry_count\x18\x03 \x01(\x05\x12\x13\n\x0bmax_retries\x18\x04 \x01(\x05\x12\x14\n\x0cis_retriable\x18\x05 \x01(\x08\x12;\n\x0frecovery_action\x18\x06 \x01(\x0e\x32\".agentstate.plan.v1.RecoveryAction\x12\x15\n\rrecovery_hint\x18\x07 \x01(\t\x12\x18\n\x10recovery_command\x18\x08 \x01(\t\"\xea\x01\n\x12RecordErrorRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12(\n\x05phase\x18\x02 \x01(\x0e\x32\x19.agentstate.plan.v1.Phase\x12\x0f\n\x07step_id\x18\x03 \x01(\t\x12\x12\n\nerror_type\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0c\n\x04tool\x18\x06 \x01(\t\x12\x12\n\nactor_name\x18\x07 \x01(\t\x12\x15\n\rstack_summary\x18\x08 \x01(\t\x12\x17\n\x0f\x61ttributes_json\x18\t \x01(\t\x12\x11\n\trecord_id\x18\n \x01(\t\"Y\n\x13RecordErrorResponse\x12/\n\x06record\x18\x01 \x01(\x0b\x32\x1f.agentstate.plan.v1.ErrorRecord\x12\x11\n\tduplicate\x18\x02 \x01(\x08\"8\n\x10SetPolicyRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12\x13\n\x0bmax_retries\x18\x02 \x01(\x05\"9\n\x11SetPolicyResponse\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12\x13\n\x0bmax_retries\x18\x02 \x01(\x05\"b\n\x14RecordSuccessRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12(\n\x05phase\x18\x02 \x01(\x0e\x32\x19.agentstate.plan.v1.Phase\x12\x0f\n\x07step_id\x18\x03 \x01(\t\"5\n\x15RecordSuccessResponse\x12\x1c\n\x14previous_retry_count\x18\x01 \x01(\x05\"\xa6\x01\n\x0eHistoryRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12(\n\x05phase\x18\x02 \x01(\x0e\x32\x19.agentstate.plan.v1.Phase\x12\x33\n\x08\x63\x61tegory\x18\x03 \x01(\x0e\x32!.agentstate.plan.v1.ErrorCategory\x12\x15\n\rfrom_sequence\x18\x04 \x01(\x03\x12\r\n\x05limit\x18\x05 \x01(\x05\"Z\n\x0fHistoryResponse\x12\x30\n\x07records\x18\x01 \x03(\x0b\x32\x1f.agentstate.plan.v1.ErrorRecord\x12\x15\n\rnext_sequence\x18\x02 \x01(\x03\"&\n\x13\x45rrorDetailsRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\"t\n\x14\x45rrorDetailsResponse\x12\x31\n\x07\x64\x65tails\x18\x01 \x01(\x0b\x32 .agentstate.plan.v1.ErrorDetails\x12\x14\n\x0c\x64\x65tails_json\x18\x02 \x01(\t\x12\x13\n\x0bmax_retries\x18\x03 \x01(\x05\"A\n\x18MergeErrorDetailsRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65tails_json\x18\x02 \x01(\t\"1\n\x19MergeErrorDetailsResponse\x12\x14\n\x0c\x64\x65tails_json\x18\x01 \x01(\t*j\n\x05Phase\x12\x15\n\x11PHASE_UNSPECIFIED\x10\x00\x12\x10\n\x0cPHASE_ACTION\x10\x01\x12\x14\n\x10PHASE_STRATEGIZE\x10\x02\x12\x11\n\rPHASE_EXECUTE\x10\x03\x12\x0f\n\x0bPHASE_APPLY\x10\x04*\xbf\x02\n\rErrorCategory\x12\x1e\n\x1a\x45RROR_CATEGORY_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x45RROR_CATEGORY_TRANSIENT\x10\x01\x12\x17\n\x13\x45RROR_CATEGORY_AUTH\x10\x02\x12\x1b\n\x17\x45RROR_CATEGORY_RESOURCE\x10\x03\x12!\n\x1d\x45RROR_CATEGORY_MERGE_CONFLICT\x10\x04\x12\x1d\n\x19\x45RROR_CATEGORY_VALIDATION\x10\x05\x12\x17\n\x13\x45RROR_CATEGORY_TOOL\x10\x06\x12&\n\"ERROR_CATEGORY_STRATEGY_CONSTRAINT\x10\x07\x12\x1b\n\x17\x45RROR_CATEGORY_INTERNAL\x10\x08\x12\x1a\n\x16\x45RROR_CATEGORY_UNKNOWN\x10\t*\xcb\x01\n\x0eRecoveryAction\x12\x1f\n\x1bRECOVERY_ACTION_UNSPECIFIED\x10\x00\x12\x19\n\x15RECOVERY_ACTION_RETRY\x10\x01\x12(\n$RECOVERY_ACTION_REVERT_TO_STRATEGIZE\x10\x02\x12\x1a\n\x16RECOVERY_ACTION_PROMPT\x10\x03\x12\x1c\n\x18RECOVERY_ACTION_ESCALATE\x10\x04\x12\x19\n\x15RECOVERY_ACTION_ABORT\x10\x05\x32\xd6\x04\n\x0bPlanService\x12^\n\x0bRecordError\x12&.agentstate.plan.v1.RecordErrorRequest\x1a\'.agentstate.plan.v1.RecordErrorResponse\x12X\n\tSetPolicy\x12$.agentstate.plan.v1.SetPolicyRequest\x1a%.agentstate.plan.v1.SetPolicyResponse\x12\x64\n\rRecordSuccess\x12(.agentstate.plan.v1.RecordSuccessRequest\x1a).agentstate.plan.v1.RecordSuccessResponse\x12R\n\x07History\x12\".agentstate.plan.v1.HistoryRequest\x1a#.agentstate.plan.v1.HistoryResponse\x12\x61\n\x0c\x45rrorDetails\x12\'.agentstate.plan.v1.ErrorDetailsRequest\x1a(.agentstate.plan.v1.ErrorDetailsResponse\x12p\n\x11MergeErrorDetails\x12,.agentstate.plan.v1.MergeErrorDetailsRequest\x1a-.agentstate.plan.v1.MergeErrorDetailsResponseBEZCgithub.com/agentstate/agentstate/messages/agentstate/plan/v1;planv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentstate/plan/v1/plan.proto\x12\x12\x61gentstate.plan.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9c\x04\n\x0b\x45rrorRecord\x12\x11\n\trecord_id\x18\x01 \x01(\t\x12\x0f\n\x07plan_id\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12(\n\x05phase\x18\x04 \x01(\x0e\x32\x19.agentstate.plan.v1.Phase\x12\x0f\n\x07step_id\x18\x05 \x01(\t\x12\x12\n\nerror_type\x18\x06 \x01(\t\x12\x0f\n\x07message\x18\x07 \x01(\t\x12\x0c\n\x04tool\x18\x08 \x01(\t\x12\x12\n\nactor_name\x18\t \x01(\t\x12\x15\n\rstack_summary\x18\n \x01(\t\x12\x17\n\x0f\x61ttributes_json\x18\x0b \x01(\t\x12\x33\n\x08\x63\x61tegory\x18\x0c \x01(\x0e\x32!.agentstate.plan.v1.ErrorCategory\x12\x14\n\x0cis_retriable\x18\r \x01(\x08\x12\x13\n\x0bretry_count\x18\x0e \x01(\x05\x12\x13\n\x0bmax_retries\x18\x0f \x01(\x05\x12;\n\x0frecovery_action\x18\x10 \x01(\x0e\x32\".agentstate.plan.v1.RecoveryAction\x12\x15\n\rrecovery_hint\x18\x11 \x01(\t\x12\x18\n\x10recovery_command\x18\x12 \x01(\t\x12/\n\x0brecorded_at\x18\x13 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tnamespace\x18\x14 \x01(\t\"\xa7\x02\n\x0c\x45rrorDetails\x12\x39\n\x0e\x65rror_category\x18\x01 \x01(\x0e\x32!.agentstate.plan.v1.ErrorCategory\x12.\n\x0b\x65rror_phase\x18\x02 \x01(\x0e\x32\x19.agentstate.plan.v1.Phase\x12\x13\n\x0bretry_count\x18\x03 \x01(\x05\x12\x13\n\x0bmax_retries\x18\x04 \x01(\x05\x12\x14\n\x0cis_retriable\x18\x05 \x01(\x08\x12;\n\x0frecovery_action\x18\x06 \x01(\x0e\x32\".agentstate.plan.v1.RecoveryAction\x12\x15\n\rrecovery_hint\x18\x07 \x01(\t\x12\x18\n\x10recovery_command\x18\x08 \x01(\t\"\xfd\x01\n\x12RecordErrorRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12(\n\x05phase\x18\x02 \x01(\x0e\x32\x19.agentstate.plan.v1.Phase\x12\x0f\n\x07step_id\x18\x03 \x01(\t\x12\x12\n\nerror_type\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0c\n\x04tool\x18\x06 \x01(\t\x12\x12\n\nactor_name\x18\x07 \x01(\t\x12\x15\n\rstack_summary\x18\x08 \x01(\t\x12\x17\n\x0f\x61ttributes_json\x18\t \x01(\t\x12\x11\n\trecord_id\x18\n \x01(\t\x12\x11\n\tnamespace\x18\x0b \x01(\t\"Y\n\x13RecordErrorResponse\x12/\n\x06record\x18\x01 \x01(\x0b\x32\x1f.agentstate.plan.v1.ErrorRecord\x12\x11\n\tduplicate\x18\x02 \x01(\x08\"K\n\x10SetPolicyRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12\x13\n\x0bmax_retries\x18\x02 \x01(\x05\x12\x11\n\tnamespace\x18\x03 \x01(\t\"9\n\x11SetPolicyResponse\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12\x13\n\x0bmax_retries\x18\x02 \x01(\x05\"u\n\x14RecordSuccessRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12(\n\x05phase\x18\x02 \x01(\x0e\x32\x19.agentstate.plan.v1.Phase\x12\x0f\n\x07step_id\x18\x03 \x01(\t\x12\x11\n\tnamespace\x18\x04 \x01(\t\"5\n\x15RecordSuccessResponse\x12\x1c\n\x14previous_retry_count\x18\x01 \x01(\x05\"\xb9\x01\n\x0eHistoryRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12(\n\x05phase\x18\x02 \x01(\x0e\x32\x19.agentstate.plan.v1.Phase\x12\x33\n\x08\x63\x61tegory\x18\x03 \x01(\x0e\x32!.agentstate.plan.v1.ErrorCategory\x12\x15\n\rfrom_sequence\x18\x04 \x01(\x03\x12\r\n\x05limit\x18\x05 \x01(\x05\x12\x11\n\tnamespace\x18\x06 \x01(\t\"Z\n\x0fHistoryResponse\x12\x30\n\x07records\x18\x01 \x03(\x0b\x32\x1f.agentstate.plan.v1.ErrorRecord\x12\x15\n\rnext_sequence\x18\x02 \x01(\x03\"9\n\x13\x45rrorDetailsRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\"t\n\x14\x45rrorDetailsResponse\x12\x31\n\x07\x64\x65tails\x18\x01 \x01(\x0b\x32 .agentstate.plan.v1.ErrorDetails\x12\x14\n\x0c\x64\x65tails_json\x18\x02 \x01(\t\x12\x13\n\x0bmax_retries\x18\x03 \x01(\x05\"T\n\x18MergeErrorDetailsRequest\x12\x0f\n\x07plan_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65tails_json\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\"1\n\x19MergeErrorDetailsResponse\x12\x14\n\x0c\x64\x65tails_json\x18\x01 \x01(\t*j\n\x05Phase\x12\x15\n\x11PHASE_UNSPECIFIED\x10\x00\x12\x10\n\x0cPHASE_ACTION\x10\x01\x12\x14\n\x10PHASE_STRATEGIZE\x10\x02\x12\x11\n\rPHASE_EXECUTE\x10\x03\x12\x0f\n\x0bPHASE_APPLY\x10\x04*\xbf\x02\n\rErrorCategory\x12\x1e\n\x1a\x45RROR_CATEGORY_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x45RROR_CATEGORY_TRANSIENT\x10\x01\x12\x17\n\x13\x45RROR_CATEGORY_AUTH\x10\x02\x12\x1b\n\x17\x45RROR_CATEGORY_RESOURCE\x10\x03\x12!\n\x1d\x45RROR_CATEGORY_MERGE_CONFLICT\x10\x04\x12\x1d\n\x19\x45RROR_CATEGORY_VALIDATION\x10\x05\x12\x17\n\x13\x45RROR_CATEGORY_TOOL\x10\x06\x12&\n\"ERROR_CATEGORY_STRATEGY_CONSTRAINT\x10\x07\x12\x1b\n\x17\x45RROR_CATEGORY_INTERNAL\x10\x08\x12\x1a\n\x16\x45RROR_CATEGORY_UNKNOWN\x10\t*\xcb\x01\n\x0eRecoveryAction\x12\x1f\n\x1bRECOVERY_ACTION_UNSPECIFIED\x10\x00\x12\x19\n\x15RECOVERY_ACTION_RETRY\x10\x01\x12(\n$RECOVERY_ACTION_REVERT_TO_STRATEGIZE\x10\x02\x12\x1a\n\x16RECOVERY_ACTION_PROMPT\x10\x03\x12\x1c\n\x18RECOVERY_ACTION_ESCALATE\x10\x04\x12\x19\n\x15RECOVERY_ACTION_ABORT\x10\x05\x32\xd6\x04\n\x0bPlanService\x12^\n\x0bRecordError\x12&.agentstate.plan.v1.RecordErrorRequest\x1a\'.agentstate.plan.v1.RecordErrorResponse\x12X\n\tSetPolicy\x12$.agentstate.plan.v1.SetPolicyRequest\x1a%.agentstate.plan.v1.SetPolicyResponse\x12\x64\n\rRecordSuccess\x12(.agentstate.plan.v1.RecordSuccessRequest\x1a).agentstate.plan.v1.RecordSuccessResponse\x12R\n\x07History\x12\".agentstate.plan.v1.HistoryRequest\x1a#.agentstate.plan.v1.HistoryResponse\x12\x61\n\x0c\x45rrorDetails\x12\'.agentstate.plan.v1.ErrorDetailsRequest\x1a(.agentstate.plan.v1.ErrorDetailsResponse\x12p\n\x11MergeErrorDetails\x12,.agentstate.plan.v1.MergeErrorDetailsRequest\x1a-.agentstate.plan.v1.MergeErrorDetailsResponseBEZCgithub.com/agentstate/agentstate/messages/agentstate/plan/v1;planv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentstate.plan.v1.plan_pb2', globals())
@@ -22,40 +22,40 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'ZCgithub.com/agentstate/agentstate/messages/agentstate/plan/v1;planv1'
-  _PHASE._serialized_start=2045
-  _PHASE._serialized_end=2151
-  _ERRORCATEGORY._serialized_start=2154
-  _ERRORCATEGORY._serialized_end=2473
-  _RECOVERYACTION._serialized_start=2476
-  _RECOVERYACTION._serialized_end=2679
+  _PHASE._serialized_start=2178
+  _PHASE._serialized_end=2284
+  _ERRORCATEGORY._serialized_start=2287
+  _ERRORCATEGORY._serialized_end=2606
+  _RECOVERYACTION._serialized_start=2609
+  _RECOVERYACTION._serialized_end=2812
   _ERRORRECORD._serialized_start=87
-  _ERRORRECORD._serialized_end=608
-  _ERRORDETAILS._serialized_start=611
-  _ERRORDETAILS._serialized_end=906
-  _RECORDERRORREQUEST._serialized_start=909
-  _RECORDERRORREQUEST._serialized_end=1143
-  _RECORDERRORRESPONSE._serialized_start=1145
-  _RECORDERRORRESPONSE._serialized_end=1234
-  _SETPOLICYREQUEST._serialized_start=1236
-  _SETPOLICYREQUEST._serialized_end=1292
-  _SETPOLICYRESPONSE._serialized_start=1294
-  _SETPOLICYRESPONSE._serialized_end=1351
-  _RECORDSUCCESSREQUEST._serialized_start=1353
-  _RECORDSUCCESSREQUEST._serialized_end=1451
-  _RECORDSUCCESSRESPONSE._serialized_start=1453
-  _RECORDSUCCESSRESPONSE._serialized_end=1506
-  _HISTORYREQUEST._serialized_start=1509
-  _HISTORYREQUEST._serialized_end=1675
-  _HISTORYRESPONSE._serialized_start=1677
-  _HISTORYRESPONSE._serialized_end=1767
-  _ERRORDETAILSREQUEST._serialized_start=1769
-  _ERRORDETAILSREQUEST._serialized_end=1807
-  _ERRORDETAILSRESPONSE._serialized_start=1809
-  _ERRORDETAILSRESPONSE._serialized_end=1925
-  _MERGEERRORDETAILSREQUEST._serialized_start=1927
-  _MERGEERRORDETAILSREQUEST._serialized_end=1992
-  _MERGEERRORDETAILSRESPONSE._serialized_start=1994
-  _MERGEERRORDETAILSRESPONSE._serialized_end=2043
-  _PLANSERVICE._serialized_start=2682
-  _PLANSERVICE._serialized_end=3280
+  _ERRORRECORD._serialized_end=627
+  _ERRORDETAILS._serialized_start=630
+  _ERRORDETAILS._serialized_end=925
+  _RECORDERRORREQUEST._serialized_start=928
+  _RECORDERRORREQUEST._serialized_end=1181
+  _RECORDERRORRESPONSE._serialized_start=1183
+  _RECORDERRORRESPONSE._serialized_end=1272
+  _SETPOLICYREQUEST._serialized_start=1274
+  _SETPOLICYREQUEST._serialized_end=1349
+  _SETPOLICYRESPONSE._serialized_start=1351
+  _SETPOLICYRESPONSE._serialized_end=1408
+  _RECORDSUCCESSREQUEST._serialized_start=1410
+  _RECORDSUCCESSREQUEST._serialized_end=1527
+  _RECORDSUCCESSRESPONSE._serialized_start=1529
+  _RECORDSUCCESSRESPONSE._serialized_end=1582
+  _HISTORYREQUEST._serialized_start=1585
+  _HISTORYREQUEST._serialized_end=1770
+  _HISTORYRESPONSE._serialized_start=1772
+  _HISTORYRESPONSE._serialized_end=1862
+  _ERRORDETAILSREQUEST._serialized_start=1864
+  _ERRORDETAILSREQUEST._serialized_end=1921
+  _ERRORDETAILSRESPONSE._serialized_start=1923
+  _ERRORDETAILSRESPONSE._serialized_end=2039
+  _MERGEERRORDETAILSREQUEST._serialized_start=2041
+  _MERGEERRORDETAILSREQUEST._serialized_end=2125
+  _MERGEERRORDETAILSRESPONSE._serialized_start=2127
+  _MERGEERRORDETAILSRESPONSE._serialized_end=2176
+  _PLANSERVICE._serialized_start=2815
+  _PLANSERVICE._serialized_end=3413
 # @@protoc_insertion_point(module_scope)

@@ -49,10 +49,12 @@ class ErrorDetails(_message.Message):
     def __init__(self, error_category: _Optional[_Union[ErrorCategory, str]] = ..., error_phase: _Optional[_Union[Phase, str]] = ..., retry_count: _Optional[int] = ..., max_retries: _Optional[int] = ..., is_retriable: bool = ..., recovery_action: _Optional[_Union[RecoveryAction, str]] = ..., recovery_hint: _Optional[str] = ..., recovery_command: _Optional[str] = ...) -> None: ...
 
 class ErrorDetailsRequest(_message.Message):
-    __slots__ = ["plan_id"]
+    __slots__ = ["namespace", "plan_id"]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PLAN_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
     plan_id: str
-    def __init__(self, plan_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, plan_id: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class ErrorDetailsResponse(_message.Message):
     __slots__ = ["details", "details_json", "max_retries"]
@@ -65,7 +67,7 @@ class ErrorDetailsResponse(_message.Message):
     def __init__(self, details: _Optional[_Union[ErrorDetails, _Mapping]] = ..., details_json: _Optional[str] = ..., max_retries: _Optional[int] = ...) -> None: ...
 
 class ErrorRecord(_message.Message):
-    __slots__ = ["actor_name", "attributes_json", "category", "error_type", "is_retriable", "max_retries", "message", "phase", "plan_id", "record_id", "recorded_at", "recovery_action", "recovery_command", "recovery_hint", "retry_count", "sequence", "stack_summary", "step_id", "tool"]
+    __slots__ = ["actor_name", "attributes_json", "category", "error_type", "is_retriable", "max_retries", "message", "namespace", "phase", "plan_id", "record_id", "recorded_at", "recovery_action", "recovery_command", "recovery_hint", "retry_count", "sequence", "stack_summary", "step_id", "tool"]
     ACTOR_NAME_FIELD_NUMBER: _ClassVar[int]
     ATTRIBUTES_JSON_FIELD_NUMBER: _ClassVar[int]
     CATEGORY_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +75,7 @@ class ErrorRecord(_message.Message):
     IS_RETRIABLE_FIELD_NUMBER: _ClassVar[int]
     MAX_RETRIES_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     PLAN_ID_FIELD_NUMBER: _ClassVar[int]
     RECORDED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -92,6 +95,7 @@ class ErrorRecord(_message.Message):
     is_retriable: bool
     max_retries: int
     message: str
+    namespace: str
     phase: Phase
     plan_id: str
     record_id: str
@@ -104,21 +108,23 @@ class ErrorRecord(_message.Message):
     stack_summary: str
     step_id: str
     tool: str
-    def __init__(self, record_id: _Optional[str] = ..., plan_id: _Optional[str] = ..., sequence: _Optional[int] = ..., phase: _Optional[_Union[Phase, str]] = ..., step_id: _Optional[str] = ..., error_type: _Optional[str] = ..., message: _Optional[str] = ..., tool: _Optional[str] = ..., actor_name: _Optional[str] = ..., stack_summary: _Optional[str] = ..., attributes_json: _Optional[str] = ..., category: _Optional[_Union[ErrorCategory, str]] = ..., is_retriable: bool = ..., retry_count: _Optional[int] = ..., max_retries: _Optional[int] = ..., recovery_action: _Optional[_Union[RecoveryAction, str]] = ..., recovery_hint: _Optional[str] = ..., recovery_command: _Optional[str] = ..., recorded_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, record_id: _Optional[str] = ..., plan_id: _Optional[str] = ..., sequence: _Optional[int] = ..., phase: _Optional[_Union[Phase, str]] = ..., step_id: _Optional[str] = ..., error_type: _Optional[str] = ..., message: _Optional[str] = ..., tool: _Optional[str] = ..., actor_name: _Optional[str] = ..., stack_summary: _Optional[str] = ..., attributes_json: _Optional[str] = ..., category: _Optional[_Union[ErrorCategory, str]] = ..., is_retriable: bool = ..., retry_count: _Optional[int] = ..., max_retries: _Optional[int] = ..., recovery_action: _Optional[_Union[RecoveryAction, str]] = ..., recovery_hint: _Optional[str] = ..., recovery_command: _Optional[str] = ..., recorded_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
-    __slots__ = ["category", "from_sequence", "limit", "phase", "plan_id"]
+    __slots__ = ["category", "from_sequence", "limit", "namespace", "phase", "plan_id"]
     CATEGORY_FIELD_NUMBER: _ClassVar[int]
     FROM_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     PLAN_ID_FIELD_NUMBER: _ClassVar[int]
     category: ErrorCategory
     from_sequence: int
     limit: int
+    namespace: str
     phase: Phase
     plan_id: str
-    def __init__(self, plan_id: _Optional[str] = ..., phase: _Optional[_Union[Phase, str]] = ..., category: _Optional[_Union[ErrorCategory, str]] = ..., from_sequence: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+    def __init__(self, plan_id: _Optional[str] = ..., phase: _Optional[_Union[Phase, str]] = ..., category: _Optional[_Union[ErrorCategory, str]] = ..., from_sequence: _Optional[int] = ..., limit: _Optional[int] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class HistoryResponse(_message.Message):
     __slots__ = ["next_sequence", "records"]
@@ -129,12 +135,14 @@ class HistoryResponse(_message.Message):
     def __init__(self, records: _Optional[_Iterable[_Union[ErrorRecord, _Mapping]]] = ..., next_sequence: _Optional[int] = ...) -> None: ...
 
 class MergeErrorDetailsRequest(_message.Message):
-    __slots__ = ["details_json", "plan_id"]
+    __slots__ = ["details_json", "namespace", "plan_id"]
     DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PLAN_ID_FIELD_NUMBER: _ClassVar[int]
     details_json: str
+    namespace: str
     plan_id: str
-    def __init__(self, plan_id: _Optional[str] = ..., details_json: _Optional[str] = ...) -> None: ...
+    def __init__(self, plan_id: _Optional[str] = ..., details_json: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class MergeErrorDetailsResponse(_message.Message):
     __slots__ = ["details_json"]
@@ -143,11 +151,12 @@ class MergeErrorDetailsResponse(_message.Message):
     def __init__(self, details_json: _Optional[str] = ...) -> None: ...
 
 class RecordErrorRequest(_message.Message):
-    __slots__ = ["actor_name", "attributes_json", "error_type", "message", "phase", "plan_id", "record_id", "stack_summary", "step_id", "tool"]
+    __slots__ = ["actor_name", "attributes_json", "error_type", "message", "namespace", "phase", "plan_id", "record_id", "stack_summary", "step_id", "tool"]
     ACTOR_NAME_FIELD_NUMBER: _ClassVar[int]
     ATTRIBUTES_JSON_FIELD_NUMBER: _ClassVar[int]
     ERROR_TYPE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     PLAN_ID_FIELD_NUMBER: _ClassVar[int]
     RECORD_ID_FIELD_NUMBER: _ClassVar[int]
@@ -158,13 +167,14 @@ class RecordErrorRequest(_message.Message):
     attributes_json: str
     error_type: str
     message: str
+    namespace: str
     phase: Phase
     plan_id: str
     record_id: str
     stack_summary: str
     step_id: str
     tool: str
-    def __init__(self, plan_id: _Optional[str] = ..., phase: _Optional[_Union[Phase, str]] = ..., step_id: _Optional[str] = ..., error_type: _Optional[str] = ..., message: _Optional[str] = ..., tool: _Optional[str] = ..., actor_name: _Optional[str] = ..., stack_summary: _Optional[str] = ..., attributes_json: _Optional[str] = ..., record_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, plan_id: _Optional[str] = ..., phase: _Optional[_Union[Phase, str]] = ..., step_id: _Optional[str] = ..., error_type: _Optional[str] = ..., message: _Optional[str] = ..., tool: _Optional[str] = ..., actor_name: _Optional[str] = ..., stack_summary: _Optional[str] = ..., attributes_json: _Optional[str] = ..., record_id: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class RecordErrorResponse(_message.Message):
     __slots__ = ["duplicate", "record"]
@@ -175,14 +185,16 @@ class RecordErrorResponse(_message.Message):
     def __init__(self, record: _Optional[_Union[ErrorRecord, _Mapping]] = ..., duplicate: bool = ...) -> None: ...
 
 class RecordSuccessRequest(_message.Message):
-    __slots__ = ["phase", "plan_id", "step_id"]
+    __slots__ = ["namespace", "phase", "plan_id", "step_id"]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     PLAN_ID_FIELD_NUMBER: _ClassVar[int]
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
     phase: Phase
     plan_id: str
     step_id: str
-    def __init__(self, plan_id: _Optional[str] = ..., phase: _Optional[_Union[Phase, str]] = ..., step_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, plan_id: _Optional[str] = ..., phase: _Optional[_Union[Phase, str]] = ..., step_id: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class RecordSuccessResponse(_message.Message):
     __slots__ = ["previous_retry_count"]
@@ -191,12 +203,14 @@ class RecordSuccessResponse(_message.Message):
     def __init__(self, previous_retry_count: _Optional[int] = ...) -> None: ...
 
 class SetPolicyRequest(_message.Message):
-    __slots__ = ["max_retries", "plan_id"]
+    __slots__ = ["max_retries", "namespace", "plan_id"]
     MAX_RETRIES_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PLAN_ID_FIELD_NUMBER: _ClassVar[int]
     max_retries: int
+    namespace: str
     plan_id: str
-    def __init__(self, plan_id: _Optional[str] = ..., max_retries: _Optional[int] = ...) -> None: ...
+    def __init__(self, plan_id: _Optional[str] = ..., max_retries: _Optional[int] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class SetPolicyResponse(_message.Message):
     __slots__ = ["max_retries", "plan_id"]

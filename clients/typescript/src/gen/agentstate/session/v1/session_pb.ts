@@ -48,6 +48,9 @@ export const TokenUsageSchema: GenMessage<TokenUsage> = /*@__PURE__*/
   messageDesc(file_agentstate_session_v1_session, 0);
 
 /**
+ * A plan a session links: the plan plan_id of the session's own namespace
+ * (a plan is named by namespace and plan_id; see plan.proto).
+ *
  * @generated from message agentstate.session.v1.LinkedPlan
  */
 export type LinkedPlan = Message$1<"agentstate.session.v1.LinkedPlan"> & {
