@@ -18,9 +18,9 @@ import (
 // unary request (requestBudget.decode), before it returns a stream's next
 // message and before it sends a stream's next message (charged first, so
 // that hundreds of tails starting at once are paced from their first
-// message on). A waiting unary call
-// holds its caller; a waiting stream stops reading, so TCP flow control
-// holds a streaming client at its share too.
+// message on). A waiting unary call holds its caller; a waiting stream
+// stops reading, so TCP flow control holds a streaming client at its share
+// too.
 type pacing struct {
 	p *fairshare.Pacer
 }
@@ -35,14 +35,12 @@ func (g pacing) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Conte
 }
 func (g pacing) HandleConn(context.Context, stats.ConnStats) {}
 
+// HandleRPC charges a received message its wire bytes and one operation;
+// the messages reach it undecoded (codec.Undecoded), so a batch's further
+// operations are charged once it is decoded (received).
 func (g pacing) HandleRPC(ctx context.Context, s stats.RPCStats) {
-	switch s := s.(type) {
-	case *stats.InPayload:
-		ops := 1
-		if m, ok := s.Payload.(operations); ok {
-			ops = max(1, m.Operations())
-		}
-		g.p.Charge(fairshare.From(ctx), int64(s.WireLength)+int64(ops)*fairshare.OpCost)
+	if in, ok := s.(*stats.InPayload); ok {
+		g.p.Charge(fairshare.From(ctx), int64(in.WireLength)+fairshare.OpCost)
 	}
 }
 
