@@ -30,6 +30,19 @@ type UpdateScopes struct {
 // ScopeWrite is one scope's new state, as a store computes it.
 type ScopeWrite struct {
 	Scope, State string
+	// Prev is the bytes of the scope's state as the transaction found it
+	// stored (0: no row), so that the write moves its namespace's stored
+	// bytes (usage.go) by len(State) - Prev.
+	Prev int64
+}
+
+// ScopeCharges are what writing ws would add to their namespaces.
+func ScopeCharges(ws []ScopeWrite) []Charge {
+	out := make([]Charge, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, Charge{Namespace: ScopeNamespace(w.Scope), Bytes: int64(len(w.State)) - w.Prev})
+	}
+	return out
 }
 
 // ScopesResult is the outcome of an UpdateScopes.

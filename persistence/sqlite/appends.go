@@ -143,6 +143,13 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state s
 	if k.AllKept() {
 		return k.Merge(persistence.TurnResult{}), 0, "", nil
 	}
+	var change int64
+	if t.State != nil {
+		change = persistence.StateChange(state, after)
+	}
+	if bad, err := a.checkTurnBytes(sessionID, k.Insert, change, scopes); err != nil || bad != nil {
+		return persistence.TurnResult{Err: bad}, 0, "", err
+	}
 	tr, n, err := a.turnRows(sessionID, k.Insert, seq)
 	if err != nil || tr.Err != nil || tr.Duplicate {
 		// A duplicate's deltas were applied with the original.
@@ -151,7 +158,26 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state s
 	if err := a.WriteScopes(scopes, at); err != nil {
 		return persistence.TurnResult{}, 0, "", err
 	}
+	a.usage.AddSession(sessionID, change)
 	return k.Merge(tr), n, after, nil
+}
+
+// checkTurnBytes refuses (bad) a turn that would take a namespace past
+// its quota of stored bytes, unless the turn is a retry (its first
+// message stored): that adds nothing, and turnRows answers it.
+func (a *applier) checkTurnBytes(sessionID string, t *persistence.Turn, change int64, scopes []persistence.ScopeWrite) (bad, err error) {
+	bad = a.usage.Check(persistence.TurnCharges(sessionID, t.Messages, change, scopes)...)
+	if bad == nil || !persistence.IsCommandError(bad) || len(t.Messages) == 0 {
+		return bad, nil
+	}
+	switch _, err := a.storedMessage(sessionID, t.Messages[0].MessageId); {
+	case err == nil:
+		return nil, nil
+	case errors.Is(err, sql.ErrNoRows):
+		return bad, nil
+	default:
+		return nil, err
+	}
 }
 
 // turnRows stores the messages of turn t (checked by checkTurn).
@@ -187,6 +213,7 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 			skipped++
 			continue
 		}
+		a.usage.AddSession(sessionID, persistence.MessageBytes(m.Content, meta))
 		out[i] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: seq + inserted,
 			Role: m.Role, Content: m.Content, MetadataJson: meta, CreatedAt: persistence.Stamp(created), EventTime: m.EventTime,
 			ItemKey: m.ItemKey, Kind: m.Kind}
@@ -201,7 +228,7 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 		return persistence.TurnResult{Messages: out}, inserted, nil
 	case inserted > 0:
 		// Some ids were stored before, some not: undo this turn's rows.
-		if _, err := a.deleteMessages(`session_id = ? AND sequence >= ? AND sequence < ?`,
+		if _, err := a.deleteMessages(sessionID, `session_id = ? AND sequence >= ? AND sequence < ?`,
 			sessionID, seq, seq+inserted); err != nil {
 			return persistence.TurnResult{}, 0, err
 		}

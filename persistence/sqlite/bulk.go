@@ -39,6 +39,19 @@ func init() {
 // tells the outcomes apart. Retried turns are rare, so the replay is too.
 var errConflictInBulk = errs.FailedPrecondition("append met a stored message id or a taken sequence; replayed row by row")
 
+// errQuotaInBulk fails an attempt without savepoints one of whose turns
+// would take a namespace past its quota of stored bytes. Command-level on
+// purpose, as errConflictInBulk: the replay decides it turn by turn,
+// where a retried turn (stored already, adding nothing) is told apart.
+var errQuotaInBulk = errs.FailedPrecondition("an append would pass a namespace's quota of stored bytes; replayed row by row")
+
+func quotaInBulk(err error) error {
+	if persistence.IsCommandError(err) {
+		return errQuotaInBulk
+	}
+	return err
+}
+
 // appendBulk stores every valid turn of c from c.NextSequence on, in
 // multi-row statements, and fills turns (one result per turn). It returns
 // the next sequence after the stored rows, and the session's state after
@@ -71,6 +84,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 				continue
 			}
 		}
+		var change int64
 		if t.HasDelta() {
 			after, scopes, err := a.turnDeltas(c.SessionID, cur, t)
 			if err != nil {
@@ -80,13 +94,24 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 				turns[i].Err = err
 				continue
 			}
+			if t.State != nil {
+				change = persistence.StateChange(cur, after)
+			}
+			if err := a.usage.Check(persistence.TurnCharges(c.SessionID, t.Messages, change, scopes)...); err != nil {
+				return 0, "", quotaInBulk(err)
+			}
 			if err := a.WriteScopes(scopes, at); err != nil {
 				return 0, "", err
 			}
 			if t.State != nil {
 				cur, state = after, after
 			}
+		} else if err := a.usage.Check(persistence.TurnCharges(c.SessionID, t.Messages, 0, nil)...); err != nil {
+			return 0, "", quotaInBulk(err)
 		}
+		// Booked as queued: the attempt stores every queued row, or is
+		// abandoned whole.
+		a.usage.AddSession(c.SessionID, persistence.MessagesBytes(t.Messages)+change)
 		out := make([]*sessionv1.Message, len(t.Messages))
 		for j, m := range t.Messages {
 			// The answer carries the stored time (nanoseconds), as a

@@ -373,4 +373,8 @@ CREATE TABLE removed_message_ids (
 	PRIMARY KEY (session_id, message_id)
 ) WITHOUT ROWID;
 `,
+	// (issue 28, after removed_message_ids above) Each namespace's
+	// running total of stored bytes (usage.go); migrate fills it from the
+	// data in the same transaction.
+	usageMigration,
 }

@@ -1,0 +1,191 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+
+	"github.com/agentstate/agentstate/persistence"
+)
+
+// Stored bytes per namespace (persistence/usage.go says what counts):
+// namespace_usage holds each namespace's running total. The applier books
+// every statement that stores or removes counted bytes in its ledger
+// (persistence.Usage) and adds the transaction's deltas in one statement
+// before COMMIT (addUsageSQL), so the totals move with the data they count.
+
+// usageMigration creates namespace_usage; migrate then fills it
+// (recountUsage), in the same transaction.
+const usageMigration = `
+CREATE TABLE namespace_usage (
+	namespace TEXT PRIMARY KEY,
+	bytes     INTEGER NOT NULL
+) WITHOUT ROWID;
+`
+
+// SQL expressions of what a row counts, in bytes (text as its UTF-8).
+const (
+	messageBytesSQL = `(length(CAST(content AS BLOB)) + length(CAST(metadata_json AS BLOB)))`
+	stateBytesSQL   = `length(CAST(state_json AS BLOB))`
+	namespaceSQL    = `CASE WHEN namespace = '' THEN '` + persistence.DefaultScopeNamespace + `' ELSE namespace END`
+)
+
+// addUsageSQL adds the deltas of ?1 (a JSON object of session id: bytes,
+// each resolved to its session's namespace here) and ?2 (namespace:
+// bytes) to the totals.
+const addUsageSQL = `INSERT INTO namespace_usage (namespace, bytes)
+SELECT ns, SUM(n) FROM (
+	SELECT ` + namespaceSQL + ` AS ns, j.value AS n FROM json_each(?1) j JOIN sessions s ON s.session_id = j.key
+	UNION ALL
+	SELECT j.key AS ns, j.value AS n FROM json_each(?2) j
+) WHERE true GROUP BY ns
+ON CONFLICT (namespace) DO UPDATE SET bytes = bytes + excluded.bytes`
+
+// recountSessionsSQL counts what the sessions' rows store, by namespace.
+const recountSessionsSQL = `SELECT ` + namespaceSQL + `, SUM(x.n) FROM (
+	SELECT session_id, ` + stateBytesSQL + ` AS n FROM sessions
+	UNION ALL SELECT session_id, ` + messageBytesSQL + ` FROM message_rows
+	UNION ALL SELECT session_id, length(data) FROM session_snapshots
+) x JOIN sessions USING (session_id) GROUP BY 1`
+
+// querier is a transaction or a connection.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// recountUsage counts what each namespace stores from the tables
+// themselves. Scopes are counted here rather than in SQL because their
+// namespace is parsed from their name (persistence.ScopeNamespace).
+func recountUsage(ctx context.Context, q querier) (map[string]int64, error) {
+	out := map[string]int64{}
+	scan := func(query string, add func(key string, n int64)) error {
+		rows, err := q.QueryContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var key string
+			var n int64
+			if err := rows.Scan(&key, &n); err != nil {
+				return err
+			}
+			add(key, n)
+		}
+		return rows.Err()
+	}
+	if err := scan(recountSessionsSQL, func(ns string, n int64) { out[ns] += n }); err != nil {
+		return nil, err
+	}
+	err := scan(`SELECT scope, `+stateBytesSQL+` FROM state_scopes`, func(scope string, n int64) {
+		out[persistence.ScopeNamespace(scope)] += n
+	})
+	return out, err
+}
+
+// fillUsage writes the recount into the (empty) namespace_usage: the
+// migration's second half.
+func fillUsage(ctx context.Context, tx *sql.Tx) error {
+	counts, err := recountUsage(ctx, tx)
+	if err != nil {
+		return err
+	}
+	for _, ns := range slices.Sorted(maps.Keys(counts)) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO namespace_usage (namespace, bytes) VALUES (?, ?)`, ns, counts[ns]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// usageVersion is the schema version that created namespace_usage (its
+// place in migrations, wherever that is).
+func usageVersion() int { return slices.Index(migrations, usageMigration) + 1 }
+
+// NamespaceBytes returns each namespace's running total of stored bytes
+// and a recount from the tables, read in one transaction: they are equal
+// unless the accounting is wrong (the conformance suite compares them).
+func (s *Store) NamespaceBytes(ctx context.Context) (running, recount map[string]int64, err error) {
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tx.Rollback()
+	running = map[string]int64{}
+	rows, err := tx.QueryContext(ctx, `SELECT namespace, bytes FROM namespace_usage WHERE bytes != 0`)
+	if err != nil {
+		return nil, nil, err
+	}
+	for rows.Next() {
+		var ns string
+		var n int64
+		if err := rows.Scan(&ns, &n); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		running[ns] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	recount, err = recountUsage(ctx, tx)
+	for ns, n := range recount {
+		if n == 0 {
+			delete(recount, ns)
+		}
+	}
+	return running, recount, err
+}
+
+// The applier is its ledger's persistence.UsageDialect.
+
+func (a *applier) SessionNamespace(id string) (string, bool, error) {
+	var ns string
+	err := a.queryRow(`SELECT namespace FROM sessions WHERE session_id = ?`, id).Scan(&ns)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return ns, err == nil, err
+}
+
+func (a *applier) StoredBytes(ns string) (int64, error) {
+	var n int64
+	err := a.queryRow(`SELECT bytes FROM namespace_usage WHERE namespace = ?`, ns).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// flushUsage adds the transaction's deltas to the totals (before COMMIT).
+func (a *applier) flushUsage() error {
+	byNS, bySession := a.usage.Deltas()
+	if len(byNS) == 0 && len(bySession) == 0 {
+		return nil
+	}
+	sj, err := json.Marshal(bySession)
+	if err != nil {
+		return err
+	}
+	nj, err := json.Marshal(byNS)
+	if err != nil {
+		return err
+	}
+	_, err = a.exec(addUsageSQL, string(sj), string(nj))
+	return err
+}
+
+// bookDeleted books the removal of what query (one row: the bytes it
+// selects) counts, before the statement that deletes it.
+func (a *applier) bookDeleted(sessionID, query string, args ...any) error {
+	var n int64
+	if err := a.queryRow(query, args...).Scan(&n); err != nil {
+		return err
+	}
+	a.usage.AddSession(sessionID, -n)
+	return nil
+}
