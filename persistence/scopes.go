@@ -30,19 +30,35 @@ type UpdateScopes struct {
 // ScopeWrite is one scope's new state, as a store computes it.
 type ScopeWrite struct {
 	Scope, State string
-	// Prev is the bytes of the scope's state as the transaction found it
-	// stored (0: no row), so that the write moves its namespace's stored
-	// bytes (usage.go) by len(State) - Prev.
+	// Prev is the bytes of the scope's state as the command found it
+	// stored (0: no row), the same in every write of the scope.
 	Prev int64
 }
 
-// ScopeCharges are what writing ws would add to their namespaces.
+// ScopeCharges are what writing ws (in order: the last write of a scope
+// is what it stores) would add to their namespaces (usage.go).
 func ScopeCharges(ws []ScopeWrite) []Charge {
 	out := make([]Charge, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, Charge{Namespace: ScopeNamespace(w.Scope), Bytes: int64(len(w.State)) - w.Prev})
+	for i, w := range ws {
+		last := true
+		for _, later := range ws[i+1:] {
+			if later.Scope == w.Scope {
+				last = false
+				break
+			}
+		}
+		if last {
+			out = append(out, Charge{Namespace: ScopeNamespace(w.Scope), Bytes: int64(len(w.State)) - w.Prev})
+		}
 	}
 	return out
+}
+
+// BookScopes books writing ws in u.
+func BookScopes(u *Usage, ws []ScopeWrite) {
+	for _, c := range ScopeCharges(ws) {
+		u.AddNamespace(c.Namespace, c.Bytes)
+	}
 }
 
 // ScopesResult is the outcome of an UpdateScopes.

@@ -53,6 +53,13 @@ func TurnCharges(id string, ms []*sessionv1.Message, stateBytes int64, scopes []
 	return append(ScopeCharges(scopes), Charge{Session: id, Bytes: MessagesBytes(ms) + stateBytes})
 }
 
+// CreateCharges are what c would add: the session's state, messages and
+// snapshot to its namespace, its scopes (computed as scopes) to theirs.
+func CreateCharges(c *CreateSession, scopes []ScopeWrite) []Charge {
+	n := StateBytes(c.State) + MessagesBytes(c.Messages) + int64(len(c.Snapshot.GetData()))
+	return append(ScopeCharges(scopes), Charge{Namespace: c.Session.GetNamespace(), Bytes: n})
+}
+
 // StateBytes is what a stored state counts; "" is stored as "{}".
 func StateBytes(state string) int64 {
 	if state == "" {

@@ -115,6 +115,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 		// Deltas are applied as if every turn were new, as the rest of
 		// the pipeline assumes; a retried turn fails its check, and the
 		// replay applies only the new turns' deltas.
+		var change int64
 		if t.HasDelta() {
 			after, scopes, bad, err := a.turnDeltas(c.SessionID, cur, t)
 			if err != nil {
@@ -123,6 +124,12 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			if bad != nil {
 				res.Turns[i].Err = bad
 				continue
+			}
+			if t.State != nil {
+				change = persistence.StateChange(cur, after)
+			}
+			if err := a.pipeCheck(persistence.TurnCharges(c.SessionID, t.Messages, change, scopes)); err != nil {
+				return persistence.Result{}, err
 			}
 			at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
 			if err != nil {
@@ -140,6 +147,14 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			res.Turns[i].Err = err
 			continue
 		}
+		if !t.HasDelta() {
+			if err := a.pipeCheck(persistence.TurnCharges(c.SessionID, t.Messages, 0, nil)); err != nil {
+				return persistence.Result{}, err
+			}
+		}
+		// Booked as queued: the attempt stores every queued row, or is
+		// abandoned whole.
+		a.usage.AddSession(c.SessionID, persistence.MessagesBytes(t.Messages)+change)
 		updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
 		if err != nil {
 			return persistence.Result{}, persistence.Of("session", c.SessionID, err)
@@ -182,6 +197,17 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 	}
 	res.NextSequence = next
 	return res.Result(), nil
+}
+
+// pipeCheck is the check of a pipelined turn's stored bytes. A turn past
+// a quota fails the attempt (errPipeline): the replay decides it, where a
+// retried turn (stored already, adding nothing) is told apart.
+func (a *applier) pipeCheck(charges []persistence.Charge) error {
+	err := a.usage.Check(charges...)
+	if persistence.IsCommandError(err) {
+		return errPipeline
+	}
+	return err
 }
 
 // pipeRemovedIDs queues the read of the remembered digests of c's message

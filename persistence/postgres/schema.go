@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
@@ -254,6 +255,10 @@ CREATE TABLE removed_message_ids (
 	PRIMARY KEY (session_id, message_id)
 );
 `,
+	// (issue 28, after removed_message_ids above) Each namespace's
+	// running total of stored bytes (usage.go); migrate fills it from the
+	// data in the same transaction.
+	usageMigration,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations
@@ -293,6 +298,11 @@ func migrate(ctx context.Context, conn *pgx.Conn) (int, error) {
 	})
 	if err != nil {
 		return 0, err
+	}
+	if applied > 0 && version < usageVersion() {
+		if err := fillUsage(ctx, tx); err != nil {
+			return 0, fmt.Errorf("migration %d: count the stored bytes: %w", usageVersion(), err)
+		}
 	}
 	return applied, tx.Commit(ctx)
 }

@@ -43,7 +43,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	if err := a.usage.Check(createCharges(c, scopes)...); err != nil {
+	if err := a.usage.Check(persistence.CreateCharges(c, scopes)...); err != nil {
 		return persistence.Result{}, err
 	}
 	// Through a.insert: the row's 17 arguments are bound in one cgo
@@ -86,13 +86,6 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 		}
 	}
 	return sqlstore.Created(a, c)
-}
-
-// createCharges are what c would add: the session's state, messages and
-// snapshot to its namespace, its scopes to theirs.
-func createCharges(c *persistence.CreateSession, scopes []persistence.ScopeWrite) []persistence.Charge {
-	n := persistence.StateBytes(c.State) + persistence.MessagesBytes(c.Messages) + int64(len(c.Snapshot.GetData()))
-	return append(persistence.ScopeCharges(scopes), persistence.Charge{Namespace: c.Session.GetNamespace(), Bytes: n})
 }
 
 // sessionExists tells a taken session id from a taken client key.

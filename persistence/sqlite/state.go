@@ -53,8 +53,8 @@ func (a *applier) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
 			w.Scope, w.State, at); err != nil {
 			return err
 		}
-		a.usage.AddScope(w.Scope, int64(len(w.State))-w.Prev)
 	}
+	persistence.BookScopes(a.usage, ws)
 	return nil
 }
 

@@ -101,6 +101,9 @@ var usageCases = []testCase{
 		h.ok(&persistence.PutSnapshot{SessionID: id, DeleteThrough: 3})
 		h.usage()
 		h.ok(h.updateScopes("", false, scope("app:u1", set("more", `"value"`))...))
+		// Two deltas of one scope in one command: the scope stores the last.
+		h.ok(h.updateScopes("", false, append(scope("app:u1", set("p", `1`)), scope("app:u1", set("q", `"two"`))...)...))
+		h.usage()
 		h.ok(h.updateScopes("", false, scope("app:u1", &sessionv1.StateDelta{Delete: []string{"k", "more"}})...))
 		h.usage()
 		// Deletes: one session, then a group.
