@@ -98,7 +98,10 @@ type UsageDialect interface {
 // statement that adds the totals, which saves a lookup per append.
 //
 // Mark and Restore follow the savepoints of a replay: a command rolled
-// back takes its bookings with it.
+// back takes its bookings with it. Until the first Mark (an attempt
+// without savepoints, abandoned whole on any failure) nothing is logged,
+// and the maps are made on first use: a transaction that books one
+// namespace costs a map of one key.
 type Usage struct {
 	quotas Quotas
 	d      UsageDialect
@@ -106,9 +109,10 @@ type Usage struct {
 	sess   map[string]int64
 	names  map[string]string
 	// read are the running totals read for checks, by namespace.
-	read map[string]int64
-	log  []booking
-	mark int
+	read    map[string]int64
+	logging bool
+	log     []booking
+	mark    int
 }
 
 type booking struct {
@@ -120,19 +124,33 @@ type booking struct {
 // NewUsage is the ledger of a transaction under quotas q (nil: none),
 // reading through d.
 func NewUsage(q Quotas, d UsageDialect) *Usage {
-	return &Usage{quotas: q, d: d, ns: map[string]int64{}, sess: map[string]int64{}, names: map[string]string{}}
+	return &Usage{quotas: q, d: d}
 }
+
+// Checks reports whether the transaction checks quotas of stored bytes
+// (some are set). Only then must every booking be made before the next
+// check; otherwise a store may hold an append's bytes until its statement
+// that moves the session tells the session's namespace.
+func (u *Usage) Checks() bool { return u.quotas != nil }
 
 func (u *Usage) book(session bool, key string, n int64) {
 	if n == 0 {
 		return
 	}
 	if session {
+		if u.sess == nil {
+			u.sess = make(map[string]int64, 64)
+		}
 		u.sess[key] += n
 	} else {
+		if u.ns == nil {
+			u.ns = map[string]int64{}
+		}
 		u.ns[key] += n
 	}
-	u.log = append(u.log, booking{session, key, n})
+	if u.logging {
+		u.log = append(u.log, booking{session, key, n})
+	}
 }
 
 // AddNamespace books n bytes (negative: removed) of namespace ns.
@@ -154,6 +172,9 @@ func (u *Usage) AddSession(id string, n int64) {
 // before a delete): what it booked under the session moves there.
 func (u *Usage) Learn(id, ns string) {
 	ns = orDefaultNamespace(ns)
+	if u.names == nil {
+		u.names = map[string]string{}
+	}
 	u.names[id] = ns
 	if n := u.sess[id]; n != 0 {
 		u.book(true, id, -n)
@@ -162,7 +183,7 @@ func (u *Usage) Learn(id, ns string) {
 }
 
 // Mark remembers the ledger as it stands (a replay's savepoint).
-func (u *Usage) Mark() { u.mark = len(u.log) }
+func (u *Usage) Mark() { u.logging, u.mark = true, len(u.log) }
 
 // Restore undoes the bookings made since the last Mark.
 func (u *Usage) Restore() {
@@ -268,20 +289,10 @@ func (u *Usage) stored(ns string) (int64, error) {
 }
 
 // Deltas are the transaction's bookings: by namespace, and by session for
-// the sessions whose namespace the store resolves (zeros left out).
+// the sessions whose namespace the store resolves. Either may hold zeros;
+// the maps are the ledger's own, to be read only.
 func (u *Usage) Deltas() (namespaces, sessions map[string]int64) {
-	namespaces, sessions = map[string]int64{}, map[string]int64{}
-	for k, n := range u.ns {
-		if n != 0 {
-			namespaces[k] = n
-		}
-	}
-	for k, n := range u.sess {
-		if n != 0 {
-			sessions[k] = n
-		}
-	}
-	return namespaces, sessions
+	return u.ns, u.sess
 }
 
 // Overdrawn reports whether namespace ns, found at total after the

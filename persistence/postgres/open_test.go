@@ -144,9 +144,9 @@ func TestConcurrentUnsharedOpensMigrateOnce(t *testing.T) {
 	if err != nil || versions != len(migrations) {
 		t.Fatalf("schema_version has %d rows (%v), want %d", versions, err, len(migrations))
 	}
-	// Twelve of the schema and schema_version.
-	if tables != 13 {
-		t.Fatalf("%d tables in the schema, want 13", tables)
+	// Thirteen of the schema and schema_version.
+	if tables != 14 {
+		t.Fatalf("%d tables in the schema, want 14", tables)
 	}
 	// Every node can write, and sees the others' writes.
 	id := createSession(t, stores[0])

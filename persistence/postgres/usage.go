@@ -165,11 +165,11 @@ func (a *applier) StoredBytes(ns string) (int64, error) {
 // the last statement before COMMIT (finish sends it).
 func (a *applier) queueUsage() {
 	byNS, bySession := a.usage.Deltas()
-	if len(byNS) == 0 && len(bySession) == 0 {
-		return
-	}
 	ids, idBytes := split(bySession)
 	names, nsBytes := split(byNS)
+	if len(ids) == 0 && len(names) == 0 {
+		return
+	}
 	a.queue(addUsageSQL, ids, idBytes, names, nsBytes).Query(func(rows pgx.Rows) error {
 		var ns string
 		var total int64
@@ -183,11 +183,14 @@ func (a *applier) queueUsage() {
 	})
 }
 
+// split lists m's keys with nonzero values, sorted, and their values.
 func split(m map[string]int64) ([]string, []int64) {
-	keys := slices.Sorted(maps.Keys(m))
-	ns := make([]int64, len(keys))
-	for i, k := range keys {
-		ns[i] = m[k]
+	var keys []string
+	var ns []int64
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] != 0 {
+			keys, ns = append(keys, k), append(ns, m[k])
+		}
 	}
 	return keys, ns
 }

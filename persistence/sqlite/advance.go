@@ -28,6 +28,9 @@ type advance struct {
 	epoch     int64
 	setState  bool // a stored turn changed the session's state to state
 	state     string
+	// bytes are the stored bytes the queued turns add (usage.go), booked
+	// in the session's namespace, which the advance answers.
+	bytes int64
 }
 
 // advanceSQL is one advance. (Pooled advances used to go as one UPDATE …
@@ -41,7 +44,8 @@ var advanceSQL = `UPDATE sessions SET next_sequence = ?3,
 	updated_at = CASE WHEN ?4 THEN ?5 ELSE updated_at END,
 	state_json = CASE WHEN ?7 THEN ?8 ELSE state_json END
 	WHERE session_id = ?1 AND next_sequence = ?2
-	AND COALESCE((SELECT epoch FROM owners WHERE kind = ` + fmt.Sprint(int64(persistence.OwnerSession)) + ` AND id = ?1), 0) = ?6`
+	AND COALESCE((SELECT epoch FROM owners WHERE kind = ` + fmt.Sprint(int64(persistence.OwnerSession)) + ` AND id = ?1), 0) = ?6
+	RETURNING namespace`
 
 // errAdvanceMissed fails an attempt without savepoints one of whose queued
 // advances changed no row; the replay with savepoints names the command and
@@ -78,18 +82,17 @@ func (a *applier) flushAdvances() error {
 	return nil
 }
 
-// applyAdvance runs advanceSQL for v.
+// applyAdvance runs advanceSQL for v, which answers the session's
+// namespace, where it books v's bytes (no lookup of its own: this is
+// every append's statement). Through queryText, whose cost is an Exec's.
 func (a *applier) applyAdvance(v advance) error {
-	res, err := a.exec(advanceSQL, v.sessionID, v.expect, v.next, v.touch, v.updatedAt, v.epoch, v.setState, v.state)
+	ns, found, err := a.queryText(advanceSQL, v.sessionID, v.expect, v.next, boolInt(v.touch), v.updatedAt, v.epoch, boolInt(v.setState), v.state)
 	if err != nil {
 		return err
 	}
-	changed, err := rowsAffected(res)
-	if err != nil {
-		return err
-	}
-	if changed != 1 {
+	if !found {
 		return errAdvanceMissed
 	}
+	a.usage.AddNamespace(ns, v.bytes)
 	return nil
 }

@@ -33,7 +33,7 @@ func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Res
 	if err != nil {
 		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
 	}
-	next, state, err := a.appendBulk(c, res.Turns, at)
+	next, state, added, err := a.appendBulk(c, res.Turns, at)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -41,6 +41,7 @@ func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Res
 	if err != nil {
 		return persistence.Result{}, err
 	}
+	v.bytes = added
 	// The epoch check and the sequence compare-and-set are pooled too
 	// (see advance); dispatch skipped checkEpoch for this command.
 	a.advances = append(a.advances, v)

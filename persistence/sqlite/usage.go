@@ -3,10 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/agentstate/agentstate/persistence"
 )
@@ -33,16 +33,17 @@ const (
 	namespaceSQL    = `CASE WHEN namespace = '' THEN '` + persistence.DefaultScopeNamespace + `' ELSE namespace END`
 )
 
-// addUsageSQL adds the deltas of ?1 (a JSON object of session id: bytes,
-// each resolved to its session's namespace here) and ?2 (namespace:
-// bytes) to the totals.
-const addUsageSQL = `INSERT INTO namespace_usage (namespace, bytes)
-SELECT ns, SUM(n) FROM (
-	SELECT ` + namespaceSQL + ` AS ns, j.value AS n FROM json_each(?1) j JOIN sessions s ON s.session_id = j.key
-	UNION ALL
-	SELECT j.key AS ns, j.value AS n FROM json_each(?2) j
-) WHERE true GROUP BY ns
+// addNamespaceUsageSQL adds ?2 bytes to namespace ?1's total;
+// addSessionsUsageSQL adds those of ?1 (a JSON object of session id:
+// bytes), each to its session's namespace, resolved here.
+const (
+	addNamespaceUsageSQL = `INSERT INTO namespace_usage (namespace, bytes) VALUES (?, ?)
 ON CONFLICT (namespace) DO UPDATE SET bytes = bytes + excluded.bytes`
+	addSessionsUsageSQL = `INSERT INTO namespace_usage (namespace, bytes)
+SELECT ` + namespaceSQL + `, SUM(j.value) FROM json_each(?1) j JOIN sessions s ON s.session_id = j.key
+WHERE true GROUP BY 1
+ON CONFLICT (namespace) DO UPDATE SET bytes = bytes + excluded.bytes`
+)
 
 // recountSessionsSQL counts what the sessions' rows store, by namespace.
 const recountSessionsSQL = `SELECT ` + namespaceSQL + `, SUM(x.n) FROM (
@@ -161,22 +162,64 @@ func (a *applier) StoredBytes(ns string) (int64, error) {
 	return n, err
 }
 
-// flushUsage adds the transaction's deltas to the totals (before COMMIT).
+// flushUsage adds the transaction's deltas to the totals (before COMMIT):
+// those booked by session (an append's) in one statement that finds
+// their namespaces, then one statement per namespace.
 func (a *applier) flushUsage() error {
-	byNS, bySession := a.usage.Deltas()
-	if len(byNS) == 0 && len(bySession) == 0 {
-		return nil
+	_, bySession := a.usage.Deltas()
+	// A JSON object of plain ids (no byte to escape) and their bytes,
+	// built by hand: it is on every append's transaction. Any other id
+	// is looked up on its own.
+	buf := make([]byte, 0, 64*(len(bySession)+1))
+	buf = append(buf, '{')
+	for id, n := range bySession {
+		if n == 0 {
+			continue
+		}
+		if !plainJSON(id) {
+			ns, ok, err := a.SessionNamespace(id)
+			if err != nil {
+				return err
+			}
+			if ok {
+				a.usage.Learn(id, ns)
+			}
+			continue
+		}
+		if len(buf) > 1 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '"')
+		buf = append(buf, id...)
+		buf = append(buf, '"', ':')
+		buf = strconv.AppendInt(buf, n, 10)
 	}
-	sj, err := json.Marshal(bySession)
-	if err != nil {
-		return err
+	if len(buf) > 1 {
+		if _, err := a.exec(addSessionsUsageSQL, string(append(buf, '}'))); err != nil {
+			return err
+		}
 	}
-	nj, err := json.Marshal(byNS)
-	if err != nil {
-		return err
+	byNS, _ := a.usage.Deltas()
+	for ns, n := range byNS {
+		if n == 0 {
+			continue
+		}
+		if _, err := a.exec(addNamespaceUsageSQL, ns, n); err != nil {
+			return err
+		}
 	}
-	_, err = a.exec(addUsageSQL, string(sj), string(nj))
-	return err
+	return nil
+}
+
+// plainJSON reports whether s is a JSON string's content as it is: ASCII
+// from space to tilde, without a quote or a backslash.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // bookDeleted books the removal of what query (one row: the bytes it

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"io"
 	"sync"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
@@ -309,6 +310,45 @@ func (a *applier) insert(query string, args []any) error {
 	clear(nvs)
 	a.nvs = nvs[:0]
 	return err
+}
+
+// queryText runs a query of one text column on the writer's driver
+// connection (as insert does) and returns its first row's value; found is
+// false when it answers no row. args are driver values.
+func (a *applier) queryText(query string, args ...any) (text string, found bool, err error) {
+	nvs := a.nvs[:0]
+	for i, v := range args {
+		nvs = append(nvs, driver.NamedValue{Ordinal: i + 1, Value: v})
+	}
+	err = a.conn.Raw(func(dc any) error {
+		q, ok := dc.(driver.QueryerContext)
+		if !ok {
+			return fmt.Errorf("sqlite: driver connection %T cannot query", dc)
+		}
+		rows, err := q.QueryContext(a.ctx, query, nvs)
+		if err != nil {
+			return err
+		}
+		dest := []driver.Value{nil}
+		switch err := rows.Next(dest); {
+		case err == io.EOF:
+		case err != nil:
+			rows.Close()
+			return err
+		default:
+			found = true
+			switch v := dest[0].(type) {
+			case string:
+				text = v
+			case []byte:
+				text = string(v)
+			}
+		}
+		return rows.Close()
+	})
+	clear(nvs)
+	a.nvs = nvs[:0]
+	return text, found, err
 }
 
 func (a *applier) queryRow(query string, args ...any) *sql.Row {
