@@ -249,6 +249,15 @@ func (u *Usage) Check(charges ...Charge) error {
 	return nil
 }
 
+// CheckTurn is Check of TurnCharges(id, ms, stateBytes, scopes), which it
+// builds only when a quota is set: it is on every append's path.
+func (u *Usage) CheckTurn(id string, ms []*sessionv1.Message, stateBytes int64, scopes []ScopeWrite) error {
+	if u.quotas == nil {
+		return nil
+	}
+	return u.Check(TurnCharges(id, ms, stateBytes, scopes)...)
+}
+
 // namespaceOf is session id's namespace, looked up once per transaction.
 func (u *Usage) namespaceOf(id string) (string, bool, error) {
 	if ns, ok := u.names[id]; ok {

@@ -108,7 +108,7 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 // its quota of stored bytes, unless the turn is a retry (its first
 // message stored): that adds nothing, and turnRows answers it.
 func (a *applier) checkTurnBytes(sessionID string, t *persistence.Turn, change int64, scopes []persistence.ScopeWrite) (bad, err error) {
-	bad = a.usage.Check(persistence.TurnCharges(sessionID, t.Messages, change, scopes)...)
+	bad = a.usage.CheckTurn(sessionID, t.Messages, change, scopes)
 	if bad == nil || !persistence.IsCommandError(bad) || len(t.Messages) == 0 {
 		return bad, nil
 	}

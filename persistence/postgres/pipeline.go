@@ -128,7 +128,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			if t.State != nil {
 				change = persistence.StateChange(cur, after)
 			}
-			if err := a.pipeCheck(persistence.TurnCharges(c.SessionID, t.Messages, change, scopes)); err != nil {
+			if err := a.pipeCheck(a.usage.CheckTurn(c.SessionID, t.Messages, change, scopes)); err != nil {
 				return persistence.Result{}, err
 			}
 			at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
@@ -148,7 +148,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			continue
 		}
 		if !t.HasDelta() {
-			if err := a.pipeCheck(persistence.TurnCharges(c.SessionID, t.Messages, 0, nil)); err != nil {
+			if err := a.pipeCheck(a.usage.CheckTurn(c.SessionID, t.Messages, 0, nil)); err != nil {
 				return persistence.Result{}, err
 			}
 		}
@@ -199,11 +199,11 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 	return res.Result(), nil
 }
 
-// pipeCheck is the check of a pipelined turn's stored bytes. A turn past
-// a quota fails the attempt (errPipeline): the replay decides it, where a
-// retried turn (stored already, adding nothing) is told apart.
-func (a *applier) pipeCheck(charges []persistence.Charge) error {
-	err := a.usage.Check(charges...)
+// pipeCheck is the outcome of the check of a pipelined turn's stored
+// bytes. A turn past a quota fails the attempt (errPipeline): the replay
+// decides it, where a retried turn (stored already, adding nothing) is
+// told apart.
+func (a *applier) pipeCheck(err error) error {
 	if persistence.IsCommandError(err) {
 		return errPipeline
 	}

@@ -29,8 +29,11 @@ type advance struct {
 	setState  bool // a stored turn changed the session's state to state
 	state     string
 	// bytes are the stored bytes the queued turns add (usage.go), booked
-	// in the session's namespace, which the advance answers.
-	bytes int64
+	// in namespace ns when checkNS: the advance then matches the session
+	// only if ns is its stored namespace (a cached one, see sessionNames).
+	bytes   int64
+	ns      string
+	checkNS bool
 }
 
 // advanceSQL is one advance. (Pooled advances used to go as one UPDATE …
@@ -45,7 +48,7 @@ var advanceSQL = `UPDATE sessions SET next_sequence = ?3,
 	state_json = CASE WHEN ?7 THEN ?8 ELSE state_json END
 	WHERE session_id = ?1 AND next_sequence = ?2
 	AND COALESCE((SELECT epoch FROM owners WHERE kind = ` + fmt.Sprint(int64(persistence.OwnerSession)) + ` AND id = ?1), 0) = ?6
-	RETURNING namespace`
+	AND (NOT ?9 OR namespace = ?10)`
 
 // errAdvanceMissed fails an attempt without savepoints one of whose queued
 // advances changed no row; the replay with savepoints names the command and
@@ -82,17 +85,22 @@ func (a *applier) flushAdvances() error {
 	return nil
 }
 
-// applyAdvance runs advanceSQL for v, which answers the session's
-// namespace, where it books v's bytes (no lookup of its own: this is
-// every append's statement). Through queryText, whose cost is an Exec's.
+// applyAdvance runs advanceSQL for v, and books v's bytes in the
+// namespace it checked.
 func (a *applier) applyAdvance(v advance) error {
-	ns, found, err := a.queryText(advanceSQL, v.sessionID, v.expect, v.next, boolInt(v.touch), v.updatedAt, v.epoch, boolInt(v.setState), v.state)
+	res, err := a.exec(advanceSQL, v.sessionID, v.expect, v.next, v.touch, v.updatedAt, v.epoch, v.setState, v.state, v.checkNS, v.ns)
 	if err != nil {
 		return err
 	}
-	if !found {
+	changed, err := rowsAffected(res)
+	if err != nil {
+		return err
+	}
+	if changed != 1 {
 		return errAdvanceMissed
 	}
-	a.usage.AddNamespace(ns, v.bytes)
+	if v.checkNS {
+		a.usage.AddNamespace(v.ns, v.bytes)
+	}
 	return nil
 }

@@ -41,7 +41,10 @@ func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Res
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	v.bytes = added
+	if v.ns, err = a.names.of(a, c.SessionID); err != nil {
+		return persistence.Result{}, err
+	}
+	v.bytes, v.checkNS = added, true
 	// The epoch check and the sequence compare-and-set are pooled too
 	// (see advance); dispatch skipped checkEpoch for this command.
 	a.advances = append(a.advances, v)
@@ -53,6 +56,8 @@ func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Res
 // appendRows stores c turn by turn, row by row, and applies its advance at
 // once: the replay's path, and a ReplaceSuffix's in any attempt.
 func (a *applier) appendRows(c *persistence.AppendMessages) (persistence.Result, error) {
+	// The replay may be for a stale cached namespace (sessionNames).
+	a.names.forget(c.SessionID)
 	res := persistence.AppendResult{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
 	// state is the session's state after the stored turns; it stays ""
@@ -167,7 +172,7 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state s
 // its quota of stored bytes, unless the turn is a retry (its first
 // message stored): that adds nothing, and turnRows answers it.
 func (a *applier) checkTurnBytes(sessionID string, t *persistence.Turn, change int64, scopes []persistence.ScopeWrite) (bad, err error) {
-	bad = a.usage.Check(persistence.TurnCharges(sessionID, t.Messages, change, scopes)...)
+	bad = a.usage.CheckTurn(sessionID, t.Messages, change, scopes)
 	if bad == nil || !persistence.IsCommandError(bad) || len(t.Messages) == 0 {
 		return bad, nil
 	}

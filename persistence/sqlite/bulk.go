@@ -97,7 +97,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 			if t.State != nil {
 				change = persistence.StateChange(cur, after)
 			}
-			if err := a.usage.Check(persistence.TurnCharges(c.SessionID, t.Messages, change, scopes)...); err != nil {
+			if err := a.usage.CheckTurn(c.SessionID, t.Messages, change, scopes); err != nil {
 				return 0, "", 0, quotaInBulk(err)
 			}
 			if err := a.WriteScopes(scopes, at); err != nil {
@@ -106,7 +106,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 			if t.State != nil {
 				cur, state = after, after
 			}
-		} else if err := a.usage.Check(persistence.TurnCharges(c.SessionID, t.Messages, 0, nil)...); err != nil {
+		} else if err := a.usage.CheckTurn(c.SessionID, t.Messages, 0, nil); err != nil {
 			return 0, "", 0, quotaInBulk(err)
 		}
 		// Booked as queued (the attempt stores every queued row, or is

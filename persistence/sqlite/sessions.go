@@ -157,6 +157,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 		return persistence.Result{}, err
 	}
 	a.usage.Learn(c.SessionID, ns)
+	a.names.forget(c.SessionID)
 	var res persistence.DeleteResult
 	if c.Limit > 0 {
 		if err := a.bookDeleted(c.SessionID, `SELECT COALESCE(SUM(`+messageBytesSQL+`), 0) FROM message_rows

@@ -232,3 +232,34 @@ func (a *applier) bookDeleted(sessionID, query string, args ...any) error {
 	a.usage.AddSession(sessionID, -n)
 	return nil
 }
+
+// sessionNames caches the stored namespace of the sessions the writer's
+// appends advance, so that an append's bytes are booked in its namespace
+// without a lookup per transaction. An entry is only a guess: the advance
+// matches the session only where the guess is its stored namespace, so a
+// stale one (a session deleted and created again in another namespace by
+// another process) fails the attempt, and the replay, which books by
+// session and finds the namespace in the statement that adds the totals,
+// forgets it. At most maxSessionNames entries; then it starts over.
+type sessionNames struct{ m map[string]string }
+
+const maxSessionNames = 1 << 16
+
+// of is session id's namespace as stored ("" for a missing session, whose
+// advance then matches no row anyway).
+func (c *sessionNames) of(a *applier, id string) (string, error) {
+	if ns, ok := c.m[id]; ok {
+		return ns, nil
+	}
+	ns, ok, err := a.SessionNamespace(id)
+	if err != nil || !ok {
+		return "", err
+	}
+	if c.m == nil || len(c.m) >= maxSessionNames {
+		c.m = make(map[string]string)
+	}
+	c.m[id] = ns
+	return ns, nil
+}
+
+func (c *sessionNames) forget(id string) { delete(c.m, id) }

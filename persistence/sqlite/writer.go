@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
-	"io"
 	"sync"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
@@ -70,6 +69,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, args: bufs.args, nvs: bufs.nvs, quotas: s.QuotasNow(),
 		pendingRows: pendingLayout(batch)}
 	a.usage = persistence.NewUsage(a.quotas, a)
+	a.names = &s.names
 	a.Savepoints = sqlstore.NewSavepoints(a, "ROLLBACK TO cmd; RELEASE cmd")
 	defer func() {
 		// Both are cleared after each statement, so they hold no values.
@@ -147,6 +147,7 @@ type applier struct {
 	// usage books the stored bytes the transaction adds and removes
 	// (usage.go).
 	usage *persistence.Usage
+	names *sessionNames
 	// removedTable: whether removed_message_ids has rows, as this
 	// transaction knows (hasRemovedIDs): unknown, empty or not.
 	removedTable tableRows
@@ -310,45 +311,6 @@ func (a *applier) insert(query string, args []any) error {
 	clear(nvs)
 	a.nvs = nvs[:0]
 	return err
-}
-
-// queryText runs a query of one text column on the writer's driver
-// connection (as insert does) and returns its first row's value; found is
-// false when it answers no row. args are driver values.
-func (a *applier) queryText(query string, args ...any) (text string, found bool, err error) {
-	nvs := a.nvs[:0]
-	for i, v := range args {
-		nvs = append(nvs, driver.NamedValue{Ordinal: i + 1, Value: v})
-	}
-	err = a.conn.Raw(func(dc any) error {
-		q, ok := dc.(driver.QueryerContext)
-		if !ok {
-			return fmt.Errorf("sqlite: driver connection %T cannot query", dc)
-		}
-		rows, err := q.QueryContext(a.ctx, query, nvs)
-		if err != nil {
-			return err
-		}
-		dest := []driver.Value{nil}
-		switch err := rows.Next(dest); {
-		case err == io.EOF:
-		case err != nil:
-			rows.Close()
-			return err
-		default:
-			found = true
-			switch v := dest[0].(type) {
-			case string:
-				text = v
-			case []byte:
-				text = string(v)
-			}
-		}
-		return rows.Close()
-	})
-	clear(nvs)
-	a.nvs = nvs[:0]
-	return text, found, err
 }
 
 func (a *applier) queryRow(query string, args ...any) *sql.Row {
