@@ -12,6 +12,10 @@ import (
 // errors_test.go.
 var _ storetest.ReadOnlySwitch = (*Store)(nil)
 
+// Every store counts stored bytes (the suite compares its totals with a
+// recount).
+var _ storetest.UsageCounter = (*Store)(nil)
+
 func TestConformance(t *testing.T) {
 	requireServer(t)
 	storetest.Run(t, func(t *testing.T) persistence.Store {

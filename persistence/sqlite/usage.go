@@ -14,8 +14,10 @@ import (
 // Stored bytes per namespace (persistence/usage.go says what counts):
 // namespace_usage holds each namespace's running total. The applier books
 // every statement that stores or removes counted bytes in its ledger
-// (persistence.Usage) and adds the transaction's deltas in one statement
-// before COMMIT (addUsageSQL), so the totals move with the data they count.
+// (persistence.Usage) and adds the transaction's deltas before COMMIT
+// (flushUsage), so the totals move with the data they count. A pooled
+// append books its bytes in its session's namespace (sessionNames) and
+// costs no statement of its own.
 
 // usageMigration creates namespace_usage; migrate then fills it
 // (recountUsage), in the same transaction.
@@ -163,13 +165,14 @@ func (a *applier) StoredBytes(ns string) (int64, error) {
 }
 
 // flushUsage adds the transaction's deltas to the totals (before COMMIT):
-// those booked by session (an append's) in one statement that finds
-// their namespaces, then one statement per namespace.
+// those booked by session (a replay's appends, truncations, snapshots) in one
+// statement that finds their namespaces, then one statement per
+// namespace.
 func (a *applier) flushUsage() error {
 	_, bySession := a.usage.Deltas()
-	// A JSON object of plain ids (no byte to escape) and their bytes,
-	// built by hand: it is on every append's transaction. Any other id
-	// is looked up on its own.
+	// A JSON object of plain ids (no byte to escape) and their bytes;
+	// any other id is looked up on its own, so that no escaping can make
+	// it another.
 	buf := make([]byte, 0, 64*(len(bySession)+1))
 	buf = append(buf, '{')
 	for id, n := range bySession {
