@@ -113,6 +113,14 @@ var usageCases = []testCase{
 		h.sessionKeyed("u2", "g/2", h.sized(50))
 		h.ok(h.deleteGroup("u2", "g/"))
 		h.ok(&persistence.DeleteSession{SessionID: other.Session.SessionId})
+		// A staged import removed in bounded steps.
+		staged := h.inNamespace("u2", h.sized(1), h.sized(2), h.sized(3))
+		staged.Session.State = persistence.SessionStateStaged
+		h.ok(staged)
+		for range 2 {
+			h.ok(&persistence.DeleteSession{SessionID: staged.Session.SessionId, Limit: 2})
+			h.usage()
+		}
 		h.wantBytes("after every session of u2 went", "u2", 0)
 	}},
 	{"a write past the quota of stored bytes is refused, stores nothing, and nobody else's is", func(h *harness) {
