@@ -110,6 +110,23 @@ type ScopesDialect interface {
 	Audit(entries []*auditv1.AuditEntry) error
 }
 
+// CheckedScopes is d whose WriteScopes first checks the writes against
+// their namespaces' quotas of stored bytes (u's): UpdateScopes' dialect.
+// A turn or a create checks its scopes with the rest of its bytes.
+func CheckedScopes(d ScopesDialect, u *Usage) ScopesDialect { return checkedScopes{d, u} }
+
+type checkedScopes struct {
+	ScopesDialect
+	u *Usage
+}
+
+func (c checkedScopes) WriteScopes(ws []ScopeWrite, at int64) error {
+	if err := c.u.Check(ScopeCharges(ws)...); err != nil {
+		return err
+	}
+	return c.ScopesDialect.WriteScopes(ws, at)
+}
+
 // ApplyUpdateScopes applies c through the store's dialect d. It is every
 // store's Handler.UpdateScopes.
 func ApplyUpdateScopes(c *UpdateScopes, d ScopesDialect) (Result, error) {

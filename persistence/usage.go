@@ -258,6 +258,25 @@ func (u *Usage) CheckTurn(id string, ms []*sessionv1.Message, stateBytes int64, 
 	return u.Check(TurnCharges(id, ms, stateBytes, scopes)...)
 }
 
+// CheckNewTurn is CheckTurn for a turn t that may be a retry: a turn past
+// a quota is refused (bad) unless its first message is stored already
+// (stored says), for a retry adds nothing and the store answers it as
+// one. err is a store failure.
+func (u *Usage) CheckNewTurn(id string, t *Turn, stateBytes int64, scopes []ScopeWrite,
+	stored func(sessionID, messageID string) (bool, error)) (bad, err error) {
+	bad = u.CheckTurn(id, t.Messages, stateBytes, scopes)
+	if bad == nil || !IsCommandError(bad) || len(t.Messages) == 0 {
+		return bad, nil
+	}
+	switch retry, err := stored(id, t.Messages[0].GetMessageId()); {
+	case err != nil:
+		return nil, err
+	case retry:
+		return nil, nil
+	}
+	return bad, nil
+}
+
 // namespaceOf is session id's namespace, looked up once per transaction.
 func (u *Usage) namespaceOf(id string) (string, bool, error) {
 	if ns, ok := u.names[id]; ok {

@@ -85,7 +85,7 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 	if t.State != nil {
 		change = persistence.StateChange(state, after)
 	}
-	if bad, err := a.checkTurnBytes(c.SessionID, k.Insert, change, scopes); err != nil || bad != nil {
+	if bad, err := a.usage.CheckNewTurn(c.SessionID, k.Insert, change, scopes, a.messageStored); err != nil || bad != nil {
 		return persistence.TurnResult{Err: bad}, 0, "", err
 	}
 	tr, n, err := a.turnRows(c, k.Insert, seq)
@@ -104,23 +104,12 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 	return k.Merge(tr), n, after, nil
 }
 
-// checkTurnBytes refuses (bad) a turn that would take a namespace past
-// its quota of stored bytes, unless the turn is a retry (its first
-// message stored): that adds nothing, and turnRows answers it.
-func (a *applier) checkTurnBytes(sessionID string, t *persistence.Turn, change int64, scopes []persistence.ScopeWrite) (bad, err error) {
-	bad = a.usage.CheckTurn(sessionID, t.Messages, change, scopes)
-	if bad == nil || !persistence.IsCommandError(bad) || len(t.Messages) == 0 {
-		return bad, nil
-	}
+// messageStored is CheckNewTurn's lookup.
+func (a *applier) messageStored(sessionID, messageID string) (bool, error) {
 	var stored bool
-	if err := a.queryRow(`SELECT EXISTS (SELECT 1 FROM session_messages WHERE session_id = $1 AND message_id = $2)`,
-		[]any{sessionID, t.Messages[0].MessageId}, &stored); err != nil {
-		return nil, err
-	}
-	if stored {
-		return nil, nil
-	}
-	return bad, nil
+	err := a.queryRow(`SELECT EXISTS (SELECT 1 FROM session_messages WHERE session_id = $1 AND message_id = $2)`,
+		[]any{sessionID, messageID}, &stored)
+	return stored, err
 }
 
 // appendTurnSQL inserts a turn's messages, skipping stored ids, and in the

@@ -153,7 +153,7 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state s
 	if t.State != nil {
 		change = persistence.StateChange(state, after)
 	}
-	if bad, err := a.checkTurnBytes(sessionID, k.Insert, change, scopes); err != nil || bad != nil {
+	if bad, err := a.usage.CheckNewTurn(sessionID, k.Insert, change, scopes, a.messageStored); err != nil || bad != nil {
 		return persistence.TurnResult{Err: bad}, 0, "", err
 	}
 	tr, n, err := a.turnRows(sessionID, k.Insert, seq)
@@ -168,22 +168,13 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state s
 	return k.Merge(tr), n, after, nil
 }
 
-// checkTurnBytes refuses (bad) a turn that would take a namespace past
-// its quota of stored bytes, unless the turn is a retry (its first
-// message stored): that adds nothing, and turnRows answers it.
-func (a *applier) checkTurnBytes(sessionID string, t *persistence.Turn, change int64, scopes []persistence.ScopeWrite) (bad, err error) {
-	bad = a.usage.CheckTurn(sessionID, t.Messages, change, scopes)
-	if bad == nil || !persistence.IsCommandError(bad) || len(t.Messages) == 0 {
-		return bad, nil
+// messageStored is CheckNewTurn's lookup.
+func (a *applier) messageStored(sessionID, messageID string) (bool, error) {
+	_, err := a.storedMessage(sessionID, messageID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
 	}
-	switch _, err := a.storedMessage(sessionID, t.Messages[0].MessageId); {
-	case err == nil:
-		return nil, nil
-	case errors.Is(err, sql.ErrNoRows):
-		return bad, nil
-	default:
-		return nil, err
-	}
+	return err == nil, err
 }
 
 // turnRows stores the messages of turn t (checked by checkTurn).

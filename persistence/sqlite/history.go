@@ -111,7 +111,7 @@ func (a *applier) GroupMembers(namespace, prefix string, limit int) ([]persisten
 }
 
 func (a *applier) UpdateScopes(c *persistence.UpdateScopes) (persistence.Result, error) {
-	return persistence.ApplyUpdateScopes(c, checkedScopes{a})
+	return persistence.ApplyUpdateScopes(c, persistence.CheckedScopes(a, a.usage))
 }
 
 // StoredAudit: see persistence.ScopesDialect.
@@ -158,15 +158,4 @@ func (a *applier) removedReuse(sessionID string, t *persistence.Turn) (error, er
 		return nil, err
 	}
 	return persistence.ReusedRemovedID(sessionID, t.Messages, digests), nil
-}
-
-// checkedScopes is the applier as UpdateScopes' dialect: its writes are
-// checked against their namespaces' quotas of stored bytes first.
-type checkedScopes struct{ *applier }
-
-func (c checkedScopes) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
-	if err := c.usage.Check(persistence.ScopeCharges(ws)...); err != nil {
-		return err
-	}
-	return c.applier.WriteScopes(ws, at)
 }

@@ -45,7 +45,7 @@ func (a *applier) ComputeScopes(ds []persistence.ScopeDelta) ([]persistence.Scop
 
 // WriteScopes stores the states (persistence.ScopesDialect). A turn or
 // a create checked their bytes with its own; UpdateScopes' are checked by
-// checkedScopes.
+// persistence.CheckedScopes.
 func (a *applier) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
 	for _, w := range ws {
 		if _, err := a.exec(`INSERT INTO state_scopes (scope, state_json, updated_at) VALUES (?, ?, ?)
