@@ -7,13 +7,16 @@ import (
 )
 
 // Quota is what one namespace may hold. A zero field is the default: no
-// bound on sessions, MaxStateKeys keys per shared scope.
+// bound on sessions or stored bytes, MaxStateKeys keys per shared scope.
 type Quota struct {
 	// MaxSessions bounds the namespace's sessions (staged imports count).
 	MaxSessions int64
 	// MaxScopeKeys bounds the keys of each shared scope of the namespace;
 	// at most MaxStateKeys, which bounds every state.
 	MaxScopeKeys int
+	// MaxBytes bounds the bytes the namespace stores (usage.go says what
+	// counts); 0: no bound.
+	MaxBytes int64
 }
 
 // scopeKeys is the bound on a shared scope's keys under q.

@@ -30,6 +30,35 @@ type UpdateScopes struct {
 // ScopeWrite is one scope's new state, as a store computes it.
 type ScopeWrite struct {
 	Scope, State string
+	// Prev is the bytes of the scope's state as the command found it
+	// stored (0: no row), the same in every write of the scope.
+	Prev int64
+}
+
+// ScopeCharges are what writing ws (in order: the last write of a scope
+// is what it stores) would add to their namespaces (usage.go).
+func ScopeCharges(ws []ScopeWrite) []Charge {
+	out := make([]Charge, 0, len(ws))
+	for i, w := range ws {
+		last := true
+		for _, later := range ws[i+1:] {
+			if later.Scope == w.Scope {
+				last = false
+				break
+			}
+		}
+		if last {
+			out = append(out, Charge{Namespace: ScopeNamespace(w.Scope), Bytes: int64(len(w.State)) - w.Prev})
+		}
+	}
+	return out
+}
+
+// BookScopes books writing ws in u.
+func BookScopes(u *Usage, ws []ScopeWrite) {
+	for _, c := range ScopeCharges(ws) {
+		u.AddNamespace(c.Namespace, c.Bytes)
+	}
 }
 
 // ScopesResult is the outcome of an UpdateScopes.
@@ -79,6 +108,23 @@ type ScopesDialect interface {
 	WriteScopes(ws []ScopeWrite, at int64) error
 	// Audit appends entries to the chain.
 	Audit(entries []*auditv1.AuditEntry) error
+}
+
+// CheckedScopes is d whose WriteScopes first checks the writes against
+// their namespaces' quotas of stored bytes (u's): UpdateScopes' dialect.
+// A turn or a create checks its scopes with the rest of its bytes.
+func CheckedScopes(d ScopesDialect, u *Usage) ScopesDialect { return checkedScopes{d, u} }
+
+type checkedScopes struct {
+	ScopesDialect
+	u *Usage
+}
+
+func (c checkedScopes) WriteScopes(ws []ScopeWrite, at int64) error {
+	if err := c.u.Check(ScopeCharges(ws)...); err != nil {
+		return err
+	}
+	return c.ScopesDialect.WriteScopes(ws, at)
 }
 
 // ApplyUpdateScopes applies c through the store's dialect d. It is every

@@ -11,12 +11,13 @@ import (
 // quotaSpec is one entry of the --auth-file's "quotas" section: the
 // quotas of the namespaces a name or pattern matches (as a grant's: a
 // name, a prefix ending in "*", or "*"). Zero or absent fields are the
-// defaults (no bound on sessions; persistence.MaxStateKeys keys per
-// shared scope).
+// defaults (no bound on sessions or stored bytes;
+// persistence.MaxStateKeys keys per shared scope).
 type quotaSpec struct {
 	Namespace    string `json:"namespace"`
 	MaxSessions  int64  `json:"max_sessions"`
 	MaxScopeKeys int    `json:"max_scope_keys"`
+	MaxBytes     int64  `json:"max_bytes"`
 }
 
 // namespaceQuotas are the --auth-file's quotas. A namespace takes the
@@ -62,14 +63,14 @@ func parseQuotas(specs []quotaSpec) (*namespaceQuotas, error) {
 			return nil, fmt.Errorf("quotas: namespace %q appears twice", s.Namespace)
 		}
 		seen[s.Namespace] = true
-		if s.MaxSessions < 0 || s.MaxScopeKeys < 0 {
-			return nil, fmt.Errorf("quotas: namespace %q: max_sessions and max_scope_keys must not be negative", s.Namespace)
+		if s.MaxSessions < 0 || s.MaxScopeKeys < 0 || s.MaxBytes < 0 {
+			return nil, fmt.Errorf("quotas: namespace %q: max_sessions, max_scope_keys and max_bytes must not be negative", s.Namespace)
 		}
 		if s.MaxScopeKeys > persistence.MaxStateKeys {
 			return nil, fmt.Errorf("quotas: namespace %q: max_scope_keys %d is more than a state holds (%d)",
 				s.Namespace, s.MaxScopeKeys, persistence.MaxStateKeys)
 		}
-		v := persistence.Quota{MaxSessions: s.MaxSessions, MaxScopeKeys: s.MaxScopeKeys}
+		v := persistence.Quota{MaxSessions: s.MaxSessions, MaxScopeKeys: s.MaxScopeKeys, MaxBytes: s.MaxBytes}
 		if p, ok := strings.CutSuffix(s.Namespace, "*"); ok {
 			q.prefixes = append(q.prefixes, prefixQuota{p, v})
 		} else {

@@ -123,6 +123,51 @@ func TestTenantQuotas(t *testing.T) {
 	wantQuotaRefusal(t, err, "ta", "4 sessions")
 }
 
+// A namespace past its quota of stored bytes is refused, naming it and
+// the quota, and stores nothing; the other tenant's writes go on; a
+// delete frees bytes; a reload that raises the quota lets the write in.
+func TestTenantBytesQuota(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "identities.json")
+	file := func(maxBytes string) string {
+		return strings.Replace(tenantsWithQuotas("10"), `"max_scope_keys":2}`, `"max_scope_keys":2,"max_bytes":`+maxBytes+`}`, 1)
+	}
+	writeFile(t, path, file("300"))
+	n := startAuthNode(t, path, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b := as(ctx, testPrincipal{name: "a", token: "tok-a"}), as(ctx, testPrincipal{name: "b", token: "tok-b"})
+	session := func(ctx context.Context, ns string) string {
+		r, err := n.ss.Create(ctx, &sessionv1.CreateSessionRequest{Namespace: ns, ActorName: "bytes"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.GetSession().GetSessionId()
+	}
+	appendText := func(ctx context.Context, id string, size int) (*sessionv1.AppendResponse, error) {
+		return n.ss.Append(ctx, &sessionv1.AppendRequest{SessionId: id, Messages: []*sessionv1.NewMessage{
+			{Role: sessionv1.Role_ROLE_USER, Content: strings.Repeat("x", size)}}})
+	}
+	sa, sb := session(a, "ta"), session(b, "tb")
+	if _, err := appendText(a, sa, 200); err != nil {
+		t.Fatal(err)
+	}
+	_, err := appendText(a, sa, 200)
+	wantQuotaRefusal(t, err, "ta", "300 stored bytes")
+	if msgs, err := n.ss.ListMessages(a, &sessionv1.ListMessagesRequest{SessionId: sa}); err != nil || len(msgs.GetMessages()) != 1 {
+		t.Fatalf("ta's session after the refusal: %d messages (%v), want 1", len(msgs.GetMessages()), err)
+	}
+	if _, err := appendText(b, sb, 250); err != nil {
+		t.Fatalf("b's append while a is full: %v", err)
+	}
+	writeFile(t, path, file("1000"))
+	if err := n.s.reloadAuth(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendText(a, sa, 200); err != nil {
+		t.Fatalf("a's append after the quota was raised: %v", err)
+	}
+}
+
 // A namespace takes its most specific entry's quota; a section that does
 // not make sense is refused naming the entry.
 func TestParseQuotas(t *testing.T) {
@@ -143,7 +188,8 @@ func TestParseQuotas(t *testing.T) {
 		{`{"quotas":[{"namespace":"a"},{"namespace":"a"}]}`, "appears twice"},
 		{`{"quotas":[{"namespace":"a","max_sessions":-1}]}`, "negative"},
 		{`{"quotas":[{"namespace":"a","max_scope_keys":1025}]}`, "more than a state holds"},
-		{`{"quotas":[{"namespace":"a","max_bytes":1}]}`, "unknown field"},
+		{`{"quotas":[{"namespace":"a","max_bytes":-1}]}`, "negative"},
+		{`{"quotas":[{"namespace":"a","max_widgets":1}]}`, "unknown field"},
 	} {
 		doc := strings.Replace(tenantsWithQuotas("1"), `"quotas":[{"namespace":"t*","max_sessions":1,"max_scope_keys":2},{"namespace":"other","max_sessions":1}]`,
 			strings.TrimSuffix(strings.TrimPrefix(bad.json, "{"), "}"), 1)
@@ -177,7 +223,7 @@ func TestOperationsExampleQuotas(t *testing.T) {
 	for ns, want := range map[string]persistence.Quota{
 		"anything": {MaxSessions: 100000},
 		"team-x":   {MaxSessions: 1000, MaxScopeKeys: 256},
-		"support":  {MaxSessions: 5000},
+		"support":  {MaxSessions: 5000, MaxBytes: 10 << 30},
 	} {
 		if got := q.Quota(ns); got != want {
 			t.Errorf("namespace %q: %+v, want %+v", ns, got, want)

@@ -81,6 +81,13 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 	if k.AllKept() {
 		return k.Merge(persistence.TurnResult{}), 0, "", nil
 	}
+	var change int64
+	if t.State != nil {
+		change = persistence.StateChange(state, after)
+	}
+	if bad, err := a.usage.CheckNewTurn(c.SessionID, k.Insert, change, scopes, a.messageStored); err != nil || bad != nil {
+		return persistence.TurnResult{Err: bad}, 0, "", err
+	}
 	tr, n, err := a.turnRows(c, k.Insert, seq)
 	if err != nil || tr.Err != nil || tr.Duplicate {
 		// A duplicate's deltas were applied with the original.
@@ -93,7 +100,16 @@ func (a *applier) turn(c *persistence.AppendMessages, t *persistence.Turn, seq i
 	if err := a.WriteScopes(scopes, at); err != nil {
 		return persistence.TurnResult{}, 0, "", err
 	}
+	a.usage.AddSession(c.SessionID, change)
 	return k.Merge(tr), n, after, nil
+}
+
+// messageStored is CheckNewTurn's lookup.
+func (a *applier) messageStored(sessionID, messageID string) (bool, error) {
+	var stored bool
+	err := a.queryRow(`SELECT EXISTS (SELECT 1 FROM session_messages WHERE session_id = $1 AND message_id = $2)`,
+		[]any{sessionID, messageID}, &stored)
+	return stored, err
 }
 
 // appendTurnSQL inserts a turn's messages, skipping stored ids, and in the
@@ -130,6 +146,7 @@ func (a *applier) turnRows(c *persistence.AppendMessages, t *persistence.Turn, s
 	}
 	switch len(inserted) {
 	case len(t.Messages):
+		a.usage.AddSession(sessionID, persistence.MessagesBytes(t.Messages))
 		if err := a.Audit(t.Audit); err != nil {
 			return persistence.TurnResult{}, 0, err
 		}

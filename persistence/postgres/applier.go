@@ -55,6 +55,9 @@ type applier struct {
 	// quotas are the namespaces' quotas for this transaction (nil: the
 	// defaults).
 	quotas persistence.Quotas
+	// usage books the stored bytes the transaction adds and removes
+	// (usage.go).
+	usage *persistence.Usage
 }
 
 // begin starts the transaction and takes its id and its locks in their
@@ -102,8 +105,9 @@ func (a *applier) begin(conn *pgx.Conn, chains []int, n int, owners ownerLocks) 
 	return br.Close()
 }
 
-// finish writes the queued audit rows and moves the chain's tail; without
-// savepoints, together with the rest of the pipeline, in one round trip.
+// finish writes the queued audit rows, moves the chain's tail and adds
+// the stored bytes to their totals (usage.go); without savepoints,
+// together with the rest of the pipeline, in one round trip.
 func (a *applier) finish() error {
 	if !a.buffered {
 		if err := a.flushAudit(); err != nil {
@@ -119,6 +123,7 @@ func (a *applier) finish() error {
 			a.queueCheckpoint()
 		}
 	}
+	a.queueUsage()
 	return a.sendPipe()
 }
 
@@ -158,8 +163,15 @@ func (a *applier) ExecStatement(stmt string) error {
 	return err
 }
 
-func (a *applier) Mark() persistence.ChainMark     { return a.tail.Mark() }
-func (a *applier) Restore(m persistence.ChainMark) { a.restore(m) }
+func (a *applier) Mark() persistence.ChainMark {
+	a.usage.Mark()
+	return a.tail.Mark()
+}
+
+func (a *applier) Restore(m persistence.ChainMark) {
+	a.usage.Restore()
+	a.restore(m)
+}
 
 // Finish writes the queued audit rows and moves the chain's tail (finish).
 func (a *applier) Finish() error { return a.finish() }

@@ -12,6 +12,10 @@ import (
 // errors_test.go.
 var _ storetest.ReadOnlySwitch = (*Store)(nil)
 
+// Every store counts stored bytes (the suite compares its totals with a
+// recount).
+var _ storetest.UsageCounter = (*Store)(nil)
+
 // TestConformance runs the suite on the default trail of
 // persistence.MaxAuditChains chains.
 func TestConformance(t *testing.T) {

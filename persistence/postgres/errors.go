@@ -93,7 +93,7 @@ func connectionLost(err error) bool {
 // writer (a deadlock, or a serialization failure).
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == codeDeadlock || pe.Code == codeSerializationFail)
+	return errors.As(err, &pe) && (pe.Code == codeDeadlock || pe.Code == codeSerializationFail) || errors.Is(err, errUsageRace)
 }
 
 // uniqueViolation returns the violated constraint's name, or "".

@@ -39,10 +39,10 @@ func (a *applier) StoredIDs(id string, ids []string) (map[string]int64, error) {
 // Cut: see persistence.SuffixDialect.
 func (a *applier) Cut(id string, from, updatedAt int64) error {
 	for _, stmt := range []string{
-		`DELETE FROM session_messages WHERE session_id = $1 AND sequence >= $2`,
-		`DELETE FROM session_snapshots WHERE session_id = $1 AND sequence >= $2`,
+		`DELETE FROM session_messages WHERE session_id = $1 AND sequence >= $2 RETURNING ` + messageBytesSQL + ` AS n`,
+		`DELETE FROM session_snapshots WHERE session_id = $1 AND sequence >= $2 RETURNING octet_length(data) AS n`,
 	} {
-		if _, err := a.exec(stmt, id, from); err != nil {
+		if _, err := a.deleteCounted(id, stmt, id, from); err != nil {
 			return err
 		}
 	}
@@ -100,7 +100,7 @@ func (a *applier) GroupMembers(namespace, prefix string, limit int) ([]persisten
 }
 
 func (a *applier) UpdateScopes(c *persistence.UpdateScopes) (persistence.Result, error) {
-	return persistence.ApplyUpdateScopes(c, a)
+	return persistence.ApplyUpdateScopes(c, persistence.CheckedScopes(a, a.usage))
 }
 
 // StoredAudit: see persistence.ScopesDialect.

@@ -47,6 +47,15 @@ import (
 // stronger than the share lock a fenced write takes, and an Activate still
 // increments the epoch under it.
 //
+// And last, after every command, in the transaction's final statement
+// before COMMIT (addUsageSQL in usage.go):
+//
+//  3. the namespace_usage row of each namespace whose stored bytes the
+//     transaction moved, in namespace byte order (COLLATE "C"), in one
+//     statement. Nothing is locked after them, so a transaction waiting
+//     there holds no lock another waits for in a different order: writers
+//     of one namespace take turns for their commits alone.
+//
 // A key whose row is missing and not created by the batch (a fenced write
 // of a never-activated key, or of one whose first Activate has not
 // committed yet) is not locked; its command's fence check finds no row and

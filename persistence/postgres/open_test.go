@@ -145,8 +145,8 @@ func TestConcurrentUnsharedOpensMigrateOnce(t *testing.T) {
 		t.Fatalf("schema_version has %d rows (%v), want %d", versions, err, len(migrations))
 	}
 	// Thirteen of the schema and schema_version.
-	if tables != 14 {
-		t.Fatalf("%d tables in the schema, want 14", tables)
+	if tables != 15 {
+		t.Fatalf("%d tables in the schema, want 15", tables)
 	}
 	// Every node can write, and sees the others' writes.
 	id := createSession(t, stores[0])

@@ -164,6 +164,7 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 		// Deltas are applied as if every turn were new, as the rest of
 		// the pipeline assumes; a retried turn fails its check, and the
 		// replay applies only the new turns' deltas.
+		var change int64
 		if t.HasDelta() {
 			after, scopes, bad, err := a.turnDeltas(c.SessionID, cur, t)
 			if err != nil {
@@ -172,6 +173,12 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			if bad != nil {
 				res.Turns[i].Err = bad
 				continue
+			}
+			if t.State != nil {
+				change = persistence.StateChange(cur, after)
+			}
+			if err := a.pipeCheck(a.usage.CheckTurn(c.SessionID, t.Messages, change, scopes)); err != nil {
+				return persistence.Result{}, err
 			}
 			at, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
 			if err != nil {
@@ -184,6 +191,11 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 				cur, res.State = after, after
 			}
 		}
+		if !t.HasDelta() {
+			if err := a.pipeCheck(a.usage.CheckTurn(c.SessionID, t.Messages, 0, nil)); err != nil {
+				return persistence.Result{}, err
+			}
+		}
 		updatedAt, err := persistence.StoredTimeNanos("updated_at", c.UpdatedAt)
 		if err != nil {
 			return persistence.Result{}, persistence.Of("session", c.SessionID, err)
@@ -194,6 +206,9 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 			continue
 		}
 		checked = true
+		// Booked as queued: the attempt stores every queued row, or is
+		// abandoned whole.
+		a.usage.AddSession(c.SessionID, persistence.MessagesBytes(t.Messages)+change)
 		if err := a.Audit(t.Audit); err != nil {
 			return persistence.Result{}, err
 		}
@@ -216,6 +231,17 @@ func (a *applier) pipeAppend(c *persistence.AppendMessages) (persistence.Result,
 	}
 	res.NextSequence = next
 	return res.Result(), nil
+}
+
+// pipeCheck is the outcome of the check of a pipelined turn's stored
+// bytes. A turn past a quota fails the attempt (errPipeline): the replay
+// decides it, where a retried turn (stored already, adding nothing) is
+// told apart.
+func (a *applier) pipeCheck(err error) error {
+	if persistence.IsCommandError(err) {
+		return errPipeline
+	}
+	return err
 }
 
 // pipeUpdate queues updateSession: fence, the update checked to have found

@@ -22,7 +22,8 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	tag, err := a.exec(`DELETE FROM session_messages WHERE session_id = $1 AND sequence <= $2`, c.SessionID, cut)
+	removed, err := a.deleteCounted(c.SessionID, `DELETE FROM session_messages WHERE session_id = $1 AND sequence <= $2
+		RETURNING `+messageBytesSQL+` AS n`, c.SessionID, cut)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -34,7 +35,7 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
-	return persistence.RemovedResult{Removed: tag.RowsAffected()}.Result(), nil
+	return persistence.RemovedResult{Removed: removed}.Result(), nil
 }
 
 func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, error) {
@@ -45,21 +46,37 @@ func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, e
 		return persistence.Result{}, err
 	}
 	if c.Snapshot == nil {
-		tag, err := a.exec(`DELETE FROM session_snapshots WHERE session_id = $1 AND sequence <= $2`, c.SessionID, c.DeleteThrough)
+		n, err := a.deleteCounted(c.SessionID, `DELETE FROM session_snapshots WHERE session_id = $1 AND sequence <= $2
+			RETURNING octet_length(data) AS n`, c.SessionID, c.DeleteThrough)
 		if err != nil {
 			return persistence.Result{}, err
 		}
-		return persistence.RemovedResult{Removed: tag.RowsAffected()}.Result(), nil
+		return persistence.RemovedResult{Removed: n}.Result(), nil
 	}
 	return a.putSnapshot(c.SessionID, c.Snapshot)
 }
 
+// putSnapshot fills the slot, within the namespace's quota of stored
+// bytes (what it adds is the new snapshot less the one it replaces).
 func (a *applier) putSnapshot(sessionID string, snap *sessionv1.Snapshot) (persistence.Result, error) {
 	args, err := sqlstore.SnapshotArgs(sessionID, snap)
-	if err == nil {
-		_, err = a.exec(putSnapshotSQL, args...)
+	if err != nil {
+		return persistence.Result{}, err
 	}
-	return persistence.Result{}, err
+	var old int64
+	if err := a.queryRow(`SELECT COALESCE((SELECT octet_length(data) FROM session_snapshots WHERE session_id = $1), 0)::bigint`,
+		[]any{sessionID}, &old); err != nil {
+		return persistence.Result{}, err
+	}
+	add := int64(len(snap.GetData())) - old
+	if err := a.usage.Check(persistence.Charge{Session: sessionID, Bytes: add}); err != nil {
+		return persistence.Result{}, err
+	}
+	if _, err := a.exec(putSnapshotSQL, args...); err != nil {
+		return persistence.Result{}, err
+	}
+	a.usage.AddSession(sessionID, add)
+	return persistence.Result{}, nil
 }
 
 var putSnapshotSQL = sqlstore.Rebind(dialect{}, sqlstore.PutSnapshotSQL)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
@@ -299,6 +300,10 @@ ALTER TABLE plan_errors DROP CONSTRAINT plan_errors_sequence_key,
 	ADD CONSTRAINT plan_errors_plan_fkey FOREIGN KEY (namespace, plan_id) REFERENCES plans (namespace, plan_id),
 	ALTER COLUMN namespace DROP DEFAULT;
 `,
+	// (issue 28, after removed_message_ids above) Each namespace's
+	// running total of stored bytes (usage.go); migrate fills it from the
+	// data in the same transaction.
+	usageMigration,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations
@@ -338,6 +343,11 @@ func migrate(ctx context.Context, conn *pgx.Conn) (int, error) {
 	})
 	if err != nil {
 		return 0, err
+	}
+	if applied > 0 && version < usageVersion() {
+		if err := fillUsage(ctx, tx); err != nil {
+			return 0, fmt.Errorf("migration %d: count the stored bytes: %w", usageVersion(), err)
+		}
 	}
 	return applied, tx.Commit(ctx)
 }

@@ -106,9 +106,15 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err == nil {
 		err = bad
 	}
+	if err == nil {
+		// After the insert: a refusal rolls the command back whole.
+		err = a.usage.Check(persistence.CreateCharges(c, scopes)...)
+	}
 	if err != nil {
 		return persistence.Result{}, err
 	}
+	a.usage.Learn(s.SessionId, s.GetNamespace())
+	a.usage.AddSession(s.SessionId, persistence.StateBytes(c.State))
 	if err := a.WriteScopes(scopes, row.UpdatedAt); err != nil {
 		return persistence.Result{}, err
 	}
@@ -124,6 +130,7 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 			}
 			return persistence.Result{}, err
 		}
+		a.usage.AddSession(s.SessionId, persistence.MessagesBytes(c.Messages))
 	}
 	return sqlstore.Created(a, c)
 }
@@ -224,14 +231,22 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.lockSession(c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
+	var ns string
+	var state int64
+	if err := a.queryRow(`SELECT namespace, octet_length(state_json) FROM sessions WHERE session_id = $1`,
+		[]any{c.SessionID}, &ns, &state); err != nil {
+		return persistence.Result{}, err
+	}
+	a.usage.Learn(c.SessionID, ns)
 	var res persistence.DeleteResult
 	if c.Limit > 0 {
-		tag, err := a.exec(`DELETE FROM session_messages WHERE session_id = $1 AND sequence IN
-			(SELECT sequence FROM session_messages WHERE session_id = $1 ORDER BY sequence DESC LIMIT $2)`, c.SessionID, c.Limit)
+		n, err := a.deleteCounted(c.SessionID, `DELETE FROM session_messages WHERE session_id = $1 AND sequence IN
+			(SELECT sequence FROM session_messages WHERE session_id = $1 ORDER BY sequence DESC LIMIT $2)
+			RETURNING `+messageBytesSQL+` AS n`, c.SessionID, c.Limit)
 		if err != nil {
 			return persistence.Result{}, err
 		}
-		if res.MessagesRemoved = tag.RowsAffected(); res.MessagesRemoved == int64(c.Limit) {
+		if res.MessagesRemoved = n; res.MessagesRemoved == int64(c.Limit) {
 			return res.Result(), nil
 		}
 	}
@@ -249,12 +264,13 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	for _, l := range links {
 		res.PlansOrphaned = append(res.PlansOrphaned, l.planID)
 	}
-	tag, err := a.exec(`DELETE FROM session_messages WHERE session_id = $1`, c.SessionID)
+	n, err := a.deleteCounted(c.SessionID, `DELETE FROM session_messages WHERE session_id = $1 RETURNING `+messageBytesSQL+` AS n`, c.SessionID)
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	res.MessagesRemoved += tag.RowsAffected()
-	if _, err := a.exec(`DELETE FROM session_snapshots WHERE session_id = $1`, c.SessionID); err != nil {
+	res.MessagesRemoved += n
+	if _, err := a.deleteCounted(c.SessionID, `DELETE FROM session_snapshots WHERE session_id = $1 RETURNING octet_length(data) AS n`,
+		c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
 	if _, err := a.exec(`DELETE FROM removed_message_ids WHERE session_id = $1`, c.SessionID); err != nil {
@@ -263,6 +279,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = $1`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
+	a.usage.AddSession(c.SessionID, -state)
 	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}

@@ -26,10 +26,13 @@ func (a *applier) lockScopes(ds []persistence.ScopeDelta) (map[string]string, er
 	names = slices.Compact(names)
 	out := make(map[string]string, len(names))
 	for _, n := range names {
-		if _, err := a.exec(`INSERT INTO state_scopes (scope, state_json, updated_at) VALUES ($1, '{}', 0)
-			ON CONFLICT (scope) DO NOTHING`, n); err != nil {
+		tag, err := a.exec(`INSERT INTO state_scopes (scope, state_json, updated_at) VALUES ($1, '{}', 0)
+			ON CONFLICT (scope) DO NOTHING`, n)
+		if err != nil {
 			return nil, err
 		}
+		// The row is stored (and counted) whatever becomes of the write.
+		a.usage.AddScope(n, tag.RowsAffected()*int64(len(persistence.EmptyState)))
 		var s string
 		if err := a.queryRow(`SELECT state_json FROM state_scopes WHERE scope = $1 FOR UPDATE`, []any{n}, &s); err != nil {
 			return nil, err
@@ -59,6 +62,10 @@ func (a *applier) scopeStates(ds []persistence.ScopeDelta) (ws []persistence.Sco
 	if err != nil {
 		return nil, nil, err
 	}
+	prev := make(map[string]int64, len(cur))
+	for sc, st := range cur {
+		prev[sc] = int64(len(st))
+	}
 	out := make([]persistence.ScopeWrite, 0, len(ds))
 	for _, d := range ds {
 		next, err := d.Apply(cur[d.Scope], a.quotas)
@@ -66,7 +73,7 @@ func (a *applier) scopeStates(ds []persistence.ScopeDelta) (ws []persistence.Sco
 			return nil, err, nil
 		}
 		cur[d.Scope] = next
-		out = append(out, persistence.ScopeWrite{Scope: d.Scope, State: next})
+		out = append(out, persistence.ScopeWrite{Scope: d.Scope, State: next, Prev: prev[d.Scope]})
 	}
 	return out, nil, nil
 }
@@ -95,6 +102,7 @@ func (a *applier) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
 			return err
 		}
 	}
+	persistence.BookScopes(a.usage, ws)
 	return nil
 }
 

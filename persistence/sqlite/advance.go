@@ -28,6 +28,12 @@ type advance struct {
 	epoch     int64
 	setState  bool // a stored turn changed the session's state to state
 	state     string
+	// bytes are the stored bytes the queued turns add (usage.go), booked
+	// in namespace ns when checkNS: the advance then matches the session
+	// only if ns is its stored namespace (a cached one, see sessionNames).
+	bytes   int64
+	ns      string
+	checkNS bool
 }
 
 // advanceSQL is one advance. (Pooled advances used to go as one UPDATE …
@@ -41,7 +47,8 @@ var advanceSQL = `UPDATE sessions SET next_sequence = ?3,
 	updated_at = CASE WHEN ?4 THEN ?5 ELSE updated_at END,
 	state_json = CASE WHEN ?7 THEN ?8 ELSE state_json END
 	WHERE session_id = ?1 AND next_sequence = ?2
-	AND COALESCE((SELECT epoch FROM owners WHERE kind = ` + fmt.Sprint(int64(persistence.OwnerSession)) + ` AND id = ?1), 0) = ?6`
+	AND COALESCE((SELECT epoch FROM owners WHERE kind = ` + fmt.Sprint(int64(persistence.OwnerSession)) + ` AND id = ?1), 0) = ?6
+	AND (NOT ?9 OR namespace = ?10)`
 
 // errAdvanceMissed fails an attempt without savepoints one of whose queued
 // advances changed no row; the replay with savepoints names the command and
@@ -78,9 +85,10 @@ func (a *applier) flushAdvances() error {
 	return nil
 }
 
-// applyAdvance runs advanceSQL for v.
+// applyAdvance runs advanceSQL for v, and books v's bytes in the
+// namespace it checked.
 func (a *applier) applyAdvance(v advance) error {
-	res, err := a.exec(advanceSQL, v.sessionID, v.expect, v.next, v.touch, v.updatedAt, v.epoch, v.setState, v.state)
+	res, err := a.exec(advanceSQL, v.sessionID, v.expect, v.next, v.touch, v.updatedAt, v.epoch, v.setState, v.state, v.checkNS, v.ns)
 	if err != nil {
 		return err
 	}
@@ -90,6 +98,9 @@ func (a *applier) applyAdvance(v advance) error {
 	}
 	if changed != 1 {
 		return errAdvanceMissed
+	}
+	if v.checkNS {
+		a.usage.AddNamespace(v.ns, v.bytes)
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Res
 	if err != nil {
 		return persistence.Result{}, persistence.Of("session", c.SessionID, err)
 	}
-	next, state, err := a.appendBulk(c, res.Turns, at)
+	next, state, added, err := a.appendBulk(c, res.Turns, at)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -41,6 +41,10 @@ func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Res
 	if err != nil {
 		return persistence.Result{}, err
 	}
+	if v.ns, err = a.names.of(a, c.SessionID); err != nil {
+		return persistence.Result{}, err
+	}
+	v.bytes, v.checkNS = added, true
 	// The epoch check and the sequence compare-and-set are pooled too
 	// (see advance); dispatch skipped checkEpoch for this command.
 	a.advances = append(a.advances, v)
@@ -52,6 +56,8 @@ func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Res
 // appendRows stores c turn by turn, row by row, and applies its advance at
 // once: the replay's path, and a ReplaceSuffix's in any attempt.
 func (a *applier) appendRows(c *persistence.AppendMessages) (persistence.Result, error) {
+	// The replay may be for a stale cached namespace (sessionNames).
+	a.names.forget(c.SessionID)
 	res := persistence.AppendResult{Turns: make([]persistence.TurnResult, len(c.Turns))}
 	next := c.NextSequence
 	// state is the session's state after the stored turns; it stays ""
@@ -143,6 +149,13 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state s
 	if k.AllKept() {
 		return k.Merge(persistence.TurnResult{}), 0, "", nil
 	}
+	var change int64
+	if t.State != nil {
+		change = persistence.StateChange(state, after)
+	}
+	if bad, err := a.usage.CheckNewTurn(sessionID, k.Insert, change, scopes, a.messageStored); err != nil || bad != nil {
+		return persistence.TurnResult{Err: bad}, 0, "", err
+	}
 	tr, n, err := a.turnRows(sessionID, k.Insert, seq)
 	if err != nil || tr.Err != nil || tr.Duplicate {
 		// A duplicate's deltas were applied with the original.
@@ -151,7 +164,17 @@ func (a *applier) turn(sessionID string, t *persistence.Turn, seq int64, state s
 	if err := a.WriteScopes(scopes, at); err != nil {
 		return persistence.TurnResult{}, 0, "", err
 	}
+	a.usage.AddSession(sessionID, change)
 	return k.Merge(tr), n, after, nil
+}
+
+// messageStored is CheckNewTurn's lookup.
+func (a *applier) messageStored(sessionID, messageID string) (bool, error) {
+	_, err := a.storedMessage(sessionID, messageID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // turnRows stores the messages of turn t (checked by checkTurn).
@@ -187,6 +210,7 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 			skipped++
 			continue
 		}
+		a.usage.AddSession(sessionID, persistence.MessageBytes(m.Content, meta))
 		out[i] = &sessionv1.Message{SessionId: sessionID, MessageId: m.MessageId, Sequence: seq + inserted,
 			Role: m.Role, Content: m.Content, MetadataJson: meta, CreatedAt: persistence.Stamp(created), EventTime: m.EventTime,
 			ItemKey: m.ItemKey, Kind: m.Kind}
@@ -201,7 +225,7 @@ func (a *applier) turnRows(sessionID string, t *persistence.Turn, seq int64) (pe
 		return persistence.TurnResult{Messages: out}, inserted, nil
 	case inserted > 0:
 		// Some ids were stored before, some not: undo this turn's rows.
-		if _, err := a.deleteMessages(`session_id = ? AND sequence >= ? AND sequence < ?`,
+		if _, err := a.deleteMessages(sessionID, `session_id = ? AND sequence >= ? AND sequence < ?`,
 			sessionID, seq, seq+inserted); err != nil {
 			return persistence.TurnResult{}, 0, err
 		}

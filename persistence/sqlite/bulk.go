@@ -39,6 +39,19 @@ func init() {
 // tells the outcomes apart. Retried turns are rare, so the replay is too.
 var errConflictInBulk = errs.FailedPrecondition("append met a stored message id or a taken sequence; replayed row by row")
 
+// errQuotaInBulk fails an attempt without savepoints one of whose turns
+// would take a namespace past its quota of stored bytes. Command-level on
+// purpose, as errConflictInBulk: the replay decides it turn by turn,
+// where a retried turn (stored already, adding nothing) is told apart.
+var errQuotaInBulk = errs.FailedPrecondition("an append would pass a namespace's quota of stored bytes; replayed row by row")
+
+func quotaInBulk(err error) error {
+	if persistence.IsCommandError(err) {
+		return errQuotaInBulk
+	}
+	return err
+}
+
 // appendBulk stores every valid turn of c from c.NextSequence on, in
 // multi-row statements, and fills turns (one result per turn). It returns
 // the next sequence after the stored rows, and the session's state after
@@ -47,13 +60,13 @@ var errConflictInBulk = errs.FailedPrecondition("append met a stored message id 
 // work in place, which only a rollback clears. Deltas are applied as if
 // every turn were new; one that is not (a retry) conflicts, and the replay
 // with savepoints applies only the new turns' deltas.
-func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.TurnResult, at int64) (int64, string, error) {
+func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.TurnResult, at int64) (_ int64, _ string, added int64, _ error) {
 	next := c.NextSequence
 	cur, state := c.State, ""
 	var lastIn, lastOut *timestamppb.Timestamp
 	gate, err := a.hasRemovedIDs(c.SessionID)
 	if err != nil {
-		return 0, "", err
+		return 0, "", 0, err
 	}
 	for i := range c.Turns {
 		t := &c.Turns[i]
@@ -64,28 +77,45 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 		if gate {
 			bad, err := a.removedReuse(c.SessionID, t)
 			if err != nil {
-				return 0, "", err
+				return 0, "", 0, err
 			}
 			if bad != nil {
 				turns[i].Err = bad
 				continue
 			}
 		}
+		var change int64
 		if t.HasDelta() {
 			after, scopes, err := a.turnDeltas(c.SessionID, cur, t)
 			if err != nil {
 				if !persistence.IsCommandError(err) {
-					return 0, "", err
+					return 0, "", 0, err
 				}
 				turns[i].Err = err
 				continue
 			}
+			if t.State != nil {
+				change = persistence.StateChange(cur, after)
+			}
+			if err := a.usage.CheckTurn(c.SessionID, t.Messages, change, scopes); err != nil {
+				return 0, "", 0, quotaInBulk(err)
+			}
 			if err := a.WriteScopes(scopes, at); err != nil {
-				return 0, "", err
+				return 0, "", 0, err
 			}
 			if t.State != nil {
 				cur, state = after, after
 			}
+		} else if err := a.usage.CheckTurn(c.SessionID, t.Messages, 0, nil); err != nil {
+			return 0, "", 0, quotaInBulk(err)
+		}
+		// Booked as queued (the attempt stores every queued row, or is
+		// abandoned whole): at once where quotas are checked, else by the
+		// advance, which tells the session's namespace.
+		if n := persistence.MessagesBytes(t.Messages) + change; a.usage.Checks() {
+			a.usage.AddSession(c.SessionID, n)
+		} else {
+			added += n
 		}
 		out := make([]*sessionv1.Message, len(t.Messages))
 		for j, m := range t.Messages {
@@ -105,7 +135,7 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 	}
 	for len(a.msgs) >= messageChunks[0] {
 		if err := a.insertMessages(a.msgs[:messageChunks[0]]); err != nil {
-			return 0, "", err
+			return 0, "", 0, err
 		}
 		a.msgs = a.msgs[messageChunks[0]:]
 	}
@@ -114,11 +144,11 @@ func (a *applier) appendBulk(c *persistence.AppendMessages, turns []persistence.
 	for i := range c.Turns {
 		if turns[i].Err == nil {
 			if err := a.Audit(c.Turns[i].Audit); err != nil {
-				return 0, "", err
+				return 0, "", 0, err
 			}
 		}
 	}
-	return next, state, nil
+	return next, state, added, nil
 }
 
 // flushAppends applies what the attempt's appends queued: their session

@@ -15,6 +15,7 @@ import (
 var (
 	_ storetest.ReadOnlySwitch = (*sqlite.Store)(nil)
 	_ storetest.PageLimiter    = (*sqlite.Store)(nil)
+	_ storetest.UsageCounter   = (*sqlite.Store)(nil)
 )
 
 func TestConformanceFile(t *testing.T) {

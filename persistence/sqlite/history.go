@@ -40,9 +40,9 @@ func (a *applier) StoredIDs(id string, ids []string) (map[string]int64, error) {
 // Cut: see persistence.SuffixDialect. Messages go through message_rows
 // (deleteMessages), whose triggers clear their index entries.
 func (a *applier) Cut(id string, from, updatedAt int64) error {
-	_, err := a.deleteMessages(`session_id = ? AND sequence >= ?`, id, from)
+	_, err := a.deleteMessages(id, `session_id = ? AND sequence >= ?`, id, from)
 	if err == nil {
-		_, err = a.exec(`DELETE FROM session_snapshots WHERE session_id = ? AND sequence >= ?`, id, from)
+		err = a.deleteSnapshot(id, `session_id = ? AND sequence >= ?`, id, from)
 	}
 	if err == nil {
 		_, err = a.exec(`UPDATE sessions SET next_sequence = ?, updated_at = ? WHERE session_id = ?`, from, updatedAt, id)
@@ -111,7 +111,7 @@ func (a *applier) GroupMembers(namespace, prefix string, limit int) ([]persisten
 }
 
 func (a *applier) UpdateScopes(c *persistence.UpdateScopes) (persistence.Result, error) {
-	return persistence.ApplyUpdateScopes(c, a)
+	return persistence.ApplyUpdateScopes(c, persistence.CheckedScopes(a, a.usage))
 }
 
 // StoredAudit: see persistence.ScopesDialect.

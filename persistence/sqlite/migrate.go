@@ -32,6 +32,11 @@ func migrate(ctx context.Context, conn *sql.Conn) (int, error) {
 	if applied == 0 {
 		return 0, nil
 	}
+	if version < usageVersion() {
+		if err := fillUsage(ctx, tx); err != nil {
+			return 0, fmt.Errorf("migration %d: count the stored bytes: %w", usageVersion(), err)
+		}
+	}
 	// PRAGMA takes no bound parameters; the value is our own integer.
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
 		return 0, err

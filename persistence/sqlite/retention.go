@@ -28,7 +28,7 @@ func (a *applier) TruncateSession(c *persistence.TruncateSession) (persistence.R
 	if err != nil {
 		return persistence.Result{}, err
 	}
-	removed, err := a.deleteMessages(`session_id = ? AND sequence <= ?`, c.SessionID, cut)
+	removed, err := a.deleteMessages(c.SessionID, `session_id = ? AND sequence <= ?`, c.SessionID, cut)
 	if err != nil {
 		return persistence.Result{}, err
 	}
@@ -47,19 +47,35 @@ func (a *applier) PutSnapshot(c *persistence.PutSnapshot) (persistence.Result, e
 	if err := a.requireSession(c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
+	var old int64
+	if err := a.queryRow(`SELECT COALESCE((SELECT length(data) FROM session_snapshots WHERE session_id = ?), 0)`,
+		c.SessionID).Scan(&old); err != nil {
+		return persistence.Result{}, err
+	}
 	if c.Snapshot == nil {
 		del, err := a.exec(`DELETE FROM session_snapshots WHERE session_id = ? AND sequence <= ?`, c.SessionID, c.DeleteThrough)
 		if err != nil {
 			return persistence.Result{}, err
 		}
 		n, err := rowsAffected(del)
+		if n > 0 {
+			a.usage.AddSession(c.SessionID, -old)
+		}
 		return persistence.RemovedResult{Removed: n}.Result(), err
 	}
 	args, err := sqlstore.SnapshotArgs(c.SessionID, c.Snapshot)
-	if err == nil {
-		_, err = a.exec(sqlstore.PutSnapshotSQL, args...)
+	if err != nil {
+		return persistence.Result{}, err
 	}
-	return persistence.Result{}, err
+	add := int64(len(c.Snapshot.GetData())) - old
+	if err := a.usage.Check(persistence.Charge{Session: c.SessionID, Bytes: add}); err != nil {
+		return persistence.Result{}, err
+	}
+	if _, err := a.exec(sqlstore.PutSnapshotSQL, args...); err != nil {
+		return persistence.Result{}, err
+	}
+	a.usage.AddSession(c.SessionID, add)
+	return persistence.Result{}, nil
 }
 
 // ListMessagesWhere filters on the event time (the client's, else

@@ -375,4 +375,8 @@ CREATE TABLE removed_message_ids (
 `,
 	// (issue 28, plan namespaces) See planNamespaces.
 	planNamespaces,
+	// (issue 28, after removed_message_ids above) Each namespace's
+	// running total of stored bytes (usage.go); migrate fills it from the
+	// data in the same transaction.
+	usageMigration,
 }

@@ -43,6 +43,9 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	if err != nil {
 		return persistence.Result{}, err
 	}
+	if err := a.usage.Check(persistence.CreateCharges(c, scopes)...); err != nil {
+		return persistence.Result{}, err
+	}
 	// Through a.insert: the row's 17 arguments are bound in one cgo
 	// crossing, not one each through database/sql (issue 17: a create's
 	// cost).
@@ -58,6 +61,8 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 		}
 		return persistence.Result{}, err
 	}
+	a.usage.Learn(s.SessionId, s.GetNamespace())
+	a.usage.AddSession(s.SessionId, persistence.StateBytes(c.State))
 	if err := a.WriteScopes(scopes, row.UpdatedAt); err != nil {
 		return persistence.Result{}, err
 	}
@@ -68,9 +73,11 @@ func (a *applier) CreateSession(c *persistence.CreateSession) (persistence.Resul
 	}
 	for i, m := range c.Messages {
 		created, _ := persistence.MessageNanos(m) // checked by NewSessionRow
+		meta := sqlstore.OrEmptyObject(m.MetadataJson)
 		_, err = a.exec(insertMessageSQL, s.SessionId, row.First+int64(i), m.MessageId, int64(m.Role), m.Content,
-			sqlstore.OrEmptyObject(m.MetadataJson), created, persistence.EventNanos(m), a.indexed(), m.ItemKey, m.Kind)
+			meta, created, persistence.EventNanos(m), a.indexed(), m.ItemKey, m.Kind)
 		a.inserted(1)
+		a.usage.AddSession(s.SessionId, persistence.MessageBytes(m.Content, meta))
 		if err != nil {
 			if c := constraint(err); c == sqlite3.ErrConstraintUnique || c == sqlite3.ErrConstraintPrimaryKey {
 				return persistence.Result{}, errs.InvalidArgument("create session %s: message id %s or item key %q appears twice", s.SessionId, m.MessageId, m.ItemKey)
@@ -140,16 +147,23 @@ func (a *applier) UpdateSession(c *persistence.UpdateSession) (persistence.Resul
 }
 
 func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Result, error) {
-	var one int
-	err := a.queryRow(`SELECT 1 FROM sessions WHERE session_id = ?`, c.SessionID).Scan(&one)
+	var ns string
+	var state int64
+	err := a.queryRow(`SELECT namespace, `+stateBytesSQL+` FROM sessions WHERE session_id = ?`, c.SessionID).Scan(&ns, &state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return persistence.Result{}, errs.NotFound("session %s not found", c.SessionID)
 	}
 	if err != nil {
 		return persistence.Result{}, err
 	}
+	a.usage.Learn(c.SessionID, ns)
+	a.names.forget(c.SessionID)
 	var res persistence.DeleteResult
 	if c.Limit > 0 {
+		if err := a.bookDeleted(c.SessionID, `SELECT COALESCE(SUM(`+messageBytesSQL+`), 0) FROM message_rows
+			WHERE id IN (`+lastMessagesSQL+`)`, c.SessionID, c.Limit); err != nil {
+			return persistence.Result{}, err
+		}
 		del, err := a.exec(deleteLastMessagesSQL, c.SessionID, c.Limit)
 		if err != nil {
 			return persistence.Result{}, err
@@ -182,12 +196,12 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.exec(`DELETE FROM session_links WHERE session_id = ?`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
-	removed, err := a.deleteMessages(`session_id = ?`, c.SessionID)
+	removed, err := a.deleteMessages(c.SessionID, `session_id = ?`, c.SessionID)
 	if err != nil {
 		return persistence.Result{}, err
 	}
 	res.MessagesRemoved += removed
-	if _, err := a.exec(`DELETE FROM session_snapshots WHERE session_id = ?`, c.SessionID); err != nil {
+	if err := a.deleteSnapshot(c.SessionID, `session_id = ?`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
 	if _, err := a.exec(`DELETE FROM removed_message_ids WHERE session_id = ?`, c.SessionID); err != nil {
@@ -196,6 +210,7 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 	if _, err := a.exec(`DELETE FROM sessions WHERE session_id = ?`, c.SessionID); err != nil {
 		return persistence.Result{}, err
 	}
+	a.usage.AddSession(c.SessionID, -state)
 	if err := a.Audit(c.Audit); err != nil {
 		return persistence.Result{}, err
 	}
@@ -208,23 +223,40 @@ func (a *applier) DeleteSession(c *persistence.DeleteSession) (persistence.Resul
 // (an IN subquery with ORDER BY is not flattened) it would sort all the
 // session's messages on every call. The delete trigger of message_rows
 // removes the index entries.
-const deleteLastMessagesSQL = `DELETE FROM message_rows WHERE id IN (SELECT id FROM (
+const deleteLastMessagesSQL = `DELETE FROM message_rows WHERE id IN (` + lastMessagesSQL + `)`
+
+// lastMessagesSQL selects the ids of a session's last ?2 messages.
+const lastMessagesSQL = `SELECT id FROM (
 	SELECT id, sequence FROM message_index WHERE session_id = ?1
 	UNION ALL
 	SELECT id, sequence FROM message_pending WHERE session_id = ?1
-	ORDER BY sequence DESC LIMIT ?2))`
+	ORDER BY sequence DESC LIMIT ?2)`
 
 // deleteMessages deletes the messages that the view session_messages
 // selects with where (no ORDER BY or LIMIT: see deleteLastMessagesSQL)
 // and returns how
-// many. Through the view, because only it finds a session's rows by index
+// many; where selects messages of session sessionID only, whose stored
+// bytes it books. Through the view, because only it finds a session's rows by index
 // whether they are pending or settled; a DELETE on message_rows with the
 // same WHERE would scan the table. message_rows' delete trigger takes the
 // rows' entries out of message_index and message_pending.
-func (a *applier) deleteMessages(where string, args ...any) (int64, error) {
+func (a *applier) deleteMessages(sessionID, where string, args ...any) (int64, error) {
+	if err := a.bookDeleted(sessionID, `SELECT COALESCE(SUM(`+messageBytesSQL+`), 0) FROM session_messages WHERE `+where, args...); err != nil {
+		return 0, err
+	}
 	del, err := a.exec(`DELETE FROM message_rows WHERE id IN (SELECT id FROM session_messages WHERE `+where+`)`, args...)
 	if err != nil {
 		return 0, err
 	}
 	return rowsAffected(del)
+}
+
+// deleteSnapshot deletes session sessionID's snapshot where where holds
+// (a condition on its row), booking its bytes.
+func (a *applier) deleteSnapshot(sessionID, where string, args ...any) error {
+	if err := a.bookDeleted(sessionID, `SELECT COALESCE(SUM(length(data)), 0) FROM session_snapshots WHERE `+where, args...); err != nil {
+		return err
+	}
+	_, err := a.exec(`DELETE FROM session_snapshots WHERE `+where, args...)
+	return err
 }

@@ -20,10 +20,11 @@ func (a *applier) ComputeScopes(ds []persistence.ScopeDelta) ([]persistence.Scop
 	out := make([]persistence.ScopeWrite, 0, len(ds))
 	for _, d := range ds {
 		cur := ""
+		var prev int64
 		found := false
 		for i := range out {
 			if out[i].Scope == d.Scope {
-				cur, found = out[i].State, true
+				cur, prev, found = out[i].State, out[i].Prev, true
 			}
 		}
 		if !found {
@@ -31,17 +32,20 @@ func (a *applier) ComputeScopes(ds []persistence.ScopeDelta) ([]persistence.Scop
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return nil, err
 			}
+			prev = int64(len(cur))
 		}
 		next, err := d.Apply(cur, a.quotas)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, persistence.ScopeWrite{Scope: d.Scope, State: next})
+		out = append(out, persistence.ScopeWrite{Scope: d.Scope, State: next, Prev: prev})
 	}
 	return out, nil
 }
 
-// WriteScopes stores the states (persistence.ScopesDialect).
+// WriteScopes stores the states (persistence.ScopesDialect). A turn or
+// a create checked their bytes with its own; UpdateScopes' are checked by
+// persistence.CheckedScopes.
 func (a *applier) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
 	for _, w := range ws {
 		if _, err := a.exec(`INSERT INTO state_scopes (scope, state_json, updated_at) VALUES (?, ?, ?)
@@ -50,6 +54,7 @@ func (a *applier) WriteScopes(ws []persistence.ScopeWrite, at int64) error {
 			return err
 		}
 	}
+	persistence.BookScopes(a.usage, ws)
 	return nil
 }
 

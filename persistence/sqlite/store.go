@@ -73,6 +73,9 @@ type Store struct {
 	pending    int64
 	settleFrom string
 	settleAt   int64
+	// names caches sessions' stored namespaces for the appends' advances
+	// (sessionNames in usage.go). Guarded by wmu.
+	names sessionNames
 
 	// ckpt is the checkpointer of a file database (nil for memory);
 	// ckmu serializes the checkpoints that copy frames (checkpointer.go).

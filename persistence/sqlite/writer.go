@@ -68,6 +68,8 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	bufs := statementBufs.Get().(*argBufs)
 	a := &applier{ctx: bg, tx: tx, conn: s.wconn, buffered: !savepoints, args: bufs.args, nvs: bufs.nvs, quotas: s.QuotasNow(),
 		pendingRows: pendingLayout(batch)}
+	a.usage = persistence.NewUsage(a.quotas, a)
+	a.names = &s.names
 	a.Savepoints = sqlstore.NewSavepoints(a, "ROLLBACK TO cmd; RELEASE cmd")
 	defer func() {
 		// Both are cleared after each statement, so they hold no values.
@@ -142,6 +144,10 @@ type applier struct {
 	// quotas are the namespaces' quotas for this transaction (nil: the
 	// defaults).
 	quotas persistence.Quotas
+	// usage books the stored bytes the transaction adds and removes
+	// (usage.go).
+	usage *persistence.Usage
+	names *sessionNames
 	// removedTable: whether removed_message_ids has rows, as this
 	// transaction knows (hasRemovedIDs): unknown, empty or not.
 	removedTable tableRows
@@ -239,15 +245,26 @@ func (a *applier) ExecStatement(stmt string) error {
 	return err
 }
 
-func (a *applier) Mark() persistence.ChainMark     { return a.tail.Mark() }
-func (a *applier) Restore(m persistence.ChainMark) { a.restore(m) }
+func (a *applier) Mark() persistence.ChainMark {
+	a.usage.Mark()
+	return a.tail.Mark()
+}
 
-// Finish writes the rows the optimistic attempt pooled.
+func (a *applier) Restore(m persistence.ChainMark) {
+	a.usage.Restore()
+	a.restore(m)
+}
+
+// Finish writes the rows the optimistic attempt pooled, then adds the
+// transaction's stored bytes to their namespaces' totals.
 func (a *applier) Finish() error {
 	if err := a.flushAppends(); err != nil {
 		return err
 	}
-	return a.flushAudit()
+	if err := a.flushAudit(); err != nil {
+		return err
+	}
+	return a.flushUsage()
 }
 
 func (a *applier) dispatch(cmd persistence.Command, check persistence.FenceCheck) (persistence.Result, error) {

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"scope deltas in batches", scopeBatchCases},
 		{"scope quota", scopeQuotaCases},
 		{"namespace quotas", quotaCases},
+		{"stored bytes", usageCases},
 		{"feed", feedCases},
 		{"keyed items", itemCases},
 		{"suffix replacement", suffixCases},
