@@ -85,7 +85,7 @@ func newServeCommand() *cobra.Command {
 		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "max-live-actors", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
 		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait",
 		"membership", "etcd-endpoints", "etcd-prefix", "etcd-tls-ca", "etcd-tls-cert", "etcd-tls-key", "etcd-username", "etcd-password-file", "feed-poll-interval", "feed-bytes", "feed-conn-bytes", "feed-stall-timeout",
-		"grpc-max-streams", "grpc-max-streams-total", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes",
+		"grpc-max-streams", "grpc-max-streams-total", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes", "grpc-share-rate",
 		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes", "cpuprofile")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		if cpuProfile != "" {
