@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/agentstate/agentstate/persistence"
@@ -37,6 +38,10 @@ type Store struct {
 	// chains is the audit trail's chain count as last read (chains.go);
 	// guarded by wmu after open. wantChains is the DSN's audit_chains.
 	chains, wantChains int
+	// ownChain is the chain this writer locked last for entries that may
+	// go on any chain (chains.go): it tries it first next time, so that
+	// each node's writer keeps to a chain of its own. Guarded by wmu.
+	ownChain int
 
 	// wmu serializes everything that uses the writer connection: Apply,
 	// Writer, reconnects and the test hooks. It guards the fields below.
@@ -70,6 +75,9 @@ func newStore(key string, cfg *pgxpool.Config) *Store {
 		wcfg:   cfg.ConnConfig.Copy(),
 		pcfg:   cfg,
 		commit: func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
+		// Nodes start on chains of their own as likely as not; a clash
+		// moves one of them on at its first wait (ownChainSQL).
+		ownChain: rand.IntN(persistence.MaxAuditChains),
 	}
 }
 

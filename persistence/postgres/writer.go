@@ -106,7 +106,9 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		owners = batchOwners(batch)
 	}
 	n := max(s.chains, 1)
-	tx, err := a.begin(conn, chainsOf(batch, n), n, owners)
+	a.prefer = s.ownChain % n
+	chains, own := chainsOf(batch, n)
+	tx, err := a.begin(conn, chains, own, n, owners)
 	abort := func(err error) ([]persistence.Result, outcome, error) {
 		a.restore(persistence.ChainMark{})
 		if tx != nil {
@@ -125,6 +127,9 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 	}
 	if err != nil {
 		return abort(err)
+	}
+	if a.own >= 0 {
+		s.ownChain = a.own
 	}
 	var after func(int) error
 	if s.afterCommand != nil {
