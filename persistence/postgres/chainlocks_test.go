@@ -191,3 +191,63 @@ func TestAuditedWritersOnDifferentChainsShareNoLock(t *testing.T) {
 		succeeded(t, "b", <-doneB)
 	})
 }
+
+// A writer whose entries may go anywhere waits only when every chain is
+// busy, and then for the one it tried first; once that is free it commits
+// there.
+func TestOwnChainWaitsOnlyWhenEveryChainIsBusy(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t, withParam(freshDSN(t), "audit_chains", strconv.Itoa(persistence.MaxAuditChains)))
+	conn, err := server.admin.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	hold := func(chains string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1::int4, c) FROM generate_series(0, $2::int4 - 1) AS c `+chains,
+			auditLockClass, persistence.MaxAuditChains); err != nil {
+			t.Fatal(err)
+		}
+	}
+	free := func() {
+		t.Helper()
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefer := n.store.ownChain
+	// Every chain but one busy: the writer takes that one without waiting.
+	hold(fmt.Sprintf("WHERE c <> %d", (prefer+5)%persistence.MaxAuditChains))
+	n.ok(&persistence.CreateSession{Session: newSession("s-free"), Audit: []*auditv1.AuditEntry{entry("session_created")}})
+	if got := n.store.ownChain; got != (prefer+5)%persistence.MaxAuditChains {
+		t.Fatalf("writer took chain %d, want the only free one, %d", got, (prefer+5)%persistence.MaxAuditChains)
+	}
+	free()
+	// Every chain busy: it waits for the one it tries first.
+	prefer = (prefer + 9) % persistence.MaxAuditChains
+	n.store.ownChain = prefer
+	hold("")
+	done := applyAsync(n, &persistence.CreateSession{Session: newSession("s-wait"), Audit: []*auditv1.AuditEntry{entry("session_created")}})
+	waitLockWait(t, n.pid, done)
+	free()
+	if got := <-done; got.err != nil || got.res[0].Err != nil {
+		t.Fatalf("create after the wait: %v %+v", got.err, got.res)
+	}
+	if n.store.ownChain != prefer {
+		t.Fatalf("writer took chain %d after waiting, want %d", n.store.ownChain, prefer)
+	}
+	heads, err := n.store.Reader().(persistence.ChainReader).AuditChainHeads(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := 0
+	for _, h := range heads {
+		if h.TailHash != "" {
+			used++
+		}
+	}
+	if used != 2 {
+		t.Fatalf("entries on %d chains, want 2 (the free one, then the awaited one)", used)
+	}
+}
