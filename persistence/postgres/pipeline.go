@@ -7,6 +7,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -245,4 +246,43 @@ func (a *applier) pipeUpdate(c *persistence.UpdateSession) (persistence.Result, 
 		return persistence.Result{}, err
 	}
 	return persistence.Result{}, nil
+}
+
+// pipePlanWrite queues planWrite: fence, the plan row's upsert, the
+// records' insert, checked to have inserted every record (a stored id or a
+// sequence the plan does not continue replays the batch, where planWrite
+// tells which), the step counters and the audit entries.
+func (a *applier) pipePlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
+	maxRetries, err := sqlstore.MaxRetries(c)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	for i := range c.Records {
+		if _, err := sqlstore.CheckRecord(c.PlanID, c.Records, i); err != nil {
+			return persistence.Result{}, err
+		}
+	}
+	if err := a.pipeFence(persistence.OwnerPlan, c.PlanID, c.Epoch); err != nil {
+		return persistence.Result{}, err
+	}
+	a.queue(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, int64(persistence.DefaultMaxRetries))
+	if n := len(c.Records); n > 0 {
+		a.queue(insertErrorsSQL, recordArgs(c.PlanID, c.Records)...).Query(func(rows pgx.Rows) error {
+			got := 0
+			for rows.Next() {
+				got++
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if got != n {
+				return errPipeline
+			}
+			return nil
+		})
+	}
+	for _, sr := range c.StepRetries {
+		a.queue(upsertStepSQL, c.PlanID, int64(sr.Phase), sr.StepID, int64(sr.Count))
+	}
+	return persistence.Result{}, a.Audit(c.Audit)
 }
