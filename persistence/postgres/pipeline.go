@@ -7,7 +7,6 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
-	"github.com/agentstate/agentstate/persistence/sqlstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -253,14 +252,9 @@ func (a *applier) pipeUpdate(c *persistence.UpdateSession) (persistence.Result, 
 // sequence the plan does not continue replays the batch, where planWrite
 // tells which), the step counters and the audit entries.
 func (a *applier) pipePlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
-	maxRetries, err := sqlstore.MaxRetries(c)
+	maxRetries, err := checkPlanWrite(c)
 	if err != nil {
 		return persistence.Result{}, err
-	}
-	for i := range c.Records {
-		if _, err := sqlstore.CheckRecord(c.PlanID, c.Records, i); err != nil {
-			return persistence.Result{}, err
-		}
 	}
 	if err := a.pipeFence(persistence.OwnerPlan, c.PlanID, c.Epoch); err != nil {
 		return persistence.Result{}, err

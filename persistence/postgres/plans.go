@@ -44,14 +44,9 @@ const (
 // their parent), then appends records, which must continue the plan's
 // dense sequence exactly (insertErrorsSQL checks it).
 func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error) {
-	maxRetries, err := sqlstore.MaxRetries(c)
+	maxRetries, err := checkPlanWrite(c)
 	if err != nil {
 		return persistence.Result{}, err
-	}
-	for i := range c.Records {
-		if _, err := sqlstore.CheckRecord(c.PlanID, c.Records, i); err != nil {
-			return persistence.Result{}, err
-		}
 	}
 	if err := a.fence(persistence.OwnerPlan, c.PlanID, c.Epoch); err != nil {
 		return persistence.Result{}, err
@@ -171,4 +166,18 @@ func recordArgs(planID string, records []*planv1.ErrorRecord) []any {
 	}
 	return []any{planID, ids, seqs, phases, steps, types, msgs, tools, actors, stacks, attrs,
 		cats, retriable, retries, maxes, actions, hints, cmds, recorded, seqs[0]}
+}
+
+// checkPlanWrite is a plan write's own validation, before any statement:
+// its retry policy (returned as the upsert's argument) and its records.
+func checkPlanWrite(c *persistence.PlanWrite) (maxRetries any, err error) {
+	if maxRetries, err = sqlstore.MaxRetries(c); err != nil {
+		return nil, err
+	}
+	for i := range c.Records {
+		if _, err := sqlstore.CheckRecord(c.PlanID, c.Records, i); err != nil {
+			return nil, err
+		}
+	}
+	return maxRetries, nil
 }
