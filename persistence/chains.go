@@ -11,17 +11,17 @@ import (
 // into. Each chain has its own head and lock, so writers of different
 // chains never wait on each other; 16 is well above the writers one
 // PostgreSQL primary runs usefully at once (a member runs one writer, and
-// a primary saturates with a handful of members), so two writers rarely
-// share a chain (two writers each on one chain meet with probability
-// 1/16), while a verifier or a prune still walks few heads. It is a constant: a session's chain is
-// fixed by its id, and changing the count would move sessions between
-// chains.
+// a primary saturates with a handful of members), so each writer finds a
+// chain of its own, while a verifier or a prune still walks few heads. It
+// is a constant: the chain of a key (AuditChainOf), which the entries that
+// are looked up by key go on, must not move.
 const MaxAuditChains = 16
 
 // AuditChainOf is the chain of an owner key (a session id, else a plan
 // id, else an event id) when the trail has n chains: FNV-1a of the key,
-// modulo n. So every entry of one session, or of one plan, is on one
-// chain, and ordered within it.
+// modulo n. A store puts entries that are looked up by key under their
+// chain's lock (records with client event ids) on their key's chain; the
+// others may go on any chain (the PostgreSQL store's own-chain writers).
 func AuditChainOf(key string, n int) int {
 	if n <= 1 {
 		return 0

@@ -45,15 +45,27 @@ func openChainTrail(t *testing.T) *chainTrail {
 	if err := st.PartitionAudit(ctx, persistence.MaxAuditChains); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 160 {
-		session := "s-" + strconv.Itoa(i%40)
-		e := audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventResourceModified, Sync: i%20 == 0,
-			SessionId: session, DetailsJson: `{"i":` + strconv.Itoa(i) + `}`})
-		ch := persistence.AuditChainOf(session, persistence.MaxAuditChains)
-		tr.byChain[ch] = append(tr.byChain[ch], e)
-	}
-	if _, err := svc.Flush(ctx, &auditv1.FlushRequest{}); err != nil {
+	if tr.conn, err = pgx.Connect(ctx, dsn); err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.conn.Close(context.Background()) })
+	// The writer puts a transaction's entries on the first chain it can
+	// lock: holding every other one sends each round to its chain.
+	for i := range 160 {
+		ch := 1 + i/20
+		if i%20 == 0 {
+			tr.exec(t, `SELECT pg_advisory_lock($1::int4, c) FROM generate_series(0, $2::int4 - 1) AS c WHERE c <> $3`,
+				postgres.AuditLockClass, persistence.MaxAuditChains, ch)
+		}
+		e := audittest.Record(t, svc, &auditv1.RecordRequest{EventType: audit.EventResourceModified, Sync: i%20 == 0,
+			SessionId: "s-" + strconv.Itoa(i%40), DetailsJson: `{"i":` + strconv.Itoa(i) + `}`})
+		tr.byChain[ch] = append(tr.byChain[ch], e)
+		if i%20 == 19 {
+			if _, err := svc.Flush(ctx, &auditv1.FlushRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			tr.exec(t, `SELECT pg_advisory_unlock_all()`)
+		}
 	}
 	// A checkpoint names every chain's newest entry.
 	if err := st.CheckpointAudit(ctx); err != nil {
@@ -65,10 +77,6 @@ func openChainTrail(t *testing.T) *chainTrail {
 	if v := audittest.MustVerify(t, svc); v.EntriesChecked != 163 {
 		t.Fatalf("checked %d entries, want 163", v.EntriesChecked)
 	}
-	if tr.conn, err = pgx.Connect(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.conn.Close(context.Background()) })
 	// Each chain's order is its commit order, which batching may make
 	// differ from recording order: read it back.
 	rows, err := tr.conn.Query(ctx, `SELECT chain, event_id, position, details_json FROM audit_log ORDER BY chain, position`)

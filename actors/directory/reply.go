@@ -105,6 +105,15 @@ type Router interface {
 	Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error)
 }
 
+// Placer is a Router that knows where an id would be owned now. A caller
+// that chooses an id itself (a create without a client-chosen id) picks
+// one owned by this member, so that the request is not forwarded.
+type Placer interface {
+	// Local reports whether id of kind would be activated on this member
+	// under the current membership (false when it is not known).
+	Local(kind, id string) bool
+}
+
 // Answer is resp as T, the response an owner of kind gives to its
 // request; INTERNAL when it answered something else.
 func Answer[T proto.Message](kind string, resp proto.Message) (T, error) {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentstate/agentstate/actors/directory"
 	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/actors/session"
 	commonv1 "github.com/agentstate/agentstate/messages/agentstate/common/v1"
@@ -55,8 +56,9 @@ type Router struct {
 }
 
 var (
-	_ session.Router = (*Router)(nil)
-	_ plan.Router    = (*Router)(nil)
+	_ session.Router   = (*Router)(nil)
+	_ plan.Router      = (*Router)(nil)
+	_ directory.Placer = (*Router)(nil)
 )
 
 // NewRouter returns a Router that is not yet bound to a cluster.
@@ -77,6 +79,19 @@ func (r *Router) Bind(c *cluster.Cluster) {
 	r.topo.watch(c.ActorSystem.EventStream)
 	r.conns.watch(c.ActorSystem.EventStream)
 	r.cluster.Store(c)
+}
+
+// Local reports whether the cluster's owner lookup places id of kind on
+// this member under the latest topology it saw (directory.Placer). It is
+// the lookup's own rendezvous hash, so it agrees with where the next
+// activation happens unless the membership changes meanwhile (then the
+// request is simply forwarded).
+func (r *Router) Local(kind, id string) bool {
+	c, t := r.cluster.Load(), r.topo.load()
+	if c == nil || t == nil {
+		return false
+	}
+	return t.owners.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: kind, Identity: id}) == c.ActorSystem.Address()
 }
 
 // Retries is the number of attempts retried so far (failover shows here).

@@ -24,6 +24,9 @@ import (
 type topology struct {
 	members  map[string]bool // remote addresses; immutable once published
 	departed chan struct{}   // closed when a newer topology lost a member
+	// owners places identities as the cluster's owner lookup (disthash's
+	// rendezvous over the members) does for this topology.
+	owners *cluster.Rendezvous
 }
 
 // has reports whether the member at addr is in t (or t is not known).
@@ -75,10 +78,11 @@ func (w *topologyWatch) watch(es *eventstream.EventStream) {
 func (w *topologyWatch) update(t *cluster.ClusterTopology) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	next := &topology{members: make(map[string]bool, len(t.Members))}
+	next := &topology{members: make(map[string]bool, len(t.Members)), owners: cluster.NewRendezvous()}
 	for _, m := range t.Members {
 		next.members[m.Address()] = true
 	}
+	next.owners.UpdateMembers(t.Members)
 	prev := w.current.Load()
 	if prev != nil && len(t.Left) == 0 {
 		next.departed = prev.departed

@@ -22,6 +22,9 @@ func (s *Service) Create(ctx context.Context, req *sessionv1.CreateSessionReques
 	if err != nil {
 		return nil, err
 	}
+	if req.GetSessionId() == "" {
+		n.SessionId = s.newLocalID()
+	}
 	return routed[*sessionv1.CreateSessionResponse](ctx, s, n)
 }
 

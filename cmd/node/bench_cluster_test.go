@@ -14,7 +14,8 @@ import (
 
 // TestBenchCluster runs node bench cluster with 1 and 2 members (this
 // binary as the members) on the server of AGENTSTATE_TEST_POSTGRES, for an
-// audited kind (the one with the chain lock): every write is answered one way or the
+// audited kind (the one with the chain lock), the trail partitioned into
+// 16 chains (the members' DSN carries audit_chains): every write is answered one way or the
 // other, each member's CPU and the database's commits and WAL are counted (the
 // WAL is the server's, which other tests may share, so only its presence),
 // and each member wrote a CPU profile. Without the server it skips (fails
@@ -29,7 +30,7 @@ func TestBenchCluster(t *testing.T) {
 	profiles := t.TempDir()
 	var out, errOut bytes.Buffer
 	code := run([]string{"bench", "cluster", "--postgres", base, "--node-binary", nodeBin, "--members", "1,2", "--kind", "create",
-		"--ops", "64", "--callers", "8", "--sessions", "4", "--profile-dir", profiles, "--json"}, &out, &errOut)
+		"--ops", "64", "--callers", "8", "--sessions", "4", "--audit-chains", "16", "--profile-dir", profiles, "--json"}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +44,9 @@ type ClusterConfig struct {
 	// Sessions (or plans) the appends, state changes and plan records go
 	// to, round-robin.
 	Sessions int
+	// AuditChains, when above 0, is the members' audit_chains DSN
+	// parameter: the audit trail partitioned into that many chains.
+	AuditChains int
 	// ProfileDir, when set, gets a CPU profile of each member
 	// (member-<i>.pprof, written when it drains).
 	ProfileDir string
@@ -98,7 +102,20 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (res ClusterResult, err 
 		return res, err
 	}
 	defer func() { err = errors.Join(err, drop()) }()
-	members, err := startMembers(ctx, cfg, dsn)
+	memberDSN := dsn
+	if cfg.AuditChains > 0 {
+		// The members' store reads the parameter; the sampler's plain
+		// connection must not send it to the server.
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return res, err
+		}
+		q := u.Query()
+		q.Set("audit_chains", strconv.Itoa(cfg.AuditChains))
+		u.RawQuery = q.Encode()
+		memberDSN = u.String()
+	}
+	members, err := startMembers(ctx, cfg, memberDSN)
 	defer func() {
 		for _, m := range members {
 			err = errors.Join(err, m.stop())

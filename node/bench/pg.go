@@ -40,7 +40,7 @@ func pgDatabase(ctx context.Context, base string) (dsn string, drop func() error
 		defer cancel()
 		c, err := pgx.Connect(dctx, base)
 		if err != nil {
-			return fmt.Errorf("bench: drop database %s: %w", name, err)
+			return fmt.Errorf("%w %s: %w", ErrDropDatabase, name, err)
 		}
 		defer c.Close(dctx)
 		_, err = c.Exec(dctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
@@ -53,13 +53,19 @@ func pgDatabase(ctx context.Context, base string) (dsn string, drop func() error
 			_, err = c.Exec(dctx, "DROP DATABASE IF EXISTS "+name)
 		}
 		if err != nil {
-			return fmt.Errorf("bench: drop database %s: %w", name, err)
+			return fmt.Errorf("%w %s: %w", ErrDropDatabase, name, err)
 		}
 		return nil
 	}
 	u.Path = "/" + name
 	return u.String(), drop, nil
 }
+
+// ErrDropDatabase is a run's failure to drop the database it made, after
+// it measured: the figures stand, and the database is left for the
+// operator to drop (another role's connection to it stops even a forced
+// drop).
+var ErrDropDatabase = errors.New("bench: drop database")
 
 // redactURL hides a URL's password for messages.
 func redactURL(s string) string {

@@ -34,6 +34,10 @@ type applier struct {
 	tail                     persistence.ChainTail
 	cmdChain                 int
 	chainCount               int
+	// own is the chain every entry of the transaction goes on (the
+	// writer's own chain, chains.go); -1 when entries go by key. prefer is
+	// the chain the writer tries first.
+	own, prefer int
 	// buffered: the attempt without savepoints. Audit rows wait in pending
 	// for one multi-row insert at the end, and the common commands are
 	// queued in pipe (see pipeline.go); a failure of either aborts the
@@ -62,20 +66,21 @@ type applier struct {
 
 // begin starts the transaction and takes its id and its locks in their
 // global order (see lockorder.go): the locks of the audit chains the batch
-// writes (chains, of a trail of n), ascending, then the owner rows of
-// owners, all in one round trip. A transaction that writes no audit entry
-// needs nothing from that round trip before its commands run (their fence
-// checks wait for the epochs, pipeFence): in the attempt without
-// savepoints its BEGIN and locks open the pipeline instead, sent with the
-// first statements that must be. a.tx is nil while BEGIN was not sent.
-func (a *applier) begin(conn *pgx.Conn, chains []int, n int, owners ownerLocks) error {
+// writes (chains, of a trail of n, ascending; or with own, the writer's
+// own chain), then the owner rows of owners, all in one round trip. A
+// transaction that writes no audit entry needs nothing from that round
+// trip before its commands run (their fence checks wait for the epochs,
+// pipeFence): in the attempt without savepoints its BEGIN and locks open
+// the pipeline instead, sent with the first statements that must be. a.tx
+// is nil while BEGIN was not sent.
+func (a *applier) begin(conn *pgx.Conn, chains []int, own bool, n int, owners ownerLocks) error {
 	a.conn = conn
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	a.cmdChain = -1
-	if len(chains) > 0 {
+	a.cmdChain, a.own = -1, -1
+	if len(chains) > 0 || own {
 		a.chain = true
-		a.lockChains(b, chains, n)
+		a.lockChains(b, chains, own, n)
 	} else {
 		b.Queue("SELECT pg_current_xact_id()::text").QueryRow(func(row pgx.Row) error { return row.Scan(&a.xid) })
 	}

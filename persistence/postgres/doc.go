@@ -34,7 +34,8 @@
 //   - The audit trail is one or more hash chains (chains.go), each with a
 //     row in audit_chains (tail position and hash, and the prune anchor)
 //     and an advisory lock. A transaction that may write audit entries locks
-//     the chains it writes first, reads their tails, assigns positions and
+//     the chains it writes first (most often one: its writer's own, the
+//     first free one), reads their tails, assigns positions and
 //     hashes, and moves the tails before it commits. So transactions of one
 //     chain take turns, and those of different chains do not; within a
 //     chain positions rise in commit order and every entry chains on the

@@ -24,6 +24,12 @@ import (
 // whose lock was free when tried had committed (its entries are visible
 // to the next statement) or has not begun (its entries land past every
 // tail read here). The anchor is the highest prune point of any chain.
+//
+// The least busy tail may lie below a head reported before: a writer
+// that takes a chain idle for a while holds a tail that lags the others
+// (its entries still land past the floor). What was settled stays
+// settled, so this reader never reports less than it did (settled); a
+// reader of another node may, for as long as that writer's transaction.
 func (r *reader) AuditBounds(ctx context.Context) (anchor, head int64, err error) {
 	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -57,5 +63,14 @@ func (r *reader) AuditBounds(ctx context.Context) (anchor, head int64, err error
 	if busy >= 0 && n > 1 {
 		head = busy
 	}
-	return anchor, max(anchor, head), nil
+	head = max(anchor, head)
+	for {
+		prev := r.settled.Load()
+		if head <= prev {
+			return anchor, prev, nil
+		}
+		if r.settled.CompareAndSwap(prev, head) {
+			return anchor, head, nil
+		}
+	}
 }

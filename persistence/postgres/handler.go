@@ -7,8 +7,9 @@ import "github.com/agentstate/agentstate/persistence"
 // sessions.go, appends.go, retention.go, state.go, plans.go, audit.go),
 // except these.
 
-// AppendMessages and UpdateSession are pipelined (pipeline.go) in an
-// attempt without savepoints, and run statement by statement in a replay.
+// AppendMessages, UpdateSession and PlanWrite are pipelined (pipeline.go)
+// in an attempt without savepoints, and run statement by statement in a
+// replay.
 func (a *applier) AppendMessages(c *persistence.AppendMessages) (persistence.Result, error) {
 	if a.buffered {
 		return a.pipeAppend(c)
@@ -21,6 +22,13 @@ func (a *applier) UpdateSession(c *persistence.UpdateSession) (persistence.Resul
 		return a.pipeUpdate(c)
 	}
 	return a.updateSession(c)
+}
+
+func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
+	if a.buffered {
+		return a.pipePlanWrite(c)
+	}
+	return a.planWrite(c)
 }
 
 func (a *applier) RecordAudit(c *persistence.RecordAudit) (persistence.Result, error) {

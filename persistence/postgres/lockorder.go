@@ -21,8 +21,10 @@ import (
 // before its first command:
 //
 //  1. the advisory lock of each audit chain the batch may write entries
-//     on (chainsOf in chains.go), in ascending chain order: writers of
-//     different chains share none;
+//     on (chainsOf in chains.go): its writer's own chain, the first one
+//     free, or its keys' chains in ascending order (chains.go says why no
+//     wait-for cycle forms among them); writers of different chains share
+//     none;
 //  2. the owner_epochs rows of every session and plan the batch writes,
 //     FOR UPDATE, in (kind, id) order, id in byte order (COLLATE "C"), in
 //     two sorted passes: first the insert of the rows that a command of the

@@ -271,3 +271,38 @@ func (a *applier) pipeUpdate(c *persistence.UpdateSession) (persistence.Result, 
 	}
 	return persistence.Result{}, nil
 }
+
+// pipePlanWrite queues planWrite: fence, the plan row's upsert, the
+// records' insert, checked to have inserted every record (a stored id or a
+// sequence the plan does not continue replays the batch, where planWrite
+// tells which), the step counters and the audit entries.
+func (a *applier) pipePlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
+	maxRetries, err := checkPlanWrite(c)
+	if err != nil {
+		return persistence.Result{}, err
+	}
+	ns := persistence.PlanNamespace(c.Namespace)
+	if err := a.pipeFence(persistence.OwnerPlan, persistence.PlanKey(ns, c.PlanID), c.Epoch); err != nil {
+		return persistence.Result{}, err
+	}
+	a.queue(upsertPlanSQL, c.PlanID, maxRetries, c.ErrorDetailsJSON, int64(persistence.DefaultMaxRetries), ns)
+	if n := len(c.Records); n > 0 {
+		a.queue(insertErrorsSQL, recordArgs(ns, c.PlanID, c.Records)...).Query(func(rows pgx.Rows) error {
+			got := 0
+			for rows.Next() {
+				got++
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if got != n {
+				return errPipeline
+			}
+			return nil
+		})
+	}
+	for _, sr := range c.StepRetries {
+		a.queue(upsertStepSQL, c.PlanID, int64(sr.Phase), sr.StepID, int64(sr.Count), ns)
+	}
+	return persistence.Result{}, a.Audit(c.Audit)
+}

@@ -41,20 +41,15 @@ const (
 	ON CONFLICT (namespace, plan_id, phase, step_id) DO UPDATE SET count = excluded.count`
 )
 
-// PlanWrite upserts the plan row first (so records and step counters have
+// planWrite upserts the plan row first (so records and step counters have
 // their parent), then appends records, which must continue the plan's
 // dense sequence exactly (insertErrorsSQL checks it).
-func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error) {
-	maxRetries, err := sqlstore.MaxRetries(c)
+func (a *applier) planWrite(c *persistence.PlanWrite) (persistence.Result, error) {
+	maxRetries, err := checkPlanWrite(c)
 	if err != nil {
 		return persistence.Result{}, err
 	}
 	ns := persistence.PlanNamespace(c.Namespace)
-	for i := range c.Records {
-		if _, err := sqlstore.CheckRecord(ns, c.PlanID, c.Records, i); err != nil {
-			return persistence.Result{}, err
-		}
-	}
 	if err := a.fence(persistence.OwnerPlan, persistence.PlanKey(ns, c.PlanID), c.Epoch); err != nil {
 		return persistence.Result{}, err
 	}
@@ -82,26 +77,11 @@ func (a *applier) PlanWrite(c *persistence.PlanWrite) (persistence.Result, error
 // owner row locked.
 func (a *applier) insertRecords(ns, planID string, records []*planv1.ErrorRecord) error {
 	n := len(records)
-	var (
-		ids, steps, types, msgs, tools, actors, stacks, attrs, hints, cmds = make([]string, n), make([]string, n),
-			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n),
-			make([]string, n), make([]string, n), make([]string, n)
-		seqs, phases, cats, retries, maxes, actions, recorded = make([]int64, n), make([]int64, n), make([]int64, n),
-			make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		retriable = make([]bool, n)
-	)
-	for i, r := range records {
-		ids[i], seqs[i], phases[i], steps[i], types[i] = r.RecordId, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType
-		msgs[i], tools[i], actors[i], stacks[i] = r.Message, r.Tool, r.ActorName, r.StackSummary
-		attrs[i], cats[i], retriable[i], retries[i] = sqlstore.OrEmptyObject(r.AttributesJson), int64(r.Category), r.IsRetriable, int64(r.RetryCount)
-		maxes[i], actions[i], hints[i], cmds[i] = int64(r.MaxRetries), int64(r.RecoveryAction), r.RecoveryHint, r.RecoveryCommand
-		// Cannot fail: planWrite refused every record whose time is not storable.
-		recorded[i] = persistence.CheckedNanos(r.RecordedAt) // checked above
-	}
+	args := recordArgs(ns, planID, records)
+	ids, seqs := args[1].([]string), args[2].([]int64)
 	inserted := make(map[string]bool, n)
 	var id string
-	err := a.forEachRow(insertErrorsSQL, []any{planID, ids, seqs, phases, steps, types, msgs, tools, actors, stacks, attrs,
-		cats, retriable, retries, maxes, actions, hints, cmds, recorded, seqs[0], ns}, []any{&id}, func() error {
+	err := a.forEachRow(insertErrorsSQL, args, []any{&id}, func() error {
 		inserted[id] = true
 		return nil
 	})
@@ -163,4 +143,44 @@ func (a *applier) notInserted(ns, planID string, records []*planv1.ErrorRecord, 
 	}
 	return errs.FailedPrecondition("plan %s: error record %s has sequence %d, but the next sequence is %d",
 		planID, records[0].RecordId, records[0].Sequence, next)
+}
+
+// recordArgs are insertErrorsSQL's arguments for records of the plan
+// (ns, planID): its columns as arrays ([1] the ids, [2] the sequences),
+// then the first sequence and the namespace.
+func recordArgs(ns, planID string, records []*planv1.ErrorRecord) []any {
+	n := len(records)
+	var (
+		ids, steps, types, msgs, tools, actors, stacks, attrs, hints, cmds = make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n)
+		seqs, phases, cats, retries, maxes, actions, recorded = make([]int64, n), make([]int64, n), make([]int64, n),
+			make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		retriable = make([]bool, n)
+	)
+	for i, r := range records {
+		ids[i], seqs[i], phases[i], steps[i], types[i] = r.RecordId, r.Sequence, int64(r.Phase), r.StepId, r.ErrorType
+		msgs[i], tools[i], actors[i], stacks[i] = r.Message, r.Tool, r.ActorName, r.StackSummary
+		attrs[i], cats[i], retriable[i], retries[i] = sqlstore.OrEmptyObject(r.AttributesJson), int64(r.Category), r.IsRetriable, int64(r.RetryCount)
+		maxes[i], actions[i], hints[i], cmds[i] = int64(r.MaxRetries), int64(r.RecoveryAction), r.RecoveryHint, r.RecoveryCommand
+		// Cannot fail: planWrite refused every record whose time is not storable.
+		recorded[i] = persistence.CheckedNanos(r.RecordedAt) // checked above
+	}
+	return []any{planID, ids, seqs, phases, steps, types, msgs, tools, actors, stacks, attrs,
+		cats, retriable, retries, maxes, actions, hints, cmds, recorded, seqs[0], ns}
+}
+
+// checkPlanWrite is a plan write's own validation, before any statement:
+// its retry policy (returned as the upsert's argument) and its records.
+func checkPlanWrite(c *persistence.PlanWrite) (maxRetries any, err error) {
+	if maxRetries, err = sqlstore.MaxRetries(c); err != nil {
+		return nil, err
+	}
+	ns := persistence.PlanNamespace(c.Namespace)
+	for i := range c.Records {
+		if _, err := sqlstore.CheckRecord(ns, c.PlanID, c.Records, i); err != nil {
+			return nil, err
+		}
+	}
+	return maxRetries, nil
 }

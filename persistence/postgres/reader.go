@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -19,6 +20,11 @@ import (
 // holds no snapshot after it returns.
 type reader struct {
 	pool *pgxpool.Pool
+	// settled is the highest head AuditBounds returned: every position at
+	// or below it stays settled, so a later read never reports less,
+	// though a writer may then hold a chain whose tail lags below it
+	// (feed.go).
+	settled atomic.Int64
 }
 
 // sessionSelect yields one row per (session, linked plan), sessions in id

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/agentstate/agentstate/persistence"
@@ -42,6 +43,10 @@ type Store struct {
 	// by wmu.
 	sinceCheckpoint int
 	lastCheckpoint  time.Time
+	// ownChain is the chain this writer locked last for entries that may
+	// go on any chain (chains.go): it tries it first next time, so that
+	// each node's writer keeps to a chain of its own. Guarded by wmu.
+	ownChain int
 
 	// wmu serializes everything that uses the writer connection: Apply,
 	// Writer, reconnects and the test hooks. It guards the fields below.
@@ -76,6 +81,9 @@ func newStore(key string, cfg *pgxpool.Config) *Store {
 		pcfg:           cfg,
 		commit:         func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
 		lastCheckpoint: time.Now(),
+		// Nodes start on chains of their own as likely as not; a clash
+		// moves one of them on at its first wait (ownChainSQL).
+		ownChain: rand.IntN(persistence.MaxAuditChains),
 	}
 }
 

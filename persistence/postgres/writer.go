@@ -107,7 +107,9 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		owners = batchOwners(batch)
 	}
 	n := max(s.chains, 1)
-	err = a.begin(conn, chainsOf(batch, n), n, owners)
+	a.prefer = s.ownChain % n
+	chains, own := chainsOf(batch, n)
+	err = a.begin(conn, chains, own, n, owners)
 	abort := func(err error) ([]persistence.Result, outcome, error) {
 		a.restore(persistence.ChainMark{})
 		if a.tx != nil {
@@ -128,6 +130,9 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		return abort(err)
 	}
 	a.checkpoint = a.chain && s.checkpointDue()
+	if a.own >= 0 {
+		s.ownChain = a.own
+	}
 	var after func(int) error
 	if s.afterCommand != nil {
 		after = func(i int) error {
