@@ -20,7 +20,7 @@ const usageShardLockClass int32 = 0x75736864 // "ushd"
 // the writer connection that holds it is the shard's only writer while it
 // lives (the server drops the lock with the connection). It is only ever
 // tried, so no writer waits for it.
-const tryShardSQL = `SELECT pg_try_advisory_lock($1::int4, hashtext(current_schema() || ':' || $2::int))`
+const tryShardSQL = `SELECT pg_try_advisory_lock($1::int4, hashtext(COALESCE(current_schema(), '') || ':' || $2::int))`
 
 // pickShard gives conn, a new writer connection, a shard of the totals of
 // its own: the first one no other writer connection of the schema holds,
