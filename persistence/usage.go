@@ -323,6 +323,32 @@ func (u *Usage) Deltas() (namespaces, sessions map[string]int64) {
 	return u.ns, u.sess
 }
 
+// Bounded lists, in byte order, the namespaces with a quota of stored
+// bytes that the transaction adds to, the namespace of each session it
+// adds to looked up first: those a store must check again once it has
+// added (Overdrawn) when other writers may add to the same namespace at
+// the same time. Nil when no quota is set.
+func (u *Usage) Bounded() ([]string, error) {
+	if u.quotas == nil {
+		return nil, nil
+	}
+	for _, id := range slices.Sorted(maps.Keys(u.sess)) {
+		if u.sess[id] <= 0 {
+			continue
+		}
+		if _, _, err := u.namespaceOf(id); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, ns := range slices.Sorted(maps.Keys(u.ns)) {
+		if u.ns[ns] > 0 && QuotaOf(u.quotas, ns).MaxBytes > 0 {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}
+
 // Overdrawn reports whether namespace ns, found at total after the
 // transaction's delta was added, went past its quota because another
 // writer's commit landed between this transaction's check and its

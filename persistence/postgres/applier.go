@@ -59,9 +59,10 @@ type applier struct {
 	// quotas are the namespaces' quotas for this transaction (nil: the
 	// defaults).
 	quotas persistence.Quotas
-	// usage books the stored bytes the transaction adds and removes
-	// (usage.go).
+	// usage books the stored bytes the transaction adds and removes, to
+	// add to the writer's shard of the totals (usage.go).
 	usage *persistence.Usage
+	shard int16
 }
 
 // begin starts the transaction and takes its id and its locks in their
@@ -128,7 +129,9 @@ func (a *applier) finish() error {
 			a.queueCheckpoint()
 		}
 	}
-	a.queueUsage()
+	if err := a.queueUsage(); err != nil {
+		return err
+	}
 	return a.sendPipe()
 }
 

@@ -49,14 +49,23 @@ import (
 // stronger than the share lock a fenced write takes, and an Activate still
 // increments the epoch under it.
 //
-// And last, after every command, in the transaction's final statement
-// before COMMIT (addUsageSQL in usage.go):
+// And last, after every command, in the transaction's final statements
+// before COMMIT (queueUsage in usage.go):
 //
-//  3. the namespace_usage row of each namespace whose stored bytes the
-//     transaction moved, in namespace byte order (COLLATE "C"), in one
-//     statement. Nothing is locked after them, so a transaction waiting
-//     there holds no lock another waits for in a different order: writers
-//     of one namespace take turns for their commits alone.
+//  3. the transaction lock (lockUsageSQL) of each namespace with a quota of
+//     stored bytes that the transaction adds to, in namespace byte order,
+//     then the writer's own namespace_usage row (its shard, usageshards.go)
+//     of each namespace whose stored bytes it moved, in namespace byte
+//     order (COLLATE "C"), in one statement. Nothing is locked after them,
+//     so a transaction waiting there holds no lock another waits for in a
+//     different order. Writers of one namespace without such a quota share
+//     none of these locks (each adds to its own shard); writers adding to
+//     one with a quota take turns for their commits alone, so that the
+//     check after the add counts every other commit: exactness of the
+//     quota is paid for only where a quota is set.
+//
+// The writer connection's shard lock (a session lock, pickShard) is only
+// ever tried, at connect, so no writer waits for it.
 //
 // A key whose row is missing and not created by the batch (a fenced write
 // of a never-activated key, or of one whose first Activate has not

@@ -153,25 +153,34 @@ func twoWritersKeepTheirChains(t *testing.T, open func(*testing.T) (*node, *node
 // finishes first: it did not wait.
 func waitLockWait(t *testing.T, pid uint32, done chan applied) {
 	t.Helper()
+	if got, waited := lockWaitOrDone(t, pid, done); !waited {
+		t.Fatalf("the Apply finished without waiting for a lock: %v %+v", got.err, got.res)
+	}
+}
+
+// lockWaitOrDone waits until backend pid, which runs the Apply that
+// reports to done, waits for a lock (waited), or that Apply finishes
+// (got).
+func lockWaitOrDone(t *testing.T, pid uint32, done chan applied) (got applied, waited bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		var waiting bool
 		err := server.admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE pid = $1 AND wait_event_type = 'Lock')`, pid).Scan(&waiting)
+			WHERE pid = $1 AND wait_event_type = 'Lock')`, pid).Scan(&waited)
 		if err != nil {
 			t.Fatalf("pg_stat_activity: %v", err)
 		}
-		if waiting {
-			return
+		if waited {
+			return applied{}, true
 		}
 		select {
 		case got := <-done:
-			t.Fatalf("the Apply finished without waiting for a lock: %v %+v", got.err, got.res)
+			return got, false
 		case <-ctx.Done():
-			t.Fatalf("backend %d never waited for a lock", pid)
+			t.Fatalf("backend %d neither waited for a lock nor finished", pid)
 		case <-tick.C:
 		}
 	}

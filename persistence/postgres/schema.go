@@ -304,6 +304,10 @@ ALTER TABLE plan_errors DROP CONSTRAINT plan_errors_sequence_key,
 	// running total of stored bytes (usage.go); migrate fills it from the
 	// data in the same transaction.
 	usageMigration,
+	// (issue 29, after the totals above) The totals are split in shards,
+	// one per writer, so that members adding to one namespace lock no
+	// common row (usage.go); the totals counted so far become shard 0.
+	usageShardsMigration,
 }
 
 // migrationLock is the pg_advisory_xact_lock key under which migrations

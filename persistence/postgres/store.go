@@ -55,6 +55,8 @@ type Store struct {
 	// the next Apply reconnects).
 	wconn    *pgx.Conn
 	readOnly bool
+	// shard is wconn's shard of the totals of stored bytes (usageshards.go).
+	shard int16
 	// connects counts writer connections made, retries transactions run
 	// again, replays batches run again with savepoints (for tests and
 	// diagnosis).
@@ -131,6 +133,10 @@ func (s *Store) connect(ctx context.Context) error {
 			conn.Close(context.WithoutCancel(ctx))
 			return storeErr("connect "+s.key, err)
 		}
+	}
+	if s.shard, err = pickShard(ctx, conn); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return storeErr("connect "+s.key, err)
 	}
 	s.wconn = conn
 	s.connects++

@@ -16,23 +16,38 @@ import (
 // bytes in its ledger and adds the transaction's deltas in one statement,
 // the last before COMMIT (addUsageSQL).
 //
-// Writers of several nodes share the totals. Adding to a total locks its
-// row to commit, so concurrent transactions add in turn and none is lost;
-// the statement is the last lock a transaction takes, and takes its rows
-// in namespace order (lockorder.go). A check of a quota reads the
-// committed total without a lock, so another node's commit may land
-// between the check and the add: the add then finds the namespace past its
-// quota (persistence.Usage.Overdrawn), and the transaction is run again
-// (errUsageRace), its checks reading the new total.
+// Writers of several nodes share the totals, so a namespace's total is
+// split in shards: the sum of its rows, one per shard. Each writer adds to
+// its own shard (usageshards.go: a shard no other live writer holds), so
+// two members writing one namespace lock no common row, and their commits
+// do not take turns. A check of a quota reads the committed sum without a
+// lock, so another node's commit may land between the check and the add.
+// So a transaction that adds to a namespace with a quota of stored bytes
+// first takes that namespace's transaction lock (lockUsageSQL, held to
+// commit: only such writers take turns, and only with each other), then
+// adds and reads the sum, which now counts every other commit: past the
+// quota (persistence.Usage.Overdrawn), the transaction is run again
+// (errUsageRace), its checks reading the new sum. These are the last locks
+// a transaction takes, in namespace order (lockorder.go).
 
 // usageMigration creates namespace_usage; migrate then fills it
-// (recountUsage) in the same transaction.
-const usageMigration = `
+// (recountUsage) in the same transaction. usageShardsMigration splits it
+// in shards, the totals so far in shard 0; how many shards writers use is
+// theirs to choose (usageShards), a namespace's total sums whatever rows
+// it has.
+const (
+	usageMigration = `
 CREATE TABLE namespace_usage (
 	namespace text COLLATE "C" PRIMARY KEY,
 	bytes     bigint NOT NULL
 );
 `
+	usageShardsMigration = `
+ALTER TABLE namespace_usage ADD COLUMN shard smallint NOT NULL DEFAULT 0 CHECK (shard >= 0);
+ALTER TABLE namespace_usage ALTER COLUMN shard DROP DEFAULT,
+	DROP CONSTRAINT namespace_usage_pkey, ADD PRIMARY KEY (namespace, shard);
+`
+)
 
 const (
 	messageBytesSQL = `(octet_length(content) + octet_length(metadata_json))`
@@ -41,15 +56,27 @@ const (
 
 // addUsageSQL adds the deltas of ($1 session ids, $2 bytes), each
 // resolved to its session's namespace here, and ($3 namespaces, $4
-// bytes), locking the rows in namespace order, and answers the totals.
-const addUsageSQL = `INSERT INTO namespace_usage (namespace, bytes)
-SELECT x.ns, SUM(x.n)::bigint FROM (
+// bytes) to the writer's shard $5, locking its rows in namespace order.
+const addUsageSQL = `INSERT INTO namespace_usage (namespace, shard, bytes)
+SELECT x.ns, $5::smallint, SUM(x.n)::bigint FROM (
 	SELECT ` + namespaceSQL + `, d.n FROM unnest($1::text[], $2::bigint[]) AS d(id, n) JOIN sessions s ON s.session_id = d.id
 	UNION ALL
 	SELECT * FROM unnest($3::text[], $4::bigint[])
 ) AS x(ns, n) GROUP BY x.ns ORDER BY x.ns COLLATE "C"
-ON CONFLICT (namespace) DO UPDATE SET bytes = namespace_usage.bytes + EXCLUDED.bytes
-RETURNING namespace, bytes`
+ON CONFLICT (namespace, shard) DO UPDATE SET bytes = namespace_usage.bytes + EXCLUDED.bytes`
+
+// addSummedUsageSQL is addUsageSQL answering the sums of the namespaces
+// $6: the shard as added, the others as committed when the statement
+// began (after lockUsageSQL, so with every commit that could race).
+const addSummedUsageSQL = `WITH up AS (` + addUsageSQL + `
+RETURNING namespace, bytes)
+SELECT up.namespace, up.bytes + COALESCE((SELECT SUM(o.bytes) FROM namespace_usage o
+	WHERE o.namespace = up.namespace AND o.shard <> $5), 0)::bigint
+FROM up WHERE up.namespace = ANY($6::text[])`
+
+// lockUsageSQL takes the transaction locks of the namespaces $1, sorted
+// in byte order (unnest keeps it), one after the other.
+const lockUsageSQL = `SELECT pg_advisory_xact_lock(hashtextextended('agentstate.usage:' || ns, 0)) FROM unnest($1::text[]) AS ns`
 
 const recountSessionsSQL = `SELECT ` + namespaceSQL + `, SUM(x.n)::bigint FROM (
 	SELECT session_id, octet_length(state_json)::bigint AS n FROM sessions
@@ -100,7 +127,7 @@ func fillUsage(ctx context.Context, tx pgx.Tx) error {
 		return err
 	}
 	for _, ns := range slices.Sorted(maps.Keys(counts)) {
-		if _, err := tx.Exec(ctx, `INSERT INTO namespace_usage (namespace, bytes) VALUES ($1, $2)`, ns, counts[ns]); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO namespace_usage (namespace, shard, bytes) VALUES ($1, 0, $2)`, ns, counts[ns]); err != nil {
 			return err
 		}
 	}
@@ -120,7 +147,8 @@ func (s *Store) NamespaceBytes(ctx context.Context) (running, recount map[string
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	running = map[string]int64{}
-	rows, err := tx.Query(ctx, `SELECT namespace, bytes FROM namespace_usage WHERE bytes <> 0`)
+	rows, err := tx.Query(ctx, `SELECT namespace, SUM(bytes)::bigint FROM namespace_usage
+		GROUP BY namespace HAVING SUM(bytes) <> 0`)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -154,23 +182,31 @@ func (a *applier) SessionNamespace(id string) (string, bool, error) {
 
 func (a *applier) StoredBytes(ns string) (int64, error) {
 	var n int64
-	err := a.queryRow(`SELECT bytes FROM namespace_usage WHERE namespace = $1`, []any{ns}, &n)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
+	err := a.queryRow(`SELECT COALESCE(SUM(bytes), 0)::bigint FROM namespace_usage WHERE namespace = $1`, []any{ns}, &n)
 	return n, err
 }
 
-// queueUsage queues the add of the transaction's deltas to the totals,
-// the last statement before COMMIT (finish sends it).
-func (a *applier) queueUsage() {
+// queueUsage queues the add of the transaction's deltas to the writer's
+// shard of the totals, the last statement before COMMIT (finish sends
+// it), after the locks of the namespaces with a quota it adds to, whose
+// sums it checks.
+func (a *applier) queueUsage() error {
+	bounded, err := a.usage.Bounded()
+	if err != nil {
+		return err
+	}
 	byNS, bySession := a.usage.Deltas()
 	ids, idBytes := split(bySession)
 	names, nsBytes := split(byNS)
 	if len(ids) == 0 && len(names) == 0 {
-		return
+		return nil
 	}
-	a.queue(addUsageSQL, ids, idBytes, names, nsBytes).Query(func(rows pgx.Rows) error {
+	if len(bounded) == 0 {
+		a.queue(addUsageSQL, ids, idBytes, names, nsBytes, a.shard)
+		return nil
+	}
+	a.queue(lockUsageSQL, bounded)
+	a.queue(addSummedUsageSQL, ids, idBytes, names, nsBytes, a.shard, bounded).Query(func(rows pgx.Rows) error {
 		var ns string
 		var total int64
 		_, err := pgx.ForEachRow(rows, []any{&ns, &total}, func() error {
@@ -181,6 +217,7 @@ func (a *applier) queueUsage() {
 		})
 		return err
 	})
+	return nil
 }
 
 // split lists m's keys with nonzero values, sorted, and their values.

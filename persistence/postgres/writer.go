@@ -99,7 +99,7 @@ func (s *Store) run(ctx context.Context, batch []persistence.Command, savepoints
 		}
 		return finished, err
 	}
-	a := &applier{ctx: ctx, buffered: !savepoints, quotas: s.QuotasNow()}
+	a := &applier{ctx: ctx, buffered: !savepoints, quotas: s.QuotasNow(), shard: s.shard}
 	a.usage = persistence.NewUsage(a.quotas, a)
 	a.Savepoints = sqlstore.NewSavepoints(a, "ROLLBACK TO SAVEPOINT cmd")
 	var owners ownerLocks
