@@ -87,8 +87,11 @@ func TestDefaultPartitionsATrailInPlace(t *testing.T) {
 			used[ch] = true
 		}
 	}
-	if len(used) < 8 {
-		t.Fatalf("entries on %d chains after partitioning, want them spread", len(used))
+	// The old entries stay on chain 0; the new ones go on the writers'
+	// own chains (the first each can lock without waiting), so the
+	// partitioned trail is in use beside it.
+	if !used[0] || len(used) < 2 {
+		t.Fatalf("entries on chains %v after partitioning, want chain 0 and the writers' own", used)
 	}
 }
 
