@@ -3,6 +3,7 @@ package fairshare
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +36,9 @@ type Pacer struct {
 	users   map[string]*pace
 	active  int   // accounts charged within Window, as of the last sweep plus arrivals since
 	sweepAt int64 // when the next sweep recounts active and drops idle accounts
+	// contended mirrors active > 1 for Delay's lock-free answer while one
+	// principal uses the node (the common case: nothing to wait for).
+	contended atomic.Bool
 }
 
 // OpCost is what one operation is charged besides its bytes: about what
@@ -94,6 +98,7 @@ func (p *Pacer) Charge(principal string, cost int64) {
 	}
 	if a.last < now-int64(Window) {
 		p.active++
+		p.contended.Store(p.active > 1)
 	}
 	a.last = now
 	if p.active <= 1 {
@@ -108,7 +113,7 @@ func (p *Pacer) Charge(principal string, cost int64) {
 // answers its next message: 0 unless another principal is active and
 // this one ran ahead of its share by more than the burst.
 func (p *Pacer) Delay(principal string) time.Duration {
-	if principal == "" {
+	if principal == "" || !p.contended.Load() {
 		return 0
 	}
 	now := p.now()
@@ -122,9 +127,33 @@ func (p *Pacer) Delay(principal string) time.Duration {
 	return time.Duration(a.due - now - p.burst)
 }
 
+// DelayBefore is Delay less the share-time of cost, the principal's
+// latest charge: how long the request whose receipt was charged cost waits
+// for the principal's earlier work. A request is not held for its own
+// cost (which would refuse any request larger than the wait a caller
+// tolerates), only the next one is.
+func (p *Pacer) DelayBefore(principal string, cost int64) time.Duration {
+	d := p.Delay(principal)
+	if d <= 0 {
+		return d
+	}
+	p.mu.Lock()
+	share := p.rate / float64(max(p.active, 1))
+	p.mu.Unlock()
+	return d - time.Duration(float64(cost)*float64(time.Second)/share)
+}
+
 // Wait waits Delay(principal), or until ctx ends (its error then).
 func (p *Pacer) Wait(ctx context.Context, principal string) error {
-	d := p.Delay(principal)
+	return p.waitFor(ctx, p.Delay(principal))
+}
+
+// WaitBefore waits DelayBefore(principal, cost), or until ctx ends.
+func (p *Pacer) WaitBefore(ctx context.Context, principal string, cost int64) error {
+	return p.waitFor(ctx, p.DelayBefore(principal, cost))
+}
+
+func (p *Pacer) waitFor(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
@@ -163,4 +192,5 @@ func (p *Pacer) sweepLocked(now int64) {
 		}
 		p.active++
 	}
+	p.contended.Store(p.active > 1)
 }

@@ -119,3 +119,18 @@ func BenchmarkPacer(b *testing.B) {
 		})
 	}
 }
+
+// A request is not held for its own cost: DelayBefore takes the latest
+// charge's share-time off, so a request larger than any wait is served
+// when the principal's earlier work is paid, and the next one waits for it.
+func TestPacerDelayBeforeLeavesOutTheRequestsOwnCost(t *testing.T) {
+	p, _ := newTestPacer(1000, time.Millisecond) // 500 units/s each of two
+	p.Charge("other", 1)
+	p.Charge("big", 1000) // 2 s of its share
+	if d := p.DelayBefore("big", 1000); d > 0 {
+		t.Fatalf("the request's own cost held it %v", d)
+	}
+	if d := p.Delay("big"); d < time.Second {
+		t.Fatalf("the next request waits %v, want about 2 s", d)
+	}
+}

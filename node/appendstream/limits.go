@@ -97,9 +97,10 @@ type shared struct {
 	// while another principal's appends wait. wake is closed (and
 	// replaced) whenever room is given back, for the streams waiting for
 	// their principal's share.
-	shares *fairshare.Ledger
-	mu     sync.Mutex
-	wake   chan struct{}
+	shares  *fairshare.Ledger
+	mu      sync.Mutex
+	wake    chan struct{}
+	waiters atomic.Int64
 	// idle counts the workers of all streams waiting for a job; a worker
 	// that finds maxIdle others waiting ends instead.
 	idle    atomic.Int64
@@ -121,39 +122,54 @@ func (s *Server) shared() *shared {
 // acquire waits for room to serve one append of size bytes for principal
 // ("": not apportioned) within its share, or until ctx ends.
 func (r *shared) acquire(ctx context.Context, principal string, size int64) error {
-	for {
+	for !r.shares.Take(principal, 1) {
+		// Registered before the second try: a release after that try
+		// sees the waiter and wakes it; one before it made the try
+		// succeed.
 		r.mu.Lock()
+		r.waiters.Add(1)
 		wake := r.wake
 		r.mu.Unlock()
 		if r.shares.Take(principal, 1) {
+			r.waiters.Add(-1)
 			break
 		}
 		select {
 		case <-wake:
+			r.waiters.Add(-1)
 		case <-ctx.Done():
+			r.waiters.Add(-1)
 			return ctx.Err()
 		}
 	}
 	if err := r.appends.Acquire(ctx, 1); err != nil {
-		r.shares.Give(principal, 1)
+		r.give(principal)
 		return err
 	}
 	if err := r.bytes.Acquire(ctx, min(size, r.maxBytes)); err != nil {
 		r.appends.Release(1)
-		r.shares.Give(principal, 1)
+		r.give(principal)
 		return err
 	}
 	return nil
 }
 
+// give gives back principal's share of one append and wakes the streams
+// waiting for theirs, if any (the common case, none, costs an atomic load).
+func (r *shared) give(principal string) {
+	r.shares.Give(principal, 1)
+	if r.waiters.Load() > 0 {
+		r.mu.Lock()
+		close(r.wake)
+		r.wake = make(chan struct{})
+		r.mu.Unlock()
+	}
+}
+
 // release gives back what acquire took for principal, once the append's
 // outcome is decided.
 func (r *shared) release(principal string, size int64) {
-	r.shares.Give(principal, 1)
-	r.mu.Lock()
-	close(r.wake)
-	r.wake = make(chan struct{})
-	r.mu.Unlock()
+	r.give(principal)
 	r.bytes.Release(min(size, r.maxBytes))
 	r.appends.Release(1)
 }

@@ -93,6 +93,9 @@ type pacedStream struct {
 	name string
 }
 
+// RecvMsg waits out the lead once a message's bytes arrived, before they
+// are decoded: a stream whose messages fail to decode (the deep Imports of
+// issue 26) is paced like any other, not refused as fast as it sends.
 func (s *pacedStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err

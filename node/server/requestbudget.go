@@ -117,13 +117,16 @@ func (b *requestBudget) decode(ctx context.Context, principal string, recv func(
 		// Held here, its bytes counted in the budget: the principal's
 		// further requests are refused on their headers once it holds
 		// its share, and their connections paused.
-		if d := b.pace.Delay(principal); d > maxUnaryWait {
+		// Its receipt was charged already (pacing.HandleRPC): it waits
+		// for the principal's earlier work, not for its own.
+		cost := int64(u.Len()) + fairshare.OpCost
+		if d := b.pace.DelayBefore(principal, cost); d > maxUnaryWait {
 			u.Free()
 			release()
 			b.pauseFor(ctx, d)
 			return nil, ahead(principal, d)
 		}
-		if err := b.pace.Wait(ctx, principal); err != nil {
+		if err := b.pace.WaitBefore(ctx, principal, cost); err != nil {
 			u.Free()
 			release()
 			return nil, errs.From(err)
