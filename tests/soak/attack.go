@@ -93,6 +93,21 @@ func (a Attacks) only(list string) Attacks {
 	return a
 }
 
+// scaled is a with every count multiplied by f (one at least where a
+// count was set): the same attacks, smaller.
+func (a Attacks) scaled(f float64) Attacks {
+	n := func(c int) int {
+		if c == 0 {
+			return 0
+		}
+		return max(1, int(float64(c)*f))
+	}
+	a.UnreadStreams, a.Oversized, a.IdleStreams, a.IdleConns = n(a.UnreadStreams), n(a.Oversized), n(a.IdleStreams), n(a.IdleConns)
+	a.UnreadTails, a.DeepImports, a.AuthFlood = n(a.UnreadTails), n(a.DeepImports), n(a.AuthFlood)
+	a.RemoteSenders, a.RemoteReads = n(a.RemoteSenders), n(a.RemoteReads)
+	return a
+}
+
 // Tally counts what the attacks saw, by attack and outcome.
 type Tally struct {
 	mu sync.Mutex
