@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentstate/agentstate/actors/fairshare"
 	"github.com/agentstate/agentstate/messages/errs"
+	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/stats"
 )
@@ -140,3 +141,19 @@ const pauseAfterAuthFailure = 250 * time.Millisecond
 // client's retries of a refused large request would otherwise send its
 // bytes again and again as fast as they are refused.
 const pauseAfterShareRefusal = 200 * time.Millisecond
+
+// paceBatch charges what a screened batch asks of the node to the remote
+// endpoint's peers (fairshare.RemotePeers) and waits out their lead: the
+// stream is not read meanwhile, so a flooding peer is held by flow control.
+func (g *remoteGuard) paceBatch(ctx context.Context, b *remote.MessageBatch) error {
+	p := g.pace.Load()
+	if p == nil || len(b.Envelopes) == 0 {
+		return nil
+	}
+	cost := int64(len(b.Envelopes)) * fairshare.OpCost
+	for _, env := range b.Envelopes {
+		cost += int64(len(env.GetMessageData()))
+	}
+	p.Charge(fairshare.RemotePeers, cost)
+	return p.Wait(ctx, fairshare.RemotePeers)
+}

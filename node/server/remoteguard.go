@@ -185,22 +185,6 @@ func (s *guardedStream) RecvMsg(m any) error {
 	return nil
 }
 
-// paceBatch charges what a screened batch asks of the node to the remote
-// endpoint's peers (fairshare.RemotePeers) and waits out their lead: the
-// stream is not read meanwhile, so a flooding peer is held by flow control.
-func (g *remoteGuard) paceBatch(ctx context.Context, b *remote.MessageBatch) error {
-	p := g.pace.Load()
-	if p == nil || len(b.Envelopes) == 0 {
-		return nil
-	}
-	cost := int64(len(b.Envelopes)) * fairshare.OpCost
-	for _, env := range b.Envelopes {
-		cost += int64(len(env.GetMessageData()))
-	}
-	p.Charge(fairshare.RemotePeers, cost)
-	return p.Wait(ctx, fairshare.RemotePeers)
-}
-
 // pass returns UNAVAILABLE while the endpoint is shutting down (see
 // quiesce).
 func (g *remoteGuard) pass() error {
