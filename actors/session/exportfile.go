@@ -190,7 +190,7 @@ func (f *ExportFileReader) header() (*sessionv1.ImportChunk, error) {
 		return nil, f.errorf("%s", errs.From(err).Msg)
 	}
 	return &sessionv1.ImportChunk{Part: &sessionv1.ImportChunk_Header{Header: &sessionv1.ExportHeader{
-		SchemaVersion: h.SchemaVersion, Session: s, StateJson: state, Snapshot: snap,
+		SchemaVersion: h.SchemaVersion, Session: s, StateJson: orEmptyObject(state), Snapshot: snap,
 	}}}, nil
 }
 
@@ -210,7 +210,9 @@ func (f *ExportFileReader) readTrailer() (*sessionv1.ImportChunk, error) {
 // session and message turn the file's text back into the protobuf values
 // the export was made of. Each text must be exactly what the export writes
 // for its value (a role name, a time as formatTime writes it), so that the
-// checksum, computed over the text the values give, is the file's.
+// checksum, computed over the text the values give, is the file's. A
+// metadata or state left out or empty reads as {}, what the export writes
+// for none, so that a file read and written again reads back the same.
 func (f *ExportFileReader) session(es exportSession, links []exportLink) (*sessionv1.Session, error) {
 	state, ok := lookup(stateNames, es.State)
 	if !ok {
@@ -218,7 +220,7 @@ func (f *ExportFileReader) session(es exportSession, links []exportLink) (*sessi
 	}
 	s := &sessionv1.Session{
 		SessionId: es.SessionID, ActorName: es.ActorName, Namespace: es.Namespace, Automation: es.Automation,
-		MetadataJson: es.MetadataJSON, State: state, MessageCount: es.FirstSequence + es.MessageCount,
+		MetadataJson: orEmptyObject(es.MetadataJSON), State: state, MessageCount: es.FirstSequence + es.MessageCount,
 		ClientKey: es.ClientKey, FirstSequence: es.FirstSequence,
 		TokenUsage: &sessionv1.TokenUsage{InputTokens: es.TokenUsage.InputTokens, OutputTokens: es.TokenUsage.OutputTokens, Cost: es.TokenUsage.Cost},
 	}
@@ -268,7 +270,7 @@ func (f *ExportFileReader) message(em exportMessage) (*sessionv1.Message, error)
 	}
 	f.next++
 	return &sessionv1.Message{MessageId: em.MessageID, Sequence: em.Sequence, Role: role, Content: em.Content,
-		MetadataJson: em.MetadataJSON, CreatedAt: created, EventTime: event, ItemKey: em.ItemKey, Kind: em.Kind}, nil
+		MetadataJson: orEmptyObject(em.MetadataJSON), CreatedAt: created, EventTime: event, ItemKey: em.ItemKey, Kind: em.Kind}, nil
 }
 
 func (f *ExportFileReader) time(field, text string) (*timestamppb.Timestamp, error) {
