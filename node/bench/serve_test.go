@@ -96,8 +96,10 @@ func TestStartServedRetriesTakenPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.addr == taken || p.calls != 2 {
-		t.Errorf("served at %s (the taken port is %s) after %d tries, want a second try elsewhere", s.addr, taken, p.calls)
+	// Only the first pick is taken; a free one another process took since
+	// is retried too, and is why more than 2 tries is not an error.
+	if s.addr == taken || p.calls < 2 {
+		t.Errorf("served at %s (the taken port is %s) after %d tries, want a retry elsewhere", s.addr, taken, p.calls)
 	}
 	if err := s.stop(); err != nil {
 		t.Fatalf("stop: %v", err)
@@ -144,8 +146,10 @@ func TestStartMembersRetriesTakenPort(t *testing.T) {
 			t.Errorf("stop member %d: %v", i, err)
 		}
 	}
-	if want := 2 * 6; p.calls != want {
-		t.Errorf("%d ports picked, want %d (two whole sets)", p.calls, want)
+	// Whole sets of 6 ports (more than 2 only if a free one was taken
+	// since, as in TestStartServedRetriesTakenPort).
+	if p.calls < 2*6 || p.calls%6 != 0 {
+		t.Errorf("%d ports picked, want whole sets of 6, at least 2", p.calls)
 	}
 	for _, a := range []int{free[0], free[2]} { // the first set was stopped: its ports are free again
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(a)))
