@@ -89,7 +89,7 @@ func benchCommand() *cobra.Command {
 	fl.StringVar(&f.title, "title", "", "the plot's title (default: the workload and machine)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "grpc modes: file holding the bearer credential (token or JWT) to present")
-	fl.StringArrayVar(&f.serveArgs, "serve-arg", nil, "grpc modes: an argument added to the `node serve` started here (repeat; e.g. --serve-arg=--auth-file=ids.json)")
+	fl.StringArrayVar(&f.serveArgs, "serve-arg", nil, "grpc modes: an argument added to the `node serve` started here (repeat; e.g. --serve-arg=--auth-file=ids.json; its --log-level and --log-format are bench's: it waits for the node's serving line)")
 	cmd.AddCommand(benchReportCommand(), benchIdleCommand(), benchClusterCommand())
 	return cmd
 }

@@ -4,20 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/agentstate/agentstate/messages/ids"
 	"google.golang.org/grpc"
 )
 
@@ -115,7 +109,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (res ClusterResult, err 
 		u.RawQuery = q.Encode()
 		memberDSN = u.String()
 	}
-	members, err := startMembers(ctx, cfg, memberDSN)
+	members, err := startMembers(ctx, cfg, memberDSN, freePort)
 	defer func() {
 		for _, m := range members {
 			err = errors.Join(err, m.stop())
@@ -134,90 +128,6 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (res ClusterResult, err 
 		conns = append(conns, cs...)
 	}
 	return driveCluster(ctx, cfg, dsn, op, members, conns)
-}
-
-// member is one `node serve --cluster` process of a cluster run.
-type member struct {
-	servedNode
-	http string
-}
-
-// startMembers starts cfg.Members members on dsn, each the others' peer,
-// and waits until every one answers /readyz (it does once all joined).
-func startMembers(ctx context.Context, cfg ClusterConfig, dsn string) ([]*member, error) {
-	name := "bench" + strings.ToLower(ids.New()[20:])
-	am := make([]string, cfg.Members)
-	for i := range am {
-		p, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		am[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-	}
-	var members []*member
-	for i := range cfg.Members {
-		g, err := freePort()
-		if err != nil {
-			return members, err
-		}
-		h, err := freePort()
-		if err != nil {
-			return members, err
-		}
-		_, amPort, _ := net.SplitHostPort(am[i])
-		m := &member{servedNode: servedNode{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(g))},
-			http: net.JoinHostPort("127.0.0.1", strconv.Itoa(h))}
-		args := append(append([]string(nil), cfg.Serve[1:]...), "--data", dsn, "--grpc-addr", m.addr, "--http-addr", m.http,
-			"--cluster", name, "--peers", strings.Join(am, ","), "--am-port", amPort, "--log-level", "warn",
-			"--insecure-remote-plaintext-loopback")
-		if cfg.ProfileDir != "" {
-			args = append(args, "--cpuprofile", filepath.Join(cfg.ProfileDir, fmt.Sprintf("member-%d.pprof", i)))
-		}
-		m.cmd = exec.Command(cfg.Serve[0], args...)
-		m.cmd.Stdout, m.cmd.Stderr = os.Stderr, os.Stderr
-		if err := m.cmd.Start(); err != nil {
-			return members, fmt.Errorf("bench: start member %d: %w", i, err)
-		}
-		members = append(members, m)
-	}
-	for i, m := range members {
-		if err := m.waitReady(ctx); err != nil {
-			return members, fmt.Errorf("bench: member %d: %w", i, err)
-		}
-	}
-	return members, nil
-}
-
-// waitReady polls the member's /readyz until it answers 200.
-func (m *member) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(serveReadyTimeout)
-	url := "http://" + m.http + "/readyz"
-	for {
-		if r, err := http.Get(url); err == nil {
-			r.Body.Close()
-			if r.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if m.cmd.ProcessState != nil || time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("not ready at %s within %s", url, serveReadyTimeout)
-		}
-		// Polling a process we do not control for readiness: no signal
-		// to wait on instead.
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// stop drains the member (SIGTERM, as an operator would); an exited one
-// is only reaped.
-func (m *member) stop() error {
-	if m.cmd.Process == nil || m.cmd.ProcessState != nil {
-		return nil
-	}
-	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return nil // already gone
-	}
-	return m.servedNode.wait()
 }
 
 // driveCluster runs the timed window: cfg.Callers callers, each with one

@@ -103,7 +103,8 @@ type Config struct {
 	// time to CPUPerAppend.
 	Serve []string
 	// ServeArgs are added to Serve's arguments (an authenticated node:
-	// --auth-token-file or --auth-file).
+	// --auth-token-file or --auth-file); --log-level and --log-format are
+	// the run's (the node's serving line is its readiness).
 	ServeArgs []string
 	// Token, when set, is presented as the bearer credential on every
 	// gRPC connection.

@@ -92,7 +92,7 @@ func runLoopbackNode(ctx context.Context, cfg Config, n *localNode) (Result, err
 // runServed measures gRPC against a `node serve` process started for the
 // run; the CPU per append counts both processes.
 func runServed(ctx context.Context, cfg Config, dir string) (Result, error) {
-	s, err := startServed(ctx, cfg, dir)
+	s, err := startServed(ctx, cfg, dir, freePort)
 	if err != nil {
 		return Result{}, err
 	}
