@@ -129,11 +129,7 @@ func TestFencingConcurrentRecords(t *testing.T) {
 	record(t, svcs[0], timeoutOn(id, execute, "first"))
 	record(t, svcs[1], timeoutOn(id, execute, "first"))
 
-	type ack struct {
-		id  string
-		seq int64
-	}
-	acks := make([][]ack, senders)
+	acks := make([][]lifecycletest.Ack, senders)
 	var fencedN atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, senders)
@@ -169,7 +165,7 @@ func TestFencingConcurrentRecords(t *testing.T) {
 					errc <- fmt.Errorf("sender %d record %d: retry_count %d, want %d", g, i, got, i+1)
 					return
 				}
-				acks[g] = append(acks[g], ack{r.GetRecord().GetRecordId(), r.GetRecord().GetSequence()})
+				acks[g] = append(acks[g], lifecycletest.Ack{ID: r.GetRecord().GetRecordId(), Seq: r.GetRecord().GetSequence()})
 			}
 		}(g)
 	}
@@ -193,16 +189,7 @@ func TestFencingConcurrentRecords(t *testing.T) {
 		}
 		at[r.GetRecordId()] = r.GetSequence()
 	}
-	for g, mine := range acks {
-		for _, a := range mine {
-			if seq, ok := at[a.id]; !ok || seq != a.seq {
-				t.Fatalf("sender %d: record %s acknowledged at %d, stored at %d (%v)", g, a.id, a.seq, seq, ok)
-			}
-		}
-	}
-	if fencedN.Load() == 0 {
-		t.Fatalf("no record was fenced; the two services never competed")
-	}
+	lifecycletest.WantAcksStored(t, "record", at, acks, fencedN.Load())
 	t.Logf("%d records, %d fenced attempts", senders*each, fencedN.Load())
 }
 

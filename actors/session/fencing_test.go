@@ -142,11 +142,7 @@ func TestFencingConcurrentAppends(t *testing.T) {
 		t.Fatalf("first append through b: %v", err)
 	}
 
-	type ack struct {
-		id  string
-		seq int64
-	}
-	acks := make([][]ack, senders)
+	acks := make([][]lifecycletest.Ack, senders)
 	var fencedN atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, senders)
@@ -180,7 +176,7 @@ func TestFencingConcurrentAppends(t *testing.T) {
 					errc <- fmt.Errorf("sender %d append %d: answer %v", g, i, r)
 					return
 				}
-				acks[g] = append(acks[g], ack{mid, m.GetSequence()})
+				acks[g] = append(acks[g], lifecycletest.Ack{ID: mid, Seq: m.GetSequence()})
 			}
 		}(g)
 	}
@@ -202,16 +198,7 @@ func TestFencingConcurrentAppends(t *testing.T) {
 		}
 		at[m.GetMessageId()] = m.GetSequence()
 	}
-	for g, mine := range acks {
-		for _, a := range mine {
-			if seq, ok := at[a.id]; !ok || seq != a.seq {
-				t.Fatalf("sender %d: message %s acknowledged at %d, stored at %d (%v)", g, a.id, a.seq, seq, ok)
-			}
-		}
-	}
-	if fencedN.Load() == 0 {
-		t.Fatalf("no append was fenced; the two services never competed")
-	}
+	lifecycletest.WantAcksStored(t, "message", at, acks, fencedN.Load())
 	t.Logf("%d appends, %d fenced attempts, activations %d + %d",
 		senders*each, fencedN.Load(), session.Activations(svcs[0]), session.Activations(svcs[1]))
 }
