@@ -158,6 +158,21 @@ func (a *feedActor) drop(id string) {
 	}
 }
 
+// stamped is a tail's next as the pump takes it: the events as messages,
+// each stamped with its subscription by stamp (the wrapper is this tail's
+// own, so the tail's events can carry its id).
+func stamped[E proto.Message](next func(context.Context) ([]E, error), stamp func(E)) func(context.Context) ([]proto.Message, error) {
+	return func(ctx context.Context) ([]proto.Message, error) {
+		evs, err := next(ctx)
+		out := make([]proto.Message, len(evs))
+		for i, ev := range evs {
+			stamp(ev)
+			out[i] = ev
+		}
+		return out, err
+	}
+}
+
 // pump opens the tail and sends its events to the subscriber until the
 // tail ends, fails or ctx is cancelled. It runs on its own goroutine: it
 // waits on the store and on the subscriber's acknowledgements, never in
@@ -171,29 +186,13 @@ func (a *feedActor) pump(ctx context.Context, root *actor.RootContext, self *act
 		var t *SessionTail
 		if t, err = a.h.TailSession(ctx, r); err == nil {
 			closeTail = t.Close
-			next = func(ctx context.Context) ([]proto.Message, error) {
-				evs, err := t.Next(ctx)
-				out := make([]proto.Message, len(evs))
-				for i, ev := range evs {
-					ev.SubscriptionId = s.id // the wrapper is this tail's own
-					out[i] = ev
-				}
-				return out, err
-			}
+			next = stamped(t.Next, func(ev *feedv1.SessionEvent) { ev.SubscriptionId = s.id })
 		}
 	case *feedv1.TailChangesRequest:
 		var t *ChangeTail
 		if t, err = a.h.TailChanges(ctx, r); err == nil {
 			closeTail = t.Close
-			next = func(ctx context.Context) ([]proto.Message, error) {
-				evs, err := t.Next(ctx)
-				out := make([]proto.Message, len(evs))
-				for i, ev := range evs {
-					ev.SubscriptionId = s.id // the wrapper is this tail's own
-					out[i] = ev
-				}
-				return out, err
-			}
+			next = stamped(t.Next, func(ev *feedv1.ChangeEvent) { ev.SubscriptionId = s.id })
 		}
 	}
 	if err != nil {

@@ -3,12 +3,12 @@ package plan_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/actors/lifecycle/lifecycletest"
 	"github.com/agentstate/agentstate/actors/plan"
 	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -35,17 +35,6 @@ func secondService(tb testing.TB, h *harness) *plan.Service {
 	return svc
 }
 
-func isFenced(err error) bool {
-	return errs.CodeOf(err) == errs.UnavailableCode && strings.Contains(err.Error(), "newer activation")
-}
-
-func wantFenced(tb testing.TB, err error) {
-	tb.Helper()
-	if !isFenced(err) {
-		tb.Fatalf("got %v, want UNAVAILABLE from a fenced actor", err)
-	}
-}
-
 // TestFencingDoubleActivation activates one plan in two directories in
 // turn: each activation fences the other's actor, whose next write fails
 // UNAVAILABLE and stores nothing; the actor stops, and the retry lands on
@@ -69,7 +58,7 @@ func TestFencingDoubleActivation(t *testing.T) {
 	check(r1, 1, 2)
 
 	_, err := a.RecordError(ctx, timeoutOn(id, execute, "s"))
-	wantFenced(t, err)
+	lifecycletest.WantFenced(t, err)
 	if err := plan.WaitNoActors(ctx, a); err != nil {
 		t.Fatalf("the fenced actor did not stop: %v", err)
 	}
@@ -81,7 +70,7 @@ func TestFencingDoubleActivation(t *testing.T) {
 	r2 := record(t, a, timeoutOn(id, execute, "s"))
 	check(r2, 2, 3)
 	_, err = b.SetPolicy(ctx, &planv1.SetPolicyRequest{PlanId: id, MaxRetries: 9})
-	wantFenced(t, err)
+	lifecycletest.WantFenced(t, err)
 	if err := plan.WaitNoActors(ctx, b); err != nil {
 		t.Fatalf("the fenced actor did not stop: %v", err)
 	}
@@ -89,7 +78,7 @@ func TestFencingDoubleActivation(t *testing.T) {
 		t.Fatalf("SetPolicy retried through b: %v", err)
 	}
 	_, err = a.RecordSuccess(ctx, &planv1.RecordSuccessRequest{PlanId: id, Phase: execute, StepId: "s"})
-	wantFenced(t, err)
+	lifecycletest.WantFenced(t, err)
 	if err := plan.WaitNoActors(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -140,11 +129,7 @@ func TestFencingConcurrentRecords(t *testing.T) {
 	record(t, svcs[0], timeoutOn(id, execute, "first"))
 	record(t, svcs[1], timeoutOn(id, execute, "first"))
 
-	type ack struct {
-		id  string
-		seq int64
-	}
-	acks := make([][]ack, senders)
+	acks := make([][]lifecycletest.Ack, senders)
 	var fencedN atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, senders)
@@ -160,7 +145,7 @@ func TestFencingConcurrentRecords(t *testing.T) {
 				)
 				for try := 0; ; try++ {
 					r, err = svcs[(g+try)%2].RecordError(ctx, req)
-					if !isFenced(err) {
+					if !lifecycletest.IsFenced(err) {
 						break
 					}
 					fencedN.Add(1)
@@ -180,7 +165,7 @@ func TestFencingConcurrentRecords(t *testing.T) {
 					errc <- fmt.Errorf("sender %d record %d: retry_count %d, want %d", g, i, got, i+1)
 					return
 				}
-				acks[g] = append(acks[g], ack{r.GetRecord().GetRecordId(), r.GetRecord().GetSequence()})
+				acks[g] = append(acks[g], lifecycletest.Ack{ID: r.GetRecord().GetRecordId(), Seq: r.GetRecord().GetSequence()})
 			}
 		}(g)
 	}
@@ -204,16 +189,7 @@ func TestFencingConcurrentRecords(t *testing.T) {
 		}
 		at[r.GetRecordId()] = r.GetSequence()
 	}
-	for g, mine := range acks {
-		for _, a := range mine {
-			if seq, ok := at[a.id]; !ok || seq != a.seq {
-				t.Fatalf("sender %d: record %s acknowledged at %d, stored at %d (%v)", g, a.id, a.seq, seq, ok)
-			}
-		}
-	}
-	if fencedN.Load() == 0 {
-		t.Fatalf("no record was fenced; the two services never competed")
-	}
+	lifecycletest.WantAcksStored(t, "record", at, acks, fencedN.Load())
 	t.Logf("%d records, %d fenced attempts", senders*each, fencedN.Load())
 }
 

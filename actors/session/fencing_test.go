@@ -3,12 +3,11 @@ package session_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/agentstate/agentstate/actors/lifecycle/lifecycletest"
 	"github.com/agentstate/agentstate/actors/session"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
@@ -20,32 +19,7 @@ import (
 // of n.svc, as another cluster member would.
 func secondService(tb testing.TB, n *node) *session.Service {
 	tb.Helper()
-	svc, err := session.Start(n.sys, n.wr, n.store.Reader(), session.Config{Name: "sessions-b"})
-	if err != nil {
-		tb.Fatalf("second session.Start: %v", err)
-	}
-	// Registered after n's cleanup, so it runs first: before the audit
-	// actor stops.
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := svc.Stop(ctx); err != nil {
-			tb.Errorf("second sessions Stop: %v", err)
-		}
-	})
-	return svc
-}
-
-// isFenced tells the answer of a fenced session actor.
-func isFenced(err error) bool {
-	return errs.CodeOf(err) == errs.UnavailableCode && strings.Contains(err.Error(), "newer activation")
-}
-
-func wantFenced(tb testing.TB, err error) {
-	tb.Helper()
-	if !isFenced(err) {
-		tb.Fatalf("got %v, want UNAVAILABLE from a fenced actor", err)
-	}
+	return startSecond(tb, n, n.store.Reader())
 }
 
 func appendOne(ctx context.Context, svc *session.Service, sid, mid, content string) (*sessionv1.AppendResponse, error) {
@@ -85,7 +59,7 @@ func TestFencingDoubleActivation(t *testing.T) {
 
 	// a's actor is fenced: its write fails, stores nothing, and it stops.
 	_, err = appendOne(ctx, a, id, mid[2], "2")
-	wantFenced(t, err)
+	lifecycletest.WantFenced(t, err)
 	if err := session.WaitNoActors(ctx, a); err != nil {
 		t.Fatalf("the fenced actor did not stop: %v", err)
 	}
@@ -99,7 +73,7 @@ func TestFencingDoubleActivation(t *testing.T) {
 		t.Fatalf("a activated %d actors, want 2", got)
 	}
 	_, err = b.UpdateTokenUsage(ctx, &sessionv1.UpdateTokenUsageRequest{SessionId: id, InputTokens: 7})
-	wantFenced(t, err)
+	lifecycletest.WantFenced(t, err)
 	if err := session.WaitNoActors(ctx, b); err != nil {
 		t.Fatalf("the fenced actor did not stop: %v", err)
 	}
@@ -111,7 +85,7 @@ func TestFencingDoubleActivation(t *testing.T) {
 	// a's second actor is fenced now; a retried append answers from the
 	// store (duplicate) through whichever actor is current.
 	_, err = appendOne(ctx, a, id, mid[3], "3")
-	wantFenced(t, err)
+	lifecycletest.WantFenced(t, err)
 	ack(b, 2, 2, true)
 	ack(b, 3, 3, false)
 	ack(b, 3, 3, true)
@@ -139,7 +113,7 @@ func TestFencingDoubleActivation(t *testing.T) {
 		t.Fatalf("delete through a: %v %v, want 4 messages removed", dr, err)
 	}
 	_, err = b.Close(ctx, &sessionv1.CloseSessionRequest{SessionId: id})
-	wantFenced(t, err)
+	lifecycletest.WantFenced(t, err)
 	if err := session.WaitNoActors(ctx, b); err != nil {
 		t.Fatal(err)
 	}
@@ -168,11 +142,7 @@ func TestFencingConcurrentAppends(t *testing.T) {
 		t.Fatalf("first append through b: %v", err)
 	}
 
-	type ack struct {
-		id  string
-		seq int64
-	}
-	acks := make([][]ack, senders)
+	acks := make([][]lifecycletest.Ack, senders)
 	var fencedN atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, senders)
@@ -188,7 +158,7 @@ func TestFencingConcurrentAppends(t *testing.T) {
 				)
 				for try := 0; ; try++ {
 					r, err = appendOne(ctx, svcs[(g+try)%2], id, mid, fmt.Sprintf("%d/%d", g, i))
-					if !isFenced(err) {
+					if !lifecycletest.IsFenced(err) {
 						break
 					}
 					fencedN.Add(1)
@@ -206,7 +176,7 @@ func TestFencingConcurrentAppends(t *testing.T) {
 					errc <- fmt.Errorf("sender %d append %d: answer %v", g, i, r)
 					return
 				}
-				acks[g] = append(acks[g], ack{mid, m.GetSequence()})
+				acks[g] = append(acks[g], lifecycletest.Ack{ID: mid, Seq: m.GetSequence()})
 			}
 		}(g)
 	}
@@ -228,16 +198,7 @@ func TestFencingConcurrentAppends(t *testing.T) {
 		}
 		at[m.GetMessageId()] = m.GetSequence()
 	}
-	for g, mine := range acks {
-		for _, a := range mine {
-			if seq, ok := at[a.id]; !ok || seq != a.seq {
-				t.Fatalf("sender %d: message %s acknowledged at %d, stored at %d (%v)", g, a.id, a.seq, seq, ok)
-			}
-		}
-	}
-	if fencedN.Load() == 0 {
-		t.Fatalf("no append was fenced; the two services never competed")
-	}
+	lifecycletest.WantAcksStored(t, "message", at, acks, fencedN.Load())
 	t.Logf("%d appends, %d fenced attempts, activations %d + %d",
 		senders*each, fencedN.Load(), session.Activations(svcs[0]), session.Activations(svcs[1]))
 }
@@ -258,7 +219,7 @@ func TestActivationFailure(t *testing.T) {
 	}
 	_, err := appendOne(ctx, n.svc, id, ids.New(), "refused")
 	wantCode(t, err, errs.UnavailableCode)
-	if isFenced(err) {
+	if lifecycletest.IsFenced(err) {
 		t.Fatalf("a failed activation answered as fenced: %v", err)
 	}
 	if err := n.store.SetReadOnly(false); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/actors/lifecycle/lifecycletest"
 	"github.com/agentstate/agentstate/actors/session"
 	"github.com/agentstate/agentstate/actors/writer"
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
@@ -28,14 +29,17 @@ func (c *commandCount) AsyncRetried(int, error) {}
 func (c *commandCount) AsyncLost(int, error)    {}
 
 // startSecond starts another sessions service on n's actor system and
-// writer, reading through reader (secondService, with a reader of the
-// test's).
+// writer, reading through reader: a second directory, which owns sessions
+// independently of n.svc, as another cluster member would
+// (secondService reads through n's store).
 func startSecond(tb testing.TB, n *node, reader persistence.Reader) *session.Service {
 	tb.Helper()
 	svc, err := session.Start(n.sys, n.wr, reader, session.Config{Name: "sessions-b"})
 	if err != nil {
 		tb.Fatalf("second session.Start: %v", err)
 	}
+	// Registered after n's cleanup, so it runs first: before the audit
+	// actor stops.
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -76,7 +80,7 @@ func TestFoldedActivation(t *testing.T) {
 	}
 	// Its activation fenced a's actor.
 	_, err = appendOne(ctx, a, id, ids.New(), "2")
-	wantFenced(t, err)
+	lifecycletest.WantFenced(t, err)
 	checkDense(t, n.messages(t, id))
 }
 
@@ -146,7 +150,7 @@ func TestBlindAppend(t *testing.T) {
 		t.Fatalf("b loaded the session %d times, want 1 (before the token update)", got)
 	}
 	_, err = appendOne(ctx, a, id, ids.New(), "a")
-	wantFenced(t, err)
+	lifecycletest.WantFenced(t, err)
 	checkDense(t, n.messages(t, id))
 }
 
@@ -248,5 +252,5 @@ func TestFoldedLoadWentStale(t *testing.T) {
 		t.Fatalf("b activated %d actors, want 1 (the refused fold is retried by the same actor)", got)
 	}
 	_, err = a.UpdateTokenUsage(ctx, &sessionv1.UpdateTokenUsageRequest{SessionId: id, InputTokens: 1})
-	wantFenced(t, err)
+	lifecycletest.WantFenced(t, err)
 }

@@ -2,7 +2,6 @@ package adk
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/agentstate/agentstate/adapters/adk/internal/adkstore"
@@ -115,14 +114,7 @@ func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error 
 // writer overtook is refused with ErrStaleSession. Partial events are not
 // stored. An event without an ID gets one.
 func (s *Service) AppendEvent(ctx context.Context, cur session.Session, event *session.Event) error {
-	if cur == nil {
-		return fmt.Errorf("adk: session is nil")
-	}
-	h, ok := cur.(handle)
-	if !ok {
-		return fmt.Errorf("adk: unexpected session type %T for session %q: AppendEvent takes the sessions this service returned", cur, cur.ID())
-	}
-	return s.core.AppendEvent(ctx, h.Handle, event)
+	return s.core.AppendEvent(ctx, cur, event)
 }
 
 // handle is the session.Session this package hands out (see

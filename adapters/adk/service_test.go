@@ -319,3 +319,22 @@ func TestSessionTTL(t *testing.T) {
 		t.Fatalf("without a TTL: expires_at %v, %v", s.GetSession().GetExpiresAt(), err)
 	}
 }
+
+// AppendEvent takes only the sessions this service returned: a nil
+// session and another service's session are refused, and nothing is
+// stored.
+func TestAppendRefusesForeignSessions(t *testing.T) {
+	e, _ := openEmbedded(t, dbPath(t))
+	mine := create(t, e.Svc, "u1", "s1", nil)
+	if err := e.Svc.AppendEvent(t.Context(), nil, event("e1", nil)); err == nil || !strings.Contains(err.Error(), "session is nil") {
+		t.Fatalf("AppendEvent(nil session) = %v; want a nil-session error", err)
+	}
+	foreign := create(t, session.InMemoryService(), "u1", "s1", nil)
+	err := e.Svc.AppendEvent(t.Context(), foreign, event("e1", nil))
+	if err == nil || !strings.Contains(err.Error(), "unexpected session type") {
+		t.Fatalf("AppendEvent(in-memory session) = %v; want an unexpected-type error", err)
+	}
+	if n := get(t, e.Svc, "u1", "s1").Events().Len(); n != 0 || mine.Events().Len() != 0 {
+		t.Fatalf("%d events stored after refused appends; want 0", n)
+	}
+}

@@ -26,6 +26,25 @@ func planFlags(c *cobra.Command, planID, namespace *string) {
 	c.Flags().StringVar(namespace, "namespace", "", `the plan's namespace (default "local")`)
 }
 
+// planCall is the RunE of a plan command that makes one call: the
+// required flags checked, then parse (when not nil) turning the other
+// flags into the request, whose error is a usage error, then rpc.
+func planCall(o *clientOptions, required []string, parse func() error,
+	rpc func(context.Context, planv1.PlanServiceClient) (proto.Message, error)) func(*cobra.Command, []string) error {
+	return withClient(o, func(cmd *cobra.Command, cl *client) error {
+		if err := requireFlags(cmd, required...); err != nil {
+			return err
+		}
+		if parse != nil {
+			if err := parse(); err != nil {
+				return usagef(cmd, "%v", err)
+			}
+		}
+		api := planv1.NewPlanServiceClient(cl.conn)
+		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) { return rpc(ctx, api) })
+	})
+}
+
 func planRecordErrorCmd(o *clientOptions) *cobra.Command {
 	req := &planv1.RecordErrorRequest{}
 	var phase string
@@ -41,18 +60,11 @@ func planRecordErrorCmd(o *clientOptions) *cobra.Command {
 	c.Flags().StringVar(&req.AttributesJson, "attributes", "", "attributes, a JSON object")
 	c.Flags().StringVar(&req.RecordId, "record-id", "", "client-chosen record id (a ULID) that makes a retry idempotent: "+
 		"a retry prints the stored record with duplicate: true")
-	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
-		if err := requireFlags(cmd, "plan", "phase", "type"); err != nil {
-			return err
-		}
-		p, err := parsePhase(phase)
-		if err != nil {
-			return usagef(cmd, "%v", err)
-		}
-		req.Phase = p
-		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
-			return planv1.NewPlanServiceClient(cl.conn).RecordError(ctx, req)
-		})
+	c.RunE = planCall(o, []string{"plan", "phase", "type"}, func() (err error) {
+		req.Phase, err = parsePhase(phase)
+		return err
+	}, func(ctx context.Context, api planv1.PlanServiceClient) (proto.Message, error) {
+		return api.RecordError(ctx, req)
 	})
 	return c
 }
@@ -101,13 +113,8 @@ func planDetailsCmd(o *clientOptions) *cobra.Command {
 	req := &planv1.ErrorDetailsRequest{}
 	c := &cobra.Command{Use: "details", Short: "Show a plan's error details, recovery summary and retry policy"}
 	planFlags(c, &req.PlanId, &req.Namespace)
-	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
-		if err := requireFlags(cmd, "plan"); err != nil {
-			return err
-		}
-		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
-			return planv1.NewPlanServiceClient(cl.conn).ErrorDetails(ctx, req)
-		})
+	c.RunE = planCall(o, []string{"plan"}, nil, func(ctx context.Context, api planv1.PlanServiceClient) (proto.Message, error) {
+		return api.ErrorDetails(ctx, req)
 	})
 	return c
 }
@@ -117,13 +124,8 @@ func planPolicyCmd(o *clientOptions) *cobra.Command {
 	c := &cobra.Command{Use: "policy", Short: "Set a plan's retry policy"}
 	planFlags(c, &req.PlanId, &req.Namespace)
 	c.Flags().Int32Var(&req.MaxRetries, "max-retries", 0, "retries allowed per step, 0..100 (required)")
-	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
-		if err := requireFlags(cmd, "plan", "max-retries"); err != nil {
-			return err
-		}
-		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
-			return planv1.NewPlanServiceClient(cl.conn).SetPolicy(ctx, req)
-		})
+	c.RunE = planCall(o, []string{"plan", "max-retries"}, nil, func(ctx context.Context, api planv1.PlanServiceClient) (proto.Message, error) {
+		return api.SetPolicy(ctx, req)
 	})
 	return c
 }
@@ -135,18 +137,11 @@ func planRecordSuccessCmd(o *clientOptions) *cobra.Command {
 	planFlags(c, &req.PlanId, &req.Namespace)
 	c.Flags().StringVar(&phase, "phase", "", "phase of the step (required)")
 	c.Flags().StringVar(&req.StepId, "step", "", "step id")
-	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
-		if err := requireFlags(cmd, "plan", "phase"); err != nil {
-			return err
-		}
-		p, err := parsePhase(phase)
-		if err != nil {
-			return usagef(cmd, "%v", err)
-		}
-		req.Phase = p
-		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
-			return planv1.NewPlanServiceClient(cl.conn).RecordSuccess(ctx, req)
-		})
+	c.RunE = planCall(o, []string{"plan", "phase"}, func() (err error) {
+		req.Phase, err = parsePhase(phase)
+		return err
+	}, func(ctx context.Context, api planv1.PlanServiceClient) (proto.Message, error) {
+		return api.RecordSuccess(ctx, req)
 	})
 	return c
 }
@@ -156,13 +151,8 @@ func planMergeDetailsCmd(o *clientOptions) *cobra.Command {
 	c := &cobra.Command{Use: "merge-details", Short: "Merge top-level keys into a plan's error_details object"}
 	planFlags(c, &req.PlanId, &req.Namespace)
 	c.Flags().StringVar(&req.DetailsJson, "details", "", "a JSON object whose keys are merged (required)")
-	c.RunE = withClient(o, func(cmd *cobra.Command, cl *client) error {
-		if err := requireFlags(cmd, "plan", "details"); err != nil {
-			return err
-		}
-		return call(cmd, cl, func(ctx context.Context) (proto.Message, error) {
-			return planv1.NewPlanServiceClient(cl.conn).MergeErrorDetails(ctx, req)
-		})
+	c.RunE = planCall(o, []string{"plan", "details"}, nil, func(ctx context.Context, api planv1.PlanServiceClient) (proto.Message, error) {
+		return api.MergeErrorDetails(ctx, req)
 	})
 	return c
 }

@@ -2,18 +2,11 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
-	planv1 "github.com/agentstate/agentstate/messages/agentstate/plan/v1"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/node/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -28,24 +21,10 @@ import (
 // their bytes are assembled) while it holds its share, and the room its
 // answered appends give back goes to the honest principal.
 func TestFloodingPrincipalLeavesAnotherItsShareOfRequests(t *testing.T) {
-	ids, err := parseIdentities([]byte(fmt.Sprintf(`{"principals": [
-		{"name": "flood", "token_sha256": [%q], "grants": [{"namespace": "*", "role": "admin"}]},
-		{"name": "honest", "token_sha256": [%q], "grants": [{"namespace": "*", "role": "admin"}]}]}`,
-		tokenHash("flood-token"), tokenHash("honest-token"))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := floodAndHonest(t)
 	svc := &holdingSessions{held: make(chan struct{}, 16), release: make(chan struct{})}
 	addr := serveSessions(t, svc, apiOptions{MaxRecvBytes: 4 << 20, RequestBytes: 1 << 20, Identities: ids})
-	api := func(token string) sessionv1.SessionServiceClient {
-		conn, err := client.Dial(addr, client.Options{Token: token})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		return sessionv1.NewSessionServiceClient(conn)
-	}
-	flood, honest := api("flood-token"), api("honest-token")
+	flood, honest := dialSessions(t, addr, "flood-token"), dialSessions(t, addr, "honest-token")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	req := &sessionv1.AppendRequest{SessionId: "s", Messages: []*sessionv1.NewMessage{{Content: strings.Repeat("x", 150<<10)}}}
@@ -64,7 +43,7 @@ func TestFloodingPrincipalLeavesAnotherItsShareOfRequests(t *testing.T) {
 		t.Fatalf("honest's append against a full budget: %v, want RESOURCE_EXHAUSTED", err)
 	}
 	// Honest was refused: the flood, holding 900 KB, is over its half.
-	_, err = flood.Append(ctx, req)
+	_, err := flood.Append(ctx, req)
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), `principal "flood"`) {
 		t.Fatalf("the flood's append over its share: %v, want RESOURCE_EXHAUSTED naming its share", err)
 	}
@@ -98,13 +77,7 @@ func TestFloodingPrincipalLeavesAnotherItsShareOfRequests(t *testing.T) {
 // from then on the flood is held to 2: its streams that end give their
 // slots to the other principal.
 func TestTapApportionsStreamsByPrincipal(t *testing.T) {
-	ids, err := parseIdentities([]byte(fmt.Sprintf(`{"principals": [
-		{"name": "flood", "token_sha256": [%q], "grants": [{"namespace": "*", "role": "admin"}]},
-		{"name": "honest", "token_sha256": [%q], "grants": [{"namespace": "*", "role": "admin"}]}]}`,
-		tokenHash("flood-token"), tokenHash("honest-token"))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := floodAndHonest(t)
 	m := newMetrics()
 	fa := newFailureAuditor(&fakeRecorder{}, nil, m, quietLog())
 	defer fa.close()
@@ -153,32 +126,6 @@ func TestTapApportionsStreamsByPrincipal(t *testing.T) {
 	for _, end := range flood[2:] {
 		end()
 	}
-}
-
-// serveSessions serves the API with sessions svc (plans and audit
-// unimplemented) on a loopback port and returns its address.
-func serveSessions(t *testing.T, svc sessionv1.SessionServiceServer, opt apiOptions) string {
-	t.Helper()
-	a, err := newAPIServer(apiServices{
-		Sessions: svc,
-		Plans:    planv1.UnimplementedPlanServiceServer{},
-		Audit:    auditv1.UnimplementedAuditServiceServer{},
-	}, opt, newMetrics(), quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = a.srv.Serve(lis) }()
-	t.Cleanup(a.srv.Stop)
-	return lis.Addr().String()
-}
-
-func tokenHash(tok string) string {
-	h := sha256.Sum256([]byte(tok))
-	return hex.EncodeToString(h[:])
 }
 
 // TestAlonePrincipalsStreamsAreNotRefusedOnHeaders: a principal alone

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -50,21 +49,12 @@ func (receivingSessions) ImportStream(s grpc.ClientStreamingServer[sessionv1.Imp
 // an undecodable request must not reach them) on a loopback port.
 func servedAPI(t *testing.T) (*apiServer, *grpc.ClientConn) {
 	t.Helper()
-	a, err := newAPIServer(apiServices{
+	a, addr := serveAPI(t, apiServices{
 		Sessions: receivingSessions{},
 		Plans:    planv1.UnimplementedPlanServiceServer{},
 		Audit:    auditv1.UnimplementedAuditServiceServer{},
-	}, apiOptions{MaxRecvBytes: 1 << 20}, newMetrics(), quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = a.srv.Serve(lis) }()
-	t.Cleanup(a.srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+	}, apiOptions{MaxRecvBytes: 1 << 20})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{})))
 	if err != nil {
 		t.Fatal(err)

@@ -2,14 +2,12 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
-	"github.com/agentstate/agentstate/node/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -33,24 +31,10 @@ func (a *answeringSessions) Append(context.Context, *sessionv1.AppendRequest) (*
 // the other principal's small appends (9 KiB of work each, 70 ms of its
 // share) are served.
 func TestPrincipalAheadOfItsShareOfTheWorkRateIsHeld(t *testing.T) {
-	ids, err := parseIdentities([]byte(fmt.Sprintf(`{"principals": [
-		{"name": "flood", "token_sha256": [%q], "grants": [{"namespace": "*", "role": "admin"}]},
-		{"name": "honest", "token_sha256": [%q], "grants": [{"namespace": "*", "role": "admin"}]}]}`,
-		tokenHash("flood-token"), tokenHash("honest-token"))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := floodAndHonest(t)
 	svc := &answeringSessions{}
 	addr := serveSessions(t, svc, apiOptions{MaxRecvBytes: 4 << 20, Identities: ids, ShareRate: 256 << 10})
-	api := func(token string) sessionv1.SessionServiceClient {
-		conn, err := client.Dial(addr, client.Options{Token: token})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		return sessionv1.NewSessionServiceClient(conn)
-	}
-	flood, honest := api("flood-token"), api("honest-token")
+	flood, honest := dialSessions(t, addr, "flood-token"), dialSessions(t, addr, "honest-token")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	large := &sessionv1.AppendRequest{SessionId: "s", Messages: []*sessionv1.NewMessage{{Content: strings.Repeat("x", 256<<10)}}}
@@ -72,7 +56,7 @@ func TestPrincipalAheadOfItsShareOfTheWorkRateIsHeld(t *testing.T) {
 		t.Fatalf("the flood's first append beside honest: %v", err)
 	}
 	before := svc.reached.Load()
-	_, err = flood.Append(ctx, large)
+	_, err := flood.Append(ctx, large)
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "ahead of its share") {
 		t.Fatalf("the flood's append 2 s ahead of its share: %v, want RESOURCE_EXHAUSTED naming its share", err)
 	}

@@ -2,15 +2,12 @@ package postgres
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"testing"
 
 	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
 	"github.com/agentstate/agentstate/persistence/storetest"
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -19,30 +16,10 @@ import (
 // the nine-field form), get their session's namespace (else the default
 // one), and a new entry chains onto the old tail with both hashed.
 func TestMigrationKeepsAnOldAuditChainVerifiable(t *testing.T) {
-	dsn := freshDSN(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	// The schema an older build left: every migration before the one
 	// that adds the principal.
-	before := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, "ADD COLUMN principal") })
-	if before < 1 {
-		t.Fatal("no migration adds the principal")
-	}
-	if _, err := conn.Exec(ctx, `CREATE TABLE schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for v, m := range migrations[:before] {
-		if _, err := conn.Exec(ctx, m); err != nil {
-			t.Fatalf("migration %d: %v", v+1, err)
-		}
-		if _, err := conn.Exec(ctx, "INSERT INTO schema_version (version) VALUES ($1)", v+1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dsn, conn := olderSchema(t, migrationWith(t, "ADD COLUMN principal"))
+	ctx := context.Background()
 	session := ids.New()
 	if _, err := conn.Exec(ctx, `INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json, state, created_at, updated_at)
 		VALUES ($1, 'a', 'team-a', '', '{}', 1, 1, 1)`, session); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,4 +155,42 @@ func mustOpen(t testing.TB, dsn string, opts ...Option) *Store {
 		}
 	})
 	return s
+}
+
+// migrationWith is the index in migrations of the first migration that
+// contains sql; there must be one, and one before it.
+func migrationWith(t testing.TB, sql string) int {
+	t.Helper()
+	i := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, sql) })
+	if i < 1 {
+		t.Fatalf("no migration after the first contains %q", sql)
+	}
+	return i
+}
+
+// olderSchema is a fresh schema as an older build left it: migrations
+// [:before] applied and recorded in schema_version, as migrate records
+// them. It returns the schema's DSN and a connection to it that closes at
+// the test's end.
+func olderSchema(t testing.TB, before int) (string, *pgx.Conn) {
+	t.Helper()
+	dsn := freshDSN(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for v, m := range migrations[:before] {
+		if _, err := conn.Exec(ctx, m); err != nil {
+			t.Fatalf("migration %d: %v", v+1, err)
+		}
+		if _, err := conn.Exec(ctx, "INSERT INTO schema_version (version) VALUES ($1)", v+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dsn, conn
 }

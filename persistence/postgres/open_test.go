@@ -3,38 +3,12 @@ package postgres
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
-	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	"github.com/agentstate/agentstate/messages/ids"
-	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/storetest"
 	"github.com/jackc/pgx/v5"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
-
-// createSession commits one session (with an audit entry) through a fresh
-// writer of s.
-func createSession(t *testing.T, s *Store) string {
-	t.Helper()
-	w, err := s.Writer()
-	if err != nil {
-		t.Fatalf("Writer: %v", err)
-	}
-	defer w.Release()
-	id := ids.New()
-	now := timestamppb.Now()
-	res, err := w.Apply(context.Background(), []persistence.Command{&persistence.CreateSession{
-		Session: &sessionv1.Session{SessionId: id, ActorName: "a", Namespace: "n", CreatedAt: now, UpdatedAt: now},
-		Audit:   []*auditv1.AuditEntry{{EventId: ids.New(), EventType: "session_created", CreatedAt: now}},
-	}})
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("create session: %v %v", err, res)
-	}
-	return id
-}
 
 // Many openers of one DSN at once share one handle, one open and one
 // migration; the last Close closes it.
@@ -42,28 +16,10 @@ func TestConcurrentOpenSharesOneHandle(t *testing.T) {
 	dsn := freshDSN(t)
 	const n = 32
 	before := Opens()
-	var start, done sync.WaitGroup
-	start.Add(1)
 	stores := make([]*Store, n)
 	errors := make([]error, n)
-	for i := 0; i < n; i++ {
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			start.Wait()
-			stores[i], errors[i] = Open(context.Background(), dsn)
-		}()
-	}
-	start.Done()
-	done.Wait()
-	for i := range stores {
-		if errors[i] != nil {
-			t.Fatalf("Open %d: %v", i, errors[i])
-		}
-		if stores[i] != stores[0] {
-			t.Fatalf("Open %d returned another handle", i)
-		}
-	}
+	storetest.AtOnce(n, func(i int) { stores[i], errors[i] = Open(context.Background(), dsn) })
+	storetest.OneHandle(t, stores, errors)
 	if got := Opens() - before; got != 1 {
 		t.Fatalf("%d opens, want 1", got)
 	}
@@ -71,7 +27,7 @@ func TestConcurrentOpenSharesOneHandle(t *testing.T) {
 	if s.MigrationRuns() != len(migrations) {
 		t.Fatalf("migration runs %d, want %d", s.MigrationRuns(), len(migrations))
 	}
-	id := createSession(t, s)
+	id := storetest.CreateSession(t, s)
 	for i := 0; i < n-1; i++ {
 		if err := stores[i].Close(); err != nil {
 			t.Fatalf("Close %d: %v", i, err)
@@ -83,15 +39,7 @@ func TestConcurrentOpenSharesOneHandle(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("last Close: %v", err)
 	}
-	if _, err := s.Writer(); errs.CodeOf(err) != errs.UnavailableCode {
-		t.Fatalf("Writer after the last Close: %v, want UNAVAILABLE", err)
-	}
-	if _, err := s.Reader().GetSession(context.Background(), id); errs.CodeOf(err) != errs.UnavailableCode {
-		t.Fatalf("read after the last Close: %v, want UNAVAILABLE", err)
-	}
-	if err := s.Close(); errs.CodeOf(err) != errs.FailedPreconditionCode {
-		t.Fatalf("extra Close: %v, want FAILED_PRECONDITION", err)
-	}
+	storetest.CheckClosed(t, s, id)
 	// Reopening opens afresh, and finds the schema current and the data.
 	again := mustOpen(t, dsn)
 	if again == s || again.MigrationRuns() != 0 {
@@ -107,20 +55,9 @@ func TestConcurrentOpenSharesOneHandle(t *testing.T) {
 func TestConcurrentUnsharedOpensMigrateOnce(t *testing.T) {
 	dsn := freshDSN(t)
 	const n = 12
-	var start, done sync.WaitGroup
-	start.Add(1)
 	stores := make([]*Store, n)
 	errors := make([]error, n)
-	for i := 0; i < n; i++ {
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			start.Wait()
-			stores[i], errors[i] = Open(context.Background(), dsn, Unshared())
-		}()
-	}
-	start.Done()
-	done.Wait()
+	storetest.AtOnce(n, func(i int) { stores[i], errors[i] = Open(context.Background(), dsn, Unshared()) })
 	runs := 0
 	for i, s := range stores {
 		if errors[i] != nil {
@@ -149,7 +86,7 @@ func TestConcurrentUnsharedOpensMigrateOnce(t *testing.T) {
 		t.Fatalf("%d tables in the schema, want 15", tables)
 	}
 	// Every node can write, and sees the others' writes.
-	id := createSession(t, stores[0])
+	id := storetest.CreateSession(t, stores[0])
 	if _, err := stores[n-1].Reader().GetSession(context.Background(), id); err != nil {
 		t.Fatalf("another node's read: %v", err)
 	}

@@ -2,41 +2,16 @@ package postgres
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/persistence/storetest"
-	"github.com/jackc/pgx/v5"
 )
 
 // The plan-namespace migration puts the plans of an older build in the
 // default namespace (storetest.CheckMigratedPlans).
 func TestMigrationPutsOldPlansInTheDefaultNamespace(t *testing.T) {
-	dsn := freshDSN(t)
+	dsn, conn := olderSchema(t, migrationWith(t, "ALTER TABLE plans ADD COLUMN namespace"))
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	before := slices.IndexFunc(migrations, func(m string) bool {
-		return strings.Contains(m, "ALTER TABLE plans ADD COLUMN namespace")
-	})
-	if before < 1 {
-		t.Fatal("no migration gives plans a namespace")
-	}
-	if _, err := conn.Exec(ctx, `CREATE TABLE schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for v, m := range migrations[:before] {
-		if _, err := conn.Exec(ctx, m); err != nil {
-			t.Fatalf("migration %d: %v", v+1, err)
-		}
-		if _, err := conn.Exec(ctx, "INSERT INTO schema_version (version) VALUES ($1)", v+1); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := conn.Exec(ctx, `INSERT INTO plans (plan_id, max_retries, error_details_json) VALUES ($1, 5, '{}')`,
 		storetest.OldPlanID); err != nil {
 		t.Fatal(err)

@@ -75,25 +75,8 @@ func TestBytesQuotaRaceOfTwoMembers(t *testing.T) {
 
 // The migration that adds the totals counts what an older build stored.
 func TestMigrationCountsStoredBytes(t *testing.T) {
-	dsn := freshDSN(t)
+	dsn, conn := olderSchema(t, usageVersion()-1)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	before := usageVersion() - 1
-	if _, err := conn.Exec(ctx, `CREATE TABLE schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for v, m := range migrations[:before] {
-		if _, err := conn.Exec(ctx, m); err != nil {
-			t.Fatalf("migration %d: %v", v+1, err)
-		}
-		if _, err := conn.Exec(ctx, "INSERT INTO schema_version (version) VALUES ($1)", v+1); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, stmt := range []string{
 		`INSERT INTO sessions (session_id, actor_name, namespace, automation, metadata_json, state, created_at, updated_at, state_json)
 			VALUES ('s1', 'a', 'team-a', '', '{}', 1, 1, 1, '{"k":1}'), ('s2', 'a', '', '', '{}', 1, 1, 1, '{}')`,

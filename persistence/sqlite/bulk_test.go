@@ -10,6 +10,7 @@ import (
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/storetest"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -41,7 +42,7 @@ func storedMessages(t *testing.T, s *Store, session string) []*sessionv1.Message
 func TestBulkAppendStoresEveryChunk(t *testing.T) {
 	s := mustOpen(t, "memory:bulk-chunks")
 	defer mustClose(t, s)
-	id := createSession(t, s)
+	id := storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +84,7 @@ func TestBulkAppendStoresEveryChunk(t *testing.T) {
 func TestBulkAppendReplaysRetriedTurns(t *testing.T) {
 	s := mustOpen(t, "memory:bulk-retry")
 	defer mustClose(t, s)
-	a, b, c := createSession(t, s), createSession(t, s), createSession(t, s)
+	a, b, c := storetest.CreateSession(t, s), storetest.CreateSession(t, s), storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func TestBulkAppendReplaysRetriedTurns(t *testing.T) {
 func TestBulkAppendPoolsRowsAcrossCommands(t *testing.T) {
 	s := mustOpen(t, "memory:bulk-pool")
 	defer mustClose(t, s)
-	a, b, c, gone := createSession(t, s), createSession(t, s), createSession(t, s), ids.New()
+	a, b, c, gone := storetest.CreateSession(t, s), storetest.CreateSession(t, s), storetest.CreateSession(t, s), ids.New()
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +208,7 @@ func TestBulkAppendPoolsRowsAcrossCommands(t *testing.T) {
 func TestBulkAppendPooledAdvanceChecksEachCommand(t *testing.T) {
 	s := mustOpen(t, "memory:bulk-advance")
 	defer mustClose(t, s)
-	a, b, c := createSession(t, s), createSession(t, s), createSession(t, s)
+	a, b, c := storetest.CreateSession(t, s), storetest.CreateSession(t, s), storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/storetest"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -71,7 +72,7 @@ func TestCommitsDoNotCheckpoint(t *testing.T) {
 	s := mustOpen(t, path)
 	defer mustClose(t, s)
 	s.ckpt.frames.Store(math.MaxInt64)
-	id := createSession(t, s)
+	id := storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func TestCheckpointerRestartsWAL(t *testing.T) {
 	s.wmu.Lock()
 	s.walLimit = math.MaxInt64 / hardWALFactor
 	s.wmu.Unlock()
-	id := createSession(t, s)
+	id := storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +145,7 @@ func TestCheckpointerRestartsAfterHeldReader(t *testing.T) {
 	s.wmu.Unlock()
 	state := walState(t, path)
 	frames := func() int64 { log, _ := state(); return log }
-	id := createSession(t, s)
+	id := storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +250,7 @@ func writeUnderReads(t *testing.T, frames int64, batches, perBatch int) (s *Stor
 	s.wmu.Lock()
 	s.walLimit = limit
 	s.wmu.Unlock()
-	id = createSession(t, s)
+	id = storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +296,7 @@ func TestCloseStopsCheckpointer(t *testing.T) {
 	s := mustOpen(t, path)
 	s.ckpt.frames.Store(8)
 	ckpt := s.ckpt
-	id := createSession(t, s)
+	id := storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +339,7 @@ func TestMemoryStoreHasNoCheckpointer(t *testing.T) {
 	if s.ckpt != nil {
 		t.Fatal("a memory database got a checkpointer")
 	}
-	id := createSession(t, s)
+	id := storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)

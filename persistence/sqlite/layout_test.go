@@ -12,6 +12,7 @@ import (
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/storetest"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -211,7 +212,7 @@ func TestMessageStatementsUseIndexes(t *testing.T) {
 func TestPendingRowsAreCountedOnOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pending.db")
 	s := mustOpen(t, path)
-	id := createSession(t, s)
+	id := storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
@@ -236,8 +237,8 @@ func TestPendingRowsAreCountedOnOpen(t *testing.T) {
 func TestTransactionShapeChoosesTheRowKind(t *testing.T) {
 	s := mustOpen(t, "memory:layout-shape")
 	defer mustClose(t, s)
-	one, a, b := createSession(t, s), createSession(t, s), createSession(t, s)
-	cold, warm := createSession(t, s), createSession(t, s)
+	one, a, b := storetest.CreateSession(t, s), storetest.CreateSession(t, s), storetest.CreateSession(t, s)
+	cold, warm := storetest.CreateSession(t, s), storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +301,7 @@ func TestSettleSlicesSweepTheSessions(t *testing.T) {
 	SettleEvery(s, settleAt)
 	sessions := make([]string, 6)
 	for i := range sessions {
-		sessions[i] = createSession(t, s)
+		sessions[i] = storetest.CreateSession(t, s)
 	}
 	w, err := s.Writer()
 	if err != nil {
@@ -375,7 +376,7 @@ func layoutSession(t *testing.T, name string, settle int64) (*Store, persistence
 	s := mustOpen(t, "memory:"+name)
 	t.Cleanup(func() { mustClose(t, s) })
 	SettleEvery(s, settle)
-	id := createSession(t, s)
+	id := storetest.CreateSession(t, s)
 	w, err := s.Writer()
 	if err != nil {
 		t.Fatal(err)

@@ -10,12 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	auditv1 "github.com/agentstate/agentstate/messages/agentstate/audit/v1"
-	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/errs"
-	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
-	"google.golang.org/protobuf/types/known/timestamppb"
+	"github.com/agentstate/agentstate/persistence/storetest"
 )
 
 func mustOpen(t *testing.T, url string) *Store {
@@ -34,26 +31,6 @@ func mustClose(t *testing.T, s *Store) {
 	}
 }
 
-// createSession commits one session through a fresh writer.
-func createSession(t *testing.T, s *Store) string {
-	t.Helper()
-	w, err := s.Writer()
-	if err != nil {
-		t.Fatalf("Writer: %v", err)
-	}
-	defer w.Release()
-	id := ids.New()
-	now := timestamppb.Now()
-	res, err := w.Apply(context.Background(), []persistence.Command{&persistence.CreateSession{
-		Session: &sessionv1.Session{SessionId: id, ActorName: "a", Namespace: "n", CreatedAt: now, UpdatedAt: now},
-		Audit:   []*auditv1.AuditEntry{{EventId: ids.New(), EventType: "session_created", CreatedAt: now}},
-	}})
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("create session: %v %v", err, res)
-	}
-	return id
-}
-
 func sessionExists(t *testing.T, s *Store, id string) bool {
 	t.Helper()
 	_, err := s.Reader().GetSession(context.Background(), id)
@@ -70,28 +47,10 @@ func TestConcurrentOpenSharesOneHandle(t *testing.T) {
 		t.Run(url, func(t *testing.T) {
 			const n = 64
 			before := Opens()
-			var start, done sync.WaitGroup
-			start.Add(1)
 			stores := make([]*Store, n)
 			errors := make([]error, n)
-			for i := 0; i < n; i++ {
-				done.Add(1)
-				go func() {
-					defer done.Done()
-					start.Wait()
-					stores[i], errors[i] = Open(url)
-				}()
-			}
-			start.Done()
-			done.Wait()
-			for i := range stores {
-				if errors[i] != nil {
-					t.Fatalf("Open %d: %v", i, errors[i])
-				}
-				if stores[i] != stores[0] {
-					t.Fatalf("Open %d returned another handle", i)
-				}
-			}
+			storetest.AtOnce(n, func(i int) { stores[i], errors[i] = Open(url) })
+			storetest.OneHandle(t, stores, errors)
 			if got := Opens() - before; got != 1 {
 				t.Fatalf("%d database opens, want 1", got)
 			}
@@ -103,7 +62,7 @@ func TestConcurrentOpenSharesOneHandle(t *testing.T) {
 			if err := s.rdb.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != len(migrations) {
 				t.Fatalf("user_version %d (%v), want %d", version, err, len(migrations))
 			}
-			id := createSession(t, s)
+			id := storetest.CreateSession(t, s)
 			// Every handle but the last may close; the database stays.
 			for i := 0; i < n-1; i++ {
 				mustClose(t, stores[i])
@@ -112,15 +71,7 @@ func TestConcurrentOpenSharesOneHandle(t *testing.T) {
 				t.Fatalf("data gone before the last Close")
 			}
 			mustClose(t, s)
-			if _, err := s.Writer(); errs.CodeOf(err) != errs.UnavailableCode {
-				t.Fatalf("Writer after the last Close: %v, want UNAVAILABLE", err)
-			}
-			if _, err := s.Reader().GetSession(context.Background(), id); errs.CodeOf(err) != errs.UnavailableCode {
-				t.Fatalf("read after the last Close: %v, want UNAVAILABLE", err)
-			}
-			if err := s.Close(); errs.CodeOf(err) != errs.FailedPreconditionCode {
-				t.Fatalf("extra Close: %v, want FAILED_PRECONDITION", err)
-			}
+			storetest.CheckClosed(t, s, id)
 		})
 	}
 }
@@ -128,7 +79,7 @@ func TestConcurrentOpenSharesOneHandle(t *testing.T) {
 func TestMemoryNamesAreSeparateDatabases(t *testing.T) {
 	a, b := mustOpen(t, "memory:names-a"), mustOpen(t, "memory:names-b")
 	defer mustClose(t, b)
-	id := createSession(t, a)
+	id := storetest.CreateSession(t, a)
 	if sessionExists(t, b, id) {
 		t.Fatalf("memory:names-b sees memory:names-a's session")
 	}
@@ -152,7 +103,7 @@ func TestMemoryNamesAreSeparateDatabases(t *testing.T) {
 func TestReopenFileKeepsData(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "reopen.db")
 	s := mustOpen(t, path)
-	id := createSession(t, s)
+	id := storetest.CreateSession(t, s)
 	mustClose(t, s)
 	before := Opens()
 	s = mustOpen(t, "file:"+path)
@@ -167,7 +118,7 @@ func TestReopenFileKeepsData(t *testing.T) {
 		t.Fatalf("session lost across reopen")
 	}
 	// The chain continues on the stored tail.
-	createSession(t, s)
+	storetest.CreateSession(t, s)
 	all, err := s.Reader().ScanAudit(context.Background(), 0, 0)
 	if err != nil || len(all) != 2 || all[1].Position != 2 || all[1].PrevHash != all[0].Hash {
 		t.Fatalf("chain across reopen: %v %v", all, err)
@@ -335,23 +286,14 @@ func TestMigrationOncePerDatabaseAcrossHandles(t *testing.T) {
 	}
 	urls := []string{filepath.Join(dir, "two.db"), filepath.Join(link, "two.db")}
 	stores := make([]*Store, 2)
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for i := range stores {
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			start.Wait()
-			s, err := Open(urls[i])
-			if err != nil {
-				t.Errorf("Open(%s): %v", urls[i], err)
-				return
-			}
-			stores[i] = s
-		}()
-	}
-	start.Done()
-	done.Wait()
+	storetest.AtOnce(len(stores), func(i int) {
+		s, err := Open(urls[i])
+		if err != nil {
+			t.Errorf("Open(%s): %v", urls[i], err)
+			return
+		}
+		stores[i] = s
+	})
 	if t.Failed() {
 		return
 	}
@@ -364,7 +306,7 @@ func TestMigrationOncePerDatabaseAcrossHandles(t *testing.T) {
 		t.Fatalf("%d migrations ran on one database, want %d", got, len(migrations))
 	}
 	for i := 0; i < 4; i++ {
-		createSession(t, stores[i%2])
+		storetest.CreateSession(t, stores[i%2])
 	}
 	all, err := stores[0].Reader().ScanAudit(context.Background(), 0, 0)
 	if err != nil || len(all) != 4 {

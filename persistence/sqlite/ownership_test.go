@@ -13,6 +13,7 @@ import (
 	"github.com/agentstate/agentstate/messages/errs"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/agentstate/agentstate/persistence"
+	"github.com/agentstate/agentstate/persistence/storetest"
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -89,7 +90,7 @@ func TestCommittedWritesVisibleToConcurrentReaders(t *testing.T) {
 		t.Run(url, func(t *testing.T) {
 			s := mustOpen(t, url)
 			defer mustClose(t, s)
-			id := createSession(t, s)
+			id := storetest.CreateSession(t, s)
 			w, err := s.Writer()
 			if err != nil {
 				t.Fatal(err)

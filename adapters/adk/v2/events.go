@@ -1,14 +1,10 @@
 package adk
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/agentstate/agentstate/adapters/adk/internal/adkstore"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/genai"
 )
 
 // storedEvent is an event without what the message itself carries (ID,
@@ -32,7 +28,7 @@ type storedEvent struct {
 }
 
 func encodeEvent(event *session.Event) (*sessionv1.NewMessage, error) {
-	b, err := json.Marshal(storedEvent{
+	return adkstore.MarshalEvent(event.ID, event.Author, event.Timestamp, storedEvent{
 		LLMResponse:        event.LLMResponse,
 		InvocationID:       event.InvocationID,
 		Branch:             event.Branch,
@@ -45,23 +41,16 @@ func encodeEvent(event *session.Event) (*sessionv1.NewMessage, error) {
 		Output:             event.Output,
 		NodeInfo:           event.NodeInfo,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("adk: event %q is not JSON: %w", event.ID, err)
-	}
-	return adkstore.EventMessage(event.ID, event.Author, event.Timestamp, b), nil
 }
 
 func decodeEvent(m *sessionv1.Message) (*session.Event, error) {
 	ev := &session.Event{ID: m.GetMessageId(), Timestamp: adkstore.EventTime(m)}
-	if !adkstore.IsEvent(m) {
-		// Not written as an event: the text as a content of its role.
-		ev.Author = adkstore.RoleAuthor(m.GetRole())
-		ev.Content = genai.NewContentFromText(m.GetContent(), genai.Role(ev.Author))
-		return ev, nil
-	}
 	var se storedEvent
-	if err := json.Unmarshal([]byte(m.GetContent()), &se); err != nil {
-		return nil, fmt.Errorf("adk: message %d (%s) is not an ADK event: %w", m.GetSequence(), m.GetMessageId(), err)
+	if isEvent, err := adkstore.UnmarshalEvent(m, &se); err != nil {
+		return nil, err
+	} else if !isEvent {
+		ev.Author, ev.Content = adkstore.TextEvent(m)
+		return ev, nil
 	}
 	ev.LLMResponse = se.LLMResponse
 	ev.InvocationID, ev.Branch, ev.Author = se.InvocationID, se.Branch, se.Author

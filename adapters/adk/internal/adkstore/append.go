@@ -9,11 +9,27 @@ import (
 	"github.com/agentstate/agentstate/persistence"
 )
 
-// AppendEvent stores event as the session's next message through h (see
-// append). Partial events are not stored. An event without an ID gets
-// one. What the store keeps and later reads return is the event without
-// its temp: keys; the handle keeps them for the rest of the invocation.
-func (s *Service[E]) AppendEvent(ctx context.Context, h *Handle[E], event *E) error {
+// Session is what AppendEvent takes of a version's session.Session: a
+// session this service handed out wraps its *Handle[E], whose method
+// handle it then has.
+type Session interface{ ID() string }
+
+// AppendEvent stores event as the session's next message through cur's
+// handle (see append); cur must be a session this service returned.
+// Partial events are not stored. An event without an ID gets one. What
+// the store keeps and later reads return is the event without its temp:
+// keys; the handle keeps them for the rest of the invocation.
+func (s *Service[E]) AppendEvent(ctx context.Context, cur Session, event *E) error {
+	if cur == nil {
+		return fmt.Errorf("adk: session is nil")
+	}
+	// Another service's session (ADK's in-memory one, say) has no handle
+	// to append through.
+	hh, ok := cur.(interface{ handle() *Handle[E] })
+	if !ok {
+		return fmt.Errorf("adk: unexpected session type %T for session %q: AppendEvent takes the sessions this service returned", cur, cur.ID())
+	}
+	h := hh.handle()
 	if event == nil {
 		return fmt.Errorf("adk: event is nil")
 	}

@@ -32,6 +32,10 @@ type Handle[E any] struct {
 	updated time.Time
 }
 
+// handle is how AppendEvent finds the handle inside the session.Session a
+// version's package wraps it in (the method is promoted to the wrapper).
+func (h *Handle[E]) handle() *Handle[E] { return h }
+
 func (h *Handle[E]) ID() string      { return h.id }
 func (h *Handle[E]) AppName() string { return h.app }
 func (h *Handle[E]) UserID() string  { return h.user }

@@ -2,10 +2,12 @@ package adkstore
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"google.golang.org/genai"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -44,6 +46,37 @@ func EventMessage(id, author string, at time.Time, content []byte) *sessionv1.Ne
 		m.EventTime = timestamppb.New(at)
 	}
 	return m
+}
+
+// MarshalEvent is the message that stores an event: stored is the
+// version's JSON form of the event without ID and Timestamp, which id,
+// author and at are.
+func MarshalEvent(id, author string, at time.Time, stored any) (*sessionv1.NewMessage, error) {
+	b, err := json.Marshal(stored)
+	if err != nil {
+		return nil, fmt.Errorf("adk: event %q is not JSON: %w", id, err)
+	}
+	return EventMessage(id, author, at, b), nil
+}
+
+// UnmarshalEvent reads m's content into stored (the version's JSON form)
+// when m was written as an event, and reports whether it was; a message
+// that was not reads as TextEvent.
+func UnmarshalEvent(m *sessionv1.Message, stored any) (bool, error) {
+	if !IsEvent(m) {
+		return false, nil
+	}
+	if err := json.Unmarshal([]byte(m.GetContent()), stored); err != nil {
+		return true, fmt.Errorf("adk: message %d (%s) is not an ADK event: %w", m.GetSequence(), m.GetMessageId(), err)
+	}
+	return true, nil
+}
+
+// TextEvent is the author and content of the event a message not written
+// as an event reads as: its text as a content of its role.
+func TextEvent(m *sessionv1.Message) (author string, content *genai.Content) {
+	author = RoleAuthor(m.GetRole())
+	return author, genai.NewContentFromText(m.GetContent(), genai.Role(author))
 }
 
 // IsEvent reports whether m was written as an ADK event (by any version);
