@@ -58,6 +58,7 @@ func startEtcdMember(sys *actor.ActorSystem, cfg MemberConfig, router *Router) (
 	m.topo.watch(sys.EventStream)
 	if router != nil {
 		router.topo.watch(sys.EventStream)
+		router.grpc.watch(sys.EventStream)
 	}
 	if router != nil {
 		router.membership = m.Membership

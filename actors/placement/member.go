@@ -132,6 +132,7 @@ func StartMember(sys *actor.ActorSystem, cfg MemberConfig, router *Router) (m *M
 	m.topo.watch(sys.EventStream)
 	if router != nil {
 		router.topo.watch(sys.EventStream)
+		router.grpc.watch(sys.EventStream)
 	}
 	c.StartMember()
 	if router != nil {

@@ -46,6 +46,9 @@ type Router struct {
 	cluster atomic.Pointer[cluster.Cluster]
 	topo    topologyWatch
 	conns   endpointWatch
+	// grpc maps the other members' remote addresses to the gRPC
+	// addresses they published, for the owner hint (directory.NoteOwner).
+	grpc    grpcAddrs
 	retries atomic.Int64
 	// membership, when set (etcd membership: Member.Membership), says
 	// why this member's view of the cluster is in doubt. Its topology is
@@ -78,6 +81,8 @@ func NewRouter(cfg RouterConfig) *Router {
 func (r *Router) Bind(c *cluster.Cluster) {
 	r.topo.watch(c.ActorSystem.EventStream)
 	r.conns.watch(c.ActorSystem.EventStream)
+	r.grpc.watch(c.ActorSystem.EventStream)
+	r.grpc.seed(c)
 	r.cluster.Store(c)
 }
 
@@ -107,7 +112,9 @@ func (r *Router) Retries() int64 { return r.retries.Load() }
 // caller to decide, because retrying a request without a client-chosen id
 // (RecordError) could store it twice. Any other answer is final. Each
 // attempt sends a copy of msg, so a local owner never shares it with a
-// retry.
+// retry. A final answer of an owner on another member notes that member's
+// gRPC address in ctx's owner sink (directory.NoteOwner), for the caller's
+// next requests to go there.
 func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) (proto.Message, error) {
 	backoff := defaultBackoff
 	var last error
@@ -131,11 +138,13 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 			}
 			timeout = min(timeout, left)
 		}
-		resp, err := r.attempt(kind, id, msg, principal.Of(ctx), timeout)
+		resp, owner, err := r.attempt(kind, id, msg, principal.Of(ctx), timeout)
 		if err == nil {
+			r.noteOwner(ctx, owner)
 			return resp, nil
 		}
 		if errs.CodeOf(err) != errs.UnavailableCode {
+			r.noteOwner(ctx, owner)
 			return nil, err
 		}
 		if r.membership != nil {
@@ -156,15 +165,17 @@ func (r *Router) Route(ctx context.Context, kind, id string, msg proto.Message) 
 // leaves the topology: cluster.Request cannot promise either, because its
 // owner lookup waits up to a hard-coded 5 s for a member that may just have
 // died, and a request to a dead member is never failed before its timeout.
-func (r *Router) attempt(kind, id string, msg proto.Message, who string, timeout time.Duration) (proto.Message, error) {
+// owner is the remote address of the owner's member when that owner
+// answered from another member ("" otherwise: local, or no answer).
+func (r *Router) attempt(kind, id string, msg proto.Message, who string, timeout time.Duration) (resp proto.Message, owner string, err error) {
 	c := r.cluster.Load()
 	if c == nil {
-		return nil, errs.Unavailable("the cluster is not started yet")
+		return nil, "", errs.Unavailable("the cluster is not started yet")
 	}
 	deadline := time.Now().Add(timeout)
 	pid, err := resolve(c, kind, id, timeout, r.topo.load().changes())
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// A PID cached before its member left (the library drops a left
 	// member's PIDs from its cache, but a lookup that was running then may
@@ -172,7 +183,7 @@ func (r *Router) attempt(kind, id string, msg proto.Message, who string, timeout
 	self := c.ActorSystem.Address()
 	if t := r.topo.load(); pid.Address != self && !t.has(pid.Address) {
 		c.PidCache.RemoveByValue(id, kind, pid)
-		return nil, errs.Unavailable("%s %s: its owner's member %s left the cluster", kind, id, pid.Address)
+		return nil, "", errs.Unavailable("%s %s: its owner's member %s left the cluster", kind, id, pid.Address)
 	}
 	sent := r.conns.mark(pid.Address)
 	raw, err := r.await(c, pid, proto.Clone(msg), who, time.Until(deadline))
@@ -181,25 +192,36 @@ func (r *Router) attempt(kind, id string, msg proto.Message, who string, timeout
 		c.PidCache.RemoveByValue(id, kind, pid)
 		undelivered := errors.Is(err, actor.ErrDeadLetter) || errors.Is(err, remote.ErrDeadLetter)
 		if undelivered {
-			return nil, errs.Unavailable("%s %s: %v", kind, id, err)
+			return nil, "", errs.Unavailable("%s %s: %v", kind, id, err)
 		}
 		// The first request to a member that was just killed waits in a
 		// new endpoint writer that cannot connect: it never left.
 		if pid.Address != self && r.conns.neverSent(sent) {
-			return nil, errs.Unavailable("%s %s: not sent, member %s has no connection open (%v)", kind, id, pid.Address, err)
+			return nil, "", errs.Unavailable("%s %s: not sent, member %s has no connection open (%v)", kind, id, pid.Address, err)
 		}
 		if errors.Is(err, errMemberLeft) {
-			return nil, errs.OutcomeUnknown("%s %s: %v; it may have been applied", kind, id, err)
+			return nil, "", errs.OutcomeUnknown("%s %s: %v; it may have been applied", kind, id, err)
 		}
-		return nil, errs.OutcomeUnknown("%s %s: no answer within %v, the request may have been applied: %v", kind, id, timeout, err)
+		return nil, "", errs.OutcomeUnknown("%s %s: no answer within %v, the request may have been applied: %v", kind, id, timeout, err)
+	}
+	if pid.Address != self {
+		owner = pid.Address
 	}
 	switch m := raw.(type) {
 	case *commonv1.Error:
-		return nil, errs.FromProto(m)
+		return nil, owner, errs.FromProto(m)
 	case proto.Message:
-		return m, nil
+		return m, owner, nil
 	default:
-		return nil, errs.OutcomeUnknown("%s %s: no answer (%T), the request may have been applied", kind, id, raw)
+		return nil, "", errs.OutcomeUnknown("%s %s: no answer (%T), the request may have been applied", kind, id, raw)
+	}
+}
+
+// noteOwner notes the gRPC address of the member at remote (an owner's
+// member other than this one; "" none) in ctx's owner sink.
+func (r *Router) noteOwner(ctx context.Context, remote string) {
+	if remote != "" {
+		directory.NoteOwner(ctx, r.grpc.lookup(remote))
 	}
 }
 
