@@ -51,6 +51,7 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.ClusterName, "cluster", "", `join the Proto.Actor cluster of this name (needs a shared store: --data postgres://..., and --peers with --am-port, or --membership etcd)`)
 	fs.StringVar(&f.Peers, "peers", "", "every cluster member's host:am-port, this one included, comma-separated")
 	fs.IntVar(&f.AMPort, "am-port", 0, "this member's automanaged port (listens on the remote's host, unauthenticated, read-only: firewall it to the members)")
+	fs.StringVar(&f.GRPCAdvertise, "grpc-advertise", "", "host:port clients reach this member's gRPC API at, named to clients of the sessions and plans it owns (cluster; default: --grpc-addr's bound address, an unspecified host replaced by the remote's advertised host)")
 	fs.DurationVar(&f.ClusterWait, "cluster-wait", f.ClusterWait, "how long /readyz waits for every peer to join before going ready anyway (automanaged)")
 	fs.StringVar(&f.Membership, "membership", "", `how members find each other: automanaged (static --peers; the default with --peers) or etcd (members join and leave at runtime; the default with --etcd-endpoints)`)
 	fs.StringVar(&f.EtcdEndpoints, "etcd-endpoints", "", "etcd servers of --membership etcd, host:port or URL, comma-separated")
@@ -83,7 +84,7 @@ func newServeCommand() *cobra.Command {
 	fromEnv(fs, "data", "synchronous", "grpc-addr", "http-addr", "tls-cert", "tls-key", "auth-token-file", "auth-file", "tls-client-ca",
 		"max-recv-bytes", "remote-addr", "remote-advertise", "remote-tls-cert", "remote-tls-key", "remote-tls-ca",
 		strings.TrimPrefix(server.InsecureRemoteFlag, "--"), "shutdown-timeout", "idle-timeout", "max-live-actors", "backlog", "backlog-bytes", "batch-max-commands", "batch-max-bytes", "audit-messages",
-		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait",
+		"log-format", "log-level", "cluster", "peers", "am-port", "cluster-wait", "grpc-advertise",
 		"membership", "etcd-endpoints", "etcd-prefix", "etcd-tls-ca", "etcd-tls-cert", "etcd-tls-key", "etcd-username", "etcd-password-file", "feed-poll-interval", "feed-bytes", "feed-conn-bytes", "feed-stall-timeout",
 		"grpc-max-streams", "grpc-max-streams-total", "grpc-max-connections", "grpc-idle-timeout", "grpc-keepalive-min-time", "grpc-request-bytes", "grpc-share-rate",
 		"stream-max-appends", "stream-max-bytes", "stream-send-timeout", "stream-total-appends", "stream-total-bytes", "cpuprofile")

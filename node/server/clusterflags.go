@@ -37,10 +37,13 @@ func isPostgres(data string) bool {
 // --cluster. A cluster needs a store every member shares: PostgreSQL.
 func parseCluster(f *Config) (*clusterFlags, error) {
 	if f.ClusterName == "" {
-		if f.Peers != "" || f.AMPort != 0 || f.Membership != "" || f.EtcdEndpoints != "" {
-			return nil, fmt.Errorf("--peers, --am-port, --membership and --etcd-endpoints need --cluster")
+		if f.Peers != "" || f.AMPort != 0 || f.Membership != "" || f.EtcdEndpoints != "" || f.GRPCAdvertise != "" {
+			return nil, fmt.Errorf("--peers, --am-port, --membership, --etcd-endpoints and --grpc-advertise need --cluster")
 		}
 		return nil, nil
+	}
+	if err := checkGRPCAdvertise(f.GRPCAdvertise); err != nil {
+		return nil, err
 	}
 	if !isPostgres(f.Data) {
 		return nil, fmt.Errorf("--cluster needs a store all members share: --data postgres://HOST/DB")

@@ -52,6 +52,12 @@ type Config struct {
 	ClusterName, Peers        string
 	AMPort                    int
 	ClusterWait               time.Duration
+	// GRPCAdvertise is the address clients reach this member's gRPC API
+	// at (host:port), which a cluster member publishes to the others so
+	// that they name it to clients whose sessions it owns
+	// (sessionv1.OwnerHeader). Empty: the bound --grpc-addr, an
+	// unspecified host replaced by the remote's advertised host.
+	GRPCAdvertise string
 	// Membership is how cluster members find each other: "automanaged"
 	// (Peers and AMPort; the default when Peers is set) or "etcd" (the
 	// Etcd* settings: servers, key prefix, TLS to them, credentials).

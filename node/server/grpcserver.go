@@ -67,6 +67,9 @@ type apiOptions struct {
 	StreamsTotal int
 	// Feeds bounds what the feed streams hold (0 fields: defaults).
 	Feeds feedstream.Limits
+	// OwnerHint names, on the answer to a unary request forwarded to its
+	// owner on another member, that member (ownerHint; cluster mode).
+	OwnerHint bool
 }
 
 // apiServer is the gRPC API: the three services, the standard health
@@ -135,6 +138,9 @@ func newAPIServer(svc apiServices, opt apiOptions, m *metrics, log *slog.Logger)
 		grpc.ChainUnaryInterceptor(pace.unary),
 		grpc.ChainStreamInterceptor(pace.stream),
 		grpc.StatsHandler(pace),
+	}
+	if opt.OwnerHint {
+		sopts = append(sopts, grpc.ChainUnaryInterceptor(ownerHint))
 	}
 	if a.authz != nil {
 		// Innermost: a refusal is counted and logged as any answer.

@@ -262,7 +262,8 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 				return sess.GetNamespace(), err
 			},
 			MaxRecvBytes: f.MaxRecvBytes, MarkNetwork: writer.NoWait,
-			Conns: conns, Streams: streams, RequestBytes: f.GRPCRequestBytes, ShareRate: f.GRPCShareRate, StreamsTotal: f.GRPCMaxStreamsTotal, Feeds: feeds},
+			Conns: conns, Streams: streams, RequestBytes: f.GRPCRequestBytes, ShareRate: f.GRPCShareRate, StreamsTotal: f.GRPCMaxStreamsTotal, Feeds: feeds,
+			OwnerHint: cl != nil},
 		m, log.With("component", "grpc"))
 	if err != nil {
 		return s, err
@@ -285,6 +286,12 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 		return s, fmt.Errorf("--grpc-addr: %w", err)
 	}
 	s.grpcAddr = grpcLis.Addr().String()
+	var grpcAdvertise string
+	if s.member != nil {
+		remoteHost, _, _ := net.SplitHostPort(s.member.Address())
+		grpcAdvertise = grpcAdvertised(s.grpcAddr, f.GRPCAdvertise, remoteHost)
+		s.member.PublishGRPCAddr(grpcAdvertise)
+	}
 	var httpLis net.Listener
 	if f.HTTPAddr != "" {
 		if httpLis, err = listenLimited(f.HTTPAddr, httpMaxConnections); err != nil {
@@ -324,6 +331,7 @@ func startServer(f *Config, log *slog.Logger) (s *server, err error) {
 	}
 	if s.member != nil {
 		attrs = append(attrs, cl.logAttrs(f, s.member)...)
+		attrs = append(attrs, "grpc_advertise", grpcAdvertise)
 	}
 	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
 		attrs = append(attrs, "gomemlimit_mib", l>>20) // node serve's default or GOMEMLIMIT
