@@ -13,7 +13,10 @@ import (
 // identitylookup/disthash) and checked against a running cluster:
 //
 //   - gossip between members: cluster.GossipRequest to "gossip", answered
-//     with cluster.GossipResponse to the requester's future;
+//     with cluster.GossipResponse to the requester's future; the state it
+//     carries (each member's gRPC address among it: placement.GRPCAddrKey,
+//     a wrapperspb.StringValue) is Any values, decoded only by who reads
+//     their key, never by the remote's reader;
 //   - placement: cluster.ActivationRequest to "partition-activator",
 //     answered with cluster.ActivationResponse to a future;
 //   - cluster.ActivationTerminated broadcast to "eventstream";

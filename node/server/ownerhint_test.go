@@ -7,9 +7,14 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/actors/directory"
+	"github.com/agentstate/agentstate/actors/placement"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
+	"github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // headerStream records the headers a handler sets (grpc.SetHeader).
@@ -103,5 +108,37 @@ func TestParseClusterGRPCAdvertise(t *testing.T) {
 	f.ClusterName, f.Data, f.Peers, f.AMPort, f.GRPCAdvertise = "c", "postgres://db/x", "127.0.0.1:7000", 7000, "api.example:443"
 	if _, err := parseCluster(f); err != nil {
 		t.Fatalf("--grpc-advertise api.example:443: %v", err)
+	}
+}
+
+// A member's published gRPC address travels inside the gossip state, as
+// an Any in a cluster.GossipRequest: the guard admits the request by its
+// own type, and the value's type is one the receiver can resolve (an
+// unknown type named by a peer would crash it).
+func TestGossipedGRPCAddrPassesTheClusterGuard(t *testing.T) {
+	v, err := anypb.New(wrapperspb.String("10.0.0.2:7420"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &cluster.GossipRequest{FromMemberId: "b", State: &cluster.GossipState{Members: map[string]*cluster.GossipMemberState{
+		"b": {Values: map[string]*cluster.GossipKeyValue{placement.GRPCAddrKey: {SequenceNumber: 1, Value: v}}},
+	}}}
+	b, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got cluster.GossipRequest
+	if err := proto.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if name := string(got.ProtoReflect().Descriptor().FullName()); !clusterTraffic(name, "gossip") {
+		t.Fatalf("the guard refuses %s to gossip", name)
+	}
+	m, err := got.GetState().GetMembers()["b"].GetValues()[placement.GRPCAddrKey].GetValue().UnmarshalNew()
+	if err != nil {
+		t.Fatalf("the published address's type does not resolve: %v", err)
+	}
+	if s, ok := m.(*wrapperspb.StringValue); !ok || s.GetValue() != "10.0.0.2:7420" {
+		t.Fatalf("published address decoded as %T %v", m, m)
 	}
 }
