@@ -42,7 +42,7 @@ func checkGRPCAdvertise(addr string) error {
 	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
 		return fmt.Errorf("--grpc-advertise %q: want a port in 1-65535", addr)
 	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+	if unspecifiedHost(host) {
 		return fmt.Errorf("--grpc-advertise %q: want a host clients can dial, not an unspecified one", addr)
 	}
 	return nil
@@ -61,8 +61,15 @@ func grpcAdvertised(bound, override, advertisedHost string) string {
 	if err != nil {
 		return bound
 	}
-	if ip := net.ParseIP(host); (host == "" || (ip != nil && ip.IsUnspecified())) && advertisedHost != "" {
+	if unspecifiedHost(host) && advertisedHost != "" {
 		host = advertisedHost
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// unspecifiedHost reports whether host names no one address ("", 0.0.0.0,
+// ::): a listener's "every interface", which no client can dial.
+func unspecifiedHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || (ip != nil && ip.IsUnspecified())
 }
