@@ -29,10 +29,9 @@ import (
 // writer. An address the watch has seen no event of is unknown: a
 // connection made before Bind may be up, so a request to it counts as sent.
 type endpointWatch struct {
-	mu     sync.Mutex
-	addrs  map[string]*endpointState
-	stream *eventstream.EventStream
-	sub    *eventstream.Subscription
+	mu    sync.Mutex
+	addrs map[string]*endpointState
+	subscription
 }
 
 type endpointState struct {
@@ -52,14 +51,10 @@ type sendMark struct {
 func (w *endpointWatch) watch(es *eventstream.EventStream) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stream == es {
-		return
+	if w.stream != es {
+		w.addrs = map[string]*endpointState{}
 	}
-	if w.stream != nil {
-		w.stream.Unsubscribe(w.sub)
-	}
-	w.stream, w.addrs = es, map[string]*endpointState{}
-	w.sub = es.Subscribe(w.event)
+	w.follow(es, w.event)
 }
 
 func (w *endpointWatch) event(ev any) {

@@ -36,8 +36,7 @@ type grpcAddrs struct {
 	// gossip sequence number (a late seed must not undo a newer update).
 	published map[string]publishedAddr
 	byRemote  atomic.Pointer[map[string]string]
-	stream    *eventstream.EventStream
-	sub       *eventstream.Subscription
+	subscription
 }
 
 type publishedAddr struct {
@@ -127,14 +126,7 @@ func (g *grpcAddrs) gossiped(u *cluster.GossipUpdate) {
 func (g *grpcAddrs) watch(es *eventstream.EventStream) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.stream == es {
-		return
-	}
-	if g.stream != nil {
-		g.stream.Unsubscribe(g.sub)
-	}
-	g.stream = es
-	g.sub = es.Subscribe(func(ev any) {
+	g.follow(es, func(ev any) {
 		switch e := ev.(type) {
 		case *cluster.ClusterTopology:
 			g.setMembers(e.Members)

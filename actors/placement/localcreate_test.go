@@ -15,12 +15,11 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 )
 
-// A create without a client-chosen id gets an id the member it reached
-// owns, so it is not forwarded: with a second member in the topology that
-// never answers (and owns about half of all ids), every such create is
-// served here, nothing is sent to the other member, and each id is one
-// Local places here.
-func TestCreateWithoutIDStaysOnItsMember(t *testing.T) {
+// startMemberBesideGhost starts a member whose topology also holds a
+// ghost member hosting the session and plan kinds (it owns about half of
+// all ids, and never answers).
+func startMemberBesideGhost(t *testing.T) (*oneMember, *ghost) {
+	t.Helper()
 	g := newGhost(t, "ghost")
 	g.member.Kinds = []string{session.ClusterKind, plan.ClusterKind}
 	m := startMember(t, nil, func(c *remote.Config) { c.MaxRetryCount = 1 })
@@ -31,6 +30,16 @@ func TestCreateWithoutIDStaysOnItsMember(t *testing.T) {
 	p, _ := strconv.Atoi(port)
 	self := &cluster.Member{Host: host, Port: int32(p), Id: m.sys.ID, Kinds: []string{session.ClusterKind, plan.ClusterKind}}
 	publish(m, []*cluster.Member{self, g.member}, g.member, nil)
+	return m, g
+}
+
+// A create without a client-chosen id gets an id the member it reached
+// owns, so it is not forwarded: with a second member in the topology that
+// never answers (and owns about half of all ids), every such create is
+// served here, nothing is sent to the other member, and each id is one
+// Local places here.
+func TestCreateWithoutIDStaysOnItsMember(t *testing.T) {
+	m, g := startMemberBesideGhost(t)
 	here := 0
 	for range 64 {
 		if m.router.Local(session.ClusterKind, ids.New()) {

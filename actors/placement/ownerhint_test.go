@@ -2,19 +2,15 @@ package placement_test
 
 import (
 	"context"
-	"net"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/agentstate/agentstate/actors/directory"
 	"github.com/agentstate/agentstate/actors/placement"
-	"github.com/agentstate/agentstate/actors/plan"
 	"github.com/agentstate/agentstate/actors/session"
 	sessionv1 "github.com/agentstate/agentstate/messages/agentstate/session/v1"
 	"github.com/agentstate/agentstate/messages/ids"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -25,16 +21,7 @@ import (
 // positive case needs a second real member: tests/cluster
 // (TestClusterOwnerHeader).
 func TestOwnerHintOnlyForAnsweredRemoteOwners(t *testing.T) {
-	g := newGhost(t, "ghost")
-	g.member.Kinds = []string{session.ClusterKind, plan.ClusterKind}
-	m := startMember(t, nil, func(c *remote.Config) { c.MaxRetryCount = 1 })
-	host, port, err := net.SplitHostPort(m.sys.Address())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	self := &cluster.Member{Host: host, Port: int32(p), Id: m.sys.ID, Kinds: []string{session.ClusterKind, plan.ClusterKind}}
-	publish(m, []*cluster.Member{self, g.member}, g.member, nil)
+	m, g := startMemberBesideGhost(t)
 	addr, err := anypb.New(wrapperspb.String("127.0.0.1:1"))
 	if err != nil {
 		t.Fatal(err)

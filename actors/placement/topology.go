@@ -50,8 +50,7 @@ func (t *topology) changes() <-chan struct{} {
 type topologyWatch struct {
 	mu      sync.Mutex // serializes updates (events come from one goroutine; this makes it not matter)
 	current atomic.Pointer[topology]
-	stream  *eventstream.EventStream
-	sub     *eventstream.Subscription
+	subscription
 }
 
 // watch subscribes w to es's cluster topology events. The library
@@ -61,14 +60,7 @@ type topologyWatch struct {
 func (w *topologyWatch) watch(es *eventstream.EventStream) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stream == es {
-		return
-	}
-	if w.stream != nil {
-		w.stream.Unsubscribe(w.sub)
-	}
-	w.stream = es
-	w.sub = es.Subscribe(func(ev any) {
+	w.follow(es, func(ev any) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok {
 			w.update(t)
 		}
@@ -98,3 +90,23 @@ func (w *topologyWatch) update(t *cluster.ClusterTopology) {
 
 // load returns the latest topology (nil before the first event).
 func (w *topologyWatch) load() *topology { return w.current.Load() }
+
+// subscription is a watch's subscription to one event stream at a time.
+type subscription struct {
+	stream *eventstream.EventStream
+	sub    *eventstream.Subscription
+}
+
+// follow subscribes fn to es, ending the subscription to an earlier
+// stream; it does nothing when es is the stream followed already, so a
+// watch started before its member and again at Bind gets each event once.
+// The watch's lock is held.
+func (s *subscription) follow(es *eventstream.EventStream, fn func(any)) {
+	if s.stream == es {
+		return
+	}
+	if s.stream != nil {
+		s.stream.Unsubscribe(s.sub)
+	}
+	s.stream, s.sub = es, es.Subscribe(fn)
+}
