@@ -45,7 +45,8 @@ type Options struct {
 // and the codec forced on every call of the connection (codec.Codec: the
 // generated encoders instead of reflection), so nothing process-wide is
 // changed. With o.RouteToOwner, an OwnerRouter comes first; it dials the
-// owners with the others.
+// owners with the others, and its routes are one connection's: dial one
+// connection with the options.
 func DialOptions(o Options) []grpc.DialOption { return dialOptions(o, nil) }
 
 // dialOptions are DialOptions(o) and then extra, which the OwnerRouter,

@@ -129,6 +129,14 @@ func appendTo(ctx context.Context, s sessionv1.SessionServiceClient, id string, 
 	return err
 }
 
+// mustAppend appends to id and fails the test on an error.
+func mustAppend(ctx context.Context, t *testing.T, s sessionv1.SessionServiceClient, id string) {
+	t.Helper()
+	if err := appendTo(ctx, s, id); err != nil {
+		t.Fatalf("append to %s: %v", id, err)
+	}
+}
+
 // want fails the test unless m served id n times.
 func want(t *testing.T, m *member, name, id string, n int) {
 	t.Helper()
@@ -169,9 +177,7 @@ func TestRouteToOwnerSendsANamedSessionToItsOwner(t *testing.T) {
 	want(t, a, "A", "s1", 1)
 	want(t, b, "B", "s1", 4)
 
-	if err := appendTo(ctx, s, "s2"); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(ctx, t, s, "s2")
 	if _, err := s.List(ctx, &sessionv1.ListSessionsRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,42 +207,34 @@ func TestRouteToOwnerKeysPlansByNamespace(t *testing.T) {
 }
 
 // A routed member's UNAVAILABLE (it stored nothing) sends the request
-// once more to A and forgets the route; an answer without the header
-// keeps it; another owner named by B replaces it.
+// once more to A and forgets the route; a failure that may have stored
+// something is the caller's, and keeps the route.
 func TestRouteToOwnerFallsBackOnUnavailable(t *testing.T) {
 	a, b := startMember(t), startMember(t)
 	a.hint("s1", b.addr)
 	s := sessionv1.NewSessionServiceClient(routedConn(t, a))
 	ctx := testContext(t)
-	if err := appendTo(ctx, s, "s1"); err != nil { // A names B
-		t.Fatal(err)
-	}
-	a.hint("s1", "") // A now owns it
+	mustAppend(ctx, t, s, "s1") // A names B
+	a.hint("s1", "")            // A now owns it
 	b.failNext("s1", errs.Unavailable("the owner is stopping"))
 	if err := appendTo(ctx, s, "s1"); err != nil {
 		t.Fatalf("append after B's UNAVAILABLE: %v, want A's answer", err)
 	}
 	want(t, a, "A", "s1", 2)
 	want(t, b, "B", "s1", 1)
-	if err := appendTo(ctx, s, "s1"); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(ctx, t, s, "s1")
 	want(t, a, "A", "s1", 3)
 	want(t, b, "B", "s1", 1)
 
 	// B fails a request with a code that does not promise nothing was
 	// stored: the caller gets it, and the route stays.
 	a.hint("s1", b.addr)
-	if err := appendTo(ctx, s, "s1"); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(ctx, t, s, "s1")
 	b.failNext("s1", errs.OutcomeUnknown("the commit's answer was lost"))
 	if err := appendTo(ctx, s, "s1"); !errors.Is(err, errs.ErrOutcomeUnknown) {
 		t.Fatalf("append failed by B: %v, want its OUTCOME_UNKNOWN", err)
 	}
-	if err := appendTo(ctx, s, "s1"); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(ctx, t, s, "s1")
 	want(t, a, "A", "s1", 4)
 	want(t, b, "B", "s1", 3)
 }
@@ -269,9 +267,7 @@ func TestRouteToOwnerFollowsARoutedMembersHint(t *testing.T) {
 	s := sessionv1.NewSessionServiceClient(routedConn(t, a))
 	ctx := testContext(t)
 	for range 3 {
-		if err := appendTo(ctx, s, "s1"); err != nil {
-			t.Fatal(err)
-		}
+		mustAppend(ctx, t, s, "s1")
 	}
 	want(t, a, "A", "s1", 1)
 	want(t, b, "B", "s1", 1)
