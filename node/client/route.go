@@ -24,8 +24,10 @@ const (
 	// remembers; a new one beyond it replaces an arbitrary one.
 	MaxRoutes = 1 << 16
 	// MaxOwners is the number of members a router keeps a connection to.
-	// A hint naming another member while all are in use is ignored: the
-	// request goes on through the connection's own member, which forwards.
+	// Beyond it, one without calls in flight is closed to make room (the
+	// routes to it are dropped); while all have calls in flight, a hint
+	// naming another member is ignored: its requests go on through the
+	// connection's own member, which forwards them.
 	MaxOwners = 16
 )
 
