@@ -30,6 +30,7 @@ func benchClusterCommand() *cobra.Command {
 		profileDir string
 		nodeBinary string
 		chains     int
+		route      bool
 		asJSON     bool
 	)
 	cmd := &cobra.Command{
@@ -42,7 +43,10 @@ func benchClusterCommand() *cobra.Command {
 			"changing a shared scope, one per session), create (a session; audited) or plan (RecordError on one of\n" +
 			"--sessions plans; audited). Audited writes take PostgreSQL's audit chain lock. It reports writes/s,\n" +
 			"each member's CPU per write, the database's commits and WAL bytes per write, the share of busy backends waiting on a\n" +
-			"lock (pg_stat_activity sampled every 5ms) and the top wait events, and each count's rate over the first's.",
+			"lock (pg_stat_activity sampled every 5ms) and the top wait events, and each count's rate over the first's.\n" +
+			"With --route-to-owner, a caller's writes of a session or plan go to the member that owns it once a member\n" +
+			"named it (the client's RouteToOwner), instead of to its own member, which forwards them; the table's\n" +
+			"routed/hinted are the writes sent to an owner and the answers that named one.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if postgres == "" {
 				return usagef(cmd, "--postgres is required (a postgres:// URL of a role that may create databases)")
@@ -68,7 +72,8 @@ func benchClusterCommand() *cobra.Command {
 						}
 					}
 					r, err := bench.RunCluster(cmd.Context(), bench.ClusterConfig{Postgres: postgres, Serve: []string{exe, "serve"},
-						Members: n, Kind: strings.TrimSpace(kind), Callers: callers, Ops: ops, Sessions: sessions, AuditChains: chains, ProfileDir: dir})
+						Members: n, Kind: strings.TrimSpace(kind), Callers: callers, Ops: ops, Sessions: sessions, AuditChains: chains, ProfileDir: dir,
+						RouteToOwner: route})
 					if errors.Is(err, bench.ErrDropDatabase) && r.Duration > 0 {
 						fmt.Fprintf(cmd.ErrOrStderr(), "cluster %s, %d member(s): %v (the figures stand)\n", kind, n, err)
 					} else if err != nil {
@@ -95,6 +100,8 @@ func benchClusterCommand() *cobra.Command {
 	fl.StringVar(&nodeBinary, "node-binary", "", "the program the members run as `node serve` (default: this binary)")
 	fl.IntVar(&chains, "audit-chains", 0, "partition the members' audit trail into this many chains (the DSN's audit_chains; 0: the store's default)")
 	fl.StringVar(&profileDir, "profile-dir", "", "write each member's CPU profile under this directory (a folder per run)")
+	fl.BoolVar(&route, "route-to-owner", false, "send each caller's writes of a session or plan to its owner once a member named it "+
+		"(off: to the caller's member, which forwards them, as in runs before the flag)")
 	fl.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	return cmd
 }
@@ -116,7 +123,7 @@ func parseCounts(s string) ([]int, error) {
 // the lock-wait share with the top wait events.
 func writeClusterTable(w io.Writer, rs []bench.ClusterResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kind\tmembers\twrites\terrors\twrites/s\tvs first\tp50\tp99\tcpu/write per member\tclient cpu/write\tcommits/write\tWAL/write\tlock wait\ttop waits\tload\t")
+	fmt.Fprintln(tw, "kind\tmembers\twrites\terrors\twrites/s\tvs first\tp50\tp99\tcpu/write per member\tclient cpu/write\tcommits/write\tWAL/write\tlock wait\ttop waits\trouted/hinted\tload\t")
 	first := map[string]float64{}
 	for _, r := range rs {
 		if _, ok := first[r.Kind]; !ok {
@@ -130,9 +137,13 @@ func writeClusterTable(w io.Writer, rs []bench.ClusterResult) error {
 		if f := first[r.Kind]; f > 0 {
 			ratio = fmt.Sprintf("%.2f", r.OpsPerSec/f)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.0fB\t%.1f%%\t%s\t%s\t\n", r.Kind, r.Members, r.Ops, r.Errors,
+		routed := "-"
+		if r.RouteToOwner {
+			routed = fmt.Sprintf("%d/%d", r.Routed, r.Hinted)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.0fB\t%.1f%%\t%s\t%s\t%s\t\n", r.Kind, r.Members, r.Ops, r.Errors,
 			r.OpsPerSec, ratio, ms(r.P50), ms(r.P99), strings.Join(cpu, " "), us(r.ClientCPUPerOp), r.CommitsPerOp, r.WALBytesPerOp,
-			100*r.LockWaitShare, topWaits(r.Waits, 3), r.Load)
+			100*r.LockWaitShare, topWaits(r.Waits, 3), routed, r.Load)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -62,4 +62,23 @@ func TestBenchCluster(t *testing.T) {
 	if fi, err := os.Stat(runs[0]); err != nil || fi.Size() == 0 {
 		t.Fatalf("profile %s: %v", runs[0], err)
 	}
+
+	// Routed to owners: every append is answered, and once a member has
+	// named an owner (a member that forwards names it), the callers'
+	// appends go there. A member that names none leaves both counts 0.
+	out.Reset()
+	errOut.Reset()
+	code = run([]string{"bench", "cluster", "--postgres", base, "--node-binary", nodeBin, "--members", "2", "--kind", "append",
+		"--ops", "64", "--callers", "8", "--sessions", "4", "--route-to-owner", "--json"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("--route-to-owner: exit %d: %s", code, errOut.String())
+	}
+	rs = nil
+	if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if len(rs) != 1 || !rs[0].RouteToOwner || rs[0].Ops != 64 || rs[0].Errors != 0 || rs[0].FellBack != 0 ||
+		(rs[0].Hinted > 0) != (rs[0].Routed > 0) {
+		t.Fatalf("--route-to-owner: %+v", rs)
+	}
 }

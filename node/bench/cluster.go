@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"google.golang.org/grpc"
 )
 
 // ClusterKinds are the write kinds a cluster run measures, in report
@@ -44,6 +42,13 @@ type ClusterConfig struct {
 	// ProfileDir, when set, gets a CPU profile of each member
 	// (member-<i>.pprof, written when it drains).
 	ProfileDir string
+	// RouteToOwner sends each caller's writes of a session or plan to its
+	// owner once a member named it (node/client's OwnerRouter, one per
+	// connection): after its first write of a session, a caller's writes
+	// of it are not forwarded between members. Off, every write goes to
+	// the caller's member, which forwards it when it does not own it: the
+	// figures of runs before the option.
+	RouteToOwner bool
 	// Progress as in Config.
 	Progress func(done, total int)
 }
@@ -80,6 +85,15 @@ type ClusterResult struct {
 	Waits map[string]int `json:"waits"`
 	// Load is the machine's load average when the run ended.
 	Load string `json:"load"`
+	// RouteToOwner is the config's; with it, Routed writes of the timed
+	// window were sent to an owner a member had named, Hinted answers
+	// named one (a member forwarded the write), FellBack writes were sent
+	// again through the caller's member after their owner answered
+	// UNAVAILABLE.
+	RouteToOwner bool  `json:"route_to_owner,omitempty"`
+	Routed       int64 `json:"routed,omitempty"`
+	Hinted       int64 `json:"hinted,omitempty"`
+	FellBack     int64 `json:"fell_back,omitempty"`
 }
 
 // RunCluster measures one cluster configuration on a fresh database.
@@ -118,23 +132,22 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (res ClusterResult, err 
 	if err != nil {
 		return res, err
 	}
-	var conns []*grpc.ClientConn
+	var conns clusterConns
+	defer conns.close()
 	for _, m := range members {
-		cs, err := dial(m.addr, "")
-		if err != nil {
+		if err := conns.dialMember(m.addr, cfg.RouteToOwner); err != nil {
 			return res, err
 		}
-		defer closeConns(cs)
-		conns = append(conns, cs...)
 	}
-	return driveCluster(ctx, cfg, dsn, op, members, conns)
+	return driveCluster(ctx, cfg, dsn, op, members, &conns)
 }
 
 // driveCluster runs the timed window: cfg.Callers callers, each with one
 // write outstanding, caller c on member c mod Members, while a sampler
 // watches the database's backends.
-func driveCluster(ctx context.Context, cfg ClusterConfig, dsn string, op clusterOp, members []*member, conns []*grpc.ClientConn) (ClusterResult, error) {
-	res := ClusterResult{Members: cfg.Members, Kind: cfg.Kind, Callers: cfg.Callers}
+func driveCluster(ctx context.Context, cfg ClusterConfig, dsn string, op clusterOp, members []*member, cc *clusterConns) (ClusterResult, error) {
+	res := ClusterResult{Members: cfg.Members, Kind: cfg.Kind, Callers: cfg.Callers, RouteToOwner: cfg.RouteToOwner}
+	conns := cc.conns
 	perMember := len(conns) / len(members)
 	targets, err := op.setup(ctx, conns, cfg.Sessions)
 	if err != nil {
@@ -152,6 +165,7 @@ func driveCluster(ctx context.Context, cfg ClusterConfig, dsn string, op cluster
 	for i, m := range members {
 		cpu0[i] = m.cpu()
 	}
+	routes0 := cc.stats()
 	self0, t0 := processCPU(), time.Now()
 	var wg sync.WaitGroup
 	for c := range cfg.Callers {
@@ -175,6 +189,8 @@ func driveCluster(ctx context.Context, cfg ClusterConfig, dsn string, op cluster
 	wg.Wait()
 	res.Duration = time.Since(t0)
 	selfCPU := processCPU() - self0
+	routes := cc.stats()
+	res.Routed, res.Hinted, res.FellBack = routes.Routed-routes0.Routed, routes.Hinted-routes0.Hinted, routes.FellBack-routes0.FellBack
 	stopProgress()
 	samples, err := sampler.stop(ctx)
 	if err != nil {

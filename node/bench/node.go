@@ -127,19 +127,11 @@ func loopbackServer(n *localNode) (*grpc.Server, string, error) {
 	return srv, lis.Addr().String(), nil
 }
 
-// dial opens grpcConns connections to addr, with the node's codec and
-// receive windows as a node's clients use them (client.DialOptions) but
-// without OutcomeOptions,
-// whose per-call bookkeeping the streaming appends do not need.
+// dial opens grpcConns connections to addr with connOptions.
 func dial(addr, token string) ([]*grpc.ClientConn, error) {
 	var conns []*grpc.ClientConn
 	for range grpcConns() {
-		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec()))}, nodeclient.WindowOptions()...)
-		if token != "" {
-			opts = append(opts, grpc.WithPerRPCCredentials(nodeclient.Bearer(token)))
-		}
-		c, err := grpc.NewClient(addr, opts...)
+		c, err := grpc.NewClient(addr, connOptions(token)...)
 		if err != nil {
 			closeConns(conns)
 			return nil, err
@@ -147,6 +139,19 @@ func dial(addr, token string) ([]*grpc.ClientConn, error) {
 		conns = append(conns, c)
 	}
 	return conns, nil
+}
+
+// connOptions are a bench connection's: the node's codec and receive
+// windows as a node's clients use them (client.DialOptions) but without
+// OutcomeOptions, whose per-call bookkeeping the streaming appends do not
+// need.
+func connOptions(token string) []grpc.DialOption {
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec.Codec()))}, nodeclient.WindowOptions()...)
+	if token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(nodeclient.Bearer(token)))
+	}
+	return opts
 }
 
 func closeConns(conns []*grpc.ClientConn) {

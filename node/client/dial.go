@@ -31,6 +31,12 @@ type Options struct {
 	// certificate (its --tls-client-ca): a principal of its --auth-file
 	// may authenticate by one. They imply TLS.
 	Certificates []tls.Certificate
+	// RouteToOwner sends the requests of a session or a plan straight to
+	// the cluster member that owns it once a member has named it
+	// (OwnerRouter): in a cluster, it saves the members a forwarding hop
+	// per request. A single node names no owner; the option then changes
+	// nothing.
+	RouteToOwner bool
 }
 
 // DialOptions are the grpc.DialOptions of a connection to a node: the
@@ -38,8 +44,23 @@ type Options struct {
 // the errs sentinels works on every call's error), OutcomeOptions, WindowOptions,
 // and the codec forced on every call of the connection (codec.Codec: the
 // generated encoders instead of reflection), so nothing process-wide is
-// changed.
-func DialOptions(o Options) []grpc.DialOption {
+// changed. With o.RouteToOwner, an OwnerRouter comes first; it dials the
+// owners with the others, and its routes are one connection's: dial one
+// connection with the options.
+func DialOptions(o Options) []grpc.DialOption { return dialOptions(o, nil) }
+
+// dialOptions are DialOptions(o) and then extra, which the OwnerRouter,
+// if any, dials with too.
+func dialOptions(o Options, extra []grpc.DialOption) []grpc.DialOption {
+	opts := append(connOptions(o), extra...)
+	if !o.RouteToOwner {
+		return opts
+	}
+	return append([]grpc.DialOption{NewOwnerRouter(opts...).DialOption()}, opts...)
+}
+
+// connOptions are DialOptions(o) without routing.
+func connOptions(o Options) []grpc.DialOption {
 	var creds credentials.TransportCredentials
 	if o.TLS || o.RootCAs != nil || o.InsecureSkipVerify || len(o.Certificates) > 0 {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.ServerName,
@@ -79,10 +100,11 @@ func WindowOptions() []grpc.DialOption {
 }
 
 // Dial returns a connection to the node at addr (host:port) made with
-// DialOptions(o) and then extra. gRPC connects lazily: an unreachable
-// node shows in the first call, as UNAVAILABLE.
+// DialOptions(o) and then extra (with o.RouteToOwner, the connections to
+// owners too). gRPC connects lazily: an unreachable node shows in the
+// first call, as UNAVAILABLE.
 func Dial(addr string, o Options, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(addr, append(DialOptions(o), extra...)...)
+	conn, err := grpc.NewClient(addr, dialOptions(o, extra)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", addr, err)
 	}

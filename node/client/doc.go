@@ -13,6 +13,11 @@
 // reached the node, OUTCOME_UNKNOWN when a write was sent and its answer
 // lost.
 //
+// In a cluster, Options.RouteToOwner sends each request of a session or
+// plan straight to the member that owns it, once a member has named it in
+// its answer (OwnerRouter), instead of through the dialled member, which
+// forwards it.
+//
 // StreamClient keeps a free list of open AppendStream streams, so that
 // concurrent callers each use one stream at a time and a stream is reused
 // for the caller's next append:

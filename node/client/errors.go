@@ -59,8 +59,8 @@ func typed(err error) error {
 
 // TypedErrorOptions make every unary call and stream of a connection fail
 // with a *StatusError (or an *errs.Error) instead of a bare status error.
-// Dial and DialOptions include them, outermost, so they see the verdict of
-// OutcomeOptions.
+// Dial and DialOptions include them, outermost but for an OwnerRouter's,
+// so they see the verdict of OutcomeOptions.
 func TypedErrorOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
