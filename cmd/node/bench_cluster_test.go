@@ -63,9 +63,12 @@ func TestBenchCluster(t *testing.T) {
 		t.Fatalf("profile %s: %v", runs[0], err)
 	}
 
-	// Routed to owners: every append is answered, and once a member has
-	// named an owner (a member that forwards names it), the callers'
-	// appends go there. A member that names none leaves both counts 0.
+	// Routed to owners: every append is answered, none falls back, and a
+	// write goes straight to an owner only after some member named one.
+	// Whether a run this short sees a hint at all depends on how soon the
+	// members' gossip carries their gRPC addresses (tests/cluster's
+	// TestClusterOwnerHeader waits for that and asserts the hints;
+	// node/client's route tests assert that hints are followed).
 	out.Reset()
 	errOut.Reset()
 	code = run([]string{"bench", "cluster", "--postgres", base, "--node-binary", nodeBin, "--members", "2", "--kind", "append",
@@ -78,7 +81,7 @@ func TestBenchCluster(t *testing.T) {
 		t.Fatalf("%v: %s", err, out.String())
 	}
 	if len(rs) != 1 || !rs[0].RouteToOwner || rs[0].Ops != 64 || rs[0].Errors != 0 || rs[0].FellBack != 0 ||
-		(rs[0].Hinted > 0) != (rs[0].Routed > 0) {
+		(rs[0].Routed > 0 && rs[0].Hinted == 0) || rs[0].Routed > int64(rs[0].Ops) || rs[0].Hinted > int64(rs[0].Ops) {
 		t.Fatalf("--route-to-owner: %+v", rs)
 	}
 }
