@@ -67,15 +67,21 @@ func (g pacing) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, han
 
 // received charges the operations a stream's decoded message carries
 // beyond the one its receipt was charged (a stream's messages reach the
-// stats handler undecoded: codec.Undecoded), and waits out the lead.
+// stats handler undecoded: codec.Undecoded), and waits out the lead that
+// charge adds. A message of one operation was waited for already, before
+// it was decoded (pacedStream.RecvMsg, on the same principal: both read
+// the name streamTap put in the stream's context), so it costs no second
+// wait.
 func (g pacing) received(ctx context.Context, msg any) error {
 	name := fairshare.From(ctx)
 	if name == "" {
 		return nil
 	}
-	if m, ok := msg.(operations); ok && m.Operations() > 1 {
-		g.p.Charge(name, int64(m.Operations()-1)*fairshare.OpCost)
+	m, ok := msg.(operations)
+	if !ok || m.Operations() <= 1 {
+		return nil
 	}
+	g.p.Charge(name, int64(m.Operations()-1)*fairshare.OpCost)
 	return g.p.Wait(ctx, name)
 }
 
